@@ -1,0 +1,88 @@
+"""Immutable views of the queue for inspectors, metrics and the REST API.
+
+A snapshot is built by `RequestQueue.snapshot()` from counters the queue keeps
+up to date on every operation, so taking one never walks queued requests.
+All containers are tuples so a snapshot can be handed to another task or
+serialised while the queue keeps changing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = [
+    "LeafSnapshot",
+    "QuerierSnapshot",
+    "QueueSnapshot",
+    "Reservation",
+    "TenantSnapshot",
+    "WorkerSnapshot",
+]
+
+
+class LeafSnapshot(NamedTuple):
+    """One (tenant, component) queue: its length split by priority."""
+
+    tenant_id: str
+    component: str
+    length: int
+    by_priority: tuple[tuple[int, int], ...]  # (priority, count), highest first
+    oldest_enqueued_at: float
+
+
+class Reservation(NamedTuple):
+    """Querier `querier_id` is reserved for `tenant_id`'s priority >= `priority`."""
+
+    tenant_id: str
+    priority: int
+    querier_id: str
+
+
+class TenantSnapshot(NamedTuple):
+    """A tenant the queue knows: queued work, shard, reservations."""
+
+    tenant_id: str
+    length: int
+    max_outstanding: int
+    shard: tuple[str, ...] | None  # None: every querier may serve it
+    reservations: tuple[Reservation, ...]
+    priority_enabled: bool
+
+
+class WorkerSnapshot(NamedTuple):
+    """One worker connection; `request_id` is None when idle."""
+
+    querier_id: str
+    worker_id: int
+    request_id: str | None
+    tenant_id: str | None
+    component: str | None
+    priority: int | None
+    since: float  # when it became busy or idle
+    waiting: bool  # blocked in next_request (runtime) rather than just idle
+
+
+class QuerierSnapshot(NamedTuple):
+    """A querier process and its workers."""
+
+    querier_id: str
+    workers: tuple[WorkerSnapshot, ...]
+    shutting_down: bool
+    connected: bool  # False while kept only by querier_forget_delay
+    disconnected_at: float | None
+    reservations: tuple[Reservation, ...]
+    reserved_idle: bool  # reserved somewhere and no worker busy
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSnapshot:
+    """The whole queue at one instant of the queue's clock."""
+
+    taken_at: float
+    layout: str
+    component_selection: str
+    total: int
+    leaves: tuple[LeafSnapshot, ...]
+    tenants: tuple[TenantSnapshot, ...]
+    queriers: tuple[QuerierSnapshot, ...]
