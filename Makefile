@@ -1,0 +1,69 @@
+# Queue inspector: every target is non-interactive and safe to re-run.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PORT ?= 8000
+HOST ?= 127.0.0.1
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help venv migrate demo-user static serve demo test lint
+
+help:
+	@echo "make demo   - set up, start Daphne on http://$(HOST):$(PORT) with a demo login and the load generator"
+	@echo "make serve  - set up and start Daphne on http://$(HOST):$(PORT) (PORT=... to change)"
+	@echo "make test   - set up and run the whole test suite"
+	@echo "make lint   - ruff check, ruff format --check, mypy scheduler_core"
+
+# The stamp is newer than pyproject.toml once its dependencies are installed,
+# so re-running costs nothing until pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+migrate: venv
+	$(PY) manage.py migrate --noinput -v0
+
+demo-user: migrate
+	$(PY) manage.py create_demo_user
+
+static: venv
+	$(PY) manage.py collectstatic --noinput -v0
+
+serve: migrate static
+	@echo "Serving on http://$(HOST):$(PORT)/ (health: /healthz)"
+	exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application
+
+# Daphne and the load generator run as children of one shell whose trap stops
+# both, so Ctrl-C (or either one dying) leaves nothing behind.
+demo: export DEBUG = 1
+demo: migrate static demo-user
+	$(PY) manage.py seed_demo_config
+	@echo "Serving on http://$(HOST):$(PORT)/ with the load generator (Ctrl-C stops both)"
+	@$(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application & daphne_pid=$$!; \
+	loadgen_pid=""; \
+	stop() { kill $$loadgen_pid $$daphne_pid 2>/dev/null || true; wait 2>/dev/null || true; }; \
+	trap 'stop; exit 130' INT TERM; trap stop EXIT; \
+	for _ in $$(seq 1 300); do \
+	  if $(PY) -c "import urllib.request,sys; urllib.request.urlopen(sys.argv[1], timeout=1)" \
+	    "http://$(HOST):$(PORT)/healthz" 2>/dev/null; then break; fi; \
+	  kill -0 $$daphne_pid 2>/dev/null || { echo "daphne exited" >&2; exit 1; }; \
+	  sleep 0.2; \
+	done; \
+	$(PY) manage.py loadgen --url http://$(HOST):$(PORT) & loadgen_pid=$$!; \
+	wait -n $$daphne_pid $$loadgen_pid
+
+test: venv
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy scheduler_core

@@ -1,0 +1,1 @@
+"""Machine-facing app: config store, REST API, frontend/querier endpoints, metrics."""

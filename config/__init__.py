@@ -1,0 +1,1 @@
+"""The Django project: settings, URL routing and the ASGI entry point only."""

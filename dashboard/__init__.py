@@ -1,0 +1,1 @@
+"""Human-facing app: pages, forms and the live-view consumer."""
