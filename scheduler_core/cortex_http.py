@@ -1,0 +1,213 @@
+"""Read the scheduling-relevant fields out of a forwarded Cortex HTTP request.
+
+A Cortex/Mimir query-frontend forwards the user's Prometheus API call to the
+scheduler as an `httpgrpc.HTTPRequest` (method, URL with query string,
+headers, body). Cortex's own scheduler never looks inside; we do, so that the
+scheduler can compute the query component and the tenant's priority itself.
+
+Parsing is deliberately lenient: a value we cannot read (a bad timestamp, an
+odd step) becomes None instead of an error, because the querier will answer
+the user with Prometheus' own 400 for it; the scheduler's job is only to
+queue the request somewhere sensible. This module takes plain values, not
+protobuf messages, so it stays independent of the generated code.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import parse_qsl, urlsplit
+
+from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY
+
+__all__ = [
+    "FORWARDED_HEADERS",
+    "ForwardedQuery",
+    "api_type_of_path",
+    "component_hint",
+    "parse_duration_seconds",
+    "parse_forwarded_request",
+    "parse_prometheus_time",
+]
+
+# The headers priority rules may look at, in their canonical spelling.
+FORWARDED_HEADERS: tuple[str, ...] = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
+_CANONICAL = {name.lower(): name for name in FORWARDED_HEADERS}
+
+_API_TYPES_BY_LAST_ELEMENT = {
+    "query": "query",
+    "query_range": "query_range",
+    "series": "series",
+    "labels": "labels",
+    "values": "label_values",
+    "metadata": "metadata",
+}
+# Components a Mimir frontend may name in `additionalQueueDimensions`.
+_HINTED_COMPONENTS = frozenset({INGESTER, STORE_GATEWAY, BOTH})
+_FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# Prometheus' duration syntax; every unit is optional but they keep this order.
+_DURATION = re.compile(
+    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?"
+)
+_DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
+# Far longer than any real timestamp or duration; bounds parsing work.
+_MAX_VALUE_LENGTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedQuery:
+    """What the scheduler reads from one forwarded HTTP request.
+
+    `start`/`end` are unix seconds; an instant query has start == end (its
+    `time`, or now when absent). `query` is the PromQL, or for series, labels
+    and label-values calls the `match[]` selectors joined by ",", so priority
+    regexes can match them. `headers` holds only FORWARDED_HEADERS, under
+    their canonical names.
+    """
+
+    api_type: str
+    query: str = ""
+    start: float | None = None
+    end: float | None = None
+    step: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def api_type_of_path(path: str) -> str:
+    """The API type named by the path's last element, else "other"."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return _API_TYPES_BY_LAST_ELEMENT.get(last, "other")
+
+
+def parse_prometheus_time(value: str) -> float | None:
+    """Unix seconds from a Prometheus time parameter (float or RFC3339)."""
+    text = value.strip()
+    if not text or len(text) > _MAX_VALUE_LENGTH:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        return _parse_rfc3339(text)
+    return seconds if math.isfinite(seconds) else None
+
+
+def parse_duration_seconds(value: str) -> float | None:
+    """Seconds from a step: a float number of seconds or a duration like 1m30s."""
+    text = value.strip()
+    if not text or len(text) > _MAX_VALUE_LENGTH:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        match = _DURATION.fullmatch(text)
+        if match is None or not any(match.groups()):
+            return None
+        return sum(
+            int(amount) * unit
+            for amount, unit in zip(match.groups(), _DURATION_UNITS, strict=True)
+            if amount
+        )
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def component_hint(dimensions: Sequence[str]) -> str | None:
+    """The query component a Mimir frontend computed, if it sent a known one.
+
+    Mimir sends at most one `additionalQueueDimensions` value; an empty list
+    means the frontend could not tell, so we classify the request ourselves.
+    """
+    for value in dimensions:
+        if value in _HINTED_COMPONENTS:
+            return value
+    return None
+
+
+def parse_forwarded_request(
+    method: str,
+    url: str,
+    headers: Iterable[tuple[str, Sequence[str]]],
+    body: bytes,
+    *,
+    now: float,
+) -> ForwardedQuery:
+    """Read api type, query, time range, step and headers from the request."""
+    split = urlsplit(url)
+    all_headers = _headers_by_lower_name(headers)
+    params = _form_params(method, split.query, all_headers.get("content-type", ""), body)
+    api_type = api_type_of_path(split.path)
+    start, end = _time_range(api_type, params, now)
+    if api_type in ("query", "query_range"):
+        query = _first(params, "query")
+    else:
+        query = ",".join(params.get("match[]", ()))
+    step = parse_duration_seconds(_first(params, "step")) if api_type == "query_range" else None
+    kept = {canonical: all_headers.get(lower, "") for lower, canonical in _CANONICAL.items()}
+    return ForwardedQuery(
+        api_type=api_type,
+        query=query,
+        start=start,
+        end=end,
+        step=step,
+        headers={name: value for name, value in kept.items() if value},
+    )
+
+
+def _time_range(
+    api_type: str, params: dict[str, list[str]], now: float
+) -> tuple[float | None, float | None]:
+    if api_type == "query":
+        raw = _first(params, "time")
+        instant = parse_prometheus_time(raw) if raw else now
+        return instant, instant
+    return (
+        parse_prometheus_time(_first(params, "start")),
+        parse_prometheus_time(_first(params, "end")),
+    )
+
+
+def _headers_by_lower_name(headers: Iterable[tuple[str, Sequence[str]]]) -> dict[str, str]:
+    # HTTP header names are case-insensitive; the first value of the first
+    # occurrence wins, as Go's Header.Get does.
+    found: dict[str, str] = {}
+    for key, values in headers:
+        lower = key.lower()
+        if lower not in found and values:
+            found[lower] = values[0]
+    return found
+
+
+def _form_params(
+    method: str, query_string: str, content_type: str, body: bytes
+) -> dict[str, list[str]]:
+    """Query-string and form-body parameters, body values first (Go's r.Form)."""
+    params: dict[str, list[str]] = {}
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    reads_body = method.upper() in _BODY_METHODS and media_type in ("", _FORM_CONTENT_TYPE)
+    if reads_body and body:
+        _add_pairs(params, body.decode("utf-8", errors="replace"))
+    _add_pairs(params, query_string)
+    return params
+
+
+def _add_pairs(params: dict[str, list[str]], encoded: str) -> None:
+    for key, value in parse_qsl(encoded, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+
+
+def _first(params: dict[str, list[str]], name: str) -> str:
+    values = params.get(name)
+    return values[0] if values else ""
+
+
+def _parse_rfc3339(text: str) -> float | None:
+    # fromisoformat (3.11+) reads "Z" and nanosecond fractions (truncated to
+    # microseconds); a time without a zone is not RFC3339, so it is refused.
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
