@@ -1,0 +1,286 @@
+"""What a request reads, and so which query component will serve it.
+
+`select_range` follows Prometheus' `FindMinMaxTime` / `getTimeRangesForSelector`
+(as Cortex calls it): every selector reads from its evaluation window, minus
+its range (or the lookback delta for an instant selector), minus offsets;
+enclosing subqueries widen the window by their range and offset, and an `@`
+pins the evaluation time (an `@` on a subquery discards what enclosing
+subqueries added). `component_for` is Mimir's frontend rule built on
+`ShouldQueryIngesters` / `ShouldQueryBlockStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import promql_parser
+import re2
+
+from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo
+
+__all__ = [
+    "EXPRESSION_API_TYPES",
+    "Classification",
+    "classify",
+    "component_for",
+    "query_info",
+    "select_range",
+]
+
+EXPRESSION_API_TYPES = frozenset({"query", "query_range"})
+_TIME_RANGE_API_TYPES = frozenset({"series", "labels", "label_values", "metadata"})
+_HOUR = 3600.0
+_NEGATIVE_AT = re2.compile(r"@\s*-")
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """The component a request goes to and what priority matching sees of it."""
+
+    component: str
+    info: QueryInfo
+
+
+@dataclass(frozen=True, slots=True)
+class _Subquery:
+    """One enclosing subquery: its range, its offset, its `@` time if any."""
+
+    range: float
+    offset: float
+    at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Eval:
+    """The evaluation statement: query start/end, lookback, parsing hints."""
+
+    start: float
+    end: float
+    lookback: float
+    negative_at: bool
+
+
+class _Unclassifiable(Exception):
+    """The AST holds a value this module cannot turn into a time."""
+
+
+def select_range(
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    lookback_delta: float = 300.0,
+) -> tuple[float, float] | None:
+    """[earliest, latest] unix time the request reads, or None when unknown.
+
+    An instant query passes its evaluation time as start and end (either one
+    alone is enough). Series/labels/metadata requests read their own range.
+    """
+    if api_type in _TIME_RANGE_API_TYPES:
+        return (start, end) if start is not None and end is not None else None
+    if api_type not in EXPRESSION_API_TYPES:
+        return None
+    if api_type == "query":
+        start = end = start if start is not None else end
+    if start is None or end is None:
+        return None
+    ctx = _Eval(start, end, lookback_delta, _NEGATIVE_AT.search(query) is not None)
+    try:
+        expr = _guarded(promql_parser.parse, query)
+        spans = list(_selector_spans(expr, (), 0.0, ctx))
+    except _Unclassifiable:
+        return None
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
+def _guarded(call: Callable[[str], Any], arg: str) -> Any:
+    """Run a promql-parser call, turning any failure into `_Unclassifiable`.
+
+    The Rust extension signals some bad input by panicking, which reaches
+    Python as a BaseException rather than an Exception.
+    """
+    try:
+        return call(arg)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        raise _Unclassifiable(str(exc)) from None
+
+
+def _selector_spans(
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, ctx: _Eval
+) -> Iterator[tuple[float, float]]:
+    """Depth-first over the AST, carrying the enclosing subqueries from the root."""
+    if isinstance(node, promql_parser.VectorSelector):
+        yield _span(node, subqueries, eval_range, ctx)
+    elif isinstance(node, promql_parser.MatrixSelector):
+        yield from _selector_spans(node.vector_selector, subqueries, _seconds(node.range), ctx)
+    elif isinstance(node, promql_parser.SubqueryExpr):
+        sub = _Subquery(_seconds(node.range), _seconds(node.offset), _at(node.at, ctx))
+        yield from _selector_spans(node.expr, (*subqueries, sub), 0.0, ctx)
+    else:
+        for child in _children(node):
+            yield from _selector_spans(child, subqueries, 0.0, ctx)
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, promql_parser.BinaryExpr):
+        return [node.lhs, node.rhs]
+    if isinstance(node, promql_parser.ParenExpr | promql_parser.UnaryExpr):
+        return [node.expr]
+    if isinstance(node, promql_parser.AggregateExpr):
+        return [node.expr] if node.param is None else [node.param, node.expr]
+    if isinstance(node, promql_parser.Call):
+        return list(node.args)
+    return []
+
+
+def _span(
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, ctx: _Eval
+) -> tuple[float, float]:
+    """Prometheus' `getTimeRangesForSelector` for one selector, in seconds."""
+    sub_offset = sub_range = 0.0
+    sub_at: float | None = None
+    for sub in subqueries:
+        if sub.at is not None:
+            # An `@` on a subquery makes everything inside it absolute, so
+            # what the enclosing subqueries added no longer applies.
+            sub_offset, sub_range, sub_at = sub.offset, sub.range, sub.at
+        else:
+            sub_offset += sub.offset
+            sub_range += sub.range
+    start, end = (ctx.start, ctx.end) if sub_at is None else (sub_at, sub_at)
+    own_at = _at(node.at, ctx)
+    if own_at is not None:
+        start = end = own_at
+    else:
+        start -= sub_offset + sub_range
+        end -= sub_offset
+    start -= eval_range if eval_range else ctx.lookback
+    offset = _seconds(node.offset)
+    return start - offset, end - offset
+
+
+def _seconds(delta: Any) -> float:
+    return 0.0 if delta is None else float(delta.total_seconds())
+
+
+def _at(modifier: Any, ctx: _Eval) -> float | None:
+    """The pinned time of an `@` modifier; `start()`/`end()` are the query's own."""
+    if modifier is None:
+        return None
+    kind = modifier.type
+    if kind == promql_parser.AtModifierType.Start:
+        return ctx.start
+    if kind == promql_parser.AtModifierType.End:
+        return ctx.end
+    # promql-parser prints a negative `@` as 0 and panics (noisily, on
+    # stderr) when asked for it, so a possible negative `@` is refused first.
+    if ctx.negative_at and str(modifier) == "@ 0.000":
+        raise _Unclassifiable("@ before 1970")
+    pinned = _guarded(lambda _: modifier.at, "")
+    if pinned is None:
+        raise _Unclassifiable("@ modifier without a time")
+    return float(pinned.timestamp())
+
+
+def component_for(
+    select: tuple[float, float] | None,
+    now: float,
+    query_ingesters_within: float = 13 * _HOUR,
+    query_store_after: float = 12 * _HOUR,
+) -> str:
+    """Mimir's query component for a data-select range.
+
+    Ingesters are skipped when all data ends at or before
+    now - query_ingesters_within; the store is skipped when all data starts
+    at or after now - query_store_after. A zero window disables its skip.
+    """
+    if select is None:
+        return UNKNOWN
+    min_t, max_t = select
+    uses_ingesters = not (query_ingesters_within and max_t <= now - query_ingesters_within)
+    uses_store = not (query_store_after and min_t >= now - query_store_after)
+    if uses_ingesters and not uses_store:
+        return INGESTER
+    if uses_store and not uses_ingesters:
+        return STORE_GATEWAY
+    return BOTH
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    wanted = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == wanted), "")
+
+
+def query_info(
+    *,
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    step: float | None,
+    headers: Mapping[str, str],
+    lookback_delta: float = 300.0,
+    now: float | None = None,
+) -> QueryInfo:
+    """What priority matching sees of one request.
+
+    An instant query with no time is evaluated at `now`, as Cortex does.
+    """
+    if api_type == "query":
+        at = start if start is not None else end if end is not None else now
+        start = end = at
+    select = select_range(query, api_type, start, end, lookback_delta)
+    return QueryInfo(
+        query=query,
+        api_type=api_type,
+        start=start,
+        end=end,
+        step=step,
+        select_start=select[0] if select else None,
+        select_end=select[1] if select else None,
+        user_agent=_header(headers, "User-Agent"),
+        dashboard_uid=_header(headers, "X-Dashboard-Uid"),
+        panel_id=_header(headers, "X-Panel-Id"),
+    )
+
+
+def classify(
+    *,
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    step: float | None,
+    headers: Mapping[str, str],
+    now: float,
+    query_ingesters_within: float = 13 * _HOUR,
+    query_store_after: float = 12 * _HOUR,
+    lookback_delta: float = 300.0,
+) -> Classification:
+    """Component and priority-matching view of one request, in one call."""
+    info = query_info(
+        query=query,
+        api_type=api_type,
+        start=start,
+        end=end,
+        step=step,
+        headers=headers,
+        lookback_delta=lookback_delta,
+        now=now,
+    )
+    select = (
+        None
+        if info.select_start is None or info.select_end is None
+        else (
+            info.select_start,
+            info.select_end,
+        )
+    )
+    component = component_for(select, now, query_ingesters_within, query_store_after)
+    return Classification(component, info)
