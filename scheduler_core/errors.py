@@ -13,6 +13,7 @@ __all__ = [
     "SchedulerStopping",
     "TooManyRequests",
     "UnknownQuerier",
+    "WorkerBusy",
 ]
 
 
@@ -34,6 +35,10 @@ class QuerierShuttingDown(SchedulerError):
 
 class UnknownQuerier(SchedulerError):
     """The querier or worker id is not connected."""
+
+
+class WorkerBusy(SchedulerError):
+    """The worker asked for work while it still has a request in flight."""
 
 
 class DuplicateRequest(SchedulerError):
