@@ -1,0 +1,243 @@
+"""Admin pages for the config store.
+
+The admin saves nothing itself: every change goes through `api.services`
+(source "admin"), so it is validated, versioned and recorded like any other.
+Forms validate with the same functions first, so errors show next to the
+field instead of failing on save, and carry the version the editor loaded so
+a concurrent change is reported rather than overwritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html_join
+
+from api import selectors, services
+from api.exceptions import ConfigStoreError, ConfigValidationError
+from api.import_plan import validate_tenant
+from api.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from scheduler_core.validation import validate_queue_settings
+
+__all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]
+
+ADMIN = ConfigRevision.Source.ADMIN
+
+
+def _errors_to_form(form: forms.ModelForm[Any], exc: ConfigValidationError) -> None:
+    for error in exc.errors:
+        field = "tenant_id" if error.path == "tenant_id" else "config"
+        form.add_error(field, f"{error.path}: {error.message}")
+
+
+class _VersionedForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A form that remembers which version the editor was looking at."""
+
+    expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["expected_version"].initial = self.instance.version
+
+    def check_version(self, current: int) -> None:
+        expected = self.cleaned_data.get("expected_version")
+        if self.instance.pk is not None and expected is not None and expected != current:
+            raise forms.ValidationError(
+                f"Someone else changed this (now version {current}); reload and edit again."
+            )
+
+
+class TenantForm(_VersionedForm):
+    class Meta:
+        model = Tenant
+        fields = ["tenant_id", "config"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        tenant_id = data.get("tenant_id") or self.instance.tenant_id
+        if "config" in data:
+            try:
+                validate_tenant(tenant_id, data["config"])
+            except ConfigValidationError as exc:
+                _errors_to_form(self, exc)
+        if self.instance.pk is not None:
+            current = Tenant.objects.filter(pk=self.instance.pk).values_list("version", flat=True)
+            self.check_version(current.first() or 0)
+        return data
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = TenantForm
+    list_display = ["tenant_id", "version", "updated_at"]
+    search_fields = ["tenant_id"]
+    readonly_fields = ["version", "created_at", "updated_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        # Renaming would orphan the tenant's revisions; delete and re-create instead.
+        return [*self.readonly_fields, "tenant_id"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
+        expected = form.cleaned_data.get("expected_version") if change else None
+        if change and expected is None:
+            expected = obj.version
+        saved = services.tenant_put(
+            tenant_id=obj.tenant_id,
+            config=obj.config,
+            expected_version=expected,
+            author=request.user,
+            source=ADMIN,
+        )
+        obj.pk, obj.version = saved.pk, saved.version
+
+    def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
+        services.tenant_delete(
+            tenant_id=obj.tenant_id, expected_version=None, author=request.user, source=ADMIN
+        )
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
+        for tenant in queryset:
+            self.delete_model(request, tenant)
+
+
+class SchedulerSettingsForm(_VersionedForm):
+    class Meta:
+        model = SchedulerSettings
+        fields = ["config"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        config = data.get("config")
+        if isinstance(config, dict):
+            for error in validate_queue_settings(config, selectors.queue_config_get()):
+                self.add_error("config", f"{error.path}: {error.message}")
+        elif "config" in data:
+            self.add_error("config", "must be a mapping of settings")
+        self.check_version(selectors.settings_get().version)
+        return data
+
+
+@admin.register(SchedulerSettings)
+class SchedulerSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = SchedulerSettingsForm
+    list_display = ["__str__", "version", "updated_at"]
+    readonly_fields = ["version", "config_version", "updated_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(
+        self, request: HttpRequest, obj: SchedulerSettings, form: Any, change: bool
+    ) -> None:
+        saved = services.settings_update(
+            changes=obj.config,
+            expected_version=form.cleaned_data.get("expected_version"),
+            author=request.user,
+            source=ADMIN,
+        )
+        obj.config, obj.version, obj.config_version = (
+            saved.config,
+            saved.version,
+            saved.config_version,
+        )
+
+
+@admin.register(ConfigRevision)
+class ConfigRevisionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["version", "created_at", "kind", "key", "source", "author_name", "message"]
+    list_filter = ["kind", "source"]
+    search_fields = ["key", "author_name", "message"]
+    readonly_fields = [
+        "version",
+        "created_at",
+        "kind",
+        "key",
+        "source",
+        "author",
+        "author_name",
+        "message",
+        "changes",
+        "before",
+        "after",
+    ]
+    fields = readonly_fields
+    actions = ["roll_back"]
+
+    @admin.display(description="changes")
+    def changes(self, obj: ConfigRevision) -> str:
+        rows = ((c.path, repr(c.before), repr(c.after)) for c in selectors.revision_diff(obj))
+        return format_html_join("\n", "<div><code>{}</code>: {} → {}</div>", rows)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Roll back the selected revisions (newest first)")
+    def roll_back(self, request: HttpRequest, queryset: QuerySet[ConfigRevision]) -> None:
+        for revision in queryset.order_by("-version"):
+            try:
+                new = services.revision_rollback(
+                    revision_id=revision.pk, author=request.user, source=ADMIN
+                )
+            except ConfigStoreError as exc:
+                self.message_user(request, f"#{revision.version}: {exc}", messages.ERROR)
+                continue
+            outcome = f"new revision #{new.version}" if new else "already in that state"
+            self.message_user(request, f"Rolled back #{revision.version}: {outcome}")
+
+
+class ApiTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = ApiToken
+        fields = ["name", "role"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = ApiTokenForm
+    list_display = ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
+    list_filter = ["role", "revoked"]
+    search_fields = ["name", "prefix"]
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        if obj is None:
+            return []
+        return ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return ["name", "role"] if obj is None else self.get_readonly_fields(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Revoke instead, so revisions and logs can still name the token.
+        return False
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        if change:
+            return
+        token, plaintext = services.api_token_issue(name=obj.name, role=obj.role)
+        obj.pk = token.pk
+        self.message_user(
+            request,
+            f"Token for {token.name!r} ({token.role}), shown only this once: {plaintext}",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token in queryset:
+            services.api_token_revoke(token_id=token.pk)
+        self.message_user(request, f"Revoked {queryset.count()} token(s).")

@@ -1,0 +1,83 @@
+"""`manage.py seed_demo_config`: a few demo tenants, for `make demo`.
+
+Idempotent and polite: a demo tenant that already exists is left as it is,
+so re-running `make demo` never undoes edits made in the browser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from api.models import ConfigRevision, Tenant
+from api.services import tenant_put
+
+__all__ = ["DEMO_TENANTS", "Command"]
+
+DEMO_TENANTS: dict[str, dict[str, Any]] = {
+    "team-a": {
+        "max_queriers_per_tenant": 0,
+        "max_outstanding_requests_per_tenant": 200,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 1,
+            "priorities": [
+                {
+                    "priority": 10,
+                    "reserved_queriers": 1,
+                    "query_attributes": [
+                        {"regex": "ALERTS|alertmanager"},
+                        {"user_agent_regex": "^grafana", "dashboard_uid": "oncall"},
+                    ],
+                },
+                {"priority": 5, "query_attributes": [{"time_window": {"start": "1h"}}]},
+            ],
+        },
+    },
+    "team-b": {
+        "max_queriers_per_tenant": 3,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 2,
+            "priorities": [
+                {
+                    "priority": 3,
+                    "reserved_queriers": 0.5,
+                    "query_attributes": [{"api_type": "query"}],
+                },
+                {"priority": 1, "query_attributes": [{"time_range_limit": {"min": "24h"}}]},
+            ],
+        },
+    },
+    "team-c": {"max_queriers_per_tenant": 2},
+    "batch": {
+        "max_outstanding_requests_per_tenant": 50,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 0,
+            "priorities": [
+                {"priority": 1, "query_attributes": [{"query_step_limit": {"max": "1m"}}]},
+            ],
+        },
+    },
+}
+
+
+class Command(BaseCommand):
+    help = "Create the demo tenants that do not exist yet."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        existing = set(Tenant.objects.values_list("tenant_id", flat=True))
+        for tenant_id, config in DEMO_TENANTS.items():
+            if tenant_id in existing:
+                continue
+            tenant_put(
+                tenant_id=tenant_id,
+                config=config,
+                expected_version=None,
+                author=None,
+                source=ConfigRevision.Source.CLI,
+                message="demo seed",
+            )
+            self.stdout.write(f"Seeded demo tenant {tenant_id}")
