@@ -1,0 +1,444 @@
+"""Tenant-config and scheduler-settings validation: every error, with its path."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.errors import ConfigInvalid, FieldError
+from scheduler_core.model import (
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    QueueConfig,
+    TenantLimits,
+    TimeRange,
+)
+from scheduler_core.validation import (
+    InvalidDuration,
+    format_duration,
+    parse_duration,
+    queue_config_from_dict,
+    queue_config_to_dict,
+    tenant_limits_from_dict,
+    tenant_limits_to_dict,
+    validate_queue_settings,
+    validate_tenant_config,
+)
+
+SEED_CONFIG: dict[str, Any] = {
+    "query_priority": {
+        "enabled": True,
+        "default_priority": 0,
+        "priorities": [
+            {
+                "priority": 3,
+                "reserved_queriers": 1,
+                "query_attributes": [{"regex": "special_query"}],
+            },
+            {
+                "priority": 2,
+                "query_attributes": [{"regex": "max", "time_window": {"start": "2h", "end": "0h"}}],
+            },
+            {"priority": 1, "query_attributes": [{"time_window": {"start": "24h"}}]},
+        ],
+    }
+}
+
+P0 = "query_priority.priorities[0]"
+A0 = f"{P0}.query_attributes[0]"
+RX = {"regex": "a"}
+
+
+def with_attribute(attribute: Any) -> dict[str, Any]:
+    return {"query_priority": {"priorities": [{"priority": 1, "query_attributes": [attribute]}]}}
+
+
+def with_priority(priority: Any) -> dict[str, Any]:
+    return {"query_priority": {"priorities": [priority]}}
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2h", 7200.0),
+        ("1h30m", 5400.0),
+        ("0s", 0.0),
+        ("0", 0.0),
+        ("0h", 0.0),
+        ("1d", 86400.0),
+        ("1w", 604800.0),
+        ("1y", 31536000.0),
+        ("100ms", 0.1),
+        ("1d2h3m4s5ms", 93784.005),
+        (90, 90.0),
+        (1.5, 1.5),
+    ],
+)
+def test_parse_duration_reads_prometheus_strings_and_plain_seconds(
+    text: object, seconds: float
+) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "2 h", "h", "-1h", "1.5h", "30m1h", "2hours", True, None, [], math.nan, math.inf]
+)
+def test_parse_duration_rejects_everything_else(bad: object) -> None:
+    with pytest.raises(InvalidDuration):
+        parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (7200, "2h"),
+        (5400, "1h30m"),
+        (0, "0s"),
+        (86400, "1d"),
+        (8 * 86400, "8d"),
+        (7 * 86400, "1w"),
+        (365 * 86400, "1y"),
+        (0.1, "100ms"),
+        (90061.5, "1d1h1m1s500ms"),
+        (-90, "-1m30s"),
+    ],
+)
+def test_format_duration_prints_the_canonical_prometheus_form(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
+@settings(derandomize=True)
+@given(st.integers(min_value=0, max_value=10**13))
+def test_format_then_parse_gives_back_the_same_milliseconds(ms: int) -> None:
+    text = format_duration(ms / 1000)
+    assert round(parse_duration(text) * 1000) == ms
+    assert format_duration(parse_duration(text)) == text
+
+
+def test_the_seed_example_config_is_valid_and_builds_the_expected_limits() -> None:
+    assert validate_tenant_config(SEED_CONFIG) == []
+    limits = tenant_limits_from_dict(SEED_CONFIG)
+    assert limits == TenantLimits(
+        max_queriers=0,
+        max_outstanding=None,
+        query_priority=QueryPriority(
+            enabled=True,
+            default_priority=0,
+            priorities=[
+                PriorityDef(3, 1, [QueryAttribute(regex="special_query")]),
+                PriorityDef(2, 0, [QueryAttribute(regex="max", time_window=TimeRange(7200.0))]),
+                PriorityDef(1, 0, [QueryAttribute(time_window=TimeRange(86400.0))]),
+            ],
+        ),
+    )
+
+
+def test_an_empty_block_gives_default_limits() -> None:
+    assert tenant_limits_from_dict({}) == TenantLimits()
+    assert tenant_limits_from_dict({"query_priority": None}) == TenantLimits()
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "fragment"),
+    [
+        ({"max_queriers_per_tenant": -1}, "max_queriers_per_tenant", ">= 0"),
+        ({"max_queriers_per_tenant": "4"}, "max_queriers_per_tenant", "integer"),
+        ({"max_queriers_per_tenant": True}, "max_queriers_per_tenant", "integer"),
+        (
+            {"max_outstanding_requests_per_tenant": 0},
+            "max_outstanding_requests_per_tenant",
+            ">= 1",
+        ),
+        ({"bogus": 1}, "bogus", "unknown field"),
+        ({"query_priority": {"enable": True}}, "query_priority.enable", "unknown field"),
+        ({"query_priority": {"enabled": "yes"}}, "query_priority.enabled", "true or false"),
+        ({"query_priority": {"default_priority": 1.5}}, "query_priority.default_priority", "int"),
+        ({"query_priority": []}, "query_priority", "mapping"),
+        ({"query_priority": {"priorities": "x"}}, "query_priority.priorities", "list"),
+        (with_priority("x"), P0, "mapping"),
+        (with_priority({"query_attributes": [{"regex": "a"}]}), f"{P0}.priority", "required"),
+        (
+            with_priority({"priority": "1", "query_attributes": [{"regex": "a"}]}),
+            f"{P0}.priority",
+            "integer",
+        ),
+        (
+            with_priority({"priority": 1, "reserved_queriers": -1, "query_attributes": [RX]}),
+            f"{P0}.reserved_queriers",
+            "negative",
+        ),
+        (
+            with_priority({"priority": 1, "reserved_queriers": "1", "query_attributes": [RX]}),
+            f"{P0}.reserved_queriers",
+            "number",
+        ),
+        (with_priority({"priority": 1, "query_attributes": []}), f"{P0}.query_attributes", "empty"),
+        (with_priority({"priority": 1}), f"{P0}.query_attributes", "empty"),
+        (
+            with_priority({"priority": 1, "rules": [], "query_attributes": [RX]}),
+            f"{P0}.rules",
+            "unknown field",
+        ),
+        (with_attribute({}), A0, "no field set"),
+        (with_attribute({"time_window": {"end": "0h"}}), A0, "no field set"),
+        (with_attribute({"regex": ""}), A0, "no field set"),
+        (with_attribute("max"), A0, "mapping"),
+        (with_attribute({"regexp": "max"}), f"{A0}.regexp", "unknown field"),
+        (with_attribute({"regex": "a("}), f"{A0}.regex", "missing ): a("),
+        (with_attribute({"regex": "(?<=a)b"}), f"{A0}.regex", "invalid perl operator"),
+        (with_attribute({"regex": "x" * 1001}), f"{A0}.regex", "at most 1000"),
+        (with_attribute({"regex": 123}), f"{A0}.regex", "string"),
+        (with_attribute({"user_agent_regex": "[z-a]"}), f"{A0}.user_agent_regex", "RE2"),
+        (
+            with_attribute({"time_window": {"start": "1h", "end": "2h"}}),
+            f"{A0}.time_window",
+            "start (1h) must be greater than end (2h)",
+        ),
+        (
+            with_attribute({"time_window": {"start": "1h", "end": "1h"}}),
+            f"{A0}.time_window",
+            "greater than end",
+        ),
+        (
+            with_attribute({"time_window": {"start": "2 hours"}}),
+            f"{A0}.time_window.start",
+            "not a valid duration",
+        ),
+        (with_attribute({"time_window": {"start": -5}}), f"{A0}.time_window.start", ">= 0"),
+        (
+            with_attribute({"time_window": {"begin": "1h"}}),
+            f"{A0}.time_window.begin",
+            "unknown field",
+        ),
+        (with_attribute({"time_window": "2h"}), f"{A0}.time_window", "mapping"),
+        (
+            with_attribute({"time_range_limit": {"min": "2h", "max": "1h"}}),
+            f"{A0}.time_range_limit",
+            "min (2h) must not exceed max (1h)",
+        ),
+        (
+            with_attribute({"query_step_limit": {"min": "2m", "max": "1m"}}),
+            f"{A0}.query_step_limit",
+            "must not exceed",
+        ),
+        (with_attribute({"api_type": "instant"}), f"{A0}.api_type", "unknown api_type"),
+        (with_attribute({"dashboard_uid": 5}), f"{A0}.dashboard_uid", "string"),
+        (with_attribute({"panel_id": True}), f"{A0}.panel_id", "string"),
+        ([], "(root)", "mapping"),
+    ],
+)
+def test_each_kind_of_error_is_reported_at_its_exact_path(
+    raw: Any, path: str, fragment: str
+) -> None:
+    errors = validate_tenant_config(raw)
+    assert [e.path for e in errors] == [path], errors
+    assert fragment in errors[0].message
+
+
+def test_a_later_duplicate_priority_is_reported_at_its_own_priority_field() -> None:
+    raw = {
+        "query_priority": {
+            "priorities": [
+                {"priority": 3, "query_attributes": [{"regex": "a"}]},
+                {"priority": 2, "query_attributes": [{"regex": "b"}]},
+                {"priority": 3, "query_attributes": [{"regex": "c"}]},
+            ]
+        }
+    }
+    assert validate_tenant_config(raw) == [
+        FieldError(
+            "query_priority.priorities[2].priority", "duplicate priority 3 (first at priorities[0])"
+        )
+    ]
+
+
+def test_more_than_100_priorities_is_an_error() -> None:
+    priorities = [{"priority": i, "query_attributes": [{"regex": "a"}]} for i in range(101)]
+    errors = validate_tenant_config({"query_priority": {"priorities": priorities}})
+    assert [(e.path, e.message) for e in errors] == [
+        ("query_priority.priorities", "at most 100 priorities, got 101")
+    ]
+    assert validate_tenant_config({"query_priority": {"priorities": priorities[:100]}}) == []
+
+
+def test_more_than_50_attributes_in_one_priority_is_an_error() -> None:
+    attributes = [{"regex": f"q{i}"} for i in range(51)]
+    errors = validate_tenant_config(with_priority({"priority": 1, "query_attributes": attributes}))
+    assert [(e.path, e.message) for e in errors] == [
+        (f"{P0}.query_attributes", "at most 50 attributes, got 51")
+    ]
+
+
+def test_every_error_is_returned_at_once() -> None:
+    raw = {
+        "max_queriers_per_tenant": -2,
+        "extra": True,
+        "query_priority": {
+            "enabled": True,
+            "priorities": [
+                {
+                    "priority": 1,
+                    "query_attributes": [
+                        {"regex": "a(", "api_type": "nope"},
+                        {"time_window": {"start": "1h", "end": "3h"}},
+                    ],
+                },
+                {"priority": 1, "reserved_queriers": -1, "query_attributes": []},
+            ],
+        },
+    }
+    assert [e.path for e in validate_tenant_config(raw)] == [
+        "extra",
+        "max_queriers_per_tenant",
+        f"{A0}.regex",
+        f"{A0}.api_type",
+        f"{P0}.query_attributes[1].time_window",
+        "query_priority.priorities[1].reserved_queriers",
+        "query_priority.priorities[1].query_attributes",
+    ]
+
+
+def test_building_invalid_limits_raises_with_the_same_errors() -> None:
+    raw = with_attribute({"regex": "a(", "api_type": "nope"})
+    with pytest.raises(ConfigInvalid) as caught:
+        tenant_limits_from_dict(raw)
+    assert caught.value.errors == validate_tenant_config(raw)
+    assert f"{A0}.regex" in str(caught.value)
+
+
+def test_an_unquoted_numeric_panel_id_is_read_as_text() -> None:
+    limits = tenant_limits_from_dict(with_attribute({"panel_id": 4}))
+    assert limits.query_priority.priorities[0].query_attributes[0].panel_id == "4"
+
+
+CANONICAL: dict[str, Any] = {
+    "max_queriers_per_tenant": 4,
+    "max_outstanding_requests_per_tenant": 50,
+    "query_priority": {
+        "enabled": True,
+        "default_priority": -1,
+        "priorities": [
+            {
+                "priority": 5,
+                "reserved_queriers": 0.5,
+                "query_attributes": [
+                    {
+                        "regex": "sum\\(",
+                        "time_window": {"start": "1h30m", "end": "5m"},
+                        "api_type": "query_range",
+                        "time_range_limit": {"min": "1h", "max": "1d"},
+                        "query_step_limit": {"min": "15s", "max": "1m"},
+                        "user_agent_regex": "^Grafana",
+                        "dashboard_uid": "abc",
+                        "panel_id": "7",
+                    },
+                    {"time_range_limit": {"max": "2h"}},
+                ],
+            },
+            {"priority": 2, "reserved_queriers": 2, "query_attributes": [{"api_type": "series"}]},
+        ],
+    },
+}
+
+
+def test_a_canonical_block_round_trips_through_limits_unchanged() -> None:
+    assert tenant_limits_to_dict(tenant_limits_from_dict(CANONICAL)) == CANONICAL
+
+
+def test_the_seed_example_comes_back_in_canonical_form() -> None:
+    assert tenant_limits_to_dict(tenant_limits_from_dict(SEED_CONFIG)) == {
+        "max_queriers_per_tenant": 0,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 0,
+            "priorities": [
+                {
+                    "priority": 3,
+                    "reserved_queriers": 1,
+                    "query_attributes": [{"regex": "special_query"}],
+                },
+                {
+                    "priority": 2,
+                    "query_attributes": [{"regex": "max", "time_window": {"start": "2h"}}],
+                },
+                {"priority": 1, "query_attributes": [{"time_window": {"start": "1d"}}]},
+            ],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "fragment"),
+    [
+        ({"layout": "tree"}, "layout", "tenant-first, component-first"),
+        ({"component_selection": "random"}, "component_selection", "round-robin"),
+        ({"max_outstanding_requests_per_tenant": 0}, "max_outstanding_requests_per_tenant", ">= 1"),
+        ({"querier_forget_delay": "-1m"}, "querier_forget_delay", "not a valid duration"),
+        ({"querier_forget_delay": -1}, "querier_forget_delay", ">= 0"),
+        ({"priority_aging": "soon"}, "priority_aging", "not a valid duration"),
+        ({"priority_aging_seconds": 5}, "priority_aging_seconds", "unknown field"),
+        ({"query_ingesters_within": "0s"}, "query_ingesters_within", "> 0"),
+        ({"query_store_after": 0}, "query_store_after", "> 0"),
+        (
+            {"query_store_after": "13h", "query_ingesters_within": "13h"},
+            "query_store_after",
+            "must be less than query_ingesters_within",
+        ),
+        ("layout", "(root)", "mapping"),
+    ],
+)
+def test_each_bad_scheduler_setting_is_reported_at_its_key(
+    raw: Any, path: str, fragment: str
+) -> None:
+    errors = validate_queue_settings(raw)
+    assert [e.path for e in errors] == [path], errors
+    assert fragment in errors[0].message
+
+
+def test_a_partial_settings_dict_changes_only_the_given_keys() -> None:
+    base = QueueConfig(max_outstanding_requests_per_tenant=7, querier_forget_delay=30.0)
+    cfg = queue_config_from_dict({"layout": "component-first", "priority_aging": "1m"}, base)
+    assert cfg == QueueConfig(
+        layout="component-first",
+        max_outstanding_requests_per_tenant=7,
+        querier_forget_delay=30.0,
+        priority_aging_seconds=60.0,
+    )
+
+
+def test_a_patch_is_checked_against_the_base_for_the_component_windows() -> None:
+    base = QueueConfig()  # 13h ingesters, 12h store
+    assert [e.path for e in validate_queue_settings({"query_store_after": "14h"}, base)] == [
+        "query_store_after"
+    ]
+    with pytest.raises(ConfigInvalid):
+        queue_config_from_dict({"query_store_after": "14h"}, base)
+    assert queue_config_from_dict({"query_store_after": "1h"}, base).query_store_after == 3600.0
+
+
+def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
+    cfg = QueueConfig(
+        layout="component-first",
+        component_selection="querier-worker-priority",
+        max_outstanding_requests_per_tenant=250,
+        querier_forget_delay=90.0,
+        priority_aging_seconds=10.0,
+        query_ingesters_within=2 * 86400.0,
+        query_store_after=86400.0,
+    )
+    raw = queue_config_to_dict(cfg)
+    assert raw == {
+        "layout": "component-first",
+        "component_selection": "querier-worker-priority",
+        "max_outstanding_requests_per_tenant": 250,
+        "querier_forget_delay": "1m30s",
+        "priority_aging": "10s",
+        "query_ingesters_within": "2d",
+        "query_store_after": "1d",
+    }
+    assert queue_config_from_dict(raw, QueueConfig()) == cfg
