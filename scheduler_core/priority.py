@@ -150,22 +150,16 @@ def _search(pattern: str, text: str) -> bool | str:
 def _regex_check(pattern: str, info: QueryInfo, metadata: bool) -> _Check:
     if pattern in _MATCH_ALL:
         return _Check("regex", True, f"regex {pattern!r} matches every query")
-    if metadata:
-        # For series/labels requests `query` holds the match[] selectors,
-        # one per line; Cortex wants any one of them to match.
-        outcomes = [_search(pattern, line) for line in info.query.splitlines()]
-        failure = next((o for o in outcomes if isinstance(o, str)), None)
-        if failure is not None:
-            return _Check("regex", False, failure)
-        found = any(outcomes)
-        where = "match[] selectors"
-    else:
-        outcome = _search(pattern, info.query)
-        if isinstance(outcome, str):
-            return _Check("regex", False, outcome)
-        found, where = outcome, "query"
-    verdict = "found in" if found else "not found in"
-    return _Check("regex", found, f"regex {pattern!r} {verdict} {where}")
+    # For series/labels requests `query` holds their match[] selectors
+    # (joined); Cortex wants one of them to match, so none means no match.
+    where = "match[] selectors" if metadata else "query"
+    if metadata and not info.query:
+        return _Check("regex", False, f"regex {pattern!r}: the request has no match[] selectors")
+    outcome = _search(pattern, info.query)
+    if isinstance(outcome, str):
+        return _Check("regex", False, outcome)
+    verdict = "found in" if outcome else "not found in"
+    return _Check("regex", outcome, f"regex {pattern!r} {verdict} {where}")
 
 
 def _user_agent_check(pattern: str, user_agent: str) -> _Check:

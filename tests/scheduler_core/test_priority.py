@@ -1,0 +1,433 @@
+"""Cortex query-priority matching, on a fixed clock."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from scheduler_core.model import (
+    PriorityDef,
+    QueryAttribute,
+    QueryInfo,
+    QueryPriority,
+    TimeRange,
+)
+from scheduler_core.priority import PriorityMatch, RuleReason, match_priority
+
+# Deliberately not on a minute boundary, so the minute flooring shows.
+NOW = 1_700_000_000.0
+H = 3600.0
+M = 60.0
+
+SEED = QueryPriority(
+    enabled=True,
+    default_priority=0,
+    priorities=[
+        PriorityDef(3, 1, [QueryAttribute(regex="special_query")]),
+        PriorityDef(2, 0, [QueryAttribute(regex="max", time_window=TimeRange(2 * H, 0))]),
+        PriorityDef(1, 0, [QueryAttribute(time_window=TimeRange(24 * H))]),
+    ],
+)
+
+
+def instant(query: str, ago: float = 0.0, lookback: float = 5 * M, **kw: object) -> QueryInfo:
+    """An instant query evaluated `ago` seconds before NOW over a plain selector."""
+    t = NOW - ago
+    return QueryInfo(
+        query=query,
+        api_type="query",
+        start=t,
+        end=t,
+        select_start=t - lookback,
+        select_end=t,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def ranged(query: str, start: float, end: float, step: float = 60.0, **kw: object) -> QueryInfo:
+    return QueryInfo(
+        query=query,
+        api_type="query_range",
+        start=start,
+        end=end,
+        step=step,
+        select_start=start - 5 * M,
+        select_end=end,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def one(attr: QueryAttribute, priority: int = 5, default: int = 0) -> QueryPriority:
+    return QueryPriority(True, default, [PriorityDef(priority, 0, [attr])])
+
+
+def matches(attr: QueryAttribute, info: QueryInfo) -> bool:
+    return match_priority(one(attr), info, NOW).source == "rule"
+
+
+def messages(result: PriorityMatch) -> list[str]:
+    return [r.message for r in result.reasons]
+
+
+@pytest.mark.parametrize(
+    ("info", "priority", "rule"),
+    [
+        (instant("sum(special_query_total)"), 3, 0),
+        (instant("special_query", ago=30 * 24 * H), 3, 0),
+        (instant("max(up)"), 2, 1),
+        (instant("max(up)", ago=1 * H), 2, 1),
+        (instant("max(up)", ago=3 * H), 1, 2),
+        (instant("sum(up)"), 1, 2),
+        (instant("sum(up)", ago=23 * H), 1, 2),
+        (instant("max(up)", ago=25 * H), 0, None),
+        (ranged("max(up)", NOW - 90 * M, NOW), 2, 1),
+        (ranged("max(up)", NOW - 6 * H, NOW), 1, 2),
+        (ranged("max(up)", NOW - 48 * H, NOW), 0, None),
+    ],
+)
+def test_the_seed_config_gives_cortex_priorities(
+    info: QueryInfo, priority: int, rule: int | None
+) -> None:
+    result = match_priority(SEED, info, NOW)
+    assert (result.priority, result.rule_index) == (priority, rule)
+    assert SEED.priority_for(info, NOW) == priority
+
+
+def test_disabled_priority_gives_zero_even_when_a_rule_would_match() -> None:
+    qp = QueryPriority(False, 7, SEED.priorities)
+    result = match_priority(qp, instant("special_query"), NOW)
+    assert (result.priority, result.source, result.rule_index) == (0, "disabled", None)
+    assert messages(result) == ["query priority is disabled: priority 0"]
+
+
+def test_no_matching_rule_gives_the_default_priority() -> None:
+    qp = QueryPriority(True, 4, [PriorityDef(9, 0, [QueryAttribute(regex="nope")])])
+    result = match_priority(qp, instant("up"), NOW)
+    assert (result.priority, result.source, result.rule_index) == (4, "default", None)
+    assert result.reasons[-1] == RuleReason(
+        None, None, "default_priority", True, "no priority matched: default priority 4"
+    )
+
+
+def test_an_enabled_config_with_no_priorities_gives_the_default() -> None:
+    assert match_priority(QueryPriority(True, -2), instant("up"), NOW).priority == -2
+
+
+def test_the_first_matching_priority_in_config_order_wins_not_the_highest() -> None:
+    qp = QueryPriority(
+        True,
+        0,
+        [
+            PriorityDef(1, 0, [QueryAttribute(regex="up")]),
+            PriorityDef(9, 0, [QueryAttribute(regex="up")]),
+        ],
+    )
+    result = match_priority(qp, instant("up"), NOW)
+    assert (result.priority, result.rule_index, result.attribute_index) == (1, 0, 0)
+
+
+def test_any_one_matching_attribute_is_enough_for_its_priority() -> None:
+    qp = QueryPriority(
+        True,
+        0,
+        [PriorityDef(6, 0, [QueryAttribute(regex="nope"), QueryAttribute(regex="up")])],
+    )
+    result = match_priority(qp, instant("up"), NOW)
+    assert (result.priority, result.rule_index, result.attribute_index) == (6, 0, 1)
+
+
+def test_rules_after_the_winner_are_not_evaluated() -> None:
+    qp = QueryPriority(
+        True,
+        0,
+        [
+            PriorityDef(2, 0, [QueryAttribute(regex="up")]),
+            PriorityDef(1, 0, [QueryAttribute(regex="up")]),
+        ],
+    )
+    assert {r.rule_index for r in match_priority(qp, instant("up"), NOW).reasons} == {0}
+
+
+def test_an_attribute_with_no_field_set_matches_nothing() -> None:
+    result = match_priority(one(QueryAttribute(), default=1), instant(""), NOW)
+    assert (result.priority, result.source) == (1, "default")
+    assert "no field set, so the attribute matches nothing" in messages(result)
+
+
+def test_a_priority_with_no_attributes_matches_nothing() -> None:
+    qp = QueryPriority(True, 1, [PriorityDef(5, 0, [])])
+    result = match_priority(qp, instant("up"), NOW)
+    assert result.priority == 1
+    assert "priority has no query_attributes, so it matches nothing" in messages(result)
+
+
+@pytest.mark.parametrize("pattern", [".*", ".+"])
+@pytest.mark.parametrize("query", ["", "up", "sum(rate(x[5m]))"])
+def test_match_all_regexes_match_every_query_even_an_empty_one(pattern: str, query: str) -> None:
+    assert matches(QueryAttribute(regex=pattern), instant(query))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "query", "expected"),
+    [
+        ("max", "sum(max(up))", True),
+        ("^max", "sum(max(up))", False),
+        ("^max", "max(up)", True),
+        ("up\\)$", "max(up)", True),
+        ("(?i)MAX", "max(up)", True),
+        ("MAX", "max(up)", False),
+        ("rate\\(.*\\[5m\\]", "sum(rate(x[5m]))", True),
+        ("special_query", "up", False),
+    ],
+)
+def test_regexes_are_unanchored_re2_searches_over_the_query(
+    pattern: str, query: str, expected: bool
+) -> None:
+    assert matches(QueryAttribute(regex=pattern), instant(query)) is expected
+
+
+def test_a_regex_that_does_not_compile_matches_nothing_and_says_why() -> None:
+    result = match_priority(one(QueryAttribute(regex="a("), default=1), instant("a("), NOW)
+    assert result.priority == 1
+    assert any("does not compile (missing ): a()" in m for m in messages(result))
+
+
+def test_a_failed_regex_explains_itself() -> None:
+    result = match_priority(one(QueryAttribute(regex="max")), instant("sum(up)"), NOW)
+    assert "regex 'max' not found in query" in messages(result)
+
+
+def window_start_threshold(start: float) -> float:
+    # Cortex: now - start - 1m, truncated to the minute.
+    return math.floor((NOW - start - M) / M) * M
+
+
+def window_end_threshold(end: float) -> float:
+    return math.floor((NOW - end + M) / M) * M
+
+
+@pytest.mark.parametrize(
+    ("select_start", "expected"),
+    [
+        (window_start_threshold(2 * H), True),
+        (window_start_threshold(2 * H) - 0.001, False),
+        (NOW - 2 * H, True),
+        (NOW - 2 * H - 60, True),
+        (NOW - 2 * H - 61 - (NOW % 60), False),
+        (NOW, True),
+    ],
+)
+def test_time_window_start_allows_one_minute_of_slack_floored_to_the_minute(
+    select_start: float, expected: bool
+) -> None:
+    info = QueryInfo(query="up", select_start=select_start, select_end=NOW)
+    assert matches(QueryAttribute(time_window=TimeRange(2 * H)), info) is expected
+
+
+@pytest.mark.parametrize(
+    ("select_end", "expected"),
+    [
+        (window_end_threshold(1 * H), True),
+        (window_end_threshold(1 * H) + 0.001, False),
+        (NOW - 1 * H, True),
+        (NOW - 2 * H, True),
+        (NOW, False),
+    ],
+)
+def test_time_window_end_wants_all_data_older_than_now_minus_end_with_slack(
+    select_end: float, expected: bool
+) -> None:
+    info = QueryInfo(query="up", select_start=NOW - 30 * H, select_end=select_end)
+    assert matches(QueryAttribute(time_window=TimeRange(None, 1 * H)), info) is expected
+
+
+def test_time_window_with_both_sides_needs_both() -> None:
+    attr = QueryAttribute(time_window=TimeRange(24 * H, 12 * H))
+    inside = QueryInfo(select_start=NOW - 20 * H, select_end=NOW - 13 * H)
+    too_new = QueryInfo(select_start=NOW - 20 * H, select_end=NOW - 1 * H)
+    too_old = QueryInfo(select_start=NOW - 30 * H, select_end=NOW - 13 * H)
+    assert [matches(attr, i) for i in (inside, too_new, too_old)] == [True, False, False]
+
+
+def test_a_time_window_never_matches_when_the_select_range_is_unknown() -> None:
+    result = match_priority(
+        one(QueryAttribute(time_window=TimeRange(2 * H))), QueryInfo(query="up"), NOW
+    )
+    assert result.source == "default"
+    assert "time_window.start: data-select range unknown" in messages(result)
+
+
+def test_a_zero_time_window_is_not_set() -> None:
+    attr = QueryAttribute(regex="up", time_window=TimeRange(0, 0))
+    assert matches(attr, QueryInfo(query="up"))
+
+
+def test_time_window_reasons_say_how_old_the_data_is() -> None:
+    result = match_priority(
+        one(QueryAttribute(time_window=TimeRange(2 * H))), instant("max(up)", ago=3 * H), NOW
+    )
+    assert "time_window.start: data from 3h5m ago is older than now-2h" in messages(result)
+
+
+def test_negative_durations_count_as_their_absolute_value_like_cortex() -> None:
+    attr = QueryAttribute(time_window=TimeRange(-2 * H))
+    assert matches(attr, instant("up", ago=1 * H))
+    assert not matches(attr, instant("up", ago=3 * H))
+
+
+@pytest.mark.parametrize(
+    ("wanted", "api_type", "expected"),
+    [("query", "query", True), ("query", "query_range", False), ("series", "series", True)],
+)
+def test_api_type_must_equal_the_request_api_type(
+    wanted: str, api_type: str, expected: bool
+) -> None:
+    info = QueryInfo(query="up", api_type=api_type)
+    assert matches(QueryAttribute(api_type=wanted), info) is expected
+
+
+def test_api_type_mismatch_is_explained() -> None:
+    result = match_priority(one(QueryAttribute(api_type="query")), ranged("up", NOW - H, NOW), NOW)
+    assert "api_type is query_range, wants query" in messages(result)
+
+
+@pytest.mark.parametrize(
+    ("limit", "info", "expected"),
+    [
+        # Expression queries are measured by their data-select range, so an
+        # instant query over a plain selector spans the 5m lookback.
+        (TimeRange(None, 10 * M), instant("up"), True),
+        (TimeRange(10 * M), instant("up"), False),
+        (TimeRange(30 * M, 2 * H), ranged("up", NOW - H, NOW), True),
+        (TimeRange(None, 1 * H), ranged("up", NOW - H, NOW), False),
+        (TimeRange(None, 65 * M), ranged("up", NOW - H, NOW), True),
+        (TimeRange(2 * H), ranged("up", NOW - H, NOW), False),
+        (TimeRange(M), QueryInfo(query="up"), False),
+    ],
+)
+def test_time_range_limit_bounds_the_length_of_the_selected_range(
+    limit: TimeRange, info: QueryInfo, expected: bool
+) -> None:
+    assert matches(QueryAttribute(time_range_limit=limit), info) is expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "step", "expected"),
+    [
+        (TimeRange(30, 120), 60.0, True),
+        (TimeRange(30, 120), 300.0, False),
+        (TimeRange(30, 120), 15.0, False),
+        (TimeRange(60, 60), 60.0, True),
+        (TimeRange(None, 120), 1.0, True),
+        (TimeRange(30), None, False),
+    ],
+)
+def test_query_step_limit_bounds_the_step_of_range_queries(
+    limit: TimeRange, step: float | None, expected: bool
+) -> None:
+    info = replace(ranged("up", NOW - H, NOW), step=step)
+    assert matches(QueryAttribute(query_step_limit=limit), info) is expected
+
+
+def test_query_step_limit_is_ignored_for_instant_queries() -> None:
+    only_step = QueryAttribute(query_step_limit=TimeRange(1 * H))
+    result = match_priority(one(only_step), instant("up"), NOW)
+    assert result.source == "default"
+    assert "no field that is set applies to query requests, so it matches nothing" in messages(
+        result
+    )
+    with_regex = QueryAttribute(regex="up", query_step_limit=TimeRange(1 * H))
+    assert matches(with_regex, instant("up"))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "agent", "expected"),
+    [
+        ("^Grafana", "Grafana/10.2.0", True),
+        ("Grafana", "curl/8.0 (via Grafana)", True),
+        ("^Grafana", "curl/8.0", False),
+        (".*", "", True),
+        (".+", "", False),
+    ],
+)
+def test_user_agent_regex_searches_the_user_agent_header(
+    pattern: str, agent: str, expected: bool
+) -> None:
+    info = instant("up", user_agent=agent)
+    assert matches(QueryAttribute(user_agent_regex=pattern), info) is expected
+
+
+@pytest.mark.parametrize(
+    ("attr", "expected"),
+    [
+        (QueryAttribute(dashboard_uid="abc"), True),
+        (QueryAttribute(dashboard_uid="ab"), False),
+        (QueryAttribute(panel_id="7"), True),
+        (QueryAttribute(panel_id="70"), False),
+        (QueryAttribute(dashboard_uid="abc", panel_id="7"), True),
+        (QueryAttribute(dashboard_uid="abc", panel_id="8"), False),
+    ],
+)
+def test_dashboard_and_panel_must_equal_the_headers_exactly(
+    attr: QueryAttribute, expected: bool
+) -> None:
+    info = instant("up", dashboard_uid="abc", panel_id="7")
+    assert matches(attr, info) is expected
+
+
+def test_a_missing_header_is_explained_as_absent() -> None:
+    result = match_priority(one(QueryAttribute(dashboard_uid="abc")), instant("up"), NOW)
+    assert "dashboard_uid is absent, wants 'abc'" in messages(result)
+
+
+def test_every_set_field_must_match_and_all_failures_are_listed() -> None:
+    attr = QueryAttribute(regex="max", api_type="query_range", panel_id="3")
+    result = match_priority(one(attr), instant("max(up)", panel_id="4"), NOW)
+    assert result.source == "default"
+    assert [(r.field, r.matched) for r in result.reasons[:-1]] == [
+        ("api_type", False),
+        ("regex", True),
+        ("panel_id", False),
+    ]
+
+
+def series(matchers: str, start: float | None, end: float | None, **kw: object) -> QueryInfo:
+    # For metadata calls the select range is the request's own range.
+    return QueryInfo(
+        query=matchers,
+        api_type="series",
+        start=start,
+        end=end,
+        select_start=start,
+        select_end=end,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_metadata_requests_match_regexes_against_their_selectors() -> None:
+    attr = QueryAttribute(regex='job="api"')
+    assert matches(attr, series('up{job="api"}', NOW - H, NOW))
+    assert not matches(attr, series('up{job="db"}', NOW - H, NOW))
+    assert not matches(attr, series("", NOW - H, NOW))
+    assert matches(QueryAttribute(regex=".*"), series("", NOW - H, NOW))
+
+
+def test_metadata_requests_use_their_own_range_for_windows_and_limits() -> None:
+    recent = series("up", NOW - H, NOW)
+    old = series("up", NOW - 30 * H, NOW)
+    assert matches(QueryAttribute(time_window=TimeRange(2 * H)), recent)
+    assert not matches(QueryAttribute(time_window=TimeRange(2 * H)), old)
+    assert matches(QueryAttribute(time_range_limit=TimeRange(None, 2 * H)), recent)
+    assert not matches(QueryAttribute(time_range_limit=TimeRange(None, 2 * H)), old)
+    assert not matches(QueryAttribute(time_window=TimeRange(2 * H)), series("up", None, None))
+
+
+def test_metadata_requests_ignore_dashboard_panel_and_step_like_cortex() -> None:
+    info = series("up", NOW - H, NOW, dashboard_uid="x", panel_id="1")
+    assert not matches(QueryAttribute(dashboard_uid="other"), info)
+    assert matches(QueryAttribute(api_type="series", dashboard_uid="other"), info)
+    assert matches(
+        QueryAttribute(api_type="series", panel_id="9", query_step_limit=TimeRange(1 * H)), info
+    )
