@@ -1,0 +1,96 @@
+"""How a node chooses among query-component children.
+
+`QuerierWorkerPriority` is Mimir's querier-worker queue priority for the
+component-first root: worker w starts at component w % n, so about a quarter
+of all workers prefer each component and a slow component cannot occupy
+every worker. Unlike Mimir it moves on to the next component when the
+preferred one holds nothing this querier may take (for example only tenants
+outside its shard), so a worker never idles while it could serve.
+
+`TenantComponentSelection` is the tenant-first middle level: plain
+round-robin, or, for a tenant with priority enabled, the component whose
+next request has the highest priority (rank, with aging), ties round-robin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from scheduler_core.leaf import Leaf
+from scheduler_core.model import COMPONENTS, Request
+from scheduler_core.round_robin import RoundRobin
+from scheduler_core.tree import DequeueContext, Node
+
+__all__ = ["QuerierWorkerPriority", "TenantComponentSelection"]
+
+
+class QuerierWorkerPriority:
+    """Each worker prefers component `worker_id % len(COMPONENTS)`."""
+
+    __slots__ = ()
+
+    def new_state(self) -> None:
+        return None
+
+    def on_add(self, node: Node, key: str) -> None:
+        """Stateless: the preference comes from the worker id alone."""
+
+    def on_remove(self, node: Node, key: str) -> None:
+        """Stateless: the preference comes from the worker id alone."""
+
+    def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
+        n = len(COMPONENTS)
+        children = node.children
+        start = ctx.worker_id % n
+        for step in range(n):
+            j = start + step
+            if j >= n:
+                j -= n
+            child = children.get(COMPONENTS[j])
+            if child is None:
+                continue
+            request = child.dequeue(ctx)
+            if request is not None:
+                return request
+        return None
+
+
+class TenantComponentSelection(RoundRobin):
+    """Round-robin over a tenant's components, or highest head first.
+
+    `priority_enabled` is the queue's live set of tenants whose
+    query_priority is on, so switching it needs no tree rebuild.
+    """
+
+    __slots__ = ("_priority_enabled",)
+
+    def __init__(self, priority_enabled: Container[str]) -> None:
+        super().__init__(COMPONENTS)
+        self._priority_enabled = priority_enabled
+
+    def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
+        if node.key not in self._priority_enabled:
+            return super().dequeue(node, ctx)
+        keys = self.keys
+        n = len(keys)
+        children = node.children
+        start: int = node.state
+        best = -1
+        best_rank = 0.0
+        for step in range(n):
+            j = start + step
+            if j >= n:
+                j -= n
+            child = children.get(keys[j])
+            if child is None:
+                continue
+            assert isinstance(child, Leaf)
+            rank = child.head_rank(ctx.min_priority, ctx.aging)
+            # Strictly greater: among equal heads the first after the
+            # pointer wins, which is round-robin on ties.
+            if rank is not None and (best < 0 or rank > best_rank):
+                best, best_rank = j, rank
+        if best < 0:
+            return None
+        node.state = best + 1 if best + 1 < n else 0
+        return children[keys[best]].dequeue(ctx)

@@ -1,0 +1,55 @@
+"""Round-robin over a fixed order of child keys (the query components).
+
+The pointer is an index into the fixed key order, not into the present
+children, so a child that empties and comes back keeps its turn and pruning
+never shifts anyone else's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scheduler_core.model import COMPONENTS, Request
+from scheduler_core.tree import DequeueContext, Node
+
+__all__ = ["RoundRobin"]
+
+
+class RoundRobin:
+    """Try children from the one after the last served, in `keys` order.
+
+    A child with nothing this querier may take is passed over, so the
+    pointer only moves when something was actually served.
+    """
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: Sequence[str] = COMPONENTS) -> None:
+        self.keys = tuple(keys)
+
+    def new_state(self) -> int:
+        return 0
+
+    def on_add(self, node: Node, key: str) -> None:
+        """Nothing to do: the pointer indexes the fixed key order."""
+
+    def on_remove(self, node: Node, key: str) -> None:
+        """Nothing to do: the pointer indexes the fixed key order."""
+
+    def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
+        keys = self.keys
+        n = len(keys)
+        children = node.children
+        start: int = node.state
+        for step in range(n):
+            j = start + step
+            if j >= n:
+                j -= n
+            child = children.get(keys[j])
+            if child is None:
+                continue
+            request = child.dequeue(ctx)
+            if request is not None:
+                node.state = j + 1 if j + 1 < n else 0
+                return request
+        return None
