@@ -7,6 +7,12 @@ ANY matching attribute wins; none matching gives `default_priority`. Within an
 attribute every field that is set must match, and an attribute with no field
 set matches nothing. Unlike Cortex we evaluate every field of an attribute
 (the outcome is the same) so the explain view can list all failing fields.
+
+Cortex prioritises only query and query_range requests. Series, labels,
+label-values and metadata requests here use the fields Cortex's metadata
+matcher (written for query rejection) looks at: api_type, regex over the
+`match[]` selectors, time_window and time_range_limit over the request's own
+start/end, and user_agent_regex; dashboard, panel and step are ignored.
 """
 
 from __future__ import annotations
@@ -113,7 +119,7 @@ def _attribute_checks(attr: QueryAttribute, info: QueryInfo, now: float) -> Iter
         _active, (attr.time_window, attr.time_range_limit, attr.query_step_limit)
     )
     if window is not None:
-        yield from _window_checks(window, start, end, now)
+        yield from _window_checks(window, start, end, now, what)
     if range_limit is not None:
         yield _range_check(range_limit, start, end, what)
     if step_limit is not None and info.api_type == "query_range":
@@ -189,14 +195,14 @@ def _floor_minute(t: float) -> float:
 
 
 def _window_checks(
-    window: TimeRange, start: float | None, end: float | None, now: float
+    window: TimeRange, start: float | None, end: float | None, now: float, what: str
 ) -> Iterator[_Check]:
     """Cortex's `isWithinTimeAttributes`: one minute of slack, floored to the minute."""
     if window.min:
         field, limit = "time_window.start", format_duration(window.min)
         threshold = _floor_minute(now - window.min - _SLACK)
         if start is None:
-            yield _Check(field, False, f"{field}: data-select range unknown")
+            yield _Check(field, False, f"{field}: {what} range unknown")
         elif start < threshold:
             message = f"{field}: data from {_ago(now, start)} is older than now-{limit}"
             yield _Check(field, False, message)
@@ -206,7 +212,7 @@ def _window_checks(
         field, limit = "time_window.end", format_duration(window.max)
         threshold = _floor_minute(now - window.max + _SLACK)
         if end is None:
-            yield _Check(field, False, f"{field}: data-select range unknown")
+            yield _Check(field, False, f"{field}: {what} range unknown")
         elif end > threshold:
             message = f"{field}: data up to {_ago(now, end)} is newer than now-{limit}"
             yield _Check(field, False, message)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, cast
 
 import re2
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_ATTRIBUTES_PER_PRIORITY",
     "MAX_PRIORITIES",
     "MAX_REGEX_LENGTH",
+    "TENANT_KEYS",
     "InvalidDuration",
     "compile_regex",
     "format_duration",
@@ -66,11 +67,8 @@ _DURATION_RE = re2.compile(
     r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?"
     r"(?:([0-9]+)m)?(?:([0-9]+)s)?(?:([0-9]+)ms)?"
 )
-_TENANT_KEYS = (
-    "max_queriers_per_tenant",
-    "max_outstanding_requests_per_tenant",
-    "query_priority",
-)
+# Every top-level key of a tenant block (Cortex override names), set or not.
+TENANT_KEYS = ("max_queriers_per_tenant", "max_outstanding_requests_per_tenant", "query_priority")
 _LAYOUTS = ("tenant-first", "component-first")
 _SELECTIONS = ("round-robin", "querier-worker-priority")
 
@@ -369,7 +367,7 @@ def _tenant(raw_value: object, errs: _Collector) -> TenantLimits:
     raw = _mapping(raw_value, "", errs)
     if raw is None:
         return TenantLimits()
-    _unknown(raw, _TENANT_KEYS, "", errs)
+    _unknown(raw, TENANT_KEYS, "", errs)
     max_queriers = _int(raw.get("max_queriers_per_tenant", 0), "max_queriers_per_tenant", errs, 0)
     outstanding_raw = raw.get("max_outstanding_requests_per_tenant")
     outstanding = (
@@ -457,27 +455,18 @@ def _choice(options: tuple[str, ...]) -> Callable[[object, str, _Collector], obj
     return check
 
 
-def _duration_ge0(value: object, path: str, errs: _Collector) -> object:
-    return _duration(value, path, errs)
-
-
-def _duration_gt0(value: object, path: str, errs: _Collector) -> object:
-    return _duration(value, path, errs, positive=True)
-
-
-def _outstanding(value: object, path: str, errs: _Collector) -> object:
-    return _int(value, path, errs, 1)
-
-
 # raw key -> (QueueConfig attribute, parser); durations are seconds in the model.
 _QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, _Collector], object]]] = {
     "layout": ("layout", _choice(_LAYOUTS)),
     "component_selection": ("component_selection", _choice(_SELECTIONS)),
-    "max_outstanding_requests_per_tenant": ("max_outstanding_requests_per_tenant", _outstanding),
-    "querier_forget_delay": ("querier_forget_delay", _duration_ge0),
-    "priority_aging": ("priority_aging_seconds", _duration_ge0),
-    "query_ingesters_within": ("query_ingesters_within", _duration_gt0),
-    "query_store_after": ("query_store_after", _duration_gt0),
+    "max_outstanding_requests_per_tenant": (
+        "max_outstanding_requests_per_tenant",
+        partial(_int, minimum=1),
+    ),
+    "querier_forget_delay": ("querier_forget_delay", _duration),
+    "priority_aging": ("priority_aging_seconds", _duration),
+    "query_ingesters_within": ("query_ingesters_within", partial(_duration, positive=True)),
+    "query_store_after": ("query_store_after", partial(_duration, positive=True)),
 }
 
 
