@@ -19,6 +19,7 @@ from scheduler_core.model import (
     TimeRange,
 )
 from scheduler_core.validation import (
+    TENANT_KEYS,
     InvalidDuration,
     format_duration,
     parse_duration,
@@ -442,3 +443,8 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         "query_store_after": "1d",
     }
     assert queue_config_from_dict(raw, QueueConfig()) == cfg
+
+
+def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
+    assert set(TENANT_KEYS) == set(CANONICAL)
+    assert set(tenant_limits_to_dict(TenantLimits())) < set(TENANT_KEYS)
