@@ -1,0 +1,226 @@
+"""Turn a frontend's ENQUEUE message into a queue `Request`.
+
+Cortex's scheduler queues requests blind; we read the forwarded HTTP request
+to compute the query component and the tenant's priority ourselves, so a real
+Cortex frontend gets our priority rules without any change on its side.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scheduler_core.classify import classify
+from scheduler_core.cortex_http import ForwardedQuery, component_hint, parse_forwarded_request
+from scheduler_core.model import (
+    UNKNOWN,
+    QueryInfo,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.pb import httpgrpc_pb2, schedulerpb_pb2
+
+__all__ = [
+    "MAX_TENANT_ID_LENGTH",
+    "Admission",
+    "GrpcReplyHandle",
+    "InvalidEnqueue",
+    "LimitsHost",
+    "ResultSink",
+    "combined_limits",
+    "request_id",
+]
+
+log = logging.getLogger(__name__)
+
+# Cortex's limit on one tenant ID; longer IDs are refused as Cortex does.
+MAX_TENANT_ID_LENGTH = 150
+
+
+class InvalidEnqueue(Exception):
+    """The ENQUEUE message cannot be queued; the text goes back as ERROR."""
+
+
+class LimitsHost(Protocol):
+    """The part of SchedulerRuntime admission needs."""
+
+    @property
+    def config(self) -> QueueConfig: ...
+
+    def tenant_limits(self, tenant_id: str) -> TenantLimits: ...
+
+    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None: ...
+
+
+class ResultSink(Protocol):
+    """Where a handle sends its result (the ResultReporter)."""
+
+    def deliver(self, handle: GrpcReplyHandle, status: int, body: bytes) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcReplyHandle:
+    """Kept in `Request.payload`: everything needed to answer the frontend.
+
+    `transport` lets inspectors and shared observers tell gRPC requests from
+    websocket ones without importing this module.
+    """
+
+    frontend_address: str
+    query_id: int
+    user_id: str
+    stats_enabled: bool
+    http_request: httpgrpc_pb2.HTTPRequest
+    transport: str = "grpc"
+    reporter: ResultSink | None = field(default=None, compare=False, repr=False)
+
+    def deliver_result(self, status: int, body: bytes) -> None:
+        """Answer the frontend; used when a non-gRPC querier ran the request."""
+        if self.reporter is None:
+            raise LookupError(f"no way to answer frontend {self.frontend_address}")
+        self.reporter.deliver(self, status, body)
+
+
+def request_id(frontend_address: str, query_id: int) -> str:
+    """Queue-wide id: query IDs are unique per frontend only, so add the address."""
+    return f"grpc:{frontend_address}:{query_id}"
+
+
+def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
+    """Limits of a multi-tenant id `a|b`, derived from its tenants' limits.
+
+    As in Mimir, the shard is the smallest positive `max_queriers` of the
+    tenants (0 if none limits it). The outstanding limit is the smallest one
+    any tenant sets. Priority rules are those of the first tenant (in the
+    order given) that has priority enabled: rule sets cannot be merged
+    without changing what each rule means.
+    """
+    shards = [p.max_queriers for p in parts if p.max_queriers > 0]
+    outstanding = [p.max_outstanding for p in parts if p.max_outstanding is not None]
+    priority = next((p.query_priority for p in parts if p.query_priority.enabled), None)
+    return TenantLimits(
+        max_queriers=min(shards, default=0),
+        max_outstanding=min(outstanding) if outstanding else None,
+        query_priority=priority if priority is not None else QueryPriority(),
+    )
+
+
+class Admission:
+    """Builds requests for one runtime; reads limits from it on every call.
+
+    Reading limits per request (instead of caching) means a rule edited in
+    the browser applies to the very next enqueue.
+    """
+
+    def __init__(
+        self,
+        host: LimitsHost,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        classifier: Callable[..., Any] = classify,
+        results: ResultSink | None = None,
+    ) -> None:
+        self._host = host
+        self.results = results
+        self._wall_clock = wall_clock
+        self._classify = classifier
+
+    def build(self, msg: schedulerpb_pb2.FrontendToScheduler, frontend_address: str) -> Request:
+        """The request to queue for this ENQUEUE; raises InvalidEnqueue."""
+        if msg.protobufRequest:
+            raise InvalidEnqueue("protobuf-encoded requests are not supported; send httpRequest")
+        if not msg.HasField("httpRequest"):
+            raise InvalidEnqueue("enqueue without httpRequest")
+        tenants = _tenant_ids(msg.userID)
+        now = self._wall_clock()
+        http = msg.httpRequest
+        forwarded = parse_forwarded_request(
+            http.method,
+            http.url,
+            [(h.key, list(h.values)) for h in http.headers],
+            http.body,
+            now=now,
+        )
+        component, info = self._classification(forwarded, now)
+        component = component_hint(list(msg.additionalQueueDimensions)) or component
+        limits = self._limits(msg.userID, tenants)
+        handle = GrpcReplyHandle(
+            frontend_address=frontend_address,
+            query_id=msg.queryID,
+            user_id=msg.userID,
+            stats_enabled=msg.statsEnabled,
+            http_request=http,
+            reporter=self.results,
+        )
+        return Request(
+            id=request_id(frontend_address, msg.queryID),
+            tenant_id=msg.userID,
+            component=component,
+            priority=limits.query_priority.priority_for(info, now),
+            query=forwarded.query,
+            api_type=forwarded.api_type,
+            start=forwarded.start,
+            end=forwarded.end,
+            step=forwarded.step,
+            headers=forwarded.headers,
+            payload=handle,
+        )
+
+    def _classification(self, forwarded: ForwardedQuery, now: float) -> tuple[str, QueryInfo]:
+        config = self._host.config
+        try:
+            result = self._classify(
+                query=forwarded.query,
+                api_type=forwarded.api_type,
+                start=forwarded.start,
+                end=forwarded.end,
+                step=forwarded.step,
+                headers=forwarded.headers,
+                now=now,
+                query_ingesters_within=config.query_ingesters_within,
+                query_store_after=config.query_store_after,
+            )
+        except Exception:
+            # A classifier bug must cost one request its component, never the
+            # frontend its stream: every other request on it would fail too.
+            log.exception("classifying %s failed; queueing it as unknown", forwarded.api_type)
+            return UNKNOWN, _bare_info(forwarded)
+        return str(result.component), result.info
+
+    def _limits(self, user_id: str, tenants: list[str]) -> TenantLimits:
+        if len(tenants) == 1:
+            return self._host.tenant_limits(user_id)
+        wanted = combined_limits([self._host.tenant_limits(t) for t in tenants])
+        if self._host.tenant_limits(user_id) != wanted:
+            self._host.set_tenant_limits(user_id, wanted)
+        return wanted
+
+
+def _tenant_ids(user_id: str) -> list[str]:
+    if not user_id:
+        raise InvalidEnqueue("no org id")
+    tenants = user_id.split("|")
+    for tenant in tenants:
+        if not tenant:
+            raise InvalidEnqueue(f"tenant ID is empty in {user_id!r}")
+        if len(tenant) > MAX_TENANT_ID_LENGTH:
+            raise InvalidEnqueue(f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters")
+    return tenants
+
+
+def _bare_info(forwarded: ForwardedQuery) -> QueryInfo:
+    return QueryInfo(
+        query=forwarded.query,
+        api_type=forwarded.api_type,
+        start=forwarded.start,
+        end=forwarded.end,
+        step=forwarded.step,
+        user_agent=forwarded.headers.get("User-Agent", ""),
+        dashboard_uid=forwarded.headers.get("X-Dashboard-Uid", ""),
+        panel_id=forwarded.headers.get("X-Panel-Id", ""),
+    )

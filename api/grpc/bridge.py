@@ -1,0 +1,137 @@
+"""Let Cortex queriers run requests that came from websocket frontends.
+
+Both protocols share one queue, so a gRPC querier worker may be handed a
+request whose frontend speaks JSON over a websocket and has no
+`FrontendForQuerier` endpoint. We rebuild a Prometheus HTTP request from the
+request's fields, name *ourselves* as its frontend, and serve
+`FrontendForQuerier/QueryResult` on the scheduler's own gRPC port. The
+result goes to the request's payload through its `deliver_result(status,
+body)` method, which the websocket transport's reply handle provides.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any
+from urllib.parse import urlencode
+
+import grpc
+
+from scheduler_core.model import Request
+from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
+from scheduler_core.pb import schedulerpb_pb2 as pb
+
+__all__ = ["ForeignRequests", "http_request_for", "query_result_handler"]
+
+log = logging.getLogger(__name__)
+
+_PATHS = {
+    "query": "/api/v1/query",
+    "query_range": "/api/v1/query_range",
+    "series": "/api/v1/series",
+    "labels": "/api/v1/labels",
+    "label_values": "/api/v1/label/__name__/values",
+    "metadata": "/api/v1/metadata",
+}
+_SELECTOR_APIS = frozenset({"series", "labels", "label_values"})
+
+
+def http_request_for(request: Request) -> httpgrpc_pb2.HTTPRequest:
+    """A Prometheus API call equivalent to what the request describes."""
+    params: list[tuple[str, str]] = []
+    if request.api_type in _SELECTOR_APIS:
+        params += [("match[]", selector) for selector in request.query.split(",") if selector]
+    elif request.query:
+        params.append(("query", request.query))
+    if request.api_type == "query":
+        if request.end is not None:
+            params.append(("time", repr(request.end)))
+    else:
+        params += [
+            (k, repr(v))
+            for k, v in (("start", request.start), ("end", request.end))
+            if v is not None
+        ]
+    if request.api_type == "query_range" and request.step is not None:
+        params.append(("step", repr(request.step)))
+    headers = {**request.headers, "X-Scope-OrgID": request.tenant_id}
+    return httpgrpc_pb2.HTTPRequest(
+        method="GET",
+        url=f"{_PATHS.get(request.api_type, _PATHS['query'])}?{urlencode(params)}",
+        headers=[httpgrpc_pb2.Header(key=k, values=[v]) for k, v in headers.items()],
+    )
+
+
+class ForeignRequests:
+    """Non-gRPC requests currently out on gRPC querier workers, by local id.
+
+    Ids leave when the request completes, is cancelled or fails (observer
+    hooks), or when its result arrives, whichever is first.
+    """
+
+    def __init__(self, own_address: str) -> None:
+        self.own_address = own_address
+        self._ids = itertools.count(1)
+        self._by_local: dict[int, Request] = {}
+        self._local_of: dict[str, int] = {}
+
+    def message_for(self, request: Request) -> pb.SchedulerToQuerier:
+        local = self._local_of.get(request.id)
+        if local is None:
+            local = next(self._ids)
+            self._local_of[request.id] = local
+            self._by_local[local] = request
+        return pb.SchedulerToQuerier(
+            queryID=local,
+            httpRequest=http_request_for(request),
+            frontendAddress=self.own_address,
+            userID=request.tenant_id,
+            isRoot=True,
+        )
+
+    def result(self, local: int, status: int, body: bytes) -> None:
+        request = self._by_local.pop(local, None)
+        if request is None:
+            return  # late result of a request that already ended
+        del self._local_of[request.id]
+        deliver = getattr(request.payload, "deliver_result", None)
+        if deliver is None:
+            log.error("request %s has no way to receive a querier's result", request.id)
+            return
+        deliver(status, body)
+
+    def forget(self, request: Request, *_: Any) -> None:
+        local = self._local_of.pop(request.id, None)
+        if local is not None:
+            self._by_local.pop(local, None)
+
+    # A Cortex querier awaits its QueryResult call before it says "done", so
+    # by completion the result has already been delivered.
+    on_completed = forget
+    on_cancelled = forget
+    on_failed = forget
+
+    def __len__(self) -> int:
+        return len(self._by_local)
+
+
+def query_result_handler(foreign: ForeignRequests) -> grpc.GenericRpcHandler:
+    """`frontendv2pb.FrontendForQuerier/QueryResult`, served by the scheduler."""
+
+    async def query_result(
+        message: frontendv2pb_pb2.QueryResultRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> frontendv2pb_pb2.QueryResultResponse:
+        foreign.result(message.queryID, message.httpResponse.Code, message.httpResponse.body)
+        return frontendv2pb_pb2.QueryResultResponse()
+
+    return grpc.method_handlers_generic_handler(
+        "frontendv2pb.FrontendForQuerier",
+        {
+            "QueryResult": grpc.unary_unary_rpc_method_handler(
+                query_result,
+                request_deserializer=frontendv2pb_pb2.QueryResultRequest.FromString,
+                response_serializer=frontendv2pb_pb2.QueryResultResponse.SerializeToString,
+            )
+        },
+    )

@@ -1,0 +1,191 @@
+"""The gRPC front door: Cortex's scheduler services on the running event loop.
+
+`grpc.aio` runs on the asyncio loop it is started from, so started from the
+loop that owns the SchedulerRuntime (Daphne's), every servicer call runs on
+the runtime's thread and the queue stays lock-free.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from api.grpc.admission import Admission
+from api.grpc.bridge import ForeignRequests, query_result_handler
+from api.grpc.frontend_loop import FrontendConnection, FrontendLoopServicer, FrontendRegistry
+from api.grpc.querier_loop import QuerierLoopServicer
+from api.grpc.result_reporter import ResultReporter
+from scheduler_core.pb import schedulerpb_pb2 as pb
+from scheduler_core.runtime import SchedulerRuntime
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "GrpcFrontDoor",
+    "ObserverChain",
+    "PortInUse",
+    "install_observer",
+    "start_grpc_server",
+]
+
+log = logging.getLogger(__name__)
+
+# Larger messages are refused with RESOURCE_EXHAUSTED on that stream only.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_HOOKS = frozenset(
+    ("on_enqueued", "on_rejected", "on_dispatched", "on_completed", "on_cancelled", "on_failed")
+)
+
+
+class PortInUse(Exception):
+    """The gRPC port could not be bound."""
+
+
+class ObserverChain:
+    """Fans each runtime observer hook out to several observers, in order."""
+
+    def __init__(self, *observers: Any) -> None:
+        self.observers = list(observers)
+
+    def __getattr__(self, hook: str) -> Callable[..., None]:
+        if hook not in _HOOKS:
+            raise AttributeError(hook)
+
+        def fan_out(*args: Any) -> None:
+            for observer in self.observers:
+                method = getattr(observer, hook, None)
+                if method is not None:
+                    method(*args)
+
+        return fan_out
+
+
+def install_observer(runtime: SchedulerRuntime, observer: Any) -> None:
+    """Add an observer without displacing the one the runtime already has."""
+    current = runtime.observer
+    if current is None:
+        runtime.observer = observer
+    elif isinstance(current, ObserverChain):
+        current.observers.append(observer)
+    else:
+        runtime.observer = ObserverChain(current, observer)
+
+
+class GrpcFrontDoor:
+    """The server plus what it shares with the rest of the process.
+
+    `frontends.connections()` lists connected frontend addresses for the
+    inspector; `reporter` counts failure reports sent.
+    """
+
+    def __init__(
+        self,
+        runtime: SchedulerRuntime,
+        *,
+        admission: Admission | None = None,
+        advertise_address: str | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.frontends = FrontendRegistry()
+        self.reporter = ResultReporter()
+        # Known once bound unless given: queriers must reach it for results
+        # of websocket-frontend requests.
+        self.foreign = ForeignRequests(advertise_address or "")
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # Frontends and queriers keep streams open for hours and ping
+                # them; allow their keepalives instead of answering GOAWAY.
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
+        self.port = 0
+        admission = admission or Admission(runtime)
+        if admission.results is None:
+            admission.results = self.reporter
+        frontend = FrontendLoopServicer(runtime, admission, self.frontends)
+        querier = QuerierLoopServicer(runtime, self.foreign)
+        self.server.add_generic_rpc_handlers(
+            (
+                _frontend_handler(frontend),
+                _querier_handler(querier),
+                query_result_handler(self.foreign),
+            )
+        )
+
+    def frontend_connections(self) -> list[FrontendConnection]:
+        return self.frontends.connections()
+
+    async def start(self, *, host: str = "0.0.0.0", port: int) -> int:
+        """Bind and serve; returns the bound port (useful with port 0)."""
+        try:
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError as exc:
+            raise PortInUse(f"cannot listen for gRPC on {host}:{port}: {exc}") from exc
+        if not self.foreign.own_address:
+            own_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+            self.foreign.own_address = f"{own_host}:{self.port}"
+        install_observer(self.runtime, self.frontends)
+        install_observer(self.runtime, self.reporter)
+        install_observer(self.runtime, self.foreign)
+        await self.server.start()
+        log.info("gRPC scheduler listening on %s:%d", host, self.port)
+        return self.port
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        """Stop serving; open streams get `grace` seconds, then are cancelled."""
+        await self.server.stop(grace)
+        await self.reporter.close()
+
+
+async def start_grpc_server(
+    runtime: SchedulerRuntime,
+    *,
+    port: int,
+    host: str = "0.0.0.0",
+    admission: Admission | None = None,
+    advertise_address: str | None = None,
+) -> GrpcFrontDoor:
+    """Start Cortex's scheduler services for `runtime` on the running loop.
+
+    `advertise_address` is how queriers reach this process (for results of
+    websocket-frontend requests); by default 127.0.0.1 and the bound port.
+    """
+    door = GrpcFrontDoor(runtime, admission=admission, advertise_address=advertise_address)
+    await door.start(host=host, port=port)
+    return door
+
+
+def _frontend_handler(servicer: FrontendLoopServicer) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(
+        "schedulerpb.SchedulerForFrontend",
+        {
+            "FrontendLoop": grpc.stream_stream_rpc_method_handler(
+                servicer.FrontendLoop,
+                request_deserializer=pb.FrontendToScheduler.FromString,
+                response_serializer=pb.SchedulerToFrontend.SerializeToString,
+            )
+        },
+    )
+
+
+def _querier_handler(servicer: QuerierLoopServicer) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(
+        "schedulerpb.SchedulerForQuerier",
+        {
+            "QuerierLoop": grpc.stream_stream_rpc_method_handler(
+                servicer.QuerierLoop,
+                request_deserializer=pb.QuerierToScheduler.FromString,
+                response_serializer=pb.SchedulerToQuerier.SerializeToString,
+            ),
+            "NotifyQuerierShutdown": grpc.unary_unary_rpc_method_handler(
+                servicer.NotifyQuerierShutdown,
+                request_deserializer=pb.NotifyQuerierShutdownRequest.FromString,
+                response_serializer=pb.NotifyQuerierShutdownResponse.SerializeToString,
+            ),
+        },
+    )
