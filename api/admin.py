@@ -34,7 +34,7 @@ def _errors_to_form(form: forms.ModelForm[Any], exc: ConfigValidationError) -> N
         form.add_error(field, f"{error.path}: {error.message}")
 
 
-class _VersionedForm(forms.ModelForm):  # type: ignore[type-arg]
+class _VersionedForm(forms.ModelForm):
     """A form that remembers which version the editor was looking at."""
 
     expected_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -72,7 +72,7 @@ class TenantForm(_VersionedForm):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TenantAdmin(admin.ModelAdmin):
     form = TenantForm
     list_display = ["tenant_id", "version", "updated_at"]
     search_fields = ["tenant_id"]
@@ -123,7 +123,7 @@ class SchedulerSettingsForm(_VersionedForm):
 
 
 @admin.register(SchedulerSettings)
-class SchedulerSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class SchedulerSettingsAdmin(admin.ModelAdmin):
     form = SchedulerSettingsForm
     list_display = ["__str__", "version", "updated_at"]
     readonly_fields = ["version", "config_version", "updated_at"]
@@ -151,7 +151,7 @@ class SchedulerSettingsAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(ConfigRevision)
-class ConfigRevisionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ConfigRevisionAdmin(admin.ModelAdmin):
     list_display = ["version", "created_at", "kind", "key", "source", "author_name", "message"]
     list_filter = ["kind", "source"]
     search_fields = ["key", "author_name", "message"]
@@ -199,14 +199,14 @@ class ConfigRevisionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             self.message_user(request, f"Rolled back #{revision.version}: {outcome}")
 
 
-class ApiTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["name", "role"]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiTokenAdmin(admin.ModelAdmin):
     form = ApiTokenForm
     list_display = ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
     list_filter = ["role", "revoked"]

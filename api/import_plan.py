@@ -15,8 +15,7 @@ from typing import Any, Protocol
 from api.diff import Change, structural_diff
 from api.exceptions import ConfigValidationError
 from scheduler_core.errors import FieldError
-from scheduler_core.model import TenantLimits
-from scheduler_core.validation import tenant_limits_to_dict, validate_tenant_config
+from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
 __all__ = [
     "TENANT_FIELDS",
@@ -33,7 +32,7 @@ TENANT_ID_MAX_LENGTH = 256
 _TENANT_ID_EXTRA = set("!-_.*'()")
 # The override fields the scheduler uses; every other Cortex limit in a
 # runtime-config file is ignored on import.
-TENANT_FIELDS: frozenset[str] = frozenset(tenant_limits_to_dict(TenantLimits()))
+TENANT_FIELDS: frozenset[str] = frozenset(TENANT_KEYS)
 
 
 class Author(Protocol):

@@ -142,9 +142,10 @@ GRPC_PORT = int(os.environ.get("GRPC_PORT", "9095"))
 METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")
 
 REST_FRAMEWORK = {
+    # The token class goes first: DRF takes the 401 challenge from the first class.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     # Reads need the viewer or editor role, writes editor (see api.auth).
     "DEFAULT_PERMISSION_CLASSES": ["api.auth.RolePermission"],

@@ -1,0 +1,123 @@
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from api import services
+from api.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def boss(client: Client) -> Client:
+    client.force_login(User.objects.create_superuser("boss", password="pw-boss-123"))
+    return client
+
+
+def add_tenant(client: Client, tenant_id: str, config: Any) -> Any:
+    return client.post(
+        "/admin/api/tenant/add/", {"tenant_id": tenant_id, "config": json.dumps(config)}
+    )
+
+
+@pytest.mark.parametrize("model", ["tenant", "schedulersettings", "configrevision", "apitoken"])
+def test_every_admin_list_page_renders(boss: Client, model: str) -> None:
+    assert boss.get(f"/admin/api/{model}/").status_code == 200
+
+
+def test_adding_a_tenant_in_the_admin_goes_through_the_service(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    response = add_tenant(boss, "t1", rules)
+    assert response.status_code == 302
+    revision = ConfigRevision.objects.get()
+    assert (revision.source, revision.author_name, revision.after) == ("admin", "boss", rules)
+    assert Tenant.objects.get().version == revision.version
+
+
+def test_an_invalid_tenant_in_the_admin_shows_the_field_path_and_saves_nothing(
+    boss: Client,
+) -> None:
+    response = add_tenant(boss, "t1", {"query_priority": {"enabled": "yes"}})
+    assert response.status_code == 200
+    assert b"query_priority.enabled" in response.content
+    assert not Tenant.objects.exists()
+
+
+def test_editing_a_tenant_someone_else_changed_is_refused(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenant = services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="api"
+    )
+    services.tenant_patch(
+        tenant_id="t1",
+        changes={"max_queriers_per_tenant": 5},
+        expected_version=None,
+        author=None,
+        source="api",
+    )
+    response = boss.post(
+        f"/admin/api/tenant/{tenant.pk}/change/",
+        {"config": json.dumps(rules), "expected_version": tenant.version},
+    )
+    assert response.status_code == 200
+    assert b"Someone else changed this" in response.content
+    assert Tenant.objects.get().config["max_queriers_per_tenant"] == 5
+
+
+def test_deleting_a_tenant_in_the_admin_records_a_revision(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenant = services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="api"
+    )
+    response = boss.post(f"/admin/api/tenant/{tenant.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert ConfigRevision.objects.order_by("-version").first().after is None  # type: ignore[union-attr]
+
+
+def test_changing_settings_in_the_admin_is_validated_and_versioned(boss: Client) -> None:
+    url = "/admin/api/schedulersettings/1/change/"
+    bad = boss.post(url, {"config": json.dumps({"layout": "diagonal"}), "expected_version": 0})
+    assert bad.status_code == 200 and b"layout" in bad.content
+    good = boss.post(
+        url, {"config": json.dumps({"layout": "component-first"}), "expected_version": 0}
+    )
+    assert good.status_code == 302
+    assert SchedulerSettings.objects.get().config["layout"] == "component-first"
+
+
+def test_revisions_are_read_only_and_can_be_rolled_back_from_the_admin(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenant = services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="api"
+    )
+    revision = ConfigRevision.objects.get()
+    page = boss.get(f"/admin/api/configrevision/{revision.pk}/change/")
+    assert page.status_code == 200 and b"max_queriers_per_tenant" in page.content
+    assert boss.get("/admin/api/configrevision/add/").status_code == 403
+    boss.post(
+        "/admin/api/configrevision/",
+        {"action": "roll_back", "_selected_action": [revision.pk]},
+    )
+    assert not Tenant.objects.filter(pk=tenant.pk).exists()
+    assert ConfigRevision.objects.order_by("-version").first().source == "admin"  # type: ignore[union-attr]
+
+
+def test_adding_a_token_in_the_admin_shows_the_plaintext_once(boss: Client) -> None:
+    response = boss.post("/admin/api/apitoken/add/", {"name": "ci", "role": "editor"}, follow=True)
+    token = ApiToken.objects.get()
+    shown = [str(m) for m in response.context["messages"]]
+    plaintext = next(word for m in shown for word in m.split() if word.startswith("qi_"))
+    assert services.api_token_authenticate(plaintext) == token
+
+
+def test_revoking_tokens_in_the_admin_stops_them_working(boss: Client) -> None:
+    token, plaintext = services.api_token_issue(name="ci", role="viewer")
+    boss.post("/admin/api/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert services.api_token_authenticate(plaintext) is None

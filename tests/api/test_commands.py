@@ -1,0 +1,52 @@
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from api.auth import role_of
+from api.management.commands.seed_demo_config import DEMO_TENANTS
+from api.models import ConfigRevision, Tenant
+from api.selectors import tenant_limits_all
+from api.services import api_token_authenticate
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_issue_token_prints_a_working_token_of_the_role() -> None:
+    plaintext = run("issue_token", "querier-1", "--role", "querier").strip()
+    token = api_token_authenticate(plaintext)
+    assert token is not None and (token.name, token.role) == ("querier-1", "querier")
+
+
+def test_create_demo_user_is_idempotent_and_prints_a_working_editor_login() -> None:
+    run("create_demo_user", "--password", "first-pass-1")
+    printed = run("create_demo_user", "--username", "demo", "--password", "second-pass-2")
+    assert "user: demo" in printed and "password: second-pass-2" in printed
+    user = authenticate(username="demo", password="second-pass-2")
+    assert user is not None and role_of(user) == "editor"
+
+
+def test_seed_demo_config_creates_valid_tenants_once_and_keeps_later_edits() -> None:
+    run("seed_demo_config")
+    Tenant.objects.filter(tenant_id="team-c").update(config={"max_queriers_per_tenant": 9})
+    run("seed_demo_config")
+    assert set(tenant_limits_all()) == set(DEMO_TENANTS)
+    assert Tenant.objects.get(tenant_id="team-c").config == {"max_queriers_per_tenant": 9}
+    assert ConfigRevision.objects.filter(source="cli").count() == len(DEMO_TENANTS)
+
+
+def test_the_demo_config_has_a_reserved_querier() -> None:
+    run("seed_demo_config")
+    reserved = [
+        p.reserved_queriers
+        for limits in tenant_limits_all().values()
+        for p in limits.query_priority.priorities
+    ]
+    assert any(r >= 1 for r in reserved)
