@@ -1,0 +1,386 @@
+"""Discrete-event fairness simulation of Mimir's slow-consumer scenario.
+
+`python -m scheduler_core.simulate` drives a real `RequestQueue` on a virtual
+clock (a heap of events, integer microseconds, no sleeps, no asyncio) the way
+the runtime does: every free worker asks for work with its own
+`last_tenant_index`; a worker that gets nothing waits, and waiting workers are
+retried, in the order they started waiting, whenever something is enqueued.
+
+The setup follows Mimir's `TestMultiDimensionalQueueAlgorithmSlowConsumerEffects`
+(the benchmark behind the numbers in its request-queue design notes):
+8 queriers x 12 workers, 1000 requests all enqueued before any worker starts,
+ingester queries take 1 ms, "slow" queries 100 ms, where the slow share is
+split half `store-gateway` and half `ingester-and-store-gateway` (both are
+reported as store-gateway, as Mimir does), `max_queriers_per_tenant` = 7 so
+shuffle sharding is on, tenants assigned round-robin to requests. Queue time
+is measured when a worker takes the request, as in Mimir. Because the clock
+is virtual the run is exact and repeatable for a seed; Mimir's numbers came
+from real goroutines and sleeps, so only their shape is comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scheduler_core.model import (
+    BOTH,
+    INGESTER,
+    STORE_GATEWAY,
+    ComponentSelection,
+    Layout,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.queue import RequestQueue
+
+__all__ = [
+    "MIMIR_PUBLISHED",
+    "SCENARIOS",
+    "STRATEGIES",
+    "ComponentStats",
+    "Scenario",
+    "ScenarioResult",
+    "Strategy",
+    "main",
+    "run_scenario",
+]
+
+_US = 1_000_000  # virtual time unit: microseconds, so equal latencies tie exactly
+_SLOW = STORE_GATEWAY  # the reporting group of every slowed-down query
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """One tree layout and component selection to compare."""
+
+    name: str
+    layout: Layout
+    selection: ComponentSelection
+
+
+STRATEGIES: tuple[Strategy, ...] = (
+    Strategy("tenant-first", "tenant-first", "round-robin"),
+    Strategy("component-first RR", "component-first", "round-robin"),
+    Strategy("component-first QWQP", "component-first", "querier-worker-priority"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A traffic mix: (tenant id, share of slow queries) per tenant.
+
+    `arrival_rate` None enqueues every request at time 0 (Mimir's setup);
+    otherwise arrivals are Poisson at that many requests per second.
+    """
+
+    name: str
+    tenants: tuple[tuple[str, float], ...]
+    requests: int = 1000
+    queriers: int = 8
+    workers: int = 12
+    max_queriers: int = 7
+    fast_latency: float = 0.001
+    slow_latency: float = 0.100
+    arrival_rate: float | None = None
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("1 tenant, 10% slow", (("0", 0.10),)),
+    Scenario("1 tenant, 25% slow", (("0", 0.25),)),
+    Scenario("1 tenant, 50% slow", (("0", 0.50),)),
+    Scenario("1 tenant, 75% slow", (("0", 0.75),)),
+    Scenario("1 tenant, 90% slow", (("0", 0.90),)),
+    Scenario("2 tenants, 50/50 slow", (("0", 0.50), ("1", 0.50))),
+)
+
+# Mimir's request-queue design notes, "Sample Benchmark Results": mean seconds
+# in queue, (round-robin tree ingester, QWQP ingester, round-robin tree
+# store-gateway, QWQP store-gateway). The round-robin tree there is
+# tenant -> component round-robin, i.e. our tenant-first layout.
+MIMIR_PUBLISHED: dict[str, tuple[float, float, float, float]] = {
+    "1 tenant, 10% slow": (0.1046, 0.0194, 0.0079, 0.0271),
+    "1 tenant, 25% slow": (0.2738, 0.0159, 0.1084, 0.1177),
+    "1 tenant, 50% slow": (0.3894, 0.0118, 0.2471, 0.2530),
+    "1 tenant, 75% slow": (0.2608, 0.0053, 0.3999, 0.4056),
+    "1 tenant, 90% slow": (0.0780, 0.0026, 0.4917, 0.4929),
+    "2 tenants, 50/50 slow": (0.3586, 0.0106, 0.2149, 0.2113),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentStats:
+    """Seconds in queue of one reporting group."""
+
+    count: int
+    mean: float
+    p99: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioResult:
+    """What one (scenario, strategy, seed) run measured, in virtual seconds."""
+
+    scenario: str
+    strategy: str
+    seed: int
+    enqueued: int
+    completed: int
+    left_queued: int
+    makespan: float
+    stats: dict[str, ComponentStats] = field(default_factory=dict)
+    waits: tuple[tuple[str, float], ...] = ()  # (request id, seconds) in dequeue order
+
+
+def _requests(scenario: Scenario, seed: int) -> list[tuple[int, Request]]:
+    """(arrival time in us, request) pairs; the same for every strategy."""
+    rng = random.Random(seed)
+    tenants = scenario.tenants
+    out: list[tuple[int, Request]] = []
+    now = 0
+    for i in range(scenario.requests):
+        tenant, slow = tenants[i % len(tenants)]
+        draw = rng.random()
+        component = INGESTER if draw >= slow else STORE_GATEWAY if draw < slow / 2 else BOTH
+        if scenario.arrival_rate:
+            now += round(rng.expovariate(scenario.arrival_rate) * _US)
+        out.append((now, Request(id=f"r{i}", tenant_id=tenant, component=component)))
+    return out
+
+
+def _stats(waits: Sequence[float]) -> ComponentStats:
+    if not waits:
+        return ComponentStats(0, 0.0, 0.0)
+    ordered = sorted(waits)
+    rank = max(1, math.ceil(0.99 * len(ordered)))
+    return ComponentStats(len(ordered), sum(ordered) / len(ordered), ordered[rank - 1])
+
+
+class _Simulation:
+    """One run: the queue, the event heap and every worker's state."""
+
+    _ARRIVE = 0
+    _DONE = 1
+
+    def __init__(self, scenario: Scenario, strategy: Strategy, seed: int) -> None:
+        self.scenario = scenario
+        self.now = 0
+        config = QueueConfig(
+            layout=strategy.layout,
+            component_selection=strategy.selection,
+            max_outstanding_requests_per_tenant=max(scenario.requests, 1),
+        )
+        self.queue = RequestQueue(config, clock=self._clock)
+        for tenant, _ in scenario.tenants:
+            self.queue.set_tenant_limits(tenant, TenantLimits(max_queriers=scenario.max_queriers))
+        self.workers: list[tuple[str, int]] = [
+            (f"querier-{q}", self.queue.connect_querier(f"querier-{q}"))
+            for q in range(scenario.queriers)
+            for _ in range(scenario.workers)
+        ]
+        self.last_index = [-1] * len(self.workers)
+        self.in_flight: list[Request | None] = [None] * len(self.workers)
+        self.waiting: list[int] = []
+        self.events: list[tuple[int, int, int, int]] = []
+        self.seq = 0
+        self.requests = _requests(scenario, seed)
+        self.order = list(range(len(self.workers)))
+        random.Random(seed ^ 0x5EED).shuffle(self.order)
+        self.waits: list[tuple[str, str, float]] = []
+        self.completed = 0
+
+    def _clock(self) -> float:
+        return self.now / _US
+
+    def _push(self, at: int, kind: int, index: int) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (at, self.seq, kind, index))
+
+    def _try(self, w: int) -> bool:
+        """Worker `w` asks for work; True if it got some."""
+        querier, worker = self.workers[w]
+        request, self.last_index[w] = self.queue.dequeue(querier, worker, self.last_index[w])
+        if request is None:
+            return False
+        self.in_flight[w] = request
+        group = INGESTER if request.component == INGESTER else _SLOW
+        self.waits.append((request.id, group, self._clock() - request.enqueued_at))
+        sc = self.scenario
+        latency = sc.fast_latency if group == INGESTER else sc.slow_latency
+        self._push(self.now + round(latency * _US), self._DONE, w)
+        return True
+
+    def _retry_waiting(self) -> None:
+        still: list[int] = []
+        for w in self.waiting:
+            if not len(self.queue) or not self._try(w):
+                still.append(w)
+        self.waiting = still
+
+    def run(self) -> None:
+        for i, (at, _) in enumerate(self.requests):
+            if at == 0:
+                self.queue.enqueue(self.requests[i][1])
+            else:
+                self._push(at, self._ARRIVE, i)
+        for w in self.order:
+            if not self._try(w):
+                self.waiting.append(w)
+        while self.events:
+            self.now, _, kind, index = heapq.heappop(self.events)
+            if kind == self._ARRIVE:
+                self.queue.enqueue(self.requests[index][1])
+                self._retry_waiting()
+                continue
+            request = self.in_flight[index]
+            assert request is not None
+            self.in_flight[index] = None
+            self.queue.complete(request.id)
+            self.completed += 1
+            if not self._try(index):
+                self.waiting.append(index)
+
+
+def run_scenario(scenario: Scenario, strategy: Strategy, seed: int = 1) -> ScenarioResult:
+    """Run one scenario under one strategy; deterministic for a seed."""
+    sim = _Simulation(scenario, strategy, seed)
+    sim.run()
+    groups: dict[str, list[float]] = {INGESTER: [], _SLOW: []}
+    for _, group, wait in sim.waits:
+        groups[group].append(wait)
+    return ScenarioResult(
+        scenario=scenario.name,
+        strategy=strategy.name,
+        seed=seed,
+        enqueued=len(sim.requests),
+        completed=sim.completed,
+        left_queued=len(sim.queue),
+        makespan=sim.now / _US,
+        stats={group: _stats(values) for group, values in groups.items()},
+        waits=tuple((rid, wait) for rid, _, wait in sim.waits),
+    )
+
+
+def _cell(stats: ComponentStats) -> str:
+    return f"{stats.mean:7.4f} {stats.p99:7.4f}"
+
+
+def _table(
+    title: str,
+    group: str,
+    rows: dict[str, dict[str, ScenarioResult]],
+    published: int,
+    with_mimir: bool,
+) -> list[str]:
+    """One table: Mimir's two means beside our mean/p99 per strategy.
+
+    Mimir's columns stay blank unless the run used Mimir's setup, since
+    other arrival patterns are not comparable with its figures.
+    """
+    head = f"{'scenario':24} {'Mimir RR':>8} {'Mimir QW':>8}"
+    for strategy in STRATEGIES:
+        head += f" | {strategy.name:>22}"
+    sub = f"{'':24} {'mean':>8} {'mean':>8}" + f" | {'mean':>14} {'p99':>7}" * len(STRATEGIES)
+    lines = [title, head, sub, "-" * len(head)]
+    for name, by_strategy in rows.items():
+        mimir = MIMIR_PUBLISHED.get(name) if with_mimir else None
+        line = f"{name:24} "
+        line += f"{mimir[published]:8.4f} {mimir[published + 1]:8.4f}" if mimir else " " * 17
+        for strategy in STRATEGIES:
+            line += f" | {_cell(by_strategy[strategy.name].stats[group]):>22}"
+        lines.append(line)
+    return lines
+
+
+def _describe(scenario: Scenario, seed: int) -> str:
+    arrival = (
+        "all enqueued at t=0 before any worker starts (as in Mimir's test)"
+        if not scenario.arrival_rate
+        else f"Poisson arrivals at {scenario.arrival_rate:g}/s"
+    )
+    return (
+        f"Setup (seed {seed}): {scenario.queriers} queriers x {scenario.workers} workers, "
+        f"{scenario.requests} requests, {arrival}; ingester {scenario.fast_latency * 1e3:g} ms, "
+        f"slow {scenario.slow_latency * 1e3:g} ms (slow = half store-gateway, half "
+        "ingester-and-store-gateway, reported together as store-gateway); "
+        f"max_queriers_per_tenant {scenario.max_queriers}; tenants take requests in turn; "
+        "virtual clock, queue time measured at dequeue. Our QWQP maps worker w to "
+        "COMPONENTS[w % 4] (4 fixed components, empty ones skipped to the next), Mimir to "
+        "w % (components present); Mimir's figures come from real sleeps, so compare shape."
+    )
+
+
+def report(results: dict[str, dict[str, ScenarioResult]], scenario: Scenario, seed: int) -> str:
+    """The printed report: ingester and store-gateway tables, ratio, setup."""
+    mimir = scenario.arrival_rate is None and scenario.requests == 1000
+    lines = _table("Ingester queue time (s): mean p99", INGESTER, results, 0, mimir)
+    lines.append("")
+    lines += _table("Store-gateway queue time (s): mean p99", _SLOW, results, 2, mimir)
+    lines.append("")
+    half = results.get("1 tenant, 50% slow")
+    if half is not None:
+        tf = half["tenant-first"].stats[INGESTER].mean
+        qw = half["component-first QWQP"].stats[INGESTER].mean
+        ratio = tf / qw if qw else math.inf
+        verdict = "PASS" if ratio >= 5 else "FAIL"
+        lines.append(
+            f"Ingester mean at 50% slow, tenant-first / QWQP: {tf:.4f} / {qw:.4f} = "
+            f"{ratio:.1f}x (target >= 5x) {verdict}"
+        )
+    lost = [
+        f"{r.scenario} / {r.strategy}"
+        for by in results.values()
+        for r in by.values()
+        if r.completed != r.enqueued or r.left_queued
+    ]
+    lines.append("Every request completed: " + ("yes" if not lost else "NO: " + ", ".join(lost)))
+    lines.append(_describe(scenario, seed))
+    return "\n".join(lines)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m scheduler_core.simulate", description=__doc__)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--queriers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=12, help="workers per querier (>= 4)")
+    parser.add_argument("--max-queriers", type=int, default=7, help="0 disables sharding")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="Poisson arrivals per second (0: all at t=0)"
+    )
+    parser.add_argument(
+        "--scenario", default="all", help="run only scenarios whose name contains this"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    chosen = [s for s in SCENARIOS if args.scenario == "all" or args.scenario in s.name]
+    if not chosen:
+        print(f"no scenario matches {args.scenario!r}")
+        return 2
+    results: dict[str, dict[str, ScenarioResult]] = {}
+    scenario = chosen[0]
+    for base in chosen:
+        scenario = Scenario(
+            base.name,
+            base.tenants,
+            requests=args.requests,
+            queriers=args.queriers,
+            workers=args.workers,
+            max_queriers=args.max_queriers,
+            arrival_rate=args.rate or None,
+        )
+        results[scenario.name] = {s.name: run_scenario(scenario, s, args.seed) for s in STRATEGIES}
+    print(report(results, scenario, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
