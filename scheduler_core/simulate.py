@@ -135,6 +135,7 @@ class ScenarioResult:
     makespan: float
     stats: dict[str, ComponentStats] = field(default_factory=dict)
     waits: tuple[tuple[str, float], ...] = ()  # (request id, seconds) in dequeue order
+    served_by: tuple[str, ...] = ()  # queriers that served at least one request
 
 
 def _requests(scenario: Scenario, seed: int) -> list[tuple[int, Request]]:
@@ -193,6 +194,7 @@ class _Simulation:
         random.Random(seed ^ 0x5EED).shuffle(self.order)
         self.waits: list[tuple[str, str, float]] = []
         self.completed = 0
+        self.served_by: set[str] = set()
 
     def _clock(self) -> float:
         return self.now / _US
@@ -208,6 +210,7 @@ class _Simulation:
         if request is None:
             return False
         self.in_flight[w] = request
+        self.served_by.add(querier)
         group = INGESTER if request.component == INGESTER else _SLOW
         self.waits.append((request.id, group, self._clock() - request.enqueued_at))
         sc = self.scenario
@@ -263,6 +266,7 @@ def run_scenario(scenario: Scenario, strategy: Strategy, seed: int = 1) -> Scena
         makespan=sim.now / _US,
         stats={group: _stats(values) for group, values in groups.items()},
         waits=tuple((rid, wait) for rid, _, wait in sim.waits),
+        served_by=tuple(sorted(sim.served_by)),
     )
 
 
