@@ -1,0 +1,52 @@
+import asyncio
+from typing import Any
+
+import pytest
+
+from config.asgi import application
+
+
+async def asgi_get(path: str) -> tuple[int, bytes]:
+    """One GET through the ASGI application, collecting every body chunk."""
+    sent: list[dict[str, Any]] = []
+    requests = [{"type": "http.request", "body": b"", "more_body": False}]
+    never = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await never.wait()  # the client stays connected until the response ends
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1")],
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 5000),
+    }
+    await application(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, body
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_daphne_serves_static_files_itself_with_debug_off() -> None:
+    status, body = await asgi_get("/static/admin/css/base.css")
+    assert status == 200
+    assert b"body" in body
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_healthz_answers_through_the_asgi_application() -> None:
+    assert await asgi_get("/healthz") == (200, b'{"status": "ok"}')
