@@ -1,0 +1,216 @@
+"""Operation scripts with exact dequeue orders, for both layouts and selections."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.model import (
+    BOTH,
+    INGESTER,
+    STORE_GATEWAY,
+    UNKNOWN,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.queue import RequestQueue
+from scheduler_core.tenant_querier_assignment import shuffle_shard
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(**config: object) -> RequestQueue:
+    return RequestQueue(QueueConfig(**config), clock=Clock())  # type: ignore[arg-type]
+
+
+def enqueue(q: RequestQueue, *specs: tuple[str, str, str, int]) -> None:
+    for rid, tenant, component, priority in specs:
+        q.enqueue(Request(id=rid, tenant_id=tenant, component=component, priority=priority))
+
+
+def serve_all(q: RequestQueue, querier: str, worker: int) -> list[str]:
+    """Dequeue and complete until nothing is left for this worker."""
+    order: list[str] = []
+    last = -1
+    while True:
+        request, last = q.dequeue(querier, worker, last)
+        if request is None:
+            return order
+        order.append(request.id)
+        q.complete(request.id)
+
+
+TWO_TENANTS = (
+    ("a1", "a", INGESTER, 0),
+    ("a2", "a", INGESTER, 0),
+    ("a3", "a", STORE_GATEWAY, 0),
+    ("b1", "b", INGESTER, 0),
+    ("b2", "b", UNKNOWN, 0),
+)
+
+
+def test_tenant_first_alternates_tenants_and_round_robins_components() -> None:
+    q = make(layout="tenant-first")
+    enqueue(q, *TWO_TENANTS)
+    worker = q.connect_querier("q1")
+    assert serve_all(q, "q1", worker) == ["a1", "b1", "a3", "b2", "a2"]
+
+
+def test_component_first_round_robin_visits_components_then_tenants() -> None:
+    q = make(layout="component-first", component_selection="round-robin")
+    enqueue(q, *TWO_TENANTS)
+    worker = q.connect_querier("q1")
+    assert serve_all(q, "q1", worker) == ["a1", "a3", "b2", "a2", "b1"]
+
+
+def test_dequeue_returns_the_slot_of_the_served_tenant() -> None:
+    q = make()
+    enqueue(q, *TWO_TENANTS)
+    worker = q.connect_querier("q1")
+    assert q.dequeue("q1", worker, -1)[1] == 0
+    q.complete("a1")
+    assert q.dequeue("q1", worker, 0)[1] == 1
+
+
+def test_querier_worker_priority_starts_each_worker_at_its_component() -> None:
+    q = make(layout="component-first", component_selection="querier-worker-priority")
+    enqueue(
+        q,
+        ("a1", "a", INGESTER, 0),
+        ("a2", "a", STORE_GATEWAY, 0),
+        ("a3", "a", BOTH, 0),
+        ("a4", "a", UNKNOWN, 0),
+        ("b1", "b", STORE_GATEWAY, 0),
+    )
+    workers = [q.connect_querier("q1") for _ in range(4)]
+    assert workers == [0, 1, 2, 3]
+    got, last = q.dequeue("q1", 1, -1)
+    assert got is not None and got.id == "a2"
+    q.complete("a2")
+    got, last = q.dequeue("q1", 1, last)
+    assert got is not None and got.id == "b1"
+    q.complete("b1")
+    # store-gateway is empty now: worker 1 moves on to the next component.
+    got, last = q.dequeue("q1", 1, last)
+    assert got is not None and got.id == "a3"
+    assert [q.dequeue("q1", w, -1)[0].id for w in (0, 3)] == ["a1", "a4"]  # type: ignore[union-attr]
+
+
+def test_querier_worker_priority_moves_on_when_preferred_work_is_outside_its_shard() -> None:
+    q = make(layout="component-first", component_selection="querier-worker-priority")
+    for querier in ("q1", "q2"):
+        for _ in range(4):
+            q.connect_querier(querier)
+    q.set_tenant_limits("s", TenantLimits(max_queriers=1))
+    shard = shuffle_shard("s", ["q1", "q2"], 1)
+    assert shard is not None
+    outsider = "q2" if shard == ("q1",) else "q1"
+    enqueue(q, ("s1", "s", STORE_GATEWAY, 0), ("o1", "o", INGESTER, 0))
+    # Worker 1 prefers store-gateway, which holds only tenant s (not ours).
+    got, _ = q.dequeue(outsider, 1, -1)
+    assert got is not None and got.id == "o1"
+    assert q.dequeue(outsider, 2, -1) == (None, -1)
+    got, _ = q.dequeue(shard[0], 1, -1)
+    assert got is not None and got.id == "s1"
+
+
+PRIORITY_SCRIPT = (
+    ("x1", "p", INGESTER, 1),
+    ("x2", "p", STORE_GATEWAY, 3),
+    ("x3", "p", BOTH, 3),
+    ("x4", "p", INGESTER, 3),
+    ("x5", "p", UNKNOWN, 0),
+)
+
+
+def test_tenant_with_priority_serves_highest_head_first_with_ties_round_robin() -> None:
+    q = make(layout="tenant-first")
+    q.set_tenant_limits("p", TenantLimits(query_priority=QueryPriority(enabled=True)))
+    enqueue(q, *PRIORITY_SCRIPT)
+    worker = q.connect_querier("q1")
+    assert serve_all(q, "q1", worker) == ["x4", "x2", "x3", "x1", "x5"]
+
+
+def test_tenant_without_priority_round_robins_components() -> None:
+    q = make(layout="tenant-first")
+    enqueue(q, *PRIORITY_SCRIPT)
+    worker = q.connect_querier("q1")
+    assert serve_all(q, "q1", worker) == ["x4", "x2", "x3", "x5", "x1"]
+
+
+def test_tenant_order_serves_a_new_tenant_before_repeating_one() -> None:
+    q = make()
+    enqueue(q, *[(f"{t}{i}", t, INGESTER, 0) for i in range(2) for t in "ab"])
+    worker = q.connect_querier("q1")
+    got, last = q.dequeue("q1", worker, -1)
+    assert got is not None and got.id == "a0"
+    q.complete("a0")
+    enqueue(q, ("c0", "c", INGESTER, 0))
+    order = [got.id]
+    while True:
+        got, last = q.dequeue("q1", worker, last)
+        if got is None:
+            break
+        order.append(got.id)
+        q.complete(got.id)
+    assert order == ["a0", "b0", "c0", "a1", "b1"]
+
+
+def test_a_reused_placeholder_never_makes_a_saved_index_skip_a_tenant() -> None:
+    q = make()
+    enqueue(q, ("a0", "a", INGESTER, 0), ("b0", "b", INGESTER, 0), ("c0", "c", INGESTER, 0))
+    worker = q.connect_querier("q1")
+    assert q.dequeue("q1", worker, 1)[0].id == "c0"  # type: ignore[union-attr]
+    q.complete("c0")
+    q.cancel("b0")
+    enqueue(q, ("d0", "d", INGESTER, 0))  # takes b's old slot 1
+    assert q.snapshot().total == 2
+    got, last = q.dequeue("q1", worker, 2)  # wraps by comparison to slot 0
+    assert got is not None and (got.id, last) == ("a0", 0)
+    q.complete("a0")
+    got, last = q.dequeue("q1", worker, last)
+    assert got is not None and (got.id, last) == ("d0", 1)
+
+
+def test_each_worker_keeps_its_own_place_in_the_tenant_order() -> None:
+    q = make()
+    enqueue(q, *[(f"{t}{i}", t, INGESTER, 0) for i in range(2) for t in "abc"])
+    w0, w1 = q.connect_querier("q1"), q.connect_querier("q1")
+    r0, last0 = q.dequeue("q1", w0, -1)
+    r1, last1 = q.dequeue("q1", w1, 1)
+    assert (r0 and r0.id, last0, r1 and r1.id, last1) == ("a0", 0, "c0", 2)
+
+
+@pytest.mark.parametrize("selection", ["round-robin", "querier-worker-priority"])
+def test_switching_layout_midway_keeps_every_leaf_in_order(selection: str) -> None:
+    q = make(component_selection=selection)
+    specs = [
+        (f"{t}-{c[:3]}-{i}", t, c, i % 2)
+        for i in range(4)
+        for t in "ab"
+        for c in (INGESTER, STORE_GATEWAY, UNKNOWN)
+    ]
+    enqueue(q, *specs)
+    worker = q.connect_querier("q1")
+    served: list[Request] = []
+    last = -1
+    for step in range(len(specs)):
+        if step % 5 == 2:
+            q.set_layout("component-first" if step % 2 else "tenant-first")
+        got, last = q.dequeue("q1", worker, last)
+        assert got is not None
+        served.append(got)
+        q.complete(got.id)
+    assert len(q) == 0 and len(served) == len(specs)
+    for tenant in "ab":
+        for component in (INGESTER, STORE_GATEWAY, UNKNOWN):
+            ids = [r.id for r in served if (r.tenant_id, r.component) == (tenant, component)]
+            expected = [s[0] for s in specs if (s[1], s[2]) == (tenant, component)]
+            assert ids == sorted(expected, key=lambda rid: (-(int(rid[-1]) % 2), int(rid[-1])))
