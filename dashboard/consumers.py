@@ -1,0 +1,90 @@
+"""The inspector websocket: session-authenticated, one `Viewer` per connection.
+
+Protocol (JSON text frames). Browser → server: `subscribe` (projection,
+search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`.
+Server → browser: `snapshot` (every section) after subscribe, resume or
+resync; then `update` frames with only the sections that changed; both carry
+`epoch` and `seq`; `error` for a bad message. See `dashboard.live`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from api.auth import role_of
+from dashboard.live import Viewer, get_broadcaster
+from dashboard.projections import InvalidViewParams, ViewParams
+
+__all__ = ["InspectorConsumer"]
+
+# Close code for "not logged in / no role" (4000-4999 are the application's).
+CLOSE_UNAUTHORISED = 4401
+
+
+class InspectorConsumer(AsyncWebsocketConsumer):
+    """Pushes live inspector views; never blocks the broadcaster."""
+
+    viewer: Viewer | None = None
+
+    async def connect(self) -> None:
+        role = await database_sync_to_async(role_of)(self.scope.get("user"))
+        if role is None:
+            # Refusing before accept makes the handshake fail (HTTP 403).
+            await self.close(code=CLOSE_UNAUTHORISED)
+            return
+        await self.accept()
+        self.viewer = Viewer(self._send_text)
+        get_broadcaster().register(self.viewer)
+
+    async def disconnect(self, code: int) -> None:
+        if self.viewer is not None:
+            get_broadcaster().unregister(self.viewer)
+            self.viewer = None
+
+    async def _send_text(self, text: str) -> None:
+        await self.send(text_data=text)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        viewer = self.viewer
+        if viewer is None:
+            return
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            await self._error("frames must be JSON text")
+            return
+        if not isinstance(message, dict):
+            await self._error("frames must be JSON objects")
+            return
+        await self._handle(viewer, message)
+
+    async def _handle(self, viewer: Viewer, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "ack":
+            seq = message.get("seq")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                viewer.ack(seq)
+        elif kind == "subscribe":
+            try:
+                params = ViewParams.from_message(message)
+            except InvalidViewParams as exc:
+                await self._error(str(exc))
+                return
+            viewer.paused = False
+            viewer.subscribe(params)
+            get_broadcaster().send_now(viewer)
+        elif kind == "pause":
+            viewer.paused = True
+        elif kind in ("resume", "resync"):
+            viewer.paused = False
+            viewer.resync()
+            get_broadcaster().send_now(viewer)
+        else:
+            await self._error(f"unknown message type {kind!r}")
+
+    async def _error(self, message: str) -> None:
+        await self.send(text_data=json.dumps({"type": "error", "message": message}))

@@ -1,0 +1,315 @@
+"""The per-process broadcaster of live inspector views.
+
+One `Broadcaster` per process ticks at `TICK_SECONDS` while any inspector is
+open: it takes one runtime snapshot, aggregates it once (`SnapshotIndex`),
+and hands every `Viewer` a frame built for its own view parameters (identical
+parameters share one built, serialised tree per tick). Nothing here ever
+awaits a browser: a viewer whose last send has not finished, or which has not
+acknowledged recent frames (`ACK_WINDOW`), simply skips ticks. A skipped tick
+is not a gap: each update carries the sections that changed since the last
+frame that viewer *was sent*, and `seq` counts sent frames, so the client
+sees a gap only if a frame really went missing, and then asks for a resync.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
+from dashboard.querier_view import build_queriers
+from scheduler_core.snapshot import QueueSnapshot
+
+__all__ = [
+    "ACK_WINDOW",
+    "LOOP_BUDGET",
+    "EPOCH",
+    "TICK_SECONDS",
+    "Broadcaster",
+    "SnapshotSource",
+    "Tick",
+    "Viewer",
+    "get_broadcaster",
+    "install_broadcaster",
+]
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 0.25
+# Share of the event loop the broadcaster may use: when a tick (snapshot plus
+# views) costs more than this share of TICK_SECONDS, the cadence stretches so
+# that a huge queue slows the inspector, never the scheduler on the same loop.
+LOOP_BUDGET = 0.1
+# Frames a viewer may have unacknowledged before it starts skipping ticks.
+ACK_WINDOW = 2
+CHART_POINTS = 300  # five minutes at one point per second
+CHART_SECONDS = 1.0
+SECTIONS = ("header", "tree", "queriers")
+# Changes on every process start, so a browser that reconnects to a restarted
+# server (or another replica) knows its seq numbers mean nothing any more.
+EPOCH = f"{os.getpid():x}-{int(time.time() * 1000):x}"
+
+
+class SnapshotSource(Protocol):
+    """Where the broadcaster reads the queue: the runtime host, or a test fake."""
+
+    def snapshot(self) -> QueueSnapshot | None: ...
+
+    def stats(self) -> Mapping[str, Any] | None: ...
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class Tick:
+    """One snapshot, aggregated once, with serialised sections cached per view."""
+
+    def __init__(
+        self,
+        number: int,
+        snapshot: QueueSnapshot,
+        stats: Mapping[str, Any] | None,
+        interval: float = TICK_SECONDS,
+    ) -> None:
+        self.number = number
+        self.wall_time = time.time()
+        self.index = SnapshotIndex.build(snapshot)
+        header = build_header(self.index, stats)
+        header["interval"] = interval
+        self.header = _dumps(header)
+        self._queriers: str | None = None
+        self._trees: dict[ViewParams, str] = {}
+
+    @property
+    def queriers(self) -> str:
+        if self._queriers is None:
+            self._queriers = _dumps(build_queriers(self.index.snapshot))
+        return self._queriers
+
+    def tree(self, params: ViewParams) -> str:
+        cached = self._trees.get(params)
+        if cached is None:
+            cached = self._trees[params] = _dumps(build_tree(self.index, params))
+        return cached
+
+    def sections(self, params: ViewParams) -> dict[str, str]:
+        return {"header": self.header, "tree": self.tree(params), "queriers": self.queriers}
+
+
+class Viewer:
+    """One inspector connection's frame state; `send` delivers a text frame."""
+
+    def __init__(self, send: Callable[[str], Awaitable[None]]) -> None:
+        self._send = send
+        self.params = ViewParams()
+        self.paused = False
+        self.seq = 0
+        self.acked = 0
+        self.dropped = 0
+        self.subscribed = False
+        self._need_full = True
+        self._sent: dict[str, str] = {}
+        self._chart_sent = 0  # absolute index of the next chart point to send
+        self._task: asyncio.Task[None] | None = None
+
+    def subscribe(self, params: ViewParams) -> None:
+        self.params = params
+        self.subscribed = True
+        self._need_full = True
+
+    def resync(self) -> None:
+        self._need_full = True
+
+    def ack(self, seq: int) -> None:
+        if self.acked < seq <= self.seq:
+            self.acked = seq
+
+    def busy(self) -> bool:
+        """True while the last frame is still being sent or too many are unacked."""
+        sending = self._task is not None and not self._task.done()
+        return sending or self.seq - self.acked >= ACK_WINDOW
+
+    def frame(self, tick: Tick, chart: ChartHistory) -> str | None:
+        """The next frame for this viewer, or None when nothing changed."""
+        sections = tick.sections(self.params)
+        full = self._need_full
+        changed = (
+            sections if full else {k: v for k, v in sections.items() if self._sent.get(k) != v}
+        )
+        points = chart.since(0 if full else self._chart_sent)
+        if not full and not changed and not points:
+            return None
+        self.seq += 1
+        self._need_full = False
+        self._sent.update(changed)
+        self._chart_sent = chart.end
+        kind = "snapshot" if full else "update"
+        body = ",".join(f'"{k}":{v}' for k, v in changed.items())
+        head = f'{{"type":"{kind}","epoch":"{EPOCH}","seq":{self.seq},"ts":{tick.wall_time:.3f}'
+        params = _dumps(self.params.as_dict())
+        return f'{head},"params":{params},"chart":{_dumps(points)}{"," if body else ""}{body}}}'
+
+    def offer(self, tick: Tick, chart: ChartHistory, *, force: bool = False) -> bool:
+        """Start sending this tick's frame unless paused or busy; True if sent."""
+        if not self.subscribed or self.paused:
+            return False
+        if self.busy() and not force:
+            self.dropped += 1
+            return False
+        text = self.frame(tick, chart)
+        if text is None:
+            return False
+        self._task = asyncio.get_running_loop().create_task(self._send(text))
+        return True
+
+
+class ChartHistory:
+    """The last `CHART_POINTS` points of [time, queued, oldest wait, p50, p99]."""
+
+    def __init__(self) -> None:
+        self._points: deque[list[Any]] = deque(maxlen=CHART_POINTS)
+        self.end = 0  # absolute index one past the newest point
+
+    @property
+    def last_time(self) -> float:
+        return float(self._points[-1][0]) if self._points else float("-inf")
+
+    def append(self, point: list[Any]) -> None:
+        self._points.append(point)
+        self.end += 1
+
+    def since(self, start: int) -> list[list[Any]]:
+        first = self.end - len(self._points)
+        return list(self._points)[max(start, first) - first :]
+
+
+def _chart_point(tick: Tick, stats: Mapping[str, Any] | None) -> list[Any]:
+    index = tick.index
+    oldest = index.all_tenants.oldest_enqueued_at
+    wait = None if oldest is None else round(max(0.0, index.snapshot.taken_at - oldest), 2)
+    waits = (stats or {}).get("wait") or {}
+    return [
+        round(tick.wall_time, 1),
+        index.snapshot.total,
+        wait,
+        waits.get("p50"),
+        waits.get("p99"),
+    ]
+
+
+class Broadcaster:
+    """Ticks while viewers are registered; `tick()` may also be driven by tests."""
+
+    def __init__(self, source: SnapshotSource | None = None, *, autostart: bool = True) -> None:
+        self._source = source
+        self._autostart = autostart
+        self.viewers: set[Viewer] = set()
+        self.chart = ChartHistory()
+        self.current: Tick | None = None
+        self.ticks = 0
+        self.interval = TICK_SECONDS
+        self._task: asyncio.Task[None] | None = None
+
+    def source(self) -> SnapshotSource | None:
+        if self._source is None:
+            self._source = _runtime_source()
+        return self._source
+
+    def register(self, viewer: Viewer) -> None:
+        self.viewers.add(viewer)
+        if self._autostart and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def unregister(self, viewer: Viewer) -> None:
+        self.viewers.discard(viewer)
+
+    def latest(self) -> Tick | None:
+        """The current tick, taking one now if none was taken yet."""
+        return self.current or self._take()
+
+    def _take(self) -> Tick | None:
+        source = self.source()
+        snapshot = source.snapshot() if source is not None else None
+        if snapshot is None:
+            return None
+        stats = source.stats() if source is not None else None
+        self.ticks += 1
+        tick = Tick(self.ticks, snapshot, stats, self.interval)
+        if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
+            self.chart.append(_chart_point(tick, stats))
+        self.current = tick
+        return tick
+
+    def tick(self) -> Tick | None:
+        """Take a snapshot and offer every viewer its frame."""
+        tick = self._take()
+        if tick is not None:
+            for viewer in list(self.viewers):
+                viewer.offer(tick, self.chart)
+        return tick
+
+    def send_now(self, viewer: Viewer) -> None:
+        """Answer a subscribe or resync at once rather than at the next tick."""
+        tick = self.latest()
+        if tick is not None:
+            viewer.offer(tick, self.chart, force=True)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while self.viewers:
+            started = loop.time()
+            try:
+                self.tick()
+            except Exception:
+                log.exception("inspector broadcast tick failed")
+            cost = loop.time() - started
+            self.interval = max(TICK_SECONDS, round(cost / LOOP_BUDGET, 2))
+            # A fixed cadence, not a fixed pause: a slow tick does not slow the rate.
+            next_at = max(next_at + self.interval, loop.time())
+            await asyncio.sleep(next_at - loop.time())
+        self.current = None
+
+
+class _RuntimeSource:
+    """Reads the process's scheduler runtime (started by the runtime host)."""
+
+    def snapshot(self) -> QueueSnapshot | None:
+        from api import runtime_host
+
+        runtime = runtime_host.get_runtime()
+        return None if runtime is None else runtime.snapshot()
+
+    def stats(self) -> Mapping[str, Any] | None:
+        from api import runtime_host
+
+        reader = getattr(runtime_host, "get_stats", None)
+        return reader() if reader is not None else None
+
+
+def _runtime_source() -> SnapshotSource:
+    return _RuntimeSource()
+
+
+_instance: Broadcaster | None = None
+
+
+def get_broadcaster() -> Broadcaster:
+    """The process's broadcaster, created on first use."""
+    global _instance
+    if _instance is None:
+        _instance = Broadcaster()
+    return _instance
+
+
+def install_broadcaster(broadcaster: Broadcaster | None) -> None:
+    """Replace the process's broadcaster (tests install one on a fake source)."""
+    global _instance
+    _instance = broadcaster

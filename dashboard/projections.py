@@ -1,0 +1,320 @@
+"""Queue snapshot → the inspector's view model, in either tree projection.
+
+Pure functions over `scheduler_core.snapshot.QueueSnapshot`, no Django: the
+live consumer, the first server-rendered page and the tests all build the
+same view. The work is split in two so that many browsers cost little:
+`SnapshotIndex` aggregates a snapshot once per tick (per-tenant and
+per-component totals, sorted by depth), and `build_tree` then filters and
+pages it for one browser's parameters. A page is bounded (`MAX_PAGE_SIZE`
+tenants per parent plus one "others" row), so a browser watching 10,000
+tenants receives about what it would for 50.
+
+The projection a browser picks is independent of the layout the scheduler
+runs: both are views of the same leaves, (tenant, component) queues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from scheduler_core.model import COMPONENTS
+from scheduler_core.snapshot import LeafSnapshot, QueueSnapshot
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "PROJECTIONS",
+    "Aggregate",
+    "InvalidViewParams",
+    "SnapshotIndex",
+    "ViewParams",
+    "build_header",
+    "build_tree",
+]
+
+PROJECTIONS = ("tenant-first", "component-first")
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+MAX_SEARCH_LENGTH = 256
+
+
+class InvalidViewParams(ValueError):
+    """A browser asked for a projection, page or page size that does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewParams:
+    """What one browser watches; equal params share one built view per tick."""
+
+    projection: str = "tenant-first"
+    search: str = ""
+    page: int = 0
+    page_size: int = DEFAULT_PAGE_SIZE
+
+    @classmethod
+    def from_message(cls, raw: Mapping[str, Any]) -> ViewParams:
+        """Params from a subscribe message; missing keys take their defaults."""
+        projection = raw.get("projection", "tenant-first")
+        if projection not in PROJECTIONS:
+            raise InvalidViewParams(f"projection must be one of {', '.join(PROJECTIONS)}")
+        search = raw.get("search", "")
+        if not isinstance(search, str) or len(search) > MAX_SEARCH_LENGTH:
+            raise InvalidViewParams(f"search must be a string of at most {MAX_SEARCH_LENGTH}")
+        page = _bounded_int(raw.get("page", 0), "page", 0, 1_000_000)
+        size = _bounded_int(raw.get("page_size", DEFAULT_PAGE_SIZE), "page_size", 1, MAX_PAGE_SIZE)
+        return cls(projection, search.strip(), page, size)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "projection": self.projection,
+            "search": self.search,
+            "page": self.page,
+            "page_size": self.page_size,
+        }
+
+
+def _bounded_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidViewParams(f"{name} must be an integer from {low} to {high}")
+    return value
+
+
+class Aggregate(NamedTuple):
+    """Queued work of one node: total, split by priority (highest first), oldest."""
+
+    key: str
+    length: int
+    by_priority: tuple[tuple[int, int], ...]
+    oldest_enqueued_at: float | None
+
+
+def _merge(key: str, parts: Iterable[Aggregate | LeafSnapshot]) -> Aggregate:
+    counts: dict[int, int] = {}
+    length = 0
+    oldest: float | None = None
+    for part in parts:
+        length += part.length
+        for priority, count in part.by_priority:
+            counts[priority] = counts.get(priority, 0) + count
+        at = part.oldest_enqueued_at
+        if at is not None and (oldest is None or at < oldest):
+            oldest = at
+    return Aggregate(key, length, tuple(sorted(counts.items(), reverse=True)), oldest)
+
+
+class _Row(NamedTuple):
+    """A tenant's share of one parent: sort key and the leaves it sums."""
+
+    key: str
+    length: int
+    leaves: tuple[LeafSnapshot, ...]
+
+
+class SnapshotIndex:
+    """One snapshot grouped for every projection; built once per tick.
+
+    Only one pass over the leaves happens eagerly; the depth orderings of
+    each projection are built on first use and shared by every view of the
+    tick. Aggregates are merged only for rows a page shows, so the cost per
+    view is a page, not the whole queue.
+    """
+
+    def __init__(self, snapshot: QueueSnapshot) -> None:
+        self.snapshot = snapshot
+        self.tenant_leaves: dict[str, list[LeafSnapshot]] = {}
+        self.component_leaves: dict[str, list[LeafSnapshot]] = {c: [] for c in COMPONENTS}
+        for leaf in snapshot.leaves:
+            if leaf.length > 0:
+                self.tenant_leaves.setdefault(leaf.tenant_id, []).append(leaf)
+                self.component_leaves.setdefault(leaf.component, []).append(leaf)
+        self.components = {c: _merge(c, ls) for c, ls in self.component_leaves.items()}
+        self.all_tenants = _merge("*", self.components.values())
+        self._tenant_rows: list[_Row] | None = None
+        self._component_rows: dict[str, list[_Row]] = {}
+
+    @classmethod
+    def build(cls, snapshot: QueueSnapshot) -> SnapshotIndex:
+        return cls(snapshot)
+
+    @property
+    def tenants_queued(self) -> int:
+        return len(self.tenant_leaves)
+
+    def tenant_rows(self) -> list[_Row]:
+        """Tenants with queued work, deepest first (ties by ID)."""
+        if self._tenant_rows is None:
+            rows = [
+                _Row(t, sum(leaf.length for leaf in ls), tuple(ls))
+                for t, ls in self.tenant_leaves.items()
+            ]
+            self._tenant_rows = _by_depth(rows)
+        return self._tenant_rows
+
+    def component_rows(self, component: str) -> list[_Row]:
+        """One component's tenants, deepest first (ties by ID)."""
+        rows = self._component_rows.get(component)
+        if rows is None:
+            leaves = self.component_leaves.get(component, [])
+            rows = _by_depth([_Row(leaf.tenant_id, leaf.length, (leaf,)) for leaf in leaves])
+            self._component_rows[component] = rows
+        return rows
+
+
+def _by_depth(rows: list[_Row]) -> list[_Row]:
+    rows.sort(key=lambda r: (-r.length, r.key))
+    return rows
+
+
+def _wait(now: float, oldest: float | None) -> float | None:
+    return None if oldest is None else round(max(0.0, now - oldest), 1)
+
+
+def _node(kind: str, key: str, agg: Aggregate, now: float, **extra: Any) -> dict[str, Any]:
+    node: dict[str, Any] = {
+        "kind": kind,
+        "key": key,
+        "name": agg.key,
+        "length": agg.length,
+        "by_priority": [list(pair) for pair in agg.by_priority],
+        "oldest_wait": _wait(now, agg.oldest_enqueued_at),
+    }
+    node.update(extra)
+    return node
+
+
+def _matching(rows: list[_Row], needle: str) -> list[_Row]:
+    if not needle:
+        return rows
+    folded = needle.casefold()
+    return [r for r in rows if folded in r.key.casefold()]
+
+
+def _page(
+    rows: list[_Row], params: ViewParams, total: Aggregate | None
+) -> tuple[list[_Row], Aggregate | None, int]:
+    """This page's rows and an "others" aggregate of every matching row not on it.
+
+    `total` is the precomputed sum of `rows` when known (no search), so the
+    common case subtracts one page instead of merging thousands of tenants.
+    """
+    start = params.page * params.page_size
+    shown = rows[start : start + params.page_size]
+    rest = len(rows) - len(shown)
+    if rest <= 0:
+        return shown, None, 0
+    outside = (*rows[:start], *rows[start + params.page_size :])
+    if total is None:
+        others = _merge("others", (leaf for r in outside for leaf in r.leaves))
+    else:
+        others = _subtract(total, shown, outside)
+    return shown, others, rest
+
+
+def _subtract(total: Aggregate, shown: list[_Row], outside: tuple[_Row, ...]) -> Aggregate:
+    counts = dict(total.by_priority)
+    for row in shown:
+        for leaf in row.leaves:
+            for priority, count in leaf.by_priority:
+                counts[priority] -= count
+    by_priority = tuple(sorted(((p, c) for p, c in counts.items() if c > 0), reverse=True))
+    oldest = min(
+        (leaf.oldest_enqueued_at for r in outside for leaf in r.leaves),
+        default=None,
+    )
+    length = total.length - sum(r.length for r in shown)
+    return Aggregate("others", length, by_priority, oldest)
+
+
+def _others_node(
+    parent: str, others: Aggregate | None, count: int, now: float
+) -> list[dict[str, Any]]:
+    if others is None:
+        return []
+    return [_node("others", f"{parent}/others", others, now, count=count)]
+
+
+def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
+    matching = _matching(index.tenant_rows(), params.search)
+    total = index.all_tenants if not params.search else None
+    rows, others, rest = _page(matching, params, total)
+    nodes = []
+    for row in rows:
+        children = [
+            _node("component", f"t:{row.key}/{leaf.component}", _merge(leaf.component, [leaf]), now)
+            for leaf in row.leaves
+        ]
+        nodes.append(
+            _node("tenant", f"t:{row.key}", _merge(row.key, row.leaves), now, children=children)
+        )
+    nodes += _others_node("t", others, rest, now)
+    return {"nodes": nodes, "matching": len(matching), "pages": _pages(len(matching), params)}
+
+
+def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    most = 0
+    for component in COMPONENTS:
+        matching = _matching(index.component_rows(component), params.search)
+        most = max(most, len(matching))
+        total = index.components[component] if not params.search else None
+        rows, others, rest = _page(matching, params, total)
+        children = [
+            _node("tenant", f"c:{component}/{r.key}", _merge(r.key, r.leaves), now) for r in rows
+        ]
+        children += _others_node(f"c:{component}", others, rest, now)
+        if params.search:
+            shown = _merge(component, (leaf for r in matching for leaf in r.leaves))
+        else:
+            shown = index.components[component]
+        nodes.append(
+            _node(
+                "component", f"c:{component}", shown, now, children=children, tenants=len(matching)
+            )
+        )
+    return {"nodes": nodes, "matching": most, "pages": _pages(most, params)}
+
+
+def _pages(matching: int, params: ViewParams) -> int:
+    return max(1, -(-matching // params.page_size))
+
+
+def build_tree(index: SnapshotIndex, params: ViewParams) -> dict[str, Any]:
+    """The paged, filtered tree for one browser.
+
+    Tenant nodes are ordered by depth (then ID), so page 0 holds the top
+    tenants; the "others" row sums every matching tenant not on the page.
+    """
+    now = index.snapshot.taken_at
+    if params.projection == "component-first":
+        tree = _component_first(index, params, now)
+    else:
+        tree = _tenant_first(index, params, now)
+    tree["projection"] = params.projection
+    tree["page"] = params.page
+    return tree
+
+
+def build_header(index: SnapshotIndex, stats: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Header figures: totals from the snapshot, rates and waits from `stats`."""
+    snap = index.snapshot
+    workers = [w for q in snap.queriers for w in q.workers]
+    busy = sum(1 for w in workers if w.request_id is not None)
+    header: dict[str, Any] = {
+        "layout": snap.layout,
+        "component_selection": snap.component_selection,
+        "total": snap.total,
+        "tenants_queued": index.tenants_queued,
+        "tenants_known": len(snap.tenants),
+        "by_priority": [list(p) for p in index.all_tenants.by_priority],
+        "oldest_wait": _wait(snap.taken_at, index.all_tenants.oldest_enqueued_at),
+        "components": {c: index.components[c].length for c in COMPONENTS},
+        "queriers": sum(1 for q in snap.queriers if q.connected),
+        "workers_busy": busy,
+        "workers_total": len(workers),
+        "reserved_idle": sum(1 for q in snap.queriers if q.reserved_idle),
+    }
+    if stats:
+        header["stats"] = dict(stats)
+    return header
