@@ -17,20 +17,17 @@ no revision and bumps nothing.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
 from api import config_events
 from api.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.import_plan import Author, ImportResult, plan_import, validate_tenant
-from api.models import SETTINGS_PK, ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
+from api.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import QueueConfig
 from scheduler_core.validation import (
@@ -395,48 +392,3 @@ def revision_rollback(
     if row.config_version == version_before:
         return None
     return ConfigRevision.objects.get(version=row.config_version)
-
-
-def _token_hash(plaintext: str) -> str:
-    return hashlib.sha256(plaintext.encode()).hexdigest()
-
-
-def api_token_issue(*, name: str, role: str) -> tuple[ApiToken, str]:
-    """A new token and its plaintext, which is never stored and never shown again."""
-    if role not in ApiToken.Role.values:
-        raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
-    plaintext = "qi_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        name=name, role=role, token_hash=_token_hash(plaintext), prefix=plaintext[:8]
-    )
-    return token, plaintext
-
-
-# Recording every use would turn each authenticated read into a write.
-_LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def api_token_authenticate(token: str) -> ApiToken | None:
-    """The live token with this plaintext, or None (unknown or revoked)."""
-    if not token:
-        return None
-    found = ApiToken.objects.filter(token_hash=_token_hash(token), revoked=False).first()
-    if found is None:
-        return None
-    now = timezone.now()
-    if found.last_used_at is None or now - found.last_used_at >= _LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
-        found.last_used_at = now
-    return found
-
-
-def api_token_revoke(*, token_id: int) -> ApiToken:
-    """Revoke a token for good; revoking twice is harmless."""
-    try:
-        token = ApiToken.objects.get(pk=token_id)
-    except ApiToken.DoesNotExist as exc:
-        raise NotFound(f"no token {token_id}") from exc
-    if not token.revoked:
-        token.revoked = True
-        token.save(update_fields=["revoked"])
-    return token
