@@ -289,6 +289,10 @@ class RequestQueue:
             self._priority_enabled.discard(tenant_id)
         self._assignment.set_tenant(tenant_id, limits.max_queriers, limits.query_priority)
 
+    def tenant_limits(self, tenant_id: str) -> TenantLimits:
+        """The tenant's limits, or the defaults when none were set."""
+        return self._limits.get(tenant_id) or _DEFAULT_LIMITS
+
     def remove_tenant_limits(self, tenant_id: str) -> None:
         self._limits.pop(tenant_id, None)
         self._max_outstanding.pop(tenant_id, None)
@@ -322,6 +326,9 @@ class RequestQueue:
             assignment=self._assignment,
             total=len(self._queued),
         )
+
+
+_DEFAULT_LIMITS = TenantLimits()
 
 
 def _check_config(config: QueueConfig) -> None:

@@ -1,0 +1,316 @@
+"""The asyncio dispatcher: one `RequestQueue` owned by one event loop.
+
+Like Mimir's dispatcher loop, every queue operation happens on one thread
+(the loop's), so the queue needs no locks. Querier workers block in
+`next_request()` on a future; a single dispatcher task hands queued work to
+waiting workers whenever something changed that could let one of them
+proceed (an enqueue, a new waiter, a querier coming or going, a config
+change). Waiting workers are served in the order they started waiting, so
+no worker of a busy querier starves another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, UnknownQuerier
+from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.queue import RequestQueue
+from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
+
+__all__ = ["SchedulerRuntime"]
+
+log = logging.getLogger(__name__)
+
+WorkerKey = tuple[str, int]
+
+# A request is handed to queriers at most this many times: once, plus one
+# retry after its querier vanished mid-request.
+MAX_ATTEMPTS = 2
+
+
+class SchedulerRuntime:
+    """Owns the queue, the waiting workers and the periodic forget check."""
+
+    def __init__(
+        self,
+        config: QueueConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        observer: Any = None,
+        forget_check_interval: float = 1.0,
+    ) -> None:
+        self.queue = RequestQueue(config or QueueConfig(), clock=clock)
+        self.clock = clock
+        self.observer = observer
+        self._forget_check_interval = forget_check_interval
+        # Insertion order is the order workers started waiting.
+        self._waiters: dict[WorkerKey, asyncio.Future[Request]] = {}
+        self._last_index: dict[WorkerKey, int] = {}
+        self._cancellations: dict[str, asyncio.Future[None]] = {}
+        self._wake = asyncio.Event()
+        self._emptied = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    async def start(self) -> None:
+        """Start the dispatcher and forget-check tasks on the running loop."""
+        if self._tasks:
+            return
+        for coro in (self._dispatch_loop(), self._forget_loop()):
+            task = asyncio.get_running_loop().create_task(coro)
+            task.add_done_callback(self._log_task_death)
+            self._tasks.append(task)
+
+    async def stop(self, *, drain_timeout: float = 30.0) -> list[Request]:
+        """Stop accepting, let queriers drain the queue, fail what is left.
+
+        Returns the requests that were still queued at the deadline; each was
+        reported to the observer as failed, so nothing is silently dropped.
+        """
+        self._stopping = True
+        if len(self.queue):
+            self._emptied.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._emptied.wait(), drain_timeout)
+        leftovers = self.queue.drain()
+        for request in leftovers:
+            self._notify("on_failed", request, "scheduler shutting down")
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        return leftovers
+
+    def _log_task_death(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("scheduler runtime task died", exc_info=task.exception())
+
+    # -- frontends -----------------------------------------------------------
+
+    def enqueue(self, request: Request) -> None:
+        """Queue a request; raises TooManyRequests or SchedulerStopping."""
+        if self._stopping:
+            raise SchedulerStopping("scheduler is shutting down")
+        try:
+            self.queue.enqueue(request)
+        except Exception as exc:
+            self._notify("on_rejected", request, str(exc))
+            raise
+        self._notify("on_enqueued", request)
+        self._wake.set()
+
+    def cancel(self, request_id: str) -> Request | None:
+        """Remove a queued request, or abandon an in-flight one."""
+        request = self.queue.cancel(request_id)
+        if request is None:
+            return None
+        cancelled = self._cancellations.pop(request_id, None)
+        if cancelled is not None and not cancelled.done():
+            cancelled.set_result(None)
+        self._notify("on_cancelled", request)
+        self._note_if_empty()
+        return request
+
+    def cancellation(self, request_id: str) -> asyncio.Future[None]:
+        """A future resolved when this in-flight request is cancelled.
+
+        Querier transports race it against the querier's reply so they can
+        abort the worker's stream, as Cortex's scheduler does.
+        """
+        fut = self._cancellations.get(request_id)
+        if fut is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._cancellations[request_id] = fut
+        return fut
+
+    # -- queriers ------------------------------------------------------------
+
+    def connect_querier(self, querier_id: str) -> int:
+        worker_id = self.queue.connect_querier(querier_id)
+        self._wake.set()
+        return worker_id
+
+    async def next_request(self, querier_id: str, worker_id: int) -> Request:
+        """Wait until this worker may take a request, and take it."""
+        key = (querier_id, worker_id)
+        request = self._try_dequeue(key)
+        if request is not None:
+            return request
+        fut: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+        self._waiters[key] = fut
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            self._abandon_wait(key, fut)
+            raise
+
+    def _abandon_wait(self, key: WorkerKey, fut: asyncio.Future[Request]) -> None:
+        # The dispatcher may have resolved the future in the same loop turn as
+        # the cancellation; that request never reached the querier, so it goes
+        # back to the front without spending an attempt.
+        if self._waiters.get(key) is fut:
+            del self._waiters[key]
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            request = fut.result()
+            self.queue.requeue_front(request)
+            request.attempts -= 1
+            self._wake.set()
+
+    def complete(self, request_id: str) -> Request | None:
+        """The querier answered; its worker is free again."""
+        self._cancellations.pop(request_id, None)
+        request = self.queue.complete(request_id)
+        if request is not None:
+            self._notify("on_completed", request)
+            self._note_if_empty()
+        return request
+
+    def disconnect_querier_worker(self, querier_id: str, worker_id: int) -> Request | None:
+        """Drop one worker; its in-flight request is retried once, then failed.
+
+        Returns the request that was in flight, if any.
+        """
+        key = (querier_id, worker_id)
+        fut = self._waiters.pop(key, None)
+        if fut is not None and not fut.done():
+            fut.set_exception(UnknownQuerier(f"{querier_id}/{worker_id} disconnected"))
+            fut.exception()  # mark retrieved: nobody may await a dropped worker
+        self._last_index.pop(key, None)
+        request = self.queue.disconnect_querier_worker(querier_id, worker_id)
+        if request is not None:
+            self._cancellations.pop(request.id, None)
+            if request.attempts < MAX_ATTEMPTS and not self._stopping:
+                self.queue.requeue_front(request)
+            else:
+                reason = f"querier {querier_id} disconnected while running the request"
+                if request.attempts > 1:
+                    reason += f" (after {request.attempts - 1} retry)"
+                self._notify("on_failed", request, reason)
+        self._wake.set()
+        return request
+
+    def notify_querier_shutdown(self, querier_id: str) -> None:
+        """The querier is leaving: no new work, and its waiters are told so."""
+        self.queue.notify_querier_shutdown(querier_id)
+        for key in [k for k in self._waiters if k[0] == querier_id]:
+            fut = self._waiters.pop(key)
+            if not fut.done():
+                fut.set_exception(QuerierShuttingDown(querier_id))
+        self._wake.set()
+
+    # -- configuration -------------------------------------------------------
+
+    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
+        self.queue.set_tenant_limits(tenant_id, limits)
+        self._wake.set()
+
+    def remove_tenant_limits(self, tenant_id: str) -> None:
+        self.queue.remove_tenant_limits(tenant_id)
+        self._wake.set()
+
+    def tenant_limits(self, tenant_id: str) -> TenantLimits:
+        return self.queue.tenant_limits(tenant_id)
+
+    @property
+    def config(self) -> QueueConfig:
+        return self.queue.config
+
+    def set_config(self, config: QueueConfig) -> None:
+        self.queue.set_config(config)
+        self._wake.set()
+
+    # -- views ---------------------------------------------------------------
+
+    def snapshot(self) -> QueueSnapshot:
+        """The queue's snapshot, with workers blocked in next_request marked."""
+        snap = self.queue.snapshot()
+        if not self._waiters:
+            return snap
+        waiting = self._waiters.keys()
+        queriers = tuple(_mark_waiting(q, waiting) for q in snap.queriers)
+        return QueueSnapshot(
+            taken_at=snap.taken_at,
+            layout=snap.layout,
+            component_selection=snap.component_selection,
+            total=snap.total,
+            leaves=snap.leaves,
+            tenants=snap.tenants,
+            queriers=queriers,
+        )
+
+    # -- internals -----------------------------------------------------------
+
+    def _try_dequeue(self, key: WorkerKey) -> Request | None:
+        querier_id, worker_id = key
+        request, index = self.queue.dequeue(querier_id, worker_id, self._last_index.get(key, -1))
+        self._last_index[key] = index
+        if request is not None:
+            wait = max(0.0, self.clock() - request.enqueued_at)
+            self._notify("on_dispatched", request, querier_id, worker_id, wait)
+            self._note_if_empty()
+        return request
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            self._dispatch_pass()
+
+    def _dispatch_pass(self) -> None:
+        for key, fut in list(self._waiters.items()):
+            if not len(self.queue):
+                return
+            if fut.done():
+                self._waiters.pop(key, None)
+                continue
+            try:
+                request = self._try_dequeue(key)
+            except (QuerierShuttingDown, UnknownQuerier) as exc:
+                del self._waiters[key]
+                fut.set_exception(exc)
+                continue
+            if request is not None:
+                del self._waiters[key]
+                fut.set_result(request)
+
+    async def _forget_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._forget_check_interval)
+            if self.queue.forget_disconnected_queriers():
+                self._wake.set()
+
+    def _note_if_empty(self) -> None:
+        if not len(self.queue):
+            self._emptied.set()
+
+    def _notify(self, hook: str, *args: Any) -> None:
+        method = getattr(self.observer, hook, None)
+        if method is None:
+            return
+        try:
+            method(*args)
+        except Exception:
+            # An observer bug (metrics, a closed socket) must never stall scheduling.
+            log.exception("scheduler observer %s failed", hook)
+
+
+def _mark_waiting(querier: QuerierSnapshot, waiting: Any) -> QuerierSnapshot:
+    workers = tuple(
+        w._replace(waiting=True) if (w.querier_id, w.worker_id) in waiting else w
+        for w in querier.workers
+    )
+    return querier._replace(workers=workers)

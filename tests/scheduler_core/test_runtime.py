@@ -1,0 +1,181 @@
+"""SchedulerRuntime: blocking dispatch, faults and shutdown on a real loop."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, TooManyRequests
+from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.runtime import SchedulerRuntime
+
+
+class Recorder:
+    """Observer that keeps every event, to check nothing is lost."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    def on_enqueued(self, req: Request) -> None:
+        self.events.append(("enqueued", req.id, None))
+
+    def on_rejected(self, req: Request, reason: str) -> None:
+        self.events.append(("rejected", req.id, reason))
+
+    def on_dispatched(self, req: Request, querier_id: str, worker_id: int, wait: float) -> None:
+        self.events.append(("dispatched", req.id, (querier_id, worker_id)))
+
+    def on_completed(self, req: Request) -> None:
+        self.events.append(("completed", req.id, None))
+
+    def on_cancelled(self, req: Request) -> None:
+        self.events.append(("cancelled", req.id, None))
+
+    def on_failed(self, req: Request, reason: str) -> None:
+        self.events.append(("failed", req.id, reason))
+
+    def kinds(self, request_id: str) -> list[str]:
+        return [kind for kind, rid, _ in self.events if rid == request_id]
+
+
+@pytest.fixture
+async def runtime() -> Any:
+    rt = SchedulerRuntime(QueueConfig(), observer=Recorder(), forget_check_interval=0.01)
+    await rt.start()
+    yield rt
+    await rt.stop(drain_timeout=0)
+
+
+async def test_a_waiting_worker_receives_a_request_enqueued_later(
+    runtime: SchedulerRuntime,
+) -> None:
+    worker = runtime.connect_querier("q-1")
+    waiting = asyncio.create_task(runtime.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    request = await asyncio.wait_for(waiting, 1)
+    assert request.id == "r1"
+    assert runtime.complete("r1") is request
+    assert runtime.observer.kinds("r1") == ["enqueued", "dispatched", "completed"]
+
+
+async def test_waiting_workers_are_served_in_the_order_they_started_waiting(
+    runtime: SchedulerRuntime,
+) -> None:
+    workers = [runtime.connect_querier(f"q-{i}") for i in range(3)]
+    tasks = [asyncio.create_task(runtime.next_request(f"q-{i}", w)) for i, w in enumerate(workers)]
+    await asyncio.sleep(0)
+    for i in range(3):
+        runtime.enqueue(Request(id=f"r{i}", tenant_id="t1"))
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 1)
+    assert [r.id for r in results] == ["r0", "r1", "r2"]
+
+
+async def test_a_cancelled_wait_never_loses_the_request_it_was_handed(
+    runtime: SchedulerRuntime,
+) -> None:
+    worker = runtime.connect_querier("q-1")
+    waiting = asyncio.create_task(runtime.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    # Let the dispatcher resolve the future, then cancel before the waiter resumes.
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert len(runtime.queue) == 1
+    again = await asyncio.wait_for(runtime.next_request("q-1", worker), 1)
+    assert again.id == "r1"
+    assert again.attempts == 1
+
+
+async def test_a_request_whose_querier_vanished_is_retried_once_then_failed(
+    runtime: SchedulerRuntime,
+) -> None:
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    first = runtime.connect_querier("q-1")
+    assert (await runtime.next_request("q-1", first)).id == "r1"
+    runtime.disconnect_querier_worker("q-1", first)
+    assert len(runtime.queue) == 1
+    second = runtime.connect_querier("q-2")
+    assert (await runtime.next_request("q-2", second)).id == "r1"
+    runtime.disconnect_querier_worker("q-2", second)
+    assert len(runtime.queue) == 0
+    kinds = runtime.observer.kinds("r1")
+    assert kinds == ["enqueued", "dispatched", "dispatched", "failed"]
+    reason = runtime.observer.events[-1][2]
+    assert "q-2 disconnected" in reason
+
+
+async def test_a_querier_that_announced_shutdown_stops_waiting_with_an_error(
+    runtime: SchedulerRuntime,
+) -> None:
+    worker = runtime.connect_querier("q-1")
+    waiting = asyncio.create_task(runtime.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    runtime.notify_querier_shutdown("q-1")
+    with pytest.raises(QuerierShuttingDown):
+        await asyncio.wait_for(waiting, 1)
+
+
+async def test_cancelling_an_in_flight_request_resolves_its_cancellation_future(
+    runtime: SchedulerRuntime,
+) -> None:
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    worker = runtime.connect_querier("q-1")
+    await runtime.next_request("q-1", worker)
+    cancelled = runtime.cancellation("r1")
+    assert runtime.cancel("r1") is not None
+    await asyncio.wait_for(cancelled, 1)
+    assert runtime.observer.kinds("r1") == ["enqueued", "dispatched", "cancelled"]
+
+
+async def test_enqueue_over_the_tenant_limit_is_rejected_and_reported(
+    runtime: SchedulerRuntime,
+) -> None:
+    runtime.set_tenant_limits("t1", TenantLimits(max_outstanding=1))
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    with pytest.raises(TooManyRequests):
+        runtime.enqueue(Request(id="r2", tenant_id="t1"))
+    assert runtime.observer.kinds("r2") == ["rejected"]
+
+
+async def test_stop_refuses_new_work_and_fails_what_is_still_queued() -> None:
+    rt = SchedulerRuntime(QueueConfig(), observer=Recorder())
+    await rt.start()
+    rt.enqueue(Request(id="r1", tenant_id="t1"))
+    leftovers = await rt.stop(drain_timeout=0.01)
+    assert [r.id for r in leftovers] == ["r1"]
+    assert rt.observer.kinds("r1") == ["enqueued", "failed"]
+    with pytest.raises(SchedulerStopping):
+        rt.enqueue(Request(id="r2", tenant_id="t1"))
+
+
+async def test_stop_returns_once_queriers_drained_the_queue() -> None:
+    rt = SchedulerRuntime(QueueConfig(), observer=Recorder())
+    await rt.start()
+    rt.enqueue(Request(id="r1", tenant_id="t1"))
+    worker = rt.connect_querier("q-1")
+
+    async def serve() -> None:
+        request = await rt.next_request("q-1", worker)
+        rt.complete(request.id)
+
+    server = asyncio.create_task(serve())
+    assert await asyncio.wait_for(rt.stop(drain_timeout=5), 2) == []
+    await server
+    assert rt.observer.kinds("r1") == ["enqueued", "dispatched", "completed"]
+
+
+async def test_snapshot_marks_workers_blocked_in_next_request_as_waiting(
+    runtime: SchedulerRuntime,
+) -> None:
+    worker = runtime.connect_querier("q-1")
+    waiting = asyncio.create_task(runtime.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    (querier,) = runtime.snapshot().queriers
+    assert [w.waiting for w in querier.workers] == [True]
+    waiting.cancel()
