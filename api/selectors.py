@@ -8,19 +8,25 @@ tenant is logged and left out rather than taking the scheduler down.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 
 from api.diff import Change, structural_diff
-from api.exceptions import NotFound
+from api.exceptions import ConfigValidationError, NotFound
 from api.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
-from scheduler_core.errors import ConfigInvalid
+from scheduler_core.classify import classify
+from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.priority import PriorityMatch, match_priority
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 
 __all__ = [
+    "Explanation",
     "config_version_get",
+    "query_explain",
     "queue_config_get",
     "revision_diff",
     "revision_get",
@@ -125,3 +131,96 @@ def runtime_config_export() -> dict[str, Any]:
             "tenant_id", "config"
         )
     }
+
+
+# --- REST API: explain one query (added for the REST API; read-only) ---------
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What the scheduler would do with one request, and why.
+
+    `limits` are the ones explained against: the tenant's stored block, a
+    draft block the caller sent, or the defaults for an unknown tenant
+    (`tenant_configured` False).
+    """
+
+    tenant_id: str
+    tenant_configured: bool
+    now: float
+    component: str
+    select_range: tuple[float, float] | None
+    limits: TenantLimits
+    match: PriorityMatch
+
+
+def _explain_limits(tenant_id: str, draft: Any | None) -> tuple[TenantLimits, bool]:
+    if draft is not None:
+        if not isinstance(draft, Mapping):
+            raise ConfigValidationError([FieldError("tenant_config", "must be a mapping")])
+        try:
+            return tenant_limits_from_dict(draft), True
+        except ConfigInvalid as exc:
+            raise ConfigValidationError(
+                [FieldError(_prefixed("tenant_config", e.path), e.message) for e in exc.errors]
+            ) from exc
+    stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True).first()
+    if stored is None:
+        return TenantLimits(), False
+    try:
+        return tenant_limits_from_dict(stored), True
+    except ConfigInvalid as exc:
+        logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
+        return TenantLimits(), True
+
+
+def _prefixed(prefix: str, path: str) -> str:
+    return prefix if path == "(root)" else f"{prefix}.{path}"
+
+
+def query_explain(
+    *,
+    tenant_id: str,
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    step: float | None,
+    headers: Mapping[str, str],
+    now: float,
+    draft_config: Any | None = None,
+) -> Explanation:
+    """Component, data-select range and priority match of one request.
+
+    Uses the same classifier and matcher as the scheduler's admission, with
+    the stored scheduler settings' ingester/store windows, so the answer is
+    what the running scheduler would decide at `now`.
+    """
+    limits, configured = _explain_limits(tenant_id, draft_config)
+    settings_now = queue_config_get()
+    found = classify(
+        query=query,
+        api_type=api_type,
+        start=start,
+        end=end,
+        step=step,
+        headers=headers,
+        now=now,
+        query_ingesters_within=settings_now.query_ingesters_within,
+        query_store_after=settings_now.query_store_after,
+    )
+    info = found.info
+    select = (
+        None
+        if info.select_start is None or info.select_end is None
+        else (info.select_start, info.select_end)
+    )
+    return Explanation(
+        tenant_id=tenant_id,
+        tenant_configured=configured,
+        now=now,
+        component=found.component,
+        select_range=select,
+        limits=limits,
+        match=match_priority(limits.query_priority, info, now),
+    )

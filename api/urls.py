@@ -1,6 +1,6 @@
 """URLs of the machine-facing app (health now; the REST API joins under /api/v1/)."""
 
-from django.urls import path
+from django.urls import include, path
 
 from api.views_health import healthz
 
@@ -8,4 +8,5 @@ __all__ = ["urlpatterns"]
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("api/v1/", include("api.api_urls")),
 ]

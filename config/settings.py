@@ -150,6 +150,8 @@ REST_FRAMEWORK = {
     # Reads need the viewer or editor role, writes editor (see api.auth).
     "DEFAULT_PERMISSION_CLASSES": ["api.auth.RolePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Config-store exceptions → 400 (nested field errors) / 404 / 412 / 428.
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -160,6 +162,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The schema and its UI need a role, like every page but /metrics and health.
+    "SERVE_PERMISSIONS": ["api.auth.RolePermission"],
+    "SCHEMA_PATH_PREFIX": "/api/v1/",
 }
 
 LOGGING = {

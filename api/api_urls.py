@@ -1,0 +1,36 @@
+"""The REST API's routes, mounted under `/api/v1/` by `api.urls`."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from api import views
+
+__all__ = ["urlpatterns"]
+
+app_name = "api-v1"
+
+urlpatterns = [
+    path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
+    path("tenants/<str:tenant_id>/", views.TenantDetailView.as_view(), name="tenant-detail"),
+    path("settings/", views.SettingsView.as_view(), name="settings"),
+    path("explain/", views.ExplainView.as_view(), name="explain"),
+    path("queue/", views.QueueView.as_view(), name="queue"),
+    path("queriers/", views.QueriersView.as_view(), name="queriers"),
+    path("runtime-config/", views.RuntimeConfigView.as_view(), name="runtime-config"),
+    path("revisions/", views.RevisionListView.as_view(), name="revision-list"),
+    path(
+        "revisions/<int:revision_id>/", views.RevisionDetailView.as_view(), name="revision-detail"
+    ),
+    path(
+        "revisions/<int:revision_id>/rollback/",
+        views.RevisionRollbackView.as_view(),
+        name="revision-rollback",
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path(
+        "schema/swagger-ui/",
+        SpectacularSwaggerView.as_view(url_name="api-v1:schema"),
+        name="swagger-ui",
+    ),
+    path("schema/redoc/", SpectacularRedocView.as_view(url_name="api-v1:schema"), name="redoc"),
+]

@@ -1,0 +1,362 @@
+"""Shapes of the REST API's bodies, for the OpenAPI schema and for output.
+
+Tenant blocks and scheduler settings are validated only by
+`scheduler_core.validation` (through the services), never here: the tenant
+serializers below describe Cortex's per-tenant override block for the schema
+and are not used to validate input, so the browser, the API and YAML share
+one set of rules. Fields are nullable where the validator treats null as
+"unset", because a stored block is returned exactly as it was written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from scheduler_core.model import API_TYPES, COMPONENTS
+from scheduler_core.validation import InvalidDuration, parse_duration
+
+__all__ = [
+    "DurationField",
+    "ExplainRequestSerializer",
+    "ExplainResponseSerializer",
+    "ImportResultSerializer",
+    "QueriersSnapshotSerializer",
+    "QueueSnapshotSerializer",
+    "RevisionDetailSerializer",
+    "RevisionSerializer",
+    "RollbackResultSerializer",
+    "SettingsSerializer",
+    "TenantConfigSerializer",
+    "TenantListItemSerializer",
+]
+
+_DURATION_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {"type": "string", "example": "2h", "description": "Prometheus duration"},
+        {"type": "number", "minimum": 0, "description": "seconds"},
+    ],
+    "nullable": True,
+}
+
+
+@extend_schema_field(_DURATION_SCHEMA)
+class DurationField(serializers.Field):  # type: ignore[type-arg]
+    """A Prometheus duration string (`2h`, `1h30m`) or a number of seconds."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+
+@extend_schema_field(
+    {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True, "example": "4"}
+)
+class PanelIdField(DurationField):
+    """Grafana's panel id: YAML gives it as a number, headers as a string."""
+
+
+class TimeWindowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    start = DurationField(required=False, help_text="all data newer than now-start")
+    end = DurationField(required=False, help_text="all data older than now-end")
+
+
+class MinMaxSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    min = DurationField(required=False)
+    max = DurationField(required=False)
+
+
+class QueryAttributeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    regex = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    time_window = TimeWindowSerializer(required=False, allow_null=True)
+    api_type = serializers.ChoiceField(
+        choices=[*API_TYPES, ""], required=False, allow_null=True, allow_blank=True
+    )
+    time_range_limit = MinMaxSerializer(required=False, allow_null=True)
+    query_step_limit = MinMaxSerializer(required=False, allow_null=True)
+    user_agent_regex = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    dashboard_uid = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    panel_id = PanelIdField(required=False)
+
+
+class PriorityDefSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    priority = serializers.IntegerField()
+    reserved_queriers = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, help_text=">= 1: a count; below 1: a share"
+    )
+    query_attributes = QueryAttributeSerializer(many=True, min_length=1)
+
+
+class QueryPrioritySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    enabled = serializers.BooleanField(required=False)
+    default_priority = serializers.IntegerField(required=False)
+    priorities = PriorityDefSerializer(many=True, required=False, allow_null=True)
+
+
+class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """One tenant's block of Cortex's runtime-config `overrides`."""
+
+    max_queriers_per_tenant = serializers.IntegerField(required=False, min_value=0)
+    max_outstanding_requests_per_tenant = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1
+    )
+    query_priority = QueryPrioritySerializer(required=False, allow_null=True)
+
+
+@extend_schema_field(TenantConfigSerializer)
+class TenantBlockField(serializers.JSONField):
+    """A tenant block passed through untouched (the validator judges it, not DRF)."""
+
+
+class TenantListItemSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant_id = serializers.CharField()
+    version = serializers.IntegerField(help_text="the ETag value (unquoted)")
+    updated_at = serializers.DateTimeField()
+    config = TenantBlockField()
+
+
+class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Queue-wide scheduler settings; PATCH sends any subset."""
+
+    layout = serializers.ChoiceField(choices=["tenant-first", "component-first"], required=False)
+    component_selection = serializers.ChoiceField(
+        choices=["round-robin", "querier-worker-priority"], required=False
+    )
+    max_outstanding_requests_per_tenant = serializers.IntegerField(required=False, min_value=1)
+    querier_forget_delay = DurationField(required=False)
+    priority_aging = DurationField(required=False, help_text="0s disables aging")
+    query_ingesters_within = DurationField(required=False)
+    query_store_after = DurationField(required=False)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "number"}, {"type": "string", "format": "date-time"}],
+        "nullable": True,
+        "example": 1700000000,
+    }
+)
+class TimestampField(serializers.Field):  # type: ignore[type-arg]
+    """Unix seconds or RFC 3339, as the Prometheus HTTP API accepts; gives seconds."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def to_internal_value(self, data: Any) -> float | None:
+        if data is None:
+            return None
+        if isinstance(data, str):
+            try:
+                return _finite(float(data))
+            except ValueError:
+                pass
+            try:
+                return datetime.fromisoformat(data.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                self.fail("invalid")
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return _finite(float(data))
+
+    default_error_messages = {"invalid": "must be unix seconds or an RFC 3339 time"}
+
+
+class StepField(DurationField):
+    """A step as a Prometheus duration or seconds; gives seconds."""
+
+    def to_internal_value(self, data: Any) -> float | None:
+        if data is None:
+            return None
+        try:
+            seconds = parse_duration(data)
+        except InvalidDuration as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        if seconds < 0:
+            raise serializers.ValidationError("must not be negative")
+        return seconds
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise serializers.ValidationError("must be a finite number")
+    return value
+
+
+class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """One request to explain; unknown fields are errors, as in tenant blocks."""
+
+    tenant = serializers.CharField(max_length=256)
+    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
+    api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
+    start = TimestampField(required=False, default=None)
+    end = TimestampField(required=False, default=None)
+    step = StepField(required=False, default=None)
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=4096), default=dict
+    )
+    now = TimestampField(required=False, default=None, help_text="evaluate as of; default now")
+    tenant_config = TenantBlockField(
+        required=False, default=None, allow_null=True, help_text="explain against a draft block"
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class ReasonSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    rule_index = serializers.IntegerField(allow_null=True)
+    attribute_index = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField()
+    matched = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+class RuleVerdictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    rule_index = serializers.IntegerField()
+    priority = serializers.IntegerField()
+    matched = serializers.BooleanField()
+    evaluated = serializers.BooleanField(help_text="false: a rule before it matched first")
+    reasons = ReasonSerializer(many=True)
+
+
+class SelectRangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+
+
+class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant = serializers.CharField()
+    tenant_configured = serializers.BooleanField()
+    now = serializers.FloatField()
+    component = serializers.ChoiceField(choices=list(COMPONENTS))
+    select_range = SelectRangeSerializer(allow_null=True)
+    priority = serializers.IntegerField()
+    source = serializers.ChoiceField(choices=["disabled", "default", "rule"])
+    rule_index = serializers.IntegerField(allow_null=True)
+    attribute_index = serializers.IntegerField(allow_null=True)
+    rules = RuleVerdictSerializer(many=True)
+    reasons = ReasonSerializer(many=True)
+
+
+class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    component = serializers.CharField()
+    length = serializers.IntegerField()
+    by_priority = serializers.DictField(child=serializers.IntegerField())
+    oldest_wait_seconds = serializers.FloatField()
+
+
+class TenantRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant_id = serializers.CharField()
+    length = serializers.IntegerField()
+    max_outstanding = serializers.IntegerField()
+    shard = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    priority_enabled = serializers.BooleanField()
+    reservations = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    components = LeafRowSerializer(many=True)
+
+
+class OthersSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenants = serializers.IntegerField()
+    length = serializers.IntegerField()
+    by_component = serializers.DictField(child=serializers.IntegerField())
+
+
+class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    running = serializers.BooleanField()
+    taken_at = serializers.FloatField(allow_null=True)
+    layout = serializers.CharField()
+    component_selection = serializers.CharField()
+    total = serializers.IntegerField()
+    by_component = serializers.DictField(child=serializers.IntegerField())
+    tenant_count = serializers.IntegerField(help_text="tenants matching the filter")
+    tenants = TenantRowSerializer(many=True)
+    others = OthersSerializer()
+
+
+class WorkerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    worker_id = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["busy", "idle", "waiting"])
+    request_id = serializers.CharField(allow_null=True)
+    tenant_id = serializers.CharField(allow_null=True)
+    component = serializers.CharField(allow_null=True)
+    priority = serializers.IntegerField(allow_null=True)
+    seconds_in_state = serializers.FloatField()
+
+
+class ReservationRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant_id = serializers.CharField()
+    priority = serializers.IntegerField()
+
+
+class QuerierRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    querier_id = serializers.CharField()
+    connected = serializers.BooleanField()
+    shutting_down = serializers.BooleanField()
+    reserved_idle = serializers.BooleanField()
+    busy_workers = serializers.IntegerField()
+    reservations = ReservationRowSerializer(many=True)
+    workers = WorkerRowSerializer(many=True)
+
+
+class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    running = serializers.BooleanField()
+    taken_at = serializers.FloatField(allow_null=True)
+    count = serializers.IntegerField()
+    reserved_idle = serializers.ListField(child=serializers.CharField())
+    queriers = QuerierRowSerializer(many=True)
+
+
+class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    path = serializers.CharField()
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+
+
+class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    dry_run = serializers.BooleanField()
+    applied = serializers.BooleanField()
+    created = serializers.ListField(child=serializers.CharField())
+    changed = serializers.ListField(child=serializers.CharField())
+    deleted = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField())
+    ignored = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="per tenant, the fields the scheduler does not use",
+    )
+    ignored_top_level = serializers.ListField(child=serializers.CharField())
+    diffs = serializers.DictField(child=ChangeSerializer(many=True))
+    version = serializers.IntegerField(allow_null=True)
+    revision_id = serializers.IntegerField(allow_null=True)
+
+
+class RevisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.IntegerField()
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    author = serializers.CharField(source="author_name")
+    source = serializers.CharField()
+    kind = serializers.CharField()
+    key = serializers.CharField()
+    message = serializers.CharField()
+
+
+class RevisionDetailSerializer(RevisionSerializer):
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    diff = ChangeSerializer(many=True)
+
+
+class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    changed = serializers.BooleanField()
+    revision = RevisionSerializer(allow_null=True)
