@@ -1,22 +1,94 @@
-"""ASGI entry point: routes HTTP to Django, with static files served in-process.
+"""ASGI entry point: HTTP to Django, websockets to the two kinds of client.
 
-The runtime host (websocket routes and the lazily started scheduler) is
-built on top of this routing by the service layer.
+Machine clients (frontends, queriers, the benchmark relay) authenticate by
+token and are not browsers, so they get no origin check. Every other
+websocket path belongs to browsers (the live inspector from
+`dashboard.routing`) and goes through the session and an origin check.
+
+Daphne has no ASGI lifespan, so the first scope starts the scheduler runtime
+on the running loop; the task is kept and its failure logged (consumers also
+await `ensure_started()`, which retries a failed start).
 """
 
-import os
+from __future__ import annotations
 
-from channels.routing import ProtocolTypeRouter
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+import asyncio
+import importlib
+import logging
+import os
+from typing import Any
+
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 
-__all__ = ["application"]
+__all__ = ["MACHINE_PREFIXES", "LazyRuntimeStart", "WebsocketSplit", "application"]
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 # Django must be set up before anything imports models, hence this order.
-# Daphne serves /static/ itself (there is no separate web server in the
-# embedded setup), so pages and the admin work offline with DEBUG off.
-django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+django_asgi_app = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from api import runtime_host  # noqa: E402
+from api.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+MACHINE_PREFIXES = ("/ws/frontend/", "/ws/querier/", "/ws/relay/")
+
+
+def _browser_urlpatterns() -> list[Any]:
+    """The dashboard's websocket routes, if that app provides any."""
+    try:
+        module = importlib.import_module("dashboard.routing")
+    except ModuleNotFoundError as exc:
+        if exc.name != "dashboard.routing":
+            raise
+        return []
+    return list(module.websocket_urlpatterns)
+
+
+class WebsocketSplit:
+    """Token-authenticated machine paths one way, browser paths the other."""
+
+    def __init__(self, machine: Any, browser: Any) -> None:
+        self.machine = machine
+        self.browser = browser
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        app = self.machine if scope["path"].startswith(MACHINE_PREFIXES) else self.browser
+        return await app(scope, receive, send)
+
+
+class LazyRuntimeStart:
+    """Starts the scheduler runtime on the loop that serves the first scope."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.task: asyncio.Task[Any] | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if self.task is None and scope["type"] in ("http", "websocket"):
+            self.task = asyncio.get_running_loop().create_task(runtime_host.ensure_started())
+            self.task.add_done_callback(self._started)
+        return await self.app(scope, receive, send)
+
+    def _started(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("the scheduler runtime failed to start", exc_info=task.exception())
+        self.task = None  # the next scope tries again
+
+
+application = LazyRuntimeStart(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": WebsocketSplit(
+                URLRouter(machine_urlpatterns),
+                AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(_browser_urlpatterns()))),
+            ),
+        }
+    )
+)

@@ -1,0 +1,161 @@
+"""A real Daphne server in a child process, on a free loopback port and its own DB.
+
+Used by the service tests (tests/conftest.py's `daphne_server` fixture) and
+by `manage.py loadtest`: each gets a private temp directory holding the
+SQLite database (migrated before start) and the VAR_DIR, so nothing touches
+the developer's data. Management commands run against the same database
+through `manage()`, which is also how tests change config behind the
+server's back (the server sees it through its reconcile-by-version loop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DaphneProcess", "ServerDidNotStart", "free_port"]
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+class ServerDidNotStart(Exception):
+    """Daphne exited or did not answer /healthz in time."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class DaphneProcess:
+    """Start with `start()` (or as a context manager); `stop()` sends SIGTERM."""
+
+    def __init__(
+        self,
+        *,
+        extra_env: dict[str, str] | None = None,
+        grpc: bool = True,
+        log_path: Path | None = None,
+    ) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="qi-daphne-"))
+        self.port = free_port()
+        self.grpc_port = free_port() if grpc else 0
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.log_path = log_path or self.tmp / "daphne.log"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"sqlite:///{self.tmp / 'db.sqlite3'}",
+            "VAR_DIR": str(self.tmp / "var"),
+            "GRPC_PORT": str(self.grpc_port),
+            "CONFIG_RECONCILE_SECONDS": "0.5",
+            "SHUTDOWN_DRAIN_TIMEOUT": "2",
+            "PYTHONUNBUFFERED": "1",
+            **(extra_env or {}),
+        }
+        self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def manage(self, *args: str, stdin: str | None = None) -> str:
+        """Run `manage.py ARGS` against this server's database; its stdout."""
+        result = subprocess.run(
+            [sys.executable, str(BASE_DIR / "manage.py"), *args],
+            env=self.env,
+            cwd=BASE_DIR,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if result.returncode:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+        return result.stdout
+
+    def run_python(self, code: str) -> str:
+        """Run Python with Django set up on this server's database (manage.py shell)."""
+        return self.manage("shell", "--no-imports", "-c", code)
+
+    def issue_token(self, role: str, name: str | None = None) -> str:
+        return self.manage("issue_token", name or f"test-{role}", "--role", role).strip()
+
+    def create_user(self, username: str, password: str, group: str = "viewer") -> None:
+        self.run_python(
+            "from django.contrib.auth.models import Group, User\n"
+            f"u = User.objects.create_user({username!r}, password={password!r})\n"
+            f"u.groups.add(Group.objects.get(name={group!r}))\n"
+        )
+
+    def start(self, timeout: float = 60.0) -> DaphneProcess:
+        (self.tmp / "var").mkdir(exist_ok=True)
+        self.manage("migrate", "--noinput", "-v0")
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "config.asgi:application",
+            ],
+            env=self.env,
+            cwd=BASE_DIR,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise ServerDidNotStart(f"daphne exited:\n{self.log()}")
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"{self.base_url}/healthz", timeout=1).read()
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise ServerDidNotStart(f"no answer on {self.base_url}/healthz:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-5000:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM (graceful drain), then SIGKILL if it lingers; the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> DaphneProcess:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.cleanup()

@@ -1,0 +1,266 @@
+"""The JSON websocket protocol's messages: parsing, validation and replies.
+
+Each client message type has one parser that turns a decoded JSON object
+into a typed, frozen dataclass or raises `ProtocolError(field, message)`, so
+consumers never look at raw dicts and every malformed message gets the same
+kind of `error` reply (docs/protocol.md). Outgoing messages are built by the
+small `*_message` functions so their shapes live in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_core.model import API_TYPES, COMPONENTS
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "MAX_WORKERS",
+    "MIN_WORKERS",
+    "Cancel",
+    "ClientId",
+    "Enqueue",
+    "FRONTEND_PARSERS",
+    "QUERIER_PARSERS",
+    "Hello",
+    "ProtocolError",
+    "QuerierResult",
+    "Shutdown",
+    "decode",
+    "dumps",
+    "error_message",
+    "parse",
+]
+
+ClientId = str | int
+MAX_MESSAGE_BYTES = 1_000_000
+# Mimir forces at least 4 workers per querier so that querier-worker priority
+# can give every query component one; we do the same for every layout.
+MIN_WORKERS = 4
+MAX_WORKERS = 256
+MAX_TENANT_LENGTH = 150  # Cortex's limit on tenant IDs
+MAX_ID_LENGTH = 256
+
+
+class ProtocolError(Exception):
+    """A client message that cannot be acted on; answered with an `error`.
+
+    `field` is the offending key (None for the message as a whole) and `id`
+    the client's request id when it could be read, so the client can tell
+    which request failed.
+    """
+
+    def __init__(self, field: str | None, message: str, id: ClientId | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        self.id = id
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    id: ClientId
+    tenant: str
+    query: str
+    api_type: str
+    start: float | None
+    end: float | None
+    step: float | None
+    headers: Mapping[str, str]
+    component: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    id: ClientId
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    querier_id: str
+    workers: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuerierResult:
+    worker: int
+    id: str
+    status: int
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Shutdown:
+    pass
+
+
+Message = Enqueue | Cancel | Hello | QuerierResult | Shutdown
+Parser = Callable[[Mapping[str, Any]], Message]
+
+
+def dumps(message: Mapping[str, Any]) -> str:
+    """Compact JSON: the protocol is machine-to-machine."""
+    return json.dumps(message, separators=(",", ":"), allow_nan=False)
+
+
+def decode(text: str | None) -> Mapping[str, Any]:
+    """The JSON object of one text frame; anything else is a ProtocolError."""
+    if text is None:
+        raise ProtocolError(None, "binary frames are not supported; send JSON text")
+    if len(text) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(None, f"message larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(None, f"malformed JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProtocolError(None, "a message must be a JSON object")
+    return data
+
+
+def parse(data: Mapping[str, Any], parsers: Mapping[str, Parser]) -> Message:
+    """Dispatch on `type` to the endpoint's parsers."""
+    kind = data.get("type")
+    parser = parsers.get(kind) if isinstance(kind, str) else None
+    if parser is None:
+        allowed = ", ".join(sorted(parsers))
+        raise ProtocolError("type", f"unknown message type {kind!r}; expected one of {allowed}")
+    return parser(data)
+
+
+def error_message(exc: ProtocolError, status: int = 400) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "id": exc.id,
+        "status": status,
+        "error": exc.message,
+        "field": exc.field,
+    }
+
+
+# -- field readers -------------------------------------------------------------
+
+
+def _client_id(data: Mapping[str, Any]) -> ClientId:
+    value = data.get("id")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ProtocolError("id", "id must be a string or an integer")
+    if isinstance(value, str) and not 0 < len(value) <= MAX_ID_LENGTH:
+        raise ProtocolError("id", f"id must be 1 to {MAX_ID_LENGTH} characters", value or None)
+    return value
+
+
+def _text(
+    data: Mapping[str, Any], key: str, rid: ClientId | None, *, required: bool, limit: int
+) -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value):
+        raise ProtocolError(key, f"{key} must be a non-empty string", rid)
+    if len(value) > limit:
+        raise ProtocolError(key, f"{key} is longer than {limit} characters", rid)
+    return value
+
+
+def _number(data: Mapping[str, Any], key: str, rid: ClientId | None) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ProtocolError(key, f"{key} must be a number (unix seconds) or null", rid)
+    return float(value)
+
+
+def _headers(data: Mapping[str, Any], rid: ClientId) -> Mapping[str, str]:
+    value = data.get("headers")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ProtocolError("headers", "headers must be an object of strings", rid)
+    return dict(value)
+
+
+def _choice(
+    data: Mapping[str, Any], key: str, options: tuple[str, ...], rid: ClientId, default: str | None
+) -> str | None:
+    value = data.get(key, default)
+    if value is None or value in options:
+        return value  # type: ignore[no-any-return]
+    raise ProtocolError(key, f"{key} must be one of {', '.join(options)}", rid)
+
+
+def _integer(data: Mapping[str, Any], key: str, default: int | None, rid: ClientId | None) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(key, f"{key} must be an integer", rid)
+    return value
+
+
+# -- parsers -------------------------------------------------------------------
+
+
+def parse_enqueue(data: Mapping[str, Any]) -> Enqueue:
+    rid = _client_id(data)
+    start, end = _number(data, "start", rid), _number(data, "end", rid)
+    if start is not None and end is not None and start > end:
+        raise ProtocolError("start", "start must not be after end", rid)
+    step = _number(data, "step", rid)
+    if step is not None and step <= 0:
+        raise ProtocolError("step", "step must be positive", rid)
+    # Without an api_type, a step says it is a range query, as Prometheus' API does.
+    default_type = "query" if step is None else "query_range"
+    api_type = _choice(data, "api_type", API_TYPES, rid, default_type)
+    assert api_type is not None
+    return Enqueue(
+        id=rid,
+        tenant=_text(data, "tenant", rid, required=True, limit=MAX_TENANT_LENGTH),
+        query=_text(data, "query", rid, required=False, limit=MAX_MESSAGE_BYTES),
+        api_type=api_type,
+        start=start,
+        end=end,
+        step=step,
+        headers=_headers(data, rid),
+        component=_choice(data, "component", COMPONENTS, rid, None),
+    )
+
+
+def parse_cancel(data: Mapping[str, Any]) -> Cancel:
+    return Cancel(id=_client_id(data))
+
+
+def parse_hello(data: Mapping[str, Any]) -> Hello:
+    querier_id = _text(data, "querier_id", None, required=True, limit=MAX_ID_LENGTH)
+    workers = _integer(data, "workers", MIN_WORKERS, None)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ProtocolError("workers", f"workers must be between 1 and {MAX_WORKERS}")
+    return Hello(querier_id=querier_id, workers=max(workers, MIN_WORKERS))
+
+
+def parse_result(data: Mapping[str, Any]) -> QuerierResult:
+    rid = data.get("id")
+    if not isinstance(rid, str) or not rid:
+        raise ProtocolError("id", "id must be the request id sent in `request`")
+    worker = _integer(data, "worker", None, rid)
+    status = _integer(data, "status", 200, rid)
+    if not 100 <= status <= 599:
+        raise ProtocolError("status", "status must be an HTTP status code", rid)
+    return QuerierResult(worker=worker, id=rid, status=status, body=data.get("body"))
+
+
+def parse_shutdown(data: Mapping[str, Any]) -> Shutdown:
+    return Shutdown()
+
+
+FRONTEND_PARSERS: dict[str, Parser] = {"enqueue": parse_enqueue, "cancel": parse_cancel}
+QUERIER_PARSERS: dict[str, Parser] = {
+    "hello": parse_hello,
+    "result": parse_result,
+    "shutdown": parse_shutdown,
+}
