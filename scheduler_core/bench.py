@@ -1,0 +1,348 @@
+"""Core benchmark: `python -m scheduler_core.bench`.
+
+Everything is measured in one run and reported as ratios, because the
+machine is shared and noisy: absolute times drift between runs, ratios of
+interleaved measurements mostly do not. Each figure is the minimum over
+several repeats (the least disturbed one), the kinds being compared are
+measured in turn inside every repeat, and the garbage collector is off
+while timing.
+
+The measured path is the one the runtime takes: one querier with 4 workers,
+each worker carrying its own `last_tenant_index`, and every dequeued request
+completed before that worker asks again (a worker with a request in flight
+may not dequeue), so one "pair" is enqueue + dequeue + complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+from scheduler_core.model import (
+    COMPONENTS,
+    INGESTER,
+    STORE_GATEWAY,
+    ComponentSelection,
+    Layout,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.queue import RequestQueue
+
+__all__ = [
+    "BenchReport",
+    "PairBench",
+    "Targets",
+    "main",
+    "measure_memory",
+    "measure_pairs",
+    "measure_snapshot",
+    "run",
+]
+
+_T = TypeVar("_T")
+_QUERIERS = 16
+_WORKERS = 4  # per querier, as the service opens at least 4
+_PAIR_COMPONENTS = (INGESTER, STORE_GATEWAY)
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The issue's targets (ratios and a wall-time ceiling)."""
+
+    pair_vs_deque: float = 50.0
+    pair_vs_deque_aim: float = 20.0
+    many_vs_few_tenants: float = 1.5
+    snapshot_seconds: float = 0.025
+
+
+class PairBench:
+    """A queue holding `tenants` tenants with work, ready for timed pairs.
+
+    16 queriers x 4 workers, each worker carrying its own last tenant index.
+    Every tenant starts with `per_tenant` queued requests; pair i enqueues
+    to tenant i % tenants while the rotations dequeue every tenant as often,
+    so the number of tenants with work stays close to `tenants`.
+    """
+
+    def __init__(
+        self, layout: Layout, selection: ComponentSelection, tenants: int, per_tenant: int = 2
+    ) -> None:
+        config = QueueConfig(
+            layout=layout,
+            component_selection=selection,
+            max_outstanding_requests_per_tenant=1 << 30,
+        )
+        self.queue = RequestQueue(config, clock=time.monotonic)
+        self.tenants = [f"tenant-{i}" for i in range(tenants)]
+        self.slots: list[tuple[str, int]] = [
+            (f"querier-{q}", self.queue.connect_querier(f"querier-{q}"))
+            for q in range(_QUERIERS)
+            for _ in range(_WORKERS)
+        ]
+        self.last = [-1] * len(self.slots)
+        self.serial = 0
+        for _ in range(per_tenant):
+            for request in self._requests(tenants):
+                self.queue.enqueue(request)
+
+    def _requests(self, n: int) -> list[Request]:
+        tenants = self.tenants
+        base = self.serial
+        self.serial += n
+        return [
+            Request(
+                id=f"r{base + i}",
+                tenant_id=tenants[(base + i) % len(tenants)],
+                component=_PAIR_COMPONENTS[(base + i) // len(tenants) % 2],
+            )
+            for i in range(n)
+        ]
+
+    def timed_pairs(self, n: int) -> tuple[float, float]:
+        """Seconds per enqueue+dequeue pair, and per complete, over `n` pairs.
+
+        Each chunk gives every worker one pair (timed), then completes the
+        chunk's requests (timed apart), so a worker never dequeues while busy
+        and the timer's own cost is spread over a whole chunk.
+        """
+        slots, last, queue = self.slots, self.last, self.queue
+        enqueue, dequeue, complete = queue.enqueue, queue.dequeue, queue.complete
+        width = len(slots)
+        chunks = max(1, n // width)
+        work = self._requests(chunks * width)
+        got: list[Request | None] = [None] * width
+        paired = completed = 0.0
+        for c in range(chunks):
+            chunk = list(zip(range(width), slots, work[c * width : (c + 1) * width], strict=True))
+            t0 = time.perf_counter()
+            for j, (querier, worker), request in chunk:
+                enqueue(request)
+                got[j], last[j] = dequeue(querier, worker, last[j])
+            t1 = time.perf_counter()
+            for done in got:
+                complete(done.id)  # type: ignore[union-attr]
+            t2 = time.perf_counter()
+            paired += t1 - t0
+            completed += t2 - t1
+        total = chunks * width
+        return paired / total, completed / total
+
+
+def _deque_pairs(n: int) -> float:
+    """Seconds per bare `deque.append` + `popleft` over `n` prebuilt items."""
+    items = [Request(id=f"d{i}", tenant_id="t") for i in range(n)]
+    dq: deque[Request] = deque(items[:2])
+    append, popleft = dq.append, dq.popleft
+    start = time.perf_counter()
+    for item in items:
+        append(item)
+        popleft()
+    return (time.perf_counter() - start) / n
+
+
+@dataclass(frozen=True, slots=True)
+class PairResult:
+    """Minimum seconds per operation for each kind, keyed "<label>@<tenants>"."""
+
+    deque: float
+    pair: dict[str, float]
+    complete: dict[str, float]
+
+
+def _untimed_gc(fn: Callable[[], _T]) -> _T:
+    gc.collect()
+    gc.disable()
+    try:
+        return fn()
+    finally:
+        gc.enable()
+
+
+def measure_pairs(
+    layouts: Sequence[tuple[str, Layout, ComponentSelection]],
+    sizes: Sequence[int],
+    batch: int,
+    repeats: int,
+) -> PairResult:
+    """Interleaved min-of-`repeats` costs: every kind is timed in every repeat."""
+    benches = {
+        f"{label}@{size}": PairBench(layout, selection, size)
+        for label, layout, selection in layouts
+        for size in sizes
+    }
+    pair = {key: float("inf") for key in benches}
+    complete = dict(pair)
+    best_deque = float("inf")
+    for _ in range(repeats):
+        best_deque = min(best_deque, _untimed_gc(partial(_deque_pairs, batch)))
+        for key, bench in benches.items():
+            paired, completed = _untimed_gc(partial(bench.timed_pairs, batch))
+            pair[key] = min(pair[key], paired)
+            complete[key] = min(complete[key], completed)
+    return PairResult(best_deque, pair, complete)
+
+
+def _loaded_queue(tenants: int, per_tenant: int, queriers: int) -> RequestQueue:
+    """Tenants with work in two components, and busy and idle workers."""
+    queue = RequestQueue(
+        QueueConfig(max_outstanding_requests_per_tenant=1 << 30), clock=time.monotonic
+    )
+    for q in range(queriers):
+        for _ in range(_WORKERS):
+            queue.connect_querier(f"querier-{q}")
+    for t in range(0, tenants, 10):
+        queue.set_tenant_limits(f"tenant-{t}", TenantLimits(max_queriers=2))
+    for i in range(tenants * per_tenant):
+        component = COMPONENTS[i // tenants % 2]
+        queue.enqueue(Request(id=f"s{i}", tenant_id=f"tenant-{i % tenants}", component=component))
+    last = -1
+    for q in range(queriers):
+        _, last = queue.dequeue(f"querier-{q}", 0, last)
+    return queue
+
+
+def measure_snapshot(tenants: int, repeats: int, queriers: int = 8) -> float:
+    """Minimum seconds of one `snapshot()` with `tenants` tenants queued."""
+    queue = _loaded_queue(tenants, 2, queriers)
+    best = float("inf")
+    for _ in range(repeats):
+        best = min(best, _untimed_gc(partial(_time_snapshot, queue)))
+    return best
+
+
+def _time_snapshot(queue: RequestQueue) -> float:
+    start = time.perf_counter()
+    queue.snapshot()
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryResult:
+    """Bytes per queued request: the queue's own and the Request object's."""
+
+    tenants: int
+    per_tenant: int
+    queue_bytes: float
+    request_bytes: float
+
+
+def measure_memory(tenants: int, per_tenant: int) -> MemoryResult:
+    """tracemalloc of building the requests, then of queuing them."""
+    n = tenants * per_tenant
+    names = [f"tenant-{i}" for i in range(tenants)]
+    ids = [f"m{i}" for i in range(n)]
+    queue = RequestQueue(QueueConfig(max_outstanding_requests_per_tenant=1 << 30))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        requests = [Request(id=ids[i], tenant_id=names[i % tenants]) for i in range(n)]
+        built = tracemalloc.get_traced_memory()[0]
+        for request in requests:
+            queue.enqueue(request)
+        queued = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(queue) == n
+    return MemoryResult(tenants, per_tenant, (queued - built) / n, (built - before) / n)
+
+
+LAYOUTS: tuple[tuple[str, Layout, ComponentSelection], ...] = (
+    ("tenant-first", "tenant-first", "round-robin"),
+    ("component-first QWQP", "component-first", "querier-worker-priority"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchReport:
+    """Everything one run measured, with the sizes it used."""
+
+    few: int
+    many: int
+    pairs: PairResult
+    snapshot_tenants: int
+    snapshot_seconds: float
+    memory: tuple[MemoryResult, ...]
+
+
+def run(
+    *,
+    few: int = 10,
+    many: int = 100_000,
+    batch: int = 12_800,
+    repeats: int = 7,
+    snapshot_tenants: int = 10_000,
+    memory_sizes: Sequence[tuple[int, int]] = ((1_000, 100), (10_000, 1)),
+) -> BenchReport:
+    """Measure everything; small arguments make a quick smoke run."""
+    pairs = measure_pairs(LAYOUTS, (few, many), batch, repeats)
+    snap = measure_snapshot(snapshot_tenants, repeats)
+    memory = tuple(measure_memory(t, per) for t, per in memory_sizes)
+    return BenchReport(few, many, pairs, snapshot_tenants, snap, memory)
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def format_report(report: BenchReport, targets: Targets = Targets()) -> str:
+    """The printed lines, one verdict per target."""
+    p = report.pairs
+    lines = [
+        f"bare deque append+popleft: {p.deque * 1e9:.0f} ns "
+        f"(min of repeats; every figure below from the same run)",
+        f"path: {_QUERIERS} queriers x {_WORKERS} workers, last_tenant_index carried, "
+        "components ingester/store-gateway alternating",
+    ]
+    for label, _, _ in LAYOUTS:
+        few, many = f"{label}@{report.few}", f"{label}@{report.many}"
+        ratio = p.pair[few] / p.deque
+        scale = p.pair[many] / p.pair[few]
+        aim = "; aim 20x met" if ratio <= targets.pair_vs_deque_aim else ""
+        lines += [
+            f"[{label}] enqueue+dequeue at {report.few} tenants: {p.pair[few] * 1e9:.0f} ns = "
+            f"{ratio:.1f}x deque (target <= {targets.pair_vs_deque:g}x{aim}) "
+            f"{_verdict(ratio <= targets.pair_vs_deque)}",
+            f"[{label}]   + complete: {p.complete[few] * 1e9:.0f} ns; full cycle "
+            f"{(p.pair[few] + p.complete[few]) / p.deque:.1f}x deque (no target)",
+            f"[{label}] enqueue+dequeue at {report.many:,} tenants: {p.pair[many] * 1e9:.0f} ns"
+            f" = {scale:.2f}x the {report.few}-tenant cost (target <= "
+            f"{targets.many_vs_few_tenants:g}x) {_verdict(scale <= targets.many_vs_few_tenants)}",
+        ]
+    snap_ms = report.snapshot_seconds * 1e3
+    lines.append(
+        f"snapshot() at {report.snapshot_tenants:,} tenants (2 components each, 8 queriers x "
+        f"{_WORKERS} workers): {snap_ms:.1f} ms (target < {targets.snapshot_seconds * 1e3:g} ms) "
+        f"{_verdict(report.snapshot_seconds < targets.snapshot_seconds)}"
+    )
+    for m in report.memory:
+        lines.append(
+            f"memory per queued request ({m.tenants:,} tenants x {m.per_tenant}): "
+            f"{m.queue_bytes:.0f} B in the queue + {m.request_bytes:.0f} B the Request "
+            "itself (tracemalloc; no target)"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scheduler_core.bench", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--batch", type=int, default=12_800, help="pairs per timed repeat")
+    parser.add_argument("--many", type=int, default=100_000, help="tenants in the large queue")
+    args = parser.parse_args(argv)
+    report = run(many=args.many, batch=args.batch, repeats=args.repeats)
+    print(format_report(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
