@@ -1,0 +1,325 @@
+"""Random operation sequences against a plain model of the queue.
+
+The model keeps one FIFO list per (tenant, component, priority) and the set
+of connected queriers, and recomputes shards and reservations from the
+public `shuffle_shard` / `reserved_queriers` functions, so the queue's
+incremental structures are checked against a from-scratch answer after
+every step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from scheduler_core.errors import TooManyRequests
+from scheduler_core.model import COMPONENTS, PriorityDef, QueryPriority, QueueConfig, Request
+from scheduler_core.model import TenantLimits
+from scheduler_core.queue import RequestQueue
+from scheduler_core.tenant_querier_assignment import reserved_queriers, shuffle_shard
+
+TENANTS = ("a", "b", "c", "d")
+QUERIERS = ("q0", "q1", "q2", "q3")
+DEFAULT_LIMIT = 6
+
+Key = tuple[str, str, int]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+class QueueMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = RequestQueue(
+            QueueConfig(max_outstanding_requests_per_tenant=DEFAULT_LIMIT), clock=Clock()
+        )
+        self.fifo: dict[Key, list[str]] = {}
+        self.requests: dict[str, Request] = {}
+        self.in_flight: dict[str, tuple[str, int]] = {}
+        self.finished: set[str] = set()
+        self.workers: dict[tuple[str, int], int] = {}  # -> last tenant index
+        self.limits: dict[str, TenantLimits] = {}
+        self.next_id = 0
+
+    # -- model helpers ----------------------------------------------------
+    def queued_ids(self) -> list[str]:
+        return [rid for ids in self.fifo.values() for rid in ids]
+
+    def outstanding(self, tenant: str) -> int:
+        queued = sum(len(v) for k, v in self.fifo.items() if k[0] == tenant)
+        return queued + sum(1 for rid in self.in_flight if self.requests[rid].tenant_id == tenant)
+
+    def allowed_floor(self, querier: str, tenant: str) -> int | None:
+        """None: may not serve the tenant; else the lowest priority it may take."""
+        known = sorted({q for q, _ in self.workers})
+        limits = self.limits.get(tenant, TenantLimits())
+        shard = shuffle_shard(tenant, known, limits.max_queriers)
+        if shard is not None and querier not in shard:
+            return None
+        qp = limits.query_priority
+        if not qp.enabled:
+            return -(10**9)
+        floor = reserved_queriers(shard if shard is not None else known, qp.priorities)
+        return floor.get(querier, -(10**9))
+
+    def key(self, request: Request) -> Key:
+        return request.tenant_id, request.component, request.priority
+
+    def push(self, request: Request, front: bool) -> None:
+        ids = self.fifo.setdefault(self.key(request), [])
+        ids.insert(0, request.id) if front else ids.append(request.id)
+
+    def idle_workers(self) -> list[tuple[str, int]]:
+        busy = set(self.in_flight.values())
+        return sorted(w for w in self.workers if w not in busy)
+
+    # -- rules ------------------------------------------------------------
+    @initialize(
+        workers=st.lists(st.sampled_from(QUERIERS), min_size=2, max_size=8),
+        limits=st.lists(
+            st.tuples(
+                st.sampled_from(TENANTS),
+                st.integers(0, 3),
+                st.booleans(),
+                st.sampled_from([(), ((2, 1),), ((1, 1), (3, 1)), ((1, 0.3), (2, 0.3))]),
+            ),
+            max_size=4,
+        ),
+        requests=st.lists(
+            st.tuples(st.sampled_from(TENANTS), st.sampled_from(COMPONENTS), st.integers(0, 3)),
+            max_size=12,
+        ),
+        layout=st.sampled_from(["tenant-first", "component-first"]),
+        selection=st.sampled_from(["round-robin", "querier-worker-priority"]),
+    )
+    def start(
+        self,
+        workers: list[str],
+        limits: list[tuple[str, int, bool, tuple[tuple[int, float], ...]]],
+        requests: list[tuple[str, str, int]],
+        layout: str,
+        selection: str,
+    ) -> None:
+        """Begin with queriers, limits and work, so every rule has something to act on.
+
+        Tenant a always reserves a querier for priority 2 and tenant b is
+        sharded to one querier, so reservations and shards are always live.
+        """
+        self.reconfigure(layout, selection, 0.0)
+        for querier in workers:
+            self.connect(querier)
+        self.set_limits("a", 0, None, True, [(2, 1)], False)
+        self.set_limits("b", 1, None, False, [], False)
+        for tenant, max_queriers, enabled, reserved in limits:
+            self.set_limits(tenant, max_queriers, None, enabled, list(reserved), False)
+        for tenant, component, priority in requests:
+            self.enqueue(tenant, component, priority)
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        component=st.sampled_from(COMPONENTS),
+        priority=st.integers(0, 3),
+    )
+    def enqueue(self, tenant: str, component: str, priority: int) -> None:
+        rid = f"r{self.next_id}"
+        self.next_id += 1
+        request = Request(id=rid, tenant_id=tenant, component=component, priority=priority)
+        limit = self.limits.get(tenant, TenantLimits()).max_outstanding
+        full = self.outstanding(tenant) >= (DEFAULT_LIMIT if limit is None else limit)
+        try:
+            self.q.enqueue(request)
+        except TooManyRequests:
+            assert full
+            return
+        assert not full
+        self.requests[rid] = request
+        self.push(request, front=False)
+
+    @precondition(lambda self: bool(self.idle_workers()))
+    @rule(data=st.data())
+    def dequeue(self, data: st.DataObject) -> None:
+        querier, worker = data.draw(st.sampled_from(self.idle_workers()))
+        got, last = self.q.dequeue(querier, worker, self.workers[(querier, worker)])
+        if got is None:
+            for rid in self.queued_ids():
+                floor = self.allowed_floor(querier, self.requests[rid].tenant_id)
+                assert floor is None or self.requests[rid].priority < floor, rid
+            return
+        self.workers[(querier, worker)] = last
+        floor = self.allowed_floor(querier, got.tenant_id)
+        assert floor is not None and got.priority >= floor
+        ids = self.fifo[self.key(got)]
+        assert ids[0] == got.id
+        if not self.q.config.priority_aging_seconds:
+            leaf_prios = [k[2] for k, v in self.fifo.items() if v and k[:2] == self.key(got)[:2]]
+            assert got.priority == max(p for p in leaf_prios if p >= floor)
+        ids.pop(0)
+        self.in_flight[got.id] = (querier, worker)
+
+    @precondition(lambda self: bool(self.idle_workers()))
+    @rule(data=st.data())
+    def dequeue_again(self, data: st.DataObject) -> None:
+        """Dequeues are the point of the test: make them twice as likely."""
+        self.dequeue(data)
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        component=st.sampled_from(COMPONENTS),
+        priority=st.integers(0, 3),
+    )
+    def enqueue_again(self, tenant: str, component: str, priority: int) -> None:
+        self.enqueue(tenant, component, priority)
+
+    @precondition(lambda self: bool(self.in_flight))
+    @rule(data=st.data(), requeue=st.booleans())
+    def finish(self, data: st.DataObject, requeue: bool) -> None:
+        rid = data.draw(st.sampled_from(sorted(self.in_flight)))
+        del self.in_flight[rid]
+        if requeue:
+            self.q.requeue_front(self.requests[rid])
+            self.push(self.requests[rid], front=True)
+        else:
+            assert self.q.complete(rid) is self.requests[rid]
+            self.finished.add(rid)
+
+    @precondition(lambda self: bool(self.requests))
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        rid = data.draw(st.sampled_from(sorted(self.requests)))
+        got = self.q.cancel(rid)
+        if rid in self.finished:
+            assert got is None
+            return
+        assert got is self.requests[rid]
+        if rid in self.in_flight:
+            del self.in_flight[rid]
+        else:
+            self.fifo[self.key(got)].remove(rid)
+        self.finished.add(rid)
+
+    @rule(querier=st.sampled_from(QUERIERS))
+    def connect(self, querier: str) -> None:
+        taken = {w for q, w in self.workers if q == querier}
+        if len(taken) >= 5:
+            return
+        worker = self.q.connect_querier(querier)
+        assert worker == min(set(range(6)) - taken)
+        self.workers[(querier, worker)] = -1
+
+    @precondition(lambda self: bool(self.workers))
+    @rule(data=st.data(), requeue=st.booleans())
+    def disconnect(self, data: st.DataObject, requeue: bool) -> None:
+        querier, worker = data.draw(st.sampled_from(sorted(self.workers)))
+        del self.workers[(querier, worker)]
+        released = self.q.disconnect_querier_worker(querier, worker)
+        held = [rid for rid, w in self.in_flight.items() if w == (querier, worker)]
+        assert ([released.id] if released else []) == held
+        if released is None:
+            return
+        del self.in_flight[released.id]
+        if requeue:
+            self.q.requeue_front(released)
+            self.push(released, front=True)
+        else:
+            self.finished.add(released.id)
+
+    @rule(
+        layout=st.sampled_from(["tenant-first", "component-first"]),
+        selection=st.sampled_from(["round-robin", "querier-worker-priority"]),
+        aging=st.sampled_from([0.0, 0.0, 3.0]),
+    )
+    def reconfigure(self, layout: str, selection: str, aging: float) -> None:
+        config = replace(
+            self.q.config,
+            layout=layout,  # type: ignore[arg-type]
+            component_selection=selection,  # type: ignore[arg-type]
+            priority_aging_seconds=aging,
+        )
+        self.q.set_config(config)
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        max_queriers=st.integers(0, 3),
+        max_outstanding=st.sampled_from([None, 1, 3]),
+        enabled=st.booleans(),
+        reserved=st.lists(
+            st.tuples(st.integers(0, 3), st.sampled_from([0, 1, 2, 0.3, 0.5])),
+            max_size=3,
+            unique_by=lambda pair: pair[0],
+        ),
+        remove=st.booleans(),
+    )
+    def set_limits(
+        self,
+        tenant: str,
+        max_queriers: int,
+        max_outstanding: int | None,
+        enabled: bool,
+        reserved: list[tuple[int, float]],
+        remove: bool,
+    ) -> None:
+        if remove:
+            self.q.remove_tenant_limits(tenant)
+            self.limits.pop(tenant, None)
+            return
+        qp = QueryPriority(enabled=enabled, priorities=[PriorityDef(p, r) for p, r in reserved])
+        limits = TenantLimits(max_queriers, max_outstanding, qp)
+        self.q.set_tenant_limits(tenant, limits)
+        self.limits[tenant] = limits
+
+    # -- invariants -------------------------------------------------------
+    @invariant()
+    def every_request_is_in_exactly_one_place(self) -> None:
+        queued = self.queued_ids()
+        places = Counter(queued) + Counter(list(self.in_flight)) + Counter(list(self.finished))
+        assert places == Counter(list(self.requests))
+        assert len(self.q) == len(queued)
+        assert all(self.q.in_flight(rid) for rid in self.in_flight)
+        for tenant in TENANTS:
+            length = sum(len(v) for k, v in self.fifo.items() if k[0] == tenant)
+            assert self.q.tenant_length(tenant) == length
+
+    @invariant()
+    def snapshot_counts_equal_the_contents(self) -> None:
+        snap = self.q.snapshot()
+        assert snap.total == len(self.queued_ids())
+        expected = {
+            (t, c): sorted(
+                ((p, len(v)) for (t2, c2, p), v in self.fifo.items() if (t2, c2) == (t, c) and v),
+                reverse=True,
+            )
+            for (t, c, _), ids in self.fifo.items()
+            if ids
+        }
+        assert {(s.tenant_id, s.component): list(s.by_priority) for s in snap.leaves} == expected
+        assert all(s.length == sum(n for _, n in s.by_priority) for s in snap.leaves)
+        busy = {
+            w.request_id: (w.querier_id, w.worker_id)
+            for view in snap.queriers
+            for w in view.workers
+            if w.request_id is not None
+        }
+        assert busy == self.in_flight
+
+
+QueueMachine.TestCase.settings = settings(
+    max_examples=200, stateful_step_count=50, deadline=None, derandomize=True
+)
+TestQueueProperties = QueueMachine.TestCase
