@@ -23,8 +23,14 @@ from hypothesis.stateful import (
 )
 
 from scheduler_core.errors import TooManyRequests
-from scheduler_core.model import COMPONENTS, PriorityDef, QueryPriority, QueueConfig, Request
-from scheduler_core.model import TenantLimits
+from scheduler_core.model import (
+    COMPONENTS,
+    PriorityDef,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.queue import RequestQueue
 from scheduler_core.tenant_querier_assignment import reserved_queriers, shuffle_shard
 
