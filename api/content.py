@@ -41,7 +41,14 @@ MAX_YAML_NODES = 5_000_000
 YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    """The safe dumper, also for str subclasses such as DRF's `ErrorDetail`."""
+
+
+_Dumper.add_multi_representer(str, lambda dumper, text: dumper.represent_str(str(text)))
 
 
 def _read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
@@ -53,15 +60,30 @@ def _read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
     return bytes(data)
 
 
+def _check_text(text: str) -> None:
+    """Refuse text no store can keep: lone surrogates (not Unicode) and NUL."""
+    if "\x00" in text:
+        raise exceptions.ParseError("text must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise exceptions.ParseError("text must be valid Unicode (a lone surrogate?)") from exc
+
+
 def _count_nodes(value: Any, budget: int) -> int:
-    """Values in `value` counting every alias expansion; stops past `budget`."""
+    """Values in `value` counting every alias expansion; stops past `budget`.
+
+    Also checks every string on the way (see `_check_text`).
+    """
     count, stack = 0, [value]
     while stack:
         item = stack.pop()
         count += 1
         if count > budget:
             break
-        if isinstance(item, Mapping):
+        if isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, Mapping):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
@@ -107,9 +129,13 @@ class LimitedJSONParser(parsers.BaseParser):
         limit = getattr(view, "max_body_bytes", self.max_bytes)
         data = _read_limited(stream, limit)
         try:
-            return json.loads(data.decode("utf-8"))
+            value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise exceptions.ParseError(f"JSON parse error: {exc}") from exc
+        if b"\\u" in data:
+            # Only an escape can smuggle a surrogate or NUL past UTF-8 decoding.
+            _count_nodes(value, len(data))
+        return value
 
 
 class YAMLParser(parsers.BaseParser):

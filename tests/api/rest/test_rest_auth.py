@@ -1,0 +1,66 @@
+"""Who may call the REST API: 401 anonymous, 403 viewers writing, CSRF on sessions."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from api.services import api_token_issue, api_token_revoke
+
+READS = [
+    "/api/v1/tenants/",
+    "/api/v1/settings/",
+    "/api/v1/queue/",
+    "/api/v1/queriers/",
+    "/api/v1/runtime-config/",
+    "/api/v1/revisions/",
+    "/api/v1/schema/",
+]
+
+
+@pytest.mark.parametrize("url", READS)
+def test_anonymous_callers_get_401_with_a_bearer_challenge(anon_api, url):
+    response = anon_api.get(url)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("url", READS)
+def test_viewers_may_read_everything(viewer_api, url):
+    assert viewer_api.get(url).status_code == 200
+
+
+def test_viewers_may_not_write(viewer_api, rules):
+    assert viewer_api.put("/api/v1/tenants/t1/", rules, format="json").status_code == 403
+    yaml_body = "overrides: {}\n"
+    response = viewer_api.put("/api/v1/runtime-config/", yaml_body, content_type="application/yaml")
+    assert response.status_code == 403
+    assert viewer_api.post("/api/v1/revisions/1/rollback/").status_code == 403
+
+
+def test_viewers_may_explain_because_it_changes_nothing(viewer_api):
+    response = viewer_api.post("/api/v1/explain/", {"tenant": "t1", "query": "up"}, format="json")
+    assert response.status_code == 200
+
+
+def test_querier_and_revoked_tokens_have_no_rest_role(db):
+    token, plaintext = api_token_issue(name="q", role="querier")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {plaintext}")
+    assert client.get("/api/v1/tenants/").status_code == 403
+    api_token_revoke(token_id=token.pk)
+    assert client.get("/api/v1/tenants/").status_code == 401
+
+
+def test_session_writes_need_the_csrf_token(editor, rules):
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(editor)
+    assert client.get("/api/v1/tenants/").status_code == 200
+    refused = client.put("/api/v1/tenants/t1/", rules, format="json")
+    assert refused.status_code == 403
+    assert "CSRF" in refused.json()["detail"]
+    client.get("/api/v1/settings/")
+    page = client.get("/admin/login/")
+    token = page.cookies["csrftoken"].value
+    accepted = client.put("/api/v1/tenants/t1/", rules, format="json", HTTP_X_CSRFTOKEN=token)
+    assert accepted.status_code == 201

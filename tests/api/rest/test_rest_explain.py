@@ -1,0 +1,122 @@
+"""`explain/`: component, data-select range, priority and the reason for every rule."""
+
+from __future__ import annotations
+
+import copy
+
+URL = "/api/v1/explain/"
+NOW = 1_700_000_000.0
+HOUR = 3600.0
+
+SEED_RULES = {
+    "query_priority": {
+        "enabled": True,
+        "default_priority": 0,
+        "priorities": [
+            {
+                "priority": 3,
+                "reserved_queriers": 1,
+                "query_attributes": [{"regex": "special_query"}],
+            },
+            {
+                "priority": 2,
+                "query_attributes": [{"regex": "max", "time_window": {"start": "2h", "end": "0h"}}],
+            },
+            {"priority": 1, "query_attributes": [{"time_window": {"start": "24h"}}]},
+        ],
+    }
+}
+
+
+def _explain(client, **request):
+    response = client.post(URL, {"tenant": "t1", "now": NOW, **request}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_the_first_matching_rule_wins_and_earlier_rules_say_why_not(editor_api):
+    editor_api.put("/api/v1/tenants/t1/", SEED_RULES, format="json")
+    body = _explain(editor_api, query="max(up)", start=NOW - HOUR)
+    assert body["priority"] == 2 and body["source"] == "rule"
+    assert (body["rule_index"], body["attribute_index"]) == (1, 0)
+    assert body["component"] == "ingester"
+    assert body["select_range"] == {"start": NOW - HOUR - 300, "end": NOW - HOUR}
+    first, second, third = body["rules"]
+    assert first["evaluated"] and not first["matched"]
+    assert "not found in query" in first["reasons"][0]["message"]
+    assert second["matched"]
+    assert not third["evaluated"] and third["reasons"] == []
+
+
+def test_old_data_goes_to_the_store_gateway_and_falls_to_the_default(editor_api):
+    editor_api.put("/api/v1/tenants/t1/", SEED_RULES, format="json")
+    body = _explain(editor_api, query="max(up)", start=NOW - 48 * HOUR)
+    assert body["component"] == "store-gateway"
+    assert body["priority"] == 0 and body["source"] == "default"
+    assert all(rule["evaluated"] and not rule["matched"] for rule in body["rules"])
+
+
+def test_a_range_query_uses_its_range_step_and_headers(editor_api):
+    rules = {
+        "query_priority": {
+            "enabled": True,
+            "priorities": [
+                {
+                    "priority": 9,
+                    "query_attributes": [
+                        {
+                            "api_type": "query_range",
+                            "query_step_limit": {"max": "1m"},
+                            "dashboard_uid": "ops",
+                        }
+                    ],
+                }
+            ],
+        }
+    }
+    editor_api.put("/api/v1/tenants/t1/", rules, format="json")
+    body = _explain(
+        editor_api,
+        query="rate(http_requests_total[5m])",
+        api_type="query_range",
+        start="2023-11-14T21:13:20Z",
+        end=NOW,
+        step="30s",
+        headers={"X-Dashboard-Uid": "ops"},
+    )
+    assert body["priority"] == 9
+    assert body["select_range"]["start"] == NOW - HOUR - 300  # 21:13:20Z is now-1h; [5m] widens
+
+
+def test_a_draft_block_is_explained_without_saving_it(editor_api):
+    draft = copy.deepcopy(SEED_RULES)
+    body = _explain(editor_api, query="special_query", tenant_config=draft)
+    assert body["priority"] == 3 and body["tenant_configured"] is True
+    assert editor_api.get("/api/v1/tenants/t1/").status_code == 404
+
+
+def test_an_unknown_tenant_gets_the_defaults(editor_api):
+    body = _explain(editor_api, query="up")
+    assert body["tenant_configured"] is False
+    assert body["priority"] == 0 and body["source"] == "disabled"
+    assert body["rules"] == []
+
+
+def test_bad_input_is_400_with_field_paths(editor_api):
+    draft = {
+        "query_priority": {"priorities": [{"priority": 1, "query_attributes": [{"regex": "("}]}]}
+    }
+    response = editor_api.post(URL, {"tenant": "t1", "tenant_config": draft}, format="json")
+    assert response.status_code == 400
+    regex = response.json()["tenant_config"]["query_priority"]["priorities"]["0"]
+    assert "RE2" in regex["query_attributes"]["0"]["regex"][0]
+    response = editor_api.post(
+        URL, {"tenant": "t1", "bogus": 1, "start": "yesterday", "step": "5x"}, format="json"
+    )
+    errors = response.json()
+    assert errors == {"bogus": ["unknown field"]}
+    errors = editor_api.post(
+        URL, {"tenant": "t1", "start": "yesterday", "step": "5x"}, format="json"
+    ).json()
+    assert "RFC 3339" in errors["start"][0] and "duration" in errors["step"][0]
+    assert "required" in editor_api.post(URL, {}, format="json").json()["tenant"][0]

@@ -1,0 +1,218 @@
+"""`runtime-config/`: Cortex runtime-config YAML in and out, dry runs, ignored fields."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from api.models import ConfigRevision, Tenant
+
+URL = "/api/v1/runtime-config/"
+
+# The example configuration of the Cortex query-priority PR (the seed), verbatim.
+SEED_EXAMPLE = """
+overrides:
+  tenant-id:
+    query_priority:
+      enabled: true
+      default_priority: 0
+      priorities:
+        - priority: 3
+          reserved_queriers: 1
+          query_attributes:
+            - regex: "special_query"
+        - priority: 2
+          query_attributes:
+            - regex: "max"
+              time_window:
+                start: 2h
+                end: 0h
+        - priority: 1
+          query_attributes:
+            - time_window:
+                start: 24h
+"""
+
+# A production-like Cortex file: other limits per tenant, other top-level
+# sections, a numeric tenant ID, a dotted one, every attribute field.
+CORTEX_FILE = """
+overrides:
+  tenant-a:
+    ingestion_rate: 350000
+    ingestion_burst_size: 3500000
+    max_global_series_per_user: 3000000
+    max_fetched_chunks_per_query: 2000000
+    max_queriers_per_tenant: 4
+    max_outstanding_requests_per_tenant: 100
+    query_priority:
+      enabled: true
+      default_priority: 0
+      priorities:
+        - priority: 3
+          reserved_queriers: 1
+          query_attributes:
+            - regex: "special_query"
+        - priority: 2
+          query_attributes:
+            - regex: "max"
+              time_window: {start: 2h, end: 0h}
+  12345:
+    ingestion_rate: 10000
+    max_queriers_per_tenant: 2
+  team.payments:
+    max_query_length: 721h
+    compactor_blocks_retention_period: 90d
+    query_priority:
+      enabled: true
+      default_priority: 1
+      priorities:
+        - priority: 10
+          reserved_queriers: 0.25
+          query_attributes:
+            - api_type: query_range
+              time_range_limit: {min: 1h, max: 24h}
+              query_step_limit: {max: 1m}
+              user_agent_regex: "^Grafana"
+              dashboard_uid: "payments-overview"
+              panel_id: 4
+            - api_type: series
+              regex: "payments_.*"
+multi_kv_config:
+  mirror_enabled: false
+ingester_limits:
+  max_inflight_push_requests: 30000
+"""
+
+IGNORED = {"ingestion_rate", "ingestion_burst_size", "max_global_series_per_user",
+           "max_fetched_chunks_per_query", "max_query_length",
+           "compactor_blocks_retention_period"}  # fmt: skip
+
+
+def _expected_export(text: str) -> dict[str, Any]:
+    overrides = yaml.safe_load(text)["overrides"]
+    return {
+        str(tenant): {k: v for k, v in block.items() if k not in IGNORED}
+        for tenant, block in sorted(overrides.items(), key=lambda item: str(item[0]))
+    }
+
+
+def _put(client, text: str, *, media: str = "application/yaml", dry_run: bool = False):
+    url = URL + ("?dry_run=1" if dry_run else "")
+    return client.put(url, text, content_type=media)
+
+
+@pytest.mark.parametrize("text", [SEED_EXAMPLE, CORTEX_FILE], ids=["seed", "cortex"])
+def test_a_cortex_file_round_trips_through_the_api(editor_api, text):
+    response = _put(editor_api, text)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("application/json")
+    exported = editor_api.get(URL)
+    assert exported["Content-Type"].startswith("application/yaml")
+    assert yaml.safe_load(exported.content) == {"overrides": _expected_export(text)}
+    again = _put(editor_api, exported.content.decode())
+    assert again.json()["applied"] is False
+    assert sorted(again.json()["unchanged"]) == sorted(_expected_export(text))
+
+
+def test_fields_we_do_not_use_are_reported_not_dropped_silently(editor_api):
+    body = _put(editor_api, CORTEX_FILE).json()
+    assert body["ignored"] == {
+        "tenant-a": sorted(
+            ["ingestion_rate", "ingestion_burst_size", "max_global_series_per_user",
+             "max_fetched_chunks_per_query"]
+        ),
+        "12345": ["ingestion_rate"],
+        "team.payments": ["compactor_blocks_retention_period", "max_query_length"],
+    }  # fmt: skip
+    assert body["ignored_top_level"] == ["ingester_limits", "multi_kv_config"]
+    assert body["created"] == ["12345", "team.payments", "tenant-a"]
+    assert body["applied"] is True and body["version"] and body["revision_id"]
+
+
+def test_a_dry_run_shows_the_diff_and_changes_nothing(editor_api):
+    _put(editor_api, SEED_EXAMPLE)
+    revisions = ConfigRevision.objects.count()
+    changed = (
+        SEED_EXAMPLE.replace("special_query", "vip_query")
+        + "  other:\n    max_queriers_per_tenant: 1\n"
+    )
+    body = _put(editor_api, changed, dry_run=True).json()
+    assert body["dry_run"] is True and body["applied"] is False
+    assert body["changed"] == ["tenant-id"] and body["created"] == ["other"]
+    assert body["diffs"]["tenant-id"] == [
+        {
+            "path": "query_priority.priorities[0].query_attributes[0].regex",
+            "before": "special_query",
+            "after": "vip_query",
+        }
+    ]
+    assert body["version"] is None
+    assert ConfigRevision.objects.count() == revisions
+    assert not Tenant.objects.filter(tenant_id="other").exists()
+
+
+def test_tenants_missing_from_the_file_are_deleted(editor_api):
+    _put(editor_api, CORTEX_FILE)
+    body = _put(editor_api, SEED_EXAMPLE).json()
+    assert body["deleted"] == ["12345", "team.payments", "tenant-a"]
+    assert list(Tenant.objects.values_list("tenant_id", flat=True)) == ["tenant-id"]
+
+
+def test_one_bad_tenant_rejects_the_whole_file_with_its_path(editor_api):
+    bad = CORTEX_FILE.replace('"^Grafana"', '"^Grafana("')
+    response = _put(editor_api, bad)
+    assert response.status_code == 400
+    errors = response.json()
+    attr = errors["overrides"]["team.payments"]["query_priority"]["priorities"]["0"]
+    assert "RE2" in attr["query_attributes"]["0"]["user_agent_regex"][0]
+    assert not Tenant.objects.exists()
+
+
+def test_a_file_without_overrides_is_refused_rather_than_deleting_everything(editor_api):
+    _put(editor_api, SEED_EXAMPLE)
+    response = _put(editor_api, "multi_kv_config: {}\n")
+    assert response.status_code == 400
+    assert "required" in response.json()["overrides"][0]
+    assert Tenant.objects.count() == 1
+    assert _put(editor_api, "overrides:\n").json()["deleted"] == ["tenant-id"]
+
+
+@pytest.mark.parametrize("media", ["text/yaml", "application/x-yaml", "application/json"])
+def test_other_yaml_media_types_and_json_are_accepted(editor_api, media):
+    text = SEED_EXAMPLE
+    if media == "application/json":
+        text = json.dumps(yaml.safe_load(SEED_EXAMPLE))
+    response = _put(editor_api, text, media=media)
+    assert response.status_code == 200
+    assert response.json()["created"] == ["tenant-id"]
+
+
+def test_the_export_is_json_when_asked(editor_api):
+    _put(editor_api, SEED_EXAMPLE)
+    response = editor_api.get(URL, HTTP_ACCEPT="application/json")
+    assert response.json() == {"overrides": _expected_export(SEED_EXAMPLE)}
+
+
+def test_broken_yaml_and_alias_bombs_are_400(editor_api):
+    assert _put(editor_api, "overrides: [unclosed").status_code == 400
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, 9):
+        previous, name = chr(ord("a") + level - 1), chr(ord("a") + level)
+        bomb.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 10) + "]")
+    bomb.append("overrides: {t: {ingestion_rate: *i}}")
+    response = _put(editor_api, "\n".join(bomb))
+    assert response.status_code == 400
+    assert "aliases" in response.json()["detail"]
+
+
+def test_a_rejected_import_keeps_what_was_there(editor_api):
+    _put(editor_api, SEED_EXAMPLE)
+    before = copy.deepcopy(editor_api.get(URL).content)
+    assert (
+        _put(editor_api, "overrides:\n  x:\n    max_queriers_per_tenant: -1\n").status_code == 400
+    )
+    assert editor_api.get(URL).content == before

@@ -1,0 +1,70 @@
+"""`settings/`: canonical settings with an ETag; PATCH under If-Match."""
+
+from __future__ import annotations
+
+URL = "/api/v1/settings/"
+
+
+def test_get_returns_every_setting_with_defaults_and_an_etag(viewer_api):
+    response = viewer_api.get(URL)
+    assert response.status_code == 200
+    assert response.json() == {
+        "layout": "tenant-first",
+        "component_selection": "round-robin",
+        "max_outstanding_requests_per_tenant": 100,
+        "querier_forget_delay": "0s",
+        "priority_aging": "0s",
+        "query_ingesters_within": "13h",
+        "query_store_after": "12h",
+    }
+    assert response["ETag"] == '"0"'
+
+
+def test_patch_changes_only_the_given_settings(editor_api):
+    etag = editor_api.get(URL)["ETag"]
+    response = editor_api.patch(
+        URL,
+        {"layout": "component-first", "priority_aging": "30s"},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["layout"] == "component-first"
+    assert body["priority_aging"] == "30s"
+    assert body["component_selection"] == "round-robin"
+    assert response["ETag"] != etag
+    assert editor_api.get(URL).json() == body
+
+
+def test_patch_without_if_match_is_428_and_with_a_stale_one_412(editor_api):
+    etag = editor_api.get(URL)["ETag"]
+    assert editor_api.patch(URL, {"layout": "component-first"}, format="json").status_code == 428
+    editor_api.patch(URL, {"layout": "component-first"}, format="json", HTTP_IF_MATCH=etag)
+    stale = editor_api.patch(URL, {"layout": "tenant-first"}, format="json", HTTP_IF_MATCH=etag)
+    assert stale.status_code == 412
+    assert editor_api.get(URL).json()["layout"] == "component-first"
+
+
+def test_invalid_settings_name_their_fields_and_change_nothing(editor_api):
+    etag = editor_api.get(URL)["ETag"]
+    response = editor_api.patch(
+        URL,
+        {"layout": "sideways", "query_store_after": "14h", "nope": 1},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    assert response.status_code == 400
+    errors = response.json()
+    assert "must be one of" in errors["layout"][0]
+    assert "less than query_ingesters_within" in errors["query_store_after"][0]
+    assert errors["nope"] == ["unknown field"]
+    assert editor_api.get(URL)["ETag"] == etag
+
+
+def test_viewers_read_settings_but_cannot_change_them(viewer_api):
+    assert viewer_api.get(URL).status_code == 200
+    response = viewer_api.patch(
+        URL, {"layout": "component-first"}, format="json", HTTP_IF_MATCH='"0"'
+    )
+    assert response.status_code == 403
