@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import selectors, services
+from api.exceptions import NotFound
 from api.models import ConfigRevision
 from api.serializers import (
     RevisionDetailSerializer,
@@ -17,6 +18,15 @@ from api.serializers import (
     RollbackResultSerializer,
 )
 from api.views.base import ApiView, errors
+
+REVISION_ID = OpenApiParameter("revision_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+def _revision_id(raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit():
+        raise NotFound(f"no revision {raw!r}")
+    return int(raw)
+
 
 __all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]
 
@@ -28,6 +38,9 @@ class RevisionPagination(LimitOffsetPagination):
 
 class RevisionListView(ApiView):
     """Revisions, newest first; filter by kind and key (tenant ID)."""
+
+    # Also tells the schema generator that the list is paged.
+    pagination_class = RevisionPagination
 
     @extend_schema(
         operation_id="revisions_list",
@@ -42,7 +55,7 @@ class RevisionListView(ApiView):
             kind=request.query_params.get("kind") or None,
             key=request.query_params.get("key"),
         )
-        paginator = RevisionPagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(revisions, request, view=self)
         return paginator.get_paginated_response(RevisionSerializer(page, many=True).data)
 
@@ -52,10 +65,11 @@ class RevisionDetailView(ApiView):
 
     @extend_schema(
         operation_id="revisions_retrieve",
+        parameters=[REVISION_ID],
         responses={200: RevisionDetailSerializer, **errors(404)},
     )
-    def get(self, request: Request, revision_id: int) -> Response:
-        revision = selectors.revision_get(revision_id=revision_id)
+    def get(self, request: Request, revision_id: str) -> Response:
+        revision = selectors.revision_get(revision_id=_revision_id(revision_id))
         revision.diff = [  # type: ignore[attr-defined]
             {"path": c.path, "before": c.before, "after": c.after}
             for c in selectors.revision_diff(revision)
@@ -68,6 +82,7 @@ class RevisionRollbackView(ApiView):
 
     @extend_schema(
         operation_id="revisions_rollback",
+        parameters=[REVISION_ID],
         request=None,
         responses={
             201: RollbackResultSerializer,
@@ -75,8 +90,8 @@ class RevisionRollbackView(ApiView):
             **errors(400, 404),
         },
     )
-    def post(self, request: Request, revision_id: int) -> Response:
-        new = services.revision_rollback(revision_id=revision_id, author=request.user)
+    def post(self, request: Request, revision_id: str) -> Response:
+        new = services.revision_rollback(revision_id=_revision_id(revision_id), author=request.user)
         body = {"changed": new is not None, "revision": new}
         code = status.HTTP_201_CREATED if new is not None else status.HTTP_200_OK
         return Response(RollbackResultSerializer(body).data, status=code)

@@ -44,13 +44,16 @@ def _block(tenant: Tenant, code: int = status.HTTP_200_OK) -> Response:
 class TenantListView(ApiView):
     """Tenants by ID, paged; `search` keeps IDs containing it (any case)."""
 
+    # Also tells the schema generator that the list is paged.
+    pagination_class = TenantPagination
+
     @extend_schema(
         operation_id="tenants_list",
         parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="ID substring")],
         responses={200: TenantListItemSerializer(many=True), **errors()},
     )
     def get(self, request: Request) -> Response:
-        paginator = TenantPagination()
+        paginator = self.pagination_class()
         tenants = selectors.tenant_list(search=request.query_params.get("search"))
         page = paginator.paginate_queryset(tenants, request, view=self)
         rows = TenantListItemSerializer(page, many=True).data
