@@ -37,6 +37,7 @@ __all__ = [
     "Viewer",
     "get_broadcaster",
     "install_broadcaster",
+    "stats_summary",
 ]
 
 log = logging.getLogger(__name__)
@@ -231,8 +232,11 @@ class Broadcaster:
         self.viewers.discard(viewer)
 
     def latest(self) -> Tick | None:
-        """The current tick, taking one now if none was taken yet."""
-        return self.current or self._take()
+        """The running loop's current tick, else a fresh one (taken on this loop)."""
+        running = self._task is not None and not self._task.done()
+        if running and self.current is not None:
+            return self.current
+        return self._take()
 
     def _take(self) -> Tick | None:
         source = self.source()
@@ -279,19 +283,45 @@ class Broadcaster:
 
 
 class _RuntimeSource:
-    """Reads the process's scheduler runtime (started by the runtime host)."""
+    """Reads the process's scheduler runtime and its rolling stats (runtime host)."""
 
     def snapshot(self) -> QueueSnapshot | None:
         from api import runtime_host
 
-        runtime = runtime_host.get_runtime()
-        return None if runtime is None else runtime.snapshot()
+        if not runtime_host.started():
+            return None
+        return runtime_host.get_runtime().snapshot()
 
     def stats(self) -> Mapping[str, Any] | None:
         from api import runtime_host
 
-        reader = getattr(runtime_host, "get_stats", None)
-        return reader() if reader is not None else None
+        if not runtime_host.started():
+            return None
+        host = runtime_host.get_host()
+        return stats_summary(host.stats, frontends=host.frontend_clients)
+
+
+def _waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
+    return {str(key): [round(s.p50, 4), round(s.p99, 4), s.samples] for key, s in summaries.items()}
+
+
+def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
+    """Header figures from a `RollingStats`: rates, waits by component and priority.
+
+    The chart's wait line is the worst component's p99, the figure that
+    tells an on-call engineer something is backing up.
+    """
+    by_component = stats.wait_by_component(window)
+    rates = stats.rates(window)
+    worst = max(by_component.values(), key=lambda s: s.p99, default=None)
+    return {
+        "window": window,
+        "rates": {k: round(v, 2) for k, v in rates.items()},
+        "wait_by_component": _waits(by_component),
+        "wait_by_priority": _waits(stats.wait_by_priority(window)),
+        "frontends": frontends,
+        "wait": None if worst is None else {"p50": worst.p50, "p99": worst.p99},
+    }
 
 
 def _runtime_source() -> SnapshotSource:

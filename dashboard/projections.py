@@ -38,6 +38,7 @@ PROJECTIONS = ("tenant-first", "component-first")
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 MAX_SEARCH_LENGTH = 256
+MAX_EXPANDED = 400
 
 
 class InvalidViewParams(ValueError):
@@ -52,6 +53,9 @@ class ViewParams:
     search: str = ""
     page: int = 0
     page_size: int = DEFAULT_PAGE_SIZE
+    # Keys of the nodes the browser has open: only their children are sent,
+    # so a collapsed tree of 50 tenants costs 50 rows, not 50 times 4.
+    expanded: frozenset[str] = frozenset()
 
     @classmethod
     def from_message(cls, raw: Mapping[str, Any]) -> ViewParams:
@@ -64,7 +68,14 @@ class ViewParams:
             raise InvalidViewParams(f"search must be a string of at most {MAX_SEARCH_LENGTH}")
         page = _bounded_int(raw.get("page", 0), "page", 0, 1_000_000)
         size = _bounded_int(raw.get("page_size", DEFAULT_PAGE_SIZE), "page_size", 1, MAX_PAGE_SIZE)
-        return cls(projection, search.strip(), page, size)
+        expanded = raw.get("expanded", [])
+        if (
+            not isinstance(expanded, list)
+            or len(expanded) > MAX_EXPANDED
+            or not all(isinstance(k, str) and len(k) <= 600 for k in expanded)
+        ):
+            raise InvalidViewParams(f"expanded must be a list of at most {MAX_EXPANDED} node keys")
+        return cls(projection, search.strip(), page, size, frozenset(expanded))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +83,7 @@ class ViewParams:
             "search": self.search,
             "page": self.page,
             "page_size": self.page_size,
+            "expanded": sorted(self.expanded),
         }
 
 
@@ -241,13 +253,14 @@ def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[
     rows, others, rest = _page(matching, params, total)
     nodes = []
     for row in rows:
+        key = f"t:{row.key}"
         children = [
-            _node("component", f"t:{row.key}/{leaf.component}", _merge(leaf.component, [leaf]), now)
+            _node("component", f"{key}/{leaf.component}", _merge(leaf.component, [leaf]), now)
             for leaf in row.leaves
+            if key in params.expanded
         ]
-        nodes.append(
-            _node("tenant", f"t:{row.key}", _merge(row.key, row.leaves), now, children=children)
-        )
+        agg = _merge(row.key, row.leaves)
+        nodes.append(_node("tenant", key, agg, now, children=children, fanout=len(row.leaves)))
     nodes += _others_node("t", others, rest, now)
     return {"nodes": nodes, "matching": len(matching), "pages": _pages(len(matching), params)}
 
@@ -259,11 +272,14 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
         matching = _matching(index.component_rows(component), params.search)
         most = max(most, len(matching))
         total = index.components[component] if not params.search else None
-        rows, others, rest = _page(matching, params, total)
-        children = [
-            _node("tenant", f"c:{component}/{r.key}", _merge(r.key, r.leaves), now) for r in rows
-        ]
-        children += _others_node(f"c:{component}", others, rest, now)
+        key = f"c:{component}"
+        children: list[dict[str, Any]] = []
+        if key in params.expanded:
+            rows, others, rest = _page(matching, params, total)
+            children = [
+                _node("tenant", f"{key}/{r.key}", _merge(r.key, r.leaves), now) for r in rows
+            ]
+            children += _others_node(key, others, rest, now)
         if params.search:
             shown = _merge(component, (leaf for r in matching for leaf in r.leaves))
         else:

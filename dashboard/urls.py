@@ -1,7 +1,31 @@
-"""URLs of the human-facing pages."""
+"""URLs of the human-facing pages (all need login; writes need the editor role)."""
 
-from django.urls import URLPattern, URLResolver
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, URLResolver, path
 
-__all__ = ["urlpatterns"]
+from dashboard import views, views_tenants
 
-urlpatterns: list[URLPattern | URLResolver] = []
+__all__ = ["app_name", "urlpatterns"]
+
+app_name = "dashboard"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="dashboard/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
+    path("", views.inspector, name="inspector"),
+    path("layout/", views.layout_switch, name="layout"),
+    path("tenants/", views_tenants.tenants, name="tenants"),
+    path("tenants/new/", views_tenants.tenant_new, name="tenant-new"),
+    path("tenants/<str:tenant_id>/", views_tenants.tenant_edit, name="tenant"),
+    path("tenants/<str:tenant_id>/explain/", views_tenants.explain, name="explain"),
+    path("tenants/<str:tenant_id>/delete/", views_tenants.tenant_delete, name="tenant-delete"),
+    path("history/", views.history, name="history"),
+    path("history/<int:revision_id>/rollback/", views.rollback, name="rollback"),
+    path("settings/", views.settings_page, name="settings"),
+]

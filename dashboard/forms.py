@@ -1,0 +1,272 @@
+"""Translate the tenant editor's and settings page's form posts to raw config dicts.
+
+The editor names every input by its validation path
+(`query_priority.priorities[1].query_attributes[0].regex`), so a
+`FieldError` from `scheduler_core.validation` lands on exactly the input it
+is about with no mapping table to keep in step. Parsing here never decides
+what is valid: it only turns text into the raw shape (numbers where a number
+was typed, text otherwise) and the validator judges, so the browser and the
+REST API get the same messages. Blank inputs mean "not set".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler_core.errors import FieldError
+from scheduler_core.model import API_TYPES
+
+__all__ = [
+    "ATTRIBUTE_FIELDS",
+    "PAIR_FIELDS",
+    "SETTINGS_FIELDS",
+    "EditorAction",
+    "apply_action",
+    "editor_model",
+    "errors_by_path",
+    "settings_from_post",
+    "tenant_config_from_post",
+]
+
+PRIORITIES = "query_priority.priorities"
+# (key, label, help) of the plain text fields of one query attribute.
+ATTRIBUTE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("regex", "Query regex (RE2, unanchored)"),
+    ("user_agent_regex", "User-Agent regex"),
+    ("dashboard_uid", "Dashboard UID"),
+    ("panel_id", "Panel ID"),
+)
+# (key, label, (low key, high key)) of the duration pairs of one attribute.
+PAIR_FIELDS: tuple[tuple[str, str, tuple[str, str]], ...] = (
+    ("time_window", "Time window (before now)", ("start", "end")),
+    ("time_range_limit", "Time range limit", ("min", "max")),
+    ("query_step_limit", "Query step limit", ("min", "max")),
+)
+SETTINGS_FIELDS: tuple[str, ...] = (
+    "layout",
+    "component_selection",
+    "max_outstanding_requests_per_tenant",
+    "querier_forget_delay",
+    "priority_aging",
+    "query_ingesters_within",
+    "query_store_after",
+)
+_RULE_KEY = re.compile(r"query_priority\.priorities\[(\d+)\]\.(.+)")
+_ATTR_KEY = re.compile(r"query_attributes\[(\d+)\]\.(.+)")
+_INT = re.compile(r"-?\d+")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?|-?\.\d+")
+
+
+def _number(text: str) -> Any:
+    """An int or float when the text is one, else the text (the validator says why)."""
+    text = text.strip()
+    if _INT.fullmatch(text):
+        return int(text)
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    return text
+
+
+def _put(target: dict[str, Any], dotted: str, value: Any) -> None:
+    head, _, rest = dotted.partition(".")
+    if rest:
+        _put(target.setdefault(head, {}), rest, value)
+    else:
+        target[head] = value
+
+
+def _attribute(fields: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value.strip():
+            _put(out, key, value.strip() if key != "panel_id" else value.strip())
+    return out
+
+
+def _rules(post: Mapping[str, str]) -> list[dict[str, Any]]:
+    rules: dict[int, dict[str, Any]] = {}
+    attrs: dict[int, dict[int, dict[str, str]]] = {}
+    for name, value in post.items():
+        found = _RULE_KEY.fullmatch(name)
+        if found is None:
+            continue
+        index, rest = int(found.group(1)), found.group(2)
+        rule = rules.setdefault(index, {})
+        attr = _ATTR_KEY.fullmatch(rest)
+        if attr is not None:
+            attrs.setdefault(index, {}).setdefault(int(attr.group(1)), {})[attr.group(2)] = value
+        elif rest in ("priority", "reserved_queriers") and value.strip():
+            rule[rest] = _number(value)
+    out = []
+    for index in sorted(rules):
+        rule = rules[index]
+        mine = attrs.get(index, {})
+        rule["query_attributes"] = [_attribute(mine[j]) for j in sorted(mine)]
+        out.append(rule)
+    return out
+
+
+def tenant_config_from_post(post: Mapping[str, str]) -> dict[str, Any]:
+    """The raw tenant block an editor form describes."""
+    config: dict[str, Any] = {}
+    for key in ("max_queriers_per_tenant", "max_outstanding_requests_per_tenant"):
+        text = post.get(key, "").strip()
+        if text:
+            config[key] = _number(text)
+    default = post.get("query_priority.default_priority", "").strip()
+    config["query_priority"] = {
+        "enabled": post.get("query_priority.enabled") == "on",
+        "default_priority": _number(default) if default else 0,
+        "priorities": _rules(post),
+    }
+    return config
+
+
+def settings_from_post(post: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the form sent; numbers stay numbers, durations stay text."""
+    changes: dict[str, Any] = {}
+    for key in SETTINGS_FIELDS:
+        text = post.get(key, "").strip()
+        if text:
+            changes[key] = _number(text) if key == "max_outstanding_requests_per_tenant" else text
+    return changes
+
+
+class EditorAction:
+    """A structural edit of the draft (add, remove, move) asked by a form button."""
+
+    def __init__(self, raw: str) -> None:
+        parts = raw.split(":")
+        self.verb = parts[0]
+        self.args = [int(p) for p in parts[1:] if p.isdigit()]
+
+
+def apply_action(config: dict[str, Any], action: EditorAction) -> None:
+    """Apply a structural edit to the draft in place; unknown or stale indices do nothing."""
+    rules: list[dict[str, Any]] = config.setdefault("query_priority", {}).setdefault(
+        "priorities", []
+    )
+    verb, args = action.verb, action.args
+    if verb == "add-rule":
+        rules.append({"priority": "", "query_attributes": [{}]})
+        return
+    if not args or args[0] >= len(rules):
+        return
+    i = args[0]
+    attrs = rules[i].setdefault("query_attributes", [])
+    if verb == "remove-rule":
+        del rules[i]
+    elif verb == "add-attr":
+        attrs.append({})
+    elif verb == "remove-attr" and len(args) > 1 and args[1] < len(attrs):
+        del attrs[args[1]]
+    elif verb == "up" and i > 0:
+        rules[i - 1], rules[i] = rules[i], rules[i - 1]
+    elif verb == "down" and i + 1 < len(rules):
+        rules[i + 1], rules[i] = rules[i], rules[i + 1]
+
+
+def errors_by_path(errors: Sequence[FieldError]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for error in errors:
+        out.setdefault(error.path, []).append(error.message)
+    return out
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _field(path: str, value: Any, errors: dict[str, list[str]], placed: set[str]) -> dict[str, Any]:
+    placed.add(path)
+    return {"name": path, "value": _text(value), "errors": errors.get(path, [])}
+
+
+def _attribute_model(
+    path: str, attr: Mapping[str, Any], errors: dict[str, list[str]], placed: set[str]
+) -> dict[str, Any]:
+    texts = [
+        dict(_field(f"{path}.{key}", attr.get(key), errors, placed), label=label)
+        for key, label in ATTRIBUTE_FIELDS
+    ]
+    pairs = []
+    for key, label, (low, high) in PAIR_FIELDS:
+        raw = attr.get(key) or {}
+        raw = raw if isinstance(raw, Mapping) else {}
+        pairs.append(
+            {
+                "label": label,
+                "group": _field(f"{path}.{key}", None, errors, placed),
+                "low": dict(_field(f"{path}.{key}.{low}", raw.get(low), errors, placed), label=low),
+                "high": dict(
+                    _field(f"{path}.{key}.{high}", raw.get(high), errors, placed), label=high
+                ),
+            }
+        )
+    api_type = _field(f"{path}.api_type", attr.get("api_type"), errors, placed)
+    return {
+        "path": path,
+        "errors": errors.get(path, []),
+        "texts": texts,
+        "pairs": pairs,
+        "api_type": api_type,
+    }
+
+
+def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dict[str, Any]:
+    """The editor's fields with their values and the errors placed on each.
+
+    `unplaced` lists errors whose path matches no input, so none is lost.
+    """
+    by_path = errors_by_path(errors)
+    placed: set[str] = set()
+    qp = config.get("query_priority") or {}
+    qp = qp if isinstance(qp, Mapping) else {}
+    rules = []
+    raw_rules = qp.get("priorities") or []
+    for i, rule in enumerate(raw_rules if isinstance(raw_rules, list) else []):
+        rule = rule if isinstance(rule, Mapping) else {}
+        path = f"{PRIORITIES}[{i}]"
+        attrs = rule.get("query_attributes") or []
+        attrs_path = f"{path}.query_attributes"
+        placed.update({path, attrs_path})
+        rules.append(
+            {
+                "index": i,
+                "path": path,
+                "errors": by_path.get(path, []) + by_path.get(attrs_path, []),
+                "priority": _field(f"{path}.priority", rule.get("priority"), by_path, placed),
+                "reserved": _field(
+                    f"{path}.reserved_queriers", rule.get("reserved_queriers"), by_path, placed
+                ),
+                "attributes": [
+                    dict(_attribute_model(f"{attrs_path}[{j}]", a, by_path, placed), index=j)
+                    for j, a in enumerate(attrs if isinstance(attrs, list) else [])
+                    if isinstance(a, Mapping)
+                ],
+            }
+        )
+    fields = {
+        key.replace(".", "_"): _field(key, value, by_path, placed)
+        for key, value in (
+            ("max_queriers_per_tenant", config.get("max_queriers_per_tenant")),
+            (
+                "max_outstanding_requests_per_tenant",
+                config.get("max_outstanding_requests_per_tenant"),
+            ),
+            ("query_priority.default_priority", qp.get("default_priority", 0)),
+            ("query_priority.enabled", None),
+        )
+    }
+    placed.add(PRIORITIES)
+    return {
+        "fields": fields,
+        "enabled": bool(qp.get("enabled")),
+        "rules": rules,
+        "rules_errors": by_path.get(PRIORITIES, []),
+        "api_types": API_TYPES,
+        "unplaced": [e for e in errors if e.path not in placed],
+        "error_count": len(errors),
+    }

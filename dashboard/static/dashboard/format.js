@@ -1,0 +1,57 @@
+// Formatting shared with dashboard/templatetags/dashboard_tags.py: keep both
+// spelled the same so accessible names do not change on the first update.
+
+export function formatWait(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${Math.floor(seconds % 60)}s`;
+  return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
+}
+
+export function formatRate(perSecond) {
+  if (perSecond === null || perSecond === undefined) return "–";
+  return perSecond >= 100 ? perSecond.toFixed(0) : perSecond.toFixed(1);
+}
+
+export function formatSeconds(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  if (seconds < 0.001) return `${(seconds * 1e6).toFixed(0)} µs`;
+  if (seconds < 1) return `${(seconds * 1000).toFixed(seconds < 0.01 ? 1 : 0)} ms`;
+  return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
+}
+
+export function nodeLabel(node) {
+  if (node.kind === "others") return `others (${node.count} tenants): ${node.length} queued`;
+  return `${node.name}: ${node.length} queued`;
+}
+
+export function nodeName(node) {
+  return node.kind === "others" ? `${node.name} (${node.count} tenants)` : node.name;
+}
+
+export function priorityClass(priority) {
+  return `pc-${Math.max(0, Math.min(priority, 5))}`;
+}
+
+export function priorityText(pairs) {
+  return pairs.map(([p, c]) => `p${p} ${c}`).join(" · ");
+}
+
+const STATES = {
+  busy: "busy",
+  idle: "idle",
+  "reserved-idle": "reserved · idle",
+  "shutting-down": "shutting down",
+  disconnected: "disconnected (kept)",
+};
+
+export function querierState(q) {
+  return STATES[q.state] || q.state;
+}
+
+export function workerText(w) {
+  const took = formatWait(w.for);
+  if (w.state === "busy") return `#${w.id} busy · ${w.tenant} / ${w.component} / p${w.priority} · ${took}`;
+  if (w.state === "waiting") return `#${w.id} waiting for work · ${took}`;
+  return `#${w.id} idle · ${took}`;
+}

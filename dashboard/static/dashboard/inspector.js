@@ -1,0 +1,204 @@
+// Inspector page: wires the live client to the tree, figures, charts,
+// queriers panel and controls. The page was rendered by the server first;
+// the first snapshot replaces it in place.
+
+import { LineChart } from "./charts.js";
+import { formatRate, formatSeconds, formatWait, querierState, workerText } from "./format.js";
+import { LiveClient } from "./live.js";
+import { TreeView } from "./tree.js";
+
+const COMPONENTS = ["ingester", "store-gateway", "ingester-and-store-gateway", "unknown"];
+const root = document.getElementById("inspector");
+const $ = (id) => document.getElementById(id);
+
+const params = {
+  projection: root.dataset.projection,
+  search: $("search").value,
+  page: Number(root.dataset.page) || 0,
+  page_size: Number(root.dataset.pageSize) || 50,
+  expanded: [],
+};
+let pages = 1;
+let chartPoints = [];
+
+const tree = new TreeView($("tree"), () => resubscribe(false));
+const queuedChart = new LineChart($("chart-queued"), ["s-a"]);
+const waitChart = new LineChart($("chart-wait"), ["s-a", "s-b"]);
+
+function defaults() {
+  return params.projection === "component-first" ? COMPONENTS.map((c) => `c:${c}`) : [];
+}
+
+params.expanded = tree.openKeys(defaults());
+
+const client = new LiveClient(root.dataset.ws, {
+  params,
+  onFrame: applyFrame,
+  onState: showState,
+});
+
+function resubscribe(resetPage) {
+  if (resetPage) params.page = 0;
+  params.expanded = tree.openKeys(defaults());
+  client.subscribe({ ...params });
+  const url = new URL(location.href);
+  url.searchParams.set("projection", params.projection);
+  if (params.search) url.searchParams.set("search", params.search);
+  else url.searchParams.delete("search");
+  url.searchParams.set("page", String(params.page));
+  history.replaceState(null, "", url);
+}
+
+function applyFrame(msg, full) {
+  if (msg.header) applyHeader(msg.header);
+  if (msg.tree) applyTree(msg.tree);
+  if (msg.queriers) applyQueriers(msg.queriers);
+  if (full) chartPoints = msg.chart;
+  else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
+  if (full || msg.chart.length) drawCharts();
+}
+
+function setText(id, text) {
+  const node = $(id);
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function applyHeader(h) {
+  setText("f-total", String(h.total));
+  setText("f-tenants", String(h.tenants_queued));
+  setText("f-oldest", formatWait(h.oldest_wait));
+  setText("f-queriers", String(h.queriers));
+  setText("f-workers", `${h.workers_busy}/${h.workers_total}`);
+  setText("f-reserved", String(h.reserved_idle));
+  $("fig-reserved").classList.toggle("warn", h.reserved_idle > 0);
+  setText("running-layout", h.layout);
+  setText("cadence", `updates every ${h.interval} s`);
+  for (const em of document.querySelectorAll(".projection em.running")) em.remove();
+  const running = document.querySelector(`.projection input[value="${h.layout}"] + span`);
+  if (running) running.insertAdjacentHTML("beforeend", ' <em class="running" title="the layout the scheduler runs">running</em>');
+  const s = h.stats;
+  if (!s) return;
+  setText("f-dispatch", formatRate(s.rates.dispatched));
+  setText("f-rejected", formatRate(s.rates.rejected));
+  setText("f-cancelled", formatRate(s.rates.cancelled));
+  setText("f-frontends", String(s.frontends));
+  waitRows("wait-component", s.wait_by_component, (k) => k);
+  waitRows("wait-priority", s.wait_by_priority, (k) => `p${k}`);
+}
+
+function waitRows(id, table, label) {
+  const body = $(id);
+  const keys = Object.keys(table);
+  if (!keys.length) {
+    body.innerHTML = '<tr><td colspan="4" class="muted">no dispatches yet</td></tr>';
+    return;
+  }
+  body.replaceChildren(...keys.map((k) => {
+    const [p50, p99, n] = table[k];
+    const tr = document.createElement("tr");
+    for (const text of [label(k), formatSeconds(p50), formatSeconds(p99), String(n)]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    return tr;
+  }));
+}
+
+function applyTree(t) {
+  tree.render(t.nodes);
+  pages = t.pages;
+  setText("page-info", `page ${t.page + 1} of ${t.pages}`);
+  $("prev-page").disabled = t.page <= 0;
+  $("next-page").disabled = t.page + 1 >= t.pages;
+  $("tree-empty").hidden = t.nodes.some((n) => n.length > 0);
+  $("tree").setAttribute("aria-label", `Queue tree (${t.projection})`);
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function querierHtml(q) {
+  const res = q.reservations.length
+    ? `<p class="res">Reserved for ${q.reservations.map((r) => `<span class="chip">${escapeHtml(r.tenant)} · priority ≥ ${r.priority}</span>`).join("")}</p>`
+    : "";
+  const more = q.shard_tenants > q.shard_sample.length ? ", …" : "";
+  const sample = q.shard_sample.length ? ` (${q.shard_sample.map(escapeHtml).join(", ")}${more})` : "";
+  const unsharded = q.unsharded_tenants ? ` + ${q.unsharded_tenants} unsharded` : "";
+  const workers = q.workers.map((w) => `<li class="w w-${w.state}">${escapeHtml(workerText(w))}</li>`).join("");
+  const state = querierState(q);
+  return `<article class="querier state-${q.state}" data-querier="${escapeHtml(q.id)}" aria-label="querier ${escapeHtml(q.id)}: ${state}">` +
+    `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span><span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
+    `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>` +
+    `<ol class="workers">${workers}</ol></article>`;
+}
+
+function applyQueriers(panel) {
+  $("queriers").innerHTML = panel.queriers.map(querierHtml).join("") +
+    (panel.hidden ? `<p class="muted">${panel.hidden} more queriers not shown.</p>` : "");
+  $("queriers-empty").hidden = panel.queriers.length > 0;
+  setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
+}
+
+function drawCharts() {
+  queuedChart.draw(chartPoints.map((p) => [p[0], p[1]]));
+  waitChart.draw(chartPoints.map((p) => [p[0], p[2], p[4]]));
+}
+
+function showState(state) {
+  const pill = $("live-state");
+  pill.textContent = state;
+  pill.dataset.state = state;
+  pill.className = `pill pill-${state}`;
+}
+
+setInterval(() => {
+  const age = client.age();
+  setText("data-age", age === null ? "no data yet" : `data ${age < 1 ? "<1" : age.toFixed(0)} s old`);
+}, 500);
+
+$("pause").addEventListener("click", () => {
+  const pausing = !client.paused;
+  if (pausing) client.pause();
+  else client.resume();
+  $("pause").textContent = pausing ? "Resume" : "Pause";
+  $("pause").setAttribute("aria-pressed", pausing ? "true" : "false");
+});
+
+for (const radio of document.querySelectorAll('input[name="projection"]')) {
+  radio.addEventListener("change", () => {
+    params.projection = radio.value;
+    document.querySelector('#search-form input[name="projection"]').value = radio.value;
+    resubscribe(true);
+  });
+}
+
+let searchTimer = null;
+$("search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => {
+    params.search = $("search").value.trim();
+    resubscribe(true);
+  }, 200);
+});
+$("search-form").addEventListener("submit", (e) => e.preventDefault());
+$("prev-page").addEventListener("click", () => {
+  if (params.page > 0) { params.page -= 1; resubscribe(false); }
+});
+$("next-page").addEventListener("click", () => {
+  if (params.page + 1 < pages) { params.page += 1; resubscribe(false); }
+});
+
+const layoutForm = $("layout-form");
+if (layoutForm) {
+  const dialog = $("layout-dialog");
+  layoutForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    dialog.showModal();
+  });
+  $("layout-cancel").addEventListener("click", () => dialog.close());
+}
+
+window.inspectorClient = client;
+client.connect();

@@ -1,0 +1,107 @@
+// The inspector's websocket client. Frames carry an epoch (per server
+// process) and a seq (per frame sent to us): a snapshot resets both, an
+// update must be seq + 1 of the same epoch or we ask for a resync rather
+// than show a tree built from a missing delta. Every applied frame is
+// acknowledged; the server sends at most a couple of unacknowledged frames,
+// so a busy or backgrounded tab costs dropped frames, never a growing queue.
+
+const BACKOFF_MIN = 500;
+const BACKOFF_MAX = 5000;
+
+export class LiveClient {
+  constructor(path, { params, onFrame, onState }) {
+    this.path = path;
+    this.params = params;
+    this.onFrame = onFrame;
+    this.onState = onState;
+    this.epoch = null;
+    this.seq = 0;
+    this.paused = false;
+    this.backoff = BACKOFF_MIN;
+    this.lastFrameAt = null;
+    this.bytes = 0;
+    this.frames = 0;
+    this.resyncs = 0;
+    this.ws = null;
+    this.setState("connecting");
+  }
+
+  url() {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    return `${scheme}//${location.host}${this.path}`;
+  }
+
+  connect() {
+    const ws = new WebSocket(this.url());
+    this.ws = ws;
+    ws.onopen = () => {
+      this.backoff = BACKOFF_MIN;
+      this.send({ type: "subscribe", ...this.params });
+      if (this.paused) this.send({ type: "pause" });
+    };
+    ws.onmessage = (event) => this.receive(event.data);
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.setState("reconnecting");
+      setTimeout(() => this.connect(), this.backoff);
+      this.backoff = Math.min(BACKOFF_MAX, this.backoff * 2);
+    };
+  }
+
+  send(message) {
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  subscribe(params) {
+    this.params = params;
+    this.send({ type: "subscribe", ...params });
+  }
+
+  pause() {
+    this.paused = true;
+    this.send({ type: "pause" });
+    this.setState("paused");
+  }
+
+  resume() {
+    this.paused = false;
+    this.send({ type: "resume" });
+    this.setState(this.ws ? "live" : "reconnecting");
+  }
+
+  receive(data) {
+    this.bytes += data.length;
+    const msg = JSON.parse(data);
+    if (msg.type === "error") {
+      console.warn("inspector:", msg.message);
+      return;
+    }
+    if (msg.type === "update" && (msg.epoch !== this.epoch || msg.seq !== this.seq + 1)) {
+      this.resyncs += 1;
+      this.epoch = null;
+      this.send({ type: "resync" });
+      return;
+    }
+    if (msg.type !== "snapshot" && msg.type !== "update") return;
+    this.epoch = msg.epoch;
+    this.seq = msg.seq;
+    this.frames += 1;
+    this.lastFrameAt = performance.now();
+    performance.mark("qi-apply-start");
+    this.onFrame(msg, msg.type === "snapshot");
+    performance.measure("qi-apply", "qi-apply-start");
+    this.send({ type: "ack", seq: msg.seq });
+    if (!this.paused) this.setState("live");
+  }
+
+  setState(state) {
+    if (this.state === state) return;
+    this.state = state;
+    this.onState(state);
+  }
+
+  age() {
+    return this.lastFrameAt === null ? null : (performance.now() - this.lastFrameAt) / 1000;
+  }
+}

@@ -1,0 +1,87 @@
+"""Formatting shared by the server-rendered inspector and its script.
+
+`static/dashboard/format.js` spells every one of these the same way, so a
+node's accessible name ("tenant-a: 12 queued") is identical before and after
+the first live update, for people, screen readers and tests alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.html import format_html, format_html_join
+
+__all__ = ["format_wait", "node_label", "priority_class", "register"]
+
+register = template.Library()
+
+_STATES = {
+    "busy": "busy",
+    "idle": "idle",
+    "reserved-idle": "reserved · idle",
+    "shutting-down": "shutting down",
+    "disconnected": "disconnected (kept)",
+}
+
+
+def format_wait(seconds: float | str | None) -> str:
+    if not isinstance(seconds, int | float):
+        return "–"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m {int(seconds % 60)}s"
+    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60)}m"
+
+
+def priority_class(priority: int) -> str:
+    return f"pc-{max(0, min(int(priority), 5))}"
+
+
+@register.simple_tag
+def wait(seconds: float | str | None) -> str:
+    return format_wait(seconds)
+
+
+@register.simple_tag
+def node_label(node: dict[str, Any]) -> str:
+    if node["kind"] == "others":
+        return f"others ({node['count']} tenants): {node['length']} queued"
+    return f"{node['name']}: {node['length']} queued"
+
+
+@register.simple_tag
+def priority_bar(node: dict[str, Any]) -> str:
+    total = max(1, int(node["length"]))
+    pairs = node["by_priority"]
+    bar = format_html_join(
+        "",
+        '<i class="{}" style="width:{}%"></i>',
+        ((priority_class(p), f"{100 * c / total:.1f}") for p, c in pairs),
+    )
+    text = " · ".join(f"p{p} {c}" for p, c in pairs)
+    return format_html(
+        '<span class="bar" aria-hidden="true">{}</span><span class="prios">{}</span>', bar, text
+    )
+
+
+@register.simple_tag
+def querier_state(querier: dict[str, Any]) -> str:
+    return _STATES.get(querier["state"], querier["state"])
+
+
+@register.simple_tag
+def worker_text(worker: dict[str, Any]) -> str:
+    took = format_wait(worker["for"])
+    if worker["state"] == "busy":
+        what = f"{worker['tenant']} / {worker['component']} / p{worker['priority']}"
+        return f"#{worker['id']} busy · {what} · {took}"
+    if worker["state"] == "waiting":
+        return f"#{worker['id']} waiting for work · {took}"
+    return f"#{worker['id']} idle · {took}"
+
+
+@register.filter
+def other_layout(layout: str) -> str:
+    return "component-first" if layout == "tenant-first" else "tenant-first"

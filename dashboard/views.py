@@ -1,0 +1,183 @@
+"""Inspector, layout switch, history with rollback, and scheduler settings pages.
+
+Views only translate: reads go through `api.selectors`, writes through
+`api.services` (which validate, version-check and record revisions), and the
+live queue through the broadcaster's projections. Every write is a POST with
+CSRF and the version the page was loaded with, so a stale page is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from api import selectors, services
+from api.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.models import ConfigRevision
+from dashboard.access import current_tick, editor_required, page, role_required
+from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
+from dashboard.projections import (
+    PROJECTIONS,
+    InvalidViewParams,
+    ViewParams,
+    build_header,
+    build_tree,
+)
+from dashboard.querier_view import build_queriers
+from scheduler_core.model import COMPONENTS
+from scheduler_core.validation import queue_config_to_dict
+
+__all__ = ["history", "inspector", "layout_switch", "rollback", "settings_page"]
+
+UI = ConfigRevision.Source.UI
+STALE = (
+    "Someone saved a change since you loaded this page (now version {current}). "
+    "Nothing was saved: reload to see their change, then edit again."
+)
+
+
+def _version(request: HttpRequest) -> int | None:
+    text = request.POST.get("version", "")
+    return int(text) if text.isdigit() else None
+
+
+def _params(request: HttpRequest) -> ViewParams:
+    query = request.GET
+    raw: dict[str, Any] = {"projection": query.get("projection", "tenant-first")}
+    raw["search"] = query.get("search", "")
+    if query.get("page", "").isdigit():
+        raw["page"] = int(query["page"])
+    if raw["projection"] == "component-first":
+        raw["expanded"] = [f"c:{component}" for component in COMPONENTS]
+    try:
+        return ViewParams.from_message(raw)
+    except InvalidViewParams:
+        return ViewParams()
+
+
+@role_required
+def inspector(request: HttpRequest) -> HttpResponse:
+    """The live tree, server-rendered first; the page's JS then keeps it live."""
+    params = _params(request)
+    tick = current_tick()
+    settings_row = selectors.settings_get()
+    context: dict[str, Any] = {
+        "params": params,
+        "projections": PROJECTIONS,
+        "settings_version": settings_row.version,
+        "running_layout": selectors.queue_config_get().layout,
+        "tree": build_tree(tick.index, params) if tick else None,
+        "header": build_header(tick.index, None) if tick else None,
+        "queriers": build_queriers(tick.index.snapshot) if tick else None,
+    }
+    return page(request, "dashboard/inspector.html", context)
+
+
+@require_POST
+@editor_required
+def layout_switch(request: HttpRequest) -> HttpResponse:
+    """Switch the running layout; asks to confirm unless the form said so."""
+    layout = request.POST.get("layout", "")
+    version = _version(request)
+    if request.POST.get("confirm") != "yes":
+        return page(
+            request, "dashboard/confirm_layout.html", {"layout": layout, "version": version}
+        )
+    try:
+        services.settings_update(
+            changes={"layout": layout},
+            expected_version=version,
+            author=request.user,
+            source=UI,
+            message=f"layout switched to {layout} from the inspector",
+        )
+    except VersionConflict as exc:
+        messages.error(request, STALE.format(current=exc.current_version))
+    except ConfigValidationError as exc:
+        messages.error(request, f"Layout not switched: {exc}")
+    else:
+        messages.success(request, f"The scheduler now runs the {layout} layout.")
+    return redirect("dashboard:inspector")
+
+
+@role_required
+def history(request: HttpRequest) -> HttpResponse:
+    """Revisions, newest first, each with its diff, author, source and rollback."""
+    kind = request.GET.get("kind") or None
+    key = request.GET.get("key") or None
+    paginator = Paginator(selectors.revision_list(kind=kind, key=key), 25)
+    revisions = paginator.get_page(request.GET.get("page"))
+    rows = [{"revision": r, "diff": selectors.revision_diff(r)} for r in revisions]
+    context = {"rows": rows, "page_obj": revisions, "kind": kind or "", "key": key or ""}
+    return page(request, "dashboard/history.html", context)
+
+
+@require_POST
+@editor_required
+def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
+    """Restore the state before a revision, as a new revision."""
+    try:
+        restored = services.revision_rollback(revision_id=revision_id, author=request.user)
+    except NotFound:
+        messages.error(request, f"There is no revision {revision_id}.")
+    except ConfigValidationError as exc:
+        messages.error(request, f"That state no longer validates, nothing changed: {exc}")
+    else:
+        if restored is None:
+            messages.info(request, "That state is already the current one; nothing changed.")
+        else:
+            messages.success(request, f"Rolled back: new revision #{restored.version}.")
+    return redirect("dashboard:history")
+
+
+def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        "fields": [
+            {"name": k, "value": config.get(k, ""), "errors": errors.get(k, [])}
+            for k in SETTINGS_FIELDS
+        ]
+    }
+
+
+@role_required
+def settings_page(request: HttpRequest) -> HttpResponse:
+    """Scheduler settings; editors may save them (version-checked)."""
+    row = selectors.settings_get()
+    current = queue_config_to_dict(selectors.queue_config_get())
+    errors: dict[str, list[str]] = {}
+    status = 200
+    if request.method == "POST":
+        if request.role != "editor":  # type: ignore[attr-defined]
+            return page(
+                request,
+                "dashboard/forbidden.html",
+                {"message": "Changing settings needs the editor role."},
+                status=403,
+            )
+        changes = settings_from_post(request.POST)
+        try:
+            services.settings_update(
+                changes=changes,
+                expected_version=_version(request),
+                author=request.user,
+                source=UI,
+                message=request.POST.get("message", ""),
+            )
+        except VersionConflict as exc:
+            messages.error(request, STALE.format(current=exc.current_version))
+            current.update(changes)
+            status = 409
+        except ConfigValidationError as exc:
+            errors = errors_by_path(exc.errors)
+            current.update(changes)
+            status = 400
+        else:
+            messages.success(request, "Settings saved; the scheduler applies them now.")
+            return redirect("dashboard:settings")
+    context = {"version": row.version, **_settings_context(current, errors)}
+    return page(request, "dashboard/settings.html", context, status=status)

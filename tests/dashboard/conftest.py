@@ -1,0 +1,46 @@
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+
+@pytest.fixture
+def editor(db: None) -> User:
+    user = User.objects.create_user("erin", password="pw-erin-123")
+    user.groups.add(Group.objects.get(name="editor"))
+    return user
+
+
+@pytest.fixture
+def viewer(db: None) -> User:
+    user = User.objects.create_user("victor", password="pw-victor-123")
+    user.groups.add(Group.objects.get(name="viewer"))
+    return user
+
+
+@pytest.fixture
+def editor_client(editor: User) -> Client:
+    client = Client()
+    client.force_login(editor)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer: User) -> Client:
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def rules() -> dict[str, Any]:
+    """A valid tenant block with one priority rule."""
+    return {
+        "max_queriers_per_tenant": 3,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 1,
+            "priorities": [{"priority": 5, "query_attributes": [{"regex": "up"}]}],
+        },
+    }
