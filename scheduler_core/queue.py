@@ -22,7 +22,7 @@ from scheduler_core.errors import (
     UnknownQuerier,
     WorkerBusy,
 )
-from scheduler_core.leaf import Leaf
+from scheduler_core.leaf import Leaf, TenantState
 from scheduler_core.model import (
     COMPONENTS,
     Layout,
@@ -59,13 +59,9 @@ class RequestQueue:
         self._assignment = TenantQuerierAssignment(self._on_reshard)
         self._rotation = TenantRotation(self._order, self._assignment.shard_of)
         self._limits: dict[str, TenantLimits] = {}
-        self._max_outstanding: dict[str, int] = {}
         self._priority_enabled: set[str] = set()
-        # tenant -> component -> leaf; a leaf is here exactly while non-empty.
-        self._leaves: dict[str, dict[str, Leaf]] = {}
+        self._tenants: dict[str, TenantState] = {}
         self._queued: dict[str, Request] = {}
-        self._tenant_queued: dict[str, int] = {}
-        self._tenant_in_flight: dict[str, int] = {}
         self._in_flight: dict[str, WorkerState] = {}
         self._ctx = DequeueContext()
         self._tree = self._build_tree()
@@ -79,8 +75,8 @@ class RequestQueue:
             tree = Tree(False, QuerierWorkerPriority(), self._rotation)
         else:
             tree = Tree(False, RoundRobin(COMPONENTS), self._rotation)
-        for leaves in self._leaves.values():
-            for leaf in leaves.values():
+        for state in self._tenants.values():
+            for leaf in state.leaves.values():
                 tree.attach(leaf)
         return tree
 
@@ -88,41 +84,37 @@ class RequestQueue:
         for node in self._tree.tenant_nodes(tenant_id):
             self._rotation.reshard(node, tenant_id, old, new)
 
-    def _insert(self, request: Request, front: bool) -> None:
+    def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
         tenant = request.tenant_id
-        queued = self._tenant_queued.get(tenant, 0)
-        if queued:
-            leaves = self._leaves[tenant]
-        else:
+        if state is None:
+            state = self._tenants[tenant] = TenantState()
+        if not state.queued:
             self._order.acquire(tenant)
-            leaves = self._leaves[tenant] = {}
-        leaf = leaves.get(request.component)
+        leaf = state.leaves.get(request.component)
         fresh = leaf is None
         if leaf is None:
-            leaf = leaves[request.component] = Leaf(tenant, request.component)
+            leaf = state.leaves[request.component] = Leaf(tenant, request.component)
         if front:
             leaf.push_front(request)
         else:
             leaf.push(request)
         self._queued[request.id] = request
-        self._tenant_queued[tenant] = queued + 1
+        state.queued += 1
         if fresh:
             self._tree.attach(leaf)
 
-    def _take_out(self, leaf: Leaf, request: Request) -> None:
-        """Bookkeeping after `request` left `leaf`; prunes what emptied."""
-        del self._queued[request.id]
-        tenant = request.tenant_id
+    def _prune(self, leaf: Leaf, state: TenantState) -> None:
+        """After a removal: unhang an emptied leaf, free an idle tenant."""
         if not leaf.length:
             self._tree.detach(leaf)
-            del self._leaves[tenant][leaf.component]
-        left = self._tenant_queued[tenant] - 1
-        if left:
-            self._tenant_queued[tenant] = left
-        else:
-            del self._tenant_queued[tenant]
-            del self._leaves[tenant]
-            self._order.release(tenant)
+            del state.leaves[leaf.component]
+        if not state.queued:
+            self._order.release(leaf.tenant_id)
+            self._forget_idle(leaf.tenant_id, state)
+
+    def _forget_idle(self, tenant: str, state: TenantState) -> None:
+        if not state.queued and not state.in_flight and tenant not in self._limits:
+            del self._tenants[tenant]
 
     def _release(self, worker: WorkerState) -> Request:
         """Free a worker of its in-flight request (already out of `_in_flight`)."""
@@ -130,12 +122,10 @@ class RequestQueue:
         assert request is not None
         worker.request = None
         worker.since = self._clock()
-        tenant = request.tenant_id
-        left = self._tenant_in_flight[tenant] - 1
-        if left:
-            self._tenant_in_flight[tenant] = left
-        else:
-            del self._tenant_in_flight[tenant]
+        state = self._tenants[request.tenant_id]
+        state.in_flight -= 1
+        if not state.in_flight:
+            self._forget_idle(request.tenant_id, state)
         return request
 
     # -- requests ---------------------------------------------------------
@@ -145,13 +135,25 @@ class RequestQueue:
             raise DuplicateRequest(request.id)
         if request.component not in _COMPONENT_SET:
             raise ValueError(f"unknown query component {request.component!r}")
-        tenant = request.tenant_id
-        outstanding = self._tenant_queued.get(tenant, 0) + self._tenant_in_flight.get(tenant, 0)
-        limit = self._max_outstanding.get(tenant, self._config.max_outstanding_requests_per_tenant)
-        if outstanding >= limit:
-            raise TooManyRequests(tenant)
+        state = self._tenants.get(request.tenant_id)
+        if state is not None:
+            limit = state.limit
+            if limit is None:
+                limit = self._config.max_outstanding_requests_per_tenant
+            if state.queued + state.in_flight >= limit:
+                raise TooManyRequests(request.tenant_id)
+            request.enqueued_at = self._clock()
+            leaf = state.leaves.get(request.component)
+            if leaf is not None:
+                # Hot path: the leaf is already in the tree.
+                leaf.push(request)
+                self._queued[request.id] = request
+                state.queued += 1
+                return
+        elif self._config.max_outstanding_requests_per_tenant <= 0:
+            raise TooManyRequests(request.tenant_id)
         request.enqueued_at = self._clock()
-        self._insert(request, front=False)
+        self._insert(request, state, front=False)
 
     def dequeue(
         self, querier_id: str, worker_id: int, last_tenant_index: int = -1
@@ -179,14 +181,18 @@ class RequestQueue:
         ctx.last_tenant_index = last_tenant_index
         ctx.reserved = self._assignment.reserved_by_querier.get(querier_id)
         ctx.aging = self._config.priority_aging_seconds
-        request = self._tree.dequeue(ctx)
+        root = self._tree.root
+        request = root.algorithm.dequeue(root, ctx)
         if request is None:
             return None, last_tenant_index
         leaf = ctx.leaf
         assert leaf is not None
-        self._take_out(leaf, request)
-        tenant = request.tenant_id
-        self._tenant_in_flight[tenant] = self._tenant_in_flight.get(tenant, 0) + 1
+        del self._queued[request.id]
+        state = self._tenants[request.tenant_id]
+        state.queued -= 1
+        state.in_flight += 1
+        if not leaf.length:
+            self._prune(leaf, state)
         self._in_flight[request.id] = worker
         worker.request = request
         worker.since = self._clock()
@@ -200,11 +206,13 @@ class RequestQueue:
 
     def cancel(self, request_id: str) -> Request | None:
         """Remove a queued request at once, or release an in-flight one."""
-        request = self._queued.get(request_id)
+        request = self._queued.pop(request_id, None)
         if request is not None:
-            leaf = self._leaves[request.tenant_id][request.component]
+            state = self._tenants[request.tenant_id]
+            leaf = state.leaves[request.component]
             leaf.remove(request)
-            self._take_out(leaf, request)
+            state.queued -= 1
+            self._prune(leaf, state)
             return request
         return self.complete(request_id)
 
@@ -220,7 +228,7 @@ class RequestQueue:
             self._release(worker)
         elif request.id in self._queued:
             raise DuplicateRequest(request.id)
-        self._insert(request, front=True)
+        self._insert(request, self._tenants.get(request.tenant_id), front=True)
 
     def in_flight(self, request_id: str) -> bool:
         return request_id in self._in_flight
@@ -229,13 +237,15 @@ class RequestQueue:
         """Remove and return every queued request (in-flight ones stay)."""
         drained = [
             r
-            for leaves in self._leaves.values()
-            for leaf in leaves.values()
+            for state in self._tenants.values()
+            for leaf in state.leaves.values()
             for r in leaf.requests()
         ]
-        self._leaves.clear()
+        for tenant, state in list(self._tenants.items()):
+            state.leaves.clear()
+            state.queued = 0
+            self._forget_idle(tenant, state)
         self._queued.clear()
-        self._tenant_queued.clear()
         self._order.clear()
         self._tree = self._build_tree()
         return drained
@@ -244,7 +254,8 @@ class RequestQueue:
         return len(self._queued)
 
     def tenant_length(self, tenant_id: str) -> int:
-        return self._tenant_queued.get(tenant_id, 0)
+        state = self._tenants.get(tenant_id)
+        return state.queued if state is not None else 0
 
     # -- queriers ---------------------------------------------------------
     def connect_querier(self, querier_id: str) -> int:
@@ -279,10 +290,10 @@ class RequestQueue:
     def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
         """Apply at once; queued work is kept even above a lowered limit."""
         self._limits[tenant_id] = limits
-        if limits.max_outstanding is None:
-            self._max_outstanding.pop(tenant_id, None)
-        else:
-            self._max_outstanding[tenant_id] = limits.max_outstanding
+        state = self._tenants.get(tenant_id)
+        if state is None:
+            state = self._tenants[tenant_id] = TenantState()
+        state.limit = limits.max_outstanding
         if limits.query_priority.enabled:
             self._priority_enabled.add(tenant_id)
         else:
@@ -295,7 +306,10 @@ class RequestQueue:
 
     def remove_tenant_limits(self, tenant_id: str) -> None:
         self._limits.pop(tenant_id, None)
-        self._max_outstanding.pop(tenant_id, None)
+        state = self._tenants.get(tenant_id)
+        if state is not None:
+            state.limit = None
+            self._forget_idle(tenant_id, state)
         self._priority_enabled.discard(tenant_id)
         self._assignment.set_tenant(tenant_id, 0, QueryPriority())
 
@@ -318,11 +332,8 @@ class RequestQueue:
         return build_snapshot(
             taken_at=self._clock(),
             config=self._config,
-            leaves=self._leaves,
-            tenant_queued=self._tenant_queued,
-            tenant_in_flight=self._tenant_in_flight,
+            tenants=self._tenants,
             limits=self._limits,
-            max_outstanding=self._max_outstanding,
             assignment=self._assignment,
             total=len(self._queued),
         )

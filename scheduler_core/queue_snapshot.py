@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduler_core.leaf import Leaf
+from scheduler_core.leaf import Leaf, TenantState
 from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
 from scheduler_core.snapshot import (
     LeafSnapshot,
@@ -28,80 +28,78 @@ def build_snapshot(
     *,
     taken_at: float,
     config: QueueConfig,
-    leaves: Mapping[str, Mapping[str, Leaf]],
-    tenant_queued: Mapping[str, int],
-    tenant_in_flight: Mapping[str, int],
+    tenants: Mapping[str, TenantState],
     limits: Mapping[str, TenantLimits],
-    max_outstanding: Mapping[str, int],
     assignment: TenantQuerierAssignment,
     total: int,
 ) -> QueueSnapshot:
     """Leaves by (tenant, component order); tenants and queriers by id."""
-    tenant_ids = sorted(set(limits) | set(tenant_queued) | set(tenant_in_flight))
+    tenant_ids = sorted(tenants)
     return QueueSnapshot(
         taken_at=taken_at,
         layout=config.layout,
         component_selection=config.component_selection,
         total=total,
-        leaves=_leaves(tenant_ids, leaves),
-        tenants=_tenants(tenant_ids, config, tenant_queued, limits, max_outstanding, assignment),
+        leaves=_leaves(tenant_ids, tenants),
+        tenants=_tenants(tenant_ids, config, tenants, limits, assignment),
         queriers=tuple(
             _querier(assignment.queriers[q], assignment) for q in sorted(assignment.queriers)
         ),
     )
 
 
-def _leaves(
-    tenant_ids: list[str], leaves: Mapping[str, Mapping[str, Leaf]]
-) -> tuple[LeafSnapshot, ...]:
+_RANK = {component: i for i, component in enumerate(COMPONENTS)}
+# tuple.__new__ skips the NamedTuple's Python-level __new__: rows are built
+# by the ten thousand, and the field order is fixed by the class.
+_new_row = tuple.__new__
+
+
+def _by_component(item: tuple[str, Leaf]) -> int:
+    return _RANK[item[0]]
+
+
+def _leaves(tenant_ids: list[str], tenants: Mapping[str, TenantState]) -> tuple[LeafSnapshot, ...]:
     out: list[LeafSnapshot] = []
+    append = out.append
     for tenant in tenant_ids:
-        mine = leaves.get(tenant)
+        mine = tenants[tenant].leaves
         if not mine:
             continue
-        for component in COMPONENTS:
-            leaf = mine.get(component)
-            if leaf is not None:
-                out.append(
-                    LeafSnapshot(
-                        tenant,
-                        component,
-                        leaf.length,
-                        leaf.by_priority(),
-                        leaf.oldest_enqueued_at(),
-                    )
-                )
+        items = mine.items() if len(mine) == 1 else sorted(mine.items(), key=_by_component)
+        for component, leaf in items:
+            by_priority, oldest = leaf.snapshot_row()
+            append(_new_row(LeafSnapshot, (tenant, component, leaf.length, by_priority, oldest)))
     return tuple(out)
 
 
 def _tenants(
     tenant_ids: list[str],
     config: QueueConfig,
-    tenant_queued: Mapping[str, int],
+    tenants: Mapping[str, TenantState],
     limits: Mapping[str, TenantLimits],
-    max_outstanding: Mapping[str, int],
     assignment: TenantQuerierAssignment,
 ) -> tuple[TenantSnapshot, ...]:
     default = config.max_outstanding_requests_per_tenant
     shards = assignment.shards
     reserved = assignment.reserved_by_tenant
     out: list[TenantSnapshot] = []
+    append = out.append
     for tenant in tenant_ids:
+        state = tenants[tenant]
         mine = reserved.get(tenant)
         reservations = (
             tuple(Reservation(tenant, prio, q) for q, prio in sorted(mine.items())) if mine else ()
         )
         tenant_limits = limits.get(tenant)
-        out.append(
-            TenantSnapshot(
-                tenant,
-                tenant_queued.get(tenant, 0),
-                max_outstanding.get(tenant, default),
-                shards.get(tenant),
-                reservations,
-                tenant_limits is not None and tenant_limits.query_priority.enabled,
-            )
+        row = (
+            tenant,
+            state.queued,
+            default if state.limit is None else state.limit,
+            shards.get(tenant),
+            reservations,
+            tenant_limits is not None and tenant_limits.query_priority.enabled,
         )
+        append(_new_row(TenantSnapshot, row))
     return tuple(out)
 
 

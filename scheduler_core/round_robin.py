@@ -22,10 +22,12 @@ class RoundRobin:
     pointer only moves when something was actually served.
     """
 
-    __slots__ = ("keys",)
+    __slots__ = ("_after", "keys")
 
     def __init__(self, keys: Sequence[str] = COMPONENTS) -> None:
         self.keys = tuple(keys)
+        # key -> the pointer value after serving it
+        self._after = {key: (i + 1) % len(self.keys) for i, key in enumerate(self.keys)}
 
     def new_state(self) -> int:
         return 0
@@ -37,9 +39,16 @@ class RoundRobin:
         """Nothing to do: the pointer indexes the fixed key order."""
 
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
+        children = node.children
+        if len(children) == 1:
+            # Common case: one child, so no order to walk.
+            for key, only in children.items():
+                request = only.dequeue(ctx)
+                if request is not None:
+                    node.state = self._after[key]
+                return request
         keys = self.keys
         n = len(keys)
-        children = node.children
         start: int = node.state
         for step in range(n):
             j = start + step

@@ -240,8 +240,13 @@ class TenantRotation:
         start = last + 1 if last >= 0 else 0
         i = start
         limit = -1  # set to `start` once the search wrapped around
+        first_words = everyone._levels[0]
         while True:
-            cand = everyone.successor(i)
+            # Inlined level-0 probe: with busy tenants the next one is almost
+            # always in the same 64-slot word, so skip the call.
+            w = i >> 6
+            bits = first_words[w] >> (i & 63) if w < len(first_words) else 0
+            cand = i + (bits & -bits).bit_length() - 1 if bits else everyone.successor(i)
             if mine is not None:
                 other = mine.successor(i)
                 if other >= 0 and (cand < 0 or other < cand):
