@@ -38,9 +38,14 @@ from scheduler_core.model import (
 from scheduler_core.queue import RequestQueue
 
 __all__ = [
+    "LAYOUTS",
     "BenchReport",
+    "FloorRotation",
+    "MemoryResult",
     "PairBench",
+    "PairResult",
     "Targets",
+    "format_report",
     "main",
     "measure_memory",
     "measure_pairs",
