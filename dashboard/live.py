@@ -78,9 +78,10 @@ class Tick:
         snapshot: QueueSnapshot,
         stats: Mapping[str, Any] | None,
         interval: float = TICK_SECONDS,
+        wall_time: float | None = None,
     ) -> None:
         self.number = number
-        self.wall_time = time.time()
+        self.wall_time = time.time() if wall_time is None else wall_time
         self.index = SnapshotIndex.build(snapshot)
         header = build_header(self.index, stats)
         header["interval"] = interval
@@ -208,8 +209,15 @@ def _chart_point(tick: Tick, stats: Mapping[str, Any] | None) -> list[Any]:
 class Broadcaster:
     """Ticks while viewers are registered; `tick()` may also be driven by tests."""
 
-    def __init__(self, source: SnapshotSource | None = None, *, autostart: bool = True) -> None:
+    def __init__(
+        self,
+        source: SnapshotSource | None = None,
+        *,
+        autostart: bool = True,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self._source = source
+        self._wall_clock = wall_clock
         self._autostart = autostart
         self.viewers: set[Viewer] = set()
         self.chart = ChartHistory()
@@ -245,7 +253,7 @@ class Broadcaster:
             return None
         stats = source.stats() if source is not None else None
         self.ticks += 1
-        tick = Tick(self.ticks, snapshot, stats, self.interval)
+        tick = Tick(self.ticks, snapshot, stats, self.interval, self._wall_clock())
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             self.chart.append(_chart_point(tick, stats))
         self.current = tick

@@ -1,0 +1,243 @@
+"""Inspector projections over real queue snapshots, on a fake clock."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from dashboard.projections import (
+    InvalidViewParams,
+    SnapshotIndex,
+    ViewParams,
+    build_header,
+    build_tree,
+)
+from dashboard.querier_view import build_queriers
+from scheduler_core.model import (
+    BOTH,
+    COMPONENTS,
+    INGESTER,
+    STORE_GATEWAY,
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.queue import RequestQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def queue(clock: Clock) -> RequestQueue:
+    return RequestQueue(QueueConfig(max_outstanding_requests_per_tenant=10_000), clock=clock)
+
+
+def enqueue(q: RequestQueue, rid: str, tenant: str, component: str, priority: int = 0) -> None:
+    q.enqueue(Request(id=rid, tenant_id=tenant, component=component, priority=priority))
+
+
+def index_of(q: RequestQueue) -> SnapshotIndex:
+    return SnapshotIndex.build(q.snapshot())
+
+
+def names(nodes: list[dict[str, Any]]) -> list[str]:
+    return [n["name"] for n in nodes]
+
+
+def test_tenant_first_orders_tenants_by_depth_and_splits_by_priority(
+    queue: RequestQueue, clock: Clock
+) -> None:
+    enqueue(queue, "a1", "a", INGESTER, 3)
+    clock.now += 5
+    for i in range(3):
+        enqueue(queue, f"b{i}", "b", STORE_GATEWAY, i % 2)
+    clock.now += 5
+    tree = build_tree(index_of(queue), ViewParams())
+    assert names(tree["nodes"]) == ["b", "a"]
+    b = tree["nodes"][0]
+    assert b["length"] == 3
+    assert b["by_priority"] == [[1, 1], [0, 2]]
+    assert b["oldest_wait"] == 5.0
+    assert tree["nodes"][1]["oldest_wait"] == 10.0
+
+
+def test_children_are_sent_only_for_expanded_nodes(queue: RequestQueue) -> None:
+    enqueue(queue, "a1", "a", INGESTER)
+    enqueue(queue, "a2", "a", BOTH)
+    collapsed = build_tree(index_of(queue), ViewParams())["nodes"][0]
+    assert collapsed["children"] == [] and collapsed["fanout"] == 2
+    opened = build_tree(index_of(queue), ViewParams(expanded=frozenset({"t:a"})))["nodes"][0]
+    assert [(c["name"], c["length"]) for c in opened["children"]] == [(INGESTER, 1), (BOTH, 1)]
+
+
+def test_component_first_projects_the_same_leaves_component_then_tenant(
+    queue: RequestQueue,
+) -> None:
+    enqueue(queue, "a1", "a", INGESTER)
+    enqueue(queue, "b1", "b", INGESTER)
+    enqueue(queue, "b2", "b", INGESTER)
+    enqueue(queue, "b3", "b", STORE_GATEWAY)
+    params = ViewParams("component-first", expanded=frozenset(f"c:{c}" for c in COMPONENTS))
+    tree = build_tree(index_of(queue), params)
+    assert names(tree["nodes"]) == list(COMPONENTS)
+    ingester = tree["nodes"][0]
+    assert ingester["length"] == 3
+    assert [(c["name"], c["length"]) for c in ingester["children"]] == [("b", 2), ("a", 1)]
+    assert ingester["children"][0]["key"] == "c:ingester/b"
+    assert tree["nodes"][3]["length"] == 0
+
+
+def test_top_tenants_with_an_others_row_summing_the_rest(queue: RequestQueue) -> None:
+    rnd = random.Random(7)
+    total = 0
+    for t in range(120):
+        for i in range(rnd.randrange(1, 6)):
+            enqueue(
+                queue, f"{t}-{i}", f"tenant-{t:03d}", rnd.choice(COMPONENTS), rnd.choice([0, 2])
+            )
+            total += 1
+    tree = build_tree(index_of(queue), ViewParams(page_size=50))
+    nodes = tree["nodes"]
+    assert len(nodes) == 51
+    others = nodes[-1]
+    assert others["kind"] == "others" and others["count"] == 70
+    assert sum(n["length"] for n in nodes) == total
+    assert sum(c for _, c in others["by_priority"]) == others["length"]
+    lengths = [n["length"] for n in nodes[:-1]]
+    assert lengths == sorted(lengths, reverse=True)
+    assert tree["pages"] == 3
+
+
+def test_pages_walk_the_depth_order_without_overlap(queue: RequestQueue) -> None:
+    for t in range(25):
+        for i in range(t + 1):
+            enqueue(queue, f"{t}-{i}", f"t{t:02d}", INGESTER)
+    index = index_of(queue)
+    seen: list[str] = []
+    for page in range(3):
+        nodes = build_tree(index, ViewParams(page=page, page_size=10))["nodes"]
+        seen += [n["name"] for n in nodes if n["kind"] == "tenant"]
+    assert seen == [f"t{t:02d}" for t in range(24, -1, -1)]
+
+
+def test_search_filters_tenants_case_insensitively_in_both_projections(
+    queue: RequestQueue,
+) -> None:
+    enqueue(queue, "1", "Team-Alpha", INGESTER)
+    enqueue(queue, "2", "team-beta", INGESTER)
+    enqueue(queue, "3", "other", STORE_GATEWAY)
+    index = index_of(queue)
+    assert names(build_tree(index, ViewParams(search="TEAM"))["nodes"]) == [
+        "Team-Alpha",
+        "team-beta",
+    ]
+    params = ViewParams("component-first", search="team", expanded=frozenset({"c:store-gateway"}))
+    store = build_tree(index, params)["nodes"][1]
+    assert store["length"] == 0 and store["children"] == []
+
+
+def test_header_counts_queued_work_queriers_and_reserved_idle(queue: RequestQueue) -> None:
+    limits = TenantLimits(
+        query_priority=QueryPriority(True, 0, [PriorityDef(5, 1, [QueryAttribute(regex="x")])])
+    )
+    queue.set_tenant_limits("gold", limits)
+    for _ in range(4):
+        queue.connect_querier("q-1")
+        queue.connect_querier("q-2")
+    enqueue(queue, "r1", "plain", INGESTER)
+    header = build_header(index_of(queue), {"frontends": 2})
+    assert header["total"] == 1 and header["tenants_queued"] == 1
+    assert header["queriers"] == 2 and header["workers_total"] == 8
+    assert header["reserved_idle"] == 1
+    assert header["stats"] == {"frontends": 2}
+
+
+def test_reserved_idle_querier_is_listed_first_with_its_reservation(queue: RequestQueue) -> None:
+    limits = TenantLimits(
+        query_priority=QueryPriority(True, 0, [PriorityDef(5, 1, [QueryAttribute(regex="x")])])
+    )
+    queue.set_tenant_limits("gold", limits)
+    for querier in ("q-1", "q-2"):
+        for _ in range(4):
+            queue.connect_querier(querier)
+    panel = build_queriers(queue.snapshot())
+    first = panel["queriers"][0]
+    assert first["state"] == "reserved-idle"
+    assert first["reservations"] == [{"tenant": "gold", "priority": 5}]
+    assert panel["reserved_idle"] == [first["id"]]
+    assert {w["state"] for w in first["workers"]} == {"idle"}
+
+
+def test_busy_worker_shows_tenant_component_priority_and_how_long(
+    queue: RequestQueue, clock: Clock
+) -> None:
+    worker = queue.connect_querier("q-1")
+    enqueue(queue, "r1", "acme", STORE_GATEWAY, 2)
+    request, _ = queue.dequeue("q-1", worker)
+    assert request is not None
+    clock.now += 3
+    busy = build_queriers(queue.snapshot())["queriers"][0]["workers"][0]
+    assert busy == {
+        "id": worker,
+        "state": "busy",
+        "tenant": "acme",
+        "component": STORE_GATEWAY,
+        "priority": 2,
+        "request": "r1",
+        "for": 3.0,
+    }
+
+
+def test_shard_membership_counts_sharded_and_unsharded_tenants(queue: RequestQueue) -> None:
+    for querier in ("q-1", "q-2", "q-3"):
+        queue.connect_querier(querier)
+    queue.set_tenant_limits("small", TenantLimits(max_queriers=1))
+    queue.set_tenant_limits("all", TenantLimits())
+    panel = build_queriers(queue.snapshot())["queriers"]
+    assert sum(q["shard_tenants"] for q in panel) == 1
+    assert {q["unsharded_tenants"] for q in panel} == {1}
+
+
+def test_shutting_down_querier_is_marked(queue: RequestQueue) -> None:
+    queue.connect_querier("q-1")
+    queue.notify_querier_shutdown("q-1")
+    assert build_queriers(queue.snapshot())["queriers"][0]["state"] == "shutting-down"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"projection": "sideways"},
+        {"page": -1},
+        {"page_size": 0},
+        {"page_size": 10_000},
+        {"search": 5},
+        {"expanded": "t:a"},
+        {"page": True},
+    ],
+)
+def test_bad_view_params_are_refused(raw: dict[str, Any]) -> None:
+    with pytest.raises(InvalidViewParams):
+        ViewParams.from_message(raw)
+
+
+def test_view_params_are_hashable_so_equal_views_share_a_cache_entry() -> None:
+    a = ViewParams.from_message({"projection": "component-first", "expanded": ["c:x", "c:y"]})
+    b = ViewParams.from_message({"expanded": ["c:y", "c:x"], "projection": "component-first"})
+    assert a == b and hash(a) == hash(b)

@@ -1,0 +1,172 @@
+"""Dashboard pages: login, roles, editor validation and versions, explain, history, settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from api import selectors, services
+from api.models import ConfigRevision, Tenant
+
+pytestmark = pytest.mark.django_db
+
+REGEX = "query_priority.priorities[0].query_attributes[0].regex"
+
+
+def form(version: int | None, regex: str, **extra: str) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "action": "save",
+        "max_queriers_per_tenant": "3",
+        "query_priority.enabled": "on",
+        "query_priority.default_priority": "1",
+        "query_priority.priorities[0].priority": "5",
+        REGEX: regex,
+    }
+    if version is not None:
+        data["version"] = str(version)
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def acme(rules: dict[str, Any]) -> Tenant:
+    return services.tenant_put(
+        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
+    )
+
+
+@pytest.mark.parametrize("url", ["/", "/tenants/", "/tenants/acme/", "/history/", "/settings/"])
+def test_every_page_needs_login(client: Client, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_login_page_logs_in_and_lands_on_the_inspector(client: Client, viewer: Any) -> None:
+    response = client.post("/login/", {"username": "victor", "password": "pw-victor-123"})
+    assert response.status_code == 302 and response.url == "/"
+    page = client.get("/")
+    assert b'role="tree"' in page.content and b"victor" in page.content
+
+
+def test_viewer_sees_pages_but_cannot_save(viewer_client: Client, acme: Tenant) -> None:
+    for url in ["/", "/tenants/", "/tenants/acme/", "/history/", "/settings/"]:
+        assert viewer_client.get(url).status_code == 200
+    response = viewer_client.post("/tenants/acme/", form(acme.version, "down"))
+    assert response.status_code == 403
+    assert selectors.tenant_get(tenant_id="acme").config == acme.config
+
+
+def test_bad_regex_is_shown_on_its_field_and_nothing_is_saved(
+    editor_client: Client, acme: Tenant
+) -> None:
+    response = editor_client.post("/tenants/acme/", form(acme.version, "(unclosed"))
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f'id="{REGEX}-err"' in html and "RE2 rejects this regex" in html
+    assert f'name="{REGEX}" value="(unclosed" aria-invalid="true"' in html
+    assert ConfigRevision.objects.count() == 1
+
+
+def test_good_save_creates_a_revision_by_the_editor(editor_client: Client, acme: Tenant) -> None:
+    response = editor_client.post("/tenants/acme/", form(acme.version, "down", message="tune"))
+    assert response.status_code == 302
+    saved = selectors.tenant_get(tenant_id="acme")
+    assert saved.config["query_priority"]["priorities"][0]["query_attributes"] == [
+        {"regex": "down"}
+    ]
+    revision = ConfigRevision.objects.first()
+    assert revision is not None
+    assert (revision.author_name, revision.source, revision.message) == ("erin", "ui", "tune")
+
+
+def test_stale_edit_is_refused_with_a_clear_message(editor_client: Client, acme: Tenant) -> None:
+    services.tenant_patch(
+        tenant_id="acme",
+        changes={"max_queriers_per_tenant": 1},
+        expected_version=None,
+        author=None,
+        source="api",
+    )
+    response = editor_client.post("/tenants/acme/", form(acme.version, "down"), follow=True)
+    assert response.status_code == 409
+    assert "Someone saved a change since you loaded this page" in response.content.decode()
+    assert selectors.tenant_get(tenant_id="acme").config["max_queriers_per_tenant"] == 1
+
+
+def test_structural_buttons_edit_the_draft_without_saving(
+    editor_client: Client, acme: Tenant
+) -> None:
+    response = editor_client.post("/tenants/acme/", form(acme.version, "up", action="add-rule"))
+    html = response.content.decode()
+    assert 'name="query_priority.priorities[1].priority"' in html
+    assert selectors.tenant_get(tenant_id="acme").version == acme.version
+
+
+def test_explain_uses_the_unsaved_draft(editor_client: Client, acme: Tenant) -> None:
+    data = form(None, "rate", explain_query="sum(rate(x[5m]))", explain_api_type="query")
+    response = editor_client.post("/tenants/acme/explain/", data)
+    html = response.content.decode()
+    assert '<dd id="explain-priority" class="big">5</dd>' in html
+    assert "rule 1, attribute 1" in html
+    data[REGEX] = "nomatch"
+    html = editor_client.post("/tenants/acme/explain/", data).content.decode()
+    assert '<dd id="explain-priority" class="big">1</dd>' in html
+    assert "not found in query" in html
+
+
+def test_new_tenant_is_created_and_a_duplicate_is_refused(
+    editor_client: Client, acme: Tenant
+) -> None:
+    response = editor_client.post("/tenants/new/", form(None, "x", tenant_id="fresh"))
+    assert response.status_code == 302
+    assert Tenant.objects.filter(tenant_id="fresh").exists()
+    again = editor_client.post("/tenants/new/", form(None, "x", tenant_id="acme"))
+    assert again.status_code == 409
+
+
+def test_rollback_from_history_writes_a_new_revision(editor_client: Client, acme: Tenant) -> None:
+    editor_client.post("/tenants/acme/", form(acme.version, "down"))
+    latest = ConfigRevision.objects.first()
+    assert latest is not None
+    page = editor_client.get("/history/").content.decode()
+    assert f"Roll back revision {latest.version}" in page
+    response = editor_client.post(f"/history/{latest.pk}/rollback/", follow=True)
+    assert "Rolled back" in response.content.decode()
+    assert selectors.tenant_get(tenant_id="acme").config == acme.config
+    assert ConfigRevision.objects.first().source == "rollback"  # type: ignore[union-attr]
+
+
+def test_viewer_cannot_roll_back(viewer_client: Client, acme: Tenant) -> None:
+    revision = ConfigRevision.objects.get()
+    assert viewer_client.post(f"/history/{revision.pk}/rollback/").status_code == 403
+    assert ConfigRevision.objects.count() == 1
+
+
+def test_settings_save_is_validated_and_version_checked(editor_client: Client) -> None:
+    version = selectors.settings_get().version
+    bad = editor_client.post("/settings/", {"version": version, "querier_forget_delay": "soon"})
+    assert bad.status_code == 400 and "not a valid duration" in bad.content.decode()
+    good = editor_client.post("/settings/", {"version": version, "querier_forget_delay": "30s"})
+    assert good.status_code == 302
+    assert selectors.queue_config_get().querier_forget_delay == 30.0
+    stale = editor_client.post("/settings/", {"version": version, "priority_aging": "10s"})
+    assert stale.status_code == 409
+
+
+def test_layout_switch_asks_to_confirm_then_switches(editor_client: Client) -> None:
+    version = selectors.settings_get().version
+    ask = editor_client.post("/layout/", {"layout": "component-first", "version": version})
+    assert "Switch the running layout to component-first?" in ask.content.decode()
+    assert selectors.queue_config_get().layout == "tenant-first"
+    editor_client.post(
+        "/layout/", {"layout": "component-first", "version": version, "confirm": "yes"}
+    )
+    assert selectors.queue_config_get().layout == "component-first"
+
+
+def test_viewer_gets_no_layout_switch(viewer_client: Client) -> None:
+    assert b"layout-form" not in viewer_client.get("/").content
+    response = viewer_client.post("/layout/", {"layout": "component-first", "confirm": "yes"})
+    assert response.status_code == 403
