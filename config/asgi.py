@@ -21,6 +21,7 @@ from typing import Any
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 __all__ = ["MACHINE_PREFIXES", "LazyRuntimeStart", "WebsocketSplit", "application"]
@@ -28,7 +29,9 @@ __all__ = ["MACHINE_PREFIXES", "LazyRuntimeStart", "WebsocketSplit", "applicatio
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 # Django must be set up before anything imports models, hence this order.
-django_asgi_app = get_asgi_application()
+# Daphne serves /static/ itself (there is no separate web server in the
+# embedded setup), so pages and the admin work offline with DEBUG off.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from api import runtime_host  # noqa: E402
 from api.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
