@@ -1,11 +1,12 @@
 """How a node chooses among query-component children.
 
 `QuerierWorkerPriority` is Mimir's querier-worker queue priority for the
-component-first root: worker w starts at component w % n, so about a quarter
-of all workers prefer each component and a slow component cannot occupy
-every worker. Unlike Mimir it moves on to the next component when the
-preferred one holds nothing this querier may take (for example only tenants
-outside its shard), so a worker never idles while it could serve.
+component-first root: of the n components present, in `COMPONENTS` order,
+worker w starts at the (w % n)-th, so the workers split evenly over the
+components that hold work and a slow component cannot occupy every worker.
+Unlike Mimir it moves on to the next present component when the preferred
+one holds nothing this querier may take (for example only tenants outside
+its shard), so a worker never idles while it could serve.
 
 `TenantComponentSelection` is the tenant-first middle level: plain
 round-robin, or, for a tenant with priority enabled, the component whose
@@ -25,31 +26,36 @@ __all__ = ["QuerierWorkerPriority", "TenantComponentSelection"]
 
 
 class QuerierWorkerPriority:
-    """Each worker prefers component `worker_id % len(COMPONENTS)`."""
+    """Worker w prefers the (w % n)-th of the n present components.
+
+    The node's state is the tuple of present component keys in `COMPONENTS`
+    order, kept in step with the children so a dequeue never probes absent
+    components and every replica maps workers the same way.
+    """
 
     __slots__ = ()
 
-    def new_state(self) -> None:
-        return None
+    def new_state(self) -> tuple[str, ...]:
+        return ()
 
     def on_add(self, node: Node, key: str) -> None:
-        """Stateless: the preference comes from the worker id alone."""
+        node.state = tuple(c for c in COMPONENTS if c in node.children)
 
     def on_remove(self, node: Node, key: str) -> None:
-        """Stateless: the preference comes from the worker id alone."""
+        node.state = tuple(c for c in COMPONENTS if c != key and c in node.children)
 
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
-        n = len(COMPONENTS)
+        present: tuple[str, ...] = node.state
+        n = len(present)
+        if not n:
+            return None
         children = node.children
         start = ctx.worker_id % n
         for step in range(n):
             j = start + step
             if j >= n:
                 j -= n
-            child = children.get(COMPONENTS[j])
-            if child is None:
-                continue
-            request = child.dequeue(ctx)
+            request = children[present[j]].dequeue(ctx)
             if request is not None:
                 return request
         return None

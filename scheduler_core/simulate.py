@@ -313,9 +313,10 @@ def _describe(scenario: Scenario, seed: int) -> str:
         f"slow {scenario.slow_latency * 1e3:g} ms (slow = half store-gateway, half "
         "ingester-and-store-gateway, reported together as store-gateway); "
         f"max_queriers_per_tenant {scenario.max_queriers}; tenants take requests in turn; "
-        "virtual clock, queue time measured at dequeue. Our QWQP maps worker w to "
-        "COMPONENTS[w % 4] (4 fixed components, empty ones skipped to the next), Mimir to "
-        "w % (components present); Mimir's figures come from real sleeps, so compare shape."
+        "virtual clock, queue time measured at dequeue. QWQP maps worker w to the "
+        "(w % n)-th of the n components present, as Mimir does (ours then moves on to the "
+        "next present component when that one has nothing for it); Mimir's figures come "
+        "from real sleeps, so compare shape."
     )
 
 

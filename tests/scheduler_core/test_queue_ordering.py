@@ -103,6 +103,21 @@ def test_querier_worker_priority_starts_each_worker_at_its_component() -> None:
     assert [q.dequeue("q1", w, -1)[0].id for w in (0, 3)] == ["a1", "a4"]  # type: ignore[union-attr]
 
 
+def test_querier_worker_priority_splits_workers_over_the_present_components_only() -> None:
+    q = make(layout="component-first", component_selection="querier-worker-priority")
+    enqueue(q, *[(f"{c[0]}{i}", "a", c, 0) for i in range(4) for c in (INGESTER, STORE_GATEWAY)])
+    workers = [q.connect_querier("q1") for _ in range(4)]
+    # Two components present: even workers prefer ingester, odd store-gateway
+    # (with four fixed slots, workers 2 and 3 would both fall to ingester).
+    taken = [q.dequeue("q1", w, -1)[0] for w in workers]
+    assert [r.component if r else None for r in taken] == [
+        INGESTER,
+        STORE_GATEWAY,
+        INGESTER,
+        STORE_GATEWAY,
+    ]
+
+
 def test_querier_worker_priority_moves_on_when_preferred_work_is_outside_its_shard() -> None:
     q = make(layout="component-first", component_selection="querier-worker-priority")
     for querier in ("q1", "q2"):
