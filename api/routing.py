@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.urls import path
 
@@ -15,7 +17,16 @@ websocket_urlpatterns = [
     path("ws/querier/", QuerierConsumer.as_asgi()),
 ]
 
-if getattr(settings, "LOADTEST_RELAY", False):
+
+def _relay_enabled() -> bool:
+    """`settings.LOADTEST_RELAY`, else the LOADTEST_RELAY environment flag."""
+    value = getattr(settings, "LOADTEST_RELAY", None)
+    if value is None:
+        value = os.environ.get("LOADTEST_RELAY", "").lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+if _relay_enabled():
     from api.consumers.relay import RelayFrontendConsumer, RelayQuerierConsumer
 
     websocket_urlpatterns += [

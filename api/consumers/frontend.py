@@ -10,9 +10,11 @@ runtime) awaits `on_result`, and the runtime host calls `on_failed`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from api import runtime_host
@@ -26,13 +28,18 @@ from api.protocol import (
     decode,
     parse,
 )
-from scheduler_core.classify import classify
+from scheduler_core.classify import component_for, query_info
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
-from scheduler_core.model import Request
+from scheduler_core.model import QueryInfo, Request
 from scheduler_core.priority import match_priority
 from scheduler_core.runtime import SchedulerRuntime
 
-__all__ = ["FrontendConsumer", "WebsocketReplyHandle", "classify_enqueue"]
+__all__ = [
+    "FrontendConsumer",
+    "WebsocketReplyHandle",
+    "classify_enqueue",
+    "request_info",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,50 @@ class WebsocketReplyHandle:
         self.consumer.deliver_failure(self.client_id, request, reason)
 
 
+# The only headers priority matching reads (scheduler_core.classify).
+_MATCHED_HEADERS = ("user-agent", "x-dashboard-uid", "x-panel-id")
+
+
+def _matched_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        sorted((k.lower(), v) for k, v in headers.items() if k.lower() in _MATCHED_HEADERS)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_info(
+    query: str,
+    api_type: str,
+    start: float,
+    end: float,
+    step: float | None,
+    headers: tuple[tuple[str, str], ...],
+) -> QueryInfo:
+    """Parsing PromQL is most of the cost of admitting a request; dashboards
+    repeat the same query over the same (step-aligned) range, so the parse
+    result is cached by everything it depends on. The time-dependent parts
+    (component, priority time windows) are decided per request from `now`."""
+    return query_info(
+        query=query, api_type=api_type, start=start, end=end, step=step, headers=dict(headers)
+    )
+
+
+def request_info(msg: Enqueue, now: float) -> QueryInfo:
+    if msg.start is None or msg.end is None:
+        # An instant query without a time is evaluated at `now`: not cacheable.
+        return query_info(
+            query=msg.query,
+            api_type=msg.api_type,
+            start=msg.start,
+            end=msg.end,
+            step=msg.step,
+            headers=msg.headers,
+            now=now,
+        )
+    headers = _matched_headers(msg.headers)
+    return _cached_info(msg.query, msg.api_type, msg.start, msg.end, msg.step, headers)
+
+
 def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:
     """Component (unless the frontend named one) and the tenant's priority.
 
@@ -67,20 +118,18 @@ def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tup
     priority_rules = runtime.tenant_limits(msg.tenant).query_priority
     if msg.component is not None and not priority_rules.enabled:
         return msg.component, 0
-    config = runtime.config
-    result = classify(
-        query=msg.query,
-        api_type=msg.api_type,
-        start=msg.start,
-        end=msg.end,
-        step=msg.step,
-        headers=msg.headers,
-        now=now,
-        query_ingesters_within=config.query_ingesters_within,
-        query_store_after=config.query_store_after,
-    )
-    priority = match_priority(priority_rules, result.info, now).priority
-    return msg.component or result.component, priority
+    info = request_info(msg, now)
+    component = msg.component
+    if component is None:
+        config = runtime.config
+        select = None
+        if info.select_start is not None and info.select_end is not None:
+            select = (info.select_start, info.select_end)
+        component = component_for(
+            select, now, config.query_ingesters_within, config.query_store_after
+        )
+    priority = match_priority(priority_rules, info, now).priority if priority_rules.enabled else 0
+    return component, priority
 
 
 class FrontendConsumer(MachineConsumer):

@@ -87,6 +87,8 @@ class RelayQuerierConsumer(MachineConsumer):
             for worker in workers:
                 await hub.ready(self, worker)
             return
+        if msg.get("type") != "result":
+            return
         worker = msg.get("worker")
         frontend, client_id = self.running.pop(worker)
         if frontend.open:
