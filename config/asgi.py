@@ -33,7 +33,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # embedded setup), so pages and the admin work offline with DEBUG off.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
-from api import runtime_host  # noqa: E402
+from api import metrics, runtime_host  # noqa: E402, F401 - metrics: observer from the start
 from api.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
 
 log = logging.getLogger(__name__)
