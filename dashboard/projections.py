@@ -284,11 +284,7 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
             shown = _merge(component, (leaf for r in matching for leaf in r.leaves))
         else:
             shown = index.components[component]
-        nodes.append(
-            _node(
-                "component", f"c:{component}", shown, now, children=children, tenants=len(matching)
-            )
-        )
+        nodes.append(_node("component", key, shown, now, children=children, fanout=len(matching)))
     return {"nodes": nodes, "matching": most, "pages": _pages(most, params)}
 
 

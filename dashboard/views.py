@@ -46,9 +46,10 @@ def _version(request: HttpRequest) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _params(request: HttpRequest) -> ViewParams:
+def _params(request: HttpRequest, running_layout: str) -> ViewParams:
+    """The view asked for in the URL; the projection defaults to the running layout."""
     query = request.GET
-    raw: dict[str, Any] = {"projection": query.get("projection", "tenant-first")}
+    raw: dict[str, Any] = {"projection": query.get("projection") or running_layout}
     raw["search"] = query.get("search", "")
     if query.get("page", "").isdigit():
         raw["page"] = int(query["page"])
@@ -63,14 +64,15 @@ def _params(request: HttpRequest) -> ViewParams:
 @role_required
 def inspector(request: HttpRequest) -> HttpResponse:
     """The live tree, server-rendered first; the page's JS then keeps it live."""
-    params = _params(request)
+    running_layout = selectors.queue_config_get().layout
+    params = _params(request, running_layout)
     tick = current_tick()
     settings_row = selectors.settings_get()
     context: dict[str, Any] = {
         "params": params,
         "projections": PROJECTIONS,
         "settings_version": settings_row.version,
-        "running_layout": selectors.queue_config_get().layout,
+        "running_layout": running_layout,
         "tree": build_tree(tick.index, params) if tick else None,
         "header": build_header(tick.index, None) if tick else None,
         "queriers": build_queriers(tick.index.snapshot) if tick else None,

@@ -97,7 +97,7 @@ def test_component_first_projects_the_same_leaves_component_then_tenant(
     tree = build_tree(index_of(queue), params)
     assert names(tree["nodes"]) == list(COMPONENTS)
     ingester = tree["nodes"][0]
-    assert ingester["length"] == 3
+    assert ingester["length"] == 3 and ingester["fanout"] == 2
     assert [(c["name"], c["length"]) for c in ingester["children"]] == [("b", 2), ("a", 1)]
     assert ingester["children"][0]["key"] == "c:ingester/b"
     assert tree["nodes"][3]["length"] == 0

@@ -1,0 +1,148 @@
+"""A real Daphne, real protocol clients and Debian's Chromium, for the browser tests.
+
+The server runs in a child process on its own database (api.daphne_process);
+frontends and queriers speak the JSON websocket protocol from a background
+event loop thread, as any external client would; Playwright drives Chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from api.daphne_process import DaphneProcess
+from api.wsclients import FrontendClient, QuerierClient
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+EDITOR = ("erin", "pw-erin-e2e-123")
+T = TypeVar("T")
+
+
+class Traffic:
+    """Protocol clients on a private event loop thread, driven from sync tests."""
+
+    def __init__(self, server: DaphneProcess) -> None:
+        self.frontend_token = server.issue_token("frontend")
+        self.querier_token = server.issue_token("querier")
+        self.ws_url = server.ws_url
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.replies: list[dict[str, Any]] = []
+        self.ids = itertools.count(1)
+        self.frontend = FrontendClient(
+            f"{self.ws_url}/ws/frontend/", self.frontend_token, self.replies.append
+        )
+        self.run(self.frontend.start())
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+
+    def enqueue(self, tenant: str, query: str = "up", count: int = 1, **extra: Any) -> None:
+        now = time.time()
+        for _ in range(count):
+            message = {
+                "type": "enqueue",
+                "id": next(self.ids),
+                "tenant": tenant,
+                "query": query,
+                "api_type": "query_range",
+                "start": now - 600,
+                "end": now,
+                "step": 30,
+                **extra,
+            }
+            self.run(self.frontend.send(message))
+
+    def querier(
+        self, querier_id: str, *, workers: int = 4, latency: Callable[[dict[str, Any]], float]
+    ) -> QuerierClient:
+        client = QuerierClient(
+            f"{self.ws_url}/ws/querier/",
+            self.querier_token,
+            querier_id,
+            workers=workers,
+            latency=latency,
+        )
+        self.run(client.start())
+        return client
+
+    def close(self, client: QuerierClient | FrontendClient) -> None:
+        self.run(client.close())
+
+    def stop(self) -> None:
+        self.run(self.frontend.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+
+SEED = """
+from api import services
+services.tenant_put(tenant_id="acme", expected_version=None, author=None, source="cli", config={
+    "query_priority": {"enabled": True, "default_priority": 0, "priorities": [
+        {"priority": 5, "query_attributes": [{"regex": "^never$"}]}]}})
+services.tenant_put(tenant_id="gold", expected_version=None, author=None, source="cli", config={
+    "query_priority": {"enabled": True, "default_priority": 0, "priorities": [
+        {"priority": 9, "reserved_queriers": 1, "query_attributes": [{"regex": "critical"}]}]}})
+"""
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[DaphneProcess]:
+    daphne = DaphneProcess(grpc=False)
+    daphne.start()
+    daphne.create_user(*EDITOR, group="editor")
+    daphne.run_python(SEED)
+    try:
+        yield daphne
+    finally:
+        daphne.cleanup()
+
+
+@pytest.fixture(scope="module")
+def traffic(server: DaphneProcess) -> Iterator[Traffic]:
+    helper = Traffic(server)
+    try:
+        yield helper
+    finally:
+        helper.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, server: DaphneProcess) -> Iterator[Page]:
+    context = browser.new_context(
+        viewport={"width": 1500, "height": 1000}, base_url=server.base_url
+    )
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        context.close()

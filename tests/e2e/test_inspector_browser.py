@@ -1,0 +1,168 @@
+"""The inspector and editor in Chromium against a real Daphne and real protocol clients.
+
+One server, browser and login per module; the tests run in file order and
+build on each other the way an operator's session would.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from api.daphne_process import DaphneProcess
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+
+REGEX = "query_priority.priorities[0].query_attributes[0].regex"
+LIVE_WITHIN = 1_000  # ms: enqueued work must show without a reload within a second
+
+
+def treeitem(page: Page, label: str) -> object:
+    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
+
+
+def test_login_then_the_inspector_is_live(page: Page) -> None:
+    page.goto("/")
+    expect(page).to_have_url(re.compile(r"/login/"))
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page.get_by_role("tree")).to_be_attached()
+
+
+def test_reserved_idle_querier_is_shown_as_such(page: Page, traffic: Traffic) -> None:
+    first = traffic.querier("q-1", latency=lambda _: 0.0)
+    second = traffic.querier("q-2", latency=lambda _: 0.0)
+    try:
+        reserved = page.locator('[data-querier="q-1"]')
+        expect(reserved).to_have_attribute("aria-label", "querier q-1: reserved · idle")
+        expect(reserved).to_contain_text("gold · priority ≥ 9")
+        expect(page.locator('[data-querier="q-2"]')).to_have_attribute(
+            "aria-label", "querier q-2: idle"
+        )
+        expect(page.locator("#f-reserved")).to_have_text("1")
+    finally:
+        traffic.close(first)
+        traffic.close(second)
+    expect(page.locator('[data-querier="q-1"]')).to_have_count(0)
+
+
+def test_enqueued_requests_appear_within_a_second_in_both_projections(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("acme", count=3)
+    traffic.enqueue("beta", count=2)
+    expect(treeitem(page, "acme: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    expect(treeitem(page, "beta: 2 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    page.get_by_text("component → tenant").click()
+    ingester = treeitem(page, "ingester: 5 queued")
+    expect(ingester).to_have_attribute("aria-expanded", "true")
+    expect(treeitem(page, "acme: 3 queued")).to_be_visible()
+    traffic.enqueue("acme")
+    expect(treeitem(page, "acme: 4 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    page.get_by_text("tenant → component").click()
+    expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
+        "acme: 4 queued"
+    )
+
+
+def test_tree_is_keyboard_navigable(page: Page) -> None:
+    acme = treeitem(page, "acme: 4 queued")
+    acme.focus()
+    expect(acme).to_have_attribute("aria-expanded", "false")
+    page.keyboard.press("ArrowRight")
+    expect(acme).to_have_attribute("aria-expanded", "true")
+    expect(treeitem(page, "ingester: 4 queued")).to_be_visible()
+    page.keyboard.press("ArrowRight")
+    expect(treeitem(page, "ingester: 4 queued")).to_be_focused()
+    page.keyboard.press("ArrowLeft")
+    expect(acme).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(treeitem(page, "ingester: 4 queued")).to_be_focused()
+
+
+def test_pause_freezes_the_view_and_resume_catches_up(page: Page, traffic: Traffic) -> None:
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("#live-state")).to_have_text("paused")
+    traffic.enqueue("beta")
+    page.wait_for_timeout(600)
+    expect(treeitem(page, "beta: 2 queued")).to_be_visible()
+    page.get_by_role("button", name="Resume").click()
+    expect(treeitem(page, "beta: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    expect(page.locator("#live-state")).to_have_text("live")
+
+
+def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    page.goto("/tenants/acme/")
+    field = page.locator(f'[name="{REGEX}"]')
+    field.fill("(special")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(f'[id="{REGEX}-err"]')).to_contain_text("RE2 rejects this regex")
+    expect(page.locator("#error-summary")).to_contain_text("Nothing was saved")
+    page.goto("/tenants/acme/")
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
+
+    page.locator(f'[name="{REGEX}"]').fill("special")
+    page.get_by_label("Query (PromQL or match[] selectors)").fill('special_query{job="x"}')
+    page.get_by_role("button", name="Explain").click()
+    expect(page.locator("#explain-priority")).to_have_text("5")
+    expect(page.locator("#explain-source")).to_have_text("rule 1, attribute 1")
+    expect(page.locator("#explain-component")).to_have_text("ingester")
+    page.screenshot(path=str(SCREENSHOTS / "tenant-editor.png"), full_page=True)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".msg-success")).to_contain_text("Saved acme")
+
+    page.goto("/")
+    traffic.enqueue("acme", query='special_query{job="x"}')
+    acme = treeitem(page, "acme: 5 queued")
+    expect(acme).to_be_visible(timeout=3_000)
+    expect(acme.locator(".prios").first).to_have_text("p5 1 · p0 4")
+
+
+def test_switching_the_running_layout_reshapes_the_tree(page: Page) -> None:
+    page.goto("/")
+    expect(page.locator("#running-layout")).to_have_text("tenant-first")
+    page.get_by_role("button", name="Switch to component-first…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Switch the running layout to component-first?")
+    dialog.get_by_role("button", name="Switch to component-first").click()
+    expect(page.locator(".msg-success")).to_contain_text("component-first layout")
+    expect(page.locator("#running-layout")).to_have_text("component-first")
+    expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
+        re.compile(r"^ingester: \d+ queued")
+    )
+    expect(page.locator('.projection input[value="component-first"]')).to_be_checked()
+
+
+def test_rollback_from_history_restores_the_rule(page: Page) -> None:
+    page.goto("/history/")
+    latest = page.locator(".revision").first
+    expect(latest).to_contain_text("scheduler settings")
+    acme_change = page.locator(".revision", has_text="acme").first
+    expect(acme_change).to_contain_text("special")
+    acme_change.get_by_role("button", name=re.compile("Roll back")).click()
+    expect(page.locator(".msg-success")).to_contain_text("Rolled back")
+    page.goto("/tenants/acme/")
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
+
+
+def test_inspector_screenshot_with_busy_and_reserved_queriers(page: Page, traffic: Traffic) -> None:
+    page.goto("/?projection=tenant-first")
+    for i, tenant in enumerate(["analytics", "billing", "checkout", "search", "gold"]):
+        traffic.enqueue(tenant, count=2 + 3 * i)
+    traffic.enqueue("checkout", query="max(up)", start=0, end=3600, count=4)
+    traffic.enqueue("gold", query="critical_alerts", count=3)
+    slow = traffic.querier("q-slow", workers=4, latency=lambda _: 30.0)
+    reserved = traffic.querier("q-a-reserved", workers=4, latency=lambda _: 30.0)
+    try:
+        expect(page.locator('[data-querier="q-slow"]')).to_contain_text("4/4 busy")
+        treeitem(page, "checkout").click()
+        page.wait_for_timeout(2_500)  # let the charts collect a few points
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "inspector.png"), full_page=True)
+    finally:
+        traffic.close(slow)
+        traffic.close(reserved)
