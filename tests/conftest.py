@@ -1,0 +1,27 @@
+"""Fixtures shared by every test directory.
+
+`daphne_server` is a real Daphne process (free loopback port, its own
+migrated SQLite database, a free gRPC port, config reconcile every 0.5s) for
+service, e2e and gRPC tests; see `api.daphne_process.DaphneProcess` for its
+helpers: `base_url`, `ws_url`, `port`, `grpc_port`, `env`, `manage(...)`,
+`run_python(code)`, `issue_token(role)`, `create_user(name, password, group)`.
+It is started once per test session and stopped with SIGTERM at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from api.daphne_process import DaphneProcess
+
+
+@pytest.fixture(scope="session")
+def daphne_server() -> Iterator[DaphneProcess]:
+    server = DaphneProcess()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
