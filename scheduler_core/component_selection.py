@@ -15,9 +15,8 @@ next request has the highest priority (rank, with aging), ties round-robin.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from typing import Any
 
-from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, Request
 from scheduler_core.round_robin import RoundRobin
 from scheduler_core.tree import DequeueContext, Node
@@ -55,31 +54,37 @@ class QuerierWorkerPriority:
             j = start + step
             if j >= n:
                 j -= n
-            request = children[present[j]].dequeue(ctx)
+            request = children[present[j]].algorithm.dequeue(children[present[j]], ctx)
             if request is not None:
-                return request
+                return request  # type: ignore[no-any-return]
         return None
 
 
 class TenantComponentSelection(RoundRobin):
     """Round-robin over a tenant's components, or highest head first.
 
-    `priority_enabled` is the queue's live set of tenants whose
-    query_priority is on, so switching it needs no tree rebuild.
+    The node is the tenant's `TenantState`; its `priority_enabled` flag is
+    live, so switching query_priority needs no tree rebuild.
     """
 
-    __slots__ = ("_priority_enabled",)
+    __slots__ = ()
 
-    def __init__(self, priority_enabled: Container[str]) -> None:
+    def __init__(self) -> None:
         super().__init__(COMPONENTS)
-        self._priority_enabled = priority_enabled
 
-    def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
-        if node.key not in self._priority_enabled:
+    def dequeue(self, node: Any, ctx: DequeueContext) -> Request | None:
+        children = node.children
+        if not node.priority_enabled:
+            if len(children) == 1:
+                # Common case inlined: one leaf, no order to walk.
+                for key, only in children.items():
+                    request = only.dequeue(ctx)
+                    if request is not None:
+                        node.state = self._after[key]
+                    return request  # type: ignore[no-any-return]
             return super().dequeue(node, ctx)
         keys = self.keys
         n = len(keys)
-        children = node.children
         start: int = node.state
         best = -1
         best_rank = 0.0
@@ -90,7 +95,6 @@ class TenantComponentSelection(RoundRobin):
             child = children.get(keys[j])
             if child is None:
                 continue
-            assert isinstance(child, Leaf)
             rank = child.head_rank(ctx.min_priority, ctx.aging)
             # Strictly greater: among equal heads the first after the
             # pointer wins, which is round-robin on ties.
@@ -99,4 +103,4 @@ class TenantComponentSelection(RoundRobin):
         if best < 0:
             return None
         node.state = best + 1 if best + 1 < n else 0
-        return children[keys[best]].dequeue(ctx)
+        return children[keys[best]].dequeue(ctx)  # type: ignore[no-any-return]

@@ -1,16 +1,19 @@
 """One leaf queue of the tree: every queued request of one (tenant, component).
 
-A leaf keeps one FIFO deque per priority plus a descending list of the
-priorities present, so the common case (one priority, no aging) is a plain
-`popleft` and turning aging on or off never reorders anything: rank is
-computed from the heads at dequeue time.
+A leaf is itself the FIFO deque while all its requests share one priority
+(the common case): no per-priority dict or list exists, so a tenant costs
+one object per component and a dequeue is a plain `popleft`. When a second
+priority arrives the leaf promotes itself to one `_Fifo` per priority plus a
+descending list of the priorities present, and stays so until it empties.
+Turning aging on or off never reorders anything: rank is computed from the
+heads at dequeue time.
 
-Cancellation is lazy but exact: a cancelled request is recorded in `_dead`
-and its counters (`length`, each deque's `live`) drop at once; it is
+Cancellation is lazy but exact: a cancelled request is recorded in `dead`
+and the counters (`length`, each `_Fifo`'s `live`) drop at once; it is
 physically removed when it reaches the head of its deque. Invariant: the
-head of every deque is live, and a deque exists exactly while its priority
-has at least one live request, so heads can be read without skipping and
-`oldest_enqueued_at` is a min over heads.
+head of every deque is live, an empty leaf holds nothing physically, and in
+multi-priority form a `_Fifo` exists exactly while its priority has a live
+request, so heads can be read without skipping.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from typing import TYPE_CHECKING
 from scheduler_core.model import Request
 
 if TYPE_CHECKING:
-    from scheduler_core.tree import DequeueContext
+    from scheduler_core.tree import DequeueContext, TenantState
 
-__all__ = ["Leaf", "TenantState"]
+__all__ = ["Leaf"]
 
 
 class _Fifo(deque[Request]):
@@ -37,60 +40,94 @@ class _Fifo(deque[Request]):
         self.live = 0
 
 
-class Leaf:
-    """The requests of one tenant for one query component."""
+class Leaf(deque[Request]):
+    """The requests of one tenant for one query component.
 
-    __slots__ = ("_dead", "_prios", "_queues", "component", "length", "tenant_id")
+    Single-priority form: `queues is None`, the deque holds every request and
+    they all have priority `prio`. Multi-priority form: the deque is empty
+    and `queues`/`prios` hold them. `owner` is the tenant's record, so the
+    queue never looks a tenant up by id after a dequeue.
+    """
 
-    def __init__(self, tenant_id: str, component: str) -> None:
+    __slots__ = ("component", "dead", "length", "owner", "prio", "prios", "queues", "tenant_id")
+
+    def __init__(self, tenant_id: str, component: str, owner: TenantState | None = None) -> None:
+        super().__init__()
         self.tenant_id = tenant_id
         self.component = component
+        self.owner = owner
         self.length = 0
-        self._queues: dict[int, _Fifo] = {}
+        self.prio = 0
+        self.queues: dict[int, _Fifo] | None = None
         # Negated priorities, ascending, so insort keeps "highest first".
-        self._prios: list[int] = []
+        self.prios: list[int] | None = None
         # Cancelled requests still inside a deque; None while there are none.
-        self._dead: set[Request] | None = None
+        self.dead: set[Request] | None = None
 
     def __len__(self) -> int:
         return self.length
 
+    def __bool__(self) -> bool:
+        return self.length > 0
+
     def push(self, request: Request) -> None:
         """Append at the back of the request's priority (FIFO)."""
-        if self._dead is not None and request in self._dead:
-            self._compact()
-        fifo = self._queues.get(request.priority)
-        if fifo is None:
-            fifo = self._new_priority(request.priority)
-        fifo.live += 1
-        self.length += 1
-        fifo.append(request)
+        self._add(request, False)
 
     def push_front(self, request: Request) -> None:
         """Put a request back at the front of its priority."""
-        if self._dead is not None and request in self._dead:
+        self._add(request, True)
+
+    def _add(self, request: Request, front: bool) -> None:
+        if self.dead is not None and request in self.dead:
             self._compact()
-        fifo = self._queues.get(request.priority)
+        prio = request.priority
+        if self.queues is None:
+            if not self.length:
+                self.prio = prio
+            if prio == self.prio:
+                self.length += 1
+                if front:
+                    self.appendleft(request)
+                else:
+                    self.append(request)
+                return
+            self._promote()
+        queues = self.queues
+        assert queues is not None
+        fifo = queues.get(prio)
         if fifo is None:
-            fifo = self._new_priority(request.priority)
+            fifo = queues[prio] = _Fifo()
+            assert self.prios is not None
+            insort(self.prios, -prio)
         fifo.live += 1
         self.length += 1
-        fifo.appendleft(request)
+        if front:
+            fifo.appendleft(request)
+        else:
+            fifo.append(request)
 
-    def _new_priority(self, prio: int) -> _Fifo:
-        fifo = self._queues[prio] = _Fifo()
-        insort(self._prios, -prio)
-        return fifo
+    def _promote(self) -> None:
+        """Move the single deque's requests into a per-priority structure."""
+        fifo = _Fifo()
+        fifo.extend(self)
+        fifo.live = self.length
+        self.clear()
+        self.queues = {self.prio: fifo}
+        self.prios = [-self.prio]
 
     def _compact(self) -> None:
         """Drop cancelled copies so the same object can come back safely."""
-        dead = self._dead
+        dead = self.dead
         assert dead is not None
-        for fifo in self._queues.values():
+        targets: list[deque[Request]] = [self]
+        if self.queues is not None:
+            targets.extend(self.queues.values())
+        for fifo in targets:
             keep = [r for r in fifo if r not in dead]
             fifo.clear()
             fifo.extend(keep)
-        self._dead = None
+        self.dead = None
 
     def best_priority(self, min_priority: int | None, aging: float) -> int | None:
         """The priority whose head would be dequeued next, or None.
@@ -99,15 +136,16 @@ class Leaf:
         `priority * aging - enqueued_at`; ties go to the higher priority.
         Only priorities >= `min_priority` are eligible.
         """
-        prios = self._prios
-        if not prios:
+        if not self.length:
             return None
-        if not aging:
-            top = -prios[0]
+        prios = self.prios
+        if prios is None or not aging:
+            top = self.prio if prios is None else -prios[0]
             return top if min_priority is None or top >= min_priority else None
         best: int | None = None
         best_rank = 0.0
-        queues = self._queues
+        queues = self.queues
+        assert queues is not None
         for neg in prios:
             prio = -neg
             if min_priority is not None and prio < min_priority:
@@ -124,89 +162,123 @@ class Leaf:
             return None
         if not aging:
             return float(prio)
-        return prio * aging - self._queues[prio][0].enqueued_at
+        return prio * aging - self._fifo(prio)[0].enqueued_at
+
+    def _fifo(self, prio: int) -> deque[Request]:
+        return self if self.queues is None else self.queues[prio]
 
     def dequeue(self, ctx: DequeueContext) -> Request | None:
         """Tree entry point: pop under the context's floor and aging."""
         ctx.leaf = self
-        if ctx.aging:
-            return self.pop(ctx.min_priority, ctx.aging)
-        # Hot path, inlined: strict priority, head of the highest one.
-        prio = -self._prios[0]
-        floor = ctx.min_priority
-        if floor is not None and prio < floor:
-            return None
-        fifo = self._queues[prio]
-        request = fifo.popleft()
-        if fifo.live > 1 and self._dead is None:
-            fifo.live -= 1
+        if self.queues is None:
+            # Hot path: one priority, so aging cannot reorder anything.
+            floor = ctx.min_priority
+            if floor is not None and self.prio < floor:
+                return None
+            request = self.popleft()
             self.length -= 1
-        else:
-            self._drop_one(prio, fifo)
-        return request
+            if self.dead is not None:
+                self._skip_dead()
+            return request
+        return self.take(ctx.min_priority, ctx.aging)
 
-    def pop(self, min_priority: int | None, aging: float) -> Request | None:
+    def take(self, min_priority: int | None, aging: float) -> Request | None:
         """Remove and return the next eligible request, or None."""
         prio = self.best_priority(min_priority, aging)
         if prio is None:
             return None
-        fifo = self._queues[prio]
+        if self.queues is None:
+            request = self.popleft()
+            self.length -= 1
+            if self.dead is not None:
+                self._skip_dead()
+            return request
+        fifo = self.queues[prio]
         request = fifo.popleft()
         self._drop_one(prio, fifo)
         return request
 
     def remove(self, request: Request) -> None:
         """Cancel a queued request: counters drop now, memory on reaching the head."""
-        prio = request.priority
-        fifo = self._queues[prio]
+        fifo = self._fifo(request.priority)
         if fifo[0] is request:
             fifo.popleft()
-        elif self._dead is None:
-            self._dead = {request}
+        elif self.dead is None:
+            self.dead = {request}
         else:
-            self._dead.add(request)
-        self._drop_one(prio, fifo)
+            self.dead.add(request)
+        if self.queues is None:
+            self.length -= 1
+            self._skip_dead()
+        else:
+            assert isinstance(fifo, _Fifo)
+            self._drop_one(request.priority, fifo)
+
+    def _skip_dead(self) -> None:
+        """Single form: restore the live-head invariant after a removal."""
+        dead = self.dead
+        if dead is None:
+            return
+        if self.length:
+            while self[0] in dead:
+                dead.discard(self.popleft())
+        else:
+            for r in self:
+                dead.discard(r)
+            self.clear()
+        if not dead:
+            self.dead = None
 
     def _drop_one(self, prio: int, fifo: _Fifo) -> None:
-        """One live request left `fifo`; restore the live-heads invariant."""
+        """Multi form: one live request left `fifo`; restore the invariants."""
         self.length -= 1
         fifo.live -= 1
-        dead = self._dead
+        dead = self.dead
         if fifo.live:
             if dead is not None:
                 while fifo[0] in dead:
                     dead.discard(fifo.popleft())
                 if not dead:
-                    self._dead = None
+                    self.dead = None
             return
         # Only cancelled copies remain: forget them with the deque.
         if dead is not None:
             for r in fifo:
                 dead.discard(r)
             if not dead:
-                self._dead = None
-        del self._queues[prio]
-        self._prios.remove(-prio)
+                self.dead = None
+        queues, prios = self.queues, self.prios
+        assert queues is not None and prios is not None
+        del queues[prio]
+        prios.remove(-prio)
+        if not prios:
+            self.queues = self.prios = None
 
     def requests(self) -> list[Request]:
         """Live requests in dequeue order without aging (for drain)."""
-        dead = self._dead or set()
+        dead = self.dead or set()
+        if self.prios is None:
+            return [r for r in self if r not in dead]
+        queues = self.queues
+        assert queues is not None
         out: list[Request] = []
-        for neg in self._prios:
-            out.extend(r for r in self._queues[-neg] if r not in dead)
+        for neg in self.prios:
+            out.extend(r for r in queues[-neg] if r not in dead)
         return out
 
     def by_priority(self) -> tuple[tuple[int, int], ...]:
         """(priority, count) pairs, highest priority first."""
-        queues = self._queues
-        return tuple((-neg, queues[-neg].live) for neg in self._prios)
+        prios = self.prios
+        if prios is None:
+            return ((self.prio, self.length),) if self.length else ()
+        queues = self.queues
+        assert queues is not None
+        return tuple((-neg, queues[-neg].live) for neg in prios)
 
     def snapshot_row(self) -> tuple[tuple[tuple[int, int], ...], float]:
         """`by_priority()` and `oldest_enqueued_at()` in one call (snapshots)."""
-        prios = self._prios
-        if len(prios) == 1:
-            fifo = self._queues[-prios[0]]
-            return ((-prios[0], fifo.live),), fifo[0].enqueued_at
+        if self.prios is None and self.length:
+            return ((self.prio, self.length),), self[0].enqueued_at
         return self.by_priority(), self.oldest_enqueued_at()
 
     def oldest_enqueued_at(self) -> float:
@@ -216,26 +288,8 @@ class Leaf:
         the front only after having been the head, so the heads hold the
         oldest requests except after out-of-order front re-queues.
         """
-        queues = self._queues
-        if len(queues) == 1:
-            for fifo in queues.values():
-                return fifo[0].enqueued_at
-        heads = [fifo[0].enqueued_at for fifo in queues.values()]
-        return min(heads) if heads else 0.0
-
-
-class TenantState:
-    """One tenant's leaves and counters, kept together for one lookup per call.
-
-    Lives while the tenant has queued or in-flight work or explicit limits;
-    `leaves` holds exactly the non-empty leaves; `limit` is the explicit
-    max_outstanding or None for the queue-wide default.
-    """
-
-    __slots__ = ("in_flight", "leaves", "limit", "queued")
-
-    def __init__(self) -> None:
-        self.leaves: dict[str, Leaf] = {}
-        self.queued = 0
-        self.in_flight = 0
-        self.limit: int | None = None
+        if not self.length:
+            return 0.0
+        if self.queues is None:
+            return self[0].enqueued_at
+        return min(fifo[0].enqueued_at for fifo in self.queues.values())

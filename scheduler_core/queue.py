@@ -2,8 +2,8 @@
 
 One owner calls it from one thread or task, as Mimir's dispatcher loop does.
 Every request the queue accepted is, at any instant, exactly one of: queued
-(in `_queued` and in one leaf), in flight (in `_in_flight`, held by one
-worker), or handed back to the caller (completed, cancelled, drained or
+(in `_ids` as itself and in one leaf), in flight (in `_ids` as the worker
+holding it), or handed back to the caller (completed, cancelled, drained or
 released by a disconnect). Counters change in the same call as the contents,
 so `len()`, `tenant_length()` and `snapshot()` are always exact.
 """
@@ -22,7 +22,7 @@ from scheduler_core.errors import (
     UnknownQuerier,
     WorkerBusy,
 )
-from scheduler_core.leaf import Leaf, TenantState
+from scheduler_core.leaf import Leaf
 from scheduler_core.model import (
     COMPONENTS,
     Layout,
@@ -36,7 +36,7 @@ from scheduler_core.round_robin import RoundRobin
 from scheduler_core.snapshot import QueueSnapshot
 from scheduler_core.tenant_querier_assignment import Shard, TenantQuerierAssignment, WorkerState
 from scheduler_core.tenant_rotation import TenantOrder, TenantRotation
-from scheduler_core.tree import DequeueContext, Tree
+from scheduler_core.tree import DequeueContext, TenantState, Tree
 
 __all__ = ["RequestQueue"]
 
@@ -57,84 +57,95 @@ class RequestQueue:
         self._clock = clock
         self._order = TenantOrder()
         self._assignment = TenantQuerierAssignment(self._on_reshard)
-        self._rotation = TenantRotation(self._order, self._assignment.shard_of)
         self._limits: dict[str, TenantLimits] = {}
-        self._priority_enabled: set[str] = set()
         self._tenants: dict[str, TenantState] = {}
-        self._queued: dict[str, Request] = {}
-        self._in_flight: dict[str, WorkerState] = {}
+        self._tenant_selection = TenantComponentSelection()
+        # request id -> the queued Request, or the WorkerState holding it in
+        # flight: one lookup answers "known?", "queued?" and "where?".
+        self._ids: dict[str, Request | WorkerState] = {}
+        self._total = 0
         self._ctx = DequeueContext()
         self._tree = self._build_tree()
 
     # -- tree -------------------------------------------------------------
     def _build_tree(self) -> Tree:
         cfg = self._config
-        if cfg.layout == "tenant-first":
-            tree = Tree(True, self._rotation, TenantComponentSelection(self._priority_enabled))
+        first = cfg.layout == "tenant-first"
+        self._rotation = TenantRotation(
+            self._order, self._assignment.shard_of, self._tenants, first
+        )
+        if first:
+            tree = Tree(True, self._rotation, self._tenant_selection)
         elif cfg.component_selection == "querier-worker-priority":
             tree = Tree(False, QuerierWorkerPriority(), self._rotation)
         else:
             tree = Tree(False, RoundRobin(COMPONENTS), self._rotation)
         for state in self._tenants.values():
-            for leaf in state.leaves.values():
-                tree.attach(leaf)
+            for leaf in state.children.values():
+                tree.attach(leaf, state)
         return tree
 
     def _on_reshard(self, tenant_id: str, old: Shard, new: Shard) -> None:
         for node in self._tree.tenant_nodes(tenant_id):
             self._rotation.reshard(node, tenant_id, old, new)
 
+    def _new_state(self, tenant_id: str) -> TenantState:
+        state = self._tenants[tenant_id] = TenantState(tenant_id, self._tenant_selection)
+        return state
+
     def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
         tenant = request.tenant_id
         if state is None:
-            state = self._tenants[tenant] = TenantState()
+            state = self._new_state(tenant)
         if not state.queued:
-            self._order.acquire(tenant)
-        leaf = state.leaves.get(request.component)
+            self._order.acquire(state)
+        leaves = state.children
+        leaf = leaves.get(request.component)
         fresh = leaf is None
         if leaf is None:
-            leaf = state.leaves[request.component] = Leaf(tenant, request.component)
+            leaf = leaves[request.component] = Leaf(tenant, request.component, state)
         if front:
             leaf.push_front(request)
         else:
             leaf.push(request)
-        self._queued[request.id] = request
+        self._ids[request.id] = request
+        self._total += 1
         state.queued += 1
         if fresh:
-            self._tree.attach(leaf)
+            self._tree.attach(leaf, state)
 
     def _prune(self, leaf: Leaf, state: TenantState) -> None:
         """After a removal: unhang an emptied leaf, free an idle tenant."""
         if not leaf.length:
-            self._tree.detach(leaf)
-            del state.leaves[leaf.component]
+            del state.children[leaf.component]
+            self._tree.detach(leaf, state)
         if not state.queued:
-            self._order.release(leaf.tenant_id)
-            self._forget_idle(leaf.tenant_id, state)
+            self._order.release(state)
+            self._forget_idle(state)
 
-    def _forget_idle(self, tenant: str, state: TenantState) -> None:
-        if not state.queued and not state.in_flight and tenant not in self._limits:
-            del self._tenants[tenant]
+    def _forget_idle(self, state: TenantState) -> None:
+        if not state.queued and not state.in_flight and state.key not in self._limits:
+            del self._tenants[state.key]
 
-    def _release(self, worker: WorkerState) -> Request:
-        """Free a worker of its in-flight request (already out of `_in_flight`)."""
+    def _release(self, worker: WorkerState, now: float) -> Request:
+        """Free a worker of its in-flight request (already out of `_ids`)."""
         request = worker.request
         assert request is not None
-        worker.request = None
-        worker.since = self._clock()
-        state = self._tenants[request.tenant_id]
+        state: TenantState = worker.tenant
+        worker.request = worker.tenant = None
+        worker.since = now
         state.in_flight -= 1
         if not state.in_flight:
-            self._forget_idle(request.tenant_id, state)
+            self._forget_idle(state)
         return request
 
     # -- requests ---------------------------------------------------------
     def enqueue(self, request: Request) -> None:
         """Queue a request at the back of its priority; stamps `enqueued_at`."""
-        if request.id in self._queued or request.id in self._in_flight:
-            raise DuplicateRequest(request.id)
-        if request.component not in _COMPONENT_SET:
-            raise ValueError(f"unknown query component {request.component!r}")
+        rid = request.id
+        ids = self._ids
+        if rid in ids:
+            raise DuplicateRequest(rid)
         state = self._tenants.get(request.tenant_id)
         if state is not None:
             limit = state.limit
@@ -142,16 +153,24 @@ class RequestQueue:
                 limit = self._config.max_outstanding_requests_per_tenant
             if state.queued + state.in_flight >= limit:
                 raise TooManyRequests(request.tenant_id)
-            request.enqueued_at = self._clock()
-            leaf = state.leaves.get(request.component)
+            leaf = state.children.get(request.component)
             if leaf is not None:
-                # Hot path: the leaf is already in the tree.
-                leaf.push(request)
-                self._queued[request.id] = request
+                # Hot path: the leaf is already in the tree (so the component
+                # is valid); a single-priority leaf is a bare append.
+                request.enqueued_at = self._clock()
+                if leaf.queues is None and leaf.prio == request.priority and leaf.dead is None:
+                    leaf.append(request)
+                    leaf.length += 1
+                else:
+                    leaf.push(request)
+                ids[rid] = request
+                self._total += 1
                 state.queued += 1
                 return
         elif self._config.max_outstanding_requests_per_tenant <= 0:
             raise TooManyRequests(request.tenant_id)
+        if request.component not in _COMPONENT_SET:
+            raise ValueError(f"unknown query component {request.component!r}")
         request.enqueued_at = self._clock()
         self._insert(request, state, front=False)
 
@@ -163,7 +182,8 @@ class RequestQueue:
         Returns (None, last_tenant_index) when nothing is queued that this
         querier may take.
         """
-        querier = self._assignment.queriers.get(querier_id)
+        assignment = self._assignment
+        querier = assignment.queriers.get(querier_id)
         if querier is None:
             raise UnknownQuerier(querier_id)
         if querier.shutting_down:
@@ -173,13 +193,13 @@ class RequestQueue:
             raise UnknownQuerier(f"{querier_id} worker {worker_id}")
         if worker.request is not None:
             raise WorkerBusy(f"{querier_id} worker {worker_id}")
-        if not self._queued:
+        if not self._total:
             return None, last_tenant_index
         ctx = self._ctx
         ctx.querier_id = querier_id
         ctx.worker_id = worker_id
         ctx.last_tenant_index = last_tenant_index
-        ctx.reserved = self._assignment.reserved_by_querier.get(querier_id)
+        ctx.reserved = assignment.reserved_by_querier.get(querier_id)
         ctx.aging = self._config.priority_aging_seconds
         root = self._tree.root
         request = root.algorithm.dequeue(root, ctx)
@@ -187,34 +207,45 @@ class RequestQueue:
             return None, last_tenant_index
         leaf = ctx.leaf
         assert leaf is not None
-        del self._queued[request.id]
-        state = self._tenants[request.tenant_id]
+        state = leaf.owner
+        assert state is not None
+        self._ids[request.id] = worker
+        self._total -= 1
         state.queued -= 1
         state.in_flight += 1
         if not leaf.length:
             self._prune(leaf, state)
-        self._in_flight[request.id] = worker
         worker.request = request
+        worker.tenant = state
         worker.since = self._clock()
         request.attempts += 1
         return request, ctx.tenant_index
 
     def complete(self, request_id: str) -> Request | None:
         """The in-flight request is done and its worker idle; None if unknown."""
-        worker = self._in_flight.pop(request_id, None)
-        return None if worker is None else self._release(worker)
+        worker = self._ids.get(request_id)
+        if type(worker) is not WorkerState:
+            return None
+        del self._ids[request_id]
+        return self._release(worker, self._clock())
 
     def cancel(self, request_id: str) -> Request | None:
         """Remove a queued request at once, or release an in-flight one."""
-        request = self._queued.pop(request_id, None)
-        if request is not None:
-            state = self._tenants[request.tenant_id]
-            leaf = state.leaves[request.component]
-            leaf.remove(request)
-            state.queued -= 1
-            self._prune(leaf, state)
-            return request
-        return self.complete(request_id)
+        held = self._ids.get(request_id)
+        if type(held) is WorkerState:
+            del self._ids[request_id]
+            return self._release(held, self._clock())
+        if held is None:
+            return None
+        assert isinstance(held, Request)
+        del self._ids[request_id]
+        self._total -= 1
+        state = self._tenants[held.tenant_id]
+        leaf = state.children[held.component]
+        leaf.remove(held)
+        state.queued -= 1
+        self._prune(leaf, state)
+        return held
 
     def requeue_front(self, request: Request) -> None:
         """Put a request back at the front of its priority in its leaf.
@@ -223,35 +254,39 @@ class RequestQueue:
         already released by a disconnect; never subject to the limit, since
         the request was accepted once already.
         """
-        worker = self._in_flight.pop(request.id, None)
-        if worker is not None:
-            self._release(worker)
-        elif request.id in self._queued:
+        held = self._ids.get(request.id)
+        if type(held) is WorkerState:
+            del self._ids[request.id]
+            self._release(held, self._clock())
+        elif held is not None:
             raise DuplicateRequest(request.id)
         self._insert(request, self._tenants.get(request.tenant_id), front=True)
 
     def in_flight(self, request_id: str) -> bool:
-        return request_id in self._in_flight
+        return type(self._ids.get(request_id)) is WorkerState
 
     def drain(self) -> list[Request]:
         """Remove and return every queued request (in-flight ones stay)."""
         drained = [
             r
             for state in self._tenants.values()
-            for leaf in state.leaves.values()
+            for leaf in state.children.values()
             for r in leaf.requests()
         ]
-        for tenant, state in list(self._tenants.items()):
-            state.leaves.clear()
-            state.queued = 0
-            self._forget_idle(tenant, state)
-        self._queued.clear()
+        ids = self._ids
+        for request in drained:
+            del ids[request.id]
+        self._total = 0
         self._order.clear()
+        for state in list(self._tenants.values()):
+            state.children.clear()
+            state.queued = 0
+            self._forget_idle(state)
         self._tree = self._build_tree()
         return drained
 
     def __len__(self) -> int:
-        return len(self._queued)
+        return self._total
 
     def tenant_length(self, tenant_id: str) -> int:
         state = self._tenants.get(tenant_id)
@@ -272,10 +307,11 @@ class RequestQueue:
         if worker is None:
             return None
         request = None
+        now = self._clock()
         if worker.request is not None:
-            del self._in_flight[worker.request.id]
-            request = self._release(worker)
-        self._assignment.disconnect(worker, self._clock(), self._config.querier_forget_delay)
+            del self._ids[worker.request.id]
+            request = self._release(worker, now)
+        self._assignment.disconnect(worker, now, self._config.querier_forget_delay)
         return request
 
     def notify_querier_shutdown(self, querier_id: str) -> None:
@@ -292,12 +328,9 @@ class RequestQueue:
         self._limits[tenant_id] = limits
         state = self._tenants.get(tenant_id)
         if state is None:
-            state = self._tenants[tenant_id] = TenantState()
+            state = self._new_state(tenant_id)
         state.limit = limits.max_outstanding
-        if limits.query_priority.enabled:
-            self._priority_enabled.add(tenant_id)
-        else:
-            self._priority_enabled.discard(tenant_id)
+        state.priority_enabled = limits.query_priority.enabled
         self._assignment.set_tenant(tenant_id, limits.max_queriers, limits.query_priority)
 
     def tenant_limits(self, tenant_id: str) -> TenantLimits:
@@ -309,8 +342,8 @@ class RequestQueue:
         state = self._tenants.get(tenant_id)
         if state is not None:
             state.limit = None
-            self._forget_idle(tenant_id, state)
-        self._priority_enabled.discard(tenant_id)
+            state.priority_enabled = False
+            self._forget_idle(state)
         self._assignment.set_tenant(tenant_id, 0, QueryPriority())
 
     def set_config(self, config: QueueConfig) -> None:
@@ -335,7 +368,7 @@ class RequestQueue:
             tenants=self._tenants,
             limits=self._limits,
             assignment=self._assignment,
-            total=len(self._queued),
+            total=self._total,
         )
 
 

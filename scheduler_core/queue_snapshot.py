@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from scheduler_core.leaf import Leaf, TenantState
+from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
 from scheduler_core.snapshot import (
     LeafSnapshot,
@@ -20,6 +20,7 @@ from scheduler_core.snapshot import (
     WorkerSnapshot,
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
+from scheduler_core.tree import TenantState
 
 __all__ = ["build_snapshot"]
 
@@ -62,7 +63,7 @@ def _leaves(tenant_ids: list[str], tenants: Mapping[str, TenantState]) -> tuple[
     out: list[LeafSnapshot] = []
     append = out.append
     for tenant in tenant_ids:
-        mine = tenants[tenant].leaves
+        mine = tenants[tenant].children
         if not mine:
             continue
         items = mine.items() if len(mine) == 1 else sorted(mine.items(), key=_by_component)

@@ -43,7 +43,7 @@ class RoundRobin:
         if len(children) == 1:
             # Common case: one child, so no order to walk.
             for key, only in children.items():
-                request = only.dequeue(ctx)
+                request: Request | None = only.dequeue(ctx)
                 if request is not None:
                     node.state = self._after[key]
                 return request

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from scheduler_core.model import PriorityDef, QueryPriority, Request
 
@@ -93,14 +94,19 @@ def reserved_queriers(shard: Sequence[str], priorities: Iterable[PriorityDef]) -
 
 
 class WorkerState:
-    """One worker connection; `request` is what it has in flight."""
+    """One worker connection; `request` is what it has in flight.
 
-    __slots__ = ("querier_id", "request", "since", "worker_id")
+    `tenant` is the in-flight request's tenant record (a `TenantState`,
+    opaque here), so completing it needs no lookup by tenant id.
+    """
+
+    __slots__ = ("querier_id", "request", "since", "tenant", "worker_id")
 
     def __init__(self, querier_id: str, worker_id: int, since: float) -> None:
         self.querier_id = querier_id
         self.worker_id = worker_id
         self.request: Request | None = None
+        self.tenant: Any = None
         self.since = since
 
 

@@ -16,10 +16,10 @@ candidate for a querier is the smaller of two successor lookups.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from scheduler_core.model import Request
-from scheduler_core.tree import DequeueContext, Node
+from scheduler_core.tree import DequeueContext, Node, TenantState
 
 __all__ = ["SlotSet", "TenantOrder", "TenantRotation"]
 
@@ -127,41 +127,44 @@ class SlotSet:
 
 
 class TenantOrder:
-    """Slots of the tenants that have queued work, shared by every rotation."""
+    """Slots of the tenants that have queued work, shared by every rotation.
 
-    __slots__ = ("_free", "_slot_of", "slots")
+    A slot holds the tenant's record itself, so a rotation goes from a slot
+    to the tenant without a dict lookup.
+    """
+
+    __slots__ = ("_free", "slots")
 
     def __init__(self) -> None:
-        self.slots: list[str | None] = []
-        self._slot_of: dict[str, int] = {}
+        self.slots: list[TenantState | None] = []
         self._free: list[int] = []
 
     def __len__(self) -> int:
-        return len(self._slot_of)
+        return len(self.slots) - len(self._free)
 
-    def slot_of(self, tenant_id: str) -> int:
-        return self._slot_of[tenant_id]
-
-    def acquire(self, tenant_id: str) -> int:
+    def acquire(self, tenant: TenantState) -> int:
         """Give the tenant the lowest free placeholder, or a new slot."""
         if self._free:
             slot = heapq.heappop(self._free)
-            self.slots[slot] = tenant_id
+            self.slots[slot] = tenant
         else:
             slot = len(self.slots)
-            self.slots.append(tenant_id)
-        self._slot_of[tenant_id] = slot
+            self.slots.append(tenant)
+        tenant.slot = slot
         return slot
 
-    def release(self, tenant_id: str) -> None:
+    def release(self, tenant: TenantState) -> None:
         """Leave a placeholder so saved indices keep their meaning."""
-        slot = self._slot_of.pop(tenant_id)
+        slot = tenant.slot
+        tenant.slot = -1
         self.slots[slot] = None
         heapq.heappush(self._free, slot)
 
     def clear(self) -> None:
+        for tenant in self.slots:
+            if tenant is not None:
+                tenant.slot = -1
         self.slots.clear()
-        self._slot_of.clear()
         self._free.clear()
 
 
@@ -185,11 +188,19 @@ class TenantRotation:
     it then moves on to the next tenant instead of stalling (unlike Cortex).
     """
 
-    __slots__ = ("_order", "_shard_of")
+    __slots__ = ("_order", "_shard_of", "_tenants", "tenant_first")
 
-    def __init__(self, order: TenantOrder, shard_of: ShardOf) -> None:
+    def __init__(
+        self,
+        order: TenantOrder,
+        shard_of: ShardOf,
+        tenants: Mapping[str, TenantState],
+        tenant_first: bool,
+    ) -> None:
         self._order = order
         self._shard_of = shard_of
+        self._tenants = tenants
+        self.tenant_first = tenant_first
 
     def new_state(self) -> _RotationState:
         return _RotationState()
@@ -201,12 +212,12 @@ class TenantRotation:
         return [by_q[q] if q in by_q else by_q.setdefault(q, SlotSet()) for q in shard]
 
     def on_add(self, node: Node, key: str) -> None:
-        slot = self._order.slot_of(key)
+        slot = self._tenants[key].slot
         for sset in self._sets(node.state, self._shard_of(key)):
             sset.add(slot)
 
     def on_remove(self, node: Node, key: str) -> None:
-        self._remove(node.state, self._order.slot_of(key), self._shard_of(key))
+        self._remove(node.state, self._tenants[key].slot, self._shard_of(key))
 
     def _remove(self, state: _RotationState, slot: int, shard: Collection[str] | None) -> None:
         if shard is None:
@@ -224,7 +235,7 @@ class TenantRotation:
         self, node: Node, key: str, old: Collection[str] | None, new: Collection[str] | None
     ) -> None:
         """Move a present tenant from its old shard's sets to its new one's."""
-        slot = self._order.slot_of(key)
+        slot = self._tenants[key].slot
         self._remove(node.state, slot, old)
         for sset in self._sets(node.state, new):
             sset.add(slot)
@@ -234,7 +245,7 @@ class TenantRotation:
         everyone = state.everyone
         mine = state.by_querier.get(ctx.querier_id)
         slots = self._order.slots
-        children = node.children
+        component = None if self.tenant_first else node.key
         reserved = ctx.reserved
         last = ctx.last_tenant_index
         start = last + 1 if last >= 0 else 0
@@ -259,8 +270,11 @@ class TenantRotation:
                 continue
             tenant = slots[cand]
             assert tenant is not None
-            ctx.min_priority = reserved.get(tenant) if reserved else None
-            request = children[tenant].dequeue(ctx)
+            ctx.min_priority = reserved.get(tenant.key) if reserved else None
+            if component is None:
+                request = tenant.algorithm.dequeue(tenant, ctx)
+            else:
+                request = tenant.children[component].dequeue(ctx)
             if request is not None:
                 ctx.tenant_index = cand
                 return request

@@ -12,7 +12,7 @@ def req(rid: str, priority: int = 0, at: float = 0.0) -> Request:
 
 def pop_all(leaf: Leaf, min_priority: int | None = None, aging: float = 0.0) -> list[str]:
     out = []
-    while (got := leaf.pop(min_priority, aging)) is not None:
+    while (got := leaf.take(min_priority, aging)) is not None:
         out.append(got.id)
     return out
 
@@ -74,7 +74,7 @@ def test_min_priority_hides_lower_priorities() -> None:
     leaf.push(req("lo", 0))
     leaf.push(req("hi", 2))
     assert pop_all(leaf, min_priority=2) == ["hi"]
-    assert leaf.pop(1, 0.0) is None
+    assert leaf.take(1, 0.0) is None
     assert pop_all(leaf) == ["lo"]
 
 

@@ -8,7 +8,7 @@ from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, Request
 from scheduler_core.round_robin import RoundRobin
 from scheduler_core.tenant_rotation import SlotSet, TenantOrder, TenantRotation
-from scheduler_core.tree import Node, Tree
+from scheduler_core.tree import TenantState, Tree
 
 
 def brute_successor(members: set[int], slot: int) -> int:
@@ -42,34 +42,47 @@ def test_slot_set_is_empty_after_removing_everything() -> None:
     assert len(sset) == 0 and sset.successor(0) == -1
 
 
+def states(names: str) -> dict[str, TenantState]:
+    algorithm = RoundRobin(COMPONENTS)
+    return {name: TenantState(name, algorithm) for name in names}
+
+
 def test_tenant_order_reuses_the_lowest_placeholder() -> None:
     order = TenantOrder()
-    assert [order.acquire(t) for t in "abcd"] == [0, 1, 2, 3]
-    order.release("c")
-    order.release("b")
-    assert order.slots == ["a", None, None, "d"]
-    assert order.acquire("e") == 1
-    assert order.acquire("f") == 2
-    assert order.acquire("g") == 4 and len(order) == 5
+    t = states("abcdefg")
+    assert [order.acquire(t[name]) for name in "abcd"] == [0, 1, 2, 3]
+    order.release(t["c"])
+    order.release(t["b"])
+    assert order.slots == [t["a"], None, None, t["d"]]
+    assert (t["b"].slot, t["d"].slot) == (-1, 3)
+    assert order.acquire(t["e"]) == 1
+    assert order.acquire(t["f"]) == 2
+    assert order.acquire(t["g"]) == 4 and len(order) == 5
 
 
-def make_tree(order: TenantOrder) -> Tree:
-    return Tree(True, TenantRotation(order, lambda tenant: None), RoundRobin(COMPONENTS))
+def make_tree(order: TenantOrder, tenants: dict[str, TenantState]) -> Tree:
+    rotation = TenantRotation(order, lambda tenant: None, tenants, True)
+    return Tree(True, rotation, RoundRobin(COMPONENTS))
 
 
 def test_empty_nodes_are_pruned_as_soon_as_their_last_leaf_leaves() -> None:
     order = TenantOrder()
-    tree = make_tree(order)
-    leaves = [Leaf("t", c) for c in COMPONENTS[:2]]
-    order.acquire("t")
+    tenants = states("t")
+    tree = make_tree(order, tenants)
+    tenant = tenants["t"]
+    leaves = [Leaf("t", c, tenant) for c in COMPONENTS[:2]]
+    order.acquire(tenant)
     for leaf in leaves:
         leaf.push(Request(id=leaf.component, tenant_id="t", component=leaf.component))
-        tree.attach(leaf)
-    tenant_node = tree.root.children["t"]
-    assert isinstance(tenant_node, Node) and len(tenant_node.children) == 2
-    tree.detach(leaves[0])
-    assert list(tenant_node.children) == [COMPONENTS[1]]
-    tree.detach(leaves[1])
+        tenant.children[leaf.component] = leaf
+        tree.attach(leaf, tenant)
+    assert tree.root.children["t"] is tenant and len(tenant.children) == 2
+    del tenant.children[leaves[0].component]
+    tree.detach(leaves[0], tenant)
+    assert list(tenant.children) == [COMPONENTS[1]]
+    assert tree.root.children["t"] is tenant
+    del tenant.children[leaves[1].component]
+    tree.detach(leaves[1], tenant)
     assert tree.root.children == {}
     assert tree.root.state.everyone.successor(0) == -1
     assert list(tree.tenant_nodes("t")) == []
