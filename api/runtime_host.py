@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 import signal
@@ -135,7 +136,7 @@ class RuntimeHost:
         self.grpc_door: Any = None
         self._limits: dict[str, TenantLimits] = {}
         self._reconcile_lock = asyncio.Lock()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
         self._layer_channel: str | None = None
         self._loop = asyncio.get_running_loop()
         self._stopping = False
@@ -168,9 +169,10 @@ class RuntimeHost:
         if self.grpc_door is not None:
             with contextlib.suppress(Exception):
                 await self.grpc_door.stop(grace=1.0)
-        for task in self._tasks:
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self._leave_config_group()
@@ -178,7 +180,8 @@ class RuntimeHost:
     def _spawn(self, coro: Any, name: str) -> None:
         task = self._loop.create_task(coro, name=name)
         task.add_done_callback(_log_death)
-        self._tasks.append(task)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- config ---------------------------------------------------------------
 
@@ -207,8 +210,14 @@ class RuntimeHost:
         self._limits = dict(limits)
 
     def _on_local_change(self, version: int) -> None:
-        # Called after commit, from whichever thread committed.
-        self._loop.call_soon_threadsafe(self._spawn, self._broadcast(version), "config apply")
+        # Called after commit, from whichever thread committed: usually a
+        # sync_to_async worker. A fresh context keeps that thread's asgiref
+        # state out of the task, which would otherwise see its own database
+        # calls as re-entering the busy executor and refuse them.
+        self._loop.call_soon_threadsafe(self._spawn_apply, version, context=contextvars.Context())
+
+    def _spawn_apply(self, version: int) -> None:
+        self._spawn(self._broadcast(version), "config apply")
 
     async def _broadcast(self, version: int) -> None:
         await self.reconcile(version)
