@@ -78,10 +78,19 @@ class TenantComponentSelection(RoundRobin):
             if len(children) == 1:
                 # Common case inlined: one leaf, no order to walk.
                 for key, only in children.items():
-                    request = only.dequeue(ctx)
+                    floor = ctx.min_priority
+                    if only.queues is not None or only.dead is not None:
+                        request: Request | None = only.dequeue(ctx)
+                    elif floor is not None and only.prio < floor:
+                        return None
+                    else:
+                        # Leaf.dequeue's single-priority path, inlined.
+                        ctx.leaf = only
+                        request = only.popleft()
+                        only.length -= 1
                     if request is not None:
                         node.state = self._after[key]
-                    return request  # type: ignore[no-any-return]
+                    return request
             return super().dequeue(node, ctx)
         keys = self.keys
         n = len(keys)

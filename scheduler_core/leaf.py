@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler_core.model import Request
 
@@ -55,7 +55,7 @@ class Leaf(deque[Request]):
         super().__init__()
         self.tenant_id = tenant_id
         self.component = component
-        self.owner = owner
+        self.owner: Any = owner
         self.length = 0
         self.prio = 0
         self.queues: dict[int, _Fifo] | None = None

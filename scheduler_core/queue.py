@@ -205,10 +205,8 @@ class RequestQueue:
         request = root.algorithm.dequeue(root, ctx)
         if request is None:
             return None, last_tenant_index
-        leaf = ctx.leaf
-        assert leaf is not None
-        state = leaf.owner
-        assert state is not None
+        leaf: Leaf = ctx.leaf
+        state: TenantState = leaf.owner
         self._ids[request.id] = worker
         self._total -= 1
         state.queued -= 1
@@ -223,11 +221,21 @@ class RequestQueue:
 
     def complete(self, request_id: str) -> Request | None:
         """The in-flight request is done and its worker idle; None if unknown."""
-        worker = self._ids.get(request_id)
+        ids = self._ids
+        worker = ids.get(request_id)
         if type(worker) is not WorkerState:
             return None
-        del self._ids[request_id]
-        return self._release(worker, self._clock())
+        del ids[request_id]
+        # _release, inlined: this runs once per request.
+        request = worker.request
+        assert request is not None
+        state: TenantState = worker.tenant
+        worker.request = worker.tenant = None
+        worker.since = self._clock()
+        state.in_flight -= 1
+        if not state.in_flight and not state.queued:
+            self._forget_idle(state)
+        return request
 
     def cancel(self, request_id: str) -> Request | None:
         """Remove a queued request at once, or release an in-flight one."""

@@ -243,7 +243,8 @@ class TenantRotation:
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
         state: _RotationState = node.state
         everyone = state.everyone
-        mine = state.by_querier.get(ctx.querier_id)
+        by_querier = state.by_querier
+        mine = by_querier.get(ctx.querier_id) if by_querier else None
         slots = self._order.slots
         component = None if self.tenant_first else node.key
         reserved = ctx.reserved
@@ -274,7 +275,17 @@ class TenantRotation:
             if component is None:
                 request = tenant.algorithm.dequeue(tenant, ctx)
             else:
-                request = tenant.children[component].dequeue(ctx)
+                leaf = tenant.children[component]
+                floor = ctx.min_priority
+                if leaf.queues is not None or leaf.dead is not None:
+                    request = leaf.dequeue(ctx)
+                elif floor is None or leaf.prio >= floor:
+                    # Leaf.dequeue's single-priority path, inlined.
+                    ctx.leaf = leaf
+                    request = leaf.popleft()
+                    leaf.length -= 1
+                else:
+                    request = None
             if request is not None:
                 ctx.tenant_index = cand
                 return request

@@ -101,3 +101,15 @@ def test_oldest_is_the_earliest_head() -> None:
     leaf.push(req("b", 0, at=2.0))
     assert leaf.oldest_enqueued_at() == 2.0
     assert [r.id for r in leaf.requests()] == ["a", "b"]
+
+
+def test_a_second_priority_promotes_the_leaf_without_losing_order_or_cancels() -> None:
+    leaf = Leaf("t", "ingester")
+    items = [req(str(i)) for i in range(4)]
+    for item in items:
+        leaf.push(item)
+    leaf.remove(items[1])  # lazily dead inside the single deque
+    leaf.push(req("hi", 2))
+    assert leaf.by_priority() == ((2, 1), (0, 3)) and len(leaf) == 4
+    assert pop_all(leaf) == ["hi", "0", "2", "3"]
+    assert len(leaf) == 0 and leaf.by_priority() == ()
