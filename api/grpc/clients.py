@@ -10,7 +10,7 @@ Used by the gRPC tests and by `tests/load/grpc_bench.py`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -96,6 +96,8 @@ class CortexFrontend:
         self.scheduler_address = scheduler_address
         self.address = ""
         self.results: dict[int, ReceivedResult] = {}
+        # Called for every result as it arrives (benchmarks count with it).
+        self.on_result: Callable[[ReceivedResult], None] | None = None
         self._waiting: dict[int, asyncio.Future[ReceivedResult]] = {}
         self._server = grpc.aio.server()
         self._channel: grpc.aio.Channel | None = None
@@ -120,6 +122,9 @@ class CortexFrontend:
         return loop
 
     def deliver(self, result: ReceivedResult) -> None:
+        if self.on_result is not None:
+            self.on_result(result)
+            return
         self.results[result.query_id] = result
         waiter = self._waiting.pop(result.query_id, None)
         if waiter is not None and not waiter.done():
@@ -189,6 +194,7 @@ class QuerierWorker:
     def __init__(self, channel: grpc.aio.Channel, querier_id: str) -> None:
         self.querier_id = querier_id
         self._channel = channel
+        self._frontends: dict[str, grpc.aio.Channel] = {}
         self.call: Any = None
 
     async def open(self) -> QuerierWorker:
@@ -207,14 +213,17 @@ class QuerierWorker:
         self, msg: pb.SchedulerToQuerier, code: int = 200, body: bytes = b"{}"
     ) -> None:
         """Send the result to the frontend, then tell the scheduler "done"."""
-        async with grpc.aio.insecure_channel(msg.frontendAddress) as channel:
-            await FrontendForQuerierStub(channel).QueryResult(
-                frontendv2pb_pb2.QueryResultRequest(
-                    queryID=msg.queryID,
-                    httpResponse=httpgrpc_pb2.HTTPResponse(Code=code, body=body),
-                ),
-                metadata=(("x-scope-orgid", msg.userID),),
-            )
+        channel = self._frontends.get(msg.frontendAddress)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(msg.frontendAddress)
+            self._frontends[msg.frontendAddress] = channel
+        await FrontendForQuerierStub(channel).QueryResult(
+            frontendv2pb_pb2.QueryResultRequest(
+                queryID=msg.queryID,
+                httpResponse=httpgrpc_pb2.HTTPResponse(Code=code, body=body),
+            ),
+            metadata=(("x-scope-orgid", msg.userID),),
+        )
         await self.done()
 
     async def done(self) -> None:
@@ -222,6 +231,14 @@ class QuerierWorker:
 
     def break_stream(self) -> None:
         self.call.cancel()
+
+    async def close(self) -> None:
+        """End the stream and close the channels to frontends."""
+        if self.call is not None:
+            self.call.cancel()
+        for channel in self._frontends.values():
+            await channel.close()
+        self._frontends.clear()
 
     async def notify_shutdown(self) -> None:
         await SchedulerForQuerierStub(self._channel).NotifyQuerierShutdown(

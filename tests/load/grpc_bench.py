@@ -1,0 +1,226 @@
+"""Throughput and scheduling overhead of the Cortex gRPC path over loopback.
+
+Run `python -m tests.load.grpc_bench` from the repository root. The
+scheduler (SchedulerRuntime + gRPC server) runs in its own process, as in
+production; this process plays one Cortex query-frontend with N FrontendLoop
+streams and queriers with M worker streams in total, whose "query" costs
+nothing. Each frontend stream keeps a fixed window of requests outstanding,
+and the window total never exceeds M, so a request never waits for a free
+worker: the time from ENQUEUE sent to the request reaching a worker is the
+scheduler's own overhead (two loopback hops included).
+
+Prints dispatched requests/s, p50/p99 overhead and the lost count (requests
+answered OK on enqueue whose result never came back), which must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from api.grpc.clients import (
+    CortexFrontend,
+    FrontendLoop,
+    QuerierWorker,
+    ReceivedResult,
+    get_request,
+)
+from scheduler_core.pb import schedulerpb_pb2 as pb
+
+__all__ = ["BenchResult", "main", "run_bench", "serve"]
+
+TENANTS = ("tenant-a", "tenant-b", "tenant-c", "tenant-d", "tenant-e")
+WORKERS_PER_QUERIER = 10
+
+
+@dataclass
+class BenchResult:
+    requests: int
+    seconds: float
+    lost: int
+    rejected: int
+    overheads: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.overheads:
+            return float("nan")
+        ordered = sorted(self.overheads)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def report(self, label: str) -> str:
+        return (
+            f"{label}: {self.requests} requests in {self.seconds:.2f}s = {self.rate:,.0f} req/s; "
+            f"scheduling overhead p50 {self.percentile(0.5) * 1e3:.2f} ms, "
+            f"p99 {self.percentile(0.99) * 1e3:.2f} ms; lost {self.lost}; rejected {self.rejected}"
+        )
+
+
+async def serve(port: int) -> None:
+    """The scheduler process: a runtime and its gRPC server until killed."""
+    from api.grpc.server import start_grpc_server
+    from scheduler_core.model import QueueConfig
+    from scheduler_core.runtime import SchedulerRuntime
+
+    runtime = SchedulerRuntime(QueueConfig(max_outstanding_requests_per_tenant=10_000))
+    await runtime.start()
+    door = await start_grpc_server(runtime, port=port, host="127.0.0.1")
+    print(f"READY {door.port}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await door.stop(0)
+        await runtime.stop(drain_timeout=0)
+
+
+class _Driver:
+    """Sends from each frontend stream with a fixed window of outstanding requests."""
+
+    def __init__(self, frontend: CortexFrontend, total: int) -> None:
+        self.frontend = frontend
+        self.total = total
+        self.sent_at: dict[int, float] = {}
+        self.overheads: list[float] = []
+        self.accepted: set[int] = set()
+        self.answered: set[int] = set()
+        self.rejected = 0
+        self._next_id = 0
+        self._slots: dict[int, asyncio.Semaphore] = {}
+        self._owner: dict[int, int] = {}
+        self.all_answered = asyncio.Event()
+        frontend.on_result = self._on_result
+
+    def _on_result(self, result: ReceivedResult) -> None:
+        self.answered.add(result.query_id)
+        self._slots[self._owner.pop(result.query_id)].release()
+        if len(self.answered) >= self.total:
+            self.all_answered.set()
+
+    def received(self, msg: pb.SchedulerToQuerier) -> None:
+        self.overheads.append(time.perf_counter() - self.sent_at[msg.queryID])
+
+    async def run_stream(self, index: int, loop: FrontendLoop, share: int, window: int) -> None:
+        slots = self._slots[index] = asyncio.Semaphore(window)
+        for _ in range(share):
+            await slots.acquire()
+            self._next_id += 1
+            query_id = self._next_id
+            tenant = TENANTS[query_id % len(TENANTS)]
+            params = [("query", f'sum(rate(http_requests_total{{job="{query_id % 7}"}}[5m]))')]
+            params += [("start", "1700000000"), ("end", "1700003600"), ("step", "15")]
+            self._owner[query_id] = index
+            self.sent_at[query_id] = time.perf_counter()
+            status = await loop.enqueue(
+                query_id, tenant, get_request("/api/v1/query_range", params)
+            )
+            if status == pb.OK:
+                self.accepted.add(query_id)
+            else:
+                self.rejected += 1
+                self._owner.pop(query_id)
+                slots.release()
+
+
+async def _work(worker: QuerierWorker, driver: _Driver) -> None:
+    with contextlib.suppress(EOFError, grpc.aio.AioRpcError, asyncio.CancelledError):
+        while True:
+            msg = await worker.next(timeout=3600)
+            driver.received(msg)
+            await worker.answer(msg)
+
+
+async def run_bench(
+    address: str, *, requests: int, frontends: int, workers: int, drain_timeout: float = 10.0
+) -> BenchResult:
+    frontend = await CortexFrontend(address).start()
+    channel = grpc.aio.insecure_channel(address)
+    driver = _Driver(frontend, requests)
+    queriers = [
+        await QuerierWorker(channel, f"querier-{i // WORKERS_PER_QUERIER}").open()
+        for i in range(workers)
+    ]
+    loops = [await frontend.open_loop() for _ in range(frontends)]
+    work = [asyncio.ensure_future(_work(q, driver)) for q in queriers]
+    window = max(1, workers // frontends)
+    shares = [
+        requests // frontends + (1 if i < requests % frontends else 0) for i in range(frontends)
+    ]
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(driver.run_stream(i, loop, shares[i], window) for i, loop in enumerate(loops))
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(driver.all_answered.wait(), drain_timeout)
+    elapsed = time.perf_counter() - started
+    for task in work:
+        task.cancel()
+    for q in queriers:
+        await q.close()
+    for loop in loops:
+        loop.call.cancel()
+    await channel.close()
+    await frontend.close()
+    return BenchResult(
+        requests=len(driver.answered),
+        seconds=elapsed,
+        lost=len(driver.accepted - driver.answered),
+        rejected=driver.rejected,
+        overheads=driver.overheads,
+    )
+
+
+def _start_scheduler_process() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.load.grpc_bench", "--serve", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    if len(line) != 2 or line[0] != "READY":
+        proc.kill()
+        raise RuntimeError("the scheduler process did not start")
+    return proc, f"127.0.0.1:{line[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--frontends", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=40)
+    parser.add_argument("--address", help="an already running scheduler's gRPC address")
+    parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve is not None:
+        asyncio.run(serve(args.serve))
+        return 0
+    proc = None
+    address = args.address
+    if address is None:
+        proc, address = _start_scheduler_process()
+    try:
+        result = asyncio.run(
+            run_bench(
+                address, requests=args.requests, frontends=args.frontends, workers=args.workers
+            )
+        )
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+    print(result.report(f"gRPC ({args.frontends} frontend streams, {args.workers} worker streams)"))
+    return 0 if result.lost == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
