@@ -35,7 +35,8 @@ STORE_GATEWAY = "store-gateway"
 BOTH = "ingester-and-store-gateway"
 UNKNOWN = "unknown"
 # The fixed order of query components. Querier-worker priority maps worker w
-# to COMPONENTS[w % len(COMPONENTS)], so this order is part of the contract.
+# to the (w % n)-th of the n components present at the root, in this order,
+# so the order is part of the contract.
 COMPONENTS: tuple[str, ...] = (INGESTER, STORE_GATEWAY, BOTH, UNKNOWN)
 
 API_TYPES: tuple[str, ...] = (

@@ -80,9 +80,8 @@ async def test_a_cancelled_wait_never_loses_the_request_it_was_handed(
     worker = runtime.connect_querier("q-1")
     waiting = asyncio.create_task(runtime.next_request("q-1", worker))
     await asyncio.sleep(0)
+    # The enqueue hands r1 to the waiting worker at once; cancel before it resumes.
     runtime.enqueue(Request(id="r1", tenant_id="t1"))
-    # Let the dispatcher resolve the future, then cancel before the waiter resumes.
-    await asyncio.sleep(0)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
