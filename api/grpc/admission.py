@@ -7,6 +7,7 @@ Cortex frontend gets our priority rules without any change on its side.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -79,11 +80,18 @@ class GrpcReplyHandle:
     transport: str = "grpc"
     reporter: ResultSink | None = field(default=None, compare=False, repr=False)
 
-    def deliver_result(self, status: int, body: bytes) -> None:
-        """Answer the frontend; used when a non-gRPC querier ran the request."""
+    async def on_result(
+        self, request: Request, status: int, body: Any, querier_id: str, queue_seconds: float
+    ) -> None:
+        """Answer the frontend when a websocket querier ran the request.
+
+        Same signature as the websocket reply handle's, so the websocket
+        querier transport treats both kinds of request alike. Failures are
+        not handled here but by the ResultReporter observer.
+        """
         if self.reporter is None:
             raise LookupError(f"no way to answer frontend {self.frontend_address}")
-        self.reporter.deliver(self, status, body)
+        self.reporter.deliver(self, status, _body_bytes(body))
 
 
 def request_id(frontend_address: str, query_id: int) -> str:
@@ -211,6 +219,14 @@ def _tenant_ids(user_id: str) -> list[str]:
         if len(tenant) > MAX_TENANT_ID_LENGTH:
             raise InvalidEnqueue(f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters")
     return tenants
+
+
+def _body_bytes(body: Any) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body).encode()
 
 
 def _bare_info(forwarded: ForwardedQuery) -> QueryInfo:

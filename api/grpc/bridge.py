@@ -5,14 +5,18 @@ request whose frontend speaks JSON over a websocket and has no
 `FrontendForQuerier` endpoint. We rebuild a Prometheus HTTP request from the
 request's fields, name *ourselves* as its frontend, and serve
 `FrontendForQuerier/QueryResult` on the scheduler's own gRPC port. The
-result goes to the request's payload through its `deliver_result(status,
-body)` method, which the websocket transport's reply handle provides.
+result goes to the request's payload through its async `on_result(request,
+status, body, querier_id, queue_seconds)`, as the websocket querier
+transport delivers results; a JSON body is decoded first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -73,15 +77,17 @@ class ForeignRequests:
     def __init__(self, own_address: str) -> None:
         self.own_address = own_address
         self._ids = itertools.count(1)
-        self._by_local: dict[int, Request] = {}
+        self._by_local: dict[int, _Out] = {}
         self._local_of: dict[str, int] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def message_for(self, request: Request) -> pb.SchedulerToQuerier:
-        local = self._local_of.get(request.id)
-        if local is None:
-            local = next(self._ids)
-            self._local_of[request.id] = local
-            self._by_local[local] = request
+    def message_for(
+        self, request: Request, querier_id: str, queue_seconds: float
+    ) -> pb.SchedulerToQuerier:
+        local = next(self._ids)
+        self.forget(request)
+        self._local_of[request.id] = local
+        self._by_local[local] = _Out(request, querier_id, queue_seconds)
         return pb.SchedulerToQuerier(
             queryID=local,
             httpRequest=http_request_for(request),
@@ -91,15 +97,24 @@ class ForeignRequests:
         )
 
     def result(self, local: int, status: int, body: bytes) -> None:
-        request = self._by_local.pop(local, None)
-        if request is None:
-            return  # late result of a request that already ended
+        out = self._by_local.pop(local, None)
+        if out is None:
+            return  # late result of a request that was cancelled or failed
+        request = out.request
         del self._local_of[request.id]
-        deliver = getattr(request.payload, "deliver_result", None)
-        if deliver is None:
+        on_result = getattr(request.payload, "on_result", None)
+        if on_result is None:
             log.error("request %s has no way to receive a querier's result", request.id)
             return
-        deliver(status, body)
+        delivery = on_result(request, status, _decoded(body), out.querier_id, out.queue_seconds)
+        task = asyncio.get_running_loop().create_task(delivery)
+        self._tasks.add(task)
+        task.add_done_callback(self._delivered)
+
+    def _delivered(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("delivering a querier's result failed", exc_info=task.exception())
 
     def forget(self, request: Request, *_: Any) -> None:
         local = self._local_of.pop(request.id, None)
@@ -114,6 +129,22 @@ class ForeignRequests:
 
     def __len__(self) -> int:
         return len(self._by_local)
+
+
+@dataclass(frozen=True, slots=True)
+class _Out:
+    request: Request
+    querier_id: str
+    queue_seconds: float
+
+
+def _decoded(body: bytes) -> Any:
+    """Prometheus answers JSON; a body that is not JSON is passed on as text."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def query_result_handler(foreign: ForeignRequests) -> grpc.GenericRpcHandler:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import enum
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import grpc
@@ -42,6 +42,8 @@ class _Outcome(enum.Enum):
 class QuerierRuntime(Protocol):
     """The part of SchedulerRuntime the querier loop needs."""
 
+    clock: Callable[[], float]
+
     def connect_querier(self, querier_id: str) -> int: ...
 
     async def next_request(self, querier_id: str, worker_id: int) -> Request: ...
@@ -55,11 +57,13 @@ class QuerierRuntime(Protocol):
     def notify_querier_shutdown(self, querier_id: str) -> None: ...
 
 
-def to_querier_message(request: Request, foreign: ForeignRequests) -> pb.SchedulerToQuerier:
+def to_querier_message(
+    request: Request, foreign: ForeignRequests, querier_id: str, queue_seconds: float
+) -> pb.SchedulerToQuerier:
     """The message a querier worker runs; a plain (non-distributed) query."""
     handle = request.payload
     if not isinstance(handle, GrpcReplyHandle):
-        return foreign.message_for(request)
+        return foreign.message_for(request, querier_id, queue_seconds)
     return pb.SchedulerToQuerier(
         queryID=handle.query_id,
         httpRequest=handle.http_request,
@@ -103,7 +107,9 @@ class QuerierLoopServicer:
                 # ending the stream cleanly tells its worker to stop.
                 return
             cancelled = self._runtime.cancellation(request.id)
-            await context.write(to_querier_message(request, self._foreign))
+            waited = max(0.0, self._runtime.clock() - request.enqueued_at)
+            message = to_querier_message(request, self._foreign, querier_id, waited)
+            await context.write(message)
             outcome = await self._worker_outcome(cancelled, context)
             if outcome is _Outcome.CANCELLED:
                 await context.abort(grpc.StatusCode.CANCELLED, "query cancelled")

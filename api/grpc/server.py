@@ -63,12 +63,19 @@ class ObserverChain:
 
 
 def install_observer(runtime: SchedulerRuntime, observer: Any) -> None:
-    """Add an observer without displacing the one the runtime already has."""
+    """Add an observer without displacing the one the runtime already has.
+
+    A fan-out observer with an `add` method (the service's) takes it as one
+    more member, so its per-observer error isolation applies to ours too.
+    """
     current = runtime.observer
+    add = getattr(current, "add", None)
     if current is None:
         runtime.observer = observer
     elif isinstance(current, ObserverChain):
         current.observers.append(observer)
+    elif callable(add):
+        add(observer)
     else:
         runtime.observer = ObserverChain(current, observer)
 
