@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
+from dashboard.wire import queriers_to_wire, tree_to_wire
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
@@ -92,13 +93,13 @@ class Tick:
     @property
     def queriers(self) -> str:
         if self._queriers is None:
-            self._queriers = _dumps(build_queriers(self.index.snapshot))
+            self._queriers = _dumps(queriers_to_wire(build_queriers(self.index.snapshot)))
         return self._queriers
 
     def tree(self, params: ViewParams) -> str:
         cached = self._trees.get(params)
         if cached is None:
-            cached = self._trees[params] = _dumps(build_tree(self.index, params))
+            cached = self._trees[params] = _dumps(tree_to_wire(build_tree(self.index, params)))
         return cached
 
     def sections(self, params: ViewParams) -> dict[str, str]:

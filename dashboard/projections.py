@@ -193,6 +193,9 @@ def _node(kind: str, key: str, agg: Aggregate, now: float, **extra: Any) -> dict
         "oldest_wait": _wait(now, agg.oldest_enqueued_at),
     }
     node.update(extra)
+    node.setdefault("children", [])
+    if kind != "others":
+        node.setdefault("fanout", 0)
     return node
 
 

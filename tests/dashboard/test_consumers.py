@@ -17,6 +17,7 @@ from django.test import Client
 from dashboard import live
 from dashboard.live import ACK_WINDOW, Broadcaster
 from dashboard.routing import websocket_urlpatterns
+from dashboard.wire import tree_from_wire
 from scheduler_core.model import INGESTER, STORE_GATEWAY, QueueConfig, Request
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import QueueSnapshot
@@ -116,14 +117,17 @@ async def test_subscribe_sends_a_snapshot_then_updates_with_what_changed(
     first = await viewer_socket.receive_json_from()
     assert first["type"] == "snapshot" and first["seq"] == 1 and first["epoch"] == live.EPOCH
     assert {"header", "tree", "queriers"} <= first.keys()
-    assert [n["name"] for n in first["tree"]["nodes"]] == ["acme"]
+    assert [n["name"] for n in tree_from_wire(first["tree"])["nodes"]] == ["acme"]
     await viewer_socket.send_json_to({"type": "ack", "seq": 1})
     source.enqueue("r2", "zeta", STORE_GATEWAY)
     broadcaster.tick()
     update = await viewer_socket.receive_json_from()
     assert update["type"] == "update" and update["seq"] == 2
     assert "queriers" not in update
-    assert [(n["name"], n["length"]) for n in update["tree"]["nodes"]] == [("acme", 1), ("zeta", 1)]
+    assert [(n["name"], n["length"]) for n in tree_from_wire(update["tree"])["nodes"]] == [
+        ("acme", 1),
+        ("zeta", 1),
+    ]
     assert update["header"]["total"] == 2
 
 
@@ -151,7 +155,7 @@ async def test_filters_and_projection_are_applied_on_the_server(
         }
     )
     frame = await viewer_socket.receive_json_from()
-    ingester = frame["tree"]["nodes"][0]
+    ingester = tree_from_wire(frame["tree"])["nodes"][0]
     assert frame["params"]["search"] == "team"
     assert [c["name"] for c in ingester["children"]] == ["team-a", "team-b"]
 
@@ -175,7 +179,7 @@ async def test_a_viewer_that_does_not_ack_drops_frames_instead_of_queueing(
     broadcaster.tick()
     caught_up = await viewer_socket.receive_json_from()
     assert caught_up["seq"] == ACK_WINDOW + 1
-    assert caught_up["tree"]["nodes"][0]["length"] == 5
+    assert tree_from_wire(caught_up["tree"])["nodes"][0]["length"] == 5
 
 
 async def test_resync_after_a_gap_sends_a_full_snapshot(
@@ -203,7 +207,9 @@ async def test_pause_stops_frames_and_resume_sends_a_snapshot(
     assert await viewer_socket.receive_nothing(timeout=0.05)
     await viewer_socket.send_json_to({"type": "resume"})
     frame = await viewer_socket.receive_json_from()
-    assert frame["type"] == "snapshot" and frame["tree"]["nodes"][0]["name"] == "acme"
+    assert (
+        frame["type"] == "snapshot" and tree_from_wire(frame["tree"])["nodes"][0]["name"] == "acme"
+    )
 
 
 async def test_chart_points_accumulate_once_per_second_and_arrive_once(

@@ -15,6 +15,7 @@ from dashboard.projections import (
     build_tree,
 )
 from dashboard.querier_view import build_queriers
+from dashboard.wire import tree_from_wire, tree_to_wire
 from scheduler_core.model import (
     BOTH,
     COMPONENTS,
@@ -241,3 +242,16 @@ def test_view_params_are_hashable_so_equal_views_share_a_cache_entry() -> None:
     a = ViewParams.from_message({"projection": "component-first", "expanded": ["c:x", "c:y"]})
     b = ViewParams.from_message({"expanded": ["c:y", "c:x"], "projection": "component-first"})
     assert a == b and hash(a) == hash(b)
+
+
+def test_wire_form_round_trips_every_node_and_key(queue: RequestQueue) -> None:
+    for t in range(8):
+        enqueue(queue, f"{t}a", f"t{t}", INGESTER, t % 3)
+        enqueue(queue, f"{t}b", f"t{t}", STORE_GATEWAY)
+    index = index_of(queue)
+    for params in (
+        ViewParams(page_size=3, expanded=frozenset({"t:t0", "t:t1"})),
+        ViewParams("component-first", page_size=3, expanded=frozenset({"c:ingester"})),
+    ):
+        tree = build_tree(index, params)
+        assert tree_from_wire(tree_to_wire(tree)) == tree

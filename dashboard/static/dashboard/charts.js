@@ -33,11 +33,19 @@ export class LineChart {
     this.paths = seriesClasses.map((cls) => el("path", { class: `line ${cls}`, fill: "none" }));
     this.svg.append(this.grid, ...this.paths);
     this.lastSize = "";
+    // Reading the box on every draw would force a layout per update; a
+    // ResizeObserver tells us only when it really changes.
+    this.box = { width: 300, height: 90 };
+    new ResizeObserver(([entry]) => {
+      this.box = { width: entry.contentRect.width, height: entry.contentRect.height };
+      if (this.points) this.draw(this.points);
+    }).observe(svg);
   }
 
   // points: [[t, v0, v1, ...], ...] with t in seconds, oldest first.
   draw(points) {
-    const box = this.svg.getBoundingClientRect();
+    this.points = points;
+    const box = this.box;
     const w = Math.max(120, box.width || 300);
     const h = Math.max(60, box.height || 90);
     this.svg.setAttribute("viewBox", `0 0 ${w} ${h}`);

@@ -6,6 +6,7 @@ import { LineChart } from "./charts.js";
 import { formatRate, formatSeconds, formatWait, querierState, workerText } from "./format.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
+import { decodeQueriers, decodeTree } from "./wire.js";
 
 const COMPONENTS = ["ingester", "store-gateway", "ingester-and-store-gateway", "unknown"];
 const root = document.getElementById("inspector");
@@ -51,8 +52,8 @@ function resubscribe(resetPage) {
 
 function applyFrame(msg, full) {
   if (msg.header) applyHeader(msg.header);
-  if (msg.tree) applyTree(msg.tree);
-  if (msg.queriers) applyQueriers(msg.queriers);
+  if (msg.tree) applyTree(decodeTree(msg.tree));
+  if (msg.queriers) applyQueriers(decodeQueriers(msg.queriers));
   if (full) chartPoints = msg.chart;
   else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
   if (full || msg.chart.length) drawCharts();
@@ -73,9 +74,7 @@ function applyHeader(h) {
   $("fig-reserved").classList.toggle("warn", h.reserved_idle > 0);
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
-  for (const em of document.querySelectorAll(".projection em.running")) em.remove();
-  const running = document.querySelector(`.projection input[value="${h.layout}"] + span`);
-  if (running) running.insertAdjacentHTML("beforeend", ' <em class="running" title="the layout the scheduler runs">running</em>');
+  markRunning(h.layout);
   const s = h.stats;
   if (!s) return;
   setText("f-dispatch", formatRate(s.rates.dispatched));
@@ -84,6 +83,15 @@ function applyHeader(h) {
   setText("f-frontends", String(s.frontends));
   waitRows("wait-component", s.wait_by_component, (k) => k);
   waitRows("wait-priority", s.wait_by_priority, (k) => `p${k}`);
+}
+
+let runningShown = null;
+function markRunning(layout) {
+  if (layout === runningShown) return;
+  runningShown = layout;
+  for (const em of document.querySelectorAll(".projection em.running")) em.remove();
+  const label = document.querySelector(`.projection input[value="${layout}"] + span`);
+  if (label) label.insertAdjacentHTML("beforeend", ' <em class="running" title="the layout the scheduler runs">running</em>');
 }
 
 function waitRows(id, table, label) {

@@ -1,0 +1,37 @@
+// Decoder of the compact wire form (see dashboard/wire.py, which encodes it).
+
+const KINDS = { t: "tenant", c: "component", o: "others" };
+const STATES = { b: "busy", i: "idle", w: "waiting" };
+
+function key(kind, name, parent, prefix) {
+  if (kind === "o") return `${parent || prefix}/others`;
+  return parent ? `${parent}/${name}` : `${prefix}:${name}`;
+}
+
+function node(raw, parent, prefix) {
+  const [kind, name, length, flat, oldest, fanout, count, children] = raw;
+  const k = key(kind, name, parent, prefix);
+  const pairs = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+  return {
+    kind: KINDS[kind], key: k, name, length, by_priority: pairs, oldest_wait: oldest,
+    fanout, count, children: children.map((c) => node(c, k, prefix)),
+  };
+}
+
+export function decodeTree(wire) {
+  const prefix = wire.projection === "component-first" ? "c" : "t";
+  return { ...wire, nodes: wire.nodes.map((n) => node(n, null, prefix)) };
+}
+
+export function decodeQueriers(wire) {
+  return {
+    ...wire,
+    queriers: wire.queriers.map((q) => ({
+      ...q,
+      workers: q.workers.map(([id, state, tenant, component, priority, took]) => ({
+        id, state: STATES[state], tenant, component, priority, for: took,
+      })),
+    })),
+  };
+}

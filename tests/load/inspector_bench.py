@@ -1,0 +1,240 @@
+"""What live inspectors cost: bytes to each browser, main-thread time, dispatch rate.
+
+Run `python -m tests.load.inspector_bench` from the repository root. A real
+Daphne (own process, own database) holds 10,000 tenants with queued work;
+frontends keep that backlog steady in a closed loop (every answered request
+is replaced by a new one for the next tenant) while queriers answer at once,
+so dispatching is bound by the scheduler's own CPU. The dispatch rate is
+measured with no inspector open, then with N inspectors open in headless
+Chromium (Debian's /usr/bin/chromium), in the same run because machines are
+noisy. Prints bytes/s per browser (target < 50 KB/s), main-thread time per
+applied update from the page's own performance measures (target < 16 ms), and
+the dispatch-rate ratio (target >= 0.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Page, async_playwright
+
+from api.daphne_process import DaphneProcess
+from api.wsclients import FrontendClient, QuerierClient
+
+__all__ = ["Load", "main"]
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--disable-sync",
+]
+USER = ("bench", "bench-viewer-pw-123")
+DONE = {"result", "failed", "rejected"}
+
+
+class Load:
+    """Closed-loop frontends over many tenants and instant queriers."""
+
+    def __init__(self, server: DaphneProcess, tenants: int, queriers: int, workers: int) -> None:
+        self.server = server
+        self.tenants = tenants
+        self.queriers_n, self.workers = queriers, workers
+        self.frontend_token = server.issue_token("frontend")
+        self.querier_token = server.issue_token("querier")
+        self.ids = itertools.count(1)
+        self.next_tenant = itertools.cycle(range(tenants))
+        self.frontends: list[FrontendClient] = []
+        self.queriers: list[QuerierClient] = []
+        self.served = 0
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def message(self) -> dict[str, Any]:
+        now = time.time()
+        return {
+            "type": "enqueue",
+            "id": next(self.ids),
+            "tenant": f"tenant-{next(self.next_tenant):05d}",
+            "query": 'sum(rate(http_requests_total{job="api"}[5m]))',
+            "api_type": "query_range",
+            "start": now - 3600,
+            "end": now,
+            "step": 60,
+        }
+
+    def _replace(self, client: FrontendClient) -> Any:
+        def on_reply(msg: dict[str, Any]) -> None:
+            if msg.get("type") in DONE:
+                self.served += msg.get("type") == "result"
+                task = asyncio.get_running_loop().create_task(client.send(self.message()))
+                self._pending.add(task)
+                task.add_done_callback(self._pending.discard)
+
+        return on_reply
+
+    async def start(self, frontends: int = 4) -> None:
+        url = self.server.ws_url
+        for _ in range(frontends):
+            client = FrontendClient(f"{url}/ws/frontend/", self.frontend_token, lambda _: None)
+            client.on_reply = self._replace(client)
+            await client.start()
+            self.frontends.append(client)
+        for i in range(self.tenants):
+            await self.frontends[i % frontends].send(self.message())
+        for q in range(self.queriers_n):
+            querier = QuerierClient(
+                f"{url}/ws/querier/", self.querier_token, f"q-{q}", workers=self.workers
+            )
+            await querier.start()
+            self.queriers.append(querier)
+
+    async def rate(self, seconds: float) -> float:
+        before, started = self.served, time.perf_counter()
+        await asyncio.sleep(seconds)
+        return (self.served - before) / (time.perf_counter() - started)
+
+    async def stop(self) -> None:
+        for frontend in self.frontends:
+            frontend.on_reply = lambda _: None
+        for task in list(self._pending):
+            task.cancel()
+        for querier in self.queriers:
+            await querier.close()
+        for frontend in self.frontends:
+            await frontend.close()
+
+
+def niced_chromium(niceness: int) -> str:
+    """Chromium behind `nice`, so that on a small machine the browsers' own
+    rendering takes idle CPU and the ratio shows what the server spends on them."""
+    if niceness <= 0:
+        return CHROMIUM
+    wrapper = Path(tempfile.mkdtemp(prefix="qi-bench-")) / "chromium"
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {niceness} {CHROMIUM} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+async def open_inspectors(
+    context: Any, base_url: str, count: int, login: bool = True
+) -> list[Page]:
+    pages: list[Page] = []
+    if login:
+        first = await context.new_page()
+        await first.goto(f"{base_url}/login/")
+        await first.fill("#id_username", USER[0])
+        await first.fill("#id_password", USER[1])
+        await first.click("button.primary")
+        await first.wait_for_url(f"{base_url}/")
+        pages.append(first)
+    while len(pages) < count:
+        page = await context.new_page()
+        await page.goto(f"{base_url}/")
+        pages.append(page)
+    for page in pages:
+        await page.wait_for_function("window.inspectorClient && window.inspectorClient.frames > 0")
+    return pages
+
+
+RESET = """() => { performance.clearMeasures();
+  const c = window.inspectorClient; c.bytes = 0; c.frames = 0; }"""
+READ = """() => ({bytes: window.inspectorClient.bytes, frames: window.inspectorClient.frames,
+  applies: performance.getEntriesByName('qi-apply').map(e => e.duration)})"""
+
+
+async def run(args: argparse.Namespace) -> None:
+    server = DaphneProcess(grpc=False, extra_env={"LOG_LEVEL": "WARNING"})
+    server.start()
+    try:
+        server.create_user(*USER, group="viewer")
+        load = Load(server, args.tenants, args.queriers, args.workers)
+        await load.start()
+        await asyncio.sleep(args.warmup * 2)
+        before = await load.rate(args.seconds)
+        async with async_playwright() as playwright:
+            executable = niced_chromium(args.nice)
+            browser = await playwright.chromium.launch(
+                executable_path=executable, args=CHROMIUM_ARGS
+            )
+            context = await browser.new_context(viewport={"width": 1400, "height": 900})
+            pages = await open_inspectors(context, server.base_url, 1)
+            single = await measure(pages, load, args)
+            pages += await open_inspectors(context, server.base_url, args.inspectors - 1, False)
+            watched = await measure(pages, load, args)
+            await browser.close()
+        await asyncio.sleep(args.warmup)
+        after = await load.rate(args.seconds)
+        await load.stop()
+    finally:
+        server.cleanup()
+    alone = (before + after) / 2
+    print(f"tenants with queued work: {args.tenants}; {args.seconds:.0f} s per phase")
+    print(
+        f"no inspector: dispatch rate {before:.0f}/s before and {after:.0f}/s after "
+        f"the browsers (mean {alone:.0f}/s is the baseline)"
+    )
+    report(1, alone, *single)
+    report(args.inspectors, alone, *watched)
+
+
+async def measure(
+    pages: list[Page], load: Load, args: argparse.Namespace
+) -> tuple[float, float, list[dict[str, Any]]]:
+    """Dispatch rate and each page's bytes, frames and apply times over one phase."""
+    await asyncio.sleep(args.warmup)
+    for page in pages:
+        await page.evaluate(RESET)
+    started = time.perf_counter()
+    rate = await load.rate(args.seconds)
+    elapsed = time.perf_counter() - started
+    return rate, elapsed, [await page.evaluate(READ) for page in pages]
+
+
+def report(
+    inspectors: int, alone: float, watched: float, elapsed: float, readings: list[dict[str, Any]]
+) -> None:
+    per_browser = [r["bytes"] / elapsed for r in readings]
+    frames = [r["frames"] / elapsed for r in readings]
+    applies = sorted(d for r in readings for d in r["applies"])
+    p95 = applies[int(0.95 * (len(applies) - 1))] if applies else float("nan")
+    print(f"{inspectors} inspector(s) open:")
+    print(
+        f"  bytes/s per browser: mean {statistics.mean(per_browser) / 1000:.1f} KB/s, "
+        f"max {max(per_browser) / 1000:.1f} KB/s (target < 50 KB/s); "
+        f"frames/s per browser: mean {statistics.mean(frames):.2f}"
+    )
+    print(
+        f"  main-thread time per update: mean {statistics.mean(applies) if applies else 0:.2f} ms, "
+        f"p95 {p95:.2f} ms, max {applies[-1] if applies else 0:.2f} ms "
+        f"over {len(applies)} updates (target < 16 ms)"
+    )
+    print(
+        f"  dispatch rate {watched:.0f}/s: ratio to no inspector {watched / alone:.3f} "
+        "(target >= 0.9)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tenants", type=int, default=10_000)
+    parser.add_argument("--inspectors", type=int, default=20)
+    parser.add_argument("--queriers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--nice", type=int, default=10, help="browser niceness (0: none)")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
