@@ -134,6 +134,9 @@ class Viewer:
         if self.acked < seq <= self.seq:
             self.acked = seq
 
+    def ready(self) -> bool:
+        return self.subscribed and not self.paused and not self.busy()
+
     def busy(self) -> bool:
         """True while the last frame is still being sent or too many are unacked."""
         sending = self._task is not None and not self._task.done()
@@ -243,8 +246,10 @@ class Broadcaster:
     def latest(self) -> Tick | None:
         """The running loop's current tick, else a fresh one (taken on this loop)."""
         running = self._task is not None and not self._task.done()
-        if running and self.current is not None:
-            return self.current
+        current = self.current
+        fresh = current is not None and self._wall_clock() - current.wall_time < 2 * self.interval
+        if running and current is not None and fresh:
+            return current
         return self._take()
 
     def _take(self) -> Tick | None:
@@ -261,7 +266,17 @@ class Broadcaster:
         return tick
 
     def tick(self) -> Tick | None:
-        """Take a snapshot and offer every viewer its frame."""
+        """Take a snapshot and offer every viewer its frame.
+
+        When no viewer could take a frame (all paused or behind on acks) the
+        snapshot is not even taken: slow browsers then cost the scheduler
+        nothing at all.
+        """
+        ready = [v for v in self.viewers if v.ready()]
+        if not ready:
+            for viewer in self.viewers:
+                viewer.dropped += int(viewer.subscribed and not viewer.paused)
+            return None
         tick = self._take()
         if tick is not None:
             for viewer in list(self.viewers):

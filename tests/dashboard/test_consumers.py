@@ -32,9 +32,11 @@ class QueueSource:
 
     def __init__(self) -> None:
         self.now = 100.0
+        self.snapshots = 0
         self.queue = RequestQueue(QueueConfig(), clock=lambda: self.now)
 
     def snapshot(self) -> QueueSnapshot:
+        self.snapshots += 1
         return self.queue.snapshot()
 
     def stats(self) -> Mapping[str, Any] | None:
@@ -238,3 +240,16 @@ async def test_bad_messages_get_an_error_and_keep_the_connection(
     assert "projection" in (await viewer_socket.receive_json_from())["message"]
     await viewer_socket.send_json_to({"type": "subscribe"})
     assert (await viewer_socket.receive_json_from())["type"] == "snapshot"
+
+
+async def test_when_every_viewer_is_behind_the_queue_is_not_even_read(
+    viewer_socket: WebsocketCommunicator, source: QueueSource, broadcaster: Broadcaster
+) -> None:
+    await viewer_socket.send_json_to({"type": "subscribe"})
+    await viewer_socket.receive_json_from()
+    broadcaster.tick()
+    await viewer_socket.receive_json_from()
+    taken = source.snapshots
+    for _ in range(10):
+        assert broadcaster.tick() is None
+    assert source.snapshots == taken
