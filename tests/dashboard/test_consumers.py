@@ -247,6 +247,7 @@ async def test_when_every_viewer_is_behind_the_queue_is_not_even_read(
 ) -> None:
     await viewer_socket.send_json_to({"type": "subscribe"})
     await viewer_socket.receive_json_from()
+    source.enqueue("r1", "acme")
     broadcaster.tick()
     await viewer_socket.receive_json_from()
     taken = source.snapshots
