@@ -80,7 +80,7 @@ class FrontendRegistry:
         del self._frontends[address]
         return sorted(frontend.outstanding)
 
-    def add(self, address: str, rid: str) -> None:
+    def track(self, address: str, rid: str) -> None:
         self._frontends[address].outstanding.add(rid)
 
     def finished(self, request: Request, *_: Any) -> None:
@@ -157,5 +157,5 @@ class FrontendLoopServicer:
         except DuplicateRequest:
             error = f"query ID {msg.queryID} of frontend {address} is already queued or running"
             return pb.SchedulerToFrontend(status=pb.ERROR, error=error)
-        self._registry.add(address, request.id)
+        self._registry.track(address, request.id)
         return _OK

@@ -71,7 +71,7 @@ def install_observer(runtime: SchedulerRuntime, observer: Any) -> None:
     current = runtime.observer
     add = getattr(current, "add", None)
     if current is None:
-        runtime.observer = observer
+        runtime.observer = ObserverChain(observer)
     elif isinstance(current, ObserverChain):
         current.observers.append(observer)
     elif callable(add):

@@ -1,11 +1,15 @@
 """Throughput and scheduling overhead of the Cortex gRPC path over loopback.
 
-Run `python -m tests.load.grpc_bench` from the repository root. The
-scheduler (SchedulerRuntime + gRPC server) runs in its own process, as in
-production; this process plays one Cortex query-frontend with N FrontendLoop
-streams and queriers with M worker streams in total, whose "query" costs
-nothing. Each frontend stream keeps a fixed window of requests outstanding,
-and the window total never exceeds M, so a request never waits for a free
+Run `python -m tests.load.grpc_bench` from the repository root. By default
+it starts one real Daphne process (which serves both protocols on one
+runtime) and measures, in the same run, the gRPC path and then the websocket
+path with the same shape (N frontend connections, M worker streams, the same
+window), and prints the ratio gRPC/websocket. `--bare` measures gRPC alone
+against a process running only the runtime and the gRPC server. This
+process plays a Cortex query-frontend with N FrontendLoop streams and
+queriers with M worker streams in total, whose "query" costs nothing.
+Each frontend stream keeps a fixed window of requests outstanding, and the
+window total never exceeds M, so a request never waits for a free
 worker: the time from ENQUEUE sent to the request reaching a worker is the
 scheduler's own overhead (two loopback hops included).
 
@@ -142,8 +146,9 @@ async def _work(worker: QuerierWorker, driver: _Driver) -> None:
 async def run_bench(
     address: str, *, requests: int, frontends: int, workers: int, drain_timeout: float = 10.0
 ) -> BenchResult:
-    frontend = await CortexFrontend(address).start()
     channel = grpc.aio.insecure_channel(address)
+    await asyncio.wait_for(channel.channel_ready(), 30)
+    frontend = await CortexFrontend(address).start()
     driver = _Driver(frontend, requests)
     queriers = [
         await QuerierWorker(channel, f"querier-{i // WORKERS_PER_QUERIER}").open()
@@ -193,17 +198,76 @@ def _start_scheduler_process() -> tuple[subprocess.Popen[str], str]:
     return proc, f"127.0.0.1:{line[1]}"
 
 
+async def _websocket_phase(server: object, frontends: int, workers: int, seconds: float) -> object:
+    """The websocket protocol's numbers on the same server, same shape."""
+    from api.daphne_process import DaphneProcess
+    from api.loadtest import PhaseSpec, run_phase
+
+    assert isinstance(server, DaphneProcess) and server.proc is not None
+    queriers = max(1, workers // WORKERS_PER_QUERIER)
+    spec = PhaseSpec(
+        name="websocket",
+        frontend_url=f"{server.ws_url}/ws/frontend/",
+        querier_url=f"{server.ws_url}/ws/querier/",
+        frontend_token=server.issue_token("frontend", "bench-frontend"),
+        querier_token=server.issue_token("querier", "bench-querier"),
+        queriers=queriers,
+        workers=workers // queriers,
+        frontends=frontends,
+        window=max(1, workers // frontends),
+        seconds=seconds,
+    )
+    return await run_phase(spec, server.proc.pid)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from api.daphne_process import DaphneProcess
+    from api.loadtest import process_cpu_seconds
+
+    with DaphneProcess(extra_env={"LOG_LEVEL": "WARNING"}) as server:
+        assert server.proc is not None
+        address = f"127.0.0.1:{server.grpc_port}"
+        cpu_before = process_cpu_seconds(server.proc.pid)
+        grpc_result = asyncio.run(
+            run_bench(
+                address, requests=args.requests, frontends=args.frontends, workers=args.workers
+            )
+        )
+        grpc_cpu = process_cpu_seconds(server.proc.pid) - cpu_before
+        ws = asyncio.run(
+            _websocket_phase(server, args.frontends, args.workers, max(2.0, grpc_result.seconds))
+        )
+    shape = f"{args.frontends} frontend connections, {args.workers} worker streams"
+    print(grpc_result.report(f"gRPC      ({shape})"))
+    if grpc_result.requests:
+        print(f"  server CPU {grpc_cpu / grpc_result.requests * 1e6:.0f} us/request")
+    ws_rate = getattr(ws, "throughput", 0.0)
+    print(
+        f"websocket ({shape}): {ws_rate:,.0f} req/s; scheduling overhead "
+        f"p50 {ws.overhead_ms(0.5):.2f} ms, p99 {ws.overhead_ms(0.99):.2f} ms; "  # type: ignore[attr-defined]
+        f"lost {ws.lost}"  # type: ignore[attr-defined]
+    )
+    print(f"  server CPU {ws.cpu_per_request_us:.0f} us/request")  # type: ignore[attr-defined]
+    ratio = grpc_result.rate / ws_rate if ws_rate else float("inf")
+    print(f"ratio gRPC/websocket: {ratio:.2f}")
+    lost = grpc_result.lost + ws.lost  # type: ignore[attr-defined]
+    return 0 if lost == 0 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--frontends", type=int, default=10)
     parser.add_argument("--workers", type=int, default=40)
     parser.add_argument("--address", help="an already running scheduler's gRPC address")
+    parser.add_argument("--bare", action="store_true", help="gRPC only, no Daphne, no websocket")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
         asyncio.run(serve(args.serve))
         return 0
+    if args.address is None and not args.bare:
+        return _compare(args)
     proc = None
     address = args.address
     if address is None:
