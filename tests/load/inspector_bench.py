@@ -43,6 +43,13 @@ USER = ("bench", "bench-viewer-pw-123")
 DONE = {"result", "failed", "rejected"}
 
 
+def server_cpu(server: DaphneProcess) -> float:
+    """CPU seconds the Daphne process has used (user + system), from /proc."""
+    assert server.proc is not None
+    fields = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Load:
     """Closed-loop frontends over many tenants and instant queriers."""
 
@@ -57,6 +64,7 @@ class Load:
         self.frontends: list[FrontendClient] = []
         self.queriers: list[QuerierClient] = []
         self.served = 0
+        self.last_cpu = 0.0  # server CPU seconds per second in the last `rate()`
         self._pending: set[asyncio.Task[None]] = set()
 
     def message(self) -> dict[str, Any]:
@@ -100,8 +108,11 @@ class Load:
 
     async def rate(self, seconds: float) -> float:
         before, started = self.served, time.perf_counter()
+        cpu_before = server_cpu(self.server)
         await asyncio.sleep(seconds)
-        return (self.served - before) / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        self.last_cpu = (server_cpu(self.server) - cpu_before) / elapsed
+        return (self.served - before) / elapsed
 
     async def stop(self) -> None:
         for frontend in self.frontends:
@@ -161,6 +172,7 @@ async def run(args: argparse.Namespace) -> None:
         await load.start()
         await asyncio.sleep(args.warmup * 2)
         before = await load.rate(args.seconds)
+        print(f"  (no inspector: server CPU {100 * load.last_cpu:.0f}% of a core)")
         async with async_playwright() as playwright:
             executable = niced_chromium(args.nice)
             browser = await playwright.chromium.launch(
@@ -174,6 +186,7 @@ async def run(args: argparse.Namespace) -> None:
             await browser.close()
         await asyncio.sleep(args.warmup)
         after = await load.rate(args.seconds)
+        print(f"  (no inspector again: server CPU {100 * load.last_cpu:.0f}% of a core)")
         await load.stop()
     finally:
         server.cleanup()
@@ -197,7 +210,9 @@ async def measure(
     started = time.perf_counter()
     rate = await load.rate(args.seconds)
     elapsed = time.perf_counter() - started
-    return rate, elapsed, [await page.evaluate(READ) for page in pages]
+    readings = [await page.evaluate(READ) for page in pages]
+    print(f"  ({len(pages)} open: server CPU {100 * load.last_cpu:.0f}% of a core)")
+    return rate, elapsed, readings
 
 
 def report(
