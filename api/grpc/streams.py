@@ -7,26 +7,12 @@ log. Aborting with INVALID_ARGUMENT tells the client what was wrong.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
 
-__all__ = ["checked_messages", "checked_read"]
-
-T = TypeVar("T")
-
-
-async def checked_messages(
-    messages: AsyncIterator[T], context: grpc.aio.ServicerContext[Any, Any]
-) -> AsyncIterator[T]:
-    """The stream's messages; a malformed one aborts the stream."""
-    try:
-        async for message in messages:
-            yield message
-    except DecodeError as exc:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed message: {exc}")
+__all__ = ["checked_read"]
 
 
 async def checked_read(context: grpc.aio.ServicerContext[Any, Any]) -> Any:
