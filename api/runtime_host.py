@@ -25,7 +25,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from api import config_events, selectors
+from api import config_events, replica_board, selectors
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
@@ -152,6 +152,10 @@ class RuntimeHost:
         await self._join_config_group()
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
+        if getattr(settings, "REDIS_URL", ""):
+            prefix = getattr(settings, "CHANNEL_PREFIX", "asgi")
+            summaries = replica_board.publish_loop(self, settings.REDIS_URL, prefix)
+            self._spawn(summaries, "replica summaries")
         await self._start_grpc()
         self._install_signal_handlers()
         log.info("scheduler runtime started at config version %d", self.applied_version)

@@ -109,12 +109,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Namespaces the channel layer's and the replica summaries' Redis keys, so
+# several deployments (or test runs) can share one Redis.
+CHANNEL_PREFIX = os.environ.get("CHANNEL_PREFIX", "asgi")
 CHANNEL_LAYERS: dict[str, Any]
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX},
         }
     }
 else:
