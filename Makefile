@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv migrate demo-user static serve demo test lint
+.PHONY: help venv migrate demo-user static serve demo test lint protos
 
 help:
 	@echo "make demo   - set up, start Daphne on http://$(HOST):$(PORT) with a demo login and the load generator"
@@ -63,6 +63,10 @@ demo: migrate static demo-user
 
 test: venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Regenerates scheduler_core/pb/ from protos/ (the generated modules are committed).
+protos: venv
+	$(PY) -m scheduler_core.pb.generate
 
 lint: venv
 	$(VENV)/bin/ruff check .

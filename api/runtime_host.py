@@ -275,7 +275,12 @@ class RuntimeHost:
         try:
             from api.grpc.server import start_grpc_server
 
-            self.grpc_door = await start_grpc_server(self.runtime, port=port)
+            self.grpc_door = await start_grpc_server(
+                self.runtime,
+                port=port,
+                host=settings.GRPC_HOST,
+                advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
+            )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
 

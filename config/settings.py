@@ -141,6 +141,11 @@ LOGIN_REDIRECT_URL = "/"
 
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
 GRPC_PORT = int(os.environ.get("GRPC_PORT", "9095"))
+# Cortex's frontends and queriers send no credentials, so the gRPC door
+# listens on loopback unless the operator opens it (behind a network policy).
+GRPC_HOST = os.environ.get("GRPC_HOST", "127.0.0.1")
+# host:port queriers on other hosts use to reach this replica's gRPC door.
+GRPC_ADVERTISE_ADDRESS = os.environ.get("GRPC_ADVERTISE_ADDRESS", "")
 # /metrics is open by default, as Prometheus scrapers expect.
 METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")
 

@@ -127,7 +127,7 @@ class GrpcFrontDoor:
     def frontend_connections(self) -> list[FrontendConnection]:
         return self.frontends.connections()
 
-    async def start(self, *, host: str = "0.0.0.0", port: int) -> int:
+    async def start(self, *, host: str = "127.0.0.1", port: int) -> int:
         """Bind and serve; returns the bound port (useful with port 0)."""
         try:
             self.port = self.server.add_insecure_port(f"{host}:{port}")
@@ -153,7 +153,7 @@ async def start_grpc_server(
     runtime: SchedulerRuntime,
     *,
     port: int,
-    host: str = "0.0.0.0",
+    host: str = "127.0.0.1",
     admission: Admission | None = None,
     advertise_address: str | None = None,
 ) -> GrpcFrontDoor:
