@@ -272,6 +272,13 @@ class OthersSerializer(serializers.Serializer):  # type: ignore[type-arg]
     by_component = serializers.DictField(child=serializers.IntegerField())
 
 
+class ReplicasSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    count = serializers.IntegerField()
+    ids = serializers.ListField(child=serializers.CharField())
+    peers_max_age = serializers.FloatField(help_text="seconds since the oldest peer summary")
+    note = serializers.CharField()
+
+
 class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
     running = serializers.BooleanField()
     taken_at = serializers.FloatField(allow_null=True)
@@ -282,6 +289,7 @@ class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant_count = serializers.IntegerField(help_text="tenants matching the filter")
     tenants = TenantRowSerializer(many=True)
     others = OthersSerializer()
+    replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
 
 
 class WorkerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -301,6 +309,7 @@ class ReservationRowSerializer(serializers.Serializer):  # type: ignore[type-arg
 
 class QuerierRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     querier_id = serializers.CharField()
+    replica = serializers.CharField(required=False, help_text="the replica of this connection")
     connected = serializers.BooleanField()
     shutting_down = serializers.BooleanField()
     reserved_idle = serializers.BooleanField()
@@ -315,6 +324,7 @@ class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-a
     count = serializers.IntegerField()
     reserved_idle = serializers.ListField(child=serializers.CharField())
     queriers = QuerierRowSerializer(many=True)
+    replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
 
 
 class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]

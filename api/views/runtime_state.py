@@ -6,7 +6,10 @@ snapshot on the loop that called us (Daphne's, where the runtime host
 started the runtime), so the snapshot is taken between two queue steps.
 In a process that serves no ASGI (tests with a plain client, `manage.py`)
 there is no runtime, and the answer says so with `"running": false`
-rather than inventing numbers. Snapshots are paged here, on the server:
+rather than inventing numbers. When peer replicas publish summaries
+(scale-out, `api.replica_board`), both answers cover the whole service: the
+local queue live, peers' as of their last summary, with a `replicas` block
+and each querier row naming the replica it is connected to. Snapshots are paged here, on the server:
 the top tenants by depth plus one "others" aggregate, so the answer's size
 does not grow with the number of tenants.
 """
@@ -14,6 +17,7 @@ does not grow with the number of tenants.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -24,12 +28,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import runtime_host, selectors
+from api.replica_board import get_board
+from api.replicas import MergedView
 from api.serializers import QueriersSnapshotSerializer, QueueSnapshotSerializer
 from api.views.base import ApiView, errors, flag
 from scheduler_core.model import COMPONENTS
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, TenantSnapshot
 
-__all__ = ["QueriersView", "QueueView", "queriers_view", "queue_view", "take_snapshot"]
+__all__ = [
+    "QueriersView",
+    "QueueView",
+    "queriers_view",
+    "queue_view",
+    "take_snapshot",
+    "take_view",
+]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -44,6 +57,14 @@ async def _snapshot_on_loop() -> QueueSnapshot | None:
 def take_snapshot() -> QueueSnapshot | None:
     """This process's queue snapshot, or None when no runtime runs here."""
     return async_to_sync(_snapshot_on_loop)()
+
+
+def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
+    """The local snapshot and, when peers publish, the service-wide merge of it."""
+    snap = take_snapshot()
+    if snap is None:
+        return None
+    return snap, get_board().view(snap)
 
 
 def _limit(request: Request) -> int:
@@ -161,22 +182,41 @@ def _querier_row(querier: QuerierSnapshot, now: float) -> dict[str, Any]:
 
 
 def queriers_view(
-    snap: QueueSnapshot, *, search: str = "", reserved_idle_only: bool = False, limit: int = 50
+    snap: QueueSnapshot,
+    *,
+    search: str = "",
+    reserved_idle_only: bool = False,
+    limit: int = 50,
+    replicas: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Queriers by ID (reserved-and-idle ones listed first), at most `limit`."""
+    """Queriers by ID (reserved-and-idle ones listed first), at most `limit`.
+
+    `replicas[i]`, when given, names the replica `snap.queriers[i]` is
+    connected to; rows then carry it, and a querier connected to several
+    replicas has one row per replica.
+    """
     needle = search.lower()
+    owners = list(replicas) if replicas is not None else [None] * len(snap.queriers)
     chosen = [
-        q
-        for q in snap.queriers
+        (q, owner)
+        for q, owner in zip(snap.queriers, owners, strict=True)
         if needle in q.querier_id.lower() and (q.reserved_idle or not reserved_idle_only)
     ]
-    chosen.sort(key=lambda q: (not q.reserved_idle, q.querier_id))
+    chosen.sort(key=lambda pair: (not pair[0].reserved_idle, pair[0].querier_id, pair[1] or ""))
+    rows = []
+    for querier, owner in chosen[:limit]:
+        row = _querier_row(querier, snap.taken_at)
+        if owner is not None:
+            row["replica"] = owner
+        rows.append(row)
     return {
         "running": True,
         "taken_at": snap.taken_at,
         "count": len(chosen),
-        "reserved_idle": [q.querier_id for q in snap.queriers if q.reserved_idle],
-        "queriers": [_querier_row(q, snap.taken_at) for q in chosen[:limit]],
+        "reserved_idle": list(
+            dict.fromkeys(q.querier_id for q in snap.queriers if q.reserved_idle)
+        ),
+        "queriers": rows,
     }
 
 
@@ -214,11 +254,16 @@ class QueueView(ApiView):
     )
     def get(self, request: Request) -> Response:
         component, limit = _component(request), _limit(request)
-        snap = take_snapshot()
-        if snap is None:
+        taken = take_view()
+        if taken is None:
             return Response(_stopped_queue())
+        local, merged = taken
         search = request.query_params.get("search", "")
-        return Response(queue_view(snap, search=search, component=component, limit=limit))
+        snap = merged.snapshot if merged else local
+        data = queue_view(snap, search=search, component=component, limit=limit)
+        if merged is not None:
+            data["replicas"] = merged.header()
+        return Response(data)
 
 
 class QueriersView(ApiView):
@@ -235,10 +280,23 @@ class QueriersView(ApiView):
     )
     def get(self, request: Request) -> Response:
         limit = _limit(request)
-        snap = take_snapshot()
-        if snap is None:
+        taken = take_view()
+        if taken is None:
             empty = {"running": False, "taken_at": None, "count": 0, "reserved_idle": []}
             return Response({**empty, "queriers": []})
+        local, merged = taken
         search = request.query_params.get("search", "")
         only = flag(request, "reserved_idle")
-        return Response(queriers_view(snap, search=search, reserved_idle_only=only, limit=limit))
+        if merged is None:
+            return Response(
+                queriers_view(local, search=search, reserved_idle_only=only, limit=limit)
+            )
+        data = queriers_view(
+            merged.snapshot,
+            search=search,
+            reserved_idle_only=only,
+            limit=limit,
+            replicas=merged.querier_replicas,
+        )
+        data["replicas"] = merged.header()
+        return Response(data)

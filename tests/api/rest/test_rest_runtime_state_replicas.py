@@ -1,0 +1,85 @@
+"""`queue/` and `queriers/` with peer replicas: the whole service, attributed per replica."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from api import replica_board, runtime_host
+from api.replica_board import ReplicaBoard
+from api.replicas import summarize
+from scheduler_core.model import QueueConfig, Request
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def peer_summary(replica: str) -> bytes:
+    """Peer `replica`: team-a has 2 queued on ingester, querier q-1 idle there."""
+    worker = WorkerSnapshot("q-1", 0, None, None, None, None, 10.0, True)
+    snap = QueueSnapshot(
+        taken_at=12.0,
+        layout="tenant-querier-component",
+        component_selection="round-robin",
+        total=2,
+        leaves=(LeafSnapshot("team-a", "ingester", 2, ((0, 2),), 2.0),),
+        tenants=(),
+        queriers=(QuerierSnapshot("q-1", (worker,), False, True, None, (), False),),
+    )
+    raw = summarize(snap, replica=replica, wall_time=time.time(), stats=None)
+    return json.dumps(raw).encode()
+
+
+@pytest.fixture
+def local_runtime(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
+    runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock())
+    runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
+    runtime.queue.connect_querier("q-1")
+    monkeypatch.setattr(runtime_host, "started", lambda: True)
+    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
+    return runtime
+
+
+@pytest.fixture
+def board(monkeypatch: pytest.MonkeyPatch) -> ReplicaBoard:
+    board = ReplicaBoard("replica-a")
+    monkeypatch.setattr(replica_board, "_board", board)
+    return board
+
+
+def test_the_queue_adds_up_every_replica_and_says_how_many(viewer_api, local_runtime, board):
+    board.accept([peer_summary("replica-b")])
+    body = viewer_api.get("/api/v1/queue/").json()
+    assert body["total"] == 3
+    (row,) = body["tenants"]
+    assert row["tenant_id"] == "team-a" and row["length"] == 3
+    assert body["replicas"]["count"] == 2
+    assert body["replicas"]["ids"] == ["replica-a", "replica-b"]
+    assert body["replicas"]["note"].startswith("2 replicas, peers' data ≤")
+
+
+def test_each_querier_connection_names_its_replica(viewer_api, local_runtime, board):
+    board.accept([peer_summary("replica-b")])
+    body = viewer_api.get("/api/v1/queriers/").json()
+    assert body["count"] == 2
+    rows = [(q["querier_id"], q["replica"]) for q in body["queriers"]]
+    assert rows == [("q-1", "replica-a"), ("q-1", "replica-b")]
+    assert body["replicas"]["count"] == 2
+
+
+def test_a_lone_replica_answers_exactly_as_before(viewer_api, local_runtime, board):
+    board.accept([])
+    queue = viewer_api.get("/api/v1/queue/").json()
+    queriers = viewer_api.get("/api/v1/queriers/").json()
+    assert "replicas" not in queue and "replicas" not in queriers
+    assert queue["total"] == 1
+    assert "replica" not in queriers["queriers"][0]
