@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from api.replicas import MergedView, merge_stats
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
 from dashboard.wire import queriers_to_wire, tree_to_wire
@@ -80,12 +81,16 @@ class Tick:
         stats: Mapping[str, Any] | None,
         interval: float = TICK_SECONDS,
         wall_time: float | None = None,
+        replicas: MergedView | None = None,
     ) -> None:
         self.number = number
         self.wall_time = time.time() if wall_time is None else wall_time
         self.index = SnapshotIndex.build(snapshot)
+        self.replicas = replicas
         header = build_header(self.index, stats)
         header["interval"] = interval
+        if replicas is not None:
+            header["replicas"] = replicas.header()
         self.header = _dumps(header)
         self._queriers: str | None = None
         self._trees: dict[ViewParams, str] = {}
@@ -93,7 +98,9 @@ class Tick:
     @property
     def queriers(self) -> str:
         if self._queriers is None:
-            self._queriers = _dumps(queriers_to_wire(build_queriers(self.index.snapshot)))
+            owners = self.replicas.querier_replicas if self.replicas is not None else None
+            panel = build_queriers(self.index.snapshot, owners)
+            self._queriers = _dumps(queriers_to_wire(panel))
         return self._queriers
 
     def tree(self, params: ViewParams) -> str:
@@ -258,8 +265,11 @@ class Broadcaster:
         if snapshot is None:
             return None
         stats = source.stats() if source is not None else None
+        # Optional on the protocol: only a scale-out source has replicas.
+        replicas_of = getattr(source, "replicas", None)
+        replicas = replicas_of() if replicas_of is not None else None
         self.ticks += 1
-        tick = Tick(self.ticks, snapshot, stats, self.interval, self._wall_clock())
+        tick = Tick(self.ticks, snapshot, stats, self.interval, self._wall_clock(), replicas)
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             self.chart.append(_chart_point(tick, stats))
         self.current = tick
@@ -307,22 +317,41 @@ class Broadcaster:
 
 
 class _RuntimeSource:
-    """Reads the process's scheduler runtime and its rolling stats (runtime host)."""
+    """Reads the process's scheduler runtime and its rolling stats (runtime host).
+
+    In scale-out mode the snapshot is the whole service's: the local queue
+    live, merged with the peers' last summaries (`api.replica_board`), and
+    `stats()` / `replicas()` describe that same merge until the next snapshot.
+    """
+
+    def __init__(self) -> None:
+        self._merged: MergedView | None = None
 
     def snapshot(self) -> QueueSnapshot | None:
         from api import runtime_host
+        from api.replica_board import get_board
 
         if not runtime_host.started():
+            self._merged = None
             return None
-        return runtime_host.get_runtime().snapshot()
+        local = runtime_host.get_runtime().snapshot()
+        self._merged = get_board().view(local)
+        return local if self._merged is None else self._merged.snapshot
 
     def stats(self) -> Mapping[str, Any] | None:
         from api import runtime_host
+        from api.replica_board import get_board
 
         if not runtime_host.started():
             return None
         host = runtime_host.get_host()
-        return stats_summary(host.stats, frontends=host.frontend_clients)
+        local = stats_summary(host.stats, frontends=host.frontend_clients)
+        if self._merged is None:
+            return local
+        return merge_stats(local, get_board().fresh_peers(time.time()))
+
+    def replicas(self) -> MergedView | None:
+        return self._merged
 
 
 def _waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:

@@ -9,7 +9,7 @@ the case operators look for (a querier kept for a priority that never comes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot, WorkerSnapshot
@@ -86,19 +86,34 @@ def _querier(
     }
 
 
-def _rank(querier: QuerierSnapshot) -> tuple[int, str]:
-    return (0 if querier.reserved_idle else 1, querier.querier_id)
+def _rank(row: tuple[QuerierSnapshot, str | None]) -> tuple[int, str, str]:
+    querier, replica = row
+    return (0 if querier.reserved_idle else 1, querier.querier_id, replica or "")
 
 
-def build_queriers(snapshot: QueueSnapshot) -> dict[str, Any]:
-    """The queriers panel: reserved-idle first, then by ID, at most `MAX_QUERIERS_SHOWN`."""
+def build_queriers(
+    snapshot: QueueSnapshot, replicas: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The queriers panel: reserved-idle first, then by ID, at most `MAX_QUERIERS_SHOWN`.
+
+    With `replicas` (the replica of each of `snapshot.queriers`, from a
+    merged scale-out view) each row names its replica; a querier connected
+    to every replica then has one row per replica, side by side.
+    """
     members, unsharded = shard_members(snapshot)
     now = snapshot.taken_at
-    ordered = sorted(snapshot.queriers, key=_rank)
+    owners = list(replicas) if replicas is not None else [None] * len(snapshot.queriers)
+    ordered = sorted(zip(snapshot.queriers, owners, strict=True), key=_rank)
     shown = ordered[:MAX_QUERIERS_SHOWN]
+    rows = []
+    for querier, replica in shown:
+        row = _querier(querier, members, unsharded, now)
+        if replica is not None:
+            row["replica"] = replica
+        rows.append(row)
     return {
         "total": len(ordered),
         "hidden": len(ordered) - len(shown),
-        "reserved_idle": [q.querier_id for q in ordered if q.reserved_idle],
-        "queriers": [_querier(q, members, unsharded, now) for q in shown],
+        "reserved_idle": list(dict.fromkeys(q.querier_id for q, _ in ordered if q.reserved_idle)),
+        "queriers": rows,
     }

@@ -21,6 +21,7 @@ from api.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, page, role_required
 from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
+from dashboard.live import Tick
 from dashboard.projections import (
     PROJECTIONS,
     InvalidViewParams,
@@ -61,6 +62,11 @@ def _params(request: HttpRequest, running_layout: str) -> ViewParams:
         return ViewParams()
 
 
+def _queriers(tick: Tick) -> dict[str, Any]:
+    owners = tick.replicas.querier_replicas if tick.replicas is not None else None
+    return build_queriers(tick.index.snapshot, owners)
+
+
 @role_required
 def inspector(request: HttpRequest) -> HttpResponse:
     """The live tree, server-rendered first; the page's JS then keeps it live."""
@@ -75,7 +81,7 @@ def inspector(request: HttpRequest) -> HttpResponse:
         "running_layout": running_layout,
         "tree": build_tree(tick.index, params) if tick else None,
         "header": build_header(tick.index, None) if tick else None,
-        "queriers": build_queriers(tick.index.snapshot) if tick else None,
+        "queriers": _queriers(tick) if tick else None,
     }
     return page(request, "dashboard/inspector.html", context)
 

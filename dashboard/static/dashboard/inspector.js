@@ -74,6 +74,8 @@ function applyHeader(h) {
   $("fig-reserved").classList.toggle("warn", h.reserved_idle > 0);
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
+  $("replicas-note").hidden = !h.replicas;
+  setText("replicas-note", h.replicas ? h.replicas.note : "");
   markRunning(h.layout);
   const s = h.stats;
   if (!s) return;
@@ -136,8 +138,9 @@ function querierHtml(q) {
   const unsharded = q.unsharded_tenants ? ` + ${q.unsharded_tenants} unsharded` : "";
   const workers = q.workers.map((w) => `<li class="w w-${w.state}">${escapeHtml(workerText(w))}</li>`).join("");
   const state = querierState(q);
-  return `<article class="querier state-${q.state}" data-querier="${escapeHtml(q.id)}" aria-label="querier ${escapeHtml(q.id)}: ${state}">` +
-    `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span><span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
+  const replica = q.replica ? `<span class="chip" title="the scheduler replica of this connection">replica ${escapeHtml(q.replica)}</span>` : "";
+  return `<article class="querier state-${q.state}" data-querier="${escapeHtml(q.id)}"${q.replica ? ` data-replica="${escapeHtml(q.replica)}"` : ""} aria-label="querier ${escapeHtml(q.id)}${q.replica ? ` on replica ${escapeHtml(q.replica)}` : ""}: ${state}">` +
+    `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
     `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>` +
     `<ol class="workers">${workers}</ol></article>`;
 }

@@ -1,0 +1,132 @@
+"""The live inspector in scale-out mode: one view of every replica, attributed.
+
+The local queue is a real `RequestQueue` on a fake clock; the peer arrives
+as an encoded summary, exactly as the replica board reads it from Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from api import replica_board, runtime_host
+from api.replica_board import ReplicaBoard
+from api.replicas import MergedView, summarize
+from dashboard import live
+from dashboard.live import Broadcaster, Tick
+from scheduler_core.model import INGESTER, QueueConfig, Request
+from scheduler_core.queue import RequestQueue
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot
+from scheduler_core.stats import RollingStats
+
+
+def local_queue() -> RequestQueue:
+    queue = RequestQueue(QueueConfig(), clock=lambda: 100.0)
+    queue.enqueue(Request(id="r1", tenant_id="acme", component=INGESTER))
+    queue.connect_querier("q-1")
+    return queue
+
+
+def peer_bytes(replica: str, published: float, rates: dict[str, float]) -> bytes:
+    worker = WorkerSnapshot("q-1", 0, None, None, None, None, 4.0, True)
+    snap = QueueSnapshot(
+        taken_at=5.0,
+        layout="tenant-querier-component",
+        component_selection="round-robin",
+        total=4,
+        leaves=(LeafSnapshot("acme", INGESTER, 4, ((0, 4),), 1.0),),
+        tenants=(),
+        queriers=(QuerierSnapshot("q-1", (worker,), False, True, None, (), False),),
+    )
+    stats = {"rates": rates, "frontends": 2, "wait_by_component": {}, "wait_by_priority": {}}
+    return json.dumps(summarize(snap, replica=replica, wall_time=published, stats=stats)).encode()
+
+
+class MergedSource:
+    """A scale-out source: the merged snapshot plus its replica view."""
+
+    def __init__(self, view: MergedView) -> None:
+        self.view = view
+
+    def snapshot(self) -> QueueSnapshot:
+        return self.view.snapshot
+
+    def stats(self) -> Mapping[str, Any] | None:
+        return None
+
+    def replicas(self) -> MergedView:
+        return self.view
+
+
+def merged_view(wall: float) -> MergedView:
+    board = ReplicaBoard("a")
+    board.accept([peer_bytes("b", wall - 0.3, {"dispatched": 1.0})])
+    view = board.view(local_queue().snapshot(), wall)
+    assert view is not None
+    return view
+
+
+def test_a_tick_of_a_merged_view_counts_replicas_and_attributes_queriers() -> None:
+    wall = 1_700_000_000.0
+    view = merged_view(wall)
+    tick = Tick(1, view.snapshot, None, wall_time=wall, replicas=view)
+    header = json.loads(tick.header)
+    assert header["total"] == 5
+    assert header["replicas"]["note"] == "2 replicas, peers' data ≤1 s old"
+    panel = json.loads(tick.queriers)
+    assert [(q["id"], q["replica"]) for q in panel["queriers"]] == [("q-1", "a"), ("q-1", "b")]
+    assert panel["total"] == 2
+
+
+def test_the_broadcaster_takes_the_replica_view_from_its_source() -> None:
+    wall = 1_700_000_000.0
+    broadcaster = Broadcaster(MergedSource(merged_view(wall)), autostart=False)
+    tick = broadcaster.latest()
+    assert tick is not None and json.loads(tick.header)["replicas"]["count"] == 2
+
+
+def test_a_source_without_replicas_keeps_the_single_process_header() -> None:
+    class Plain:
+        def snapshot(self) -> QueueSnapshot:
+            return local_queue().snapshot()
+
+        def stats(self) -> Mapping[str, Any] | None:
+            return None
+
+    tick = Broadcaster(Plain(), autostart=False).latest()
+    assert tick is not None
+    assert "replicas" not in json.loads(tick.header)
+    assert "replica" not in json.loads(tick.queriers)["queriers"][0]
+
+
+class FakeHost:
+    def __init__(self, runtime: SchedulerRuntime) -> None:
+        self.runtime = runtime
+        self.stats = RollingStats(clock=lambda: 100.0)
+        self.frontend_clients = 1
+
+
+def test_the_runtime_source_merges_peers_and_sums_their_rates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = SchedulerRuntime(QueueConfig(), clock=lambda: 100.0)
+    runtime.queue.enqueue(Request(id="r1", tenant_id="acme", component=INGESTER))
+    board = ReplicaBoard("a")
+    board.accept([peer_bytes("b", time.time(), {"dispatched": 3.0})])
+    monkeypatch.setattr(replica_board, "_board", board)
+    monkeypatch.setattr(runtime_host, "started", lambda: True)
+    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
+    monkeypatch.setattr(runtime_host, "get_host", lambda: FakeHost(runtime))
+    source = live._runtime_source()
+    snapshot = source.snapshot()
+    assert snapshot is not None and snapshot.total == 5
+    stats = source.stats()
+    assert stats is not None
+    assert stats["rates"]["dispatched"] == 3.0 and stats["frontends"] == 3
+    replicas = source.replicas()  # type: ignore[attr-defined]
+    assert replicas is not None and replicas.replicas == ("a", "b")
