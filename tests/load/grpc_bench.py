@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import resource
 import subprocess
 import sys
 import time
@@ -125,7 +126,7 @@ class _Driver:
             self._owner[query_id] = index
             self.sent_at[query_id] = time.perf_counter()
             status = await loop.enqueue(
-                query_id, tenant, get_request("/api/v1/query_range", params)
+                query_id, tenant, get_request("/api/v1/query_range", params), timeout=None
             )
             if status == pb.OK:
                 self.accepted.add(query_id)
@@ -138,7 +139,7 @@ class _Driver:
 async def _work(worker: QuerierWorker, driver: _Driver) -> None:
     with contextlib.suppress(EOFError, grpc.aio.AioRpcError, asyncio.CancelledError):
         while True:
-            msg = await worker.next(timeout=3600)
+            msg = await worker.next(timeout=None)
             driver.received(msg)
             await worker.answer(msg)
 
@@ -220,6 +221,12 @@ async def _websocket_phase(server: object, frontends: int, workers: int, seconds
     return await run_phase(spec, server.proc.pid)
 
 
+def _own_cpu_seconds() -> float:
+    """This process's CPU: the clients of both phases run here."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _compare(args: argparse.Namespace) -> int:
     from api.daphne_process import DaphneProcess
     from api.loadtest import process_cpu_seconds
@@ -227,27 +234,39 @@ def _compare(args: argparse.Namespace) -> int:
     with DaphneProcess(extra_env={"LOG_LEVEL": "WARNING"}) as server:
         assert server.proc is not None
         address = f"127.0.0.1:{server.grpc_port}"
-        cpu_before = process_cpu_seconds(server.proc.pid)
+        cpu_before, client_before = process_cpu_seconds(server.proc.pid), _own_cpu_seconds()
         grpc_result = asyncio.run(
             run_bench(
                 address, requests=args.requests, frontends=args.frontends, workers=args.workers
             )
         )
         grpc_cpu = process_cpu_seconds(server.proc.pid) - cpu_before
+        grpc_client = _own_cpu_seconds() - client_before
+        client_before = _own_cpu_seconds()
         ws = asyncio.run(
             _websocket_phase(server, args.frontends, args.workers, max(2.0, grpc_result.seconds))
         )
+        ws_client = _own_cpu_seconds() - client_before
     shape = f"{args.frontends} frontend connections, {args.workers} worker streams"
     print(grpc_result.report(f"gRPC      ({shape})"))
     if grpc_result.requests:
-        print(f"  server CPU {grpc_cpu / grpc_result.requests * 1e6:.0f} us/request")
+        per_request = 1e6 / grpc_result.requests
+        print(
+            f"  server CPU {grpc_cpu * per_request:.0f} us/request; "
+            f"bench clients {grpc_client * per_request:.0f} us/request"
+        )
     ws_rate = getattr(ws, "throughput", 0.0)
     print(
         f"websocket ({shape}): {ws_rate:,.0f} req/s; scheduling overhead "
         f"p50 {ws.overhead_ms(0.5):.2f} ms, p99 {ws.overhead_ms(0.99):.2f} ms; "  # type: ignore[attr-defined]
         f"lost {ws.lost}"  # type: ignore[attr-defined]
     )
-    print(f"  server CPU {ws.cpu_per_request_us:.0f} us/request")  # type: ignore[attr-defined]
+    ws_done = getattr(ws, "completed", 0)
+    ws_client_us = ws_client / ws_done * 1e6 if ws_done else 0.0
+    print(
+        f"  server CPU {ws.cpu_per_request_us:.0f} us/request; "  # type: ignore[attr-defined]
+        f"bench clients {ws_client_us:.0f} us/request"
+    )
     ratio = grpc_result.rate / ws_rate if ws_rate else float("inf")
     print(f"ratio gRPC/websocket: {ratio:.2f}")
     lost = grpc_result.lost + ws.lost  # type: ignore[attr-defined]
