@@ -315,13 +315,29 @@ def _overrides_apply(
         source=source,
         message=message,
     )
-    Tenant.objects.filter(tenant_id__in=plan.deleted).delete()
-    for tenant_id in plan.created + plan.changed:
-        tenant = existing.get(tenant_id) or Tenant(tenant_id=tenant_id)
-        tenant.config = plan.overrides[tenant_id]
-        tenant.version = revision.version
-        tenant.save()
+    _tenants_bulk_write(plan, revision.version)
     return plan.committed(revision.version, revision.pk)
+
+
+def _tenants_bulk_write(plan: ImportResult, version: int) -> None:
+    """A whole import's rows in two statements, not one per tenant.
+
+    A thousand single-row saves cost a second of ORM work in the request,
+    and `bulk_update`'s CASE per row is quadratic; an upsert on `tenant_id`
+    keeps each existing row's primary key and `created_at`.
+    """
+    Tenant.objects.filter(tenant_id__in=plan.deleted).delete()
+    rows = [
+        Tenant(tenant_id=tenant_id, config=plan.overrides[tenant_id], version=version)
+        for tenant_id in plan.created + plan.changed
+    ]
+    Tenant.objects.bulk_create(
+        rows,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["tenant_id"],
+        update_fields=["config", "version", "updated_at"],
+    )
 
 
 @transaction.atomic

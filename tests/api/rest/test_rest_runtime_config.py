@@ -216,3 +216,17 @@ def test_a_rejected_import_keeps_what_was_there(editor_api):
         _put(editor_api, "overrides:\n  x:\n    max_queriers_per_tenant: -1\n").status_code == 400
     )
     assert editor_api.get(URL).content == before
+
+
+def test_a_reimport_updates_changed_rows_in_place_and_keeps_the_rest(editor_api):
+    _put(editor_api, CORTEX_FILE)
+    before = {t.tenant_id: t for t in Tenant.objects.all()}
+    changed = CORTEX_FILE.replace("max_queriers_per_tenant: 2", "max_queriers_per_tenant: 3")
+    body = _put(editor_api, changed).json()
+    assert body["changed"] == ["12345"] and body["unchanged"] == ["team.payments", "tenant-a"]
+    after = {t.tenant_id: t for t in Tenant.objects.all()}
+    row = after["12345"]
+    assert (row.pk, row.created_at) == (before["12345"].pk, before["12345"].created_at)
+    assert row.config["max_queriers_per_tenant"] == 3 and row.version == body["version"]
+    assert row.updated_at > before["12345"].updated_at
+    assert after["tenant-a"].version == before["tenant-a"].version
