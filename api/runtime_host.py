@@ -245,7 +245,14 @@ class RuntimeHost:
 
     async def _listen(self, layer: Any, channel: str) -> None:
         while True:
-            message = await layer.receive(channel)
+            try:
+                message = await layer.receive(channel)
+            except Exception:
+                # A Redis hiccup must not end listening for good; what was
+                # missed meanwhile, the reconcile loop picks up.
+                log.exception("config listener: channel layer receive failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+                continue
             version = message.get("version")
             if message.get("type") == "config.changed" and isinstance(version, int):
                 await self.reconcile(version)

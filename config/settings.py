@@ -117,7 +117,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": CHANNEL_PREFIX},
+            # redis-py 8 times socket reads out after 5 s by default, the very
+            # length of channels_redis's blocking pop: a quiet group would
+            # then kill its listener. Reads must outlast the pop.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "prefix": CHANNEL_PREFIX,
+            },
         }
     }
 else:
