@@ -2,7 +2,10 @@
 
 They speak docs/protocol.md exactly as any external frontend or querier
 would, over a real socket, so `manage.py loadgen` and `manage.py loadtest`
-exercise the same path as production traffic.
+exercise the same path as production traffic. Against several scheduler
+replicas (scale-out), a querier connects to every replica
+(`queriers_everywhere`) and a frontend (`SpreadFrontend`) sends to its home
+replica and retries a 429 once on another, as Mimir's frontends do.
 """
 
 from __future__ import annotations
@@ -11,12 +14,18 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import websockets
 
-__all__ = ["FrontendClient", "QuerierClient", "ws_connect"]
+__all__ = [
+    "FrontendClient",
+    "QuerierClient",
+    "SpreadFrontend",
+    "queriers_everywhere",
+    "ws_connect",
+]
 
 log = logging.getLogger(__name__)
 
@@ -145,3 +154,78 @@ class FrontendClient:
                 await self.ws.close()
         if self._reader is not None:
             self._reader.cancel()
+
+
+def queriers_everywhere(
+    urls: Sequence[str], token: str, querier_id: str, **kwargs: Any
+) -> list[QuerierClient]:
+    """One querier process as seen by N replicas: one connection each, same ID.
+
+    Every replica has its own queue, so a querier must pull from all of them
+    or requests queued on a replica it skipped would wait for nobody.
+    """
+    return [QuerierClient(url, token, querier_id, **kwargs) for url in urls]
+
+
+_FINAL = frozenset({"result", "failed", "rejected", "cancelled", "error"})
+
+
+class SpreadFrontend:
+    """A frontend connected to every replica; sends to `home`, retries a 429 once.
+
+    Giving each frontend a different `home` spreads frontends over the
+    replicas. A request a replica refuses with 429 (that replica's share of
+    the tenant's limit is full) goes once to the next replica; only the final
+    reply reaches `on_reply`, and `retried` counts the second tries. Cancels
+    follow the request to the replica that holds it.
+    """
+
+    def __init__(
+        self, urls: Sequence[str], token: str, on_reply: Handler, *, home: int = 0
+    ) -> None:
+        if not urls:
+            raise ValueError("a frontend needs at least one scheduler URL")
+        self.on_reply = on_reply
+        self.home = home % len(urls)
+        self.retried = 0
+        self.clients = [
+            FrontendClient(url, token, self._replier(index)) for index, url in enumerate(urls)
+        ]
+        # request id (JSON-encoded) -> [enqueue message, replica index, retried?]
+        self._pending: dict[str, list[Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        await asyncio.gather(*(client.start() for client in self.clients))
+
+    async def send(self, msg: dict[str, Any]) -> None:
+        key = json.dumps(msg.get("id"))
+        if msg.get("type") == "enqueue":
+            self._pending[key] = [msg, self.home, False]
+            await self.clients[self.home].send(msg)
+            return
+        entry = self._pending.get(key)
+        await self.clients[entry[1] if entry else self.home].send(msg)
+
+    def _replier(self, index: int) -> Handler:
+        return lambda msg: self._on_reply(index, msg)
+
+    def _on_reply(self, index: int, msg: dict[str, Any]) -> None:
+        key = json.dumps(msg.get("id"))
+        entry = self._pending.get(key)
+        refused = msg.get("type") == "rejected" and msg.get("status") == 429
+        if refused and entry is not None and not entry[2] and len(self.clients) > 1:
+            entry[1], entry[2] = (index + 1) % len(self.clients), True
+            self.retried += 1
+            task = asyncio.get_running_loop().create_task(self.clients[entry[1]].send(entry[0]))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        if msg.get("type") in _FINAL:
+            self._pending.pop(key, None)
+        self.on_reply(msg)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*(client.close() for client in self.clients))

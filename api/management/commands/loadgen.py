@@ -1,5 +1,9 @@
 """`manage.py loadgen --url http://127.0.0.1:8000`: demo traffic until Ctrl-C.
 
+`--url` may be repeated, one per scheduler replica: every querier then
+connects to every replica, and frontends are spread over the replicas,
+each retrying a 429 once on another (`api.wsclients.SpreadFrontend`).
+
 Real protocol clients over loopback (docs/protocol.md): frontends send the
 demo mix of api.loadgen at `--rate` requests per second (Poisson), queriers
 answer after per-component latencies, store-gateway work slowed by the
@@ -21,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from api.loadgen import latency_for, make_request, read_slowdown
 from api.services import api_token_issue
-from api.wsclients import FrontendClient, QuerierClient
+from api.wsclients import SpreadFrontend, queriers_everywhere
 
 __all__ = ["Command"]
 
@@ -34,7 +38,11 @@ class Command(BaseCommand):
     help = "Run demo frontends and queriers against a running scheduler until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--url", default="http://127.0.0.1:8000")
+        parser.add_argument(
+            "--url",
+            action="append",
+            help="a scheduler replica's base URL; repeat for each (default http://127.0.0.1:8000)",
+        )
         parser.add_argument("--token", help="a token for both sides (editor role)")
         parser.add_argument("--frontend-token")
         parser.add_argument("--querier-token")
@@ -46,10 +54,7 @@ class Command(BaseCommand):
         parser.add_argument("--report-every", type=float, default=10.0)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        parts = urlsplit(options["url"])
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise CommandError("--url must look like http://127.0.0.1:8000")
-        ws = f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
+        ws = [_ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
         frontend_token = options["frontend_token"] or options["token"]
         querier_token = options["querier_token"] or options["token"]
         if frontend_token is None:
@@ -57,14 +62,15 @@ class Command(BaseCommand):
         if querier_token is None:
             querier_token = api_token_issue(name="loadgen-querier", role="querier")[1]
         self.stdout.write(
-            f"loadgen: {options['rate']:g} req/s to {ws}, {options['queriers']} queriers x "
+            f"loadgen: {options['rate']:g} req/s to {', '.join(ws)}, "
+            f"{options['queriers']} queriers x "
             f"{options['workers']} workers; `manage.py loadgen_slowdown 10` slows store-gateway"
         )
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(self._run(ws, frontend_token, querier_token, options))
         self.stdout.write("loadgen stopped")
 
-    async def _run(self, ws: str, frontend_token: str, querier_token: str, opts: Any) -> None:
+    async def _run(self, ws: list[str], frontend_token: str, querier_token: str, opts: Any) -> None:
         rng = random.Random(opts["seed"])
         counts: Counter[str] = Counter()
         slowdown = [read_slowdown()]
@@ -76,21 +82,24 @@ class Command(BaseCommand):
             return latency_for(msg.get("component", "unknown"), slowdown[0], rng)
 
         queriers = [
-            QuerierClient(
-                f"{ws}/ws/querier/",
+            client
+            for i in range(opts["queriers"])
+            for client in queriers_everywhere(
+                [f"{base}/ws/querier/" for base in ws],
                 querier_token,
                 f"querier-{i + 1}",
                 workers=opts["workers"],
                 latency=latency,
             )
-            for i in range(opts["queriers"])
         ]
         frontends = [
-            FrontendClient(f"{ws}/ws/frontend/", frontend_token, on_reply)
-            for _ in range(opts["frontends"])
+            SpreadFrontend(
+                [f"{base}/ws/frontend/" for base in ws], frontend_token, on_reply, home=i
+            )
+            for i in range(opts["frontends"])
         ]
         try:
-            await asyncio.gather(*(c.start() for c in (*queriers, *frontends)))
+            await asyncio.gather(*(q.start() for q in queriers), *(f.start() for f in frontends))
         except Exception as exc:
             raise CommandError(f"cannot connect to {ws}: {exc}") from exc
         tasks = [
@@ -107,7 +116,7 @@ class Command(BaseCommand):
             await asyncio.gather(*(f.close() for f in frontends), return_exceptions=True)
 
     async def _send(
-        self, frontends: list[FrontendClient], counts: Counter[str], rng: random.Random, rate: float
+        self, frontends: list[SpreadFrontend], counts: Counter[str], rng: random.Random, rate: float
     ) -> None:
         n = 0
         while True:
@@ -127,6 +136,13 @@ class Command(BaseCommand):
                 f"rejected {counts['rejected']} failed {counts['failed']} errors {counts['error']} "
                 f"(store-gateway slowdown x{slowdown[0]:g})"
             )
+
+
+def _ws_base(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CommandError("--url must look like http://127.0.0.1:8000")
+    return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
 
 
 async def _poll_slowdown(slowdown: list[float]) -> None:

@@ -1,0 +1,266 @@
+"""Scale-out: two real Daphne replicas on one PostgreSQL database and one Redis.
+
+Each replica is a separate process with its own queue (as Mimir runs
+several schedulers). Config reconcile is set to 300 s, so only the Redis
+channel layer can carry a config change between them in these tests; a
+third replica without Redis shows that the reconcile-by-version loop alone
+still catches up when the layer's message is lost. The database is a fresh
+one on TEST_DATABASE_URL's server, dropped at the end; Redis keys carry a
+per-run prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from api.daphne_process import DaphneProcess
+from api.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
+
+SERVER_URL = os.environ.get("TEST_DATABASE_URL", "")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
+NOW = time.time()
+
+pytestmark = pytest.mark.skipif(
+    not (SERVER_URL and REDIS_URL),
+    reason="scale-out tests need PostgreSQL and Redis: set TEST_DATABASE_URL and "
+    "TEST_REDIS_URL (.ci/run starts both and sets them)",
+)
+
+
+@pytest.fixture(scope="module")
+def database_url() -> Iterator[str]:
+    import psycopg
+
+    name = f"qi_scale_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def shared_env(database_url: str) -> Iterator[dict[str, str]]:
+    prefix = f"qi-test-{uuid.uuid4().hex[:8]}"
+    yield {"DATABASE_URL": database_url, "CHANNEL_PREFIX": prefix}
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def replica(env: dict[str, str], name: str, **extra: str) -> DaphneProcess:
+    settings = {**env, "REPLICA_ID": name, "CONFIG_RECONCILE_SECONDS": "300", **extra}
+    return DaphneProcess(extra_env=settings)
+
+
+@pytest.fixture(scope="module")
+def replicas(shared_env: dict[str, str]) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    a = replica(shared_env, "replica-a", REDIS_URL=REDIS_URL)
+    b = replica(shared_env, "replica-b", REDIS_URL=REDIS_URL)
+    try:
+        a.start()
+        b.start()
+        yield a, b
+    finally:
+        a.cleanup()
+        b.cleanup()
+
+
+@pytest.fixture(scope="module")
+def tokens(replicas: tuple[DaphneProcess, DaphneProcess]) -> dict[str, str]:
+    a, _ = replicas
+    return {role: a.issue_token(role) for role in ("editor", "frontend", "querier")}
+
+
+def rest(server: DaphneProcess, token: str, method: str, path: str, body: Any = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{server.base_url}{path}", data=data, headers=headers, method=method
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def create_tenant(server: DaphneProcess, token: str, tenant: str, config: dict[str, Any]) -> None:
+    """Create a tenant through the REST API of `server`, as an editor would."""
+    rest(server, token, "PUT", f"/api/v1/tenants/{tenant}/", config)
+
+
+class Frontend:
+    """A frontend socket with no querier behind it: every reply is immediate."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, server: DaphneProcess, token: str) -> Frontend:
+        return cls(await ws_connect(f"{server.ws_url}/ws/frontend/", token))
+
+    async def enqueue(self, rid: str, tenant: str) -> dict[str, Any]:
+        msg = {"type": "enqueue", "id": rid, "tenant": tenant, "query": "up"}
+        await self.ws.send(json.dumps(msg | {"start": NOW - 600, "end": NOW, "step": 15}))
+        return dict(json.loads(await asyncio.wait_for(self.ws.recv(), 10)))
+
+    async def cancel(self, rid: str) -> None:
+        await self.ws.send(json.dumps({"type": "cancel", "id": rid}))
+        assert json.loads(await asyncio.wait_for(self.ws.recv(), 10))["type"] == "cancelled"
+
+    async def priority(self, tenant: str, probe: str) -> int | None:
+        """The priority a new request of `tenant` gets now (the probe is cancelled)."""
+        reply = await self.enqueue(probe, tenant)
+        if reply["type"] != "enqueued":
+            return None
+        await self.cancel(probe)
+        return int(reply["priority"])
+
+
+async def seconds_until_priority(frontend: Frontend, tenant: str, want: int, limit: float) -> float:
+    started = time.monotonic()
+    n = 0
+    while (got := await frontend.priority(tenant, f"probe-{tenant}-{n}")) != want:
+        n += 1
+        assert time.monotonic() - started < limit, f"{tenant}: priority {got}, never {want}"
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def test_a_tenant_change_on_one_replica_reaches_the_other_over_the_channel_layer(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = replicas
+    on_b = await Frontend.open(b, tokens["frontend"])
+    try:
+        assert await on_b.priority("scale-prio", "before") == 0  # unknown tenant: no rules
+        create_tenant(
+            a,
+            tokens["editor"],
+            "scale-prio",
+            {"query_priority": {"enabled": True, "default_priority": 4}},
+        )
+        # Reconcile runs every 300 s here: only the layer's message can be this fast.
+        assert await seconds_until_priority(on_b, "scale-prio", 4, limit=2.5) < 2.5
+    finally:
+        await on_b.ws.close()
+
+
+async def test_a_replica_that_misses_the_message_catches_up_by_reconciling(
+    replicas: tuple[DaphneProcess, DaphneProcess],
+    tokens: dict[str, str],
+    shared_env: dict[str, str],
+) -> None:
+    a, _ = replicas
+    # No Redis: its in-memory layer never hears replica A; only reconcile can help.
+    deaf = replica(shared_env, "replica-deaf", REDIS_URL="", CONFIG_RECONCILE_SECONDS="1")
+    try:
+        deaf.start()
+        on_deaf = await Frontend.open(deaf, tokens["frontend"])
+        assert await on_deaf.priority("scale-lost", "before") == 0
+        create_tenant(
+            a,
+            tokens["editor"],
+            "scale-lost",
+            {"query_priority": {"enabled": True, "default_priority": 6}},
+        )
+        await seconds_until_priority(on_deaf, "scale-lost", 6, limit=5.0)
+        await on_deaf.ws.close()
+    finally:
+        deaf.cleanup()
+
+
+async def test_a_request_refused_with_429_by_one_replica_is_accepted_by_the_other(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = replicas
+    tenant = "scale-limit"
+    config = {
+        "max_outstanding_requests_per_tenant": 1,
+        "query_priority": {"enabled": True, "default_priority": 3},
+    }
+    create_tenant(a, tokens["editor"], tenant, config)
+    for server in (a, b):
+        probe = await Frontend.open(server, tokens["frontend"])
+        await seconds_until_priority(probe, tenant, 3, limit=5.0)
+        await probe.ws.close()
+    replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    urls = [f"{a.ws_url}/ws/frontend/", f"{b.ws_url}/ws/frontend/"]
+    frontend = SpreadFrontend(urls, tokens["frontend"], replies.put_nowait, home=0)
+    await frontend.start()
+    queriers = queriers_everywhere(
+        [f"{a.ws_url}/ws/querier/", f"{b.ws_url}/ws/querier/"], tokens["querier"], "scale-q"
+    )
+    try:
+        for rid in ("s1", "s2", "s3"):
+            msg = {"type": "enqueue", "id": rid, "tenant": tenant, "query": "up"}
+            await frontend.send(msg | {"start": NOW - 600, "end": NOW, "step": 15})
+            got = await asyncio.wait_for(replies.get(), 10)
+            assert got["id"] == rid
+            # s1 fits on A; s2 is refused by A and taken by B; s3 is refused by both.
+            assert got["type"] == ("rejected" if rid == "s3" else "enqueued"), got
+        assert frontend.retried == 2
+        await asyncio.gather(*(q.start() for q in queriers))
+        results = [await asyncio.wait_for(replies.get(), 10) for _ in range(2)]
+        assert sorted(r["id"] for r in results) == ["s1", "s2"]
+        assert {r["type"] for r in results} == {"result"}
+        assert sorted(q.served for q in queriers) == [1, 1]  # one from each replica
+    finally:
+        await asyncio.gather(*(q.close() for q in queriers))
+        await frontend.close()
+
+
+async def poll(check: Any, limit: float = 5.0) -> Any:
+    deadline = time.monotonic() + limit
+    while True:
+        value = check()
+        if value is not None:
+            return value
+        assert time.monotonic() < deadline, "the merged view never showed it"
+        await asyncio.sleep(0.1)
+
+
+async def test_each_replica_shows_the_queue_and_queriers_of_every_replica(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = replicas
+    on_b = await Frontend.open(b, tokens["frontend"])
+    (querier,) = queriers_everywhere([f"{a.ws_url}/ws/querier/"], tokens["querier"], "scale-mq")
+    try:
+        assert (await on_b.enqueue("merged", "scale-merged"))["type"] == "enqueued"
+        await querier.start()  # on A only: B's request stays queued
+
+        def queued_on_a() -> dict[str, Any] | None:
+            body = rest(a, tokens["editor"], "GET", "/api/v1/queue/?search=scale-merged")
+            rows = {row["tenant_id"]: row["length"] for row in body["tenants"]}
+            return body if rows.get("scale-merged") == 1 else None
+
+        body = await poll(queued_on_a)
+        assert body["replicas"]["count"] == 2
+        assert body["replicas"]["ids"] == ["replica-a", "replica-b"]
+
+        def querier_seen_by_b() -> list[tuple[str, str]] | None:
+            body = rest(b, tokens["editor"], "GET", "/api/v1/queriers/?search=scale-mq")
+            rows = [(q["querier_id"], q.get("replica", "")) for q in body["queriers"]]
+            return rows or None
+
+        assert await poll(querier_seen_by_b) == [("scale-mq", "replica-a")]
+        await on_b.cancel("merged")
+    finally:
+        await querier.close()
+        await on_b.ws.close()
