@@ -33,10 +33,12 @@ HOUR = 3600.0
 DAY = 86400.0
 
 # Seconds of work per component (uniform in the range), before the slowdown.
+# With the default rate these keep the demo's queriers around 85% busy, so
+# queues form and drain on their own and a slowdown backs them up at once.
 LATENCY: dict[str, tuple[float, float]] = {
     "ingester": (0.01, 0.05),
-    "store-gateway": (0.1, 0.4),
-    "ingester-and-store-gateway": (0.15, 0.5),
+    "store-gateway": (0.2, 0.8),
+    "ingester-and-store-gateway": (0.3, 1.0),
     "unknown": (0.02, 0.1),
 }
 SLOWED = frozenset({"store-gateway", "ingester-and-store-gateway"})

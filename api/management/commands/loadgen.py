@@ -46,7 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--token", help="a token for both sides (editor role)")
         parser.add_argument("--frontend-token")
         parser.add_argument("--querier-token")
-        parser.add_argument("--rate", type=float, default=40.0, help="requests per second")
+        parser.add_argument("--rate", type=float, default=65.0, help="requests per second")
         parser.add_argument("--frontends", type=int, default=2)
         parser.add_argument("--queriers", type=int, default=6)
         parser.add_argument("--workers", type=int, default=4)
