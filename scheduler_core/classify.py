@@ -11,6 +11,7 @@ subqueries added). `component_for` is Mimir's frontend rule built on
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,21 +46,28 @@ class Classification:
 
 @dataclass(frozen=True, slots=True)
 class _Subquery:
-    """One enclosing subquery: its range, its offset, its `@` time if any."""
+    """One enclosing subquery: its range, its offset, its `@` anchor if any."""
 
     range: float
     offset: float
-    at: float | None
+    anchor: tuple[str, float] | None
 
 
 @dataclass(frozen=True, slots=True)
-class _Eval:
-    """The evaluation statement: query start/end, lookback, parsing hints."""
+class _Span:
+    """What one selector reads, relative to the request's evaluation range.
 
-    start: float
-    end: float
-    lookback: float
-    negative_at: bool
+    `anchor` is "eval" (the request's start..end), "start" or "end" (an `@
+    start()`/`@ end()` pins both sides there) or "abs" (an `@` at `at`).
+    Keeping spans relative lets one parse serve every time range the same
+    query text is asked for, which is how dashboards ask.
+    """
+
+    anchor: str
+    at: float
+    before_start: float
+    before_end: float
+    lookback: bool
 
 
 class _Unclassifiable(Exception):
@@ -86,15 +94,37 @@ def select_range(
         start = end = start if start is not None else end
     if start is None or end is None:
         return None
-    ctx = _Eval(start, end, lookback_delta, _NEGATIVE_AT.search(query) is not None)
-    try:
-        expr = _guarded(promql_parser.parse, query)
-        spans = list(_selector_spans(expr, (), 0.0, ctx))
-    except _Unclassifiable:
-        return None
+    spans = _spans_of(query)
     if not spans:
         return None
-    return min(s for s, _ in spans), max(e for _, e in spans)
+    lows, highs = [], []
+    for span in spans:
+        if span.anchor == "eval":
+            low, high = start, end
+        elif span.anchor == "start":
+            low = high = start
+        elif span.anchor == "end":
+            low = high = end
+        else:
+            low = high = span.at
+        lows.append(low - span.before_start - (lookback_delta if span.lookback else 0.0))
+        highs.append(high - span.before_end)
+    return min(lows), max(highs)
+
+
+@functools.lru_cache(maxsize=8192)
+def _spans_of(query: str) -> tuple[_Span, ...] | None:
+    """The relative spans of every selector in `query`; None if unparseable.
+
+    Parsing is most of the cost of admitting a request, so it is cached by
+    query text alone; everything time-dependent is applied afterwards.
+    """
+    negative_at = _NEGATIVE_AT.search(query) is not None
+    try:
+        expr = _guarded(promql_parser.parse, query)
+        return tuple(_selector_spans(expr, (), 0.0, negative_at))
+    except _Unclassifiable:
+        return None
 
 
 def _guarded(call: Callable[[str], Any], arg: str) -> Any:
@@ -112,19 +142,21 @@ def _guarded(call: Callable[[str], Any], arg: str) -> Any:
 
 
 def _selector_spans(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, ctx: _Eval
-) -> Iterator[tuple[float, float]]:
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, negative_at: bool
+) -> Iterator[_Span]:
     """Depth-first over the AST, carrying the enclosing subqueries from the root."""
     if isinstance(node, promql_parser.VectorSelector):
-        yield _span(node, subqueries, eval_range, ctx)
+        yield _span(node, subqueries, eval_range, negative_at)
     elif isinstance(node, promql_parser.MatrixSelector):
-        yield from _selector_spans(node.vector_selector, subqueries, _seconds(node.range), ctx)
+        yield from _selector_spans(
+            node.vector_selector, subqueries, _seconds(node.range), negative_at
+        )
     elif isinstance(node, promql_parser.SubqueryExpr):
-        sub = _Subquery(_seconds(node.range), _seconds(node.offset), _at(node.at, ctx))
-        yield from _selector_spans(node.expr, (*subqueries, sub), 0.0, ctx)
+        sub = _Subquery(_seconds(node.range), _seconds(node.offset), _anchor(node.at, negative_at))
+        yield from _selector_spans(node.expr, (*subqueries, sub), 0.0, negative_at)
     else:
         for child in _children(node):
-            yield from _selector_spans(child, subqueries, 0.0, ctx)
+            yield from _selector_spans(child, subqueries, 0.0, negative_at)
 
 
 def _children(node: Any) -> list[Any]:
@@ -140,52 +172,55 @@ def _children(node: Any) -> list[Any]:
 
 
 def _span(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, ctx: _Eval
-) -> tuple[float, float]:
-    """Prometheus' `getTimeRangesForSelector` for one selector, in seconds."""
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, negative_at: bool
+) -> _Span:
+    """Prometheus' `getTimeRangesForSelector` for one selector, kept relative."""
     sub_offset = sub_range = 0.0
-    sub_at: float | None = None
+    anchor: tuple[str, float] = ("eval", 0.0)
     for sub in subqueries:
-        if sub.at is not None:
+        if sub.anchor is not None:
             # An `@` on a subquery makes everything inside it absolute, so
             # what the enclosing subqueries added no longer applies.
-            sub_offset, sub_range, sub_at = sub.offset, sub.range, sub.at
+            sub_offset, sub_range, anchor = sub.offset, sub.range, sub.anchor
         else:
             sub_offset += sub.offset
             sub_range += sub.range
-    start, end = (ctx.start, ctx.end) if sub_at is None else (sub_at, sub_at)
-    own_at = _at(node.at, ctx)
-    if own_at is not None:
-        start = end = own_at
+    own = _anchor(node.at, negative_at)
+    if own is not None:
+        anchor, before_start, before_end = own, 0.0, 0.0
     else:
-        start -= sub_offset + sub_range
-        end -= sub_offset
-    start -= eval_range if eval_range else ctx.lookback
+        before_start, before_end = sub_offset + sub_range, sub_offset
     offset = _seconds(node.offset)
-    return start - offset, end - offset
+    return _Span(
+        anchor=anchor[0],
+        at=anchor[1],
+        before_start=before_start + eval_range + offset,
+        before_end=before_end + offset,
+        lookback=not eval_range,
+    )
 
 
 def _seconds(delta: Any) -> float:
     return 0.0 if delta is None else float(delta.total_seconds())
 
 
-def _at(modifier: Any, ctx: _Eval) -> float | None:
-    """The pinned time of an `@` modifier; `start()`/`end()` are the query's own."""
+def _anchor(modifier: Any, negative_at: bool) -> tuple[str, float] | None:
+    """Where an `@` modifier pins evaluation; `start()`/`end()` stay relative."""
     if modifier is None:
         return None
     kind = modifier.type
     if kind == promql_parser.AtModifierType.Start:
-        return ctx.start
+        return ("start", 0.0)
     if kind == promql_parser.AtModifierType.End:
-        return ctx.end
+        return ("end", 0.0)
     # promql-parser prints a negative `@` as 0 and panics (noisily, on
     # stderr) when asked for it, so a possible negative `@` is refused first.
-    if ctx.negative_at and str(modifier) == "@ 0.000":
+    if negative_at and str(modifier) == "@ 0.000":
         raise _Unclassifiable("@ before 1970")
     pinned = _guarded(lambda _: modifier.at, "")
     if pinned is None:
         raise _Unclassifiable("@ modifier without a time")
-    return float(pinned.timestamp())
+    return ("abs", float(pinned.timestamp()))
 
 
 def component_for(

@@ -10,11 +10,9 @@ runtime) awaits `on_result`, and the runtime host calls `on_failed`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from api import runtime_host
@@ -65,48 +63,18 @@ class WebsocketReplyHandle:
         self.consumer.deliver_failure(self.client_id, request, reason)
 
 
-# The only headers priority matching reads (scheduler_core.classify).
-_MATCHED_HEADERS = ("user-agent", "x-dashboard-uid", "x-panel-id")
-
-
-def _matched_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(
-        sorted((k.lower(), v) for k, v in headers.items() if k.lower() in _MATCHED_HEADERS)
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _cached_info(
-    query: str,
-    api_type: str,
-    start: float,
-    end: float,
-    step: float | None,
-    headers: tuple[tuple[str, str], ...],
-) -> QueryInfo:
-    """Parsing PromQL is most of the cost of admitting a request; dashboards
-    repeat the same query over the same (step-aligned) range, so the parse
-    result is cached by everything it depends on. The time-dependent parts
-    (component, priority time windows) are decided per request from `now`."""
-    return query_info(
-        query=query, api_type=api_type, start=start, end=end, step=step, headers=dict(headers)
-    )
-
-
 def request_info(msg: Enqueue, now: float) -> QueryInfo:
-    if msg.start is None or msg.end is None:
-        # An instant query without a time is evaluated at `now`: not cacheable.
-        return query_info(
-            query=msg.query,
-            api_type=msg.api_type,
-            start=msg.start,
-            end=msg.end,
-            step=msg.step,
-            headers=msg.headers,
-            now=now,
-        )
-    headers = _matched_headers(msg.headers)
-    return _cached_info(msg.query, msg.api_type, msg.start, msg.end, msg.step, headers)
+    """What priority matching sees of an `enqueue` (the parse is cached by
+    `scheduler_core.classify` per query text)."""
+    return query_info(
+        query=msg.query,
+        api_type=msg.api_type,
+        start=msg.start,
+        end=msg.end,
+        step=msg.step,
+        headers=msg.headers,
+        now=now,
+    )
 
 
 def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:

@@ -271,3 +271,16 @@ def test_classify_puts_requests_on_the_component_their_data_lives_on(
         query_store_after=QSA,
     )
     assert result.component == expected
+
+
+def test_one_parse_of_a_query_serves_every_time_range_it_is_asked_for() -> None:
+    from scheduler_core import classify as module
+
+    module._spans_of.cache_clear()
+    query = "sum(rate(cached_metric_total[5m] offset 1h)) and cached_other @ end()"
+    first = select_range(query, "query_range", 10_000.0, 20_000.0)
+    second = select_range(query, "query_range", 50_000.0, 90_000.0)
+    info = module._spans_of.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    assert first == (10_000.0 - 3600 - 300, 20_000.0)
+    assert second == (50_000.0 - 3600 - 300, 90_000.0)
