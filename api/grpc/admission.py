@@ -7,7 +7,6 @@ Cortex frontend gets our priority rules without any change on its side.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import time
@@ -15,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scheduler_core.classify import Classification, component_for, query_info
+from scheduler_core.classify import classify
 from scheduler_core.cortex_http import (
-    FORWARDED_HEADERS,
     ForwardedQuery,
     component_hint,
     parse_forwarded_request,
@@ -39,7 +37,6 @@ __all__ = [
     "InvalidEnqueue",
     "LimitsHost",
     "ResultSink",
-    "cached_classify",
     "combined_limits",
     "request_id",
 ]
@@ -125,57 +122,6 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     )
 
 
-@functools.lru_cache(maxsize=4096)
-def _cached_info(
-    query: str,
-    api_type: str,
-    start: float | None,
-    end: float | None,
-    step: float | None,
-    headers: tuple[tuple[str, str], ...],
-) -> QueryInfo:
-    """Parsing PromQL is most of the cost of admitting a request, and
-    dashboards repeat the same query over the same step-aligned range, so the
-    parse is cached by everything it depends on (as the websocket frontend
-    does). Time-dependent decisions (component, priority windows) stay per
-    request."""
-    return query_info(
-        query=query, api_type=api_type, start=start, end=end, step=step, headers=dict(headers)
-    )
-
-
-def cached_classify(
-    *,
-    query: str,
-    api_type: str,
-    start: float | None,
-    end: float | None,
-    step: float | None,
-    headers: dict[str, str],
-    now: float,
-    query_ingesters_within: float,
-    query_store_after: float,
-) -> Classification:
-    """`scheduler_core.classify.classify`, with the query parse cached.
-
-    An instant query without a time is evaluated at `now` (its start is
-    `now`): a fresh key each time, so it bypasses the cache instead of
-    evicting useful entries.
-    """
-    if api_type == "query" and start == now:
-        info = query_info(
-            query=query, api_type=api_type, start=start, end=end, step=step, headers=headers
-        )
-    else:
-        matched = tuple((name, headers[name]) for name in FORWARDED_HEADERS if name in headers)
-        info = _cached_info(query, api_type, start, end, step, matched)
-    select = None
-    if info.select_start is not None and info.select_end is not None:
-        select = (info.select_start, info.select_end)
-    component = component_for(select, now, query_ingesters_within, query_store_after)
-    return Classification(component, info)
-
-
 class Admission:
     """Builds requests for one runtime; reads limits from it on every call.
 
@@ -188,7 +134,7 @@ class Admission:
         host: LimitsHost,
         *,
         wall_clock: Callable[[], float] = time.time,
-        classifier: Callable[..., Any] = cached_classify,
+        classifier: Callable[..., Any] = classify,
         results: ResultSink | None = None,
     ) -> None:
         self._host = host

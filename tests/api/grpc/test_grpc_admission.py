@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from api.grpc.admission import Admission, InvalidEnqueue, cached_classify, combined_limits
+from api.grpc.admission import Admission, InvalidEnqueue, combined_limits
 from api.grpc.clients import get_request
-from scheduler_core.classify import classify
 from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,
@@ -139,48 +138,3 @@ async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_o
         assert runtime.observer.observers == [door.frontends, door.reporter, door.foreign]
     finally:
         await door.stop(0)
-
-
-@pytest.mark.parametrize(
-    ("api_type", "start", "end", "step"),
-    [
-        ("query_range", NOW - 3600, NOW, 15.0),
-        ("query_range", NOW - 3 * 86400, NOW - 2 * 86400, 60.0),
-        ("query", NOW - 60, NOW - 60, None),
-        ("query", NOW, NOW, None),
-    ],
-)
-def test_the_cached_classification_equals_the_uncached_one(
-    api_type: str, start: float, end: float, step: float | None
-) -> None:
-    args: dict[str, Any] = {
-        "query": 'sum(rate(x{job="a"}[5m]))',
-        "api_type": api_type,
-        "start": start,
-        "end": end,
-        "step": step,
-        "headers": {"User-Agent": "grafana", "X-Panel-Id": "3"},
-        "now": NOW,
-        "query_ingesters_within": 13 * 3600.0,
-        "query_store_after": 12 * 3600.0,
-    }
-
-    assert cached_classify(**args) == classify(**args)
-
-
-def test_a_repeated_range_query_is_parsed_once() -> None:
-    args: dict[str, Any] = {
-        "query": "up{job='cache-test'}",
-        "api_type": "query_range",
-        "start": NOW - 600,
-        "end": NOW,
-        "step": 15.0,
-        "headers": {},
-        "query_ingesters_within": 0.0,
-        "query_store_after": 0.0,
-    }
-
-    first = cached_classify(now=NOW, **args)
-    later = cached_classify(now=NOW + 86400, **args)
-
-    assert later.info is first.info
