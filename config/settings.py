@@ -145,6 +145,10 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
+# A runtime-config import is seconds of CPU; in a worker process it leaves
+# this process's GIL to the scheduler's event loop (see api/offload.py).
+CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", True)
+
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
 GRPC_PORT = int(os.environ.get("GRPC_PORT", "9095"))
 # Cortex's frontends and queriers send no credentials, so the gRPC door

@@ -10,28 +10,32 @@ as ignored, never silently dropped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, OpenApiResponse, extend_schema
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api import selectors, services
-from api.content import MAX_YAML_BODY_BYTES, YAML_PARSERS, LimitedJSONParser, YAMLRenderer
-from api.errors import ROOT, etag_for, split_path
+from api import offload, selectors
+from api.content import (
+    MAX_YAML_BODY_BYTES,
+    YAML_PARSERS,
+    LimitedJSONParser,
+    YAMLRenderer,
+    read_limited,
+)
+from api.errors import etag_for, split_path
 from api.exceptions import ConfigValidationError
-from api.import_plan import ImportResult
 from api.models import ConfigRevision
+from api.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.serializers import ImportResultSerializer
 from api.views.base import ApiView, errors, flag
-from scheduler_core.errors import FieldError
 
-__all__ = ["RuntimeConfigView", "import_body", "tenant_aware_splitter"]
-
-OVERRIDES = "overrides"
+__all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
 
 
 def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
@@ -54,37 +58,6 @@ def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
         return split_path(path)
 
     return split
-
-
-def import_body(result: ImportResult, dry_run: bool, top_level: list[str]) -> dict[str, Any]:
-    """The import's outcome (or, for a dry run, its plan) as the response body."""
-    return {
-        "dry_run": dry_run,
-        "applied": not dry_run and result.has_changes,
-        "created": result.created,
-        "changed": result.changed,
-        "deleted": result.deleted,
-        "unchanged": result.unchanged,
-        "ignored": result.ignored,
-        "ignored_top_level": top_level,
-        "diffs": {
-            tenant_id: [{"path": c.path, "before": c.before, "after": c.after} for c in changes]
-            for tenant_id, changes in result.diffs.items()
-        },
-        "version": result.version,
-        "revision_id": result.revision_id,
-    }
-
-
-def _overrides_of(document: Any) -> tuple[Any, list[str]]:
-    if not isinstance(document, Mapping):
-        raise ConfigValidationError([FieldError(ROOT, "a runtime-config file must be a mapping")])
-    if OVERRIDES not in document:
-        message = "required: the file's overrides are the complete tenant set"
-        raise ConfigValidationError([FieldError(OVERRIDES, message)])
-    others = sorted(str(key) for key in document if key != OVERRIDES)
-    overrides = document[OVERRIDES]
-    return ({} if overrides is None else overrides), others
 
 
 class RuntimeConfigView(ApiView):
@@ -125,17 +98,38 @@ class RuntimeConfigView(ApiView):
             "application/yaml": OpenApiRequest(OpenApiTypes.OBJECT),
             "application/json": OpenApiRequest(OpenApiTypes.OBJECT),
         },
-        responses={200: ImportResultSerializer, **errors(400, 413, 415)},
+        responses={
+            200: ImportResultSerializer,
+            **errors(400, 413, 415),
+            503: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="the import worker process died; try again"
+            ),
+        },
     )
     def put(self, request: Request) -> Response:
-        overrides, top_level = _overrides_of(request.data)
-        if isinstance(overrides, Mapping):
-            self.error_path_splitter = tenant_aware_splitter([str(k) for k in overrides])
-        dry_run = flag(request, "dry_run")
-        result = services.runtime_config_import(
-            overrides=overrides,
-            author=request.user,
-            source=ConfigRevision.Source.YAML,
-            dry_run=dry_run,
+        # The body is parsed where the import runs (see api.offload), so only
+        # its media type and size are checked here.
+        parser = request.negotiator.select_parser(request, self.get_parsers())
+        if parser is None:
+            raise UnsupportedMediaType(request.content_type)
+        job = ImportJob(
+            body=read_limited(request.stream, self.max_body_bytes),
+            media_type=parser.media_type,
+            author=_import_author(request.user),
+            dry_run=flag(request, "dry_run"),
+            source=str(ConfigRevision.Source.YAML),
         )
-        return Response(import_body(result, dry_run, top_level))
+        outcome = offload.import_submit(job)
+        if outcome.parse_error is not None:
+            raise ParseError(outcome.parse_error)
+        if outcome.errors:
+            self.error_path_splitter = tenant_aware_splitter(outcome.tenant_ids)
+            raise ConfigValidationError(outcome.errors)
+        return Response(outcome.body)
+
+
+def _import_author(user: Any) -> ImportAuthor | None:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    pk = user.pk if isinstance(user, get_user_model()) else None
+    return ImportAuthor(user_id=pk, username=user.get_username())

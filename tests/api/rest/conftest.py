@@ -1,11 +1,22 @@
-"""Clients for the REST API tests: by token (editor, viewer), by session, anonymous."""
+"""Clients for the REST API tests: by token (editor, viewer), by session, anonymous.
+
+Imports run in-process here: a worker process could not see the test
+database (tests/api/rest/test_rest_daphne_import_worker.py covers the worker).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
 from api.services import api_token_issue
+
+
+@pytest.fixture(autouse=True)
+def _imports_in_process(settings: Any) -> None:
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
 
 
 def _token_client(role: str) -> APIClient:

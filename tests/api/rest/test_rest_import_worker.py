@@ -1,0 +1,65 @@
+"""The import worker process: replaced when it dies, used only when it can share the database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from api import offload
+from api.offload import ImportWorker, ImportWorkerDied
+
+
+@pytest.fixture
+def worker() -> Iterator[ImportWorker]:
+    pool = ImportWorker(str(connection.settings_dict["NAME"]))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def _wait_reaped(pid: int, timeout: float = 20.0) -> None:
+    """Until the pool has noticed the death and reaped the process."""
+    deadline = time.monotonic() + timeout
+    while os.path.exists(f"/proc/{pid}"):
+        assert time.monotonic() < deadline, f"worker {pid} was never reaped"
+        time.sleep(0.02)
+
+
+def test_the_work_runs_in_another_process_that_is_kept_for_the_next_call(worker):
+    first = worker.call(os.getpid)
+    assert first != os.getpid()
+    assert worker.call(os.getpid) == first
+
+
+def test_a_worker_dying_mid_call_is_a_503_and_the_next_call_gets_a_new_one(worker):
+    before = worker.call(os.getpid)
+    with pytest.raises(ImportWorkerDied) as died:
+        worker.call(os._exit, 3)
+    assert died.value.status_code == 503
+    assert "GET runtime-config shows the current state" in str(died.value.detail)
+    after = worker.call(os.getpid)
+    assert after not in (before, os.getpid())
+
+
+def test_a_worker_killed_while_idle_is_replaced_without_failing_the_next_call(worker):
+    before = worker.call(os.getpid)
+    os.kill(before, signal.SIGKILL)
+    _wait_reaped(before)
+    assert worker.call(os.getpid) not in (before, os.getpid())
+
+
+def test_the_worker_is_off_for_an_in_memory_database_even_when_enabled(settings, db):
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = True
+    assert connection.is_in_memory_db()
+    assert offload.worker_enabled() is False
+
+
+def test_the_setting_turns_the_worker_off(settings):
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
+    assert offload.worker_enabled() is False
