@@ -16,7 +16,8 @@ Invariants:
   because the running scheduler (and, through it, other replicas) listens
   here. The worker's own publish has no subscribers.
 - A worker that dies mid-import gives `ImportWorkerDied` (503) and the pool
-  is replaced; a worker found dead before the job was handed over is
+  is replaced (had it committed, the scheduler's reconcile-by-version loop
+  applies that version without the publish); a worker found dead before the job was handed over is
   replaced and the job sent to the new one, since nothing can have run.
 """
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
@@ -152,8 +154,6 @@ def overrides_of(document: Any) -> tuple[Any, list[str]]:
 def _author_model(author: ImportAuthor | None) -> Any:
     if author is None or author.user_id is None:
         return author
-    from django.contrib.auth import get_user_model
-
     user = get_user_model().objects.filter(pk=author.user_id).first()
     return user if user is not None else author
 

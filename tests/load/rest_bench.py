@@ -149,8 +149,12 @@ def _phase_spec(server: DaphneProcess, frontend: str, querier: str, seconds: flo
 
 def dispatch_ratio(
     server: DaphneProcess, tokens: dict[str, str], files: list[bytes], seconds: float
-) -> tuple[float, float, int]:
-    """(rate without imports, rate with imports back to back, imports done meanwhile)."""
+) -> tuple[float, float, list[float]]:
+    """(rate without imports, rate with imports back to back, those imports' times).
+
+    The import worker runs at a lower CPU priority, so imports slow down
+    while dispatch is busy: their times here are checked against the target too.
+    """
     spec = _phase_spec(server, tokens["frontend"], tokens["querier"], seconds)
     quiet = asyncio.run(run_phase(spec))
     stop = threading.Event()
@@ -168,7 +172,7 @@ def dispatch_ratio(
     thread.join()
     if quiet.lost or busy.lost:
         raise SystemExit(f"requests lost: {quiet.lost} quiet, {busy.lost} during imports")
-    return quiet.throughput, busy.throughput, len(done)
+    return quiet.throughput, busy.throughput, done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,14 +203,19 @@ def main(argv: list[str] | None = None) -> int:
         ratio = busy / quiet if quiet else 0.0
         print(
             f"dispatch rate: {quiet:.0f} req/s without imports, {busy:.0f} req/s with "
-            f"{done} imports running back to back; ratio {ratio:.2f} "
+            f"{len(done)} imports running back to back; ratio {ratio:.2f} "
             f"(target >= {TARGET_DISPATCH_RATIO})"
         )
+        if done:
+            print(
+                f"those imports, under dispatch load: median {statistics.median(done):.2f} s  "
+                f"max {max(done):.2f} s"
+            )
 
     missed = []
     if percentile(puts, 0.99) * 1000 >= TARGET_PUT_P99_MS:
         missed.append("tenant PUT p99")
-    if max(imports) >= TARGET_IMPORT_S:
+    if max(imports + done) >= TARGET_IMPORT_S:
         missed.append("1,000-tenant import time")
     if ratio < TARGET_DISPATCH_RATIO:
         missed.append("dispatch ratio during import")

@@ -12,6 +12,7 @@ from django.db import connection
 
 from api import offload
 from api.offload import ImportWorker, ImportWorkerDied
+from api.offload_boot import WORKER_NICENESS
 
 
 @pytest.fixture
@@ -35,6 +36,10 @@ def test_the_work_runs_in_another_process_that_is_kept_for_the_next_call(worker)
     first = worker.call(os.getpid)
     assert first != os.getpid()
     assert worker.call(os.getpid) == first
+
+
+def test_the_worker_runs_at_a_lower_cpu_priority_than_the_server(worker):
+    assert worker.call(os.nice, 0) == os.nice(0) + WORKER_NICENESS
 
 
 def test_a_worker_dying_mid_call_is_a_503_and_the_next_call_gets_a_new_one(worker):
