@@ -27,36 +27,36 @@ __all__ = ["QuerierWorkerPriority", "TenantComponentSelection"]
 class QuerierWorkerPriority:
     """Worker w prefers the (w % n)-th of the n present components.
 
-    The node's state is the tuple of present component keys in `COMPONENTS`
+    The node's state is the tuple of present component nodes in `COMPONENTS`
     order, kept in step with the children so a dequeue never probes absent
     components and every replica maps workers the same way.
     """
 
     __slots__ = ()
 
-    def new_state(self) -> tuple[str, ...]:
+    def new_state(self) -> tuple[Node, ...]:
         return ()
 
     def on_add(self, node: Node, key: str) -> None:
-        node.state = tuple(c for c in COMPONENTS if c in node.children)
+        children = node.children
+        node.state = tuple(children[c] for c in COMPONENTS if c in children)
 
     def on_remove(self, node: Node, key: str) -> None:
-        node.state = tuple(c for c in COMPONENTS if c != key and c in node.children)
+        children = node.children
+        node.state = tuple(children[c] for c in COMPONENTS if c != key and c in children)
 
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
-        present: tuple[str, ...] = node.state
+        present: tuple[Node, ...] = node.state
         n = len(present)
         if not n:
             return None
-        children = node.children
-        start = ctx.worker_id % n
-        for step in range(n):
-            j = start + step
-            if j >= n:
-                j -= n
-            request = children[present[j]].algorithm.dequeue(children[present[j]], ctx)
+        j = ctx.worker_id % n
+        for _ in present:
+            child = present[j]
+            request = child.algorithm.dequeue(child, ctx)
             if request is not None:
-                return request  # type: ignore[no-any-return]
+                return request
+            j = j + 1 if j + 1 < n else 0
         return None
 
 

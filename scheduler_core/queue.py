@@ -65,9 +65,17 @@ class RequestQueue:
         self._ids: dict[str, Request | WorkerState] = {}
         self._total = 0
         self._ctx = DequeueContext()
-        self._tree = self._build_tree()
+        self._ctx.aging = config.priority_aging_seconds
+        self._queriers = self._assignment.queriers
+        self._set_tree(self._build_tree())
 
     # -- tree -------------------------------------------------------------
+    def _set_tree(self, tree: Tree) -> None:
+        """Install a tree; dequeue calls its root's algorithm through a cached bound method."""
+        self._tree = tree
+        self._root = tree.root
+        self._root_dequeue = tree.root.algorithm.dequeue
+
     def _build_tree(self) -> Tree:
         cfg = self._config
         first = cfg.layout == "tenant-first"
@@ -104,6 +112,7 @@ class RequestQueue:
         fresh = leaf is None
         if leaf is None:
             leaf = leaves[request.component] = Leaf(tenant, request.component, state)
+            state.only = leaf if len(leaves) == 1 else None
         if front:
             leaf.push_front(request)
         else:
@@ -117,7 +126,9 @@ class RequestQueue:
     def _prune(self, leaf: Leaf, state: TenantState) -> None:
         """After a removal: unhang an emptied leaf, free an idle tenant."""
         if not leaf.length:
-            del state.children[leaf.component]
+            children = state.children
+            del children[leaf.component]
+            state.only = next(iter(children.values())) if len(children) == 1 else None
             self._tree.detach(leaf, state)
         if not state.queued:
             self._order.release(state)
@@ -182,8 +193,7 @@ class RequestQueue:
         Returns (None, last_tenant_index) when nothing is queued that this
         querier may take.
         """
-        assignment = self._assignment
-        querier = assignment.queriers.get(querier_id)
+        querier = self._queriers.get(querier_id)
         if querier is None:
             raise UnknownQuerier(querier_id)
         if querier.shutting_down:
@@ -199,10 +209,8 @@ class RequestQueue:
         ctx.querier_id = querier_id
         ctx.worker_id = worker_id
         ctx.last_tenant_index = last_tenant_index
-        ctx.reserved = assignment.reserved_by_querier.get(querier_id)
-        ctx.aging = self._config.priority_aging_seconds
-        root = self._tree.root
-        request = root.algorithm.dequeue(root, ctx)
+        ctx.reserved = querier.reserved
+        request = self._root_dequeue(self._root, ctx)
         if request is None:
             return None, last_tenant_index
         leaf: Leaf = ctx.leaf
@@ -288,9 +296,10 @@ class RequestQueue:
         self._order.clear()
         for state in list(self._tenants.values()):
             state.children.clear()
+            state.only = None
             state.queued = 0
             self._forget_idle(state)
-        self._tree = self._build_tree()
+        self._set_tree(self._build_tree())
         return drained
 
     def __len__(self) -> int:
@@ -358,8 +367,9 @@ class RequestQueue:
         """Apply new settings; a layout or selection change rebuilds the inner nodes."""
         _check_config(config)
         old, self._config = self._config, config
+        self._ctx.aging = config.priority_aging_seconds
         if (old.layout, old.component_selection) != (config.layout, config.component_selection):
-            self._tree = self._build_tree()
+            self._set_tree(self._build_tree())
 
     def set_layout(self, layout: Layout) -> None:
         self.set_config(replace(self._config, layout=layout))

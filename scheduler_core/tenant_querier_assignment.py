@@ -111,15 +111,21 @@ class WorkerState:
 
 
 class QuerierState:
-    """A querier process as the queue knows it."""
+    """A querier process as the queue knows it.
 
-    __slots__ = ("disconnected_at", "querier_id", "shutting_down", "workers")
+    `reserved` is this querier's entry of `reserved_by_querier` (tenant ->
+    priority floor) or None, kept in step by the assignment so a dequeue
+    reads it from the querier it already holds instead of a second lookup.
+    """
+
+    __slots__ = ("disconnected_at", "querier_id", "reserved", "shutting_down", "workers")
 
     def __init__(self, querier_id: str) -> None:
         self.querier_id = querier_id
         self.workers: dict[int, WorkerState] = {}
         self.shutting_down = False
         self.disconnected_at: float | None = None
+        self.reserved: dict[str, int] | None = None
 
 
 class TenantQuerierAssignment:
@@ -149,6 +155,7 @@ class TenantQuerierAssignment:
         if querier is None:
             querier = self.queriers[querier_id] = QuerierState(querier_id)
             self._queriers_changed()
+            querier.reserved = self.reserved_by_querier.get(querier_id)
         querier.disconnected_at = None
         worker_id = 0
         while worker_id in querier.workers:
@@ -229,6 +236,8 @@ class TenantQuerierAssignment:
             reserved_queriers(shard if shard is not None else self._sorted, prios) if prios else {}
         )
         old = self.reserved_by_tenant.pop(tenant_id, {})
+        if not old and not new:
+            return
         by_q = self.reserved_by_querier
         for querier_id in old:
             mine = by_q[querier_id]
@@ -239,3 +248,8 @@ class TenantQuerierAssignment:
             self.reserved_by_tenant[tenant_id] = new
             for querier_id, prio in new.items():
                 by_q.setdefault(querier_id, {})[tenant_id] = prio
+        queriers = self.queriers
+        for querier_id in old.keys() | new.keys():
+            querier = queriers.get(querier_id)
+            if querier is not None:
+                querier.reserved = by_q.get(querier_id)

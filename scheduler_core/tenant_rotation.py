@@ -16,12 +16,16 @@ candidate for a querier is the smaller of two successor lookups.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Mapping
 
-from scheduler_core.model import Request
+from scheduler_core.model import COMPONENTS, Request
 from scheduler_core.tree import DequeueContext, Node, TenantState
 
 __all__ = ["SlotSet", "TenantOrder", "TenantRotation"]
+
+# A component -> the round-robin pointer after serving it (as in RoundRobin).
+_AFTER = {key: (i + 1) % len(COMPONENTS) for i, key in enumerate(COMPONENTS)}
 
 
 class SlotSet:
@@ -29,13 +33,22 @@ class SlotSet:
 
     Level 0 holds one bit per slot in 64-bit words; bit j of level k+1 is
     set exactly when word j of level k is non-zero. The top level is one word.
+
+    While it has at most `SMALL` members, `small` also lists them sorted, so
+    a successor is one C-level bisection however far apart the members are
+    (few busy tenants among many idle placeholders); above that it is None
+    and the bitmap answers. It comes back once the set shrinks to half of
+    `SMALL`, so a set hovering at the bound does not rebuild it each time.
     """
 
-    __slots__ = ("_levels", "_size")
+    SMALL = 128
+
+    __slots__ = ("_levels", "_size", "small")
 
     def __init__(self) -> None:
         self._levels: list[list[int]] = [[0]]
         self._size = 0
+        self.small: list[int] | None = []
 
     def __len__(self) -> int:
         return self._size
@@ -72,6 +85,12 @@ class SlotSet:
             return
         words[w] = old | bit
         self._size += 1
+        small = self.small
+        if small is not None:
+            if self._size > self.SMALL:
+                self.small = None
+            else:
+                insort(small, slot)
         lvl = 1
         while not old and lvl < len(levels):
             slot = w
@@ -94,6 +113,9 @@ class SlotSet:
         new ^= bit
         words[w] = new
         self._size -= 1
+        small = self.small
+        if small is not None:
+            del small[bisect_left(small, slot)]
         lvl = 1
         while not new and lvl < len(levels):
             slot = w
@@ -102,9 +124,24 @@ class SlotSet:
             new = words[w] & ~(1 << (slot & 63))
             words[w] = new
             lvl += 1
+        if small is None and self._size <= self.SMALL >> 1:
+            self.small = self._members()
+
+    def _members(self) -> list[int]:
+        """Every member, ascending, by successor walks (cost per member, not per slot)."""
+        out: list[int] = []
+        slot = self.successor(0)
+        while slot >= 0:
+            out.append(slot)
+            slot = self.successor(slot + 1)
+        return out
 
     def successor(self, slot: int) -> int:
         """The smallest member >= slot, or -1."""
+        small = self.small
+        if small is not None:
+            k = bisect_left(small, slot)
+            return small[k] if k < len(small) else -1
         levels = self._levels
         lvl = 0
         top = len(levels)
@@ -245,38 +282,50 @@ class TenantRotation:
         everyone = state.everyone
         by_querier = state.by_querier
         mine = by_querier.get(ctx.querier_id) if by_querier else None
-        slots = self._order.slots
-        component = None if self.tenant_first else node.key
         reserved = ctx.reserved
         last = ctx.last_tenant_index
-        start = last + 1 if last >= 0 else 0
-        i = start
-        limit = -1  # set to `start` once the search wrapped around
-        first_words = everyone._levels[0]
+        start = i = last + 1 if last >= 0 else 0
+        wrapped = False
         while True:
-            # Inlined level-0 probe: with busy tenants the next one is almost
-            # always in the same 64-slot word, so skip the call.
-            w = i >> 6
-            bits = first_words[w] >> (i & 63) if w < len(first_words) else 0
-            cand = i + (bits & -bits).bit_length() - 1 if bits else everyone.successor(i)
+            small = everyone.small
+            if small is not None:
+                k = bisect_left(small, i)
+                cand = small[k] if k < len(small) else -1
+            else:
+                # Inlined level-0 probe: with many busy tenants the next one
+                # is almost always in the same 64-slot word.
+                words = everyone._levels[0]
+                w = i >> 6
+                bits = words[w] >> (i & 63) if w < len(words) else 0
+                cand = i + (bits & -bits).bit_length() - 1 if bits else everyone.successor(i)
             if mine is not None:
                 other = mine.successor(i)
                 if other >= 0 and (cand < 0 or other < cand):
                     cand = other
-            if cand < 0 or 0 <= limit <= cand:
-                if limit >= 0 or start == 0:
+            if cand < 0 or (wrapped and cand >= start):
+                if wrapped or not start:
                     return None
-                limit = start
+                wrapped = True
                 i = 0
                 continue
-            tenant = slots[cand]
+            tenant = self._order.slots[cand]
             assert tenant is not None
-            ctx.min_priority = reserved.get(tenant.key) if reserved else None
-            if component is None:
-                request = tenant.algorithm.dequeue(tenant, ctx)
+            floor = ctx.min_priority = reserved.get(tenant.key) if reserved else None
+            if self.tenant_first:
+                leaf = tenant.only
+                if leaf is None or leaf.queues is not None or leaf.dead is not None:
+                    request = tenant.algorithm.dequeue(tenant, ctx)
+                elif floor is None or leaf.prio >= floor:
+                    # The component selection's one-leaf, one-priority case,
+                    # inlined: serve the leaf and move the pointer past it.
+                    ctx.leaf = leaf
+                    request = leaf.popleft()
+                    leaf.length -= 1
+                    tenant.state = _AFTER[leaf.component]
+                else:
+                    request = None
             else:
-                leaf = tenant.children[component]
-                floor = ctx.min_priority
+                leaf = tenant.children[node.key]
                 if leaf.queues is not None or leaf.dead is not None:
                     request = leaf.dequeue(ctx)
                 elif floor is None or leaf.prio >= floor:

@@ -92,9 +92,13 @@ class TenantState(Node):
     `slot` is its place in the shared tenant order while it has queued work
     (-1 otherwise); `limit` is the explicit max_outstanding or None for the
     queue-wide default; `priority_enabled` mirrors its query_priority flag.
+    `only` is its sole leaf while it has exactly one, else None (kept by the
+    queue, which alone changes `children`): a one-leaf tenant is the common
+    case, and any component selection over one leaf serves that leaf, so the
+    rotation pops it directly instead of calling the selection.
     """
 
-    __slots__ = ("in_flight", "limit", "priority_enabled", "queued", "slot")
+    __slots__ = ("in_flight", "limit", "only", "priority_enabled", "queued", "slot")
 
     def __init__(self, tenant_id: str, algorithm: QueuingAlgorithm) -> None:
         self.key = tenant_id
@@ -106,6 +110,7 @@ class TenantState(Node):
         self.limit: int | None = None
         self.priority_enabled = False
         self.slot = -1
+        self.only: Any = None
 
 
 class Tree:

@@ -102,3 +102,26 @@ def test_forget_expired_returns_only_queriers_past_the_delay() -> None:
     assignment.disconnect(late, 5.0, 10.0)
     assert assignment.forget_expired(12.0, 10.0) == ["early"]
     assert sorted(assignment.queriers) == ["late"]
+
+
+def test_each_querier_holds_its_own_reservations_through_every_change() -> None:
+    assignment = TenantQuerierAssignment(Recorder())
+    reserving = QueryPriority(
+        enabled=True, priorities=(PriorityDef(priority=5, reserved_queriers=1),)
+    )
+
+    def agrees() -> bool:
+        by_q = assignment.reserved_by_querier
+        return all(q.reserved == by_q.get(name) for name, q in assignment.queriers.items())
+
+    workers = [assignment.connect(name, 0.0) for name in QUERIERS[:4]]
+    assignment.set_tenant("a", 0, reserving)
+    assignment.set_tenant("b", 2, reserving)
+    assert (assignment.queriers["q00"].reserved or {}).get("a") == 5 and agrees()
+    assignment.disconnect(workers[0], 1.0, 0.0)  # q00 forgotten: "a" moves on
+    assert (assignment.queriers["q01"].reserved or {}).get("a") == 5 and agrees()
+    assignment.connect("q00", 2.0)  # back, and first in sorted order again
+    assert (assignment.queriers["q00"].reserved or {}).get("a") == 5 and agrees()
+    assignment.set_tenant("a", 0, QueryPriority())
+    assignment.set_tenant("b", 0, QueryPriority())
+    assert all(q.reserved is None for q in assignment.queriers.values()) and agrees()

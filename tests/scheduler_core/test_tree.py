@@ -86,3 +86,24 @@ def test_empty_nodes_are_pruned_as_soon_as_their_last_leaf_leaves() -> None:
     assert tree.root.children == {}
     assert tree.root.state.everyone.successor(0) == -1
     assert list(tree.tenant_nodes("t")) == []
+
+
+def test_slot_set_keeps_its_sorted_list_only_while_small_and_agrees_with_the_bitmap() -> None:
+    rng = random.Random(11)
+    sset, model = SlotSet(), set()
+    small, half = SlotSet.SMALL, SlotSet.SMALL // 2
+    members = rng.sample(range(200_000), small * 3)
+    for slot in members:
+        sset.add(slot)
+        model.add(slot)
+        assert (sset.small is not None) == (len(model) <= small)
+        probe = rng.randrange(200_100)
+        assert sset.successor(probe) == brute_successor(model, probe)
+    for slot in members[: len(members) - half]:
+        sset.discard(slot)
+        model.discard(slot)
+        # Rebuilt only at half the bound, so a set hovering at it does not churn.
+        assert (sset.small is not None) == (len(model) <= half)
+        probe = rng.randrange(200_100)
+        assert sset.successor(probe) == brute_successor(model, probe)
+    assert sset.small == sorted(model)
