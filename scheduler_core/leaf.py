@@ -22,12 +22,15 @@ from bisect import insort
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.model import Request
+from scheduler_core.model import COMPONENTS, Request
 
 if TYPE_CHECKING:
     from scheduler_core.tree import DequeueContext, TenantState
 
 __all__ = ["Leaf"]
+
+# A component -> the tenant's component round-robin pointer after serving it.
+_AFTER = {key: (i + 1) % len(COMPONENTS) for i, key in enumerate(COMPONENTS)}
 
 
 class _Fifo(deque[Request]):
@@ -47,9 +50,27 @@ class Leaf(deque[Request]):
     they all have priority `prio`. Multi-priority form: the deque is empty
     and `queues`/`prios` hold them. `owner` is the tenant's record, so the
     queue never looks a tenant up by id after a dequeue.
+
+    `plain` is `prio` while the leaf is in single form with no cancelled
+    request inside, else None: then a push of that priority is a bare
+    `append` and a pop a bare `popleft`, which the queue and the rotation do
+    inline after one comparison. Every method that changes `prio`, `queues`
+    or `dead` ends in `_sync()`; `after` is the tenant-first component
+    round-robin pointer once this leaf was served.
     """
 
-    __slots__ = ("component", "dead", "length", "owner", "prio", "prios", "queues", "tenant_id")
+    __slots__ = (
+        "after",
+        "component",
+        "dead",
+        "length",
+        "owner",
+        "plain",
+        "prio",
+        "prios",
+        "queues",
+        "tenant_id",
+    )
 
     def __init__(self, tenant_id: str, component: str, owner: TenantState | None = None) -> None:
         super().__init__()
@@ -63,6 +84,11 @@ class Leaf(deque[Request]):
         self.prios: list[int] | None = None
         # Cancelled requests still inside a deque; None while there are none.
         self.dead: set[Request] | None = None
+        self.plain: int | None = 0
+        self.after = _AFTER.get(component, 0)
+
+    def _sync(self) -> None:
+        self.plain = self.prio if self.queues is None and self.dead is None else None
 
     def __len__(self) -> int:
         return self.length
@@ -91,6 +117,7 @@ class Leaf(deque[Request]):
                     self.appendleft(request)
                 else:
                     self.append(request)
+                self._sync()
                 return
             self._promote()
         queues = self.queues
@@ -106,6 +133,7 @@ class Leaf(deque[Request]):
             fifo.appendleft(request)
         else:
             fifo.append(request)
+        self._sync()
 
     def _promote(self) -> None:
         """Move the single deque's requests into a per-priority structure."""
@@ -228,6 +256,7 @@ class Leaf(deque[Request]):
             self.clear()
         if not dead:
             self.dead = None
+        self._sync()
 
     def _drop_one(self, prio: int, fifo: _Fifo) -> None:
         """Multi form: one live request left `fifo`; restore the invariants."""
@@ -240,6 +269,7 @@ class Leaf(deque[Request]):
                     dead.discard(fifo.popleft())
                 if not dead:
                     self.dead = None
+            self._sync()
             return
         # Only cancelled copies remain: forget them with the deque.
         if dead is not None:
@@ -253,6 +283,7 @@ class Leaf(deque[Request]):
         prios.remove(-prio)
         if not prios:
             self.queues = self.prios = None
+        self._sync()
 
     def requests(self) -> list[Request]:
         """Live requests in dequeue order without aging (for drain)."""

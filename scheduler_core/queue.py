@@ -36,7 +36,7 @@ from scheduler_core.round_robin import RoundRobin
 from scheduler_core.snapshot import QueueSnapshot
 from scheduler_core.tenant_querier_assignment import Shard, TenantQuerierAssignment, WorkerState
 from scheduler_core.tenant_rotation import TenantOrder, TenantRotation
-from scheduler_core.tree import DequeueContext, TenantState, Tree
+from scheduler_core.tree import TenantState, Tree
 
 __all__ = ["RequestQueue"]
 
@@ -64,8 +64,6 @@ class RequestQueue:
         # flight: one lookup answers "known?", "queued?" and "where?".
         self._ids: dict[str, Request | WorkerState] = {}
         self._total = 0
-        self._ctx = DequeueContext()
-        self._ctx.aging = config.priority_aging_seconds
         self._queriers = self._assignment.queriers
         self._set_tree(self._build_tree())
 
@@ -169,7 +167,7 @@ class RequestQueue:
                 # Hot path: the leaf is already in the tree (so the component
                 # is valid); a single-priority leaf is a bare append.
                 request.enqueued_at = self._clock()
-                if leaf.queues is None and leaf.prio == request.priority and leaf.dead is None:
+                if leaf.plain == request.priority:
                     leaf.append(request)
                     leaf.length += 1
                 else:
@@ -203,17 +201,12 @@ class RequestQueue:
             raise UnknownQuerier(f"{querier_id} worker {worker_id}")
         if worker.request is not None:
             raise WorkerBusy(f"{querier_id} worker {worker_id}")
-        if not self._total:
-            return None, last_tenant_index
-        ctx = self._ctx
-        ctx.querier_id = querier_id
-        ctx.worker_id = worker_id
-        ctx.last_tenant_index = last_tenant_index
-        ctx.reserved = querier.reserved
-        request = self._root_dequeue(self._root, ctx)
+        worker.last_tenant_index = last_tenant_index
+        worker.reserved = querier.reserved
+        request = self._root_dequeue(self._root, worker)
         if request is None:
             return None, last_tenant_index
-        leaf: Leaf = ctx.leaf
+        leaf: Leaf = worker.leaf
         state: TenantState = leaf.owner
         self._ids[request.id] = worker
         self._total -= 1
@@ -225,7 +218,7 @@ class RequestQueue:
         worker.tenant = state
         worker.since = self._clock()
         request.attempts += 1
-        return request, ctx.tenant_index
+        return request, worker.tenant_index
 
     def complete(self, request_id: str) -> Request | None:
         """The in-flight request is done and its worker idle; None if unknown."""
@@ -312,7 +305,9 @@ class RequestQueue:
     # -- queriers ---------------------------------------------------------
     def connect_querier(self, querier_id: str) -> int:
         """Open one worker connection; returns its (lowest free) worker id."""
-        return self._assignment.connect(querier_id, self._clock()).worker_id
+        worker = self._assignment.connect(querier_id, self._clock())
+        worker.aging = self._config.priority_aging_seconds
+        return worker.worker_id
 
     def disconnect_querier_worker(self, querier_id: str, worker_id: int) -> Request | None:
         """Close a worker; returns its in-flight request, released, not requeued.
@@ -367,7 +362,9 @@ class RequestQueue:
         """Apply new settings; a layout or selection change rebuilds the inner nodes."""
         _check_config(config)
         old, self._config = self._config, config
-        self._ctx.aging = config.priority_aging_seconds
+        for querier in self._queriers.values():
+            for worker in querier.workers.values():
+                worker.aging = config.priority_aging_seconds
         if (old.layout, old.component_selection) != (config.layout, config.component_selection):
             self._set_tree(self._build_tree())
 

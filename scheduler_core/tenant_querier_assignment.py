@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scheduler_core.model import PriorityDef, QueryPriority, Request
+from scheduler_core.tree import DequeueContext
 
 __all__ = [
     "QuerierState",
@@ -93,16 +94,20 @@ def reserved_queriers(shard: Sequence[str], priorities: Iterable[PriorityDef]) -
     return result
 
 
-class WorkerState:
+class WorkerState(DequeueContext):
     """One worker connection; `request` is what it has in flight.
 
     `tenant` is the in-flight request's tenant record (a `TenantState`,
-    opaque here), so completing it needs no lookup by tenant id.
+    opaque here), so completing it needs no lookup by tenant id. The worker
+    is its own dequeue context: its querier and worker ids never change, so
+    a dequeue only sets what does (last index, reservations) instead of
+    filling a shared context each time.
     """
 
-    __slots__ = ("querier_id", "request", "since", "tenant", "worker_id")
+    __slots__ = ("request", "since", "tenant")
 
     def __init__(self, querier_id: str, worker_id: int, since: float) -> None:
+        super().__init__()
         self.querier_id = querier_id
         self.worker_id = worker_id
         self.request: Request | None = None

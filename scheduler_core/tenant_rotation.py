@@ -18,14 +18,15 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
-from scheduler_core.model import COMPONENTS, Request
+from scheduler_core.model import Request
 from scheduler_core.tree import DequeueContext, Node, TenantState
 
-__all__ = ["SlotSet", "TenantOrder", "TenantRotation"]
+__all__ = ["END", "SlotSet", "TenantOrder", "TenantRotation"]
 
-# A component -> the round-robin pointer after serving it (as in RoundRobin).
-_AFTER = {key: (i + 1) % len(COMPONENTS) for i, key in enumerate(COMPONENTS)}
+# Above every slot: "no member" in successor searches, so a minimum needs no -1 test.
+END = 1 << 62
 
 
 class SlotSet:
@@ -34,11 +35,12 @@ class SlotSet:
     Level 0 holds one bit per slot in 64-bit words; bit j of level k+1 is
     set exactly when word j of level k is non-zero. The top level is one word.
 
-    While it has at most `SMALL` members, `small` also lists them sorted, so
-    a successor is one C-level bisection however far apart the members are
-    (few busy tenants among many idle placeholders); above that it is None
-    and the bitmap answers. It comes back once the set shrinks to half of
-    `SMALL`, so a set hovering at the bound does not rebuild it each time.
+    While it has at most `SMALL` members, `small` also lists them sorted and
+    ends with the sentinel `END`, so a successor is one C-level bisection
+    however far apart the members are (few busy tenants among many idle
+    placeholders); above that it is None and the bitmap answers. It comes
+    back once the set shrinks to half of `SMALL`, so a set hovering at the
+    bound does not rebuild it each time.
     """
 
     SMALL = 128
@@ -48,7 +50,7 @@ class SlotSet:
     def __init__(self) -> None:
         self._levels: list[list[int]] = [[0]]
         self._size = 0
-        self.small: list[int] | None = []
+        self.small: list[int] | None = [END]
 
     def __len__(self) -> int:
         return self._size
@@ -87,7 +89,7 @@ class SlotSet:
         self._size += 1
         small = self.small
         if small is not None:
-            if self._size > self.SMALL:
+            if len(small) > self.SMALL:
                 self.small = None
             else:
                 insort(small, slot)
@@ -128,20 +130,25 @@ class SlotSet:
             self.small = self._members()
 
     def _members(self) -> list[int]:
-        """Every member, ascending, by successor walks (cost per member, not per slot)."""
+        """Every member, ascending, then `END`, by successor walks (cost per member)."""
         out: list[int] = []
-        slot = self.successor(0)
-        while slot >= 0:
+        slot = self.next_at(0)
+        while slot != END:
             out.append(slot)
-            slot = self.successor(slot + 1)
+            slot = self.next_at(slot + 1)
+        out.append(END)
         return out
 
     def successor(self, slot: int) -> int:
         """The smallest member >= slot, or -1."""
+        found = self.next_at(slot)
+        return found if found != END else -1
+
+    def next_at(self, slot: int) -> int:
+        """The smallest member >= slot, or `END` (which compares above them all)."""
         small = self.small
         if small is not None:
-            k = bisect_left(small, slot)
-            return small[k] if k < len(small) else -1
+            return small[bisect_left(small, slot)]
         levels = self._levels
         lvl = 0
         top = len(levels)
@@ -149,7 +156,7 @@ class SlotSet:
             words = levels[lvl]
             w = slot >> 6
             if w >= len(words):
-                return -1
+                return END
             bits = words[w] >> (slot & 63)
             if bits:
                 slot += (bits & -bits).bit_length() - 1
@@ -160,7 +167,7 @@ class SlotSet:
                 return slot
             slot = w + 1
             lvl += 1
-        return -1
+        return END
 
 
 class TenantOrder:
@@ -205,14 +212,22 @@ class TenantOrder:
         self._free.clear()
 
 
-class _RotationState:
-    """A rotating node's non-empty children, split by who may serve them."""
+class _RotationState(SlotSet):
+    """A rotating node's non-empty children, split by who may serve them.
 
-    __slots__ = ("by_querier", "everyone")
+    Itself the set of tenants every querier may serve (one object less on
+    the hot path); `by_querier` holds one set per querier for sharded ones.
+    """
+
+    __slots__ = ("by_querier",)
 
     def __init__(self) -> None:
-        self.everyone = SlotSet()
+        super().__init__()
         self.by_querier: dict[str, SlotSet] = {}
+
+    @property
+    def everyone(self) -> SlotSet:
+        return self
 
 
 ShardOf = Callable[[str], Collection[str] | None]
@@ -225,7 +240,7 @@ class TenantRotation:
     it then moves on to the next tenant instead of stalling (unlike Cortex).
     """
 
-    __slots__ = ("_order", "_shard_of", "_tenants", "tenant_first")
+    __slots__ = ("_order", "_shard_of", "_slots", "_tenants", "tenant_first")
 
     def __init__(
         self,
@@ -235,6 +250,8 @@ class TenantRotation:
         tenant_first: bool,
     ) -> None:
         self._order = order
+        # The order's list itself: it is only ever changed in place.
+        self._slots = order.slots
         self._shard_of = shard_of
         self._tenants = tenants
         self.tenant_first = tenant_first
@@ -278,57 +295,58 @@ class TenantRotation:
             sset.add(slot)
 
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
-        state: _RotationState = node.state
-        everyone = state.everyone
-        by_querier = state.by_querier
+        everyone: _RotationState = node.state
+        by_querier = everyone.by_querier
         mine = by_querier.get(ctx.querier_id) if by_querier else None
         reserved = ctx.reserved
         last = ctx.last_tenant_index
         start = i = last + 1 if last >= 0 else 0
-        wrapped = False
+        limit = END  # becomes `start` once the search wrapped around
         while True:
             small = everyone.small
             if small is not None:
-                k = bisect_left(small, i)
-                cand = small[k] if k < len(small) else -1
+                cand = small[bisect_left(small, i)]
             else:
                 # Inlined level-0 probe: with many busy tenants the next one
                 # is almost always in the same 64-slot word.
                 words = everyone._levels[0]
                 w = i >> 6
                 bits = words[w] >> (i & 63) if w < len(words) else 0
-                cand = i + (bits & -bits).bit_length() - 1 if bits else everyone.successor(i)
+                cand = i + (bits & -bits).bit_length() - 1 if bits else everyone.next_at(i)
             if mine is not None:
-                other = mine.successor(i)
-                if other >= 0 and (cand < 0 or other < cand):
+                other = mine.next_at(i)
+                if other < cand:
                     cand = other
-            if cand < 0 or (wrapped and cand >= start):
-                if wrapped or not start:
+            if cand >= limit:
+                if limit != END or not start:
                     return None
-                wrapped = True
+                limit = start
                 i = 0
                 continue
-            tenant = self._order.slots[cand]
-            assert tenant is not None
-            floor = ctx.min_priority = reserved.get(tenant.key) if reserved else None
+            # Any: a slot with a set bit always holds its tenant.
+            tenant: Any = self._slots[cand]
+            floor = reserved.get(tenant.key) if reserved else None
+            request: Request | None
             if self.tenant_first:
                 leaf = tenant.only
-                if leaf is None or leaf.queues is not None or leaf.dead is not None:
+                if leaf is None or leaf.plain is None:
+                    ctx.min_priority = floor
                     request = tenant.algorithm.dequeue(tenant, ctx)
-                elif floor is None or leaf.prio >= floor:
+                elif floor is None or leaf.plain >= floor:
                     # The component selection's one-leaf, one-priority case,
                     # inlined: serve the leaf and move the pointer past it.
                     ctx.leaf = leaf
                     request = leaf.popleft()
                     leaf.length -= 1
-                    tenant.state = _AFTER[leaf.component]
+                    tenant.state = leaf.after
                 else:
                     request = None
             else:
                 leaf = tenant.children[node.key]
-                if leaf.queues is not None or leaf.dead is not None:
+                if leaf.plain is None:
+                    ctx.min_priority = floor
                     request = leaf.dequeue(ctx)
-                elif floor is None or leaf.prio >= floor:
+                elif floor is None or leaf.plain >= floor:
                     # Leaf.dequeue's single-priority path, inlined.
                     ctx.leaf = leaf
                     request = leaf.popleft()

@@ -7,7 +7,7 @@ import random
 from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, Request
 from scheduler_core.round_robin import RoundRobin
-from scheduler_core.tenant_rotation import SlotSet, TenantOrder, TenantRotation
+from scheduler_core.tenant_rotation import END, SlotSet, TenantOrder, TenantRotation
 from scheduler_core.tree import TenantState, Tree
 
 
@@ -106,4 +106,4 @@ def test_slot_set_keeps_its_sorted_list_only_while_small_and_agrees_with_the_bit
         assert (sset.small is not None) == (len(model) <= half)
         probe = rng.randrange(200_100)
         assert sset.successor(probe) == brute_successor(model, probe)
-    assert sset.small == sorted(model)
+    assert sset.small == [*sorted(model), END]
