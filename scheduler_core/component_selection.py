@@ -47,16 +47,21 @@ class QuerierWorkerPriority:
 
     def dequeue(self, node: Node, ctx: DequeueContext) -> Request | None:
         present: tuple[Node, ...] = node.state
-        n = len(present)
-        if not n:
+        if not present:
             return None
+        n = len(present)
         j = ctx.worker_id % n
-        for _ in present:
+        child = present[j]
+        request = child.algorithm.dequeue(child, ctx)
+        if request is not None or n == 1:
+            return request
+        # The preferred component had nothing for this querier: the others in turn.
+        for _ in range(n - 1):
+            j = j + 1 if j + 1 < n else 0
             child = present[j]
             request = child.algorithm.dequeue(child, ctx)
             if request is not None:
                 return request
-            j = j + 1 if j + 1 < n else 0
         return None
 
 

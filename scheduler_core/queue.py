@@ -97,13 +97,14 @@ class RequestQueue:
 
     def _new_state(self, tenant_id: str) -> TenantState:
         state = self._tenants[tenant_id] = TenantState(tenant_id, self._tenant_selection)
+        state.cap = self._config.max_outstanding_requests_per_tenant
         return state
 
     def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
         tenant = request.tenant_id
         if state is None:
             state = self._new_state(tenant)
-        if not state.queued:
+        if state.outstanding == state.in_flight:
             self._order.acquire(state)
         leaves = state.children
         leaf = leaves.get(request.component)
@@ -117,7 +118,7 @@ class RequestQueue:
             leaf.push(request)
         self._ids[request.id] = request
         self._total += 1
-        state.queued += 1
+        state.outstanding += 1
         if fresh:
             self._tree.attach(leaf, state)
 
@@ -128,23 +129,24 @@ class RequestQueue:
             del children[leaf.component]
             state.only = next(iter(children.values())) if len(children) == 1 else None
             self._tree.detach(leaf, state)
-        if not state.queued:
+        if state.outstanding == state.in_flight:
             self._order.release(state)
             self._forget_idle(state)
 
     def _forget_idle(self, state: TenantState) -> None:
-        if not state.queued and not state.in_flight and state.key not in self._limits:
+        if not state.outstanding and state.key not in self._limits:
             del self._tenants[state.key]
 
     def _release(self, worker: WorkerState, now: float) -> Request:
         """Free a worker of its in-flight request (already out of `_ids`)."""
         request = worker.request
         assert request is not None
-        state: TenantState = worker.tenant
-        worker.request = worker.tenant = None
+        state: TenantState = worker.leaf.owner
+        worker.request = None
         worker.since = now
         state.in_flight -= 1
-        if not state.in_flight:
+        state.outstanding -= 1
+        if not state.outstanding:
             self._forget_idle(state)
         return request
 
@@ -157,10 +159,7 @@ class RequestQueue:
             raise DuplicateRequest(rid)
         state = self._tenants.get(request.tenant_id)
         if state is not None:
-            limit = state.limit
-            if limit is None:
-                limit = self._config.max_outstanding_requests_per_tenant
-            if state.queued + state.in_flight >= limit:
+            if state.outstanding >= state.cap:
                 raise TooManyRequests(request.tenant_id)
             leaf = state.children.get(request.component)
             if leaf is not None:
@@ -174,7 +173,7 @@ class RequestQueue:
                     leaf.push(request)
                 ids[rid] = request
                 self._total += 1
-                state.queued += 1
+                state.outstanding += 1
                 return
         elif self._config.max_outstanding_requests_per_tenant <= 0:
             raise TooManyRequests(request.tenant_id)
@@ -210,12 +209,10 @@ class RequestQueue:
         state: TenantState = leaf.owner
         self._ids[request.id] = worker
         self._total -= 1
-        state.queued -= 1
         state.in_flight += 1
         if not leaf.length:
             self._prune(leaf, state)
         worker.request = request
-        worker.tenant = state
         worker.since = self._clock()
         request.attempts += 1
         return request, worker.tenant_index
@@ -230,11 +227,12 @@ class RequestQueue:
         # _release, inlined: this runs once per request.
         request = worker.request
         assert request is not None
-        state: TenantState = worker.tenant
-        worker.request = worker.tenant = None
+        state: TenantState = worker.leaf.owner
+        worker.request = None
         worker.since = self._clock()
         state.in_flight -= 1
-        if not state.in_flight and not state.queued:
+        state.outstanding -= 1
+        if not state.outstanding:
             self._forget_idle(state)
         return request
 
@@ -252,7 +250,7 @@ class RequestQueue:
         state = self._tenants[held.tenant_id]
         leaf = state.children[held.component]
         leaf.remove(held)
-        state.queued -= 1
+        state.outstanding -= 1
         self._prune(leaf, state)
         return held
 
@@ -290,7 +288,7 @@ class RequestQueue:
         for state in list(self._tenants.values()):
             state.children.clear()
             state.only = None
-            state.queued = 0
+            state.outstanding = state.in_flight
             self._forget_idle(state)
         self._set_tree(self._build_tree())
         return drained
@@ -341,7 +339,7 @@ class RequestQueue:
         state = self._tenants.get(tenant_id)
         if state is None:
             state = self._new_state(tenant_id)
-        state.limit = limits.max_outstanding
+        state.cap = self._cap(limits)
         state.priority_enabled = limits.query_priority.enabled
         self._assignment.set_tenant(tenant_id, limits.max_queriers, limits.query_priority)
 
@@ -353,7 +351,7 @@ class RequestQueue:
         self._limits.pop(tenant_id, None)
         state = self._tenants.get(tenant_id)
         if state is not None:
-            state.limit = None
+            state.cap = self._config.max_outstanding_requests_per_tenant
             state.priority_enabled = False
             self._forget_idle(state)
         self._assignment.set_tenant(tenant_id, 0, QueryPriority())
@@ -362,6 +360,8 @@ class RequestQueue:
         """Apply new settings; a layout or selection change rebuilds the inner nodes."""
         _check_config(config)
         old, self._config = self._config, config
+        for tenant_id, state in self._tenants.items():
+            state.cap = self._cap(self._limits.get(tenant_id))
         for querier in self._queriers.values():
             for worker in querier.workers.values():
                 worker.aging = config.priority_aging_seconds
@@ -370,6 +370,12 @@ class RequestQueue:
 
     def set_layout(self, layout: Layout) -> None:
         self.set_config(replace(self._config, layout=layout))
+
+    def _cap(self, limits: TenantLimits | None) -> int:
+        """The outstanding limit in force: the tenant's own, else the default."""
+        if limits is None or limits.max_outstanding is None:
+            return self._config.max_outstanding_requests_per_tenant
+        return limits.max_outstanding
 
     @property
     def config(self) -> QueueConfig:

@@ -42,7 +42,7 @@ def build_snapshot(
         component_selection=config.component_selection,
         total=total,
         leaves=_leaves(tenant_ids, tenants),
-        tenants=_tenants(tenant_ids, config, tenants, limits, assignment),
+        tenants=_tenants(tenant_ids, tenants, limits, assignment),
         queriers=tuple(
             _querier(assignment.queriers[q], assignment) for q in sorted(assignment.queriers)
         ),
@@ -75,12 +75,10 @@ def _leaves(tenant_ids: list[str], tenants: Mapping[str, TenantState]) -> tuple[
 
 def _tenants(
     tenant_ids: list[str],
-    config: QueueConfig,
     tenants: Mapping[str, TenantState],
     limits: Mapping[str, TenantLimits],
     assignment: TenantQuerierAssignment,
 ) -> tuple[TenantSnapshot, ...]:
-    default = config.max_outstanding_requests_per_tenant
     shards = assignment.shards
     reserved = assignment.reserved_by_tenant
     out: list[TenantSnapshot] = []
@@ -94,8 +92,8 @@ def _tenants(
         tenant_limits = limits.get(tenant)
         row = (
             tenant,
-            state.queued,
-            default if state.limit is None else state.limit,
+            state.outstanding - state.in_flight,
+            state.cap,
             shards.get(tenant),
             reservations,
             tenant_limits is not None and tenant_limits.query_priority.enabled,

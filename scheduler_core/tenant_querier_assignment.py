@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from scheduler_core.model import PriorityDef, QueryPriority, Request
 from scheduler_core.tree import DequeueContext
@@ -97,21 +96,20 @@ def reserved_queriers(shard: Sequence[str], priorities: Iterable[PriorityDef]) -
 class WorkerState(DequeueContext):
     """One worker connection; `request` is what it has in flight.
 
-    `tenant` is the in-flight request's tenant record (a `TenantState`,
-    opaque here), so completing it needs no lookup by tenant id. The worker
-    is its own dequeue context: its querier and worker ids never change, so
-    a dequeue only sets what does (last index, reservations) instead of
-    filling a shared context each time.
+    The worker is its own dequeue context: its querier and worker ids never
+    change, so a dequeue only sets what does (last index, reservations)
+    instead of filling a shared context each time. While a request is in
+    flight, `leaf` (set by that dequeue) is the leaf it came from, whose
+    `owner` is the tenant's record: completing needs no lookup by tenant id.
     """
 
-    __slots__ = ("request", "since", "tenant")
+    __slots__ = ("request", "since")
 
     def __init__(self, querier_id: str, worker_id: int, since: float) -> None:
         super().__init__()
         self.querier_id = querier_id
         self.worker_id = worker_id
         self.request: Request | None = None
-        self.tenant: Any = None
         self.since = since
 
 

@@ -90,27 +90,34 @@ class TenantState(Node):
 
     Lives while the tenant has queued or in-flight work or explicit limits.
     `slot` is its place in the shared tenant order while it has queued work
-    (-1 otherwise); `limit` is the explicit max_outstanding or None for the
-    queue-wide default; `priority_enabled` mirrors its query_priority flag.
+    (-1 otherwise); `cap` is its outstanding limit in force (its explicit
+    max_outstanding, else the queue-wide default, kept current by the queue)
+    and `outstanding` its queued plus in-flight requests, so the limit check
+    is one comparison and a dequeue moves one counter (queued is derived);
+    `priority_enabled` mirrors its query_priority flag.
     `only` is its sole leaf while it has exactly one, else None (kept by the
     queue, which alone changes `children`): a one-leaf tenant is the common
     case, and any component selection over one leaf serves that leaf, so the
     rotation pops it directly instead of calling the selection.
     """
 
-    __slots__ = ("in_flight", "limit", "only", "priority_enabled", "queued", "slot")
+    __slots__ = ("cap", "in_flight", "only", "outstanding", "priority_enabled", "slot")
 
     def __init__(self, tenant_id: str, algorithm: QueuingAlgorithm) -> None:
         self.key = tenant_id
         self.algorithm = algorithm
         self.children: dict[str, Any] = {}
         self.state: Any = 0
-        self.queued = 0
+        self.outstanding = 0
         self.in_flight = 0
-        self.limit: int | None = None
+        self.cap = 0
         self.priority_enabled = False
         self.slot = -1
         self.only: Any = None
+
+    @property
+    def queued(self) -> int:
+        return self.outstanding - self.in_flight
 
 
 class Tree:
