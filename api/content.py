@@ -145,11 +145,14 @@ def dump_yaml(value: Any) -> str:
     )
 
 
-class LimitedJSONParser(parsers.BaseParser):
-    """JSON bodies up to `max_bytes` (a view may set `max_body_bytes`)."""
+class _LimitedParser(parsers.BaseParser):
+    """Reads at most `max_bytes` (a view may set `max_body_bytes`), then decodes."""
 
-    media_type = "application/json"
-    max_bytes = MAX_JSON_BODY_BYTES
+    max_bytes: int
+
+    @staticmethod
+    def decode(body: bytes) -> Any:
+        raise TypeError("a parser subclass names its decoder")
 
     def parse(
         self,
@@ -159,24 +162,23 @@ class LimitedJSONParser(parsers.BaseParser):
     ) -> Any:
         view = (parser_context or {}).get("view")
         limit = getattr(view, "max_body_bytes", self.max_bytes)
-        return parse_json(read_limited(stream, limit))
+        return self.decode(read_limited(stream, limit))
 
 
-class YAMLParser(parsers.BaseParser):
+class LimitedJSONParser(_LimitedParser):
+    """JSON bodies up to `max_bytes`."""
+
+    media_type = "application/json"
+    max_bytes = MAX_JSON_BODY_BYTES
+    decode = staticmethod(parse_json)
+
+
+class YAMLParser(_LimitedParser):
     """YAML bodies (`application/yaml`, `text/yaml`, `application/x-yaml`)."""
 
     media_type = "application/yaml"
     max_bytes = MAX_YAML_BODY_BYTES
-
-    def parse(
-        self,
-        stream: IO[bytes] | None,
-        media_type: str | None = None,
-        parser_context: Mapping[str, Any] | None = None,
-    ) -> Any:
-        view = (parser_context or {}).get("view")
-        limit = getattr(view, "max_body_bytes", self.max_bytes)
-        return load_yaml(read_limited(stream, limit))
+    decode = staticmethod(load_yaml)
 
 
 class TextYAMLParser(YAMLParser):
