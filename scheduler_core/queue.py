@@ -11,6 +11,7 @@ so `len()`, `tenant_length()` and `snapshot()` are always exact.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -35,7 +36,7 @@ from scheduler_core.queue_snapshot import build_snapshot
 from scheduler_core.round_robin import RoundRobin
 from scheduler_core.snapshot import QueueSnapshot
 from scheduler_core.tenant_querier_assignment import Shard, TenantQuerierAssignment, WorkerState
-from scheduler_core.tenant_rotation import TenantOrder, TenantRotation
+from scheduler_core.tenant_rotation import END, TenantOrder, TenantRotation
 from scheduler_core.tree import TenantState, Tree
 
 __all__ = ["RequestQueue"]
@@ -65,16 +66,16 @@ class RequestQueue:
         self._ids: dict[str, Request | WorkerState] = {}
         self._total = 0
         self._queriers = self._assignment.queriers
-        self._set_tree(self._build_tree())
+        self._slots = self._order.slots
+        self._rebuild_tree()
 
     # -- tree -------------------------------------------------------------
-    def _set_tree(self, tree: Tree) -> None:
-        """Install a tree; dequeue calls its root's algorithm through a cached bound method."""
-        self._tree = tree
-        self._root = tree.root
-        self._root_dequeue = tree.root.algorithm.dequeue
+    def _rebuild_tree(self) -> None:
+        """Build the inner nodes for the layout and hang every leaf again.
 
-    def _build_tree(self) -> Tree:
+        Also picks the fused fast path `dequeue` may take, and caches the
+        root's algorithm as a bound method for the generic walk.
+        """
         cfg = self._config
         first = cfg.layout == "tenant-first"
         self._rotation = TenantRotation(
@@ -82,14 +83,19 @@ class RequestQueue:
         )
         if first:
             tree = Tree(True, self._rotation, self._tenant_selection)
+            self._fast = _FAST_TENANT_FIRST
         elif cfg.component_selection == "querier-worker-priority":
             tree = Tree(False, QuerierWorkerPriority(), self._rotation)
+            self._fast = _FAST_QWQP
         else:
             tree = Tree(False, RoundRobin(COMPONENTS), self._rotation)
+            self._fast = _FAST_NONE
         for state in self._tenants.values():
             for leaf in state.children.values():
                 tree.attach(leaf, state)
-        return tree
+        self._tree = tree
+        self._root = tree.root
+        self._root_dequeue = tree.root.algorithm.dequeue
 
     def _on_reshard(self, tenant_id: str, old: Shard, new: Shard) -> None:
         for node in self._tree.tenant_nodes(tenant_id):
@@ -200,22 +206,59 @@ class RequestQueue:
             raise UnknownQuerier(f"{querier_id} worker {worker_id}")
         if worker.request is not None:
             raise WorkerBusy(f"{querier_id} worker {worker_id}")
-        worker.last_tenant_index = last_tenant_index
-        worker.reserved = querier.reserved
-        request = self._root_dequeue(self._root, worker)
+        reserved = querier.reserved
+        request: Request | None = None
+        fast = self._fast
+        if fast and not reserved:
+            # The tree's walk, fused for the common case: no reservation for
+            # this querier, no sharded tenant under the node, few busy
+            # tenants (a sorted list) and a plain leaf at the next one. Its
+            # outcome is the generic walk's; anything else takes that walk,
+            # and nothing is changed here unless this path serves.
+            node = self._root
+            if fast == _FAST_QWQP:
+                present = node.state
+                if not present:
+                    return None, last_tenant_index
+                node = present[worker_id % len(present)]
+            rotation = node.state
+            small = rotation.small
+            if small is not None and not rotation.by_querier:
+                cand = small[bisect_left(small, last_tenant_index + 1)]
+                if cand == END:
+                    cand = small[0]  # wrap around
+                if cand != END:
+                    tenant = self._slots[cand]
+                    if fast == _FAST_TENANT_FIRST:
+                        leaf = tenant.only
+                        if leaf is not None and leaf.plain is not None:
+                            request = leaf.popleft()
+                            tenant.state = leaf.after
+                    else:
+                        leaf = tenant.children[node.key]
+                        if leaf.plain is not None:
+                            request = leaf.popleft()
         if request is None:
-            return None, last_tenant_index
-        leaf: Leaf = worker.leaf
-        state: TenantState = leaf.owner
+            worker.last_tenant_index = last_tenant_index
+            worker.reserved = reserved
+            request = self._root_dequeue(self._root, worker)
+            if request is None:
+                return None, last_tenant_index
+            leaf = worker.leaf
+            tenant = leaf.owner
+            cand = worker.tenant_index
+        else:
+            leaf.length -= 1
+            worker.leaf = leaf
         self._ids[request.id] = worker
         self._total -= 1
-        state.in_flight += 1
+        tenant.in_flight += 1
         if not leaf.length:
-            self._prune(leaf, state)
+            self._prune(leaf, tenant)
         worker.request = request
         worker.since = self._clock()
         request.attempts += 1
-        return request, worker.tenant_index
+        return request, cand
 
     def complete(self, request_id: str) -> Request | None:
         """The in-flight request is done and its worker idle; None if unknown."""
@@ -290,7 +333,7 @@ class RequestQueue:
             state.only = None
             state.outstanding = state.in_flight
             self._forget_idle(state)
-        self._set_tree(self._build_tree())
+        self._rebuild_tree()
         return drained
 
     def __len__(self) -> int:
@@ -366,7 +409,7 @@ class RequestQueue:
             for worker in querier.workers.values():
                 worker.aging = config.priority_aging_seconds
         if (old.layout, old.component_selection) != (config.layout, config.component_selection):
-            self._set_tree(self._build_tree())
+            self._rebuild_tree()
 
     def set_layout(self, layout: Layout) -> None:
         self.set_config(replace(self._config, layout=layout))
@@ -394,6 +437,7 @@ class RequestQueue:
 
 
 _DEFAULT_LIMITS = TenantLimits()
+_FAST_NONE, _FAST_TENANT_FIRST, _FAST_QWQP = 0, 1, 2
 
 
 def _check_config(config: QueueConfig) -> None:
