@@ -342,7 +342,9 @@ class TenantRotation:
                 else:
                     request = None
             else:
-                leaf = tenant.children[node.key]
+                leaf = tenant.only
+                if leaf is None or leaf.component != node.key:
+                    leaf = tenant.children[node.key]
                 if leaf.plain is None:
                     ctx.min_priority = floor
                     request = leaf.dequeue(ctx)
