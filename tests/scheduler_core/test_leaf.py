@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from scheduler_core.leaf import Leaf
 from scheduler_core.model import Request
 
@@ -113,3 +115,28 @@ def test_a_second_priority_promotes_the_leaf_without_losing_order_or_cancels() -
     assert leaf.by_priority() == ((2, 1), (0, 3)) and len(leaf) == 4
     assert pop_all(leaf) == ["hi", "0", "2", "3"]
     assert len(leaf) == 0 and leaf.by_priority() == ()
+
+
+def test_plain_names_the_priority_exactly_while_a_bare_append_and_popleft_are_right() -> None:
+    rng = random.Random(5)
+    leaf = Leaf("t", "ingester")
+    live: list[Request] = []
+    for step in range(3000):
+        roll = rng.random()
+        if roll < 0.45 or not live:
+            item = req(f"r{step}", rng.choice([0, 0, 0, 1, 2]))
+            (leaf.push_front if rng.random() < 0.1 else leaf.push)(item)
+            live.append(item)
+        elif roll < 0.7:
+            victim = rng.choice(live)
+            leaf.remove(victim)
+            live.remove(victim)
+        else:
+            got = leaf.take(None, 0.0)
+            assert got is not None
+            live.remove(got)
+        expected = leaf.prio if leaf.queues is None and leaf.dead is None else None
+        assert leaf.plain == expected and len(leaf) == len(live)
+        if leaf.plain is not None and live:
+            # What the fast paths rely on: every request sits in the deque itself.
+            assert sorted(r.id for r in leaf) == sorted(r.id for r in live)

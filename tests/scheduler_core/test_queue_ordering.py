@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from scheduler_core.model import (
@@ -9,6 +11,7 @@ from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,
     UNKNOWN,
+    PriorityDef,
     QueryPriority,
     QueueConfig,
     Request,
@@ -229,3 +232,58 @@ def test_switching_layout_midway_keeps_every_leaf_in_order(selection: str) -> No
             ids = [r.id for r in served if (r.tenant_id, r.component) == (tenant, component)]
             expected = [s[0] for s in specs if (s[1], s[2]) == (tenant, component)]
             assert ids == sorted(expected, key=lambda rid: (-(int(rid[-1]) % 2), int(rid[-1])))
+
+
+def tenant(rng: random.Random) -> str:
+    """Mostly unsharded tenants; the sharded one (t7) rarely, so both paths run."""
+    name = f"t{rng.randrange(10)}"
+    return name if name != "t7" or rng.random() < 0.1 else "t8"
+
+
+@pytest.mark.parametrize(
+    ("layout", "selection"),
+    [("tenant-first", "round-robin"), ("component-first", "querier-worker-priority")],
+)
+def test_the_fused_fast_path_serves_exactly_what_the_generic_walk_serves(
+    layout: str, selection: str
+) -> None:
+    rng = random.Random(17)
+    config = {"layout": layout, "component_selection": selection}
+    fused = make(**config, max_outstanding_requests_per_tenant=10**6)
+    generic = make(**config, max_outstanding_requests_per_tenant=10**6)
+    generic._fast = 0  # the generic tree walk only
+    reserving = TenantLimits(
+        max_queriers=2,
+        query_priority=QueryPriority(
+            enabled=True, priorities=(PriorityDef(priority=2, reserved_queriers=1),)
+        ),
+    )
+    for q in (fused, generic):
+        for name in ("q0", "q1", "q2"):
+            for _ in range(4):
+                q.connect_querier(name)
+        q.set_tenant_limits("t7", reserving)  # a sharded tenant with a reserved querier
+    busy: dict[tuple[str, int], str] = {}
+    last: dict[tuple[str, int], int] = {}
+    for step in range(4000):
+        if rng.random() < 0.3:
+            # Mostly one component and one priority per tenant, so tenants
+            # keep passing between one plain leaf (fused) and more (generic).
+            name = tenant(rng)
+            home = (INGESTER, STORE_GATEWAY, BOTH)[int(name[1:]) % 3]
+            component = home if rng.random() < 0.8 else rng.choice([INGESTER, STORE_GATEWAY, BOTH])
+            spec = (f"r{step}", name, component, 2 if rng.random() < 0.05 else 0)
+            enqueue(fused, spec)
+            enqueue(generic, spec)
+            continue
+        key = (f"q{rng.randrange(3)}", rng.randrange(4))
+        if key in busy:
+            rid = busy.pop(key)
+            assert fused.complete(rid) is not None and generic.complete(rid) is not None
+            continue
+        got_f, index_f = fused.dequeue(*key, last.get(key, -1))
+        got_g, index_g = generic.dequeue(*key, last.get(key, -1))
+        assert (got_f and got_f.id, index_f) == (got_g and got_g.id, index_g)
+        if got_f is not None:
+            busy[key], last[key] = got_f.id, index_f
+    assert fused.snapshot().leaves == generic.snapshot().leaves
