@@ -436,7 +436,6 @@ class RequestQueue:
             taken_at=self._clock(),
             config=self._config,
             tenants=self._tenants,
-            limits=self._limits,
             assignment=self._assignment,
             total=self._total,
         )

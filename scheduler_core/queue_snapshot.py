@@ -7,10 +7,10 @@ in the low milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from scheduler_core.leaf import Leaf
-from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
+from scheduler_core.model import COMPONENTS, QueueConfig
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -30,73 +30,70 @@ def build_snapshot(
     taken_at: float,
     config: QueueConfig,
     tenants: Mapping[str, TenantState],
-    limits: Mapping[str, TenantLimits],
     assignment: TenantQuerierAssignment,
     total: int,
 ) -> QueueSnapshot:
     """Leaves by (tenant, component order); tenants and queriers by id."""
-    tenant_ids = sorted(tenants)
+    ordered = sorted(tenants.items())
     return QueueSnapshot(
         taken_at=taken_at,
         layout=config.layout,
         component_selection=config.component_selection,
         total=total,
-        leaves=_leaves(tenant_ids, tenants),
-        tenants=_tenants(tenant_ids, tenants, limits, assignment),
+        leaves=_leaves(ordered),
+        tenants=_tenants(ordered, assignment),
         queriers=tuple(
             _querier(assignment.queriers[q], assignment) for q in sorted(assignment.queriers)
         ),
     )
 
 
-_RANK = {component: i for i, component in enumerate(COMPONENTS)}
 # tuple.__new__ skips the NamedTuple's Python-level __new__: rows are built
 # by the ten thousand, and the field order is fixed by the class.
 _new_row = tuple.__new__
 
 
-def _by_component(item: tuple[str, Leaf]) -> int:
-    return _RANK[item[0]]
-
-
-def _leaves(tenant_ids: list[str], tenants: Mapping[str, TenantState]) -> tuple[LeafSnapshot, ...]:
+def _leaves(ordered: list[tuple[str, TenantState]]) -> tuple[LeafSnapshot, ...]:
     out: list[LeafSnapshot] = []
     append = out.append
-    for tenant in tenant_ids:
-        mine = tenants[tenant].children
+    for tenant, state in ordered:
+        mine = state.children
         if not mine:
             continue
-        items = mine.items() if len(mine) == 1 else sorted(mine.items(), key=_by_component)
-        for component, leaf in items:
-            by_priority, oldest = leaf.snapshot_row()
-            append(_new_row(LeafSnapshot, (tenant, component, leaf.length, by_priority, oldest)))
+        leaves: Iterable[tuple[str, Leaf]] = (
+            mine.items() if len(mine) == 1 else [(c, mine[c]) for c in COMPONENTS if c in mine]
+        )
+        for component, leaf in leaves:
+            length = leaf.length
+            if leaf.prios is None and length:
+                # snapshot_row's single-priority case, inlined (most leaves).
+                by_priority: tuple[tuple[int, int], ...] = ((leaf.prio, length),)
+                oldest = leaf[0].enqueued_at
+            else:
+                by_priority, oldest = leaf.snapshot_row()
+            append(_new_row(LeafSnapshot, (tenant, component, length, by_priority, oldest)))
     return tuple(out)
 
 
 def _tenants(
-    tenant_ids: list[str],
-    tenants: Mapping[str, TenantState],
-    limits: Mapping[str, TenantLimits],
-    assignment: TenantQuerierAssignment,
+    ordered: list[tuple[str, TenantState]], assignment: TenantQuerierAssignment
 ) -> tuple[TenantSnapshot, ...]:
     shards = assignment.shards
     reserved = assignment.reserved_by_tenant
     out: list[TenantSnapshot] = []
     append = out.append
-    for tenant in tenant_ids:
-        state = tenants[tenant]
+    for tenant, state in ordered:
         mine = reserved.get(tenant)
         reservations = (
             tuple(Reservation(tenant, prio, q) for q, prio in sorted(mine.items())) if mine else ()
         )
-        tenant_limits = limits.get(tenant)
         row = (
             tenant,
             state.outstanding - state.in_flight,
             state.cap,
             shards.get(tenant),
             reservations,
-            tenant_limits is not None and tenant_limits.query_priority.enabled,
+            state.priority_enabled,
         )
         append(_new_row(TenantSnapshot, row))
     return tuple(out)
