@@ -49,7 +49,8 @@ class Leaf(deque[Request]):
     Single-priority form: `queues is None`, the deque holds every request and
     they all have priority `prio`. Multi-priority form: the deque is empty
     and `queues`/`prios` hold them. `owner` is the tenant's record, so the
-    queue never looks a tenant up by id after a dequeue.
+    queue never looks a tenant up by id after a dequeue (and the leaf keeps
+    no tenant id of its own: `owner.key` is it).
 
     `plain` is `prio` while the leaf is in single form with no cancelled
     request inside, else None: then a push of that priority is a bare
@@ -69,12 +70,10 @@ class Leaf(deque[Request]):
         "prio",
         "prios",
         "queues",
-        "tenant_id",
     )
 
-    def __init__(self, tenant_id: str, component: str, owner: TenantState | None = None) -> None:
+    def __init__(self, component: str, owner: TenantState | None = None) -> None:
         super().__init__()
-        self.tenant_id = tenant_id
         self.component = component
         self.owner: Any = owner
         self.length = 0

@@ -107,16 +107,15 @@ class RequestQueue:
         return state
 
     def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
-        tenant = request.tenant_id
         if state is None:
-            state = self._new_state(tenant)
+            state = self._new_state(request.tenant_id)
         if state.outstanding == state.in_flight:
             self._order.acquire(state)
         leaves = state.children
         leaf = leaves.get(request.component)
         fresh = leaf is None
         if leaf is None:
-            leaf = leaves[request.component] = Leaf(tenant, request.component, state)
+            leaf = leaves[request.component] = Leaf(request.component, state)
             state.only = leaf if len(leaves) == 1 else None
         if front:
             leaf.push_front(request)

@@ -20,7 +20,7 @@ def pop_all(leaf: Leaf, min_priority: int | None = None, aging: float = 0.0) -> 
 
 
 def test_highest_priority_first_and_fifo_within_a_priority() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     for rid, prio in [("a", 0), ("b", 2), ("c", 1), ("d", 2), ("e", 0)]:
         leaf.push(req(rid, prio))
     assert leaf.by_priority() == ((2, 2), (1, 1), (0, 2))
@@ -29,7 +29,7 @@ def test_highest_priority_first_and_fifo_within_a_priority() -> None:
 
 
 def test_push_front_goes_before_its_own_priority_only() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     leaf.push(req("hi", 1))
     leaf.push(req("lo", 0))
     leaf.push_front(req("back", 0))
@@ -37,7 +37,7 @@ def test_push_front_goes_before_its_own_priority_only() -> None:
 
 
 def test_remove_from_the_middle_is_exact_at_once() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     items = [req(str(i)) for i in range(5)]
     for item in items:
         leaf.push(item)
@@ -50,7 +50,7 @@ def test_remove_from_the_middle_is_exact_at_once() -> None:
 
 
 def test_removing_the_last_live_request_of_a_priority_drops_it() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     a, b = req("a", 1), req("b", 1)
     leaf.push(a)
     leaf.push(b)
@@ -62,7 +62,7 @@ def test_removing_the_last_live_request_of_a_priority_drops_it() -> None:
 
 
 def test_a_cancelled_request_pushed_again_is_served_once() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     a, b = req("a"), req("b")
     leaf.push(a)
     leaf.push(b)
@@ -72,7 +72,7 @@ def test_a_cancelled_request_pushed_again_is_served_once() -> None:
 
 
 def test_min_priority_hides_lower_priorities() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     leaf.push(req("lo", 0))
     leaf.push(req("hi", 2))
     assert pop_all(leaf, min_priority=2) == ["hi"]
@@ -81,7 +81,7 @@ def test_min_priority_hides_lower_priorities() -> None:
 
 
 def test_aging_ranks_by_priority_times_seconds_minus_enqueue_time() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     leaf.push(req("old-lo", 0, at=0.0))
     leaf.push(req("new-hi", 1, at=15.0))
     leaf.push(req("newer-hi", 1, at=16.0))
@@ -90,7 +90,7 @@ def test_aging_ranks_by_priority_times_seconds_minus_enqueue_time() -> None:
 
 
 def test_aging_respects_the_min_priority() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     leaf.push(req("old-lo", 0, at=0.0))
     leaf.push(req("new-hi", 1, at=15.0))
     assert leaf.best_priority(1, 10.0) == 1
@@ -98,7 +98,7 @@ def test_aging_respects_the_min_priority() -> None:
 
 
 def test_oldest_is_the_earliest_head() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     leaf.push(req("a", 1, at=5.0))
     leaf.push(req("b", 0, at=2.0))
     assert leaf.oldest_enqueued_at() == 2.0
@@ -106,7 +106,7 @@ def test_oldest_is_the_earliest_head() -> None:
 
 
 def test_a_second_priority_promotes_the_leaf_without_losing_order_or_cancels() -> None:
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     items = [req(str(i)) for i in range(4)]
     for item in items:
         leaf.push(item)
@@ -119,7 +119,7 @@ def test_a_second_priority_promotes_the_leaf_without_losing_order_or_cancels() -
 
 def test_plain_names_the_priority_exactly_while_a_bare_append_and_popleft_are_right() -> None:
     rng = random.Random(5)
-    leaf = Leaf("t", "ingester")
+    leaf = Leaf("ingester")
     live: list[Request] = []
     for step in range(3000):
         roll = rng.random()

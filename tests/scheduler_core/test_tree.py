@@ -70,7 +70,7 @@ def test_empty_nodes_are_pruned_as_soon_as_their_last_leaf_leaves() -> None:
     tenants = states("t")
     tree = make_tree(order, tenants)
     tenant = tenants["t"]
-    leaves = [Leaf("t", c, tenant) for c in COMPONENTS[:2]]
+    leaves = [Leaf(c, tenant) for c in COMPONENTS[:2]]
     order.acquire(tenant)
     for leaf in leaves:
         leaf.push(Request(id=leaf.component, tenant_id="t", component=leaf.component))
