@@ -136,6 +136,23 @@ def niced_chromium(niceness: int) -> str:
     return str(wrapper)
 
 
+def pin_server_apart(server: DaphneProcess) -> str:
+    """Give the server one core and everything else (load clients, browsers) the rest.
+
+    In a deployment browsers run on operators' machines; on a 2-core box 20
+    Chromium renderers would otherwise take CPU from the server and the ratio
+    would measure the machine, not what inspectors cost the scheduler.
+    """
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2 or server.proc is None:
+        return "not pinned (one core)"
+    server_core, rest = {cores[0]}, set(cores[1:])
+    for task in Path(f"/proc/{server.proc.pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), server_core)
+    os.sched_setaffinity(0, rest)  # the browsers started later inherit this
+    return f"server pinned to core {cores[0]}; load clients and browsers on {sorted(rest)}"
+
+
 async def open_inspectors(
     context: Any, base_url: str, count: int, login: bool = True
 ) -> list[Page]:
@@ -168,6 +185,8 @@ async def run(args: argparse.Namespace) -> None:
     server.start()
     try:
         server.create_user(*USER, group="viewer")
+        placement = pin_server_apart(server) if args.pin else "not pinned (--no-pin)"
+        print(f"  ({placement})")
         load = Load(server, args.tenants, args.queriers, args.workers)
         await load.start()
         await asyncio.sleep(args.warmup * 2)
@@ -248,6 +267,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--nice", type=int, default=10, help="browser niceness (0: none)")
+    parser.add_argument(
+        "--no-pin", dest="pin", action="store_false", help="share every core (noisier)"
+    )
     asyncio.run(run(parser.parse_args()))
 
 
