@@ -1,0 +1,106 @@
+"""Readers for one raw config field each, collecting errors with their paths.
+
+Each reader returns the clean value, or None after recording why the value
+is wrong, so one pass over a whole config reports every problem at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from scheduler_core.durations import InvalidDuration, parse_duration
+from scheduler_core.errors import FieldError
+
+__all__ = [
+    "Collector",
+    "duration",
+    "integer",
+    "join",
+    "mapping",
+    "number",
+    "sequence",
+    "text",
+    "unknown",
+]
+
+
+class Collector:
+    """Gathers every error of one parse pass instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(path or "(root)", message))
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def mapping(value: object, path: str, errs: Collector) -> Mapping[str, Any] | None:
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return cast(Mapping[str, Any], value)
+    errs.add(path, f"must be a mapping, got {type(value).__name__}")
+    return None
+
+
+def sequence(value: object, path: str, errs: Collector) -> Sequence[Any] | None:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return value
+    errs.add(path, f"must be a list, got {type(value).__name__}")
+    return None
+
+
+def unknown(raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Collector) -> None:
+    for key in raw:
+        if key not in allowed:
+            errs.add(join(path, str(key)), "unknown field")
+
+
+def integer(value: object, path: str, errs: Collector, minimum: int | None = None) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        errs.add(path, f"must be an integer, got {type(value).__name__}")
+        return None
+    if minimum is not None and value < minimum:
+        errs.add(path, f"must be >= {minimum}, got {value}")
+        return None
+    return value
+
+
+def number(value: object, path: str, errs: Collector) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        errs.add(path, f"must be a finite number, got {value!r}")
+        return None
+    if value < 0:
+        errs.add(path, f"must not be negative, got {value}")
+        return None
+    return value
+
+
+def duration(value: object, path: str, errs: Collector, positive: bool = False) -> float | None:
+    try:
+        seconds = parse_duration(value)
+    except InvalidDuration as exc:
+        errs.add(path, str(exc))
+        return None
+    if seconds < 0 or (positive and seconds == 0):
+        errs.add(path, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        return None
+    return seconds
+
+
+def text(value: object, path: str, errs: Collector) -> str | None:
+    """A string field; "" means unset, as in Cortex."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        errs.add(path, f"must be a string, got {type(value).__name__}")
+        return None
+    return value or None
