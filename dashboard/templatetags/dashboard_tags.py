@@ -7,12 +7,13 @@ the first live update, for people, screen readers and tests alike.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
 from django.utils.html import format_html, format_html_join
 
-__all__ = ["format_wait", "node_label", "priority_class", "register"]
+__all__ = ["config_value", "format_wait", "node_label", "priority_class", "register"]
 
 register = template.Library()
 
@@ -85,3 +86,13 @@ def worker_text(worker: dict[str, Any]) -> str:
 @register.filter
 def other_layout(layout: str) -> str:
     return "component-first" if layout == "tenant-first" else "tenant-first"
+
+
+@register.filter
+def config_value(value: Any) -> str:
+    """A revision value as the config spells it: JSON for blocks, "—" when absent."""
+    if value is None:
+        return "—"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(", ", ": "))
+    return json.dumps(value) if isinstance(value, bool) else str(value)
