@@ -125,21 +125,11 @@ class SnapshotCollector(Collector):
         if runtime_host.started():
             host = runtime_host.get_host()
             snap = host.runtime.snapshot()
-            frontends = host.frontend_clients + _grpc_frontends(host)
+            frontends = host.frontend_clients
         yield from snapshot_families(snap, frontends)
 
     def describe(self) -> list[Any]:
         return []  # unchecked collector: its families depend on the queue
-
-
-def _grpc_frontends(host: Any) -> int:
-    door = host.grpc_door
-    if door is None:
-        return 0
-    try:
-        return sum(c.streams for c in door.frontend_connections())
-    except Exception:
-        return 0
 
 
 REGISTRY.register(SnapshotCollector())

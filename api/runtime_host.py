@@ -26,6 +26,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from api import config_events, replica_board, selectors
+from api.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
@@ -132,7 +133,7 @@ class RuntimeHost:
         self.observer.add(self.stats)
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self.applied_version = -1
-        self.frontend_clients = 0
+        self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
         self._limits: dict[str, TenantLimits] = {}
         self._reconcile_lock = asyncio.Lock()
@@ -272,6 +273,16 @@ class RuntimeHost:
         while True:
             self.stats.record_queue_length(len(self.runtime.queue))
             await asyncio.sleep(1.0)
+
+    # -- frontends -------------------------------------------------------------
+
+    def frontends(self) -> list[FrontendRow]:
+        return frontend_rows(self.websocket_frontends, self.grpc_door)
+
+    @property
+    def frontend_clients(self) -> int:
+        """Connected frontend streams over both protocols."""
+        return sum(row.streams for row in self.frontends())
 
     # -- gRPC and signals -----------------------------------------------------
 

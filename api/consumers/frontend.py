@@ -111,13 +111,13 @@ class FrontendConsumer(MachineConsumer):
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed = False
         self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
-        self.host.frontend_clients += 1
+        self.host.websocket_frontends.opened(self)
 
     async def disconnect(self, code: int) -> None:
         if not self.accepted:
             return
         self.closed = True
-        self.host.frontend_clients -= 1
+        self.host.websocket_frontends.closed(self)
         pending, self.pending = self.pending, {}
         for request in pending.values():
             self.runtime.cancel(request.id)
