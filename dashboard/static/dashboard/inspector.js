@@ -3,6 +3,7 @@
 // the first snapshot replaces it in place.
 
 import { LineChart } from "./charts.js";
+import { placeChildren, splitKeyed } from "./dom.js";
 import { formatRate, formatSeconds, formatWait, querierState, workerText } from "./format.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
@@ -59,9 +60,35 @@ function applyFrame(msg, full) {
   if (full || msg.chart.length) drawCharts();
 }
 
+// Element lookups and last written values are remembered, so an update
+// reads nothing back from the DOM and writes only what changed.
+const nodes = new Map();
+function byId(id) {
+  let node = nodes.get(id);
+  if (!node) { node = $(id); nodes.set(id, node); }
+  return node;
+}
+
 function setText(id, text) {
-  const node = $(id);
-  if (node.textContent !== text) node.textContent = text;
+  const node = byId(id);
+  if (node._text === undefined) node._text = node.textContent;
+  if (node._text !== text) {
+    node._text = text;
+    // Rewriting the one text node keeps its layout object; textContent
+    // would replace the node and rebuild it.
+    const only = node.firstChild;
+    if (only && only === node.lastChild && only.nodeType === 3) only.data = text;
+    else node.textContent = text;
+  }
+}
+
+function setProp(id, name, value) {
+  const node = byId(id);
+  if (node[name] !== value) node[name] = value;
+}
+
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
 }
 
 function applyHeader(h) {
@@ -71,10 +98,12 @@ function applyHeader(h) {
   setText("f-queriers", String(h.queriers));
   setText("f-workers", `${h.workers_busy}/${h.workers_total}`);
   setText("f-reserved", String(h.reserved_idle));
-  $("fig-reserved").classList.toggle("warn", h.reserved_idle > 0);
+  const warn = h.reserved_idle > 0;
+  const fig = byId("fig-reserved");
+  if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
-  $("replicas-note").hidden = !h.replicas;
+  setProp("replicas-note", "hidden", !h.replicas);
   setText("replicas-note", h.replicas ? h.replicas.note : "");
   markRunning(h.layout);
   const s = h.stats;
@@ -97,8 +126,11 @@ function markRunning(layout) {
 }
 
 function waitRows(id, table, label) {
-  const body = $(id);
+  const body = byId(id);
   const keys = Object.keys(table);
+  const sig = keys.map((k) => `${k}:${table[k].join(",")}`).join("|");
+  if (body._sig === sig) return;
+  body._sig = sig;
   if (!keys.length) {
     body.innerHTML = '<tr><td colspan="4" class="muted">no dispatches yet</td></tr>';
     return;
@@ -119,36 +151,90 @@ function applyTree(t) {
   tree.render(t.nodes);
   pages = t.pages;
   setText("page-info", `page ${t.page + 1} of ${t.pages}`);
-  $("prev-page").disabled = t.page <= 0;
-  $("next-page").disabled = t.page + 1 >= t.pages;
-  $("tree-empty").hidden = t.nodes.some((n) => n.length > 0);
-  $("tree").setAttribute("aria-label", `Queue tree (${t.projection})`);
+  setProp("prev-page", "disabled", t.page <= 0);
+  setProp("next-page", "disabled", t.page + 1 >= t.pages);
+  setProp("tree-empty", "hidden", t.nodes.some((n) => n.length > 0));
+  setAttr(byId("tree"), "aria-label", `Queue tree (${t.projection})`);
 }
 
 function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-function querierHtml(q) {
+// A querier article is head (header, reservations, shards) plus the worker
+// list. Worker times tick on every update, so workers are patched item by
+// item; the head is re-parsed only when its markup changes.
+function querierHead(q) {
   const res = q.reservations.length
     ? `<p class="res">Reserved for ${q.reservations.map((r) => `<span class="chip">${escapeHtml(r.tenant)} · priority ≥ ${r.priority}</span>`).join("")}</p>`
     : "";
   const more = q.shard_tenants > q.shard_sample.length ? ", …" : "";
   const sample = q.shard_sample.length ? ` (${q.shard_sample.map(escapeHtml).join(", ")}${more})` : "";
   const unsharded = q.unsharded_tenants ? ` + ${q.unsharded_tenants} unsharded` : "";
-  const workers = q.workers.map((w) => `<li class="w w-${w.state}">${escapeHtml(workerText(w))}</li>`).join("");
   const state = querierState(q);
   const replica = q.replica ? `<span class="chip" title="the scheduler replica of this connection">replica ${escapeHtml(q.replica)}</span>` : "";
-  return `<article class="querier state-${q.state}" data-querier="${escapeHtml(q.id)}"${q.replica ? ` data-replica="${escapeHtml(q.replica)}"` : ""} aria-label="querier ${escapeHtml(q.id)}${q.replica ? ` on replica ${escapeHtml(q.replica)}` : ""}: ${state}">` +
-    `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
-    `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>` +
-    `<ol class="workers">${workers}</ol></article>`;
+  return `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
+    `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>`;
+}
+
+const querierKey = (q) => `${q.id}\u0000${q.replica || ""}`;
+
+function createQuerier(q) {
+  const article = document.createElement("article");
+  article._key = querierKey(q);
+  article.dataset.querier = q.id;
+  if (q.replica) article.dataset.replica = q.replica;
+  const list = document.createElement("ol");
+  list.className = "workers";
+  article.append(list);
+  return article;
+}
+
+function updateQuerier(article, q) {
+  const state = querierState(q);
+  const cls = `querier state-${q.state}`;
+  if (article.className !== cls) article.className = cls;
+  setAttr(article, "aria-label", `querier ${q.id}${q.replica ? ` on replica ${q.replica}` : ""}: ${state}`);
+  const head = querierHead(q);
+  const list = article.lastElementChild;
+  if (article._head !== head) {
+    article._head = head;
+    while (article.firstElementChild !== list) article.firstElementChild.remove();
+    list.insertAdjacentHTML("beforebegin", head);
+  }
+  const items = list.children;
+  while (items.length > q.workers.length) list.lastElementChild.remove();
+  q.workers.forEach((w, i) => {
+    let li = items[i];
+    if (!li) { li = document.createElement("li"); list.append(li); }
+    const wcls = `w w-${w.state}`;
+    if (li.className !== wcls) li.className = wcls;
+    const text = workerText(w);
+    if (li._text !== text) { li._text = text; li.textContent = text; }
+  });
 }
 
 function applyQueriers(panel) {
-  $("queriers").innerHTML = panel.queriers.map(querierHtml).join("") +
-    (panel.hidden ? `<p class="muted">${panel.hidden} more queriers not shown.</p>` : "");
-  $("queriers-empty").hidden = panel.queriers.length > 0;
+  const box = byId("queriers");
+  const more = box._more || (box._more = document.createElement("p"));
+  more.className = "muted";
+  more._key = "\u0001more";
+  const keys = new Set(panel.queriers.map(querierKey));
+  if (panel.hidden) keys.add(more._key);
+  const { kept, stale } = splitKeyed(box, keys, (el) => el._key);
+  for (const el of stale) el.remove();
+  const wanted = panel.queriers.map((q) => {
+    const article = kept.get(querierKey(q)) || createQuerier(q);
+    updateQuerier(article, q);
+    return article;
+  });
+  if (panel.hidden) {
+    const text = `${panel.hidden} more queriers not shown.`;
+    if (more.textContent !== text) more.textContent = text;
+    wanted.push(more);
+  }
+  placeChildren(box, wanted);
+  setProp("queriers-empty", "hidden", panel.queriers.length > 0);
   setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
 }
 

@@ -3,7 +3,26 @@
 // place by node key on every update so focus and expansion survive and an
 // update touches only the rows whose figures changed.
 
+import { placeChildren, splitKeyed } from "./dom.js";
 import { formatWait, nodeLabel, nodeName, priorityClass, priorityText } from "./format.js";
+
+const keyOf = (li) => (li._key === undefined ? li.dataset.key : li._key);
+
+function setText(node, text) {
+  if (node._text === undefined) node._text = node.textContent;
+  if (node._text !== text) {
+    node._text = text;
+    // Rewriting the one text node keeps its layout object; textContent
+    // would replace the node and rebuild it.
+    const only = node.firstChild;
+    if (only && only === node.lastChild && only.nodeType === 3) only.data = text;
+    else node.textContent = text;
+  }
+}
+
+function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}
 
 export class TreeView {
   constructor(root, onToggle) {
@@ -42,28 +61,42 @@ export class TreeView {
   }
 
   reconcile(container, nodes, level) {
-    const existing = new Map();
-    for (const child of container.children) existing.set(child.dataset.key, child);
-    let index = 0;
-    for (const node of nodes) {
-      let li = existing.get(node.key);
-      if (li) existing.delete(node.key);
-      else li = this.create(node, level);
+    const keys = new Set(nodes.map((n) => n.key));
+    const { kept, stale } = splitKeyed(container, keys, keyOf);
+    // A row that has focus is never recycled: focus must not jump to
+    // another tenant's row.
+    const active = document.activeElement;
+    const pool = stale.filter((li) => !li.contains(active) && keyOf(li) !== this.focusKey);
+    let reused = 0;
+    const wanted = nodes.map((node) => {
+      let li = kept.get(node.key);
+      if (!li && reused < pool.length) li = this.rekey(pool[reused++], node.key);
+      if (!li) li = this.create(node, level);
       this.update(li, node, level);
-      const at = container.children[index];
-      if (at !== li) container.insertBefore(li, at || null);
-      index++;
+      return li;
+    });
+    const used = new Set(pool.slice(0, reused));
+    for (const li of stale) {
+      if (used.has(li)) continue;
+      if (keyOf(li) === this.focusKey) this.focusKey = null;
+      li.remove();
     }
-    for (const stale of existing.values()) {
-      if (stale.dataset.key === this.focusKey) this.focusKey = null;
-      stale.remove();
-    }
+    placeChildren(container, wanted);
+  }
+
+  rekey(li, key) {
+    li._key = key;
+    li.dataset.key = key;
+    li._sig = undefined;
+    li._node = undefined;
+    return li;
   }
 
   create(node, level) {
     const li = document.createElement("li");
     li.setAttribute("role", "treeitem");
     li.dataset.key = node.key;
+    li._key = node.key;
     li.setAttribute("aria-level", String(level));
     li.tabIndex = -1;
     li.innerHTML =
@@ -73,25 +106,31 @@ export class TreeView {
     return li;
   }
 
+  // Rows keep their figures in JS properties and compare before writing, so
+  // an update writes only what changed: the wait cell ticks on every update,
+  // the rest only when the row's counts or expansion change.
   update(li, node, level) {
     const hasChildren = (node.fanout || 0) > 0;
     const open = hasChildren && this.isExpanded(node, level);
     const prios = priorityText(node.by_priority);
-    const sig = `${node.kind}|${node.length}|${prios}|${node.oldest_wait}|${node.count}|${hasChildren}|${open}`;
+    const sig = `${node.kind}|${node.length}|${prios}|${node.count}|${hasChildren}|${open}`;
+    const row = li.firstElementChild;
+    if (!li._cells) li._cells = Array.from(row.children);
+    const cells = li._cells;
     if (li._sig !== sig) {
       li._sig = sig;
-      li.className = `node kind-${node.kind}`;
-      li.dataset.kind = node.kind;
-      li.setAttribute("aria-label", nodeLabel(node));
-      const row = li.firstElementChild;
-      row.children[1].textContent = nodeName(node);
-      row.children[2].textContent = String(node.length);
-      this.drawBar(row.children[3], node);
-      row.children[4].textContent = prios;
-      row.children[5].textContent = formatWait(node.oldest_wait);
-      if (hasChildren) li.setAttribute("aria-expanded", open ? "true" : "false");
-      else li.removeAttribute("aria-expanded");
+      const cls = `node kind-${node.kind}`;
+      if (li.className !== cls) li.className = cls;
+      if (li.dataset.kind !== node.kind) li.dataset.kind = node.kind;
+      setAttr(li, "aria-label", nodeLabel(node));
+      setText(cells[1], nodeName(node));
+      setText(cells[2], String(node.length));
+      this.drawBar(cells[3], node);
+      setText(cells[4], prios);
+      if (hasChildren) setAttr(li, "aria-expanded", open ? "true" : "false");
+      else if (li.hasAttribute("aria-expanded")) li.removeAttribute("aria-expanded");
     }
+    setText(cells[5], formatWait(node.oldest_wait));
     let group = li.children[1];
     if (!hasChildren) {
       if (group) group.remove();
@@ -114,8 +153,10 @@ export class TreeView {
     parts.forEach(([p, c], i) => {
       let seg = bar.children[i];
       if (!seg) { seg = document.createElement("i"); bar.append(seg); }
-      seg.className = priorityClass(p);
-      seg.style.width = `${((100 * c) / total).toFixed(1)}%`;
+      const cls = priorityClass(p);
+      if (seg.className !== cls) seg.className = cls;
+      const width = `${((100 * c) / total).toFixed(1)}%`;
+      if (seg._width !== width) { seg._width = width; seg.style.width = width; }
     });
   }
 
@@ -133,16 +174,22 @@ export class TreeView {
     return out;
   }
 
+  // One treeitem carries tabindex 0 (the roving tab stop). Rows of a
+  // collapsed group are detached, so a connected stop is a visible one and
+  // most updates keep it without walking the tree.
   ensureTabStop() {
+    const stop = this.tabStop;
+    if (stop && stop.isConnected && stop.tabIndex === 0 && keyOf(stop) === this.focusKey) return;
     const items = this.visibleItems();
-    let current = items.find((li) => li.dataset.key === this.focusKey);
+    let current = items.find((li) => keyOf(li) === this.focusKey);
     if (!current) current = items[0];
     for (const li of this.root.querySelectorAll('[role="treeitem"][tabindex="0"]')) {
       if (li !== current) li.tabIndex = -1;
     }
+    this.tabStop = current || null;
     if (current) {
       current.tabIndex = 0;
-      this.focusKey = current.dataset.key;
+      this.focusKey = keyOf(current);
     }
   }
 
@@ -150,19 +197,20 @@ export class TreeView {
     if (!li) return;
     for (const other of this.root.querySelectorAll('[role="treeitem"][tabindex="0"]')) other.tabIndex = -1;
     li.tabIndex = 0;
-    this.focusKey = li.dataset.key;
+    this.tabStop = li;
+    this.focusKey = keyOf(li);
     if (move) li.focus();
   }
 
   toggle(li, open) {
     if (!li.hasAttribute("aria-expanded")) return;
     const want = open === undefined ? li.getAttribute("aria-expanded") !== "true" : open;
-    this.expanded.set(li.dataset.key, want);
+    this.expanded.set(keyOf(li), want);
     li.setAttribute("aria-expanded", want ? "true" : "false");
     li._sig = "";
     const node = li._node;
     if (node) this.update(li, node, Number(li.getAttribute("aria-level")));
-    this.onToggle(li.dataset.key, want);
+    this.onToggle(keyOf(li), want);
   }
 
   onClick(e) {

@@ -1,0 +1,61 @@
+// Keyed DOM reconciliation shared by the tree and the queriers panel.
+// Invariant: after `placeChildren(container, wanted)` the container's element
+// children are exactly `wanted`, in order, and the fewest nodes were moved:
+// the rows that kept their relative order (a longest increasing run of their
+// old positions) stay where they are. Moving a row costs a detach, an attach
+// and style work for its whole subtree, and rankings shift by a few places per
+// update, so minimal moves is what keeps an update cheap.
+
+// Indices (into `seq`) of one longest strictly increasing subsequence;
+// entries < 0 (new nodes) never belong to it.
+function increasingRun(seq) {
+  const tails = [];
+  const prev = new Array(seq.length);
+  for (let i = 0; i < seq.length; i++) {
+    const v = seq[i];
+    if (v < 0) continue;
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (seq[tails[mid]] < v) lo = mid + 1;
+      else hi = mid;
+    }
+    prev[i] = lo > 0 ? tails[lo - 1] : -1;
+    tails[lo] = i;
+  }
+  const keep = new Set();
+  for (let i = tails.length ? tails[tails.length - 1] : -1; i >= 0; i = prev[i]) keep.add(i);
+  return keep;
+}
+
+export function placeChildren(container, wanted) {
+  const position = new Map();
+  let i = 0;
+  for (let child = container.firstElementChild; child; child = child.nextElementSibling) {
+    position.set(child, i++);
+  }
+  const keep = increasingRun(wanted.map((el) => (position.has(el) ? position.get(el) : -1)));
+  let next = null;
+  for (let j = wanted.length - 1; j >= 0; j--) {
+    const el = wanted[j];
+    if (!keep.has(j)) container.insertBefore(el, next);
+    next = el;
+  }
+}
+
+// Splits a container's element children into those whose key is in `keys`
+// (key -> element, first one wins) and the stale rest, in document order.
+// Nothing is detached: callers recycle stale rows for new keys (rewriting a
+// row's text is far cheaper than detaching one row and building another)
+// and remove only what is left over.
+export function splitKeyed(container, keys, keyOf) {
+  const kept = new Map();
+  const stale = [];
+  for (let child = container.firstElementChild; child; child = child.nextElementSibling) {
+    const key = keyOf(child);
+    if (key !== undefined && keys.has(key) && !kept.has(key)) kept.set(key, child);
+    else stale.push(child);
+  }
+  return { kept, stale };
+}
