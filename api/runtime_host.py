@@ -40,6 +40,7 @@ __all__ = [
     "get_host",
     "get_runtime",
     "shutdown",
+    "frontends",
     "started",
 ]
 
@@ -389,6 +390,11 @@ def get_runtime() -> SchedulerRuntime:
 
 def started() -> bool:
     return _host is not None
+
+
+def frontends() -> list[FrontendRow]:
+    """This replica's connected frontends; none before the runtime starts."""
+    return _host.frontends() if _host is not None else []
 
 
 def add_observer(observer: Any) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "DurationField",
     "ExplainRequestSerializer",
     "ExplainResponseSerializer",
+    "FrontendRowSerializer",
     "ImportResultSerializer",
     "QueriersSnapshotSerializer",
     "QueueSnapshotSerializer",
@@ -318,12 +319,22 @@ class QuerierRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     workers = WorkerRowSerializer(many=True)
 
 
+class FrontendRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    transport = serializers.ChoiceField(choices=["websocket", "grpc"])
+    address = serializers.CharField()
+    name = serializers.CharField(allow_blank=True, help_text="token name (websocket)")
+    streams = serializers.IntegerField()
+    outstanding = serializers.IntegerField(help_text="its requests queued or in flight")
+    connected_for = serializers.FloatField(allow_null=True, help_text="seconds")
+
+
 class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
     running = serializers.BooleanField()
     taken_at = serializers.FloatField(allow_null=True)
     count = serializers.IntegerField()
     reserved_idle = serializers.ListField(child=serializers.CharField())
     queriers = QuerierRowSerializer(many=True)
+    frontends = FrontendRowSerializer(many=True, help_text="connected to this replica")
     replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "QueueView",
     "queriers_view",
     "queue_view",
+    "take_frontends",
     "take_snapshot",
     "take_view",
 ]
@@ -57,6 +58,15 @@ async def _snapshot_on_loop() -> QueueSnapshot | None:
 def take_snapshot() -> QueueSnapshot | None:
     """This process's queue snapshot, or None when no runtime runs here."""
     return async_to_sync(_snapshot_on_loop)()
+
+
+async def _frontends_on_loop() -> list[dict[str, Any]]:
+    return [row._asdict() for row in runtime_host.frontends()]
+
+
+def take_frontends() -> list[dict[str, Any]]:
+    """The frontends connected to this replica, read on the scheduler's loop."""
+    return async_to_sync(_frontends_on_loop)()
 
 
 def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
@@ -283,14 +293,14 @@ class QueriersView(ApiView):
         taken = take_view()
         if taken is None:
             empty = {"running": False, "taken_at": None, "count": 0, "reserved_idle": []}
-            return Response({**empty, "queriers": []})
+            return Response({**empty, "queriers": [], "frontends": []})
         local, merged = taken
         search = request.query_params.get("search", "")
         only = flag(request, "reserved_idle")
+        frontends = take_frontends()
         if merged is None:
-            return Response(
-                queriers_view(local, search=search, reserved_idle_only=only, limit=limit)
-            )
+            data = queriers_view(local, search=search, reserved_idle_only=only, limit=limit)
+            return Response({**data, "frontends": frontends})
         data = queriers_view(
             merged.snapshot,
             search=search,
@@ -299,4 +309,5 @@ class QueriersView(ApiView):
             replicas=merged.querier_replicas,
         )
         data["replicas"] = merged.header()
+        data["frontends"] = frontends
         return Response(data)

@@ -1,0 +1,59 @@
+"""A replica lists the frontends connected to it, with what they have pending."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from typing import Any
+
+from api.daphne_process import DaphneProcess
+from api.wsclients import ws_connect
+
+
+def get_json(server: DaphneProcess, path: str, token: str) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{server.base_url}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+async def test_a_connected_websocket_frontend_is_listed_with_its_queued_requests(
+    daphne_server: DaphneProcess,
+) -> None:
+    frontend_token = daphne_server.issue_token("frontend", "listed-frontend")
+    viewer_token = daphne_server.issue_token("viewer")
+    ws = await ws_connect(f"{daphne_server.ws_url}/ws/frontend/", frontend_token)
+    now = time.time()
+    # No querier serves this tenant's requests, so they stay queued.
+    for rid in (1, 2):
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "enqueue",
+                    "id": rid,
+                    "tenant": "listed-tenant",
+                    "query": "up",
+                    "start": now - 600,
+                    "end": now,
+                    "step": 15,
+                }
+            )
+        )
+        assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "enqueued"
+
+    body = await asyncio.to_thread(get_json, daphne_server, "/api/v1/queriers/", viewer_token)
+    mine = [row for row in body["frontends"] if row["name"] == "listed-frontend"]
+    assert len(mine) == 1
+    assert mine[0]["transport"] == "websocket"
+    assert mine[0]["outstanding"] == 2
+
+    await ws.close()
+    for _ in range(50):
+        body = await asyncio.to_thread(get_json, daphne_server, "/api/v1/queriers/", viewer_token)
+        if not any(row["name"] == "listed-frontend" for row in body["frontends"]):
+            break
+        await asyncio.sleep(0.1)
+    assert not any(row["name"] == "listed-frontend" for row in body["frontends"])
