@@ -37,10 +37,10 @@ __all__ = [
     "RuntimeHost",
     "add_observer",
     "ensure_started",
+    "frontends",
     "get_host",
     "get_runtime",
     "shutdown",
-    "frontends",
     "started",
 ]
 
