@@ -15,8 +15,9 @@ runs: both are views of the same leaves, (tenant, component) queues.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from scheduler_core.model import COMPONENTS
@@ -116,12 +117,12 @@ def _merge(key: str, parts: Iterable[Aggregate | LeafSnapshot]) -> Aggregate:
     return Aggregate(key, length, tuple(sorted(counts.items(), reverse=True)), oldest)
 
 
-class _Row(NamedTuple):
-    """A tenant's share of one parent: sort key and the leaves it sums."""
-
-    key: str
-    length: int
-    leaves: tuple[LeafSnapshot, ...]
+# A ranked row: (tenant ID, its length in this scope, ...). Rows are plain
+# tuples because a tick ranks every tenant with work (10,000 and more) while
+# a page shows 50: the leaves of a row are looked up only for shown rows.
+_Rank = tuple[Any, ...]
+_LeavesOf = Callable[[_Rank], Sequence[LeafSnapshot]]
+_BY_LENGTH = itemgetter(1)
 
 
 class SnapshotIndex:
@@ -135,16 +136,33 @@ class SnapshotIndex:
 
     def __init__(self, snapshot: QueueSnapshot) -> None:
         self.snapshot = snapshot
-        self.tenant_leaves: dict[str, list[LeafSnapshot]] = {}
-        self.component_leaves: dict[str, list[LeafSnapshot]] = {c: [] for c in COMPONENTS}
+        tenant_leaves: dict[str, list[LeafSnapshot]] = {}
+        lengths: dict[str, int] = {}
+        component_leaves: dict[str, list[LeafSnapshot]] = {c: [] for c in COMPONENTS}
         for leaf in snapshot.leaves:
-            if leaf.length > 0:
-                self.tenant_leaves.setdefault(leaf.tenant_id, []).append(leaf)
-                self.component_leaves.setdefault(leaf.component, []).append(leaf)
-        self.components = {c: _merge(c, ls) for c, ls in self.component_leaves.items()}
+            length = leaf.length
+            if length <= 0:
+                continue
+            tenant = leaf.tenant_id
+            mine = tenant_leaves.get(tenant)
+            if mine is None:
+                tenant_leaves[tenant] = [leaf]
+                lengths[tenant] = length
+            else:
+                mine.append(leaf)
+                lengths[tenant] += length
+            bucket = component_leaves.get(leaf.component)
+            if bucket is None:
+                component_leaves[leaf.component] = [leaf]
+            else:
+                bucket.append(leaf)
+        self.tenant_leaves = tenant_leaves
+        self.component_leaves = component_leaves
+        self._lengths = lengths
+        self.components = {c: _merge(c, ls) for c, ls in component_leaves.items()}
         self.all_tenants = _merge("*", self.components.values())
-        self._tenant_rows: list[_Row] | None = None
-        self._component_rows: dict[str, list[_Row]] = {}
+        self._tenant_rows: list[_Rank] | None = None
+        self._component_rows: dict[str, list[_Rank]] = {}
 
     @classmethod
     def build(cls, snapshot: QueueSnapshot) -> SnapshotIndex:
@@ -154,29 +172,41 @@ class SnapshotIndex:
     def tenants_queued(self) -> int:
         return len(self.tenant_leaves)
 
-    def tenant_rows(self) -> list[_Row]:
-        """Tenants with queued work, deepest first (ties by ID)."""
+    def tenant_rows(self) -> list[_Rank]:
+        """(tenant, length) of tenants with queued work, deepest first (ties by ID)."""
         if self._tenant_rows is None:
-            rows = [
-                _Row(t, sum(leaf.length for leaf in ls), tuple(ls))
-                for t, ls in self.tenant_leaves.items()
-            ]
-            self._tenant_rows = _by_depth(rows)
+            self._tenant_rows = _by_depth(list(self._lengths.items()))
         return self._tenant_rows
 
-    def component_rows(self, component: str) -> list[_Row]:
-        """One component's tenants, deepest first (ties by ID)."""
+    def tenant_leaves_of(self, row: _Rank) -> Sequence[LeafSnapshot]:
+        return self.tenant_leaves[row[0]]
+
+    def component_rows(self, component: str) -> list[_Rank]:
+        """(tenant, length, leaf) of one component's leaves, deepest first (ties by ID)."""
         rows = self._component_rows.get(component)
         if rows is None:
             leaves = self.component_leaves.get(component, [])
-            rows = _by_depth([_Row(leaf.tenant_id, leaf.length, (leaf,)) for leaf in leaves])
+            rows = _by_depth([(leaf.tenant_id, leaf.length, leaf) for leaf in leaves])
             self._component_rows[component] = rows
         return rows
 
 
-def _by_depth(rows: list[_Row]) -> list[_Row]:
-    rows.sort(key=lambda r: (-r.length, r.key))
+def _component_leaf(row: _Rank) -> Sequence[LeafSnapshot]:
+    return (row[2],)
+
+
+def _by_depth(rows: list[_Rank]) -> list[_Rank]:
+    """Deepest first, ties by ID: two C-level stable sorts instead of a key lambda.
+
+    `reverse=True` keeps equal lengths in their ID order (sort stability is
+    preserved under reverse), which is what `(-length, id)` ordering means.
+    """
+    rows.sort(key=_KEY)
+    rows.sort(key=_BY_LENGTH, reverse=True)
     return rows
+
+
+_KEY = itemgetter(0)
 
 
 def _wait(now: float, oldest: float | None) -> float | None:
@@ -199,16 +229,16 @@ def _node(kind: str, key: str, agg: Aggregate, now: float, **extra: Any) -> dict
     return node
 
 
-def _matching(rows: list[_Row], needle: str) -> list[_Row]:
+def _matching(rows: list[_Rank], needle: str) -> list[_Rank]:
     if not needle:
         return rows
     folded = needle.casefold()
-    return [r for r in rows if folded in r.key.casefold()]
+    return [r for r in rows if folded in r[0].casefold()]
 
 
 def _page(
-    rows: list[_Row], params: ViewParams, total: Aggregate | None
-) -> tuple[list[_Row], Aggregate | None, int]:
+    rows: list[_Rank], params: ViewParams, total: Aggregate | None, leaves_of: _LeavesOf
+) -> tuple[list[_Rank], Aggregate | None, int]:
     """This page's rows and an "others" aggregate of every matching row not on it.
 
     `total` is the precomputed sum of `rows` when known (no search), so the
@@ -221,24 +251,32 @@ def _page(
         return shown, None, 0
     outside = (*rows[:start], *rows[start + params.page_size :])
     if total is None:
-        others = _merge("others", (leaf for r in outside for leaf in r.leaves))
+        others = _merge("others", (leaf for r in outside for leaf in leaves_of(r)))
     else:
-        others = _subtract(total, shown, outside)
+        others = _subtract(total, shown, outside, leaves_of)
     return shown, others, rest
 
 
-def _subtract(total: Aggregate, shown: list[_Row], outside: tuple[_Row, ...]) -> Aggregate:
+def _subtract(
+    total: Aggregate, shown: list[_Rank], outside: tuple[_Rank, ...], leaves_of: _LeavesOf
+) -> Aggregate:
     counts = dict(total.by_priority)
+    oldest = total.oldest_enqueued_at
+    oldest_shown = False
     for row in shown:
-        for leaf in row.leaves:
+        for leaf in leaves_of(row):
+            oldest_shown = oldest_shown or leaf.oldest_enqueued_at == oldest
             for priority, count in leaf.by_priority:
                 counts[priority] -= count
     by_priority = tuple(sorted(((p, c) for p, c in counts.items() if c > 0), reverse=True))
-    oldest = min(
-        (leaf.oldest_enqueued_at for r in outside for leaf in r.leaves),
-        default=None,
-    )
-    length = total.length - sum(r.length for r in shown)
+    if oldest_shown:
+        # Only then can the outside rows' oldest differ from the total's
+        # (the total's minimum is some leaf's value, exactly).
+        oldest = min(
+            (leaf.oldest_enqueued_at for r in outside for leaf in leaves_of(r)),
+            default=None,
+        )
+    length = total.length - sum(r[1] for r in shown)
     return Aggregate("others", length, by_priority, oldest)
 
 
@@ -253,17 +291,19 @@ def _others_node(
 def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
     matching = _matching(index.tenant_rows(), params.search)
     total = index.all_tenants if not params.search else None
-    rows, others, rest = _page(matching, params, total)
+    leaves_of = index.tenant_leaves_of
+    rows, others, rest = _page(matching, params, total, leaves_of)
     nodes = []
     for row in rows:
-        key = f"t:{row.key}"
+        key = f"t:{row[0]}"
+        leaves = leaves_of(row)
         children = [
             _node("component", f"{key}/{leaf.component}", _merge(leaf.component, [leaf]), now)
-            for leaf in row.leaves
+            for leaf in leaves
             if key in params.expanded
         ]
-        agg = _merge(row.key, row.leaves)
-        nodes.append(_node("tenant", key, agg, now, children=children, fanout=len(row.leaves)))
+        agg = _merge(row[0], leaves)
+        nodes.append(_node("tenant", key, agg, now, children=children, fanout=len(leaves)))
     nodes += _others_node("t", others, rest, now)
     return {"nodes": nodes, "matching": len(matching), "pages": _pages(len(matching), params)}
 
@@ -278,13 +318,11 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
         key = f"c:{component}"
         children: list[dict[str, Any]] = []
         if key in params.expanded:
-            rows, others, rest = _page(matching, params, total)
-            children = [
-                _node("tenant", f"{key}/{r.key}", _merge(r.key, r.leaves), now) for r in rows
-            ]
+            rows, others, rest = _page(matching, params, total, _component_leaf)
+            children = [_node("tenant", f"{key}/{r[0]}", _merge(r[0], (r[2],)), now) for r in rows]
             children += _others_node(key, others, rest, now)
         if params.search:
-            shown = _merge(component, (leaf for r in matching for leaf in r.leaves))
+            shown = _merge(component, (r[2] for r in matching))
         else:
             shown = index.components[component]
         nodes.append(_node("component", key, shown, now, children=children, fanout=len(matching)))

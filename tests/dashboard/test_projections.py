@@ -255,3 +255,46 @@ def test_wire_form_round_trips_every_node_and_key(queue: RequestQueue) -> None:
     ):
         tree = build_tree(index, params)
         assert tree_from_wire(tree_to_wire(tree)) == tree
+
+
+def _brute_others(q: RequestQueue, shown: set[str], component: str | None) -> tuple[Any, ...]:
+    snap = q.snapshot()
+    leaves = [
+        leaf
+        for leaf in snap.leaves
+        if leaf.length and leaf.tenant_id not in shown
+        if component is None or leaf.component == component
+    ]
+    counts: dict[int, int] = {}
+    for leaf in leaves:
+        for p, c in leaf.by_priority:
+            counts[p] = counts.get(p, 0) + c
+    oldest = min(leaf.oldest_enqueued_at for leaf in leaves)
+    by_priority = [list(pc) for pc in sorted(counts.items(), reverse=True)]
+    return sum(leaf.length for leaf in leaves), by_priority, round(snap.taken_at - oldest, 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_others_row_equals_a_merge_of_every_tenant_off_the_page(
+    queue: RequestQueue, clock: Clock, seed: int
+) -> None:
+    rng = random.Random(seed)
+    for i in range(300):
+        clock.now += rng.random()
+        tenant = f"t{rng.randrange(40):02d}"
+        enqueue(queue, f"r{i}", tenant, rng.choice(COMPONENTS), rng.randrange(4))
+    index = index_of(queue)
+    for page in (0, 1, 3):
+        tree = build_tree(index, ViewParams(page=page, page_size=7))
+        shown = {n["name"] for n in tree["nodes"] if n["kind"] == "tenant"}
+        others = tree["nodes"][-1]
+        expected = _brute_others(queue, shown, None)
+        assert (others["length"], others["by_priority"], others["oldest_wait"]) == expected
+        expanded = frozenset(f"c:{c}" for c in COMPONENTS)
+        params = ViewParams("component-first", page=page, page_size=5, expanded=expanded)
+        for component_node in build_tree(index, params)["nodes"]:
+            children = component_node["children"]
+            shown = {n["name"] for n in children if n["kind"] == "tenant"}
+            got = children[-1]
+            expected = _brute_others(queue, shown, component_node["name"])
+            assert (got["length"], got["by_priority"], got["oldest_wait"]) == expected
