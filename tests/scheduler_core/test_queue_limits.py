@@ -11,25 +11,12 @@ from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,
     QueryPriority,
-    QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import LeafSnapshot
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make(**config: object) -> tuple[RequestQueue, Clock]:
-    clock = Clock()
-    return RequestQueue(QueueConfig(**config), clock=clock), clock  # type: ignore[arg-type]
+from tests.fakes import clocked_queue
 
 
 def fill(q: RequestQueue, tenant: str, count: int, start: int = 0) -> None:
@@ -38,7 +25,7 @@ def fill(q: RequestQueue, tenant: str, count: int, start: int = 0) -> None:
 
 
 def test_the_default_limit_counts_queued_and_in_flight_requests() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "t", 100)
     with pytest.raises(TooManyRequests) as info:
         fill(q, "t", 1, start=100)
@@ -53,7 +40,7 @@ def test_the_default_limit_counts_queued_and_in_flight_requests() -> None:
 
 
 def test_lowering_a_tenant_limit_keeps_queued_work_and_rejects_new() -> None:
-    q, _ = make(max_outstanding_requests_per_tenant=10)
+    q, _ = clocked_queue(max_outstanding_requests_per_tenant=10)
     fill(q, "t", 5)
     q.set_tenant_limits("t", TenantLimits(max_outstanding=2))
     assert q.tenant_length("t") == 5
@@ -66,7 +53,7 @@ def test_lowering_a_tenant_limit_keeps_queued_work_and_rejects_new() -> None:
 
 
 def test_cancel_removes_a_queued_request_at_once() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "t", 3)
     cancelled = q.cancel("t1")
     assert cancelled is not None and cancelled.id == "t1"
@@ -81,7 +68,7 @@ def test_cancel_removes_a_queued_request_at_once() -> None:
 
 
 def test_cancel_of_the_only_request_prunes_the_tenant() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "t", 1)
     q.cancel("t0")
     snap = q.snapshot()
@@ -89,7 +76,7 @@ def test_cancel_of_the_only_request_prunes_the_tenant() -> None:
 
 
 def test_cancel_of_an_in_flight_request_frees_its_worker() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "t", 1)
     worker = q.connect_querier("q1")
     q.dequeue("q1", worker)
@@ -101,7 +88,7 @@ def test_cancel_of_an_in_flight_request_frees_its_worker() -> None:
 
 
 def test_a_request_id_can_be_queued_only_once() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "t", 1)
     with pytest.raises(DuplicateRequest):
         fill(q, "t", 1)
@@ -116,13 +103,13 @@ def test_a_request_id_can_be_queued_only_once() -> None:
 
 
 def test_an_unknown_component_is_refused() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     with pytest.raises(ValueError):
         q.enqueue(Request(id="r", tenant_id="t", component="compactor"))
 
 
 def test_enqueue_stamps_the_clock() -> None:
-    q, clock = make()
+    q, clock = clocked_queue()
     clock.now = 42.0
     request = Request(id="r", tenant_id="t")
     q.enqueue(request)
@@ -130,7 +117,7 @@ def test_enqueue_stamps_the_clock() -> None:
 
 
 def order_with_aging(aging: float, high_at: float) -> list[str]:
-    q, clock = make(priority_aging_seconds=aging)
+    q, clock = clocked_queue(priority_aging_seconds=aging)
     q.enqueue(Request(id="low", tenant_id="t", priority=0))
     clock.now = high_at
     q.enqueue(Request(id="high", tenant_id="t", priority=1))
@@ -152,7 +139,7 @@ def test_with_aging_a_long_wait_outranks_one_priority_level() -> None:
 
 
 def test_turning_aging_on_at_run_time_applies_to_queued_requests() -> None:
-    q, clock = make()
+    q, clock = clocked_queue()
     q.enqueue(Request(id="low", tenant_id="t", priority=0))
     clock.now = 15.0
     q.enqueue(Request(id="high", tenant_id="t", priority=1))
@@ -163,7 +150,7 @@ def test_turning_aging_on_at_run_time_applies_to_queued_requests() -> None:
 
 
 def test_drain_removes_every_queued_request_and_keeps_in_flight_ones() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     fill(q, "a", 2)
     fill(q, "b", 2)
     worker = q.connect_querier("q1")
@@ -178,7 +165,7 @@ def test_drain_removes_every_queued_request_and_keeps_in_flight_ones() -> None:
 
 
 def test_snapshot_counts_leaves_by_priority_with_the_oldest_time() -> None:
-    q, clock = make()
+    q, clock = clocked_queue()
     q.set_tenant_limits("t", TenantLimits(max_queriers=0, query_priority=QueryPriority(True)))
     for i, (component, prio) in enumerate(
         [(INGESTER, 1), (INGESTER, 3), (INGESTER, 1), (STORE_GATEWAY, 0)]

@@ -13,24 +13,12 @@ from scheduler_core.model import (
     UNKNOWN,
     PriorityDef,
     QueryPriority,
-    QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
 from scheduler_core.tenant_querier_assignment import shuffle_shard
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make(**config: object) -> RequestQueue:
-    return RequestQueue(QueueConfig(**config), clock=Clock())  # type: ignore[arg-type]
+from tests.fakes import clocked_queue
 
 
 def enqueue(q: RequestQueue, *specs: tuple[str, str, str, int]) -> None:
@@ -60,21 +48,21 @@ TWO_TENANTS = (
 
 
 def test_tenant_first_alternates_tenants_and_round_robins_components() -> None:
-    q = make(layout="tenant-first")
+    q, _ = clocked_queue(layout="tenant-first")
     enqueue(q, *TWO_TENANTS)
     worker = q.connect_querier("q1")
     assert serve_all(q, "q1", worker) == ["a1", "b1", "a3", "b2", "a2"]
 
 
 def test_component_first_round_robin_visits_components_then_tenants() -> None:
-    q = make(layout="component-first", component_selection="round-robin")
+    q, _ = clocked_queue(layout="component-first", component_selection="round-robin")
     enqueue(q, *TWO_TENANTS)
     worker = q.connect_querier("q1")
     assert serve_all(q, "q1", worker) == ["a1", "a3", "b2", "a2", "b1"]
 
 
 def test_dequeue_returns_the_slot_of_the_served_tenant() -> None:
-    q = make()
+    q, _ = clocked_queue()
     enqueue(q, *TWO_TENANTS)
     worker = q.connect_querier("q1")
     assert q.dequeue("q1", worker, -1)[1] == 0
@@ -83,7 +71,7 @@ def test_dequeue_returns_the_slot_of_the_served_tenant() -> None:
 
 
 def test_querier_worker_priority_starts_each_worker_at_its_component() -> None:
-    q = make(layout="component-first", component_selection="querier-worker-priority")
+    q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
     enqueue(
         q,
         ("a1", "a", INGESTER, 0),
@@ -107,7 +95,7 @@ def test_querier_worker_priority_starts_each_worker_at_its_component() -> None:
 
 
 def test_querier_worker_priority_splits_workers_over_the_present_components_only() -> None:
-    q = make(layout="component-first", component_selection="querier-worker-priority")
+    q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
     enqueue(q, *[(f"{c[0]}{i}", "a", c, 0) for i in range(4) for c in (INGESTER, STORE_GATEWAY)])
     workers = [q.connect_querier("q1") for _ in range(4)]
     # Two components present: even workers prefer ingester, odd store-gateway
@@ -122,7 +110,7 @@ def test_querier_worker_priority_splits_workers_over_the_present_components_only
 
 
 def test_querier_worker_priority_moves_on_when_preferred_work_is_outside_its_shard() -> None:
-    q = make(layout="component-first", component_selection="querier-worker-priority")
+    q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
     for querier in ("q1", "q2"):
         for _ in range(4):
             q.connect_querier(querier)
@@ -149,7 +137,7 @@ PRIORITY_SCRIPT = (
 
 
 def test_tenant_with_priority_serves_highest_head_first_with_ties_round_robin() -> None:
-    q = make(layout="tenant-first")
+    q, _ = clocked_queue(layout="tenant-first")
     q.set_tenant_limits("p", TenantLimits(query_priority=QueryPriority(enabled=True)))
     enqueue(q, *PRIORITY_SCRIPT)
     worker = q.connect_querier("q1")
@@ -157,14 +145,14 @@ def test_tenant_with_priority_serves_highest_head_first_with_ties_round_robin() 
 
 
 def test_tenant_without_priority_round_robins_components() -> None:
-    q = make(layout="tenant-first")
+    q, _ = clocked_queue(layout="tenant-first")
     enqueue(q, *PRIORITY_SCRIPT)
     worker = q.connect_querier("q1")
     assert serve_all(q, "q1", worker) == ["x4", "x2", "x3", "x5", "x1"]
 
 
 def test_tenant_order_serves_a_new_tenant_before_repeating_one() -> None:
-    q = make()
+    q, _ = clocked_queue()
     enqueue(q, *[(f"{t}{i}", t, INGESTER, 0) for i in range(2) for t in "ab"])
     worker = q.connect_querier("q1")
     got, last = q.dequeue("q1", worker, -1)
@@ -182,7 +170,7 @@ def test_tenant_order_serves_a_new_tenant_before_repeating_one() -> None:
 
 
 def test_a_reused_placeholder_never_makes_a_saved_index_skip_a_tenant() -> None:
-    q = make()
+    q, _ = clocked_queue()
     enqueue(q, ("a0", "a", INGESTER, 0), ("b0", "b", INGESTER, 0), ("c0", "c", INGESTER, 0))
     worker = q.connect_querier("q1")
     assert q.dequeue("q1", worker, 1)[0].id == "c0"  # type: ignore[union-attr]
@@ -198,7 +186,7 @@ def test_a_reused_placeholder_never_makes_a_saved_index_skip_a_tenant() -> None:
 
 
 def test_each_worker_keeps_its_own_place_in_the_tenant_order() -> None:
-    q = make()
+    q, _ = clocked_queue()
     enqueue(q, *[(f"{t}{i}", t, INGESTER, 0) for i in range(2) for t in "abc"])
     w0, w1 = q.connect_querier("q1"), q.connect_querier("q1")
     r0, last0 = q.dequeue("q1", w0, -1)
@@ -208,7 +196,7 @@ def test_each_worker_keeps_its_own_place_in_the_tenant_order() -> None:
 
 @pytest.mark.parametrize("selection", ["round-robin", "querier-worker-priority"])
 def test_switching_layout_midway_keeps_every_leaf_in_order(selection: str) -> None:
-    q = make(component_selection=selection)
+    q, _ = clocked_queue(component_selection=selection)
     specs = [
         (f"{t}-{c[:3]}-{i}", t, c, i % 2)
         for i in range(4)
@@ -249,8 +237,8 @@ def test_the_fused_fast_path_serves_exactly_what_the_generic_walk_serves(
 ) -> None:
     rng = random.Random(17)
     config = {"layout": layout, "component_selection": selection}
-    fused = make(**config, max_outstanding_requests_per_tenant=10**6)
-    generic = make(**config, max_outstanding_requests_per_tenant=10**6)
+    fused, _ = clocked_queue(**config, max_outstanding_requests_per_tenant=10**6)
+    generic, _ = clocked_queue(**config, max_outstanding_requests_per_tenant=10**6)
     generic._fast = 0  # the generic tree walk only
     reserving = TenantLimits(
         max_queriers=2,

@@ -6,24 +6,12 @@ from scheduler_core.model import (
     INGESTER,
     PriorityDef,
     QueryPriority,
-    QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import Reservation
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make(**config: object) -> RequestQueue:
-    return RequestQueue(QueueConfig(**config), clock=Clock())  # type: ignore[arg-type]
+from tests.fakes import clocked_queue
 
 
 def priority(*defs: tuple[int, float], enabled: bool = True) -> QueryPriority:
@@ -40,7 +28,7 @@ def connect_all(q: RequestQueue, names: list[str]) -> dict[str, int]:
 
 
 def test_highest_priority_is_dequeued_first_and_fifo_within_a_priority() -> None:
-    q = make()
+    q, _ = clocked_queue()
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 0))))
     for rid, prio in (("p0", 0), ("p2a", 2), ("p1", 1), ("p2b", 2)):
         q.enqueue(Request(id=rid, tenant_id="t", component=INGESTER, priority=prio))
@@ -60,14 +48,14 @@ def test_reserved_lists_follow_cortex_for_counts_and_shares() -> None:
     ]
     names = [f"q{i:02d}" for i in range(10)]
     for defs, expected in cases:
-        q = make()
+        q, _ = clocked_queue()
         connect_all(q, names)
         q.set_tenant_limits("t", TenantLimits(query_priority=priority(*defs)))
         assert reservations(q, "t") == list(zip(names, expected, strict=False))
 
 
 def test_a_reserved_querier_takes_only_its_priorities_and_then_returns_none() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     assert reservations(q, "t") == [("qa", 2)]
@@ -83,7 +71,7 @@ def test_a_reserved_querier_takes_only_its_priorities_and_then_returns_none() ->
 
 
 def test_a_reserved_querier_takes_higher_priorities_than_its_own() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb", "qc"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((1, 1), (3, 1))))
     assert reservations(q, "t") == [("qa", 1), ("qb", 3)]
@@ -93,7 +81,7 @@ def test_a_reserved_querier_takes_higher_priorities_than_its_own() -> None:
 
 
 def test_a_reserved_querier_moves_on_to_the_next_tenant_instead_of_stalling() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     q.enqueue(Request(id="t-low", tenant_id="t", priority=0))
@@ -103,7 +91,7 @@ def test_a_reserved_querier_moves_on_to_the_next_tenant_instead_of_stalling() ->
 
 
 def test_a_reserved_querier_moves_on_in_component_first_layout_too() -> None:
-    q = make(layout="component-first", component_selection="querier-worker-priority")
+    q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
     workers = connect_all(q, ["qa", "qb"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     q.enqueue(Request(id="t-low", tenant_id="t", component=INGESTER, priority=0))
@@ -113,14 +101,14 @@ def test_a_reserved_querier_moves_on_in_component_first_layout_too() -> None:
 
 
 def test_reservations_need_priority_enabled() -> None:
-    q = make()
+    q, _ = clocked_queue()
     connect_all(q, ["qa", "qb", "qc"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1), enabled=False)))
     assert reservations(q, "t") == []
 
 
 def test_reservations_follow_queriers_as_they_come_and_go() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qb", "qc"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     assert reservations(q, "t") == [("qb", 2)]
@@ -133,7 +121,7 @@ def test_reservations_follow_queriers_as_they_come_and_go() -> None:
 
 
 def test_reservations_are_taken_from_the_shuffle_shard_in_sorted_order() -> None:
-    q = make()
+    q, _ = clocked_queue()
     connect_all(q, [f"q{i}" for i in range(6)])
     q.set_tenant_limits("t", TenantLimits(max_queriers=3, query_priority=priority((1, 1), (2, 1))))
     view = next(t for t in q.snapshot().tenants if t.tenant_id == "t")
@@ -148,7 +136,7 @@ def test_reservations_are_taken_from_the_shuffle_shard_in_sorted_order() -> None
 
 
 def test_a_reserved_querier_is_an_ordinary_one_for_other_tenants() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     q.enqueue(Request(id="u-low", tenant_id="u", priority=0))
@@ -157,7 +145,7 @@ def test_a_reserved_querier_is_an_ordinary_one_for_other_tenants() -> None:
 
 
 def test_reserved_and_idle_queriers_are_flagged_in_the_snapshot() -> None:
-    q = make()
+    q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((2, 1))))
     flags = {s.querier_id: s.reserved_idle for s in q.snapshot().queriers}
@@ -168,7 +156,7 @@ def test_reserved_and_idle_queriers_are_flagged_in_the_snapshot() -> None:
 
 
 def test_turning_priority_on_keeps_every_queued_request() -> None:
-    q = make()
+    q, _ = clocked_queue()
     for i, prio in enumerate([0, 3, 1, 3, 0]):
         q.enqueue(Request(id=f"r{i}", tenant_id="t", component=INGESTER, priority=prio))
     q.set_tenant_limits("t", TenantLimits(query_priority=priority((3, 1))))

@@ -5,21 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier, WorkerBusy
-from scheduler_core.model import INGESTER, QueueConfig, Request, TenantLimits
+from scheduler_core.model import INGESTER, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make(forget_delay: float = 0.0) -> tuple[RequestQueue, Clock]:
-    clock = Clock()
-    return RequestQueue(QueueConfig(querier_forget_delay=forget_delay), clock=clock), clock
+from tests.fakes import clocked_queue
 
 
 def shard(q: RequestQueue, tenant: str) -> tuple[str, ...] | None:
@@ -27,7 +15,7 @@ def shard(q: RequestQueue, tenant: str) -> tuple[str, ...] | None:
 
 
 def test_each_connection_gets_the_lowest_free_worker_id() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     assert [q.connect_querier("q1") for _ in range(3)] == [0, 1, 2]
     q.disconnect_querier_worker("q1", 1)
     assert q.connect_querier("q1") == 1
@@ -36,7 +24,7 @@ def test_each_connection_gets_the_lowest_free_worker_id() -> None:
 
 
 def test_a_shutting_down_querier_gets_an_error_and_others_get_the_work() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     worker = q.connect_querier("q1")
     other = q.connect_querier("q2")
     q.enqueue(Request(id="r1", tenant_id="t"))
@@ -49,7 +37,7 @@ def test_a_shutting_down_querier_gets_an_error_and_others_get_the_work() -> None
 
 
 def test_shutdown_of_a_querier_without_workers_forgets_it_at_once() -> None:
-    q, _ = make(forget_delay=60)
+    q, _ = clocked_queue(querier_forget_delay=60)
     worker = q.connect_querier("q1")
     q.disconnect_querier_worker("q1", worker)
     assert [s.querier_id for s in q.snapshot().queriers] == ["q1"]
@@ -58,7 +46,7 @@ def test_shutdown_of_a_querier_without_workers_forgets_it_at_once() -> None:
 
 
 def test_a_shutting_down_querier_is_forgotten_when_its_last_worker_leaves() -> None:
-    q, _ = make(forget_delay=60)
+    q, _ = clocked_queue(querier_forget_delay=60)
     worker = q.connect_querier("q1")
     q.notify_querier_shutdown("q1")
     q.disconnect_querier_worker("q1", worker)
@@ -66,7 +54,7 @@ def test_a_shutting_down_querier_is_forgotten_when_its_last_worker_leaves() -> N
 
 
 def test_forget_delay_reshards_only_after_the_delay() -> None:
-    q, clock = make(forget_delay=10)
+    q, clock = clocked_queue(querier_forget_delay=10)
     workers = {name: q.connect_querier(name) for name in ("q1", "q2", "q3")}
     q.set_tenant_limits("t", TenantLimits(max_queriers=1))
     before = shard(q, "t")
@@ -85,7 +73,7 @@ def test_forget_delay_reshards_only_after_the_delay() -> None:
 
 
 def test_reconnecting_within_the_forget_delay_keeps_the_querier() -> None:
-    q, clock = make(forget_delay=10)
+    q, clock = clocked_queue(querier_forget_delay=10)
     worker = q.connect_querier("q1")
     q.disconnect_querier_worker("q1", worker)
     clock.now = 5
@@ -96,7 +84,7 @@ def test_reconnecting_within_the_forget_delay_keeps_the_querier() -> None:
 
 
 def test_without_forget_delay_a_vanished_querier_leaves_the_shards_at_once() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     workers = {name: q.connect_querier(name) for name in ("q1", "q2", "q3")}
     q.set_tenant_limits("t", TenantLimits(max_queriers=2))
     before = shard(q, "t")
@@ -106,7 +94,7 @@ def test_without_forget_delay_a_vanished_querier_leaves_the_shards_at_once() -> 
 
 
 def test_a_failed_send_goes_back_to_the_front_of_its_queue() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     worker = q.connect_querier("q1")
     for rid in ("r1", "r2"):
         q.enqueue(Request(id=rid, tenant_id="t", component=INGESTER))
@@ -119,7 +107,7 @@ def test_a_failed_send_goes_back_to_the_front_of_its_queue() -> None:
 
 
 def test_disconnect_releases_the_in_flight_request_without_requeueing_it() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     worker = q.connect_querier("q1")
     q.enqueue(Request(id="r1", tenant_id="t"))
     got, _ = q.dequeue("q1", worker)
@@ -132,12 +120,12 @@ def test_disconnect_releases_the_in_flight_request_without_requeueing_it() -> No
 
 
 def test_disconnecting_an_unknown_worker_is_ignored() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     assert q.disconnect_querier_worker("nobody", 0) is None
 
 
 def test_dequeue_rejects_unknown_queriers_and_workers() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     with pytest.raises(UnknownQuerier):
         q.dequeue("nobody", 0)
     q.connect_querier("q1")
@@ -146,7 +134,7 @@ def test_dequeue_rejects_unknown_queriers_and_workers() -> None:
 
 
 def test_a_busy_worker_cannot_take_a_second_request() -> None:
-    q, _ = make()
+    q, _ = clocked_queue()
     worker = q.connect_querier("q1")
     q.enqueue(Request(id="r1", tenant_id="t"))
     q.enqueue(Request(id="r2", tenant_id="t"))
@@ -159,7 +147,7 @@ def test_a_busy_worker_cannot_take_a_second_request() -> None:
 
 
 def test_snapshot_shows_busy_and_idle_workers_with_their_times() -> None:
-    q, clock = make()
+    q, clock = clocked_queue()
     w0 = q.connect_querier("q1")
     q.connect_querier("q1")
     q.enqueue(Request(id="r1", tenant_id="t", component=INGESTER, priority=2))

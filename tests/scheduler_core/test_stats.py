@@ -8,14 +8,7 @@ import pytest
 
 from scheduler_core.model import Request
 from scheduler_core.stats import EVENTS, HistoryPoint, RollingStats, WaitHistogram
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes import FakeClock
 
 
 def _req(component: str = "ingester", priority: int = 0) -> Request:
@@ -23,7 +16,7 @@ def _req(component: str = "ingester", priority: int = 0) -> Request:
 
 
 def test_counts_cover_every_event_kind_within_the_window() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock)
     req = _req()
     stats.on_enqueued(req)
@@ -45,7 +38,7 @@ def test_counts_cover_every_event_kind_within_the_window() -> None:
 
 
 def test_events_older_than_the_asked_window_are_not_counted() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock)
     stats.on_enqueued(_req())
     clock.now += 30
@@ -55,7 +48,7 @@ def test_events_older_than_the_asked_window_are_not_counted() -> None:
 
 
 def test_buckets_past_the_retention_window_are_dropped() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock, window_seconds=5)
     for _ in range(20):
         stats.on_enqueued(_req())
@@ -66,7 +59,7 @@ def test_buckets_past_the_retention_window_are_dropped() -> None:
 
 
 def test_rates_divide_by_the_window_in_seconds() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock)
     for _ in range(30):
         stats.on_dispatched(_req(), "q", 0, 0.01)
@@ -74,7 +67,7 @@ def test_rates_divide_by_the_window_in_seconds() -> None:
 
 
 def test_wait_percentiles_are_kept_apart_by_component_and_priority() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock)
     for _ in range(100):
         stats.on_dispatched(_req("ingester", 5), "q", 0, 0.010)
@@ -120,7 +113,7 @@ def test_zero_waits_report_as_zero_or_the_smallest_bucket() -> None:
 
 
 def test_wait_memory_does_not_grow_with_the_number_of_requests() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     stats = RollingStats(clock=clock)
     rng = random.Random(3)
     for _ in range(50_000):

@@ -16,19 +16,11 @@ from scheduler_core.model import (
 )
 from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime import SchedulerRuntime
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes import FakeClock, clocked_queue
 
 
 def _queue() -> tuple[RequestQueue, FakeClock]:
-    clock = FakeClock()
-    queue = RequestQueue(QueueConfig(), clock=clock)
+    queue, clock = clocked_queue(100.0)
     reserved = QueryPriority(
         enabled=True, priorities=[PriorityDef(5, 1, [QueryAttribute(regex="vip")])]
     )
@@ -103,7 +95,7 @@ def test_without_a_runtime_in_this_process_the_answer_says_so(viewer_api):
 
 
 def test_the_endpoints_serve_the_running_runtime(viewer_api, monkeypatch):
-    runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock())
+    runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock(100.0))
     runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)

@@ -13,14 +13,7 @@ from api.replicas import summarize
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes import FakeClock
 
 
 def peer_summary(replica: str) -> bytes:
@@ -41,7 +34,7 @@ def peer_summary(replica: str) -> bytes:
 
 @pytest.fixture
 def local_runtime(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
-    runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock())
+    runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock(100.0))
     runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
     runtime.queue.connect_querier("q-1")
     monkeypatch.setattr(runtime_host, "started", lambda: True)
