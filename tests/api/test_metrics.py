@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from django.test import AsyncClient
 
-from api import metrics, runtime_host  # noqa: F401 - importing registers the observer
+from api import metrics  # noqa: F401 - importing registers the observer
 from scheduler_core.errors import TooManyRequests
 from scheduler_core.model import QueryPriority, Request, TenantLimits
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-async def host(settings: Any, transactional_db: None) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def scrape() -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,14 +15,6 @@ from api.services import settings_update, tenant_put
 from scheduler_core.model import Request
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-async def host(settings: Any, transactional_db: None) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def until(predicate: Any, timeout: float = 5.0) -> None:
