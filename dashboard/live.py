@@ -19,12 +19,15 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from api.replicas import MergedView, merge_stats
+from api.frontends import FrontendRow
+from api.replicas import MergedView
+from dashboard.frontend_view import build_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
+from dashboard.runtime_source import RuntimeSource, stats_summary
 from dashboard.wire import queriers_to_wire, tree_to_wire
 from scheduler_core.snapshot import QueueSnapshot
 
@@ -53,7 +56,7 @@ LOOP_BUDGET = 0.1
 ACK_WINDOW = 2
 CHART_POINTS = 300  # five minutes at one point per second
 CHART_SECONDS = 1.0
-SECTIONS = ("header", "tree", "queriers")
+SECTIONS = ("header", "tree", "queriers", "frontends")
 # Changes on every process start, so a browser that reconnects to a restarted
 # server (or another replica) knows its seq numbers mean nothing any more.
 EPOCH = f"{os.getpid():x}-{int(time.time() * 1000):x}"
@@ -65,6 +68,9 @@ class SnapshotSource(Protocol):
     def snapshot(self) -> QueueSnapshot | None: ...
 
     def stats(self) -> Mapping[str, Any] | None: ...
+
+    # Optional, read with getattr: `replicas() -> MergedView | None` (scale-out)
+    # and `frontends() -> Sequence[FrontendRow]` (this replica's frontends).
 
 
 def _dumps(value: Any) -> str:
@@ -82,6 +88,7 @@ class Tick:
         interval: float = TICK_SECONDS,
         wall_time: float | None = None,
         replicas: MergedView | None = None,
+        frontends: Sequence[FrontendRow] = (),
     ) -> None:
         self.number = number
         self.wall_time = time.time() if wall_time is None else wall_time
@@ -92,7 +99,10 @@ class Tick:
         if replicas is not None:
             header["replicas"] = replicas.header()
         self.header = _dumps(header)
+        self.frontend_rows = tuple(frontends)
         self._queriers: str | None = None
+        self._frontends_panel: dict[str, Any] | None = None
+        self._frontends: str | None = None
         self._trees: dict[ViewParams, str] = {}
 
     @property
@@ -103,6 +113,19 @@ class Tick:
             self._queriers = _dumps(queriers_to_wire(panel))
         return self._queriers
 
+    @property
+    def frontends_panel(self) -> dict[str, Any]:
+        if self._frontends_panel is None:
+            local_only = self.replicas is not None
+            self._frontends_panel = build_frontends(self.frontend_rows, local_only=local_only)
+        return self._frontends_panel
+
+    @property
+    def frontends(self) -> str:
+        if self._frontends is None:
+            self._frontends = _dumps(self.frontends_panel)
+        return self._frontends
+
     def tree(self, params: ViewParams) -> str:
         cached = self._trees.get(params)
         if cached is None:
@@ -110,7 +133,12 @@ class Tick:
         return cached
 
     def sections(self, params: ViewParams) -> dict[str, str]:
-        return {"header": self.header, "tree": self.tree(params), "queriers": self.queriers}
+        return {
+            "header": self.header,
+            "tree": self.tree(params),
+            "queriers": self.queriers,
+            "frontends": self.frontends,
+        }
 
 
 class Viewer:
@@ -268,8 +296,11 @@ class Broadcaster:
         # Optional on the protocol: only a scale-out source has replicas.
         replicas_of = getattr(source, "replicas", None)
         replicas = replicas_of() if replicas_of is not None else None
+        frontends_of = getattr(source, "frontends", None)
+        frontends = frontends_of() if frontends_of is not None else ()
         self.ticks += 1
-        tick = Tick(self.ticks, snapshot, stats, self.interval, self._wall_clock(), replicas)
+        wall = self._wall_clock()
+        tick = Tick(self.ticks, snapshot, stats, self.interval, wall, replicas, frontends)
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             self.chart.append(_chart_point(tick, stats))
         self.current = tick
@@ -316,69 +347,8 @@ class Broadcaster:
         self.current = None
 
 
-class _RuntimeSource:
-    """Reads the process's scheduler runtime and its rolling stats (runtime host).
-
-    In scale-out mode the snapshot is the whole service's: the local queue
-    live, merged with the peers' last summaries (`api.replica_board`), and
-    `stats()` / `replicas()` describe that same merge until the next snapshot.
-    """
-
-    def __init__(self) -> None:
-        self._merged: MergedView | None = None
-
-    def snapshot(self) -> QueueSnapshot | None:
-        from api import runtime_host
-        from api.replica_board import get_board
-
-        if not runtime_host.started():
-            self._merged = None
-            return None
-        local = runtime_host.get_runtime().snapshot()
-        self._merged = get_board().view(local)
-        return local if self._merged is None else self._merged.snapshot
-
-    def stats(self) -> Mapping[str, Any] | None:
-        from api import runtime_host
-        from api.replica_board import get_board
-
-        if not runtime_host.started():
-            return None
-        host = runtime_host.get_host()
-        local = stats_summary(host.stats, frontends=host.frontend_clients)
-        if self._merged is None:
-            return local
-        return merge_stats(local, get_board().fresh_peers(time.time()))
-
-    def replicas(self) -> MergedView | None:
-        return self._merged
-
-
-def _waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
-    return {str(key): [round(s.p50, 4), round(s.p99, 4), s.samples] for key, s in summaries.items()}
-
-
-def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
-    """Header figures from a `RollingStats`: rates, waits by component and priority.
-
-    The chart's wait line is the worst component's p99, the figure that
-    tells an on-call engineer something is backing up.
-    """
-    by_component = stats.wait_by_component(window)
-    rates = stats.rates(window)
-    worst = max(by_component.values(), key=lambda s: s.p99, default=None)
-    return {
-        "window": window,
-        "rates": {k: round(v, 2) for k, v in rates.items()},
-        "wait_by_component": _waits(by_component),
-        "wait_by_priority": _waits(stats.wait_by_priority(window)),
-        "frontends": frontends,
-        "wait": None if worst is None else {"p50": worst.p50, "p99": worst.p99},
-    }
-
-
 def _runtime_source() -> SnapshotSource:
-    return _RuntimeSource()
+    return RuntimeSource()
 
 
 _instance: Broadcaster | None = None

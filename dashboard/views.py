@@ -82,6 +82,7 @@ def inspector(request: HttpRequest) -> HttpResponse:
         "tree": build_tree(tick.index, params) if tick else None,
         "header": build_header(tick.index, None) if tick else None,
         "queriers": _queriers(tick) if tick else None,
+        "frontends": tick.frontends_panel if tick else None,
     }
     return page(request, "dashboard/inspector.html", context)
 

@@ -13,7 +13,16 @@ from typing import Any
 from django import template
 from django.utils.html import format_html, format_html_join
 
-__all__ = ["config_value", "format_wait", "node_label", "priority_class", "register"]
+__all__ = [
+    "config_value",
+    "format_wait",
+    "frontend_label",
+    "frontends_count",
+    "node_label",
+    "priority_class",
+    "register",
+    "transport_label",
+]
 
 register = template.Library()
 
@@ -81,6 +90,24 @@ def worker_text(worker: dict[str, Any]) -> str:
     if worker["state"] == "waiting":
         return f"#{worker['id']} waiting for work · {took}"
     return f"#{worker['id']} idle · {took}"
+
+
+@register.simple_tag
+def transport_label(transport: str) -> str:
+    return "gRPC" if transport == "grpc" else transport
+
+
+@register.simple_tag
+def frontend_label(frontend: dict[str, Any]) -> str:
+    """The row's accessible name: what it is, where from, and how much it waits on."""
+    transport = transport_label(frontend["transport"])
+    return f"{transport} frontend {frontend['address']}: {frontend['outstanding']} outstanding"
+
+
+@register.simple_tag
+def frontends_count(panel: dict[str, Any]) -> str:
+    where = "on this replica" if panel["local_only"] else "total"
+    return f"{panel['total']} {where} · {panel['outstanding']} outstanding"
 
 
 @register.filter

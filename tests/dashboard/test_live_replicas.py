@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from api import replica_board, runtime_host
+from api.frontends import FrontendRow
 from api.replica_board import ReplicaBoard
 from api.replicas import MergedView, summarize
 from dashboard import live
@@ -108,7 +109,6 @@ class FakeHost:
     def __init__(self, runtime: SchedulerRuntime) -> None:
         self.runtime = runtime
         self.stats = RollingStats(clock=lambda: 100.0)
-        self.frontend_clients = 1
 
 
 def test_the_runtime_source_merges_peers_and_sums_their_rates(
@@ -122,6 +122,8 @@ def test_the_runtime_source_merges_peers_and_sums_their_rates(
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
     monkeypatch.setattr(runtime_host, "get_host", lambda: FakeHost(runtime))
+    rows = [FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 0, 2.0)]
+    monkeypatch.setattr(runtime_host, "frontends", lambda: rows)
     source = live._runtime_source()
     snapshot = source.snapshot()
     assert snapshot is not None and snapshot.total == 5
@@ -130,3 +132,14 @@ def test_the_runtime_source_merges_peers_and_sums_their_rates(
     assert stats["rates"]["dispatched"] == 3.0 and stats["frontends"] == 3
     replicas = source.replicas()  # type: ignore[attr-defined]
     assert replicas is not None and replicas.replicas == ("a", "b")
+    assert source.frontends() == rows  # type: ignore[attr-defined]
+
+
+def test_in_scale_out_the_frontends_panel_says_its_rows_are_this_replicas() -> None:
+    wall = 1_700_000_000.0
+    view = merged_view(wall)
+    rows = [FrontendRow("grpc", "10.0.0.2:7000", "", 3, 4, None)]
+    tick = Tick(1, view.snapshot, None, wall_time=wall, replicas=view, frontends=rows)
+    panel = json.loads(tick.frontends)
+    assert panel["local_only"] is True
+    assert [f["address"] for f in panel["frontends"]] == ["10.0.0.2:7000"]

@@ -55,7 +55,16 @@ class Traffic:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
 
-    def enqueue(self, tenant: str, query: str = "up", count: int = 1, **extra: Any) -> None:
+    def enqueue(
+        self,
+        tenant: str,
+        query: str = "up",
+        count: int = 1,
+        via: FrontendClient | None = None,
+        **extra: Any,
+    ) -> None:
+        """Enqueue from the module's frontend, or from `via` (another frontend)."""
+        frontend = via or self.frontend
         now = time.time()
         for _ in range(count):
             message = {
@@ -69,7 +78,13 @@ class Traffic:
                 "step": 30,
                 **extra,
             }
-            self.run(self.frontend.send(message))
+            self.run(frontend.send(message))
+
+    def another_frontend(self, token: str) -> FrontendClient:
+        """A second frontend connection, with its own token, closed by the caller."""
+        client = FrontendClient(f"{self.ws_url}/ws/frontend/", token, self.replies.append)
+        self.run(client.start())
+        return client
 
     def querier(
         self, querier_id: str, *, workers: int = 4, latency: Callable[[dict[str, Any]], float]

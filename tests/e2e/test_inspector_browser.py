@@ -93,6 +93,31 @@ def test_pause_freezes_the_view_and_resume_catches_up(page: Page, traffic: Traff
     expect(page.locator("#live-state")).to_have_text("live")
 
 
+def test_a_frontend_is_listed_with_its_outstanding_requests_until_it_disconnects(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    frontend = traffic.another_frontend(server.issue_token("frontend", "fe-panel"))
+    host, port = frontend.ws.local_address[:2]
+    row = page.locator(f'#frontends tr[data-frontend="websocket {host}:{port}"]')
+    try:
+        expect(row).to_have_attribute(
+            "aria-label", f"websocket frontend {host}:{port}: 0 outstanding"
+        )
+        traffic.enqueue("delta", count=3, via=frontend)
+        expect(row).to_have_attribute(
+            "aria-label",
+            f"websocket frontend {host}:{port}: 3 outstanding",
+            timeout=LIVE_WITHIN,
+        )
+        expect(row.locator("td")).to_have_text(
+            ["websocket", f"{host}:{port}", "fe-panel", "1", "3", re.compile(r"^\d+\.\d s$")]
+        )
+    finally:
+        traffic.close(frontend)
+    expect(row).to_have_count(0)
+    expect(page.locator("#frontends-empty")).to_be_hidden()  # the module's frontend stays
+
+
 def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies(
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:

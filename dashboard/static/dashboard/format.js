@@ -55,3 +55,16 @@ export function workerText(w) {
   if (w.state === "waiting") return `#${w.id} waiting for work · ${took}`;
   return `#${w.id} idle · ${took}`;
 }
+
+export function transportLabel(transport) {
+  return transport === "grpc" ? "gRPC" : transport;
+}
+
+export function frontendLabel(f) {
+  return `${transportLabel(f.transport)} frontend ${f.address}: ${f.outstanding} outstanding`;
+}
+
+export function frontendsCount(panel) {
+  const where = panel.local_only ? "on this replica" : "total";
+  return `${panel.total} ${where} · ${panel.outstanding} outstanding`;
+}

@@ -1,10 +1,13 @@
 // Inspector page: wires the live client to the tree, figures, charts,
-// queriers panel and controls. The page was rendered by the server first;
+// queriers and frontends panels and controls. The page was rendered by the server first;
 // the first snapshot replaces it in place.
 
 import { LineChart } from "./charts.js";
 import { placeChildren, splitKeyed } from "./dom.js";
-import { formatRate, formatSeconds, formatWait, querierState, workerText } from "./format.js";
+import {
+  formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, querierState,
+  transportLabel, workerText,
+} from "./format.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
 import { decodeQueriers, decodeTree } from "./wire.js";
@@ -55,6 +58,7 @@ function applyFrame(msg, full) {
   if (msg.header) applyHeader(msg.header);
   if (msg.tree) applyTree(decodeTree(msg.tree));
   if (msg.queriers) applyQueriers(decodeQueriers(msg.queriers));
+  if (msg.frontends) applyFrontends(msg.frontends);
   if (full) chartPoints = msg.chart;
   else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
   if (full || msg.chart.length) drawCharts();
@@ -236,6 +240,59 @@ function applyQueriers(panel) {
   placeChildren(box, wanted);
   setProp("queriers-empty", "hidden", panel.queriers.length > 0);
   setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
+}
+
+// Frontend rows are keyed by "transport address", the key the server
+// renders into data-frontend, so the first frame adopts the server's rows.
+// Each row remembers its cells' texts and rewrites only the changed ones
+// (the connected-for cell changes on nearly every update, nothing else).
+const frontendKey = (f) => `${f.transport} ${f.address}`;
+
+function createFrontend(key) {
+  const tr = document.createElement("tr");
+  tr.dataset.frontend = key;
+  tr.innerHTML = '<td><span class="badge"></span></td><td class="addr"></td><td class="token"></td>' +
+    '<td class="num"></td><td class="num"></td><td class="num"></td>';
+  return tr;
+}
+
+function updateFrontend(tr, f) {
+  setAttr(tr, "aria-label", frontendLabel(f));
+  const cells = tr.cells;
+  if (!tr._vals) tr._vals = Array.from(cells, (td) => td.textContent);
+  const vals = [transportLabel(f.transport), f.address, f.name || "–", String(f.streams),
+    String(f.outstanding), formatWait(f.for)];
+  vals.forEach((text, i) => {
+    if (tr._vals[i] === text) return;
+    tr._vals[i] = text;
+    if (i === 0) {
+      const badge = cells[0].firstElementChild;
+      badge.className = `badge badge-${f.transport}`;
+      badge.textContent = text;
+    } else {
+      cells[i].textContent = text;
+    }
+  });
+}
+
+function applyFrontends(panel) {
+  const body = byId("frontends");
+  const keys = new Set(panel.frontends.map(frontendKey));
+  const { kept, stale } = splitKeyed(body, keys, (el) => el.dataset.frontend);
+  for (const el of stale) el.remove();
+  const wanted = panel.frontends.map((f) => {
+    const key = frontendKey(f);
+    const tr = kept.get(key) || createFrontend(key);
+    updateFrontend(tr, f);
+    return tr;
+  });
+  placeChildren(body, wanted);
+  const any = panel.frontends.length > 0;
+  setProp("frontends-table", "hidden", !any);
+  setProp("frontends-empty", "hidden", any);
+  setProp("frontends-more", "hidden", !panel.hidden);
+  setText("frontends-more", panel.hidden ? `${panel.hidden} more frontends not shown.` : "");
+  setText("frontends-count", frontendsCount(panel));
 }
 
 function drawCharts() {

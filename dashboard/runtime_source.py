@@ -1,0 +1,86 @@
+"""The broadcaster's source in a running server: the scheduler runtime host.
+
+Everything a tick needs from the host is read in `snapshot()` and kept until
+the next one, so one tick reads the runtime, the replica board and the
+frontend registry exactly once however many viewers it serves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from api.frontends import FrontendRow
+from api.replicas import MergedView, merge_stats
+from scheduler_core.snapshot import QueueSnapshot
+
+__all__ = ["RuntimeSource", "stats_summary"]
+
+
+class RuntimeSource:
+    """Reads the process's scheduler runtime and its rolling stats (runtime host).
+
+    In scale-out mode the snapshot is the whole service's: the local queue
+    live, merged with the peers' last summaries (`api.replica_board`), and
+    `stats()` / `replicas()` describe that same merge until the next snapshot.
+    `frontends()` stays this replica's own: peers do not publish theirs.
+    """
+
+    def __init__(self) -> None:
+        self._merged: MergedView | None = None
+        self._frontends: list[FrontendRow] = []
+
+    def snapshot(self) -> QueueSnapshot | None:
+        from api import runtime_host
+        from api.replica_board import get_board
+
+        if not runtime_host.started():
+            self._merged = None
+            self._frontends = []
+            return None
+        local = runtime_host.get_runtime().snapshot()
+        self._frontends = runtime_host.frontends()
+        self._merged = get_board().view(local)
+        return local if self._merged is None else self._merged.snapshot
+
+    def stats(self) -> Mapping[str, Any] | None:
+        from api import runtime_host
+        from api.replica_board import get_board
+
+        if not runtime_host.started():
+            return None
+        streams = sum(row.streams for row in self._frontends)
+        local = stats_summary(runtime_host.get_host().stats, frontends=streams)
+        if self._merged is None:
+            return local
+        return merge_stats(local, get_board().fresh_peers(time.time()))
+
+    def replicas(self) -> MergedView | None:
+        return self._merged
+
+    def frontends(self) -> list[FrontendRow]:
+        return self._frontends
+
+
+def _waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
+    return {str(key): [round(s.p50, 4), round(s.p99, 4), s.samples] for key, s in summaries.items()}
+
+
+def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
+    """Header figures from a `RollingStats`: rates, waits by component and priority.
+
+    The chart's wait line is the worst component's p99, the figure that
+    tells an on-call engineer something is backing up.
+    """
+    by_component = stats.wait_by_component(window)
+    rates = stats.rates(window)
+    worst = max(by_component.values(), key=lambda s: s.p99, default=None)
+    return {
+        "window": window,
+        "rates": {k: round(v, 2) for k, v in rates.items()},
+        "wait_by_component": _waits(by_component),
+        "wait_by_priority": _waits(stats.wait_by_priority(window)),
+        "frontends": frontends,
+        "wait": None if worst is None else {"p50": worst.p50, "p99": worst.p99},
+    }
