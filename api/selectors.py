@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from api.diff import Change, structural_diff
 from api.exceptions import ConfigValidationError, NotFound
 from api.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
-from scheduler_core.classify import classify
+from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.priority import PriorityMatch, match_priority
@@ -209,18 +209,12 @@ def query_explain(
         query_ingesters_within=settings_now.query_ingesters_within,
         query_store_after=settings_now.query_store_after,
     )
-    info = found.info
-    select = (
-        None
-        if info.select_start is None or info.select_end is None
-        else (info.select_start, info.select_end)
-    )
     return Explanation(
         tenant_id=tenant_id,
         tenant_configured=configured,
         now=now,
         component=found.component,
-        select_range=select,
+        select_range=select_pair(found.info),
         limits=limits,
-        match=match_priority(limits.query_priority, info, now),
+        match=match_priority(limits.query_priority, found.info, now),
     )

@@ -27,6 +27,7 @@ __all__ = [
     "classify",
     "component_for",
     "query_info",
+    "select_pair",
     "select_range",
 ]
 
@@ -252,6 +253,13 @@ def _header(headers: Mapping[str, str], name: str) -> str:
     return next((v for k, v in headers.items() if k.lower() == wanted), "")
 
 
+def select_pair(info: QueryInfo) -> tuple[float, float] | None:
+    """`info`'s data-select range as one value: None unless both ends are known."""
+    if info.select_start is None or info.select_end is None:
+        return None
+    return info.select_start, info.select_end
+
+
 def query_info(
     *,
     query: str,
@@ -309,13 +317,5 @@ def classify(
         lookback_delta=lookback_delta,
         now=now,
     )
-    select = (
-        None
-        if info.select_start is None or info.select_end is None
-        else (
-            info.select_start,
-            info.select_end,
-        )
-    )
-    component = component_for(select, now, query_ingesters_within, query_store_after)
+    component = component_for(select_pair(info), now, query_ingesters_within, query_store_after)
     return Classification(component, info)

@@ -26,17 +26,15 @@ from api.protocol import (
     decode,
     parse,
 )
-from scheduler_core.classify import component_for, query_info
+from scheduler_core.classify import classify
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
-from scheduler_core.model import QueryInfo, Request
-from scheduler_core.priority import match_priority
+from scheduler_core.model import Request
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
     "FrontendConsumer",
     "WebsocketReplyHandle",
     "classify_enqueue",
-    "request_info",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,10 +61,18 @@ class WebsocketReplyHandle:
         self.consumer.deliver_failure(self.client_id, request, reason)
 
 
-def request_info(msg: Enqueue, now: float) -> QueryInfo:
-    """What priority matching sees of an `enqueue` (the parse is cached by
-    `scheduler_core.classify` per query text)."""
-    return query_info(
+def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:
+    """Component (unless the frontend named one) and the tenant's priority.
+
+    Priority matching needs the parsed query, so a request with an explicit
+    component is still classified when its tenant has priorities enabled
+    (the parse is cached by `scheduler_core.classify` per query text).
+    """
+    priority_rules = runtime.tenant_limits(msg.tenant).query_priority
+    if msg.component is not None and not priority_rules.enabled:
+        return msg.component, 0
+    config = runtime.config
+    found = classify(
         query=msg.query,
         api_type=msg.api_type,
         start=msg.start,
@@ -74,30 +80,11 @@ def request_info(msg: Enqueue, now: float) -> QueryInfo:
         step=msg.step,
         headers=msg.headers,
         now=now,
+        query_ingesters_within=config.query_ingesters_within,
+        query_store_after=config.query_store_after,
     )
-
-
-def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:
-    """Component (unless the frontend named one) and the tenant's priority.
-
-    Priority matching needs the parsed query, so a request with an explicit
-    component is still classified when its tenant has priorities enabled.
-    """
-    priority_rules = runtime.tenant_limits(msg.tenant).query_priority
-    if msg.component is not None and not priority_rules.enabled:
-        return msg.component, 0
-    info = request_info(msg, now)
-    component = msg.component
-    if component is None:
-        config = runtime.config
-        select = None
-        if info.select_start is not None and info.select_end is not None:
-            select = (info.select_start, info.select_end)
-        component = component_for(
-            select, now, config.query_ingesters_within, config.query_store_after
-        )
-    priority = match_priority(priority_rules, info, now).priority if priority_rules.enabled else 0
-    return component, priority
+    component = found.component if msg.component is None else msg.component
+    return component, priority_rules.priority_for(found.info, now)
 
 
 class FrontendConsumer(MachineConsumer):

@@ -11,6 +11,7 @@ from scheduler_core.classify import (
     classify,
     component_for,
     query_info,
+    select_pair,
     select_range,
 )
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo
@@ -284,3 +285,9 @@ def test_one_parse_of_a_query_serves_every_time_range_it_is_asked_for() -> None:
     assert (info.misses, info.hits) == (1, 1)
     assert first == (10_000.0 - 3600 - 300, 20_000.0)
     assert second == (50_000.0 - 3600 - 300, 90_000.0)
+
+
+def test_a_select_pair_needs_both_ends_of_the_range() -> None:
+    assert select_pair(QueryInfo(select_start=1.0, select_end=2.0)) == (1.0, 2.0)
+    assert select_pair(QueryInfo(select_start=1.0)) is None
+    assert select_pair(QueryInfo(select_end=2.0)) is None
