@@ -1,4 +1,4 @@
-"""What every machine-facing websocket consumer shares: token auth and dispatch.
+"""What every machine-facing websocket consumer shares: token auth, parsing and dispatch.
 
 Channels' consumers close stale database connections around *every*
 message, which costs a thread hop per frame. These consumers touch the
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -19,7 +20,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from api.auth import token_from_header
 from api.models import ApiToken
-from api.protocol import ProtocolError, dumps, error_message
+from api.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
 from api.services import api_token_authenticate
 
 __all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
@@ -55,6 +56,10 @@ class MachineConsumer(AsyncWebsocketConsumer):
     # that owns the request (same process, same runtime), one hop fewer.
     channel_layer_alias = "__no_channel_layer__"
     roles: frozenset[str] = frozenset()
+    # The endpoint's message types, and (set in `opened`) a handler per
+    # parsed message class; `receive` dispatches between the two.
+    parsers: Mapping[str, Parser] = {}
+    handlers: dict[type[Any], Callable[[Any], Awaitable[None]]]
     token: ApiToken | None = None
     accepted = False
 
@@ -86,6 +91,14 @@ class MachineConsumer(AsyncWebsocketConsumer):
 
     async def opened(self) -> None:
         """Runs after authentication, before the handshake is accepted."""
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            msg = parse(decode(text_data), self.parsers)
+        except ProtocolError as exc:
+            await self.send_error(exc)
+            return
+        await self.guarded(self.handlers[type(msg)], msg)
 
     async def send_message(self, message: dict[str, Any]) -> None:
         await self.send(text_data=dumps(message))

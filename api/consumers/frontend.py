@@ -23,8 +23,6 @@ from api.protocol import (
     ClientId,
     Enqueue,
     ProtocolError,
-    decode,
-    parse,
 )
 from scheduler_core.classify import classify
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
@@ -89,6 +87,7 @@ def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tup
 
 class FrontendConsumer(MachineConsumer):
     roles = frozenset({"frontend", "editor"})
+    parsers = FRONTEND_PARSERS
 
     async def opened(self) -> None:
         self.host = await runtime_host.ensure_started()
@@ -108,14 +107,6 @@ class FrontendConsumer(MachineConsumer):
         pending, self.pending = self.pending, {}
         for request in pending.values():
             self.runtime.cancel(request.id)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            msg = parse(decode(text_data), FRONTEND_PARSERS)
-        except ProtocolError as exc:
-            await self.send_error(exc)
-            return
-        await self.guarded(self.handlers[type(msg)], msg)
 
     async def on_enqueue(self, msg: Enqueue) -> None:
         if msg.id in self.pending:

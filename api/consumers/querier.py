@@ -23,8 +23,6 @@ from api.protocol import (
     ProtocolError,
     QuerierResult,
     Shutdown,
-    decode,
-    parse,
 )
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
 from scheduler_core.model import Request
@@ -63,6 +61,7 @@ def request_message(request: Request, worker_id: int) -> dict[str, Any]:
 
 class QuerierConsumer(MachineConsumer):
     roles = frozenset({"querier", "editor"})
+    parsers = QUERIER_PARSERS
 
     async def opened(self) -> None:
         self.host = await runtime_host.ensure_started()
@@ -74,14 +73,6 @@ class QuerierConsumer(MachineConsumer):
             QuerierResult: self.on_result,
             Shutdown: self.on_shutdown,
         }
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            msg = parse(decode(text_data), QUERIER_PARSERS)
-        except ProtocolError as exc:
-            await self.send_error(exc)
-            return
-        await self.guarded(self.handlers[type(msg)], msg)
 
     async def on_hello(self, msg: Hello) -> None:
         if self.querier_id is not None:
