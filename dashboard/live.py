@@ -28,7 +28,7 @@ from dashboard.frontend_view import build_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
 from dashboard.runtime_source import RuntimeSource, stats_summary
-from dashboard.wire import queriers_to_wire, tree_to_wire
+from dashboard.wire import frontends_to_wire, queriers_to_wire, tree_to_wire
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
@@ -123,7 +123,7 @@ class Tick:
     @property
     def frontends(self) -> str:
         if self._frontends is None:
-            self._frontends = _dumps(self.frontends_panel)
+            self._frontends = _dumps(frontends_to_wire(self.frontends_panel))
         return self._frontends
 
     def tree(self, params: ViewParams) -> str:

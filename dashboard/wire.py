@@ -12,17 +12,28 @@ Node: [kind, name, length, by_priority flat [p, c, ...], oldest_wait, fanout,
 count, children]; kind is "t" tenant, "c" component, "o" others.
 Worker: [id, state, tenant, component, priority, for]; state "b" busy,
 "i" idle, "w" waiting.
+Frontend: [transport, address, name, streams, outstanding, for]; transport
+"w" websocket, "g" gRPC.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["queriers_to_wire", "tree_from_wire", "tree_to_wire"]
+__all__ = [
+    "frontends_from_wire",
+    "frontends_to_wire",
+    "queriers_to_wire",
+    "tree_from_wire",
+    "tree_to_wire",
+]
 
 _KINDS = {"tenant": "t", "component": "c", "others": "o"}
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 _STATES = {"busy": "b", "idle": "i", "waiting": "w"}
+_TRANSPORTS = {"websocket": "w", "grpc": "g"}
+_TRANSPORT_NAMES = {v: k for k, v in _TRANSPORTS.items()}
+_FRONTEND_FIELDS = ("transport", "address", "name", "streams", "outstanding", "for")
 
 
 def _node(node: dict[str, Any]) -> list[Any]:
@@ -89,3 +100,21 @@ def _worker(worker: dict[str, Any]) -> list[Any]:
 def queriers_to_wire(panel: dict[str, Any]) -> dict[str, Any]:
     queriers = [{**q, "workers": [_worker(w) for w in q["workers"]]} for q in panel["queriers"]]
     return {**panel, "queriers": queriers}
+
+
+def frontends_to_wire(panel: dict[str, Any]) -> dict[str, Any]:
+    """Rows as arrays: the panel is resent whenever an outstanding count moves."""
+    rows = [
+        [_TRANSPORTS[f["transport"]], *(f[k] for k in _FRONTEND_FIELDS[1:])]
+        for f in panel["frontends"]
+    ]
+    return {**panel, "frontends": rows}
+
+
+def frontends_from_wire(wire: dict[str, Any]) -> dict[str, Any]:
+    """The panel as `build_frontends` made it, from its wire form."""
+    rows = [
+        {**dict(zip(_FRONTEND_FIELDS, raw, strict=True)), "transport": _TRANSPORT_NAMES[raw[0]]}
+        for raw in wire["frontends"]
+    ]
+    return {**wire, "frontends": rows}

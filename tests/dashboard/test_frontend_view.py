@@ -17,6 +17,7 @@ from dashboard.frontend_view import MAX_FRONTENDS_SHOWN, build_frontends
 from dashboard.live import Broadcaster, Viewer
 from dashboard.projections import ViewParams
 from dashboard.templatetags.dashboard_tags import frontend_label, frontends_count
+from dashboard.wire import frontends_from_wire, frontends_to_wire
 from scheduler_core.model import QueueConfig
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import QueueSnapshot
@@ -103,7 +104,12 @@ def frame(viewer: Viewer, broadcaster: Broadcaster) -> dict[str, Any] | None:
     tick = broadcaster.latest()
     assert tick is not None
     text = viewer.frame(tick, broadcaster.chart)
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    message = json.loads(text)
+    if "frontends" in message:
+        message["frontends"] = frontends_from_wire(message["frontends"])
+    return message
 
 
 def test_frames_carry_the_frontends_section_only_when_it_changed() -> None:
@@ -175,3 +181,11 @@ def test_the_page_says_no_frontends_are_connected(
     html = viewer_client.get("/").content.decode()
     assert re.search(r'<p id="frontends-empty" class="muted empty" >No frontends connected', html)
     assert re.search(r'<table class="compact" id="frontends-table" hidden>', html)
+
+
+def test_wire_form_round_trips_every_frontend_row() -> None:
+    rows = [websocket("127.0.0.1:5000", 2, since=3.25), grpc("10.1.1.1:9", 4, streams=5)]
+    panel = build_frontends(rows, local_only=True)
+    wire = json.loads(json.dumps(frontends_to_wire(panel)))
+    assert wire["frontends"][0] == ["g", "10.1.1.1:9", "", 5, 4, None]
+    assert frontends_from_wire(wire) == panel

@@ -19,6 +19,7 @@ from api.replica_board import ReplicaBoard
 from api.replicas import MergedView, summarize
 from dashboard import live
 from dashboard.live import Broadcaster, Tick
+from dashboard.wire import frontends_from_wire
 from scheduler_core.model import INGESTER, QueueConfig, Request
 from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime import SchedulerRuntime
@@ -140,6 +141,6 @@ def test_in_scale_out_the_frontends_panel_says_its_rows_are_this_replicas() -> N
     view = merged_view(wall)
     rows = [FrontendRow("grpc", "10.0.0.2:7000", "", 3, 4, None)]
     tick = Tick(1, view.snapshot, None, wall_time=wall, replicas=view, frontends=rows)
-    panel = json.loads(tick.frontends)
+    panel = frontends_from_wire(json.loads(tick.frontends))
     assert panel["local_only"] is True
     assert [f["address"] for f in panel["frontends"]] == ["10.0.0.2:7000"]

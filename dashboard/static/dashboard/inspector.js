@@ -10,7 +10,7 @@ import {
 } from "./format.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
-import { decodeQueriers, decodeTree } from "./wire.js";
+import { decodeFrontends, decodeQueriers, decodeTree } from "./wire.js";
 
 const COMPONENTS = ["ingester", "store-gateway", "ingester-and-store-gateway", "unknown"];
 const root = document.getElementById("inspector");
@@ -58,7 +58,7 @@ function applyFrame(msg, full) {
   if (msg.header) applyHeader(msg.header);
   if (msg.tree) applyTree(decodeTree(msg.tree));
   if (msg.queriers) applyQueriers(decodeQueriers(msg.queriers));
-  if (msg.frontends) applyFrontends(msg.frontends);
+  if (msg.frontends) applyFrontends(decodeFrontends(msg.frontends));
   if (full) chartPoints = msg.chart;
   else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
   if (full || msg.chart.length) drawCharts();

@@ -2,6 +2,7 @@
 
 const KINDS = { t: "tenant", c: "component", o: "others" };
 const STATES = { b: "busy", i: "idle", w: "waiting" };
+const TRANSPORTS = { w: "websocket", g: "grpc" };
 
 function key(kind, name, parent, prefix) {
   if (kind === "o") return `${parent || prefix}/others`;
@@ -32,6 +33,15 @@ export function decodeQueriers(wire) {
       workers: q.workers.map(([id, state, tenant, component, priority, took]) => ({
         id, state: STATES[state], tenant, component, priority, for: took,
       })),
+    })),
+  };
+}
+
+export function decodeFrontends(wire) {
+  return {
+    ...wire,
+    frontends: wire.frontends.map(([transport, address, name, streams, outstanding, took]) => ({
+      transport: TRANSPORTS[transport], address, name, streams, outstanding, for: took,
     })),
   };
 }
