@@ -133,7 +133,7 @@ def runtime_config_export() -> dict[str, Any]:
     }
 
 
-# --- REST API: explain one query (added for the REST API; read-only) ---------
+# --- explain one query -------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -95,14 +95,12 @@ class FrontendConsumer(MachineConsumer):
         self.pending: dict[ClientId, Request] = {}
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
-        self.closed = False
         self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
         self.host.websocket_frontends.opened(self)
 
     async def disconnect(self, code: int) -> None:
         if not self.accepted:
             return
-        self.closed = True
         self.host.websocket_frontends.closed(self)
         pending, self.pending = self.pending, {}
         for request in pending.values():
@@ -153,8 +151,11 @@ class FrontendConsumer(MachineConsumer):
         await self.send_message({"type": "cancelled", "id": msg.id})
 
     def _take(self, client_id: ClientId, request: Request) -> bool:
-        """Forget a finished request; False if it was already answered or cancelled."""
-        if self.closed or self.pending.get(client_id) is not request:
+        """Forget a finished request; False if it was already answered or cancelled.
+
+        A closed socket emptied `pending`, so its late results are dropped here too.
+        """
+        if self.pending.get(client_id) is not request:
             return False
         del self.pending[client_id]
         return True
