@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth.models import Group, User
 
 from api.daphne_process import DaphneProcess
 
@@ -25,3 +26,20 @@ def daphne_server() -> Iterator[DaphneProcess]:
         yield server
     finally:
         server.cleanup()
+
+
+@pytest.fixture
+def editor(db: None) -> User:
+    """A person in the editor group (created here too: transactional tests flush the
+    groups the migrations made)."""
+    user = User.objects.create_user("erin", password="pw-erin-123")
+    user.groups.add(Group.objects.get_or_create(name="editor")[0])
+    return user
+
+
+@pytest.fixture
+def viewer(db: None) -> User:
+    """A person in the viewer group."""
+    user = User.objects.create_user("victor", password="pw-victor-123")
+    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    return user

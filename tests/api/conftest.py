@@ -2,23 +2,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from api import runtime_host
-
-
-@pytest.fixture
-def editor(db: None) -> User:
-    user = User.objects.create_user("erin", password="pw-erin-123")
-    user.groups.add(Group.objects.get(name="editor"))
-    return user
-
-
-@pytest.fixture
-def viewer(db: None) -> User:
-    user = User.objects.create_user("victor", password="pw-victor-123")
-    user.groups.add(Group.objects.get(name="viewer"))
-    return user
 
 
 @pytest.fixture

@@ -1,22 +1,8 @@
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
-
-
-@pytest.fixture
-def editor(db: None) -> User:
-    user = User.objects.create_user("erin", password="pw-erin-123")
-    user.groups.add(Group.objects.get_or_create(name="editor")[0])
-    return user
-
-
-@pytest.fixture
-def viewer(db: None) -> User:
-    user = User.objects.create_user("victor", password="pw-victor-123")
-    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
-    return user
 
 
 @pytest.fixture

@@ -24,29 +24,26 @@ from scheduler_core.model import (
     PriorityDef,
     QueryAttribute,
     QueryPriority,
-    QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fakes import FakeClock, clocked_queue
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clocked() -> tuple[RequestQueue, FakeClock]:
+    return clocked_queue(1000.0, max_outstanding_requests_per_tenant=10_000)
 
 
 @pytest.fixture
-def queue(clock: Clock) -> RequestQueue:
-    return RequestQueue(QueueConfig(max_outstanding_requests_per_tenant=10_000), clock=clock)
+def clock(clocked: tuple[RequestQueue, FakeClock]) -> FakeClock:
+    return clocked[1]
+
+
+@pytest.fixture
+def queue(clocked: tuple[RequestQueue, FakeClock]) -> RequestQueue:
+    return clocked[0]
 
 
 def enqueue(q: RequestQueue, rid: str, tenant: str, component: str, priority: int = 0) -> None:
@@ -62,7 +59,7 @@ def names(nodes: list[dict[str, Any]]) -> list[str]:
 
 
 def test_tenant_first_orders_tenants_by_depth_and_splits_by_priority(
-    queue: RequestQueue, clock: Clock
+    queue: RequestQueue, clock: FakeClock
 ) -> None:
     enqueue(queue, "a1", "a", INGESTER, 3)
     clock.now += 5
@@ -186,7 +183,7 @@ def test_reserved_idle_querier_is_listed_first_with_its_reservation(queue: Reque
 
 
 def test_busy_worker_shows_tenant_component_priority_and_how_long(
-    queue: RequestQueue, clock: Clock
+    queue: RequestQueue, clock: FakeClock
 ) -> None:
     worker = queue.connect_querier("q-1")
     enqueue(queue, "r1", "acme", STORE_GATEWAY, 2)
@@ -276,7 +273,7 @@ def _brute_others(q: RequestQueue, shown: set[str], component: str | None) -> tu
 
 @pytest.mark.parametrize("seed", range(6))
 def test_others_row_equals_a_merge_of_every_tenant_off_the_page(
-    queue: RequestQueue, clock: Clock, seed: int
+    queue: RequestQueue, clock: FakeClock, seed: int
 ) -> None:
     rng = random.Random(seed)
     for i in range(300):
