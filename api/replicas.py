@@ -347,7 +347,7 @@ def local_stats(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str
     """A replica's own figures from its `RollingStats`, in the header's stats shape."""
 
     def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
-        return {str(k): [round(s.p50, 4), round(s.p99, 4), s.samples] for k, s in summaries.items()}
+        return {str(k): [round(s.p50, 6), round(s.p99, 6), s.samples] for k, s in summaries.items()}
 
     return {
         "window": window,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.frontends import FrontendRow
-from api.replicas import MergedView, merge_stats
+from api.replicas import MergedView, local_stats, merge_stats
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = ["RuntimeSource", "stats_summary"]
@@ -63,24 +63,13 @@ class RuntimeSource:
         return self._frontends
 
 
-def _waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
-    return {str(key): [round(s.p50, 4), round(s.p99, 4), s.samples] for key, s in summaries.items()}
-
-
 def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
     """Header figures from a `RollingStats`: rates, waits by component and priority.
 
     The chart's wait line is the worst component's p99, the figure that
     tells an on-call engineer something is backing up.
     """
-    by_component = stats.wait_by_component(window)
-    rates = stats.rates(window)
-    worst = max(by_component.values(), key=lambda s: s.p99, default=None)
-    return {
-        "window": window,
-        "rates": {k: round(v, 2) for k, v in rates.items()},
-        "wait_by_component": _waits(by_component),
-        "wait_by_priority": _waits(stats.wait_by_priority(window)),
-        "frontends": frontends,
-        "wait": None if worst is None else {"p50": worst.p50, "p99": worst.p99},
-    }
+    summary = local_stats(stats, frontends=frontends, window=window)
+    worst = max(summary["wait_by_component"].values(), key=lambda row: row[1], default=None)
+    summary["wait"] = None if worst is None else {"p50": worst[0], "p99": worst[1]}
+    return summary

@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 
 from api.replica_board import STALE_SECONDS, ReplicaBoard
-from api.replicas import MalformedSummary, PeerSummary, merge, merge_stats, summarize
+from api.replicas import (
+    MalformedSummary,
+    PeerSummary,
+    local_stats,
+    merge,
+    merge_stats,
+    summarize,
+)
+from scheduler_core.model import Request
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -22,6 +30,8 @@ from scheduler_core.snapshot import (
     TenantSnapshot,
     WorkerSnapshot,
 )
+from scheduler_core.stats import RollingStats
+from tests.fakes import FakeClock
 
 WALL = 1_700_000_000.0
 
@@ -200,3 +210,13 @@ def test_a_lone_replica_has_no_merged_view() -> None:
     board = ReplicaBoard("a")
     board.accept([encoded("a", WALL)])
     assert board.view(snapshot(1000.0, []), WALL) is None
+
+
+def test_local_waits_keep_microseconds_so_fast_dispatch_is_not_shown_as_a_rounded_floor() -> None:
+
+    stats = RollingStats(clock=FakeClock(100.0))
+    for n in range(10):
+        stats.on_dispatched(Request(id=str(n), tenant_id="t", component="ingester"), "q", 0, 3e-5)
+    p50, p99, samples = local_stats(stats, frontends=0)["wait_by_component"]["ingester"]
+    assert samples == 10
+    assert 2e-5 < p50 <= 4e-5 and 2e-5 < p99 <= 4e-5
