@@ -4,6 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 PORT ?= 8000
+GRPC_PORT ?= 9095
 HOST ?= 127.0.0.1
 PYTHON ?= python3
 VENV := .venv
@@ -45,6 +46,7 @@ serve: migrate static
 # both on Ctrl-C or when Daphne exits; if only the load generator fails, the
 # server keeps serving (the inspector is still useful).
 demo: export DEBUG = 1
+demo: export GRPC_PORT := $(GRPC_PORT)
 demo: migrate static demo-user
 	$(PY) manage.py seed_demo_config
 	@echo "Serving on http://$(HOST):$(PORT)/ with the load generator (Ctrl-C stops both)"
@@ -58,7 +60,7 @@ demo: migrate static demo-user
 	  kill -0 $$daphne_pid 2>/dev/null || { echo "daphne exited" >&2; exit 1; }; \
 	  sleep 0.2; \
 	done; \
-	$(PY) manage.py loadgen --url http://$(HOST):$(PORT) & loadgen_pid=$$!; \
+	$(PY) manage.py loadgen --url http://$(HOST):$(PORT) --grpc 127.0.0.1:$(GRPC_PORT) & loadgen_pid=$$!; \
 	wait $$daphne_pid
 
 test: venv
