@@ -94,7 +94,7 @@ def _keys(prefix: str, replica: str) -> tuple[str, str]:
 async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) -> None:
     """Publish our summary, then read every registered peer's (two round trips)."""
     wall = time.time()
-    stats = local_stats(host.stats, frontends=host.frontend_clients)
+    stats = local_stats(host.stats, frontends=len(host.frontends()))
     body = json.dumps(
         summarize(host.runtime.snapshot(), replica=board.own_id, wall_time=wall, stats=stats),
         separators=(",", ":"),

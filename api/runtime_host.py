@@ -282,7 +282,8 @@ class RuntimeHost:
 
     @property
     def frontend_clients(self) -> int:
-        """Connected frontend streams over both protocols."""
+        """Connected frontend streams over both protocols (Cortex's gauge counts
+        streams; the inspector counts frontends)."""
         return sum(row.streams for row in self.frontends())
 
     # -- gRPC and signals -----------------------------------------------------

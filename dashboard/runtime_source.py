@@ -50,8 +50,8 @@ class RuntimeSource:
 
         if not runtime_host.started():
             return None
-        streams = sum(row.streams for row in self._frontends)
-        local = stats_summary(runtime_host.get_host().stats, frontends=streams)
+        # Frontends, not their streams: the header and the panel count alike.
+        local = stats_summary(runtime_host.get_host().stats, frontends=len(self._frontends))
         if self._merged is None:
             return local
         return merge_stats(local, get_board().fresh_peers(time.time()))
