@@ -170,6 +170,11 @@ class SchedulerRuntime:
             del self._waiters[key]
         if fut.done() and not fut.cancelled() and fut.exception() is None:
             request = fut.result()
+            # Bug fix (cancelled request resurrected): its frontend may have
+            # cancelled it, or a disconnect released it, before this wait
+            # resumed; only a request still in flight may go back.
+            if not self.queue.in_flight(request.id):
+                return
             self.queue.requeue_front(request)
             request.attempts -= 1
             self._wake.set()

@@ -1,0 +1,439 @@
+"""Random operation sequences through `SchedulerRuntime`, checked against a ledger.
+
+The queue-level state machine (test_queue_properties.py) checks that the
+queue loses nothing; this one checks the same promise one layer up, where
+workers wait on futures, waits are cancelled, queriers vanish mid-request
+and the runtime stops. Every observer event, and every `requeue_front` the
+runtime makes, lands in one ordered ledger; the test replays it into a
+per-request state (queued, in flight on a worker, or ended one way) and
+compares that with the queue after every step. A requeue is only legal
+while its worker is being disconnected or its wait cancelled, which is how
+"a retry only after the querier vanished" is checked.
+
+Each example runs in its own event loop on a fake clock; the only waiting
+is `asyncio.sleep(0)` a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.errors import QuerierShuttingDown, TooManyRequests, UnknownQuerier
+from scheduler_core.model import (
+    COMPONENTS,
+    PriorityDef,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
+from scheduler_core.runtime import MAX_ATTEMPTS, SchedulerRuntime
+from tests.fakes import FakeClock
+
+TENANTS = ("a", "b", "c")
+QUERIERS = ("q0", "q1", "q2")
+DEFAULT_CAP = 5
+
+Key = tuple[str, int]
+
+
+class Op(NamedTuple):
+    """One step; `a`, `b`, `c` are read per kind, modulo what it picks from."""
+
+    kind: str
+    a: int = 0
+    b: int = 0
+    c: int = 0
+
+
+# Repeats weight the draw: work arrives, workers ask and the loop turns more
+# often than limits or layouts change.
+KINDS = (
+    ["enqueue"] * 4
+    + ["connect"] * 3
+    + ["wait"] * 4
+    + ["turns"] * 3
+    + ["complete"] * 3
+    + ["disconnect"] * 2
+    + ["cancel_wait", "cancel", "shutdown", "limits", "config", "tick"]
+)
+_param = st.integers(0, 11)
+OPS = st.builds(Op, st.sampled_from(KINDS), _param, _param, _param)
+
+
+class Ledger:
+    """The observer: records, never asserts (the runtime swallows observer errors)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Request, Any]] = []
+
+    def on_enqueued(self, req: Request) -> None:
+        self.events.append(("enqueued", req, None))
+
+    def on_rejected(self, req: Request, reason: str) -> None:
+        self.events.append(("rejected", req, reason))
+
+    def on_dispatched(self, req: Request, querier_id: str, worker_id: int, wait: float) -> None:
+        self.events.append(("dispatched", req, (querier_id, worker_id)))
+
+    def on_completed(self, req: Request) -> None:
+        self.events.append(("completed", req, None))
+
+    def on_cancelled(self, req: Request) -> None:
+        self.events.append(("cancelled", req, None))
+
+    def on_failed(self, req: Request, reason: str) -> None:
+        self.events.append(("failed", req, reason))
+
+    def on_requeued(self, req: Request) -> None:
+        self.events.append(("requeued", req, None))
+
+
+@dataclass
+class Fate:
+    """What the ledger says about one accepted request."""
+
+    request: Request
+    state: str = "queued"  # queued | flight | completed | cancelled | failed
+    worker: Key | None = None
+    dispatches: int = 0
+    withdrawn: int = 0  # dispatches undone because the wait was cancelled first
+    retries: int = 0
+
+
+@dataclass
+class Model:
+    """The ledger replayed, plus what the simulated transports hold."""
+
+    fates: dict[str, Fate] = field(default_factory=dict)
+    rejected: set[str] = field(default_factory=set)
+    cursor: int = 0
+    disconnecting: set[Key] = field(default_factory=set)
+    withdrawing: set[Key] = field(default_factory=set)
+    stopping: bool = False
+    workers: list[Key] = field(default_factory=list)
+    waits: dict[Key, asyncio.Task[Request]] = field(default_factory=dict)
+    held: dict[Key, str] = field(default_factory=dict)  # transport got it, not answered yet
+    done_waiting: set[Key] = field(default_factory=set)  # told its querier is leaving
+
+    def replay(self, ledger: Ledger) -> None:
+        for kind, req, arg in ledger.events[self.cursor :]:
+            self.apply(kind, req, arg)
+        self.cursor = len(ledger.events)
+
+    def apply(self, kind: str, req: Request, arg: Any) -> None:
+        rid = req.id
+        assert rid not in self.rejected, f"{rid} was rejected, then {kind}"
+        if kind == "enqueued":
+            assert rid not in self.fates, f"{rid} enqueued twice"
+            self.fates[rid] = Fate(req)
+            return
+        if kind == "rejected":
+            assert rid not in self.fates, f"{rid} was queued, then rejected"
+            self.rejected.add(rid)
+            return
+        fate = self.fates[rid]
+        if kind == "dispatched":
+            assert fate.state == "queued", f"{rid} dispatched while {fate.state}"
+            fate.state, fate.worker = "flight", arg
+            fate.dispatches += 1
+        elif kind == "requeued":
+            assert fate.state == "flight", f"{rid} requeued while {fate.state}"
+            if fate.worker in self.disconnecting:
+                fate.retries += 1
+            else:
+                assert fate.worker in self.withdrawing, f"{rid} requeued, its worker stayed"
+                fate.withdrawn += 1
+            fate.state, fate.worker = "queued", None
+        else:
+            assert fate.state in ("queued", "flight"), f"{rid} {kind} after {fate.state}"
+            if kind == "failed":
+                if fate.state == "flight":
+                    assert fate.worker in self.disconnecting, f"{rid} failed on a live worker"
+                else:
+                    assert self.stopping, f"{rid} failed while queued, before stop"
+            fate.state, fate.worker = kind, None
+
+    def queued(self) -> list[Fate]:
+        return [f for f in self.fates.values() if f.state == "queued"]
+
+    def outstanding(self, tenant: str) -> int:
+        live = ("queued", "flight")
+        return sum(
+            1 for f in self.fates.values() if f.state in live and f.request.tenant_id == tenant
+        )
+
+    def idle_workers(self) -> list[Key]:
+        busy = set(self.waits) | set(self.held) | self.done_waiting
+        return [k for k in self.workers if k not in busy]
+
+
+def check(runtime: SchedulerRuntime, model: Model, ledger: Ledger) -> None:
+    """Replay new events, then compare the ledger with the queue itself."""
+    model.replay(ledger)
+    queue = runtime.queue
+    queued = model.queued()
+    for rid, fate in model.fates.items():
+        assert queue.in_flight(rid) == (fate.state == "flight"), (rid, fate.state)
+        real = fate.dispatches - fate.withdrawn
+        assert real <= MAX_ATTEMPTS, f"{rid} reached queriers {real} times"
+        assert fate.retries <= 1, f"{rid} went back to the queue after {fate.retries} disconnects"
+        assert fate.request.attempts == real, (rid, fate.request.attempts, real)
+    assert len(queue) == len(queued)
+    per_tenant = Counter(f.request.tenant_id for f in queued)
+    for tenant in TENANTS:
+        assert queue.tenant_length(tenant) == per_tenant[tenant], tenant
+    snap = runtime.snapshot()
+    assert snap.total == len(queued)
+    assert {t.tenant_id: t.length for t in snap.tenants if t.length} == dict(per_tenant)
+    leaves = Counter((f.request.tenant_id, f.request.component) for f in queued)
+    assert {(s.tenant_id, s.component): s.length for s in snap.leaves} == dict(leaves)
+    busy = {
+        w.request_id: (w.querier_id, w.worker_id)
+        for q in snap.queriers
+        for w in q.workers
+        if w.request_id is not None
+    }
+    assert busy == {rid: f.worker for rid, f in model.fates.items() if f.state == "flight"}
+    for key, rid in model.held.items():
+        fate = model.fates[rid]
+        assert fate.worker == key or fate.state not in ("queued", "flight"), (key, rid)
+
+
+def collect(model: Model) -> None:
+    """Hand finished waits to their transports, as a querier loop would."""
+    for key, task in list(model.waits.items()):
+        if not task.done():
+            continue
+        del model.waits[key]
+        model.withdrawing.discard(key)
+        if task.cancelled():
+            # A withdrawn dispatch went back to the queue; nothing may stay on the worker.
+            assert all(f.worker != key for f in model.fates.values()), key
+            continue
+        exc = task.exception()
+        if exc is not None:
+            assert isinstance(exc, QuerierShuttingDown | UnknownQuerier), repr(exc)
+            model.done_waiting.add(key)
+            continue
+        model.held[key] = task.result().id
+
+
+async def settle(task: asyncio.Task[Request]) -> None:
+    await asyncio.wait({task})
+
+
+class Driver:
+    """Runs one op sequence on one runtime."""
+
+    def __init__(self) -> None:
+        self.clock = FakeClock(100.0)
+        self.ledger = Ledger()
+        config = QueueConfig(max_outstanding_requests_per_tenant=DEFAULT_CAP)
+        self.rt = SchedulerRuntime(
+            config, clock=self.clock, observer=self.ledger, forget_check_interval=0
+        )
+        self._watch_requeues()
+        self.model = Model()
+        self.limits: dict[str, TenantLimits] = {}
+        self.next_id = 0
+
+    def _watch_requeues(self) -> None:
+        queue = self.rt.queue
+        requeue_front = queue.requeue_front
+
+        def recorded(request: Request) -> None:
+            self.ledger.on_requeued(request)
+            requeue_front(request)
+
+        queue.requeue_front = recorded  # type: ignore[method-assign]
+
+    async def run(self, ops: list[Op]) -> None:
+        await self.rt.start()
+        check(self.rt, self.model, self.ledger)
+        for op in ops:
+            await getattr(self, f"do_{op.kind}")(op)
+            collect(self.model)
+            # A worker told its querier is leaving ends its stream (gRPC does).
+            for key in sorted(self.model.done_waiting):
+                await self.disconnect(key)
+            check(self.rt, self.model, self.ledger)
+        await self.finish()
+
+    async def finish(self) -> None:
+        model = self.model
+        model.stopping = True
+        leftovers = await self.rt.stop(drain_timeout=0)
+        check(self.rt, model, self.ledger)
+        assert not model.queued(), "queued after stop"
+        assert all(model.fates[r.id].state == "failed" for r in leftovers)
+        # The transports go away: cancel every wait, then drop every worker.
+        while model.waits:
+            await self.cancel_wait(min(model.waits))
+        for key in list(model.workers):
+            await self.disconnect(key)
+        check(self.rt, model, self.ledger)
+        unended = [rid for rid, f in model.fates.items() if f.state in ("queued", "flight")]
+        assert not unended, f"never answered: {unended}"
+
+    # -- ops ---------------------------------------------------------------
+    async def do_enqueue(self, op: Op) -> None:
+        tenant = TENANTS[op.a % 3]
+        rid = f"r{self.next_id}"
+        self.next_id += 1
+        request = Request(
+            id=rid, tenant_id=tenant, component=COMPONENTS[op.b % 4], priority=op.c % 3
+        )
+        own = self.limits.get(tenant, TenantLimits()).max_outstanding
+        cap = self.rt.config.max_outstanding_requests_per_tenant if own is None else own
+        self.model.replay(self.ledger)
+        full = self.model.outstanding(tenant) >= cap
+        try:
+            self.rt.enqueue(request)
+        except TooManyRequests:
+            assert full, f"{rid} rejected below the limit {cap}"
+            self.model.replay(self.ledger)
+            assert rid in self.model.rejected
+            return
+        assert not full, f"{rid} accepted over the limit {cap}"
+
+    async def do_connect(self, op: Op) -> None:
+        self.connect(QUERIERS[op.a % 3])
+
+    def connect(self, querier: str) -> Key | None:
+        if sum(1 for q, _ in self.model.workers if q == querier) >= 3:
+            return None
+        key = (querier, self.rt.connect_querier(querier))
+        assert key not in self.model.workers
+        self.model.workers.append(key)
+        return key
+
+    async def do_wait(self, op: Op) -> None:
+        idle = self.model.idle_workers()
+        if idle:
+            key = idle[op.a % len(idle)]
+            self.model.waits[key] = asyncio.create_task(self.rt.next_request(*key))
+
+    async def do_cancel_wait(self, op: Op) -> None:
+        if self.model.waits:
+            await self.cancel_wait(sorted(self.model.waits)[op.a % len(self.model.waits)])
+
+    async def cancel_wait(self, key: Key) -> None:
+        task = self.model.waits[key]
+        self.model.withdrawing.add(key)
+        task.cancel()
+        await settle(task)
+        self.model.replay(self.ledger)
+        collect(self.model)
+
+    async def do_complete(self, op: Op) -> None:
+        """The querier answered: complete (a no-op if cancelled meanwhile)."""
+        if not self.model.held:
+            return
+        key = sorted(self.model.held)[op.a % len(self.model.held)]
+        rid = self.model.held.pop(key)
+        self.model.replay(self.ledger)
+        live = self.model.fates[rid].state == "flight"
+        assert (self.rt.complete(rid) is not None) == live, rid
+
+    async def do_cancel(self, op: Op) -> None:
+        ids = sorted(self.model.fates)
+        if not ids:
+            return
+        rid = ids[op.a % len(ids)]
+        self.model.replay(self.ledger)
+        live = self.model.fates[rid].state in ("queued", "flight")
+        assert (self.rt.cancel(rid) is not None) == live, rid
+
+    async def do_disconnect(self, op: Op) -> None:
+        """Drop a worker; half the time its querier reconnects and asks again at once."""
+        if not self.model.workers:
+            return
+        key = self.model.workers[op.a % len(self.model.workers)]
+        await self.disconnect(key)
+        if op.b % 2:
+            again = self.connect(key[0])
+            if again is not None:
+                self.model.waits[again] = asyncio.create_task(self.rt.next_request(*again))
+
+    async def disconnect(self, key: Key) -> None:
+        """As the transports do: stop the worker's wait first, then drop it."""
+        if key in self.model.waits:
+            await self.cancel_wait(key)
+        self.model.replay(self.ledger)
+        holding = [rid for rid, f in self.model.fates.items() if f.worker == key]
+        self.model.disconnecting.add(key)
+        released = self.rt.disconnect_querier_worker(*key)
+        assert ([released.id] if released else []) == holding, (key, holding)
+        self.model.replay(self.ledger)
+        self.model.disconnecting.discard(key)
+        self.model.workers.remove(key)
+        self.model.held.pop(key, None)
+        self.model.done_waiting.discard(key)
+
+    async def do_shutdown(self, op: Op) -> None:
+        self.rt.notify_querier_shutdown(QUERIERS[op.a % 3])
+
+    async def do_limits(self, op: Op) -> None:
+        """Shards of 0-2 queriers, a tight or default cap, maybe a reservation."""
+        tenant = TENANTS[op.a % 3]
+        priorities = [PriorityDef(2, 1)] if op.b > 8 else []
+        limits = TenantLimits(
+            max_queriers=op.b % 3,
+            max_outstanding=(None, None, 1, 2, 0)[op.c % 5],
+            query_priority=QueryPriority(enabled=bool(priorities), priorities=priorities),
+        )
+        self.rt.set_tenant_limits(tenant, limits)
+        self.limits[tenant] = limits
+
+    async def do_config(self, op: Op) -> None:
+        config = replace(
+            self.rt.config,
+            layout=("tenant-first", "component-first")[op.a % 2],
+            component_selection=("round-robin", "querier-worker-priority")[op.b % 2],
+            querier_forget_delay=(0.0, 3.0)[op.c % 2],
+        )
+        self.rt.set_config(config)
+
+    async def do_turns(self, op: Op) -> None:
+        for _ in range(1 + op.a % 4):
+            await asyncio.sleep(0)
+
+    async def do_tick(self, op: Op) -> None:
+        self.clock.now += 1 + op.a % 4
+        await asyncio.sleep(0)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(ops=st.lists(OPS, min_size=20, max_size=60))
+def test_every_accepted_request_is_answered_once_and_dispatched_at_most_twice(
+    ops: list[Op],
+) -> None:
+    asyncio.run(Driver().run(ops))
+
+
+def test_a_request_cancelled_before_its_wait_resumed_stays_cancelled() -> None:
+    """Found by the property above: the abandoned wait put a cancelled request back."""
+
+    async def scenario() -> None:
+        ledger = Ledger()
+        runtime = SchedulerRuntime(QueueConfig(), clock=FakeClock(), observer=ledger)
+        await runtime.start()
+        worker = runtime.connect_querier("q0")
+        waiting = asyncio.create_task(runtime.next_request("q0", worker))
+        await asyncio.sleep(0)
+        runtime.enqueue(Request(id="r0", tenant_id="a"))  # handed to the waiting worker
+        assert runtime.cancel("r0") is not None  # its frontend gave up first
+        waiting.cancel()  # then the querier's stream closed
+        await asyncio.wait({waiting})
+        assert len(runtime.queue) == 0
+        assert await runtime.stop(drain_timeout=0) == []
+        assert [kind for kind, _, _ in ledger.events] == ["enqueued", "dispatched", "cancelled"]
+
+    asyncio.run(scenario())
