@@ -30,25 +30,9 @@ from scheduler_core.validation import (
     validate_queue_settings,
     validate_tenant_config,
 )
+from tests.examples import SEED_TENANT_CONFIG
 
-SEED_CONFIG: dict[str, Any] = {
-    "query_priority": {
-        "enabled": True,
-        "default_priority": 0,
-        "priorities": [
-            {
-                "priority": 3,
-                "reserved_queriers": 1,
-                "query_attributes": [{"regex": "special_query"}],
-            },
-            {
-                "priority": 2,
-                "query_attributes": [{"regex": "max", "time_window": {"start": "2h", "end": "0h"}}],
-            },
-            {"priority": 1, "query_attributes": [{"time_window": {"start": "24h"}}]},
-        ],
-    }
-}
+SEED_CONFIG = SEED_TENANT_CONFIG
 
 P0 = "query_priority.priorities[0]"
 A0 = f"{P0}.query_attributes[0]"

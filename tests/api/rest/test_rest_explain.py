@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import copy
 
+from tests.examples import SEED_TENANT_CONFIG
+
 URL = "/api/v1/explain/"
 NOW = 1_700_000_000.0
 HOUR = 3600.0
 
-SEED_RULES = {
-    "query_priority": {
-        "enabled": True,
-        "default_priority": 0,
-        "priorities": [
-            {
-                "priority": 3,
-                "reserved_queriers": 1,
-                "query_attributes": [{"regex": "special_query"}],
-            },
-            {
-                "priority": 2,
-                "query_attributes": [{"regex": "max", "time_window": {"start": "2h", "end": "0h"}}],
-            },
-            {"priority": 1, "query_attributes": [{"time_window": {"start": "24h"}}]},
-        ],
-    }
-}
+SEED_RULES = SEED_TENANT_CONFIG
 
 
 def _explain(client, **request):
