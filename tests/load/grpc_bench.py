@@ -22,11 +22,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import resource
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
@@ -38,6 +41,9 @@ from api.grpc.clients import (
     get_request,
 )
 from scheduler_core.pb import schedulerpb_pb2 as pb
+from scheduler_core.pb.httpgrpc_pb2 import HTTPRequest
+from tests.load.h2lite import GrpcCallError, StreamReset
+from tests.load.lean_grpc import LeanFrontend, LeanQuerier, LeanWorker, Result
 
 __all__ = ["BenchResult", "main", "run_bench", "serve"]
 
@@ -91,8 +97,7 @@ async def serve(port: int) -> None:
 class _Driver:
     """Sends from each frontend stream with a fixed window of outstanding requests."""
 
-    def __init__(self, frontend: CortexFrontend, total: int) -> None:
-        self.frontend = frontend
+    def __init__(self, total: int) -> None:
         self.total = total
         self.sent_at: dict[int, float] = {}
         self.overheads: list[float] = []
@@ -103,9 +108,8 @@ class _Driver:
         self._slots: dict[int, asyncio.Semaphore] = {}
         self._owner: dict[int, int] = {}
         self.all_answered = asyncio.Event()
-        frontend.on_result = self._on_result
 
-    def _on_result(self, result: ReceivedResult) -> None:
+    def on_result(self, result: ReceivedResult | Result) -> None:
         self.answered.add(result.query_id)
         self._slots[self._owner.pop(result.query_id)].release()
         if len(self.answered) >= self.total:
@@ -114,7 +118,13 @@ class _Driver:
     def received(self, msg: pb.SchedulerToQuerier) -> None:
         self.overheads.append(time.perf_counter() - self.sent_at[msg.queryID])
 
-    async def run_stream(self, index: int, loop: FrontendLoop, share: int, window: int) -> None:
+    async def run_stream(
+        self,
+        index: int,
+        enqueue: _Enqueue,
+        share: int,
+        window: int,
+    ) -> None:
         slots = self._slots[index] = asyncio.Semaphore(window)
         for _ in range(share):
             await slots.acquire()
@@ -125,9 +135,7 @@ class _Driver:
             params += [("start", "1700000000"), ("end", "1700003600"), ("step", "15")]
             self._owner[query_id] = index
             self.sent_at[query_id] = time.perf_counter()
-            status = await loop.enqueue(
-                query_id, tenant, get_request("/api/v1/query_range", params), timeout=None
-            )
+            status = await enqueue(query_id, tenant, get_request("/api/v1/query_range", params))
             if status == pb.OK:
                 self.accepted.add(query_id)
             else:
@@ -136,46 +144,109 @@ class _Driver:
                 slots.release()
 
 
-async def _work(worker: QuerierWorker, driver: _Driver) -> None:
-    with contextlib.suppress(EOFError, grpc.aio.AioRpcError, asyncio.CancelledError):
+_Enqueue = Callable[[int, str, HTTPRequest], Awaitable[int]]
+# Per worker stream: wait for the next request; answer one.
+_Worker = tuple[Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]]
+
+
+class _LeanRig:
+    """Clients on h2lite: about what Cortex's Go clients cost per request."""
+
+    async def open(self, address: str, driver: _Driver, frontends: int, workers: int) -> _LeanRig:
+        self.frontend = await LeanFrontend(address, driver.on_result).start()
+        self.queriers = [
+            LeanQuerier(address, f"querier-{i}")
+            for i in range((workers + WORKERS_PER_QUERIER - 1) // WORKERS_PER_QUERIER)
+        ]
+        streams: list[LeanWorker] = [
+            await self.queriers[i // WORKERS_PER_QUERIER].worker() for i in range(workers)
+        ]
+        self.workers: list[_Worker] = [(w.next, w.answer) for w in streams]
+        self.loops = [await self.frontend.open_loop() for _ in range(frontends)]
+        self.enqueues: list[_Enqueue] = [loop.enqueue for loop in self.loops]
+        return self
+
+    async def close(self) -> None:
+        for querier in self.queriers:
+            querier.close()
+        await self.frontend.close()
+
+
+class _GrpcioRig:
+    """Clients on grpc.aio, as the tests use them."""
+
+    async def open(self, address: str, driver: _Driver, frontends: int, workers: int) -> _GrpcioRig:
+        self.channel = grpc.aio.insecure_channel(address)
+        await asyncio.wait_for(self.channel.channel_ready(), 30)
+        self.frontend = await CortexFrontend(address).start()
+        self.frontend.on_result = driver.on_result
+        self.streams = [
+            await QuerierWorker(self.channel, f"querier-{i // WORKERS_PER_QUERIER}").open()
+            for i in range(workers)
+        ]
+        self.workers: list[_Worker] = [
+            (functools.partial(w.next, timeout=None), w.answer) for w in self.streams
+        ]
+        self.loops = [await self.frontend.open_loop() for _ in range(frontends)]
+        self.enqueues: list[_Enqueue] = [
+            functools.partial(_no_timeout, loop) for loop in self.loops
+        ]
+        return self
+
+    async def close(self) -> None:
+        for worker in self.streams:
+            await worker.close()
+        for loop in self.loops:
+            loop.call.cancel()
+        await self.channel.close()
+        await self.frontend.close()
+
+
+async def _no_timeout(loop: FrontendLoop, query_id: int, user_id: str, request: HTTPRequest) -> int:
+    return await loop.enqueue(query_id, user_id, request, timeout=None)
+
+
+async def _work(
+    next_request: Callable[[], Awaitable[Any]],
+    answer: Callable[[Any], Awaitable[None]],
+    driver: _Driver,
+) -> None:
+    with contextlib.suppress(
+        EOFError, grpc.aio.AioRpcError, StreamReset, GrpcCallError, asyncio.CancelledError
+    ):
         while True:
-            msg = await worker.next(timeout=None)
+            msg = await next_request()
             driver.received(msg)
-            await worker.answer(msg)
+            await answer(msg)
 
 
 async def run_bench(
-    address: str, *, requests: int, frontends: int, workers: int, drain_timeout: float = 10.0
+    address: str,
+    *,
+    requests: int,
+    frontends: int,
+    workers: int,
+    clients: str = "lean",
+    drain_timeout: float = 10.0,
 ) -> BenchResult:
-    channel = grpc.aio.insecure_channel(address)
-    await asyncio.wait_for(channel.channel_ready(), 30)
-    frontend = await CortexFrontend(address).start()
-    driver = _Driver(frontend, requests)
-    queriers = [
-        await QuerierWorker(channel, f"querier-{i // WORKERS_PER_QUERIER}").open()
-        for i in range(workers)
-    ]
-    loops = [await frontend.open_loop() for _ in range(frontends)]
-    work = [asyncio.ensure_future(_work(q, driver)) for q in queriers]
+    driver = _Driver(requests)
+    rig_type = _LeanRig if clients == "lean" else _GrpcioRig
+    rig: _LeanRig | _GrpcioRig = await rig_type().open(address, driver, frontends, workers)
+    work = [asyncio.ensure_future(_work(*w, driver)) for w in rig.workers]
     window = max(1, workers // frontends)
     shares = [
         requests // frontends + (1 if i < requests % frontends else 0) for i in range(frontends)
     ]
     started = time.perf_counter()
     await asyncio.gather(
-        *(driver.run_stream(i, loop, shares[i], window) for i, loop in enumerate(loops))
+        *(driver.run_stream(i, send, shares[i], window) for i, send in enumerate(rig.enqueues))
     )
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(driver.all_answered.wait(), drain_timeout)
     elapsed = time.perf_counter() - started
     for task in work:
         task.cancel()
-    for q in queriers:
-        await q.close()
-    for loop in loops:
-        loop.call.cancel()
-    await channel.close()
-    await frontend.close()
+    await rig.close()
     return BenchResult(
         requests=len(driver.answered),
         seconds=elapsed,
@@ -237,7 +308,11 @@ def _compare(args: argparse.Namespace) -> int:
         cpu_before, client_before = process_cpu_seconds(server.proc.pid), _own_cpu_seconds()
         grpc_result = asyncio.run(
             run_bench(
-                address, requests=args.requests, frontends=args.frontends, workers=args.workers
+                address,
+                requests=args.requests,
+                frontends=args.frontends,
+                workers=args.workers,
+                clients=args.clients,
             )
         )
         grpc_cpu = process_cpu_seconds(server.proc.pid) - cpu_before
@@ -248,7 +323,7 @@ def _compare(args: argparse.Namespace) -> int:
         )
         ws_client = _own_cpu_seconds() - client_before
     shape = f"{args.frontends} frontend connections, {args.workers} worker streams"
-    print(grpc_result.report(f"gRPC      ({shape})"))
+    print(grpc_result.report(f"gRPC      ({shape}, {args.clients} clients)"))
     if grpc_result.requests:
         per_request = 1e6 / grpc_result.requests
         print(
@@ -280,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=40)
     parser.add_argument("--address", help="an already running scheduler's gRPC address")
     parser.add_argument("--bare", action="store_true", help="gRPC only, no Daphne, no websocket")
+    parser.add_argument(
+        "--clients",
+        choices=("lean", "grpcio"),
+        default="lean",
+        help="gRPC client implementation: h2lite (near Go clients' cost) or grpc.aio",
+    )
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:
@@ -294,7 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = asyncio.run(
             run_bench(
-                address, requests=args.requests, frontends=args.frontends, workers=args.workers
+                address,
+                requests=args.requests,
+                frontends=args.frontends,
+                workers=args.workers,
+                clients=args.clients,
             )
         )
     finally:
