@@ -16,17 +16,21 @@ may not dequeue), so one "pair" is enqueue + dequeue + complete.
 from __future__ import annotations
 
 import argparse
-import gc
 import time
-import tracemalloc
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
+from scheduler_core.bench_sizes import (
+    WORKERS_PER_QUERIER,
+    MemoryResult,
+    measure_memory,
+    measure_snapshot,
+    untimed_gc,
+)
 from scheduler_core.model import (
-    COMPONENTS,
     INGESTER,
     STORE_GATEWAY,
     ComponentSelection,
@@ -55,7 +59,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _QUERIER = "querier-0"
-_WORKERS = 4  # the service opens at least 4 per querier, as Mimir forces for QWQP
+_WORKERS = WORKERS_PER_QUERIER
 _PAIR_COMPONENTS = (INGESTER, STORE_GATEWAY)
 
 
@@ -233,15 +237,6 @@ class PairResult:
     floor: dict[int, float]  # FloorRotation per pair, by number of tenants
 
 
-def _untimed_gc(fn: Callable[[], _T]) -> _T:
-    gc.collect()
-    gc.disable()
-    try:
-        return fn()
-    finally:
-        gc.enable()
-
-
 def measure_pairs(
     layouts: Sequence[tuple[str, Layout, ComponentSelection]],
     sizes: Sequence[int],
@@ -263,79 +258,14 @@ def measure_pairs(
     floor = {size: float("inf") for size in sizes}
     best_deque = float("inf")
     for _ in range(repeats):
-        best_deque = min(best_deque, _untimed_gc(partial(_deque_pairs, batch)))
+        best_deque = min(best_deque, untimed_gc(partial(_deque_pairs, batch)))
         for size, rotation in floors.items():
-            floor[size] = min(floor[size], _untimed_gc(partial(rotation.timed_pairs, batch)))
+            floor[size] = min(floor[size], untimed_gc(partial(rotation.timed_pairs, batch)))
         for key, bench in benches.items():
-            paired, completed = _untimed_gc(partial(bench.timed_pairs, batch))
+            paired, completed = untimed_gc(partial(bench.timed_pairs, batch))
             pair[key] = min(pair[key], paired)
             complete[key] = min(complete[key], completed)
     return PairResult(best_deque, pair, complete, floor)
-
-
-def _loaded_queue(tenants: int, per_tenant: int, queriers: int) -> RequestQueue:
-    """Tenants with work in two components, and busy and idle workers."""
-    queue = RequestQueue(
-        QueueConfig(max_outstanding_requests_per_tenant=1 << 30), clock=time.monotonic
-    )
-    for q in range(queriers):
-        for _ in range(_WORKERS):
-            queue.connect_querier(f"querier-{q}")
-    for t in range(0, tenants, 10):
-        queue.set_tenant_limits(f"tenant-{t}", TenantLimits(max_queriers=2))
-    for i in range(tenants * per_tenant):
-        component = COMPONENTS[i // tenants % 2]
-        queue.enqueue(Request(id=f"s{i}", tenant_id=f"tenant-{i % tenants}", component=component))
-    last = -1
-    for q in range(queriers):
-        _, last = queue.dequeue(f"querier-{q}", 0, last)
-    return queue
-
-
-def measure_snapshot(tenants: int, repeats: int, queriers: int = 8) -> float:
-    """Minimum seconds of one `snapshot()` with `tenants` tenants queued."""
-    queue = _loaded_queue(tenants, 2, queriers)
-    best = float("inf")
-    for _ in range(repeats):
-        best = min(best, _untimed_gc(partial(_time_snapshot, queue)))
-    return best
-
-
-def _time_snapshot(queue: RequestQueue) -> float:
-    start = time.perf_counter()
-    queue.snapshot()
-    return time.perf_counter() - start
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryResult:
-    """Bytes per queued request: the queue's own and the Request object's."""
-
-    tenants: int
-    per_tenant: int
-    queue_bytes: float
-    request_bytes: float
-
-
-def measure_memory(tenants: int, per_tenant: int) -> MemoryResult:
-    """tracemalloc of building the requests, then of queuing them."""
-    n = tenants * per_tenant
-    names = [f"tenant-{i}" for i in range(tenants)]
-    ids = [f"m{i}" for i in range(n)]
-    queue = RequestQueue(QueueConfig(max_outstanding_requests_per_tenant=1 << 30))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        requests = [Request(id=ids[i], tenant_id=names[i % tenants]) for i in range(n)]
-        built = tracemalloc.get_traced_memory()[0]
-        for request in requests:
-            queue.enqueue(request)
-        queued = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert len(queue) == n
-    return MemoryResult(tenants, per_tenant, (queued - built) / n, (built - before) / n)
 
 
 LAYOUTS: tuple[tuple[str, Layout, ComponentSelection], ...] = (
