@@ -320,6 +320,15 @@ class RequestQueue:
     def in_flight(self, request_id: str) -> bool:
         return type(self._ids.get(request_id)) is WorkerState
 
+    def in_flight_on(self, request_id: str, querier_id: str, worker_id: int) -> bool:
+        """Whether this worker holds the request: not another one it was retried on."""
+        held = self._ids.get(request_id)
+        return (
+            type(held) is WorkerState
+            and held.worker_id == worker_id
+            and held.querier_id == querier_id
+        )
+
     def drain(self) -> list[Request]:
         """Remove and return every queued request (in-flight ones stay)."""
         drained = [

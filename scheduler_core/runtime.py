@@ -28,6 +28,9 @@ __all__ = ["SchedulerRuntime"]
 log = logging.getLogger(__name__)
 
 WorkerKey = tuple[str, int]
+# What a waiting worker's future resolves to: the request, now in flight on
+# that worker, and its queue wait measured at the hand-off.
+Handoff = tuple[Request, float]
 
 # A request is handed to queriers at most this many times: once, plus one
 # retry after its querier vanished mid-request.
@@ -50,8 +53,11 @@ class SchedulerRuntime:
         self.observer = observer
         self._forget_check_interval = forget_check_interval
         # Insertion order is the order workers started waiting.
-        self._waiters: dict[WorkerKey, asyncio.Future[Request]] = {}
+        self._waiters: dict[WorkerKey, asyncio.Future[Handoff]] = {}
         self._last_index: dict[WorkerKey, int] = {}
+        # One fresh token per connection, so a wait outliving its worker's
+        # disconnect can tell a reconnect that reused the worker id from itself.
+        self._connections: dict[WorkerKey, object] = {}
         self._cancellations: dict[str, asyncio.Future[None]] = {}
         self._wake = asyncio.Event()
         self._emptied = asyncio.Event()
@@ -145,39 +151,64 @@ class SchedulerRuntime:
 
     def connect_querier(self, querier_id: str) -> int:
         worker_id = self.queue.connect_querier(querier_id)
+        self._connections[(querier_id, worker_id)] = object()
         self._wake.set()
         return worker_id
 
     async def next_request(self, querier_id: str, worker_id: int) -> Request:
-        """Wait until this worker may take a request, and take it."""
-        key = (querier_id, worker_id)
-        request = self._try_dequeue(key)
-        if request is not None:
-            return request
-        fut: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
-        self._waiters[key] = fut
-        try:
-            return await fut
-        except asyncio.CancelledError:
-            self._abandon_wait(key, fut)
-            raise
+        """Wait until this worker may take a request, and take it.
 
-    def _abandon_wait(self, key: WorkerKey, fut: asyncio.Future[Request]) -> None:
+        `on_dispatched` is reported here, once per request returned, and
+        never for a hand-off the worker did not get: observers count what
+        reached queriers, so an undone hand-off must not count twice.
+        """
+        key = (querier_id, worker_id)
+        connection = self._connections.get(key)
+        while True:
+            request = self._try_dequeue(key)
+            if request is not None:
+                wait = max(0.0, self.clock() - request.enqueued_at)
+                self._notify("on_dispatched", request, querier_id, worker_id, wait)
+                return request
+            fut: asyncio.Future[Handoff] = asyncio.get_running_loop().create_future()
+            self._waiters[key] = fut
+            try:
+                request, wait = await fut
+            except asyncio.CancelledError:
+                self._abandon_wait(key, fut, connection)
+                raise
+            # Between the hand-off and this resumption a disconnect may have
+            # dropped this worker (and a reconnect reused its id), or its
+            # frontend cancelled the request, or a disconnect released it to
+            # another worker: then it is not this worker's to run, and the
+            # worker, idle again, goes back to taking work.
+            if self._connections.get(key) is not connection:
+                raise UnknownQuerier(f"{querier_id}/{worker_id} disconnected")
+            if self.queue.in_flight_on(request.id, querier_id, worker_id):
+                self._notify("on_dispatched", request, querier_id, worker_id, wait)
+                return request
+
+    def _abandon_wait(
+        self, key: WorkerKey, fut: asyncio.Future[Handoff], connection: object
+    ) -> None:
         # The dispatcher may have resolved the future in the same loop turn as
-        # the cancellation; that request never reached the querier, so it goes
-        # back to the front without spending an attempt.
+        # the cancellation; that request never reached the querier (nor was
+        # it reported dispatched), so it goes back to the front without
+        # spending an attempt.
         if self._waiters.get(key) is fut:
             del self._waiters[key]
         if fut.done() and not fut.cancelled() and fut.exception() is None:
-            request = fut.result()
-            # Bug fix (cancelled request resurrected): its frontend may have
-            # cancelled it, or a disconnect released it, before this wait
-            # resumed; only a request still in flight may go back.
-            if not self.queue.in_flight(request.id):
+            request, _ = fut.result()
+            # Only a request still on this connection's worker may go back:
+            # its frontend may have cancelled it, or a disconnect released it
+            # (to another worker, maybe one reusing this id), before this
+            # wait resumed.
+            if self._connections.get(key) is not connection:
                 return
-            self.queue.requeue_front(request)
-            request.attempts -= 1
-            self._wake.set()
+            if self.queue.in_flight_on(request.id, *key):
+                self.queue.requeue_front(request)
+                request.attempts -= 1
+                self._wake.set()
 
     def complete(self, request_id: str) -> Request | None:
         """The querier answered; its worker is free again."""
@@ -199,6 +230,7 @@ class SchedulerRuntime:
             fut.set_exception(UnknownQuerier(f"{querier_id}/{worker_id} disconnected"))
             fut.exception()  # mark retrieved: nobody may await a dropped worker
         self._last_index.pop(key, None)
+        self._connections.pop(key, None)
         request = self.queue.disconnect_querier_worker(querier_id, worker_id)
         if request is not None:
             self._cancellations.pop(request.id, None)
@@ -264,12 +296,11 @@ class SchedulerRuntime:
     # -- internals -----------------------------------------------------------
 
     def _try_dequeue(self, key: WorkerKey) -> Request | None:
+        """The next request for this worker, now in flight on it; not yet reported."""
         querier_id, worker_id = key
         request, index = self.queue.dequeue(querier_id, worker_id, self._last_index.get(key, -1))
         self._last_index[key] = index
         if request is not None:
-            wait = max(0.0, self.clock() - request.enqueued_at)
-            self._notify("on_dispatched", request, querier_id, worker_id, wait)
             self._note_if_empty()
         return request
 
@@ -294,7 +325,8 @@ class SchedulerRuntime:
                 continue
             if request is not None:
                 del self._waiters[key]
-                fut.set_result(request)
+                # The wait is measured now: the worker resumes a loop turn later.
+                fut.set_result((request, max(0.0, self.clock() - request.enqueued_at)))
 
     async def _forget_loop(self) -> None:
         while True:

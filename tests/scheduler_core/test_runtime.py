@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, TooManyRequests
+from scheduler_core.errors import (
+    QuerierShuttingDown,
+    SchedulerStopping,
+    TooManyRequests,
+    UnknownQuerier,
+)
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
+from tests.fakes import FakeClock
 
 
 class Recorder:
@@ -17,6 +23,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, Any]] = []
+        self.waits: list[tuple[str, float]] = []
 
     def on_enqueued(self, req: Request) -> None:
         self.events.append(("enqueued", req.id, None))
@@ -26,6 +33,7 @@ class Recorder:
 
     def on_dispatched(self, req: Request, querier_id: str, worker_id: int, wait: float) -> None:
         self.events.append(("dispatched", req.id, (querier_id, worker_id)))
+        self.waits.append((req.id, wait))
 
     def on_completed(self, req: Request) -> None:
         self.events.append(("completed", req.id, None))
@@ -178,3 +186,76 @@ async def test_snapshot_marks_workers_blocked_in_next_request_as_waiting(
     (querier,) = runtime.snapshot().queriers
     assert [w.waiting for w in querier.workers] == [True]
     waiting.cancel()
+
+
+async def clocked_runtime() -> tuple[SchedulerRuntime, Recorder, FakeClock]:
+    """A started runtime on a fake clock at 100, whose observer is a Recorder."""
+    clock, recorder = FakeClock(100.0), Recorder()
+    rt = SchedulerRuntime(QueueConfig(), clock=clock, observer=recorder)
+    await rt.start()
+    return rt, recorder, clock
+
+
+async def test_a_wait_cancelled_in_the_turn_its_request_was_handed_over_reports_no_dispatch() -> (
+    None
+):
+    rt, recorder, clock = await clocked_runtime()
+    worker = rt.connect_querier("q-1")
+    waiting = asyncio.create_task(rt.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
+    waiting.cancel()  # before it resumed: the querier never got r1
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert recorder.kinds("r1") == ["enqueued"]
+    clock.now = 104.0
+    again = await rt.next_request("q-1", worker)
+    assert again.id == "r1"
+    assert recorder.kinds("r1") == ["enqueued", "dispatched"]
+    assert recorder.waits == [("r1", 4.0)]
+    await rt.stop(drain_timeout=0)
+
+
+async def test_a_request_cancelled_before_its_worker_resumed_is_not_returned_to_it() -> None:
+    rt, recorder, _ = await clocked_runtime()
+    worker = rt.connect_querier("q-1")
+    waiting = asyncio.create_task(rt.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
+    assert rt.cancel("r1") is not None  # its frontend gave up before the worker resumed
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not waiting.done()  # the worker went on waiting
+    rt.enqueue(Request(id="r2", tenant_id="t1"))
+    assert (await asyncio.wait_for(waiting, 1)).id == "r2"
+    assert recorder.kinds("r1") == ["enqueued", "cancelled"]
+    assert recorder.kinds("r2") == ["enqueued", "dispatched"]
+    await rt.stop(drain_timeout=0)
+
+
+async def test_the_reported_wait_ends_at_the_hand_off_not_when_the_worker_resumes() -> None:
+    rt, recorder, clock = await clocked_runtime()
+    worker = rt.connect_querier("q-1")
+    waiting = asyncio.create_task(rt.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed over at 100
+    clock.now = 105.0  # the worker resumes later
+    assert (await waiting).id == "r1"
+    assert recorder.waits == [("r1", 0.0)]
+    await rt.stop(drain_timeout=0)
+
+
+async def test_a_wait_outliving_its_dropped_worker_gets_nothing_though_the_id_was_reused() -> None:
+    rt, recorder, _ = await clocked_runtime()
+    worker = rt.connect_querier("q-1")
+    stale = asyncio.create_task(rt.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
+    rt.disconnect_querier_worker("q-1", worker)  # r1 goes back to the queue
+    assert rt.connect_querier("q-1") == worker  # a new stream, the same worker id
+    assert (await rt.next_request("q-1", worker)).id == "r1"
+    with pytest.raises(UnknownQuerier):
+        await stale
+    assert rt.queue.in_flight_on("r1", "q-1", worker)
+    assert recorder.kinds("r1") == ["enqueued", "dispatched"]
+    await rt.stop(drain_timeout=0)

@@ -3,12 +3,16 @@
 The queue-level state machine (test_queue_properties.py) checks that the
 queue loses nothing; this one checks the same promise one layer up, where
 workers wait on futures, waits are cancelled, queriers vanish mid-request
-and the runtime stops. Every observer event, and every `requeue_front` the
-runtime makes, lands in one ordered ledger; the test replays it into a
-per-request state (queued, in flight on a worker, or ended one way) and
+and the runtime stops. Every observer event, and every `dequeue` and
+`requeue_front` the runtime makes on its queue, lands in one ordered ledger;
+the test replays it into a per-request state (queued, handed to a worker
+that has not resumed yet, in flight on a worker, or ended one way) and
 compares that with the queue after every step. A requeue is only legal
 while its worker is being disconnected or its wait cancelled, which is how
-"a retry only after the querier vanished" is checked.
+"a retry only after the querier vanished" is checked. What `next_request`
+returned to each simulated worker is counted too: observers must report a
+dispatch exactly as often as a worker really received the request, and
+never hand a worker a request after its cancellation was reported.
 
 Each example runs in its own event loop on a fake clock; the only waiting
 is `asyncio.sleep(0)` a bounded number of times.
@@ -94,16 +98,23 @@ class Ledger:
     def on_requeued(self, req: Request) -> None:
         self.events.append(("requeued", req, None))
 
+    def on_handed(self, req: Request, key: Key) -> None:
+        self.events.append(("handed", req, key))
+
 
 @dataclass
 class Fate:
     """What the ledger says about one accepted request."""
 
     request: Request
-    state: str = "queued"  # queued | flight | completed | cancelled | failed
+    # queued | handed (in flight in the queue, not yet reported) | flight
+    # (reported dispatched) | completed | cancelled | failed
+    state: str = "queued"
     worker: Key | None = None
-    dispatches: int = 0
-    withdrawn: int = 0  # dispatches undone because the wait was cancelled first
+    handoffs: int = 0  # dequeues onto a worker
+    dispatches: int = 0  # on_dispatched reports
+    received: int = 0  # times next_request returned it to a worker
+    withdrawn: int = 0  # hand-offs undone because the wait was cancelled first
     retries: int = 0
 
 
@@ -139,22 +150,32 @@ class Model:
             self.rejected.add(rid)
             return
         fate = self.fates[rid]
-        if kind == "dispatched":
-            assert fate.state == "queued", f"{rid} dispatched while {fate.state}"
-            fate.state, fate.worker = "flight", arg
+        if kind == "handed":
+            assert fate.state == "queued", f"{rid} handed while {fate.state}"
+            fate.state, fate.worker = "handed", arg
+            fate.handoffs += 1
+        elif kind == "dispatched":
+            assert fate.state == "handed", f"{rid} dispatched while {fate.state}"
+            assert fate.worker == arg, f"{rid} handed to {fate.worker}, reported on {arg}"
+            fate.state = "flight"
             fate.dispatches += 1
         elif kind == "requeued":
-            assert fate.state == "flight", f"{rid} requeued while {fate.state}"
+            assert fate.state in ("handed", "flight"), f"{rid} requeued while {fate.state}"
             if fate.worker in self.disconnecting:
                 fate.retries += 1
             else:
+                # Only a wait cancelled before it resumed gives its hand-off back.
+                assert fate.state == "handed", f"{rid} requeued after it was reported"
                 assert fate.worker in self.withdrawing, f"{rid} requeued, its worker stayed"
                 fate.withdrawn += 1
             fate.state, fate.worker = "queued", None
         else:
-            assert fate.state in ("queued", "flight"), f"{rid} {kind} after {fate.state}"
+            live = ("queued", "handed", "flight")
+            assert fate.state in live, f"{rid} {kind} after {fate.state}"
+            if kind == "completed":
+                assert fate.state == "flight", f"{rid} completed while {fate.state}"
             if kind == "failed":
-                if fate.state == "flight":
+                if fate.state != "queued":
                     assert fate.worker in self.disconnecting, f"{rid} failed on a live worker"
                 else:
                     assert self.stopping, f"{rid} failed while queued, before stop"
@@ -164,7 +185,7 @@ class Model:
         return [f for f in self.fates.values() if f.state == "queued"]
 
     def outstanding(self, tenant: str) -> int:
-        live = ("queued", "flight")
+        live = ("queued", "handed", "flight")
         return sum(
             1 for f in self.fates.values() if f.state in live and f.request.tenant_id == tenant
         )
@@ -175,16 +196,23 @@ class Model:
 
 
 def check(runtime: SchedulerRuntime, model: Model, ledger: Ledger) -> None:
-    """Replay new events, then compare the ledger with the queue itself."""
-    model.replay(ledger)
+    """Collect finished waits, then compare the replayed ledger with the queue itself."""
+    collect(model, ledger)
     queue = runtime.queue
     queued = model.queued()
     for rid, fate in model.fates.items():
-        assert queue.in_flight(rid) == (fate.state == "flight"), (rid, fate.state)
-        real = fate.dispatches - fate.withdrawn
-        assert real <= MAX_ATTEMPTS, f"{rid} reached queriers {real} times"
+        on_worker = fate.state in ("handed", "flight")
+        assert queue.in_flight(rid) == on_worker, (rid, fate.state)
+        if on_worker:
+            assert fate.worker is not None
+            assert queue.in_flight_on(rid, *fate.worker), (rid, fate.worker)
+        # Every finished wait was collected, so no report may run ahead of
+        # or behind what the workers really got.
+        assert fate.dispatches == fate.received, (rid, fate.dispatches, fate.received)
+        assert fate.received <= MAX_ATTEMPTS, f"{rid} reached queriers {fate.received} times"
         assert fate.retries <= 1, f"{rid} went back to the queue after {fate.retries} disconnects"
-        assert fate.request.attempts == real, (rid, fate.request.attempts, real)
+        spent = fate.handoffs - fate.withdrawn
+        assert fate.request.attempts == spent, (rid, fate.request.attempts, spent)
     assert len(queue) == len(queued)
     per_tenant = Counter(f.request.tenant_id for f in queued)
     for tenant in TENANTS:
@@ -200,14 +228,15 @@ def check(runtime: SchedulerRuntime, model: Model, ledger: Ledger) -> None:
         for w in q.workers
         if w.request_id is not None
     }
-    assert busy == {rid: f.worker for rid, f in model.fates.items() if f.state == "flight"}
+    assert busy == {rid: f.worker for rid, f in model.fates.items() if f.worker is not None}
     for key, rid in model.held.items():
         fate = model.fates[rid]
-        assert fate.worker == key or fate.state not in ("queued", "flight"), (key, rid)
+        assert fate.worker == key or fate.state not in ("queued", "handed", "flight"), (key, rid)
 
 
-def collect(model: Model) -> None:
+def collect(model: Model, ledger: Ledger) -> None:
     """Hand finished waits to their transports, as a querier loop would."""
+    model.replay(ledger)
     for key, task in list(model.waits.items()):
         if not task.done():
             continue
@@ -222,7 +251,12 @@ def collect(model: Model) -> None:
             assert isinstance(exc, QuerierShuttingDown | UnknownQuerier), repr(exc)
             model.done_waiting.add(key)
             continue
-        model.held[key] = task.result().id
+        fate = model.fates[task.result().id]
+        # Reported on this worker, so neither cancelled nor released since.
+        assert fate.state == "flight", f"{fate.request.id} returned while {fate.state}"
+        assert fate.worker == key, (fate.request.id, fate.worker, key)
+        fate.received += 1
+        model.held[key] = fate.request.id
 
 
 async def settle(task: asyncio.Task[Request]) -> None:
@@ -239,27 +273,35 @@ class Driver:
         self.rt = SchedulerRuntime(
             config, clock=self.clock, observer=self.ledger, forget_check_interval=0
         )
-        self._watch_requeues()
+        self._watch_queue()
         self.model = Model()
         self.limits: dict[str, TenantLimits] = {}
         self.next_id = 0
 
-    def _watch_requeues(self) -> None:
+    def _watch_queue(self) -> None:
         queue = self.rt.queue
         requeue_front = queue.requeue_front
+        dequeue = queue.dequeue
 
-        def recorded(request: Request) -> None:
+        def requeued(request: Request) -> None:
             self.ledger.on_requeued(request)
             requeue_front(request)
 
-        queue.requeue_front = recorded  # type: ignore[method-assign]
+        def handed(querier_id: str, worker_id: int, last: int = -1) -> tuple[Request | None, int]:
+            request, index = dequeue(querier_id, worker_id, last)
+            if request is not None:
+                self.ledger.on_handed(request, (querier_id, worker_id))
+            return request, index
+
+        queue.requeue_front = requeued  # type: ignore[method-assign]
+        queue.dequeue = handed  # type: ignore[method-assign]
 
     async def run(self, ops: list[Op]) -> None:
         await self.rt.start()
         check(self.rt, self.model, self.ledger)
         for op in ops:
             await getattr(self, f"do_{op.kind}")(op)
-            collect(self.model)
+            collect(self.model, self.ledger)
             # A worker told its querier is leaving ends its stream (gRPC does).
             for key in sorted(self.model.done_waiting):
                 await self.disconnect(key)
@@ -279,7 +321,9 @@ class Driver:
         for key in list(model.workers):
             await self.disconnect(key)
         check(self.rt, model, self.ledger)
-        unended = [rid for rid, f in model.fates.items() if f.state in ("queued", "flight")]
+        unended = [
+            rid for rid, f in model.fates.items() if f.state in ("queued", "handed", "flight")
+        ]
         assert not unended, f"never answered: {unended}"
 
     # -- ops ---------------------------------------------------------------
@@ -329,8 +373,7 @@ class Driver:
         self.model.withdrawing.add(key)
         task.cancel()
         await settle(task)
-        self.model.replay(self.ledger)
-        collect(self.model)
+        collect(self.model, self.ledger)
 
     async def do_complete(self, op: Op) -> None:
         """The querier answered: complete (a no-op if cancelled meanwhile)."""
@@ -348,7 +391,7 @@ class Driver:
             return
         rid = ids[op.a % len(ids)]
         self.model.replay(self.ledger)
-        live = self.model.fates[rid].state in ("queued", "flight")
+        live = self.model.fates[rid].state in ("queued", "handed", "flight")
         assert (self.rt.cancel(rid) is not None) == live, rid
 
     async def do_disconnect(self, op: Op) -> None:
@@ -434,6 +477,7 @@ def test_a_request_cancelled_before_its_wait_resumed_stays_cancelled() -> None:
         await asyncio.wait({waiting})
         assert len(runtime.queue) == 0
         assert await runtime.stop(drain_timeout=0) == []
-        assert [kind for kind, _, _ in ledger.events] == ["enqueued", "dispatched", "cancelled"]
+        # The worker never got it, so no dispatch was reported.
+        assert [kind for kind, _, _ in ledger.events] == ["enqueued", "cancelled"]
 
     asyncio.run(scenario())
