@@ -1,12 +1,13 @@
 """The peers' summaries in this process, and the Redis loop that keeps them fresh.
 
 Every `PUBLISH_SECONDS` the loop writes this replica's summary
-(`api.replicas.summarize`) to `<prefix>:qi:replica:<id>` with a short TTL,
-registers the ID in the sorted set `<prefix>:qi:replicas` (so readers never
-SCAN the keyspace), and reads every peer's summary back in the same pass
-into the board. Views merge the board with the live local snapshot and do no
-I/O of their own, so a page costs no Redis round trip, and peers' data is at
-most about two publish periods old. When Redis fails the board empties: no
+(`api.replicas.summarize`: queue, queriers, stats and top frontends) to
+`<prefix>:qi:replica:<id>` with a short TTL, registers the ID in the sorted
+set `<prefix>:qi:replicas` (so readers never SCAN the keyspace), and reads
+every peer's summary back in the same pass into the board. Views merge the
+board with the live local snapshot and do no I/O of their own, so a page
+costs no Redis round trip, and peers' data is at most about two publish
+periods old. When Redis fails the board empties: no
 numbers beat stale numbers.
 """
 
@@ -94,11 +95,16 @@ def _keys(prefix: str, replica: str) -> tuple[str, str]:
 async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) -> None:
     """Publish our summary, then read every registered peer's (two round trips)."""
     wall = time.time()
-    stats = local_stats(host.stats, frontends=len(host.frontends()))
-    body = json.dumps(
-        summarize(host.runtime.snapshot(), replica=board.own_id, wall_time=wall, stats=stats),
-        separators=(",", ":"),
+    frontends = host.frontends()
+    stats = local_stats(host.stats, frontends=len(frontends))
+    summary = summarize(
+        host.runtime.snapshot(),
+        replica=board.own_id,
+        wall_time=wall,
+        stats=stats,
+        frontends=frontends,
     )
+    body = json.dumps(summary, separators=(",", ":"))
     key, registry = _keys(prefix, board.own_id)
     async with client.pipeline(transaction=False) as pipe:
         pipe.set(key, body, ex=KEY_TTL_SECONDS)

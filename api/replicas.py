@@ -15,6 +15,11 @@ waiting 3.2 s at wall time T", and the reader rebases that age onto its own
 queue clock, adding how long ago T was. Wall clocks are assumed to agree to
 well under a second (NTP); a peer clock ahead of ours counts as age 0.
 
+A summary also carries the replica's frontends, capped, with true totals
+(`api.replica_frontends`). A summary without them (an older replica) is
+still read; the merge then names that replica as one whose frontends are
+not listed.
+
 Everything here is pure and unit-tested: the summary format (`summarize`,
 `PeerSummary.parse`) and the merge (`merge`, `merge_stats`);
 `api.replica_board` holds the peers read from Redis and runs the publish
@@ -29,6 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from api.frontends import FrontendRow
+from api.replica_frontends import ReplicaFrontends, frontends_block, parse_frontends_block
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -94,12 +101,18 @@ def _querier_row(querier: QuerierSnapshot, now: float) -> list[Any]:
 
 
 def summarize(
-    snapshot: QueueSnapshot, *, replica: str, wall_time: float, stats: Mapping[str, Any] | None
+    snapshot: QueueSnapshot,
+    *,
+    replica: str,
+    wall_time: float,
+    stats: Mapping[str, Any] | None,
+    frontends: Sequence[FrontendRow] | None = None,
 ) -> dict[str, Any]:
     """The compact, JSON-ready summary of one replica's queue.
 
     Only non-empty leaves travel: a replica that knows 10,000 idle tenants
     publishes nothing for them (their config is the same on every replica).
+    `frontends` (omitted when None) is `[total, outstanding, top rows]`.
     """
     now = snapshot.taken_at
     leaves = [
@@ -113,7 +126,7 @@ def summarize(
         for leaf in snapshot.leaves
         if leaf.length > 0
     ]
-    return {
+    summary: dict[str, Any] = {
         "v": FORMAT_VERSION,
         "id": replica,
         "at": round(wall_time, 3),
@@ -122,6 +135,9 @@ def summarize(
         "queriers": [_querier_row(q, now) for q in snapshot.queriers],
         "stats": dict(stats or {}),
     }
+    if frontends is not None:
+        summary["frontends"] = frontends_block(frontends)
+    return summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,8 @@ class PeerSummary:
     leaves: tuple[tuple[str, str, int, tuple[tuple[int, int], ...], float], ...]
     queriers: tuple[tuple[Any, ...], ...]
     stats: Mapping[str, Any]
+    # None when the peer publishes no frontends (an older replica).
+    frontends: ReplicaFrontends | None = None
 
     @classmethod
     def parse(cls, raw: Any) -> PeerSummary:
@@ -151,7 +169,11 @@ class PeerSummary:
             stats = raw.get("stats") or {}
             if not isinstance(stats, dict):
                 raise TypeError("stats must be an object")
-            return cls(str(raw["id"]), float(raw["at"]), int(raw["total"]), leaves, queriers, stats)
+            replica = str(raw["id"])
+            frontends = parse_frontends_block(replica, raw.get("frontends"))
+            return cls(
+                replica, float(raw["at"]), int(raw["total"]), leaves, queriers, stats, frontends
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise MalformedSummary(f"bad replica summary: {exc}") from exc
 
@@ -180,13 +202,18 @@ class MergedView:
 
     `querier_replicas[i]` names the replica that `snapshot.queriers[i]` is
     connected to: a querier connects to every replica, so it appears once
-    per replica, each row with that replica's workers.
+    per replica, each row with that replica's workers. `peer_frontends` are
+    the peers that published frontends (ages rebased to now), sorted by
+    replica; `frontends_missing` the live peers that did not.
     """
 
     snapshot: QueueSnapshot
     querier_replicas: tuple[str, ...]
     replicas: tuple[str, ...]
     peers_max_age: float
+    local: str = ""
+    peer_frontends: tuple[ReplicaFrontends, ...] = ()
+    frontends_missing: tuple[str, ...] = ()
 
     def header(self) -> dict[str, Any]:
         """The replica figures the inspector and the REST API show."""
@@ -287,7 +314,19 @@ def merge(
     )
     ages = [max(0.0, wall_now - p.at) for p in peers]
     ids = tuple(sorted([local_id, *(p.replica for p in peers)]))
-    return MergedView(snapshot, tuple(owners), ids, max(ages, default=0.0))
+    published = {
+        p.replica: None if p.frontends is None else p.frontends.aged(max(0.0, wall_now - p.at))
+        for p in peers
+    }
+    return MergedView(
+        snapshot,
+        tuple(owners),
+        ids,
+        max(ages, default=0.0),
+        local_id,
+        tuple(f for _, f in sorted(published.items()) if f is not None),
+        tuple(sorted(r for r, f in published.items() if f is None)),
+    )
 
 
 def _with_queued_peers(

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from api.frontends import FrontendRow
 from api.replicas import MergedView
-from dashboard.frontend_view import build_frontends
+from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
 from dashboard.runtime_source import RuntimeSource, stats_summary
@@ -69,8 +69,9 @@ class SnapshotSource(Protocol):
 
     def stats(self) -> Mapping[str, Any] | None: ...
 
-    # Optional, read with getattr: `replicas() -> MergedView | None` (scale-out)
-    # and `frontends() -> Sequence[FrontendRow]` (this replica's frontends).
+    # Optional, read with getattr: `replicas() -> MergedView | None` (scale-out,
+    # with the peers' frontends) and `frontends() -> Sequence[FrontendRow]`
+    # (this replica's own frontends).
 
 
 def _dumps(value: Any) -> str:
@@ -116,8 +117,14 @@ class Tick:
     @property
     def frontends_panel(self) -> dict[str, Any]:
         if self._frontends_panel is None:
-            local_only = self.replicas is not None
-            self._frontends_panel = build_frontends(self.frontend_rows, local_only=local_only)
+            merged = self.replicas
+            if merged is None:
+                self._frontends_panel = build_frontends(self.frontend_rows)
+            else:
+                local = local_frontends(merged.local, self.frontend_rows)
+                self._frontends_panel = build_merged_frontends(
+                    local, merged.peer_frontends, merged.frontends_missing
+                )
         return self._frontends_panel
 
     @property

@@ -24,7 +24,7 @@ class RuntimeSource:
     In scale-out mode the snapshot is the whole service's: the local queue
     live, merged with the peers' last summaries (`api.replica_board`), and
     `stats()` / `replicas()` describe that same merge until the next snapshot.
-    `frontends()` stays this replica's own: peers do not publish theirs.
+    `frontends()` stays this replica's own; the peers' come with `replicas()`.
     """
 
     def __init__(self) -> None:

@@ -12,8 +12,10 @@ Node: [kind, name, length, by_priority flat [p, c, ...], oldest_wait, fanout,
 count, children]; kind is "t" tenant, "c" component, "o" others.
 Worker: [id, state, tenant, component, priority, for]; state "b" busy,
 "i" idle, "w" waiting.
-Frontend: [transport, address, name, streams, outstanding, for]; transport
-"w" websocket, "g" gRPC.
+Frontend: [transport, address, name, streams, outstanding, for, replica?];
+transport "w" websocket, "g" gRPC; the replica ID is appended only in the
+merged (several replicas) panel, whose panel object also gains `replicas`
+and `missing`, so a single-replica frame is byte for byte what it was.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ _STATES = {"busy": "b", "idle": "i", "waiting": "w"}
 _TRANSPORTS = {"websocket": "w", "grpc": "g"}
 _TRANSPORT_NAMES = {v: k for k, v in _TRANSPORTS.items()}
 _FRONTEND_FIELDS = ("transport", "address", "name", "streams", "outstanding", "for")
+_MERGED_FRONTEND_FIELDS = (*_FRONTEND_FIELDS, "replica")
 
 
 def _node(node: dict[str, Any]) -> list[Any]:
@@ -105,7 +108,11 @@ def queriers_to_wire(panel: dict[str, Any]) -> dict[str, Any]:
 def frontends_to_wire(panel: dict[str, Any]) -> dict[str, Any]:
     """Rows as arrays: the panel is resent whenever an outstanding count moves."""
     rows = [
-        [_TRANSPORTS[f["transport"]], *(f[k] for k in _FRONTEND_FIELDS[1:])]
+        [
+            _TRANSPORTS[f["transport"]],
+            *(f[k] for k in _FRONTEND_FIELDS[1:]),
+            *((f["replica"],) if "replica" in f else ()),
+        ]
         for f in panel["frontends"]
     ]
     return {**panel, "frontends": rows}
@@ -113,8 +120,11 @@ def frontends_to_wire(panel: dict[str, Any]) -> dict[str, Any]:
 
 def frontends_from_wire(wire: dict[str, Any]) -> dict[str, Any]:
     """The panel as `build_frontends` made it, from its wire form."""
-    rows = [
-        {**dict(zip(_FRONTEND_FIELDS, raw, strict=True)), "transport": _TRANSPORT_NAMES[raw[0]]}
-        for raw in wire["frontends"]
-    ]
+    rows = [_unfrontend(raw) for raw in wire["frontends"]]
     return {**wire, "frontends": rows}
+
+
+def _unfrontend(raw: list[Any]) -> dict[str, Any]:
+    fields = _FRONTEND_FIELDS if len(raw) == len(_FRONTEND_FIELDS) else _MERGED_FRONTEND_FIELDS
+    row = dict(zip(fields, raw, strict=True))
+    return {**row, "transport": _TRANSPORT_NAMES[raw[0]]}

@@ -18,6 +18,7 @@ __all__ = [
     "format_wait",
     "frontend_label",
     "frontends_count",
+    "frontends_missing",
     "node_label",
     "priority_class",
     "register",
@@ -101,13 +102,32 @@ def transport_label(transport: str) -> str:
 def frontend_label(frontend: dict[str, Any]) -> str:
     """The row's accessible name: what it is, where from, and how much it waits on."""
     transport = transport_label(frontend["transport"])
-    return f"{transport} frontend {frontend['address']}: {frontend['outstanding']} outstanding"
+    replica = frontend.get("replica")
+    on = f" on replica {replica}" if replica else ""
+    return f"{transport} frontend {frontend['address']}{on}: {frontend['outstanding']} outstanding"
 
 
 @register.simple_tag
 def frontends_count(panel: dict[str, Any]) -> str:
-    where = "on this replica" if panel["local_only"] else "total"
+    """How many frontends the rows cover: the total, or which replicas' when not all."""
+    where = "total"
+    if panel["local_only"]:
+        every = len(panel.get("replicas") or ())
+        listed = every - len(panel.get("missing") or ())
+        where = f"on {listed} of {every} replicas" if listed > 1 else "on this replica"
     return f"{panel['total']} {where} · {panel['outstanding']} outstanding"
+
+
+@register.simple_tag
+def frontends_missing(panel: dict[str, Any]) -> str:
+    """Which live replicas' frontends the panel lacks (they publish none), or ""."""
+    missing = panel.get("missing") or ()
+    if not missing:
+        return ""
+    if len(missing) == 1:
+        return f"Not listed: the frontends of replica {missing[0]}, which does not publish them."
+    names = ", ".join(missing)
+    return f"Not listed: the frontends of replicas {names}, which do not publish them."
 
 
 @register.filter

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from api.frontends import FrontendRow
 from api.replica_board import STALE_SECONDS, ReplicaBoard
+from api.replica_frontends import ReplicaFrontends
 from api.replicas import (
     MalformedSummary,
     PeerSummary,
@@ -146,6 +148,48 @@ def test_the_header_counts_replicas_and_says_how_old_peers_data_is() -> None:
     assert header["note"] == "3 replicas, peers' data ≤1 s old"
 
 
+def test_a_summary_carries_frontends_only_when_given_them() -> None:
+    snap = snapshot(50.0, [])
+    assert "frontends" not in summarize(snap, replica="b", wall_time=WALL, stats=None)
+    row = FrontendRow("grpc", "10.0.0.9:9", "", 2, 1, None)
+    raw = summarize(snap, replica="b", wall_time=WALL, stats=None, frontends=[row])
+    assert raw["frontends"] == [1, 1, [["grpc", "10.0.0.9:9", "", 2, 1, None]]]
+    assert PeerSummary.parse(json.loads(json.dumps(raw))).frontends == ReplicaFrontends(
+        "b", 1, 1, (row,)
+    )
+
+
+def test_peers_frontends_are_merged_with_ages_as_of_now_and_silent_peers_named() -> None:
+    rows = [FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 2, 4.0)]
+    remote = snapshot(50.0, [])
+    with_rows = summarize(remote, replica="b", wall_time=WALL - 0.5, stats=None, frontends=rows)
+    peers = [
+        PeerSummary.parse(json.loads(json.dumps(with_rows))),
+        peer("c", remote, published=WALL - 0.2),  # an older replica: no frontends block
+    ]
+    view = merge(snapshot(1000.0, []), "a", peers, WALL)
+    assert view.local == "a"
+    (published,) = view.peer_frontends
+    assert (published.replica, published.total, published.outstanding) == ("b", 1, 2)
+    # Connected 4 s when published half a second ago: 4.5 s now.
+    assert published.rows[0].connected_for == pytest.approx(4.5)
+    assert view.frontends_missing == ("c",)
+
+
+def test_a_merge_of_peers_that_all_publish_frontends_misses_none() -> None:
+    remote = snapshot(50.0, [])
+    raw = summarize(remote, replica="b", wall_time=WALL, stats=None, frontends=[])
+    view = merge(snapshot(1000.0, []), "a", [PeerSummary.parse(raw)], WALL)
+    assert view.peer_frontends == (ReplicaFrontends("b", 0, 0, ()),)
+    assert view.frontends_missing == ()
+
+
+def test_a_summary_with_a_malformed_frontends_block_is_refused() -> None:
+    raw = summarize(snapshot(1.0, []), replica="b", wall_time=WALL, stats=None, frontends=[])
+    with pytest.raises(MalformedSummary):
+        PeerSummary.parse({**raw, "frontends": [1, 0, [["pigeon", "x", "", 1, 0, None]]]})
+
+
 def test_merged_stats_sum_rates_and_frontends_and_show_the_worst_waits() -> None:
     local = {
         "window": 60.0,
@@ -204,6 +248,23 @@ def test_the_board_skips_itself_bad_entries_and_stale_peers() -> None:
     assert [p.replica for p in board.fresh_peers(WALL)] == ["b"]
     view = board.view(snapshot(1000.0, []), WALL)
     assert view is not None and view.replicas == ("a", "b")
+
+
+def test_a_peer_whose_summary_went_stale_takes_its_frontends_with_it() -> None:
+    row = FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 0, 1.0)
+    raws = [
+        json.dumps(
+            summarize(snapshot(1.0, []), replica=r, wall_time=at, stats=None, frontends=[row])
+        ).encode()
+        for r, at in (("b", WALL - 0.5), ("c", WALL - 2.5))
+    ]
+    board = ReplicaBoard("a")
+    board.accept(raws)
+    view = board.view(snapshot(1000.0, []), WALL)
+    assert view is not None and [f.replica for f in view.peer_frontends] == ["b", "c"]
+    later = board.view(snapshot(1000.0, []), WALL + 1.0)  # c is now over STALE_SECONDS old
+    assert later is not None and [f.replica for f in later.peer_frontends] == ["b"]
+    assert later.frontends_missing == ()
 
 
 def test_a_lone_replica_has_no_merged_view() -> None:

@@ -12,11 +12,21 @@ import pytest
 from django.test import Client
 
 from api.frontends import FrontendRow
+from api.replica_frontends import ReplicaFrontends
 from dashboard import live
-from dashboard.frontend_view import MAX_FRONTENDS_SHOWN, build_frontends
+from dashboard.frontend_view import (
+    MAX_FRONTENDS_SHOWN,
+    build_frontends,
+    build_merged_frontends,
+    local_frontends,
+)
 from dashboard.live import Broadcaster, Viewer
 from dashboard.projections import ViewParams
-from dashboard.templatetags.dashboard_tags import frontend_label, frontends_count
+from dashboard.templatetags.dashboard_tags import (
+    frontend_label,
+    frontends_count,
+    frontends_missing,
+)
 from dashboard.wire import frontends_from_wire, frontends_to_wire
 from scheduler_core.model import QueueConfig
 from scheduler_core.queue import RequestQueue
@@ -189,3 +199,94 @@ def test_wire_form_round_trips_every_frontend_row() -> None:
     wire = json.loads(json.dumps(frontends_to_wire(panel)))
     assert wire["frontends"][0] == ["g", "10.1.1.1:9", "", 5, 4, None]
     assert frontends_from_wire(wire) == panel
+
+
+def peer(replica: str, rows: list[FrontendRow], *, total: int | None = None) -> ReplicaFrontends:
+    """A peer's block as published: `total` counts rows it did not send too."""
+    count = len(rows) if total is None else total
+    return ReplicaFrontends(replica, count, sum(r.outstanding for r in rows), tuple(rows))
+
+
+def test_merged_rows_name_their_replica_and_rank_ties_by_replica() -> None:
+    shared = grpc("10.9.9.9:9", 2)  # one Cortex frontend, connected to every replica
+    panel = build_merged_frontends(
+        local_frontends("b", [shared, websocket("10.0.0.1:1", 0)]),
+        [peer("a", [shared]), peer("c", [websocket("10.0.0.5:1", 7)])],
+    )
+    rows = [(f["address"], f["replica"]) for f in panel["frontends"]]
+    assert rows == [
+        ("10.0.0.5:1", "c"),
+        ("10.9.9.9:9", "a"),
+        ("10.9.9.9:9", "b"),
+        ("10.0.0.1:1", "b"),
+    ]
+    assert (panel["total"], panel["hidden"], panel["outstanding"]) == (4, 0, 11)
+    assert panel["local_only"] is False
+    assert (panel["replicas"], panel["missing"]) == (["a", "b", "c"], [])
+
+
+def test_merged_totals_count_the_rows_peers_did_not_send() -> None:
+    crowd = [websocket(f"10.1.0.{i}:1", 1) for i in range(MAX_FRONTENDS_SHOWN)]
+    panel = build_merged_frontends(
+        local_frontends("a", [websocket("10.0.0.1:1", 0)]), [peer("b", crowd, total=400)]
+    )
+    assert len(panel["frontends"]) == MAX_FRONTENDS_SHOWN
+    assert {f["replica"] for f in panel["frontends"]} == {"b"}
+    assert (panel["total"], panel["hidden"]) == (401, 401 - MAX_FRONTENDS_SHOWN)
+
+
+def test_a_peer_without_frontends_keeps_the_panel_local_only_and_is_named() -> None:
+    alone = build_merged_frontends(local_frontends("a", [grpc("10.1.1.1:9", 4)]), [], ["b"])
+    assert alone["local_only"] is True and alone["missing"] == ["b"]
+    assert frontends_count(alone) == "1 on this replica · 4 outstanding"
+    assert frontends_missing(alone) == (
+        "Not listed: the frontends of replica b, which does not publish them."
+    )
+    partial = build_merged_frontends(
+        local_frontends("a", [grpc("10.1.1.1:9", 4)]),
+        [peer("b", [websocket("10.0.0.1:1", 1)])],
+        ["c", "d"],
+    )
+    assert partial["replicas"] == ["a", "b", "c", "d"]
+    assert frontends_count(partial) == "2 on 2 of 4 replicas · 5 outstanding"
+    assert frontends_missing(partial) == (
+        "Not listed: the frontends of replicas c, d, which do not publish them."
+    )
+
+
+def test_when_every_replica_publishes_the_count_is_a_plain_total() -> None:
+    panel = build_merged_frontends(local_frontends("a", []), [peer("b", [grpc("x:1", 3)])])
+    assert frontends_count(panel) == "1 total · 3 outstanding"
+    assert frontends_missing(panel) == ""
+    assert frontend_label(panel["frontends"][0]) == "gRPC frontend x:1 on replica b: 3 outstanding"
+
+
+def test_the_single_replica_panel_has_no_replica_fields() -> None:
+    panel = build_frontends([websocket("127.0.0.1:5000", 1)])
+    assert set(panel) == {"total", "hidden", "outstanding", "local_only", "frontends"}
+    assert "replica" not in panel["frontends"][0]
+    assert frontends_missing(panel) == ""
+
+
+def test_merged_wire_rows_append_the_replica_and_round_trip() -> None:
+    panel = build_merged_frontends(
+        local_frontends("a", [websocket("127.0.0.1:5000", 2, since=3.25)]),
+        [peer("b", [grpc("10.1.1.1:9", 4, streams=5)])],
+    )
+    wire = json.loads(json.dumps(frontends_to_wire(panel)))
+    assert wire["frontends"][0] == ["g", "10.1.1.1:9", "", 5, 4, None, "b"]
+    assert wire["frontends"][1][-1] == "a"
+    assert (wire["replicas"], wire["missing"]) == (["a", "b"], [])
+    assert frontends_from_wire(wire) == panel
+
+
+@pytest.mark.django_db
+def test_the_page_shows_no_replica_column_for_one_replica(
+    viewer_client: Client, installed: FrontendSource
+) -> None:
+    installed.rows = [grpc("10.1.1.1:9", 4)]
+    html = viewer_client.get("/").content.decode()
+    assert '<th scope="col" id="frontends-replica" hidden>Replica</th>' in html
+    assert 'class="replica"' not in html
+    assert 'data-frontend="grpc 10.1.1.1:9"' in html
+    assert re.search(r'<p id="frontends-missing" class="muted" hidden></p>', html)

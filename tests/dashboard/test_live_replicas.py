@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from api import replica_board, runtime_host
 from api.frontends import FrontendRow
@@ -34,7 +35,12 @@ def local_queue() -> RequestQueue:
     return queue
 
 
-def peer_bytes(replica: str, published: float, rates: dict[str, float]) -> bytes:
+def peer_bytes(
+    replica: str,
+    published: float,
+    rates: dict[str, float],
+    frontends: list[FrontendRow] | None = None,
+) -> bytes:
     worker = WorkerSnapshot("q-1", 0, None, None, None, None, 4.0, True)
     snap = QueueSnapshot(
         taken_at=5.0,
@@ -46,14 +52,19 @@ def peer_bytes(replica: str, published: float, rates: dict[str, float]) -> bytes
         queriers=(QuerierSnapshot("q-1", (worker,), False, True, None, (), False),),
     )
     stats = {"rates": rates, "frontends": 2, "wait_by_component": {}, "wait_by_priority": {}}
-    return json.dumps(summarize(snap, replica=replica, wall_time=published, stats=stats)).encode()
+    raw = summarize(snap, replica=replica, wall_time=published, stats=stats, frontends=frontends)
+    return json.dumps(raw).encode()
 
 
 class MergedSource:
     """A scale-out source: the merged snapshot plus its replica view."""
 
-    def __init__(self, view: MergedView) -> None:
+    def __init__(self, view: MergedView, frontends: list[FrontendRow] | None = None) -> None:
         self.view = view
+        self.rows = frontends or []
+
+    def frontends(self) -> list[FrontendRow]:
+        return self.rows
 
     def snapshot(self) -> QueueSnapshot:
         return self.view.snapshot
@@ -65,9 +76,9 @@ class MergedSource:
         return self.view
 
 
-def merged_view(wall: float) -> MergedView:
+def merged_view(wall: float, peer_frontends: list[FrontendRow] | None = None) -> MergedView:
     board = ReplicaBoard("a")
-    board.accept([peer_bytes("b", wall - 0.3, {"dispatched": 1.0})])
+    board.accept([peer_bytes("b", wall - 0.3, {"dispatched": 1.0}, peer_frontends)])
     view = board.view(local_queue().snapshot(), wall)
     assert view is not None
     return view
@@ -144,3 +155,58 @@ def test_in_scale_out_the_frontends_panel_says_its_rows_are_this_replicas() -> N
     panel = frontends_from_wire(json.loads(tick.frontends))
     assert panel["local_only"] is True
     assert [f["address"] for f in panel["frontends"]] == ["10.0.0.2:7000"]
+
+
+def test_a_merged_tick_lists_every_replicas_frontends_each_with_its_replica() -> None:
+    wall = 1_700_000_000.0
+    view = merged_view(wall, [FrontendRow("websocket", "10.0.0.7:4000", "fe", 1, 1, 2.0)])
+    rows = [FrontendRow("grpc", "10.0.0.2:7000", "", 3, 4, None)]
+    tick = Tick(1, view.snapshot, None, wall_time=wall, replicas=view, frontends=rows)
+    panel = frontends_from_wire(json.loads(tick.frontends))
+    assert [(f["address"], f["replica"]) for f in panel["frontends"]] == [
+        ("10.0.0.2:7000", "a"),
+        ("10.0.0.7:4000", "b"),
+    ]
+    assert panel["frontends"][1]["for"] == 2.3  # published 0.3 s before the tick
+    assert (panel["total"], panel["outstanding"], panel["local_only"]) == (2, 5, False)
+    assert (panel["replicas"], panel["missing"]) == (["a", "b"], [])
+
+
+def test_when_the_peer_goes_away_its_frontends_leave_the_panel() -> None:
+    wall = 1_700_000_000.0
+    board = ReplicaBoard("a")
+    board.accept([peer_bytes("b", wall, {}, [FrontendRow("grpc", "10.0.0.7:9", "", 1, 0, None)])])
+    local = local_queue().snapshot()
+    later = wall + replica_board.STALE_SECONDS + 0.1
+    assert board.view(local, later) is None  # single-replica again: the plain panel
+    tick = Tick(1, local, None, wall_time=later, replicas=board.view(local, later))
+    assert json.loads(tick.frontends) == {
+        "total": 0,
+        "hidden": 0,
+        "outstanding": 0,
+        "local_only": False,
+        "frontends": [],
+    }
+
+
+@pytest.fixture
+def merged_page() -> Iterator[None]:
+    wall = time.time()
+    peer_rows = [FrontendRow("websocket", "10.0.0.7:4000", "fe-b", 1, 1, 2.0)]
+    local_rows = [FrontendRow("grpc", "10.0.0.2:7000", "", 3, 4, None)]
+    source = MergedSource(merged_view(wall, peer_rows), local_rows)
+    live.install_broadcaster(Broadcaster(source, autostart=False))
+    yield
+    live.install_broadcaster(None)
+
+
+@pytest.mark.django_db
+def test_the_page_renders_the_replica_column_when_several_replicas_run(
+    viewer_client: Client, merged_page: None
+) -> None:
+    html = viewer_client.get("/").content.decode()
+    assert '<th scope="col" id="frontends-replica" >Replica</th>' in html
+    assert 'data-frontend="grpc 10.0.0.2:7000 a"' in html
+    assert 'aria-label="websocket frontend 10.0.0.7:4000 on replica b: 1 outstanding"' in html
+    assert '<td class="replica">b</td>' in html
+    assert "2 total · 5 outstanding" in html

@@ -61,10 +61,25 @@ export function transportLabel(transport) {
 }
 
 export function frontendLabel(f) {
-  return `${transportLabel(f.transport)} frontend ${f.address}: ${f.outstanding} outstanding`;
+  const on = f.replica ? ` on replica ${f.replica}` : "";
+  return `${transportLabel(f.transport)} frontend ${f.address}${on}: ${f.outstanding} outstanding`;
 }
 
 export function frontendsCount(panel) {
-  const where = panel.local_only ? "on this replica" : "total";
+  let where = "total";
+  if (panel.local_only) {
+    const every = (panel.replicas || []).length;
+    const listed = every - (panel.missing || []).length;
+    where = listed > 1 ? `on ${listed} of ${every} replicas` : "on this replica";
+  }
   return `${panel.total} ${where} · ${panel.outstanding} outstanding`;
+}
+
+export function frontendsMissing(panel) {
+  const missing = panel.missing || [];
+  if (!missing.length) return "";
+  if (missing.length === 1) {
+    return `Not listed: the frontends of replica ${missing[0]}, which does not publish them.`;
+  }
+  return `Not listed: the frontends of replicas ${missing.join(", ")}, which do not publish them.`;
 }

@@ -5,8 +5,8 @@
 import { LineChart } from "./charts.js";
 import { placeChildren, splitKeyed } from "./dom.js";
 import {
-  formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, querierState,
-  transportLabel, workerText,
+  formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, frontendsMissing,
+  querierState, transportLabel, workerText,
 } from "./format.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
@@ -242,26 +242,31 @@ function applyQueriers(panel) {
   setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
 }
 
-// Frontend rows are keyed by "transport address", the key the server
-// renders into data-frontend, so the first frame adopts the server's rows.
-// Each row remembers its cells' texts and rewrites only the changed ones
-// (the connected-for cell changes on nearly every update, nothing else).
-const frontendKey = (f) => `${f.transport} ${f.address}`;
+// Frontend rows are keyed by "transport address" (plus " replica" in the
+// merged panel), the key the server renders into data-frontend, so the
+// first frame adopts the server's rows. Each row remembers its cells' texts
+// and rewrites only the changed ones (the connected-for cell changes on
+// nearly every update, nothing else). The replica column exists only while
+// more than one replica is present; merged rows always carry their replica,
+// so a switch between one and several replicas replaces every row.
+const frontendKey = (f) => (f.replica ? `${f.transport} ${f.address} ${f.replica}` : `${f.transport} ${f.address}`);
 
-function createFrontend(key) {
+function createFrontend(key, withReplica) {
   const tr = document.createElement("tr");
   tr.dataset.frontend = key;
   tr.innerHTML = '<td><span class="badge"></span></td><td class="addr"></td><td class="token"></td>' +
-    '<td class="num"></td><td class="num"></td><td class="num"></td>';
+    '<td class="num"></td><td class="num"></td><td class="num"></td>' +
+    (withReplica ? '<td class="replica"></td>' : "");
   return tr;
 }
 
-function updateFrontend(tr, f) {
+function updateFrontend(tr, f, withReplica) {
   setAttr(tr, "aria-label", frontendLabel(f));
   const cells = tr.cells;
   if (!tr._vals) tr._vals = Array.from(cells, (td) => td.textContent);
   const vals = [transportLabel(f.transport), f.address, f.name || "–", String(f.streams),
     String(f.outstanding), formatWait(f.for)];
+  if (withReplica) vals.push(f.replica || "");
   vals.forEach((text, i) => {
     if (tr._vals[i] === text) return;
     tr._vals[i] = text;
@@ -277,13 +282,15 @@ function updateFrontend(tr, f) {
 
 function applyFrontends(panel) {
   const body = byId("frontends");
+  const withReplica = (panel.replicas || []).length > 1;
+  setProp("frontends-replica", "hidden", !withReplica);
   const keys = new Set(panel.frontends.map(frontendKey));
   const { kept, stale } = splitKeyed(body, keys, (el) => el.dataset.frontend);
   for (const el of stale) el.remove();
   const wanted = panel.frontends.map((f) => {
     const key = frontendKey(f);
-    const tr = kept.get(key) || createFrontend(key);
-    updateFrontend(tr, f);
+    const tr = kept.get(key) || createFrontend(key, withReplica);
+    updateFrontend(tr, f, withReplica);
     return tr;
   });
   placeChildren(body, wanted);
@@ -293,6 +300,9 @@ function applyFrontends(panel) {
   setProp("frontends-more", "hidden", !panel.hidden);
   setText("frontends-more", panel.hidden ? `${panel.hidden} more frontends not shown.` : "");
   setText("frontends-count", frontendsCount(panel));
+  const missing = frontendsMissing(panel);
+  setProp("frontends-missing", "hidden", !missing);
+  setText("frontends-missing", missing);
 }
 
 function drawCharts() {

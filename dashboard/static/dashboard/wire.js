@@ -40,8 +40,10 @@ export function decodeQueriers(wire) {
 export function decodeFrontends(wire) {
   return {
     ...wire,
-    frontends: wire.frontends.map(([transport, address, name, streams, outstanding, took]) => ({
+    // A seventh element, the replica ID, comes only in the merged (scale-out) panel.
+    frontends: wire.frontends.map(([transport, address, name, streams, outstanding, took, replica]) => ({
       transport: TRANSPORTS[transport], address, name, streams, outstanding, for: took,
+      ...(replica === undefined ? {} : { replica }),
     })),
   };
 }
