@@ -4,76 +4,50 @@ Each replica is a separate process with its own queue (as Mimir runs
 several schedulers). Config reconcile is set to 300 s, so only the Redis
 channel layer can carry a config change between them in these tests; a
 third replica without Redis shows that the reconcile-by-version loop alone
-still catches up when the layer's message is lost. The database is a fresh
-one on TEST_DATABASE_URL's server, dropped at the end; Redis keys carry a
-per-run prefix.
+still catches up when the layer's message is lost. The servers, database and
+Redis prefix come from `tests.service.replica_pair` (without
+TEST_DATABASE_URL and TEST_REDIS_URL the tests fail, saying so).
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import json
-import os
+import re
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 import pytest
 
 from api.daphne_process import DaphneProcess
 from api.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
+from tests.service.replica_pair import replica, require_servers, scale_out_env
 
-SERVER_URL = os.environ.get("TEST_DATABASE_URL", "")
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "")
 NOW = time.time()
 
-pytestmark = pytest.mark.skipif(
-    not (SERVER_URL and REDIS_URL),
-    reason="scale-out tests need PostgreSQL and Redis: set TEST_DATABASE_URL and "
-    "TEST_REDIS_URL (.ci/run starts both and sets them)",
-)
+
+@pytest.fixture(scope="module")
+def shared_env() -> Iterator[dict[str, str]]:
+    with scale_out_env() as env:
+        yield env
 
 
 @pytest.fixture(scope="module")
-def database_url() -> Iterator[str]:
-    import psycopg
-
-    name = f"qi_scale_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(SERVER_URL)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def redis_url(shared_env: dict[str, str]) -> str:
+    return require_servers()[1]
 
 
 @pytest.fixture(scope="module")
-def shared_env(database_url: str) -> Iterator[dict[str, str]]:
-    prefix = f"qi-test-{uuid.uuid4().hex[:8]}"
-    yield {"DATABASE_URL": database_url, "CHANNEL_PREFIX": prefix}
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
-    client.close()
-
-
-def replica(env: dict[str, str], name: str, **extra: str) -> DaphneProcess:
-    settings = {**env, "REPLICA_ID": name, "CONFIG_RECONCILE_SECONDS": "300", **extra}
-    return DaphneProcess(extra_env=settings)
-
-
-@pytest.fixture(scope="module")
-def replicas(shared_env: dict[str, str]) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    a = replica(shared_env, "replica-a", REDIS_URL=REDIS_URL)
-    b = replica(shared_env, "replica-b", REDIS_URL=REDIS_URL)
+def replicas(
+    shared_env: dict[str, str], redis_url: str
+) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    a = replica(shared_env, "replica-a", REDIS_URL=redis_url)
+    b = replica(shared_env, "replica-b", REDIS_URL=redis_url)
     try:
         a.start()
         b.start()
@@ -263,4 +237,60 @@ async def test_each_replica_shows_the_queue_and_queriers_of_every_replica(
         await on_b.cancel("merged")
     finally:
         await querier.close()
+        await on_b.ws.close()
+
+
+class Browser:
+    """A logged-in session on one replica's pages, as a person's browser would hold."""
+
+    def __init__(self, server: DaphneProcess, username: str, password: str) -> None:
+        self.base = server.base_url
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        form = self.get("/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+        assert csrf is not None, "the login page has no CSRF token"
+        body = urlencode(
+            {"username": username, "password": password, "csrfmiddlewaretoken": csrf[1]}
+        )
+        with self.opener.open(f"{self.base}/login/", body.encode(), timeout=10) as response:
+            assert "/login/" not in response.url, "the login was refused"
+
+    def get(self, path: str) -> str:
+        with self.opener.open(f"{self.base}{path}", timeout=10) as response:
+            return str(response.read().decode())
+
+
+async def test_the_inspector_lists_the_frontends_of_every_replica_each_with_its_replica(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = replicas
+    await asyncio.to_thread(a.create_user, "fiona", "pw-fiona-scale-1", "viewer")
+    on_a = await Frontend.open(a, tokens["frontend"])
+    on_b = await Frontend.open(b, tokens["frontend"])
+    browser = await asyncio.to_thread(Browser, a, "fiona", "pw-fiona-scale-1")
+    try:
+        assert (await on_b.enqueue("panel-b", "scale-panel"))["type"] == "enqueued"
+        host_a, port_a = on_a.ws.local_address[:2]
+        host_b, port_b = on_b.ws.local_address[:2]
+        row_a = f'data-frontend="websocket {host_a}:{port_a} replica-a"'
+        label_b = f"websocket frontend {host_b}:{port_b} on replica replica-b: 1 outstanding"
+        page = ""
+
+        async def both_listed() -> bool:
+            nonlocal page
+            page = await asyncio.to_thread(browser.get, "/")
+            return row_a in page and f'aria-label="{label_b}"' in page
+
+        deadline = time.monotonic() + 5.0
+        while not await both_listed():
+            assert time.monotonic() < deadline, "replica A's page never listed both frontends"
+            await asyncio.sleep(0.1)
+        assert '<th scope="col" id="frontends-replica" >Replica</th>' in page
+        assert '<td class="replica">replica-b</td>' in page
+        assert re.search(r'<p id="frontends-missing" class="muted" hidden>', page)
+        await on_b.cancel("panel-b")
+    finally:
+        await on_a.ws.close()
         await on_b.ws.close()
