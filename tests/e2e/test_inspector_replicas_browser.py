@@ -1,0 +1,125 @@
+"""The merged inspector in Chromium with two real replicas (PostgreSQL + Redis).
+
+Replica A serves the page; a frontend connects to each replica. The
+frontends panel lists both, each labelled with its replica, and goes back to
+the single-replica table (no replica column) once replica B stops and its
+summary is withdrawn. Without TEST_DATABASE_URL and TEST_REDIS_URL the
+module fails, saying so (`tests.service.replica_pair`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from api.daphne_process import DaphneProcess
+from tests.e2e.conftest import EDITOR, Traffic
+from tests.service.replica_pair import replica, require_servers, scale_out_env
+
+PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a busy machine
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    redis_url = require_servers()[1]
+    with scale_out_env() as env:
+        a = replica(env, "replica-a", REDIS_URL=redis_url, SHUTDOWN_DRAIN_TIMEOUT="1")
+        b = replica(env, "replica-b", REDIS_URL=redis_url, SHUTDOWN_DRAIN_TIMEOUT="1")
+        try:
+            a.start()
+            b.start()
+            a.create_user(*EDITOR, group="editor")
+            yield a, b
+        finally:
+            a.cleanup()
+            b.cleanup()
+
+
+@pytest.fixture(scope="module")
+def server(pair: tuple[DaphneProcess, DaphneProcess]) -> DaphneProcess:
+    """Replica A: the conftest's `page` opens the inspector there."""
+    return pair[0]
+
+
+@pytest.fixture(scope="module")
+def traffic_a(pair: tuple[DaphneProcess, DaphneProcess]) -> Iterator[Traffic]:
+    helper = Traffic(pair[0])
+    try:
+        yield helper
+    finally:
+        helper.stop()
+
+
+@pytest.fixture(scope="module")
+def traffic_b(pair: tuple[DaphneProcess, DaphneProcess]) -> Iterator[Traffic]:
+    helper = Traffic(pair[1])
+    try:
+        yield helper
+    finally:
+        helper.stop()
+
+
+def frontend_row(page: Page, traffic: Traffic, replica_id: str | None) -> tuple[object, str]:
+    """The panel row of `traffic`'s own frontend and its address."""
+    host, port = traffic.frontend.ws.local_address[:2]
+    address = f"{host}:{port}"
+    key = f"websocket {address}" + (f" {replica_id}" if replica_id else "")
+    return page.locator(f'#frontends tr[data-frontend="{key}"]'), address
+
+
+def test_login_on_replica_a(page: Page) -> None:
+    page.goto("/")
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page.locator("#replicas-note")).to_contain_text("2 replicas", timeout=PEERS_WITHIN)
+
+
+def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
+    page: Page, traffic_a: Traffic, traffic_b: Traffic, tmp_path: Path
+) -> None:
+    traffic_b.enqueue("merged-tenant", count=2)  # no querier: they stay outstanding on B
+    row_a, address_a = frontend_row(page, traffic_a, "replica-a")
+    row_b, address_b = frontend_row(page, traffic_b, "replica-b")
+    expect(row_b).to_have_attribute(
+        "aria-label",
+        f"websocket frontend {address_b} on replica replica-b: 2 outstanding",
+        timeout=PEERS_WITHIN,
+    )
+    expect(row_a).to_have_attribute(
+        "aria-label", f"websocket frontend {address_a} on replica replica-a: 0 outstanding"
+    )
+    seconds = re.compile(r"^\d+\.\d s$")
+    expect(row_b.locator("td")).to_have_text(
+        ["websocket", address_b, "test-frontend", "1", "2", seconds, "replica-b"]
+    )
+    expect(row_a.locator("td").last).to_have_text("replica-a")
+    expect(page.locator("#frontends-replica")).to_be_visible()
+    expect(page.locator("#frontends-replica")).to_have_text("Replica")
+    # Most outstanding first: B's frontend holds the two queued requests.
+    expect(page.locator("#frontends tr").first).to_have_attribute(
+        "data-frontend", f"websocket {address_b} replica-b"
+    )
+    expect(page.locator("#frontends-count")).to_have_text("2 total · 2 outstanding")
+    expect(page.locator("#frontends-missing")).to_be_hidden()
+    page.locator(".frontends-card").screenshot(path=str(tmp_path / "frontends-two-replicas.png"))
+
+
+def test_when_replica_b_stops_the_panel_is_the_single_replica_one_again(
+    page: Page, traffic_a: Traffic, pair: tuple[DaphneProcess, DaphneProcess]
+) -> None:
+    pair[1].stop()
+    row, address = frontend_row(page, traffic_a, None)
+    expect(row).to_have_attribute(
+        "aria-label", f"websocket frontend {address}: 0 outstanding", timeout=PEERS_WITHIN
+    )
+    expect(row.locator("td")).to_have_count(6)
+    expect(page.locator("#frontends-replica")).to_be_hidden()
+    expect(page.locator("#frontends tr")).to_have_count(1)
+    expect(page.locator("#frontends-count")).to_have_text("1 total · 0 outstanding")
+    expect(page.locator("#replicas-note")).to_be_hidden()
