@@ -326,6 +326,9 @@ class FrontendRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     streams = serializers.IntegerField()
     outstanding = serializers.IntegerField(help_text="its requests queued or in flight")
     connected_for = serializers.FloatField(allow_null=True, help_text="seconds")
+    replica = serializers.CharField(
+        required=False, help_text="the replica it is connected to (only with peer replicas)"
+    )
 
 
 class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -334,7 +337,18 @@ class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-a
     count = serializers.IntegerField()
     reserved_idle = serializers.ListField(child=serializers.CharField())
     queriers = QuerierRowSerializer(many=True)
-    frontends = FrontendRowSerializer(many=True, help_text="connected to this replica")
+    frontends = FrontendRowSerializer(
+        many=True,
+        help_text=(
+            "connected to this replica; with peer replicas also each peer's top 50 "
+            "by outstanding, every row naming its replica"
+        ),
+    )
+    frontends_missing = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="live peer replicas that publish no frontends (only with peer replicas)",
+    )
     replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
 
 

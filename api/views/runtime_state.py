@@ -64,6 +64,14 @@ async def _frontends_on_loop() -> list[dict[str, Any]]:
     return [row._asdict() for row in runtime_host.frontends()]
 
 
+def merged_frontends(merged: MergedView, local: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This replica's frontends and the rows its peers publish, each naming its replica."""
+    rows = [{**row, "replica": merged.local} for row in local]
+    for peer in merged.peer_frontends:
+        rows += [{**row._asdict(), "replica": peer.replica} for row in peer.rows]
+    return rows
+
+
 def take_frontends() -> list[dict[str, Any]]:
     """The frontends connected to this replica, read on the scheduler's loop."""
     return async_to_sync(_frontends_on_loop)()
@@ -309,5 +317,6 @@ class QueriersView(ApiView):
             replicas=merged.querier_replicas,
         )
         data["replicas"] = merged.header()
-        data["frontends"] = frontends
+        data["frontends"] = merged_frontends(merged, frontends)
+        data["frontends_missing"] = list(merged.frontends_missing)
         return Response(data)

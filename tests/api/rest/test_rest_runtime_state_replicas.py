@@ -8,6 +8,7 @@ import time
 import pytest
 
 from api import replica_board, runtime_host
+from api.frontends import FrontendRow
 from api.replica_board import ReplicaBoard
 from api.replicas import summarize
 from scheduler_core.model import QueueConfig, Request
@@ -16,7 +17,7 @@ from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot
 from tests.fakes import FakeClock
 
 
-def peer_summary(replica: str) -> bytes:
+def peer_summary(replica: str, frontends: list[FrontendRow] | None = None) -> bytes:
     """Peer `replica`: team-a has 2 queued on ingester, querier q-1 idle there."""
     worker = WorkerSnapshot("q-1", 0, None, None, None, None, 10.0, True)
     snap = QueueSnapshot(
@@ -28,7 +29,7 @@ def peer_summary(replica: str) -> bytes:
         tenants=(),
         queriers=(QuerierSnapshot("q-1", (worker,), False, True, None, (), False),),
     )
-    raw = summarize(snap, replica=replica, wall_time=time.time(), stats=None)
+    raw = summarize(snap, replica=replica, wall_time=time.time(), stats=None, frontends=frontends)
     return json.dumps(raw).encode()
 
 
@@ -76,3 +77,30 @@ def test_a_lone_replica_answers_exactly_as_before(viewer_api, local_runtime, boa
     assert "replicas" not in queue and "replicas" not in queriers
     assert queue["total"] == 1
     assert "replica" not in queriers["queriers"][0]
+
+
+def test_frontends_of_every_replica_are_listed_each_naming_its_replica(
+    viewer_api, local_runtime, board, monkeypatch
+):
+    local = FrontendRow("websocket", "10.0.0.1:5000", "fe-token", 1, 1, 30.0)
+    monkeypatch.setattr(runtime_host, "frontends", lambda: [local])
+    peer = FrontendRow("grpc", "10.0.0.9:9095", "", 4, 2, None)
+    board.accept([peer_summary("replica-b", [peer]), peer_summary("replica-c")])
+    body = viewer_api.get("/api/v1/queriers/").json()
+    rows = [(f["transport"], f["address"], f["replica"]) for f in body["frontends"]]
+    assert rows == [
+        ("websocket", "10.0.0.1:5000", "replica-a"),
+        ("grpc", "10.0.0.9:9095", "replica-b"),
+    ]
+    assert body["frontends_missing"] == ["replica-c"]
+
+
+def test_a_lone_replica_lists_its_frontends_without_replica_names(
+    viewer_api, local_runtime, board, monkeypatch
+):
+    local = FrontendRow("grpc", "10.0.0.2:9095", "", 2, 0, None)
+    monkeypatch.setattr(runtime_host, "frontends", lambda: [local])
+    board.accept([])
+    body = viewer_api.get("/api/v1/queriers/").json()
+    assert [f["address"] for f in body["frontends"]] == ["10.0.0.2:9095"]
+    assert "replica" not in body["frontends"][0] and "frontends_missing" not in body
