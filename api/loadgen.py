@@ -12,6 +12,8 @@ VAR_DIR/loadgen.json every second, so an operator can slow it down live
 (forwarded HTTP requests over `schedulerpb`, results back through its own
 `QueryResult` server) and runs one Cortex querier process, so the inspector
 shows both protocols, and requests crossing between them, side by side.
+With TLS it plays a frontend and querier of the scheduler's own cluster
+(`api.grpc.tls.PeerTls`, from the scheduler's settings).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import grpc
 from django.conf import settings
 
 from api.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, get_request, post_request
+from api.grpc.tls import ClientTls, PeerTls, TlsSettingError, dial
 from scheduler_core.classify import classify
 from scheduler_core.cortex_http import parse_forwarded_request
 from scheduler_core.pb import httpgrpc_pb2
@@ -211,10 +214,13 @@ class GrpcDemo:
         workers: int = 4,
         loops: int = 2,
         seed: int = 1,
+        tls: PeerTls | None = None,
     ) -> None:
+        """`tls` None: PeerTls of the scheduler's settings, read at start."""
         if not addresses:
             raise ValueError("GrpcDemo needs at least one scheduler address")
         self.addresses = list(addresses)
+        self.tls = tls
         self.querier_id = querier_id
         self.counts: Counter[str] = Counter()
         self.problem = ""
@@ -239,9 +245,13 @@ class GrpcDemo:
     async def start(self, timeout: float = 10.0) -> GrpcDemo:
         """Connect the frontend loops and querier workers; raises GrpcUnavailable."""
         try:
+            if self.tls is None:
+                self.tls = _peer_tls()
             for address in self.addresses:
-                self._channels.append(await _ready_channel(address, timeout))
-            self._frontend = await CortexFrontend(self.addresses[0]).start()
+                self._channels.append(await _ready_channel(address, timeout, self.tls.dial))
+            self._frontend = await CortexFrontend(
+                self.addresses[0], client_tls=self.tls.dial, server_tls=self.tls.serve
+            ).start()
             self._frontend.on_result = self._on_result
             for channel in self._channels:
                 for _ in range(self._loops):
@@ -333,7 +343,9 @@ class GrpcDemo:
         """One worker stream, reopened after the scheduler ends it (a cancel does)."""
         delay = 0.5
         while True:
-            worker = QuerierWorker(channel, self.querier_id)
+            worker = QuerierWorker(
+                channel, self.querier_id, client_tls=self.tls.dial if self.tls else None
+            )
             try:
                 await worker.open()
                 while True:
@@ -364,15 +376,18 @@ class GrpcDemo:
         self.problem = f"{where}: {type(exc).__name__} {detail or ''}".strip()
 
 
-async def _ready_channel(address: str, timeout: float) -> grpc.aio.Channel:
+async def _ready_channel(address: str, timeout: float, tls: ClientTls | None) -> grpc.aio.Channel:
     if address.rsplit(":", 1)[-1] == "0":
         raise GrpcUnavailable(f"{address}: port 0 means the server's gRPC is off (GRPC_PORT=0)")
-    channel = grpc.aio.insecure_channel(address)
+    channel = dial(address, tls)
     try:
         await asyncio.wait_for(channel.channel_ready(), timeout)
     except TimeoutError:
         await channel.close()
-        raise GrpcUnavailable(f"nothing answers gRPC at {address} within {timeout:g}s") from None
+        how = "plaintext" if tls is None else "TLS (GRPC_CLIENT_TLS_*)"
+        raise GrpcUnavailable(
+            f"nothing answers gRPC over {how} at {address} within {timeout:g}s"
+        ) from None
     return channel
 
 
@@ -382,6 +397,13 @@ async def _open_loop(channel: grpc.aio.Channel, frontend_address: str) -> Fronte
     if reply.status != pb.OK:
         raise RuntimeError(f"INIT answered {pb.SchedulerToFrontendStatus.Name(reply.status)}")
     return loop
+
+
+def _peer_tls() -> PeerTls:
+    try:
+        return PeerTls.of(settings.GRPC_SERVER_TLS, settings.GRPC_CLIENT_TLS)
+    except TlsSettingError as exc:
+        raise GrpcUnavailable(str(exc)) from None
 
 
 def _cancelled(exc: BaseException) -> bool:

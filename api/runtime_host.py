@@ -300,6 +300,8 @@ class RuntimeHost:
                 port=port,
                 host=settings.GRPC_HOST,
                 advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
+                server_tls=settings.GRPC_SERVER_TLS,
+                client_tls=settings.GRPC_CLIENT_TLS,
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from api.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -151,11 +154,19 @@ CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", Tr
 
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
 GRPC_PORT = int(os.environ.get("GRPC_PORT", "9095"))
-# Cortex's frontends and queriers send no credentials, so the gRPC door
-# listens on loopback unless the operator opens it (behind a network policy).
+# Without mutual TLS anyone who reaches the gRPC door may schedule or take
+# work, so it listens on loopback unless the operator opens it.
 GRPC_HOST = os.environ.get("GRPC_HOST", "127.0.0.1")
 # host:port queriers on other hosts use to reach this replica's gRPC door.
 GRPC_ADVERTISE_ADDRESS = os.environ.get("GRPC_ADVERTISE_ADDRESS", "")
+# GRPC_TLS_* (the door, as Cortex's -server.grpc-tls-*) and GRPC_CLIENT_TLS_*
+# (calls to frontends' QueryResult): files are read and checked once, here,
+# so a bad value stops start-up instead of leaving the door plaintext.
+try:
+    GRPC_SERVER_TLS = server_tls_from_env(os.environ)
+    GRPC_CLIENT_TLS = client_tls_from_env(os.environ)
+except TlsSettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
 # /metrics is open by default, as Prometheus scrapers expect.
 METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")
 

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import grpc
 
+from api.grpc.tls import ClientTls, ServerTls, dial
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.pb.frontendv2pb_pb2_grpc import (
@@ -90,10 +91,22 @@ class _ResultServicer(FrontendForQuerierServicer):
 
 
 class CortexFrontend:
-    """A query-frontend: its QueryResult server plus FrontendLoop streams."""
+    """A query-frontend: its QueryResult server plus FrontendLoop streams.
 
-    def __init__(self, scheduler_address: str) -> None:
+    `client_tls` is how it dials the scheduler, `server_tls` how its
+    QueryResult server listens; None means plaintext.
+    """
+
+    def __init__(
+        self,
+        scheduler_address: str,
+        *,
+        client_tls: ClientTls | None = None,
+        server_tls: ServerTls | None = None,
+    ) -> None:
         self.scheduler_address = scheduler_address
+        self.client_tls = client_tls
+        self.server_tls = server_tls
         self.address = ""
         self.results: dict[int, ReceivedResult] = {}
         # Called for every result as it arrives (benchmarks count with it).
@@ -104,10 +117,13 @@ class CortexFrontend:
 
     async def start(self) -> CortexFrontend:
         add_FrontendForQuerierServicer_to_server(_ResultServicer(self), self._server)
-        port = self._server.add_insecure_port("127.0.0.1:0")
+        if self.server_tls is None:
+            port = self._server.add_insecure_port("127.0.0.1:0")
+        else:
+            port = self._server.add_secure_port("127.0.0.1:0", self.server_tls.credentials())
         await self._server.start()
         self.address = f"127.0.0.1:{port}"
-        self._channel = grpc.aio.insecure_channel(self.scheduler_address)
+        self._channel = dial(self.scheduler_address, self.client_tls)
         return self
 
     async def open_loop(self, *, address: str | None = None) -> FrontendLoop:
@@ -192,10 +208,16 @@ class FrontendLoop:
 
 
 class QuerierWorker:
-    """One querier worker stream; `querier_id` is shared by a querier's workers."""
+    """One querier worker stream; `querier_id` is shared by a querier's workers.
 
-    def __init__(self, channel: grpc.aio.Channel, querier_id: str) -> None:
+    `client_tls` is how it dials frontends' QueryResult (None: plaintext).
+    """
+
+    def __init__(
+        self, channel: grpc.aio.Channel, querier_id: str, *, client_tls: ClientTls | None = None
+    ) -> None:
         self.querier_id = querier_id
+        self._client_tls = client_tls
         self._channel = channel
         self._frontends: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, FrontendForQuerierStub] = {}
@@ -219,7 +241,7 @@ class QuerierWorker:
         """Send the result to the frontend, then tell the scheduler "done"."""
         stub = self._stubs.get(msg.frontendAddress)
         if stub is None:
-            channel = grpc.aio.insecure_channel(msg.frontendAddress)
+            channel = dial(msg.frontendAddress, self._client_tls)
             self._frontends[msg.frontendAddress] = channel
             stub = self._stubs[msg.frontendAddress] = FrontendForQuerierStub(channel)
         await stub.QueryResult(

@@ -17,6 +17,7 @@ from collections import OrderedDict
 import grpc
 
 from api.grpc.admission import GrpcReplyHandle
+from api.grpc.tls import ClientTls, dial
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 
@@ -36,11 +37,13 @@ class ResultReporter:
 
     `on_failed` is called synchronously by the runtime (from its observer),
     so it must not block: it schedules the call and returns. Tasks are kept
-    until done so none is garbage-collected mid-flight.
+    until done so none is garbage-collected mid-flight. With `client_tls`
+    every frontend is dialled over TLS; without it, plaintext.
     """
 
-    def __init__(self, *, timeout: float = 5.0) -> None:
+    def __init__(self, *, timeout: float = 5.0, client_tls: ClientTls | None = None) -> None:
         self._timeout = timeout
+        self._client_tls = client_tls
         self._channels: OrderedDict[str, grpc.aio.Channel] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self.sent = 0
@@ -113,7 +116,7 @@ class ResultReporter:
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.pop(address, None)
         if channel is None:
-            channel = grpc.aio.insecure_channel(address)
+            channel = dial(address, self._client_tls)
         self._channels[address] = channel
         while len(self._channels) > _MAX_CHANNELS:
             _, oldest = self._channels.popitem(last=False)

@@ -18,6 +18,7 @@ from api.grpc.bridge import ForeignRequests, query_result_handler
 from api.grpc.frontend_loop import FrontendConnection, FrontendLoopServicer, FrontendRegistry
 from api.grpc.querier_loop import QuerierLoopServicer
 from api.grpc.result_reporter import ResultReporter
+from api.grpc.tls import ClientTls, ServerTls
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.runtime import SchedulerRuntime
 
@@ -84,7 +85,9 @@ class GrpcFrontDoor:
     """The server plus what it shares with the rest of the process.
 
     `frontends.connections()` lists connected frontend addresses for the
-    inspector; `reporter` counts failure reports sent.
+    inspector; `reporter` counts failure reports sent. With `server_tls` the
+    port is TLS only (never also plaintext); `client_tls` is how the reporter
+    dials frontends' QueryResult servers.
     """
 
     def __init__(
@@ -93,10 +96,13 @@ class GrpcFrontDoor:
         *,
         admission: Admission | None = None,
         advertise_address: str | None = None,
+        server_tls: ServerTls | None = None,
+        client_tls: ClientTls | None = None,
     ) -> None:
         self.runtime = runtime
+        self.server_tls = server_tls
         self.frontends = FrontendRegistry()
-        self.reporter = ResultReporter()
+        self.reporter = ResultReporter(client_tls=client_tls)
         # Known once bound unless given: queriers must reach it for results
         # of websocket-frontend requests.
         self.foreign = ForeignRequests(advertise_address or "")
@@ -129,8 +135,12 @@ class GrpcFrontDoor:
 
     async def start(self, *, host: str = "127.0.0.1", port: int) -> int:
         """Bind and serve; returns the bound port (useful with port 0)."""
+        target = f"{host}:{port}"
         try:
-            self.port = self.server.add_insecure_port(f"{host}:{port}")
+            if self.server_tls is None:
+                self.port = self.server.add_insecure_port(target)
+            else:
+                self.port = self.server.add_secure_port(target, self.server_tls.credentials())
         except RuntimeError as exc:
             raise PortInUse(f"cannot listen for gRPC on {host}:{port}: {exc}") from exc
         if not self.foreign.own_address:
@@ -140,7 +150,9 @@ class GrpcFrontDoor:
         install_observer(self.runtime, self.reporter)
         install_observer(self.runtime, self.foreign)
         await self.server.start()
-        log.info("gRPC scheduler listening on %s:%d", host, self.port)
+        log.info(
+            "gRPC scheduler listening on %s:%d (%s)", host, self.port, _security(self.server_tls)
+        )
         return self.port
 
     async def stop(self, grace: float | None = 5.0) -> None:
@@ -156,15 +168,33 @@ async def start_grpc_server(
     host: str = "127.0.0.1",
     admission: Admission | None = None,
     advertise_address: str | None = None,
+    server_tls: ServerTls | None = None,
+    client_tls: ClientTls | None = None,
 ) -> GrpcFrontDoor:
     """Start Cortex's scheduler services for `runtime` on the running loop.
 
     `advertise_address` is how queriers reach this process (for results of
     websocket-frontend requests); by default 127.0.0.1 and the bound port.
+    `server_tls` makes the port TLS (mutual TLS when it carries a client CA);
+    `client_tls` secures the calls to frontends' QueryResult.
     """
-    door = GrpcFrontDoor(runtime, admission=admission, advertise_address=advertise_address)
+    door = GrpcFrontDoor(
+        runtime,
+        admission=admission,
+        advertise_address=advertise_address,
+        server_tls=server_tls,
+        client_tls=client_tls,
+    )
     await door.start(host=host, port=port)
     return door
+
+
+def _security(server_tls: ServerTls | None) -> str:
+    if server_tls is None:
+        return "plaintext"
+    if server_tls.client_ca is None:
+        return "TLS"
+    return f"TLS, client certificates: {server_tls.client_auth}"
 
 
 def _frontend_handler(servicer: FrontendLoopServicer) -> grpc.GenericRpcHandler:
