@@ -298,14 +298,17 @@ async def test_a_daphne_process_takes_mutual_tls_for_its_door_and_its_reports_fr
     assert (result.code, result.org_id) == (500, "tenant-daphne-tls")
 
 
-async def test_loadgen_runs_its_cortex_clients_against_a_mutual_tls_daphne(
-    tls_daphne: tuple[DaphneProcess, Pki],
+async def test_loadgen_runs_its_cortex_clients_against_a_mutual_tls_daphne_from_settings(
+    tls_daphne: tuple[DaphneProcess, Pki], settings: Any
 ) -> None:
     server, pki = tls_daphne
     address = f"127.0.0.1:{server.grpc_port}"
     await ready(address, trusting(pki, pki.client))
-    tls = PeerTls(dial=trusting(pki, pki.client), serve=serving(pki, client_ca=True))
-    demo = await GrpcDemo([address], lambda _: 0.01, querier_id="tls-querier", tls=tls).start()
+    # What `manage.py loadgen` reads when run with the server's environment.
+    settings.GRPC_SERVER_TLS = serving(pki, client_ca=True)
+    settings.GRPC_CLIENT_TLS = trusting(pki, pki.client)
+    demo = await GrpcDemo([address], lambda _: 0.01, querier_id="tls-querier").start()
+    assert demo.tls == PeerTls(dial=settings.GRPC_CLIENT_TLS, serve=settings.GRPC_SERVER_TLS)
     try:
         for n in range(20):
             assert demo.submit(make_request(random.Random(n), n))
