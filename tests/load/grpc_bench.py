@@ -4,8 +4,11 @@ Run `python -m tests.load.grpc_bench` from the repository root. By default
 it starts one real Daphne process (which serves both protocols on one
 runtime) and measures, in the same run, the gRPC path and then the websocket
 path with the same shape (N frontend connections, M worker streams, the same
-window), and prints the ratio gRPC/websocket. `--bare` measures gRPC alone
-against a process running only the runtime and the gRPC server. This
+window), and prints the ratio gRPC/websocket. The gRPC clients are the
+lean ones of `tests.load.lean_grpc` (about what Cortex's Go clients cost);
+`--clients grpcio` uses the `grpc.aio` stand-ins of `api.grpc.clients`.
+`--bare` measures gRPC alone against a process running only the runtime
+and the gRPC server. This
 process plays a Cortex query-frontend with N FrontendLoop streams and
 queriers with M worker streams in total, whose "query" costs nothing.
 Each frontend stream keeps a fixed window of requests outstanding, and the
