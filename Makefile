@@ -12,13 +12,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv migrate demo-user static serve demo test lint protos
+.PHONY: help venv migrate demo-user static serve demo test lint protos screenshots
 
 help:
 	@echo "make demo   - set up, start Daphne on http://$(HOST):$(PORT) with a demo login and the load generator"
 	@echo "make serve  - set up and start Daphne on http://$(HOST):$(PORT) (PORT=... to change)"
 	@echo "make test   - set up and run the whole test suite"
 	@echo "make lint   - ruff check, ruff format --check, mypy scheduler_core"
+	@echo "make screenshots - refresh docs/screenshots/ from the browser tests"
 
 # The stamp is newer than pyproject.toml once its dependencies are installed,
 # so re-running costs nothing until pyproject.toml changes.
@@ -65,6 +66,10 @@ demo: migrate static demo-user
 
 test: venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Refreshes docs/screenshots/ from the browser tests (a plain test run does not).
+screenshots: venv
+	UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/e2e/test_inspector_browser.py
 
 # Regenerates scheduler_core/pb/ from protos/ (the generated modules are committed).
 protos: venv

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -30,7 +31,14 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# `make screenshots` refreshes the README's pictures; an ordinary test run
+# writes its screenshots to a temporary folder and leaves the tree clean.
+SCREENSHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "qi-e2e-screenshots"
+)
+SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 EDITOR = ("erin", "pw-erin-e2e-123")
 T = TypeVar("T")
 

@@ -186,7 +186,6 @@ def test_inspector_screenshot_with_busy_and_reserved_queriers(page: Page, traffi
         expect(page.locator('[data-querier="q-slow"]')).to_contain_text("4/4 busy")
         treeitem(page, "checkout").click()
         page.wait_for_timeout(2_500)  # let the charts collect a few points
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "inspector.png"), full_page=True)
     finally:
         traffic.close(slow)
