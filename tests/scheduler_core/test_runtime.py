@@ -196,13 +196,19 @@ async def clocked_runtime() -> tuple[SchedulerRuntime, Recorder, FakeClock]:
     return rt, recorder, clock
 
 
+async def waiting_worker(rt: SchedulerRuntime) -> tuple[int, asyncio.Task[Request]]:
+    """Worker q-1/N, blocked in next_request on an empty queue."""
+    worker = rt.connect_querier("q-1")
+    waiting = asyncio.create_task(rt.next_request("q-1", worker))
+    await asyncio.sleep(0)
+    return worker, waiting
+
+
 async def test_a_wait_cancelled_in_the_turn_its_request_was_handed_over_reports_no_dispatch() -> (
     None
 ):
     rt, recorder, clock = await clocked_runtime()
-    worker = rt.connect_querier("q-1")
-    waiting = asyncio.create_task(rt.next_request("q-1", worker))
-    await asyncio.sleep(0)
+    worker, waiting = await waiting_worker(rt)
     rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
     waiting.cancel()  # before it resumed: the querier never got r1
     with pytest.raises(asyncio.CancelledError):
@@ -218,9 +224,7 @@ async def test_a_wait_cancelled_in_the_turn_its_request_was_handed_over_reports_
 
 async def test_a_request_cancelled_before_its_worker_resumed_is_not_returned_to_it() -> None:
     rt, recorder, _ = await clocked_runtime()
-    worker = rt.connect_querier("q-1")
-    waiting = asyncio.create_task(rt.next_request("q-1", worker))
-    await asyncio.sleep(0)
+    worker, waiting = await waiting_worker(rt)
     rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
     assert rt.cancel("r1") is not None  # its frontend gave up before the worker resumed
     for _ in range(3):
@@ -235,9 +239,7 @@ async def test_a_request_cancelled_before_its_worker_resumed_is_not_returned_to_
 
 async def test_the_reported_wait_ends_at_the_hand_off_not_when_the_worker_resumes() -> None:
     rt, recorder, clock = await clocked_runtime()
-    worker = rt.connect_querier("q-1")
-    waiting = asyncio.create_task(rt.next_request("q-1", worker))
-    await asyncio.sleep(0)
+    worker, waiting = await waiting_worker(rt)
     rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed over at 100
     clock.now = 105.0  # the worker resumes later
     assert (await waiting).id == "r1"
@@ -247,9 +249,7 @@ async def test_the_reported_wait_ends_at_the_hand_off_not_when_the_worker_resume
 
 async def test_a_wait_outliving_its_dropped_worker_gets_nothing_though_the_id_was_reused() -> None:
     rt, recorder, _ = await clocked_runtime()
-    worker = rt.connect_querier("q-1")
-    stale = asyncio.create_task(rt.next_request("q-1", worker))
-    await asyncio.sleep(0)
+    worker, stale = await waiting_worker(rt)
     rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the waiting worker
     rt.disconnect_querier_worker("q-1", worker)  # r1 goes back to the queue
     assert rt.connect_querier("q-1") == worker  # a new stream, the same worker id
