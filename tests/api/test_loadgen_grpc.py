@@ -15,7 +15,8 @@ import grpc
 import pytest
 
 from api.daphne_process import DaphneProcess
-from api.loadgen import GrpcDemo, GrpcUnavailable, component_of, forwarded_request, make_request
+from api.loadgen import make_request
+from api.loadgen_grpc import GrpcDemo, GrpcUnavailable, component_of, forwarded_request
 from api.management.commands.loadgen import Command
 from api.wsclients import ws_connect
 from scheduler_core.cortex_http import parse_forwarded_request

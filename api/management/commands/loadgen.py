@@ -14,7 +14,7 @@ against the same database as the server (as `make demo` does).
 `--grpc HOST:PORT` (repeatable, one per replica) adds Cortex's protocol: a
 Cortex-style frontend sends `--grpc-share` of the same mix as forwarded HTTP
 requests, and querier "cortex-querier-1" runs work from every address
-(`api.loadgen.GrpcDemo`). If gRPC cannot connect, the websocket side sends
+(`api.loadgen_grpc.GrpcDemo`). If gRPC cannot connect, the websocket side sends
 everything and each report line says why.
 """
 
@@ -30,7 +30,8 @@ from urllib.parse import urlsplit
 import grpc
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from api.loadgen import GrpcDemo, GrpcUnavailable, latency_for, make_request, read_slowdown
+from api.loadgen import latency_for, make_request, read_slowdown
+from api.loadgen_grpc import GrpcDemo, GrpcUnavailable
 from api.services import api_token_issue
 from api.wsclients import SpreadFrontend, queriers_everywhere
 
