@@ -50,7 +50,6 @@ PADDED = 0x8
 PRIORITY_FLAG = 0x20
 SETTINGS_INITIAL_WINDOW_SIZE = 0x4
 SETTINGS_MAX_FRAME_SIZE = 0x5
-CANCEL = 0x8
 
 _HEADER = struct.Struct(">IBI")  # length<<8 | type, flags, stream id
 _MAX_WINDOW = 2**31 - 1
@@ -143,12 +142,6 @@ class Stream:
 
     def send(self, payload: bytes, *, end: bool = False) -> None:
         self._conn.send_data(self, grpc_message(payload), end)
-
-    def end(self) -> None:
-        self._conn.send_data(self, b"", True)
-
-    def cancel(self) -> None:
-        self._conn.reset(self, CANCEL)
 
     async def recv(self) -> bytes | None:
         while not self._messages:
@@ -290,10 +283,6 @@ class _Connection(asyncio.Protocol):
                 return
             self._blocked.popleft()
             self._send_now(stream, data, end, trailers)
-
-    def reset(self, stream: Stream, code: int) -> None:
-        self.write(frame(RST_STREAM, 0, stream.id, code.to_bytes(4, "big")))
-        self._forget(stream, StreamReset("cancelled"))
 
     def _forget(self, stream: Stream, error: BaseException | None) -> None:
         self.streams.pop(stream.id, None)

@@ -111,9 +111,6 @@ class LeanFrontendLoop:
             )
         )
 
-    def close(self) -> None:
-        self.stream.cancel()
-
 
 class LeanQuerier:
     """One querier process: connections shared by its workers."""
