@@ -18,7 +18,9 @@ class FrontendRow(NamedTuple):
 
     transport: str  # "websocket" or "grpc"
     address: str
-    name: str  # the token's name for websocket clients, "" for gRPC
+    # Who it is: the token's name (websocket), the client certificate's
+    # common name (gRPC with mutual TLS), else "".
+    name: str
     streams: int
     outstanding: int  # queued or in flight
     connected_for: float | None  # seconds; None where the transport does not say
@@ -65,7 +67,7 @@ def frontend_rows(websocket: WebsocketFrontends, grpc_door: Any) -> list[Fronten
     rows = websocket.rows()
     if grpc_door is not None:
         rows += [
-            FrontendRow("grpc", c.address, "", c.streams, c.outstanding, None)
+            FrontendRow("grpc", c.address, c.identity, c.streams, c.outstanding, c.connected_for)
             for c in grpc_door.frontend_connections()
         ]
     return rows

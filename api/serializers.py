@@ -322,7 +322,10 @@ class QuerierRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class FrontendRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     transport = serializers.ChoiceField(choices=["websocket", "grpc"])
     address = serializers.CharField()
-    name = serializers.CharField(allow_blank=True, help_text="token name (websocket)")
+    name = serializers.CharField(
+        allow_blank=True,
+        help_text="token name (websocket), or client certificate common name (gRPC, mutual TLS)",
+    )
     streams = serializers.IntegerField()
     outstanding = serializers.IntegerField(help_text="its requests queued or in flight")
     connected_for = serializers.FloatField(allow_null=True, help_text="seconds")

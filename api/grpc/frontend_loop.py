@@ -11,7 +11,8 @@ does.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -23,7 +24,13 @@ from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRe
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
-__all__ = ["FrontendConnection", "FrontendLoopServicer", "FrontendRegistry", "FrontendRuntime"]
+__all__ = [
+    "FrontendConnection",
+    "FrontendLoopServicer",
+    "FrontendRegistry",
+    "FrontendRuntime",
+    "peer_identity",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +52,23 @@ class FrontendRuntime(Protocol):
 
 
 class FrontendConnection(NamedTuple):
-    """One frontend address as the inspector shows it."""
+    """One frontend address as the inspector shows it.
+
+    `identity` is the common name of the client certificate its first loop
+    showed (mutual TLS), else ""; `connected_for` counts from that loop.
+    """
 
     address: str
     streams: int
     outstanding: int
+    identity: str = ""
+    connected_for: float | None = None
 
 
 @dataclass(slots=True)
 class _Frontend:
+    since: float
+    identity: str = ""
     streams: int = 0
     outstanding: set[str] = field(default_factory=set)
 
@@ -65,11 +80,15 @@ class FrontendRegistry:
     the sets hold only requests that are queued or in flight.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._frontends: dict[str, _Frontend] = {}
+        self._clock = clock
 
-    def connect(self, address: str) -> None:
-        self._frontends.setdefault(address, _Frontend()).streams += 1
+    def connect(self, address: str, identity: str = "") -> None:
+        frontend = self._frontends.get(address)
+        if frontend is None:
+            frontend = self._frontends[address] = _Frontend(self._clock(), identity)
+        frontend.streams += 1
 
     def disconnect(self, address: str) -> list[str]:
         """Drop one loop; returns the ids to cancel when it was the last one."""
@@ -95,10 +114,21 @@ class FrontendRegistry:
     on_failed = finished
 
     def connections(self) -> list[FrontendConnection]:
+        now = self._clock()
         return [
-            FrontendConnection(address, f.streams, len(f.outstanding))
+            FrontendConnection(address, f.streams, len(f.outstanding), f.identity, now - f.since)
             for address, f in sorted(self._frontends.items())
         ]
+
+
+def peer_identity(context: _Context) -> str:
+    """The common name of the peer's verified client certificate, or "".
+
+    grpcio fills the auth context only for a TLS peer whose certificate it
+    checked (mutual TLS), so a plaintext or anonymous TLS peer has none.
+    """
+    names = list(context.auth_context().get("x509_common_name") or ())
+    return names[0].decode("utf-8", "replace") if names else ""
 
 
 class FrontendLoopServicer:
@@ -125,7 +155,7 @@ class FrontendLoopServicer:
         if self._runtime.stopping:
             await context.write(_SHUTTING_DOWN)
             return
-        self._registry.connect(address)
+        self._registry.connect(address, peer_identity(context))
         try:
             await context.write(_OK)
             while (msg := await checked_read(context)) is not grpc.aio.EOF:

@@ -321,3 +321,27 @@ async def test_loadgen_runs_its_cortex_clients_against_a_mutual_tls_daphne_from_
 
     assert demo.counts["results"] == 20, demo.status()
     assert demo.counts["errors"] == 0, demo.status()
+
+
+async def test_under_mutual_tls_a_frontend_is_listed_by_its_certificates_common_name(
+    start: Starter, pki: Pki
+) -> None:
+    scheduler = await start(server_tls=serving(pki, client_ca=True))
+    frontend = await CortexFrontend(scheduler.address, client_tls=trusting(pki, pki.client)).start()
+    try:
+        await frontend.open_loop()
+        (row,) = scheduler.door.frontend_connections()
+        assert (row.address, row.streams, row.identity) == (frontend.address, 1, "querier")
+        assert row.connected_for is not None and row.connected_for >= 0
+    finally:
+        await frontend.close()
+
+
+async def test_without_mutual_tls_a_frontend_has_no_identity(start: Starter, pki: Pki) -> None:
+    scheduler = await start(server_tls=serving(pki))
+    frontend = await CortexFrontend(scheduler.address, client_tls=trusting(pki)).start()
+    try:
+        await frontend.open_loop()
+        assert [row.identity for row in scheduler.door.frontend_connections()] == [""]
+    finally:
+        await frontend.close()
