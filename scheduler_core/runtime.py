@@ -58,6 +58,9 @@ class SchedulerRuntime:
         # One fresh token per connection, so a wait outliving its worker's
         # disconnect can tell a reconnect that reused the worker id from itself.
         self._connections: dict[WorkerKey, object] = {}
+        # Requests handed to a waiting worker that has not resumed yet: they
+        # have not reached a querier, so undoing the hand-off refunds the attempt.
+        self._handed: dict[WorkerKey, Request] = {}
         self._cancellations: dict[str, asyncio.Future[None]] = {}
         self._wake = asyncio.Event()
         self._emptied = asyncio.Event()
@@ -184,6 +187,7 @@ class SchedulerRuntime:
             # worker, idle again, goes back to taking work.
             if self._connections.get(key) is not connection:
                 raise UnknownQuerier(f"{querier_id}/{worker_id} disconnected")
+            self._handed.pop(key, None)
             if self.queue.in_flight_on(request.id, querier_id, worker_id):
                 self._notify("on_dispatched", request, querier_id, worker_id, wait)
                 return request
@@ -205,6 +209,7 @@ class SchedulerRuntime:
             # wait resumed.
             if self._connections.get(key) is not connection:
                 return
+            self._handed.pop(key, None)
             if self.queue.in_flight_on(request.id, *key):
                 self.queue.requeue_front(request)
                 request.attempts -= 1
@@ -231,16 +236,17 @@ class SchedulerRuntime:
             fut.exception()  # mark retrieved: nobody may await a dropped worker
         self._last_index.pop(key, None)
         self._connections.pop(key, None)
+        handed = self._handed.pop(key, None)
         request = self.queue.disconnect_querier_worker(querier_id, worker_id)
         if request is not None:
             self._cancellations.pop(request.id, None)
+            if request is handed:
+                # Handed over but never sent: the querier did not run it.
+                request.attempts -= 1
             if request.attempts < MAX_ATTEMPTS and not self._stopping:
                 self.queue.requeue_front(request)
             else:
-                reason = f"querier {querier_id} disconnected while running the request"
-                if request.attempts > 1:
-                    reason += f" (after {request.attempts - 1} retry)"
-                self._notify("on_failed", request, reason)
+                self._notify("on_failed", request, _disconnect_reason(querier_id, request))
         self._wake.set()
         return request
 
@@ -325,6 +331,7 @@ class SchedulerRuntime:
                 continue
             if request is not None:
                 del self._waiters[key]
+                self._handed[key] = request
                 # The wait is measured now: the worker resumes a loop turn later.
                 fut.set_result((request, max(0.0, self.clock() - request.enqueued_at)))
 
@@ -347,6 +354,13 @@ class SchedulerRuntime:
         except Exception:
             # An observer bug (metrics, a closed socket) must never stall scheduling.
             log.exception("scheduler observer %s failed", hook)
+
+
+def _disconnect_reason(querier_id: str, request: Request) -> str:
+    reason = f"querier {querier_id} disconnected while running the request"
+    if request.attempts > 1:
+        reason += f" (after {request.attempts - 1} retry)"
+    return reason
 
 
 def _mark_waiting(querier: QuerierSnapshot, waiting: Any) -> QuerierSnapshot:

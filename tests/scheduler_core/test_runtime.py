@@ -259,3 +259,22 @@ async def test_a_wait_outliving_its_dropped_worker_gets_nothing_though_the_id_wa
     assert rt.queue.in_flight_on("r1", "q-1", worker)
     assert recorder.kinds("r1") == ["enqueued", "dispatched"]
     await rt.stop(drain_timeout=0)
+
+
+async def test_hand_offs_undone_by_disconnects_spend_none_of_the_requests_attempts() -> None:
+    rt, recorder, _ = await clocked_runtime()
+    first, first_wait = await waiting_worker(rt)
+    second, second_wait = await waiting_worker(rt)
+    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the first worker
+    rt.disconnect_querier_worker("q-1", first)  # before it resumed: r1 goes back
+    rt.enqueue(Request(id="r2", tenant_id="t1"))  # a dispatch pass, same turn
+    assert rt.queue.in_flight_on("r1", "q-1", second)  # r1, at the front, handed on
+    rt.disconnect_querier_worker("q-1", second)  # again before it resumed
+    third = rt.connect_querier("q-1")
+    received = await asyncio.wait_for(rt.next_request("q-1", third), 1)
+    assert (received.id, received.attempts) == ("r1", 1)  # its first real run
+    assert recorder.kinds("r1") == ["enqueued", "dispatched"]
+    for stale in (first_wait, second_wait):
+        with pytest.raises(UnknownQuerier):
+            await asyncio.wait_for(stale, 1)
+    await rt.stop(drain_timeout=0)

@@ -114,7 +114,9 @@ class Fate:
     handoffs: int = 0  # dequeues onto a worker
     dispatches: int = 0  # on_dispatched reports
     received: int = 0  # times next_request returned it to a worker
-    withdrawn: int = 0  # hand-offs undone because the wait was cancelled first
+    # hand-offs undone before the worker resumed (its wait cancelled, or its
+    # worker disconnected): the request never reached a querier
+    withdrawn: int = 0
     retries: int = 0
 
 
@@ -162,7 +164,10 @@ class Model:
         elif kind == "requeued":
             assert fate.state in ("handed", "flight"), f"{rid} requeued while {fate.state}"
             if fate.worker in self.disconnecting:
-                fate.retries += 1
+                if fate.state == "handed":
+                    fate.withdrawn += 1
+                else:
+                    fate.retries += 1
             else:
                 # Only a wait cancelled before it resumed gives its hand-off back.
                 assert fate.state == "handed", f"{rid} requeued after it was reported"
@@ -175,10 +180,14 @@ class Model:
             if kind == "completed":
                 assert fate.state == "flight", f"{rid} completed while {fate.state}"
             if kind == "failed":
-                if fate.state != "queued":
-                    assert fate.worker in self.disconnecting, f"{rid} failed on a live worker"
-                else:
+                if fate.state == "queued":
                     assert self.stopping, f"{rid} failed while queued, before stop"
+                else:
+                    assert fate.worker in self.disconnecting, f"{rid} failed on a live worker"
+                if fate.state == "handed":
+                    # Only a stop fails a request its worker never received.
+                    assert self.stopping, f"{rid} failed before it reached a querier"
+                    fate.withdrawn += 1
             fate.state, fate.worker = kind, None
 
     def queued(self) -> list[Fate]:
