@@ -18,7 +18,6 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -27,13 +26,13 @@ from django.conf import settings
 
 from api import config_events, replica_board, selectors
 from api.frontends import FrontendRow, WebsocketFrontends, frontend_rows
-from scheduler_core.model import QueueConfig, Request, TenantLimits
+from api.observers import FanOutObserver
+from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
 
 __all__ = [
     "CONFIG_GROUP",
-    "FanOutObserver",
     "RuntimeHost",
     "add_observer",
     "ensure_started",
@@ -47,14 +46,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CONFIG_GROUP = "scheduler-config"
-_HOOKS = (
-    "on_enqueued",
-    "on_rejected",
-    "on_dispatched",
-    "on_completed",
-    "on_cancelled",
-    "on_failed",
-)
 
 
 def _setting(name: str, default: float) -> float:
@@ -63,60 +54,6 @@ def _setting(name: str, default: float) -> float:
     if value is None:
         value = os.environ.get(name) or default
     return float(value)
-
-
-class FanOutObserver:
-    """The runtime's observer: forwards each hook to every added observer.
-
-    `on_failed` first goes to `request.payload.on_failed` when the payload
-    has one: that is how transports learn that a request they own failed
-    (a querier vanished twice, or shutdown drained it). Each call is isolated
-    so one broken observer cannot starve the others.
-    """
-
-    def __init__(self) -> None:
-        self._observers: list[Any] = []
-        self._calls: dict[str, list[Callable[..., None]]] = {hook: [] for hook in _HOOKS}
-
-    def add(self, observer: Any) -> None:
-        if observer in self._observers:
-            return
-        self._observers.append(observer)
-        for hook in _HOOKS:
-            method = getattr(observer, hook, None)
-            if method is not None:
-                self._calls[hook].append(method)
-
-    def _emit(self, hook: str, *args: Any) -> None:
-        for method in self._calls[hook]:
-            try:
-                method(*args)
-            except Exception:
-                log.exception("observer %r failed in %s", method, hook)
-
-    def on_enqueued(self, request: Request) -> None:
-        self._emit("on_enqueued", request)
-
-    def on_rejected(self, request: Request, reason: str) -> None:
-        self._emit("on_rejected", request, reason)
-
-    def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
-        self._emit("on_dispatched", request, querier_id, worker_id, wait)
-
-    def on_completed(self, request: Request) -> None:
-        self._emit("on_completed", request)
-
-    def on_cancelled(self, request: Request) -> None:
-        self._emit("on_cancelled", request)
-
-    def on_failed(self, request: Request, reason: str) -> None:
-        deliver = getattr(request.payload, "on_failed", None)
-        if deliver is not None:
-            try:
-                deliver(request, reason)
-            except Exception:
-                log.exception("reply handle of %s failed to deliver a failure", request.id)
-        self._emit("on_failed", request, reason)
 
 
 def _load_config() -> tuple[int, QueueConfig, dict[str, TenantLimits]]:

@@ -8,8 +8,6 @@ the runtime's thread and the queue stays lock-free.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 import grpc
 
@@ -19,15 +17,14 @@ from api.grpc.frontend_loop import FrontendConnection, FrontendLoopServicer, Fro
 from api.grpc.querier_loop import QuerierLoopServicer
 from api.grpc.result_reporter import ResultReporter
 from api.grpc.tls import ClientTls, ServerTls
+from api.observers import install_observer
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "GrpcFrontDoor",
-    "ObserverChain",
     "PortInUse",
-    "install_observer",
     "start_grpc_server",
 ]
 
@@ -35,50 +32,10 @@ log = logging.getLogger(__name__)
 
 # Larger messages are refused with RESOURCE_EXHAUSTED on that stream only.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-_HOOKS = frozenset(
-    ("on_enqueued", "on_rejected", "on_dispatched", "on_completed", "on_cancelled", "on_failed")
-)
 
 
 class PortInUse(Exception):
     """The gRPC port could not be bound."""
-
-
-class ObserverChain:
-    """Fans each runtime observer hook out to several observers, in order."""
-
-    def __init__(self, *observers: Any) -> None:
-        self.observers = list(observers)
-
-    def __getattr__(self, hook: str) -> Callable[..., None]:
-        if hook not in _HOOKS:
-            raise AttributeError(hook)
-
-        def fan_out(*args: Any) -> None:
-            for observer in self.observers:
-                method = getattr(observer, hook, None)
-                if method is not None:
-                    method(*args)
-
-        return fan_out
-
-
-def install_observer(runtime: SchedulerRuntime, observer: Any) -> None:
-    """Add an observer without displacing the one the runtime already has.
-
-    A fan-out observer with an `add` method (the service's) takes it as one
-    more member, so its per-observer error isolation applies to ours too.
-    """
-    current = runtime.observer
-    add = getattr(current, "add", None)
-    if current is None:
-        runtime.observer = ObserverChain(observer)
-    elif isinstance(current, ObserverChain):
-        current.observers.append(observer)
-    elif callable(add):
-        add(observer)
-    else:
-        runtime.observer = ObserverChain(current, observer)
 
 
 class GrpcFrontDoor:

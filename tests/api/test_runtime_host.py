@@ -10,7 +10,6 @@ from channels.db import database_sync_to_async
 
 from api import runtime_host
 from api.models import ConfigRevision
-from api.runtime_host import FanOutObserver
 from api.services import settings_update, tenant_put
 from scheduler_core.model import Request
 
@@ -76,21 +75,3 @@ async def test_shutdown_fails_the_queued_requests_back_through_their_handles(set
     await runtime_host.shutdown(drain_timeout=0)
     assert failures == [("left", "scheduler shutting down")]
     assert not runtime_host.started()
-
-
-def test_one_failing_observer_does_not_starve_the_next() -> None:
-    seen: list[str] = []
-
-    class Broken:
-        def on_enqueued(self, request: Request) -> None:
-            raise RuntimeError("boom")
-
-    class Recorder:
-        def on_enqueued(self, request: Request) -> None:
-            seen.append(request.id)
-
-    fan = FanOutObserver()
-    fan.add(Broken())
-    fan.add(Recorder())
-    fan.on_enqueued(Request(id="r", tenant_id="t"))
-    assert seen == ["r"]

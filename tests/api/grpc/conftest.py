@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from api.grpc.admission import Admission
-from api.grpc.server import GrpcFrontDoor, install_observer, start_grpc_server
+from api.grpc.server import GrpcFrontDoor, start_grpc_server
+from api.observers import install_observer
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.runtime import SchedulerRuntime
 

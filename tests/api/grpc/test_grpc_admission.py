@@ -128,13 +128,14 @@ def test_unusable_tenant_ids_are_refused(user_id: str, reason: str) -> None:
 
 
 async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_observer() -> None:
-    from api.grpc.server import ObserverChain, start_grpc_server
+    from api.grpc.server import start_grpc_server
+    from api.observers import FanOutObserver
     from scheduler_core.runtime import SchedulerRuntime
 
     runtime = SchedulerRuntime()
     door = await start_grpc_server(runtime, port=0, host="127.0.0.1")
     try:
-        assert isinstance(runtime.observer, ObserverChain)
-        assert runtime.observer.observers == [door.frontends, door.reporter, door.foreign]
+        assert isinstance(runtime.observer, FanOutObserver)
+        assert runtime.observer.observers == (door.frontends, door.reporter, door.foreign)
     finally:
         await door.stop(0)

@@ -19,10 +19,11 @@ import pytest
 from api.daphne_process import DaphneProcess
 from api.grpc.admission import Admission
 from api.grpc.clients import CortexFrontend, QuerierWorker, get_request
-from api.grpc.server import GrpcFrontDoor, install_observer, start_grpc_server
+from api.grpc.server import GrpcFrontDoor, start_grpc_server
 from api.grpc.tls import VERIFY_IF_GIVEN, ClientTls, PeerTls, ServerTls, dial
 from api.loadgen import make_request
 from api.loadgen_grpc import GrpcDemo, GrpcUnavailable
+from api.observers import install_observer
 from scheduler_core.model import QueueConfig
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForQuerierStub
