@@ -21,10 +21,10 @@ from typing import Any
 import grpc
 from django.conf import settings
 
+from api.grpc.admission import classify_forwarded, forwarded_query
 from api.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, get_request, post_request
 from api.grpc.tls import ClientTls, PeerTls, TlsSettingError, dial
-from scheduler_core.classify import classify
-from scheduler_core.cortex_http import parse_forwarded_request
+from scheduler_core.model import QueueConfig
 from scheduler_core.pb import httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForFrontendStub
@@ -63,23 +63,7 @@ def forwarded_request(msg: dict[str, Any], rng: random.Random) -> httpgrpc_pb2.H
 def component_of(request: httpgrpc_pb2.HTTPRequest) -> str:
     """What a querier would end up reading for this request, by Mimir's default windows."""
     now = time.time()
-    forwarded = parse_forwarded_request(
-        request.method,
-        request.url,
-        [(h.key, list(h.values)) for h in request.headers],
-        request.body,
-        now=now,
-    )
-    info = classify(
-        query=forwarded.query,
-        api_type=forwarded.api_type,
-        start=forwarded.start,
-        end=forwarded.end,
-        step=forwarded.step,
-        headers=forwarded.headers,
-        now=now,
-    )
-    return str(info.component)
+    return str(classify_forwarded(forwarded_query(request, now), now, QueueConfig()).component)
 
 
 class GrpcDemo:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scheduler_core.classify import classify
+from scheduler_core.classify import Classification, classify
 from scheduler_core.cortex_http import (
     ForwardedQuery,
     component_hint,
@@ -37,7 +37,9 @@ __all__ = [
     "InvalidEnqueue",
     "LimitsHost",
     "ResultSink",
+    "classify_forwarded",
     "combined_limits",
+    "forwarded_query",
     "request_id",
 ]
 
@@ -98,6 +100,37 @@ class GrpcReplyHandle:
         self.reporter.deliver(self, status, _body_bytes(body))
 
 
+def forwarded_query(http: httpgrpc_pb2.HTTPRequest, now: float) -> ForwardedQuery:
+    """What the scheduler reads of a forwarded HTTP request."""
+    return parse_forwarded_request(
+        http.method,
+        http.url,
+        [(h.key, list(h.values)) for h in http.headers],
+        http.body,
+        now=now,
+    )
+
+
+def classify_forwarded(
+    forwarded: ForwardedQuery,
+    now: float,
+    config: QueueConfig,
+    classifier: Callable[..., Classification] = classify,
+) -> Classification:
+    """Component and priority-matching view, with `config`'s ingester/store windows."""
+    return classifier(
+        query=forwarded.query,
+        api_type=forwarded.api_type,
+        start=forwarded.start,
+        end=forwarded.end,
+        step=forwarded.step,
+        headers=forwarded.headers,
+        now=now,
+        query_ingesters_within=config.query_ingesters_within,
+        query_store_after=config.query_store_after,
+    )
+
+
 def request_id(frontend_address: str, query_id: int) -> str:
     """Queue-wide id: query IDs are unique per frontend only, so add the address."""
     return f"grpc:{frontend_address}:{query_id}"
@@ -134,7 +167,7 @@ class Admission:
         host: LimitsHost,
         *,
         wall_clock: Callable[[], float] = time.time,
-        classifier: Callable[..., Any] = classify,
+        classifier: Callable[..., Classification] = classify,
         results: ResultSink | None = None,
     ) -> None:
         self._host = host
@@ -151,13 +184,7 @@ class Admission:
         tenants = _tenant_ids(msg.userID)
         now = self._wall_clock()
         http = msg.httpRequest
-        forwarded = parse_forwarded_request(
-            http.method,
-            http.url,
-            [(h.key, list(h.values)) for h in http.headers],
-            http.body,
-            now=now,
-        )
+        forwarded = forwarded_query(http, now)
         component, info = self._classification(forwarded, now)
         component = component_hint(list(msg.additionalQueueDimensions)) or component
         limits = self._limits(msg.userID, tenants)
@@ -184,19 +211,8 @@ class Admission:
         )
 
     def _classification(self, forwarded: ForwardedQuery, now: float) -> tuple[str, QueryInfo]:
-        config = self._host.config
         try:
-            result = self._classify(
-                query=forwarded.query,
-                api_type=forwarded.api_type,
-                start=forwarded.start,
-                end=forwarded.end,
-                step=forwarded.step,
-                headers=forwarded.headers,
-                now=now,
-                query_ingesters_within=config.query_ingesters_within,
-                query_store_after=config.query_store_after,
-            )
+            result = classify_forwarded(forwarded, now, self._host.config, self._classify)
         except Exception:
             # A classifier bug must cost one request its component, never the
             # frontend its stream: every other request on it would fail too.
