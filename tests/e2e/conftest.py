@@ -22,15 +22,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from api.daphne_process import DaphneProcess
 from api.wsclients import FrontendClient, QuerierClient
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # `make screenshots` refreshes the README's pictures; an ordinary test run
 # writes its screenshots to a temporary folder and leaves the tree clean.
 SCREENSHOTS = (

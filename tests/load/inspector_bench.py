@@ -28,17 +28,10 @@ from playwright.async_api import Page, async_playwright
 
 from api.daphne_process import DaphneProcess
 from api.wsclients import FrontendClient, QuerierClient
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
 __all__ = ["Load", "main"]
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-]
 USER = ("bench", "bench-viewer-pw-123")
 DONE = {"result", "failed", "rejected"}
 
