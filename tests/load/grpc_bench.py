@@ -259,6 +259,18 @@ async def run_bench(
     )
 
 
+def _bench_from_args(address: str, args: argparse.Namespace) -> BenchResult:
+    return asyncio.run(
+        run_bench(
+            address,
+            requests=args.requests,
+            frontends=args.frontends,
+            workers=args.workers,
+            clients=args.clients,
+        )
+    )
+
+
 def _start_scheduler_process() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.load.grpc_bench", "--serve", "0"],
@@ -309,15 +321,7 @@ def _compare(args: argparse.Namespace) -> int:
         assert server.proc is not None
         address = f"127.0.0.1:{server.grpc_port}"
         cpu_before, client_before = process_cpu_seconds(server.proc.pid), _own_cpu_seconds()
-        grpc_result = asyncio.run(
-            run_bench(
-                address,
-                requests=args.requests,
-                frontends=args.frontends,
-                workers=args.workers,
-                clients=args.clients,
-            )
-        )
+        grpc_result = _bench_from_args(address, args)
         grpc_cpu = process_cpu_seconds(server.proc.pid) - cpu_before
         grpc_client = _own_cpu_seconds() - client_before
         client_before = _own_cpu_seconds()
@@ -376,15 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     if address is None:
         proc, address = _start_scheduler_process()
     try:
-        result = asyncio.run(
-            run_bench(
-                address,
-                requests=args.requests,
-                frontends=args.frontends,
-                workers=args.workers,
-                clients=args.clients,
-            )
-        )
+        result = _bench_from_args(address, args)
     finally:
         if proc is not None:
             proc.terminate()
