@@ -59,3 +59,21 @@ export function splitKeyed(container, keys, keyOf) {
   }
   return { kept, stale };
 }
+
+// Writes that skip the DOM when nothing changed: an update rewrites few of
+// the many cells it visits.
+export function setText(node, text) {
+  if (node._text === undefined) node._text = node.textContent;
+  if (node._text !== text) {
+    node._text = text;
+    // Rewriting the one text node keeps its layout object; textContent
+    // would replace the node and rebuild it.
+    const only = node.firstChild;
+    if (only && only === node.lastChild && only.nodeType === 3) only.data = text;
+    else node.textContent = text;
+  }
+}
+
+export function setAttr(node, name, value) {
+  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+}

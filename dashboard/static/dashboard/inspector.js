@@ -3,7 +3,7 @@
 // the first snapshot replaces it in place.
 
 import { LineChart } from "./charts.js";
-import { placeChildren, splitKeyed } from "./dom.js";
+import { placeChildren, setAttr, setText as writeText, splitKeyed } from "./dom.js";
 import {
   formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, frontendsMissing,
   querierState, transportLabel, workerText,
@@ -74,25 +74,12 @@ function byId(id) {
 }
 
 function setText(id, text) {
-  const node = byId(id);
-  if (node._text === undefined) node._text = node.textContent;
-  if (node._text !== text) {
-    node._text = text;
-    // Rewriting the one text node keeps its layout object; textContent
-    // would replace the node and rebuild it.
-    const only = node.firstChild;
-    if (only && only === node.lastChild && only.nodeType === 3) only.data = text;
-    else node.textContent = text;
-  }
+  writeText(byId(id), text);
 }
 
 function setProp(id, name, value) {
   const node = byId(id);
   if (node[name] !== value) node[name] = value;
-}
-
-function setAttr(node, name, value) {
-  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
 }
 
 function applyHeader(h) {

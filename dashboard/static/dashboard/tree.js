@@ -3,26 +3,10 @@
 // place by node key on every update so focus and expansion survive and an
 // update touches only the rows whose figures changed.
 
-import { placeChildren, splitKeyed } from "./dom.js";
+import { placeChildren, setAttr, setText, splitKeyed } from "./dom.js";
 import { formatWait, nodeLabel, nodeName, priorityClass, priorityText } from "./format.js";
 
 const keyOf = (li) => (li._key === undefined ? li.dataset.key : li._key);
-
-function setText(node, text) {
-  if (node._text === undefined) node._text = node.textContent;
-  if (node._text !== text) {
-    node._text = text;
-    // Rewriting the one text node keeps its layout object; textContent
-    // would replace the node and rebuild it.
-    const only = node.firstChild;
-    if (only && only === node.lastChild && only.nodeType === 3) only.data = text;
-    else node.textContent = text;
-  }
-}
-
-function setAttr(node, name, value) {
-  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
-}
 
 export class TreeView {
   constructor(root, onToggle) {
