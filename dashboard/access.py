@@ -19,13 +19,9 @@ from django.shortcuts import render
 from api.auth import EDITOR, role_of
 from dashboard.live import Tick, get_broadcaster
 
-__all__ = ["current_tick", "editor_required", "page", "role_required"]
+__all__ = ["current_tick", "editor_required", "forbidden", "page", "role_required"]
 
 View = Callable[..., HttpResponse]
-
-
-def _refuse(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "dashboard/forbidden.html", {"message": message}, status=403)
 
 
 def role_required(view: View) -> View:
@@ -36,7 +32,7 @@ def role_required(view: View) -> View:
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         role = role_of(request.user)
         if role is None:
-            return _refuse(request, "Your account has neither the viewer nor the editor role.")
+            return forbidden(request, "Your account has neither the viewer nor the editor role.")
         request.role = role  # type: ignore[attr-defined]
         return view(request, *args, **kwargs)
 
@@ -50,7 +46,7 @@ def editor_required(view: View) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.role != EDITOR:  # type: ignore[attr-defined]
-            return _refuse(request, "Changing the configuration needs the editor role.")
+            return forbidden(request, "Changing the configuration needs the editor role.")
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -63,6 +59,11 @@ def page(
     role = getattr(request, "role", None)
     context = {"role": role, "is_editor": role == EDITOR, **context}
     return render(request, template, context, status=status)
+
+
+def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    """The 403 page saying what the user lacks."""
+    return page(request, "dashboard/forbidden.html", {"message": message}, status=403)
 
 
 async def _latest() -> Tick | None:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from api import selectors, services
 from api.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.models import ConfigRevision
-from dashboard.access import current_tick, editor_required, page, role_required
+from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
 from dashboard.live import Tick
 from dashboard.projections import (
@@ -162,12 +162,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         if request.role != "editor":  # type: ignore[attr-defined]
-            return page(
-                request,
-                "dashboard/forbidden.html",
-                {"message": "Changing settings needs the editor role."},
-                status=403,
-            )
+            return forbidden(request, "Changing settings needs the editor role.")
         changes = settings_from_post(request.POST)
         try:
             services.settings_update(

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 from api import selectors, services
 from api.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.models import ConfigRevision
-from dashboard.access import current_tick, editor_required, page, role_required
+from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
 from dashboard.views import STALE
 from scheduler_core.errors import FieldError
@@ -201,12 +201,7 @@ def _post(
     action = request.POST.get("action", "save")
     if action == "save":
         if request.role != "editor":  # type: ignore[attr-defined]
-            return page(
-                request,
-                "dashboard/forbidden.html",
-                {"message": "Saving needs the editor role."},
-                status=403,
-            )
+            return forbidden(request, "Saving needs the editor role.")
         return _save(request, tenant_id, draft, version, is_new)
     if action == "explain":
         explained = _run_explain(tenant_id, draft, _explain_inputs(request.POST))
