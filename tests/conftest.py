@@ -17,6 +17,9 @@ from django.contrib.auth.models import Group, User
 
 from api.daphne_process import DaphneProcess
 
+# Throwaway PostgreSQL and Redis for the tests that need them.
+pytest_plugins = ["tests.servers"]
+
 
 @pytest.fixture(scope="session")
 def daphne_server() -> Iterator[DaphneProcess]:

@@ -1,9 +1,9 @@
 """The config store on PostgreSQL (the scale-out database), in a fresh database.
 
 Runs `manage.py` in subprocesses pointed at a throw-away database on the
-server named by TEST_DATABASE_URL (set by .ci/run). Without it the tests fail,
-saying so, as the scale-out tests do: a skipped database test would pass CI
-without ever running.
+server named by TEST_DATABASE_URL (tests/servers.py starts a throwaway server and
+sets it, unless it is set already). Without it the tests fail, saying so, as the
+scale-out tests do: a skipped database test would pass CI without ever running.
 """
 
 import os
@@ -56,7 +56,8 @@ def database_url() -> Iterator[str]:
 
     if not SERVER_URL:
         pytest.fail(
-            "PostgreSQL tests need TEST_DATABASE_URL (.ci/run starts PostgreSQL and sets it)"
+            "PostgreSQL tests need TEST_DATABASE_URL (tests/servers.py sets it when it "
+            "starts a throwaway PostgreSQL; set it to use a server of your own)"
         )
     name = f"qi_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(SERVER_URL, autocommit=True) as admin:

@@ -2,9 +2,10 @@
 
 Shared by the scale-out service tests and the two-replica browser test. The
 database is a fresh one on TEST_DATABASE_URL's server, dropped at the end;
-Redis keys carry a per-run prefix, deleted at the end. Without both
-servers the tests fail, saying what to set: a scale-out feature that is
-never exercised must not pass quietly.
+Redis keys carry a per-run prefix, deleted at the end. tests/servers.py
+starts throwaway servers and sets both variables unless they are set already;
+without them the tests fail, saying so: a scale-out feature that is never
+exercised must not pass quietly.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def require_servers() -> tuple[str, str]:
     redis = os.environ.get("TEST_REDIS_URL", "")
     if not (database and redis):
         pytest.fail(
-            "scale-out tests need PostgreSQL and Redis: set TEST_DATABASE_URL and "
-            "TEST_REDIS_URL (.ci/run starts both and sets them)",
+            "scale-out tests need PostgreSQL and Redis, and TEST_DATABASE_URL or "
+            "TEST_REDIS_URL is unset (tests/servers.py sets both when it starts throwaway "
+            "servers for the collected tests; set them to use servers of your own)",
             pytrace=False,
         )
     return database, redis
