@@ -12,12 +12,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv migrate demo-user static serve demo test lint protos screenshots
+.PHONY: help venv migrate demo-user static serve demo test test-deps lint protos screenshots
 
 help:
 	@echo "make demo   - set up, start Daphne on http://$(HOST):$(PORT) with a demo login and the load generator"
 	@echo "make serve  - set up and start Daphne on http://$(HOST):$(PORT) (PORT=... to change)"
-	@echo "make test   - set up and run the whole test suite"
+	@echo "make test   - install what the tests need, set up and run the whole test suite"
 	@echo "make lint   - ruff check, ruff format --check, mypy scheduler_core"
 	@echo "make screenshots - refresh docs/screenshots/ from the browser tests"
 
@@ -64,11 +64,18 @@ demo: migrate static demo-user
 	$(PY) manage.py loadgen --url http://$(HOST):$(PORT) --grpc 127.0.0.1:$(GRPC_PORT) & loadgen_pid=$$!; \
 	wait $$daphne_pid
 
-test: venv
+# Debian packages the tests need (Chromium, redis-server, postgresql), installed
+# only where missing; the script says what it found. Make builds prerequisites
+# left to right, so python3-venv is there before the venv. `make demo` needs none.
+test-deps:
+	@PYTHON=$(PYTHON) bash scripts/test-deps.sh
+
+# The session starts its own throwaway PostgreSQL and Redis (tests/servers.py).
+test: test-deps venv
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # Refreshes docs/screenshots/ from the browser tests (a plain test run does not).
-screenshots: venv
+screenshots: test-deps venv
 	UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/e2e/test_inspector_browser.py
 
 # Regenerates scheduler_core/pb/ from protos/ (the generated modules are committed).
