@@ -1,6 +1,6 @@
 """Admin pages for the config store.
 
-The admin saves nothing itself: every change goes through `api.services`
+The admin saves nothing itself: every change goes through `api.store.services`
 (source "admin"), so it is validated, versioned and recorded like any other.
 Forms validate with the same functions first, so errors show next to the
 field instead of failing on save, and carry the version the editor loaded so
@@ -17,10 +17,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 
-from api import selectors, services
-from api.exceptions import ConfigStoreError, ConfigValidationError
-from api.import_plan import validate_tenant
-from api.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.store import selectors, services
+from api.store.exceptions import ConfigStoreError, ConfigValidationError
+from api.store.import_plan import validate_tenant
+from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
 from scheduler_core.validation import validate_queue_settings
 
 __all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]

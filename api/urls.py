@@ -2,13 +2,13 @@
 
 from django.urls import include, path
 
-from api.metrics import metrics_view
-from api.views_health import healthz
+from api.wire.health import healthz
+from api.wire.metrics import metrics_view
 
 __all__ = ["urlpatterns"]
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
-    path("api/v1/", include("api.api_urls")),
+    path("api/v1/", include("api.rest.urls")),
 ]

@@ -34,8 +34,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # embedded setup), so pages and the admin work offline with DEBUG off.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
-from api import metrics, runtime_host  # noqa: E402, F401 - metrics: observer from the start
-from api.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
+from api.wire import metrics, runtime_host  # noqa: E402, F401 - metrics: observer from the start
+from api.wire.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
 
 log = logging.getLogger(__name__)
 

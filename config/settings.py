@@ -16,7 +16,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from api.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
+from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "api",
     "dashboard",
+    "loadgen",
 ]
 
 MIDDLEWARE = [
@@ -149,7 +150,7 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 # A runtime-config import is seconds of CPU; in a worker process it leaves
-# this process's GIL to the scheduler's event loop (see api/offload.py).
+# this process's GIL to the scheduler's event loop (see api/rest/offload.py).
 CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", True)
 
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
@@ -173,14 +174,14 @@ METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")
 REST_FRAMEWORK = {
     # The token class goes first: DRF takes the 401 challenge from the first class.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "api.auth.BearerTokenAuthentication",
+        "api.rest.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Reads need the viewer or editor role, writes editor (see api.auth).
-    "DEFAULT_PERMISSION_CLASSES": ["api.auth.RolePermission"],
+    # Reads need the viewer or editor role, writes editor (see api.rest.auth).
+    "DEFAULT_PERMISSION_CLASSES": ["api.rest.auth.RolePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Config-store exceptions → 400 (nested field errors) / 404 / 412 / 428.
-    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "api.rest.errors.api_exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -192,7 +193,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # The schema and its UI need a role, like every page but /metrics and health.
-    "SERVE_PERMISSIONS": ["api.auth.RolePermission"],
+    "SERVE_PERMISSIONS": ["api.rest.auth.RolePermission"],
     "SCHEMA_PATH_PREFIX": "/api/v1/",
 }
 

@@ -1,6 +1,6 @@
 """Who may see and change what in the browser: login, then the viewer/editor role.
 
-Roles come from `api.auth.role_of` (Django groups), the same rule the REST
+Roles come from `api.store.roles.role_of` (Django groups), the same rule the REST
 API uses. Editing is enforced here, on the server, for every write; the
 templates only hide controls a viewer could not use anyway.
 """
@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from api.auth import EDITOR, role_of
+from api.store.roles import EDITOR, role_of
 from dashboard.live import Tick, get_broadcaster
 
 __all__ = ["current_tick", "editor_required", "forbidden", "page", "role_required"]
@@ -63,7 +63,7 @@ def page(
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     """The 403 page saying what the user lacks."""
-    return page(request, "dashboard/forbidden.html", {"message": message}, status=403)
+    return page(request, "403.html", {"message": message}, status=403)
 
 
 async def _latest() -> Tick | None:

@@ -15,7 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from api.auth import role_of
+from api.store.roles import role_of
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
 

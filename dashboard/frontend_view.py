@@ -1,8 +1,8 @@
 """Frontends → the inspector's frontends panel, for one replica or all of them.
 
-Pure functions, no Django. Rows come from `api.runtime_host.frontends()`
+Pure functions, no Django. Rows come from `api.wire.runtime_host.frontends()`
 (websocket consumers and gRPC frontend addresses alike) and, in scale-out
-mode, from the peers' summaries (`api.replica_frontends`). The panel is
+mode, from the peers' summaries (`api.cluster.replica_frontends`). The panel is
 capped because a replica may serve thousands of frontends while an operator
 reads a few dozen; the ones holding the most outstanding requests are the
 ones worth a look, so they come first and the total still counts every
@@ -15,8 +15,8 @@ import heapq
 from collections.abc import Sequence
 from typing import Any
 
-from api.frontends import FrontendRow
-from api.replica_frontends import ReplicaFrontends, frontend_rank
+from api.cluster.replica_frontends import ReplicaFrontends, frontend_rank
+from api.wire.frontends import FrontendRow
 
 __all__ = [
     "MAX_FRONTENDS_SHOWN",

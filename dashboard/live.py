@@ -22,8 +22,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from api.frontends import FrontendRow
-from api.replicas import MergedView
+from api.cluster.replicas import MergedView
+from api.wire.frontends import FrontendRow
 from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers

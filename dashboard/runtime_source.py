@@ -11,8 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api.frontends import FrontendRow
-from api.replicas import MergedView, local_stats, merge_stats
+from api.cluster.replicas import MergedView, local_stats, merge_stats
+from api.wire.frontends import FrontendRow
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = ["RuntimeSource", "stats_summary"]
@@ -22,7 +22,7 @@ class RuntimeSource:
     """Reads the process's scheduler runtime and its rolling stats (runtime host).
 
     In scale-out mode the snapshot is the whole service's: the local queue
-    live, merged with the peers' last summaries (`api.replica_board`), and
+    live, merged with the peers' last summaries (`api.cluster.replica_board`), and
     `stats()` / `replicas()` describe that same merge until the next snapshot.
     `frontends()` stays this replica's own; the peers' come with `replicas()`.
     """
@@ -32,8 +32,8 @@ class RuntimeSource:
         self._frontends: list[FrontendRow] = []
 
     def snapshot(self) -> QueueSnapshot | None:
-        from api import runtime_host
-        from api.replica_board import get_board
+        from api.cluster.replica_board import get_board
+        from api.wire import runtime_host
 
         if not runtime_host.started():
             self._merged = None
@@ -45,8 +45,8 @@ class RuntimeSource:
         return local if self._merged is None else self._merged.snapshot
 
     def stats(self) -> Mapping[str, Any] | None:
-        from api import runtime_host
-        from api.replica_board import get_board
+        from api.cluster.replica_board import get_board
+        from api.wire import runtime_host
 
         if not runtime_host.started():
             return None

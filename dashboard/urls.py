@@ -12,9 +12,7 @@ app_name = "dashboard"
 urlpatterns: list[URLPattern | URLResolver] = [
     path(
         "login/",
-        auth_views.LoginView.as_view(
-            template_name="dashboard/login.html", redirect_authenticated_user=True
-        ),
+        auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),

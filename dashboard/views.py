@@ -1,7 +1,7 @@
 """Inspector, layout switch, history with rollback, and scheduler settings pages.
 
-Views only translate: reads go through `api.selectors`, writes through
-`api.services` (which validate, version-check and record revisions), and the
+Views only translate: reads go through `api.store.selectors`, writes through
+`api.store.services` (which validate, version-check and record revisions), and the
 live queue through the broadcaster's projections. Every write is a POST with
 CSRF and the version the page was loaded with, so a stale page is refused.
 """
@@ -16,9 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from api import selectors, services
-from api.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.models import ConfigRevision
+from api.store import selectors, services
+from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
 from dashboard.live import Tick

@@ -1,7 +1,7 @@
 """Tenants list, tenant editor (limits and ordered priority rules) and explain box.
 
 The editor posts the whole draft on every button: "save" hands it to
-`api.services.tenant_put` with the version the page was loaded with; the
+`api.store.services.tenant_put` with the version the page was loaded with; the
 structural buttons (add, remove, move) edit the draft and show it again
 without saving; "explain" runs the draft through the same explain selector
 as the REST API, so what the box says is what the scheduler will do.
@@ -19,9 +19,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from api import selectors, services
-from api.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.models import ConfigRevision
+from api.store import selectors, services
+from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
 from dashboard.views import STALE

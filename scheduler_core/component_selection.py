@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_core.model import COMPONENTS, Request
+from scheduler_core.nodes import DequeueContext, Node
 from scheduler_core.round_robin import RoundRobin
-from scheduler_core.tree import DequeueContext, Node
 
 __all__ = ["QuerierWorkerPriority", "TenantComponentSelection"]
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler_core.model import COMPONENTS, Request
 
 if TYPE_CHECKING:
-    from scheduler_core.tree import DequeueContext, TenantState
+    from scheduler_core.nodes import DequeueContext, TenantState
 
 __all__ = ["Leaf"]
 

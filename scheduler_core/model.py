@@ -11,6 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# Rule data is defined beside the code that reads it and re-exported here,
+# so every plain value can still be imported from this one module.
+from scheduler_core.priority import QueryPriority
+from scheduler_core.rules import PriorityDef, QueryAttribute, QueryInfo, TimeRange
+
 __all__ = [
     "API_TYPES",
     "BOTH",
@@ -77,101 +82,6 @@ class Request:
     enqueued_at: float = 0.0
     attempts: int = 0
     payload: Any = None
-
-
-@dataclass(frozen=True, slots=True)
-class QueryInfo:
-    """What priority matching may look at for one request.
-
-    `select_start`/`select_end` are the data-select time range (unix seconds)
-    derived from the PromQL (range selectors, offsets, `@`, subqueries and
-    the lookback delta widen it); None when it cannot be told.
-    """
-
-    query: str = ""
-    api_type: str = "query"
-    start: float | None = None
-    end: float | None = None
-    step: float | None = None
-    select_start: float | None = None
-    select_end: float | None = None
-    user_agent: str = ""
-    dashboard_uid: str = ""
-    panel_id: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class TimeRange:
-    """A pair of optional durations in seconds; None means not checked."""
-
-    min: float | None = None
-    max: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class QueryAttribute:
-    """One matcher of a priority: every field that is set must match.
-
-    `time_window` uses Cortex's meaning: `start`/`end` are durations before
-    now (seconds); 0 or None means that side is not checked.
-    """
-
-    regex: str | None = None
-    time_window: TimeRange | None = None
-    api_type: str | None = None
-    time_range_limit: TimeRange | None = None
-    query_step_limit: TimeRange | None = None
-    user_agent_regex: str | None = None
-    dashboard_uid: str | None = None
-    panel_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityDef:
-    """One priority level: its value, its reservation, its attributes.
-
-    `reserved_queriers` >= 1 is a count; 0 < x < 1 is a share of the
-    tenant's shard, rounded up.
-    """
-
-    priority: int
-    reserved_queriers: float = 0
-    query_attributes: tuple[QueryAttribute, ...] = ()
-
-    def __init__(
-        self,
-        priority: int,
-        reserved_queriers: float = 0,
-        query_attributes: tuple[QueryAttribute, ...] | list[QueryAttribute] = (),
-    ) -> None:
-        object.__setattr__(self, "priority", priority)
-        object.__setattr__(self, "reserved_queriers", reserved_queriers)
-        object.__setattr__(self, "query_attributes", tuple(query_attributes))
-
-
-@dataclass(frozen=True, slots=True)
-class QueryPriority:
-    """A tenant's `query_priority` block, with Cortex's matching semantics."""
-
-    enabled: bool = False
-    default_priority: int = 0
-    priorities: tuple[PriorityDef, ...] = ()
-
-    def __init__(
-        self,
-        enabled: bool = False,
-        default_priority: int = 0,
-        priorities: tuple[PriorityDef, ...] | list[PriorityDef] = (),
-    ) -> None:
-        object.__setattr__(self, "enabled", enabled)
-        object.__setattr__(self, "default_priority", default_priority)
-        object.__setattr__(self, "priorities", tuple(priorities))
-
-    def priority_for(self, info: QueryInfo, now: float) -> int:
-        """The priority Cortex would give this request (see `priority.py`)."""
-        from scheduler_core.priority import match_priority
-
-        return match_priority(self, info, now).priority
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,11 @@ from typing import Literal
 
 import re2
 
-from scheduler_core.model import QueryAttribute, QueryInfo, QueryPriority, TimeRange
-from scheduler_core.validation import compile_regex, format_duration
+from scheduler_core.durations import format_duration
+from scheduler_core.regex import compile_regex
+from scheduler_core.rules import PriorityDef, QueryAttribute, QueryInfo, TimeRange
 
-__all__ = ["METADATA_API_TYPES", "PriorityMatch", "RuleReason", "match_priority"]
+__all__ = ["METADATA_API_TYPES", "PriorityMatch", "QueryPriority", "RuleReason", "match_priority"]
 
 # Cortex matches these on the request's own start/end and `match[]`
 # selectors, and ignores step, dashboard and panel for them.
@@ -37,6 +38,29 @@ _MATCH_ALL = frozenset({".*", ".+"})
 _SLACK = 60.0
 
 Source = Literal["disabled", "default", "rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPriority:
+    """A tenant's `query_priority` block, with Cortex's matching semantics."""
+
+    enabled: bool = False
+    default_priority: int = 0
+    priorities: tuple[PriorityDef, ...] = ()
+
+    def __init__(
+        self,
+        enabled: bool = False,
+        default_priority: int = 0,
+        priorities: tuple[PriorityDef, ...] | list[PriorityDef] = (),
+    ) -> None:
+        object.__setattr__(self, "enabled", enabled)
+        object.__setattr__(self, "default_priority", default_priority)
+        object.__setattr__(self, "priorities", tuple(priorities))
+
+    def priority_for(self, info: QueryInfo, now: float) -> int:
+        """The priority Cortex would give this request (see `match_priority`)."""
+        return match_priority(self, info, now).priority
 
 
 @dataclass(frozen=True, slots=True)

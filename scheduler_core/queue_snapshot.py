@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 
 from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, QueueConfig
+from scheduler_core.nodes import TenantState
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -20,7 +21,6 @@ from scheduler_core.snapshot import (
     WorkerSnapshot,
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
-from scheduler_core.tree import TenantState
 
 __all__ = ["build_snapshot"]
 

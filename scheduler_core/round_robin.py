@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler_core.model import COMPONENTS, Request
-from scheduler_core.tree import DequeueContext, Node
+from scheduler_core.nodes import DequeueContext, Node
 
 __all__ = ["RoundRobin"]
 

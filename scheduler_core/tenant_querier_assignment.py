@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from scheduler_core.model import PriorityDef, QueryPriority, Request
-from scheduler_core.tree import DequeueContext
+from scheduler_core.nodes import DequeueContext
 
 __all__ = [
     "QuerierState",

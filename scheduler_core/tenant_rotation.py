@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from scheduler_core.model import Request
-from scheduler_core.tree import DequeueContext, Node, TenantState
+from scheduler_core.nodes import DequeueContext, Node, TenantState
 
 __all__ = ["END", "SlotSet", "TenantOrder", "TenantRotation"]
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
-
-import re2
 
 from scheduler_core import fields as f
 from scheduler_core.durations import InvalidDuration, format_duration, parse_duration
@@ -29,6 +27,7 @@ from scheduler_core.model import (
     TenantLimits,
     TimeRange,
 )
+from scheduler_core.regex import compile_regex, regex_error
 
 __all__ = [
     "MAX_ATTRIBUTES_PER_PRIORITY",
@@ -58,28 +57,6 @@ _LAYOUTS = ("tenant-first", "component-first")
 _SELECTIONS = ("round-robin", "querier-worker-priority")
 
 
-@lru_cache(maxsize=4096)
-def compile_regex(pattern: str) -> Any:
-    """Compile an RE2 pattern once; raises `re2.error` when RE2 rejects it.
-
-    RE2 runs in linear time, so a tenant-supplied pattern can never stall
-    the scheduler the way a backtracking regex could.
-    """
-    options = re2.Options()
-    options.log_errors = False
-    return re2.compile(pattern, options)
-
-
-def _regex_error(pattern: str) -> str | None:
-    try:
-        compile_regex(pattern)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
-        return f"RE2 rejects this regex: {text}"
-    return None
-
-
 def _regex(value: object, path: str, errs: f.Collector) -> str | None:
     pattern = f.text(value, path, errs)
     if pattern is None:
@@ -87,7 +64,7 @@ def _regex(value: object, path: str, errs: f.Collector) -> str | None:
     if len(pattern) > MAX_REGEX_LENGTH:
         errs.add(path, f"regex is {len(pattern)} characters long, at most {MAX_REGEX_LENGTH}")
         return None
-    problem = _regex_error(pattern)
+    problem = regex_error(pattern)
     if problem is not None:
         errs.add(path, problem)
         return None

@@ -2,7 +2,7 @@
 
 `daphne_server` is a real Daphne process (free loopback port, its own
 migrated SQLite database, a free gRPC port, config reconcile every 0.5s) for
-service, e2e and gRPC tests; see `api.daphne_process.DaphneProcess` for its
+service, e2e and gRPC tests; see `loadgen.daphne_process.DaphneProcess` for its
 helpers: `base_url`, `ws_url`, `port`, `grpc_port`, `env`, `manage(...)`,
 `run_python(code)`, `issue_token(role)`, `create_user(name, password, group)`.
 It is started once per test session and stopped with SIGTERM at the end.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth.models import Group, User
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 
 # Throwaway PostgreSQL and Redis for the tests that need them.
 pytest_plugins = ["tests.servers"]

@@ -3,7 +3,7 @@ from typing import Any
 
 import pytest
 
-from api import runtime_host
+from api.wire import runtime_host
 
 
 @pytest.fixture

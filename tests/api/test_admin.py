@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from api import services
-from api.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.store import services
+from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -4,11 +4,11 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from api.auth import role_of
 from api.management.commands.seed_demo_config import DEMO_TENANTS
-from api.models import ConfigRevision, Tenant
-from api.selectors import tenant_limits_all
-from api.services import api_token_authenticate
+from api.store.models import ConfigRevision, Tenant
+from api.store.roles import role_of
+from api.store.selectors import tenant_limits_all
+from api.store.services import api_token_authenticate
 
 pytestmark = pytest.mark.django_db
 

@@ -1,9 +1,20 @@
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from api.wire import runtime_host
 from config.asgi import application
+
+
+@pytest.fixture(autouse=True)
+async def no_leftover_runtime(settings: Any) -> AsyncIterator[None]:
+    """The ASGI application starts the runtime on its first scope; stop it after each
+    test so no later test inherits a runtime (and gRPC door) bound to a closed loop."""
+    settings.GRPC_PORT = 0
+    yield
+    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def asgi_get(path: str) -> tuple[int, bytes]:

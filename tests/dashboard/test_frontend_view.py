@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api.frontends import FrontendRow
-from api.replica_frontends import ReplicaFrontends
+from api.cluster.replica_frontends import ReplicaFrontends
+from api.wire.frontends import FrontendRow
 from dashboard import live
 from dashboard.frontend_view import (
     MAX_FRONTENDS_SHOWN,

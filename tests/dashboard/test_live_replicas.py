@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api import replica_board, runtime_host
-from api.frontends import FrontendRow
-from api.replica_board import ReplicaBoard
-from api.replicas import MergedView, summarize
+from api.cluster import replica_board
+from api.cluster.replica_board import ReplicaBoard
+from api.cluster.replicas import MergedView, summarize
+from api.wire import runtime_host
+from api.wire.frontends import FrontendRow
 from dashboard import live
 from dashboard.live import Broadcaster, Tick
 from dashboard.wire import frontends_from_wire

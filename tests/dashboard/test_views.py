@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api import selectors, services
-from api.models import ConfigRevision, Tenant
+from api.store import selectors, services
+from api.store.models import ConfigRevision, Tenant
 
 pytestmark = pytest.mark.django_db
 

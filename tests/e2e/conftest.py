@@ -1,6 +1,6 @@
 """A real Daphne, real protocol clients and Debian's Chromium, for the browser tests.
 
-The server runs in a child process on its own database (api.daphne_process);
+The server runs in a child process on its own database (loadgen.daphne_process);
 frontends and queriers speak the JSON websocket protocol from a background
 event loop thread, as any external client would; Playwright drives Chromium.
 """
@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from api.daphne_process import DaphneProcess
-from api.wsclients import FrontendClient, QuerierClient
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import FrontendClient, QuerierClient
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
 # `make screenshots` refreshes the README's pictures; an ordinary test run
@@ -110,7 +110,7 @@ class Traffic:
 
 
 SEED = """
-from api import services
+from api.store import services
 services.tenant_put(tenant_id="acme", expected_version=None, author=None, source="cli", config={
     "query_priority": {"enabled": True, "default_priority": 0, "priorities": [
         {"priority": 5, "query_attributes": [{"regex": "^never$"}]}]}})

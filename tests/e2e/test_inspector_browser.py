@@ -10,7 +10,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import EDITOR, Traffic
 from tests.service.replica_pair import replica, require_servers, scale_out_env
 

@@ -6,7 +6,7 @@ runtime) and measures, in the same run, the gRPC path and then the websocket
 path with the same shape (N frontend connections, M worker streams, the same
 window), and prints the ratio gRPC/websocket. The gRPC clients are the
 lean ones of `tests.load.lean_grpc` (about what Cortex's Go clients cost);
-`--clients grpcio` uses the `grpc.aio` stand-ins of `api.grpc.clients`.
+`--clients grpcio` uses the `grpc.aio` stand-ins of `api.wire.grpc.clients`.
 `--bare` measures gRPC alone against a process running only the runtime
 and the gRPC server. This
 process plays a Cortex query-frontend with N FrontendLoop streams and
@@ -36,7 +36,7 @@ from typing import Any
 
 import grpc
 
-from api.grpc.clients import (
+from api.wire.grpc.clients import (
     CortexFrontend,
     FrontendLoop,
     QuerierWorker,
@@ -82,7 +82,7 @@ class BenchResult:
 
 async def serve(port: int) -> None:
     """The scheduler process: a runtime and its gRPC server until killed."""
-    from api.grpc.server import start_grpc_server
+    from api.wire.grpc.server import start_grpc_server
     from scheduler_core.model import QueueConfig
     from scheduler_core.runtime import SchedulerRuntime
 
@@ -287,8 +287,8 @@ def _start_scheduler_process() -> tuple[subprocess.Popen[str], str]:
 
 async def _websocket_phase(server: object, frontends: int, workers: int, seconds: float) -> object:
     """The websocket protocol's numbers on the same server, same shape."""
-    from api.daphne_process import DaphneProcess
-    from api.loadtest import PhaseSpec, run_phase
+    from loadgen.daphne_process import DaphneProcess
+    from loadgen.loadtest import PhaseSpec, run_phase
 
     assert isinstance(server, DaphneProcess) and server.proc is not None
     queriers = max(1, workers // WORKERS_PER_QUERIER)
@@ -314,8 +314,8 @@ def _own_cpu_seconds() -> float:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from api.daphne_process import DaphneProcess
-    from api.loadtest import process_cpu_seconds
+    from loadgen.daphne_process import DaphneProcess
+    from loadgen.loadtest import process_cpu_seconds
 
     with DaphneProcess(extra_env={"LOG_LEVEL": "WARNING"}) as server:
         assert server.proc is not None

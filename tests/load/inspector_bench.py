@@ -26,8 +26,8 @@ from typing import Any
 
 from playwright.async_api import Page, async_playwright
 
-from api.daphne_process import DaphneProcess
-from api.wsclients import FrontendClient, QuerierClient
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import FrontendClient, QuerierClient
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
 __all__ = ["Load", "main"]

@@ -1,6 +1,6 @@
 """A Cortex query-frontend and querier workers on `h2lite`, for the benchmark.
 
-Same wire behaviour as `api.grpc.clients` (which the tests use, on grpcio):
+Same wire behaviour as `api.wire.grpc.clients` (which the tests use, on grpcio):
 the frontend serves `FrontendForQuerier/QueryResult` and runs FrontendLoop
 streams; each querier worker runs one QuerierLoop stream, sends its result
 to the request's frontend and then its empty "done" message. A querier's

@@ -1,13 +1,13 @@
 """REST config API timings, and what a bulk import costs the running scheduler.
 
 Run `python -m tests.load.rest_bench` from the repository root. It starts a
-real Daphne (temp database, loopback, `api.daphne_process`) and prints:
+real Daphne (temp database, loopback, `loadgen.daphne_process`) and prints:
 
 - median and p99 of GET and PUT (If-Match) of one tenant with 20 priority
   rules, over HTTP/1.1 keep-alive;
 - median and p99 of a runtime-config PUT (YAML) of 1,000 tenants, each PUT
   changing every tenant so it is a full write, never a no-op;
-- the dispatch rate of websocket frontends and queriers (`api.loadtest`)
+- the dispatch rate of websocket frontends and queriers (`loadgen.loadtest`)
   while such imports run back to back, as a ratio to the rate without them,
   measured in the same run because the machine is shared and noisy.
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from api.daphne_process import DaphneProcess
-from api.loadtest import PhaseSpec, percentile, run_phase
+from loadgen.daphne_process import DaphneProcess
+from loadgen.loadtest import PhaseSpec, percentile, run_phase
 
 __all__ = ["main", "runtime_config_yaml", "tenant_with_rules"]
 

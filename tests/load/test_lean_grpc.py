@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from api.grpc.clients import QuerierWorker, get_request, post_request
-from api.grpc.server import GrpcFrontDoor, start_grpc_server
+from api.wire.grpc.clients import QuerierWorker, get_request, post_request
+from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
 from scheduler_core.model import QueueConfig
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 
 __all__ = ["require_servers", "replica", "scale_out_env"]
 

@@ -8,8 +8,8 @@ import time
 import urllib.request
 from typing import Any
 
-from api.daphne_process import DaphneProcess
-from api.wsclients import ws_connect
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import ws_connect
 
 
 def get_json(server: DaphneProcess, path: str, token: str) -> dict[str, Any]:

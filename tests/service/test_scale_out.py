@@ -24,8 +24,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from api.daphne_process import DaphneProcess
-from api.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
 from tests.service.replica_pair import replica, require_servers, scale_out_env
 
 NOW = time.time()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import websockets
 
-from api.daphne_process import DaphneProcess
-from api.wsclients import QuerierClient, ws_connect
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import QuerierClient, ws_connect
 
 NOW = time.time()
 
@@ -26,8 +26,8 @@ def tokens(daphne_server: DaphneProcess) -> dict[str, str]:
 def set_tenant(server: DaphneProcess, tenant: str, config: dict[str, Any]) -> None:
     """Write a tenant through the services, in another process (as an editor would)."""
     server.run_python(
-        "from api.models import Tenant\n"
-        "from api.services import tenant_put\n"
+        "from api.store.models import Tenant\n"
+        "from api.store.services import tenant_put\n"
         f"tid, cfg = {tenant!r}, {config!r}\n"
         "if Tenant.objects.filter(tenant_id=tid).exists():\n"
         "    tenant_put(tenant_id=tid, config=cfg, author=None, source='cli',\n"

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
-from api.auth import EDITOR
+from api.store.roles import EDITOR
 
 __all__ = ["Command"]
 

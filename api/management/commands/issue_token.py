@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from api.models import ApiToken
-from api.services import api_token_issue
+from api.store.models import ApiToken
+from api.store.services import api_token_issue
 
 __all__ = ["Command"]
 

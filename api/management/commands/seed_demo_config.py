@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from api.models import ConfigRevision, Tenant
-from api.services import tenant_put
+from api.store.models import ConfigRevision, Tenant
+from api.store.services import tenant_put
 
 __all__ = ["DEMO_TENANTS", "Command"]
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from api.services import api_token_issue
+from api.store.services import api_token_issue
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from api.services import api_token_issue, api_token_revoke
+from api.store.services import api_token_issue, api_token_revoke
 
 READS = [
     "/api/v1/tenants/",

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 
 URL = "/api/v1/runtime-config/"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from api.errors import nested_errors, split_path
-from api.views.runtime_config import tenant_aware_splitter
+from api.rest.errors import nested_errors, split_path
+from api.rest.views.runtime_config import tenant_aware_splitter
 from scheduler_core.errors import FieldError
 
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from api import offload
-from api.offload import ImportWorker, ImportWorkerDied
-from api.offload_boot import WORKER_NICENESS
+from api.rest import offload
+from api.rest.offload import ImportWorker, ImportWorkerDied
+from api.rest.offload_boot import WORKER_NICENESS
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from api.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 
 
 @pytest.fixture(scope="module")

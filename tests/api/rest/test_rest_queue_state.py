@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import runtime_host
-from api.views.runtime_state import queriers_view, queue_view
+from api.rest.views.runtime_state import queriers_view, queue_view
+from api.wire import runtime_host
 from scheduler_core.model import (
     PriorityDef,
     QueryAttribute,

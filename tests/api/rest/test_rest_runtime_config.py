@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from api.models import ConfigRevision, Tenant
+from api.store.models import ConfigRevision, Tenant
 
 URL = "/api/v1/runtime-config/"
 

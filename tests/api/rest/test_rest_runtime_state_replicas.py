@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from api import replica_board, runtime_host
-from api.frontends import FrontendRow
-from api.replica_board import ReplicaBoard
-from api.replicas import summarize
+from api.cluster import replica_board
+from api.cluster.replica_board import ReplicaBoard
+from api.cluster.replicas import summarize
+from api.wire import runtime_host
+from api.wire.frontends import FrontendRow
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from api.services import api_token_issue
+from api.store.services import api_token_issue
 
 CHECKS = [
     not_a_server_error,

@@ -8,8 +8,8 @@ from typing import Any
 
 from rest_framework.test import APIClient
 
-from api.content import MAX_JSON_BODY_BYTES
-from api.models import Tenant
+from api.rest.content import MAX_JSON_BODY_BYTES
+from api.store.models import Tenant
 
 URL = "/api/v1/tenants/t1/"
 

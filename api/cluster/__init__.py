@@ -1,0 +1,8 @@
+"""Scale-out: each replica's summary in Redis, and the merged view of all of them.
+
+`replicas` writes and reads the summaries, `replica_board` keeps the
+merged board a page or the REST API reads, `replica_frontends` is the
+frontends block of a summary.
+
+May import: `scheduler_core`, `api.store`. Never `api.wire` or `api.rest`.
+"""

@@ -1,0 +1,401 @@
+"""Replica summaries: each scheduler replica publishes its queue, every replica merges.
+
+In scale-out mode (REDIS_URL set) every Daphne process is one scheduler
+replica with its own queue. Every `PUBLISH_SECONDS` each replica writes a
+compact summary of its own queue to Redis (`<prefix>:qi:replica:<id>`, a key
+with a short TTL, plus a sorted-set registry of IDs so readers never SCAN)
+and reads its peers' summaries into a process-wide board. The inspector and
+the REST snapshots then merge the *live* local snapshot with those cached
+summaries, so a page view costs no Redis round trip and peers' data is at
+most about two publish periods old.
+
+Times cross process boundaries as ages, never as clock readings: each
+replica's queue runs on its own monotonic clock, so a summary says "oldest
+waiting 3.2 s at wall time T", and the reader rebases that age onto its own
+queue clock, adding how long ago T was. Wall clocks are assumed to agree to
+well under a second (NTP); a peer clock ahead of ours counts as age 0.
+
+A summary also carries the replica's frontends, capped, with true totals
+(`api.cluster.replica_frontends`). A summary without them (an older replica) is
+still read; the merge then names that replica as one whose frontends are
+not listed.
+
+Everything here is pure and unit-tested: the summary format (`summarize`,
+`PeerSummary.parse`) and the merge (`merge`, `merge_stats`);
+`api.cluster.replica_board` holds the peers read from Redis and runs the publish
+and read loop on the runtime's event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from api.cluster.replica_frontends import (
+    FrontendRow,
+    ReplicaFrontends,
+    frontends_block,
+    parse_frontends_block,
+)
+from scheduler_core.snapshot import (
+    LeafSnapshot,
+    QuerierSnapshot,
+    QueueSnapshot,
+    Reservation,
+    TenantSnapshot,
+    WorkerSnapshot,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MalformedSummary",
+    "MergedView",
+    "PeerSummary",
+    "local_stats",
+    "merge",
+    "merge_stats",
+    "replica_id",
+    "summarize",
+]
+
+FORMAT_VERSION = 1
+
+
+class MalformedSummary(ValueError):
+    """A peer's summary is not in the format this replica understands."""
+
+
+def replica_id() -> str:
+    """This process's replica ID: REPLICA_ID, else host name and PID (unique per process)."""
+    return os.environ.get("REPLICA_ID") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+# -- the summary format (pure) -------------------------------------------------
+
+
+def _age(now: float, at: float | None) -> float | None:
+    return None if at is None else round(max(0.0, now - at), 3)
+
+
+def _worker_row(worker: WorkerSnapshot, now: float) -> list[Any]:
+    return [
+        worker.worker_id,
+        worker.request_id,
+        worker.tenant_id,
+        worker.component,
+        worker.priority,
+        _age(now, worker.since),
+        worker.waiting,
+    ]
+
+
+def _querier_row(querier: QuerierSnapshot, now: float) -> list[Any]:
+    return [
+        querier.querier_id,
+        querier.connected,
+        querier.shutting_down,
+        querier.reserved_idle,
+        _age(now, querier.disconnected_at),
+        [[r.tenant_id, r.priority] for r in querier.reservations],
+        [_worker_row(w, now) for w in querier.workers],
+    ]
+
+
+def summarize(
+    snapshot: QueueSnapshot,
+    *,
+    replica: str,
+    wall_time: float,
+    stats: Mapping[str, Any] | None,
+    frontends: Sequence[FrontendRow] | None = None,
+) -> dict[str, Any]:
+    """The compact, JSON-ready summary of one replica's queue.
+
+    Only non-empty leaves travel: a replica that knows 10,000 idle tenants
+    publishes nothing for them (their config is the same on every replica).
+    `frontends` (omitted when None) is `[total, outstanding, top rows]`.
+    """
+    now = snapshot.taken_at
+    leaves = [
+        [
+            leaf.tenant_id,
+            leaf.component,
+            leaf.length,
+            [x for pair in leaf.by_priority for x in pair],
+            _age(now, leaf.oldest_enqueued_at),
+        ]
+        for leaf in snapshot.leaves
+        if leaf.length > 0
+    ]
+    summary: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "id": replica,
+        "at": round(wall_time, 3),
+        "total": snapshot.total,
+        "leaves": leaves,
+        "queriers": [_querier_row(q, now) for q in snapshot.queriers],
+        "stats": dict(stats or {}),
+    }
+    if frontends is not None:
+        summary["frontends"] = frontends_block(frontends)
+    return summary
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSummary:
+    """A peer's summary as read: ages are relative to its wall time `at`."""
+
+    replica: str
+    at: float
+    total: int
+    leaves: tuple[tuple[str, str, int, tuple[tuple[int, int], ...], float], ...]
+    queriers: tuple[tuple[Any, ...], ...]
+    stats: Mapping[str, Any]
+    # None when the peer publishes no frontends (an older replica).
+    frontends: ReplicaFrontends | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> PeerSummary:
+        """Validate and freeze a decoded summary; MalformedSummary if it is not one."""
+        if not isinstance(raw, dict) or raw.get("v") != FORMAT_VERSION:
+            raise MalformedSummary("not a version-1 replica summary")
+        try:
+            leaves = tuple(
+                (str(t), str(c), int(n), _pairs(flat), float(age))
+                for t, c, n, flat, age in raw["leaves"]
+            )
+            queriers = tuple(tuple(q) for q in raw["queriers"])
+            for q in queriers:
+                _check_querier(q)
+            stats = raw.get("stats") or {}
+            if not isinstance(stats, dict):
+                raise TypeError("stats must be an object")
+            replica = str(raw["id"])
+            frontends = parse_frontends_block(replica, raw.get("frontends"))
+            return cls(
+                replica, float(raw["at"]), int(raw["total"]), leaves, queriers, stats, frontends
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MalformedSummary(f"bad replica summary: {exc}") from exc
+
+
+def _pairs(flat: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    return tuple((int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat) - 1, 2))
+
+
+def _check_querier(row: tuple[Any, ...]) -> None:
+    querier_id, _connected, _shutting, _idle, _gone, reservations, workers = row
+    if not isinstance(querier_id, str) or not isinstance(workers, list):
+        raise TypeError("querier rows are [id, ..., workers]")
+    for reservation in reservations:
+        str(reservation[0]), int(reservation[1])
+    for worker in workers:
+        if len(worker) != 7:
+            raise ValueError("worker rows have 7 fields")
+
+
+# -- merging (pure) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MergedView:
+    """The whole service's queue as this replica sees it.
+
+    `querier_replicas[i]` names the replica that `snapshot.queriers[i]` is
+    connected to: a querier connects to every replica, so it appears once
+    per replica, each row with that replica's workers. `peer_frontends` are
+    the peers that published frontends (ages rebased to now), sorted by
+    replica; `frontends_missing` the live peers that did not.
+    """
+
+    snapshot: QueueSnapshot
+    querier_replicas: tuple[str, ...]
+    replicas: tuple[str, ...]
+    peers_max_age: float
+    local: str = ""
+    peer_frontends: tuple[ReplicaFrontends, ...] = ()
+    frontends_missing: tuple[str, ...] = ()
+
+    def header(self) -> dict[str, Any]:
+        """The replica figures the inspector and the REST API show."""
+        count = len(self.replicas)
+        age = round(self.peers_max_age, 1)
+        return {
+            "count": count,
+            "ids": list(self.replicas),
+            "peers_max_age": age,
+            "note": f"{count} replicas, peers' data ≤{max(age, 1.0):g} s old",
+        }
+
+
+def _rebased(offset: float, age: float | None, now: float) -> float | None:
+    """A peer's age (at its publication) as a reading of the local queue clock."""
+    return None if age is None else now - age - offset
+
+
+def _peer_queriers(peer: PeerSummary, now: float, offset: float) -> list[QuerierSnapshot]:
+    out: list[QuerierSnapshot] = []
+    for querier_id, connected, shutting, idle, gone, reservations, workers in peer.queriers:
+        out.append(
+            QuerierSnapshot(
+                querier_id=querier_id,
+                workers=tuple(
+                    WorkerSnapshot(
+                        querier_id, wid, rid, tenant, comp, prio, now - float(age) - offset, waiting
+                    )
+                    for wid, rid, tenant, comp, prio, age, waiting in workers
+                ),
+                shutting_down=bool(shutting),
+                connected=bool(connected),
+                disconnected_at=_rebased(offset, gone, now),
+                reservations=tuple(
+                    Reservation(str(t), int(p), querier_id) for t, p in reservations
+                ),
+                reserved_idle=bool(idle),
+            )
+        )
+    return out
+
+
+def _merge_leaves(
+    local: Iterable[LeafSnapshot], peers: Sequence[PeerSummary], now: float, wall_now: float
+) -> dict[tuple[str, str], LeafSnapshot]:
+    merged: dict[tuple[str, str], LeafSnapshot] = {(x.tenant_id, x.component): x for x in local}
+    for peer in peers:
+        offset = max(0.0, wall_now - peer.at)
+        for tenant, component, length, by_priority, age in peer.leaves:
+            oldest = now - age - offset
+            mine = merged.get((tenant, component))
+            if mine is None or mine.length == 0:
+                merged[(tenant, component)] = LeafSnapshot(
+                    tenant, component, length, by_priority, oldest
+                )
+                continue
+            counts = dict(mine.by_priority)
+            for priority, count in by_priority:
+                counts[priority] = counts.get(priority, 0) + count
+            merged[(tenant, component)] = LeafSnapshot(
+                tenant,
+                component,
+                mine.length + length,
+                tuple(sorted(counts.items(), reverse=True)),
+                min(mine.oldest_enqueued_at, oldest),
+            )
+    return merged
+
+
+def merge(
+    local: QueueSnapshot, local_id: str, peers: Sequence[PeerSummary], wall_now: float
+) -> MergedView:
+    """Local snapshot plus peers' summaries: leaves summed, queriers listed per replica.
+
+    Tenants' settings come from the local snapshot (every replica applies
+    the same config); only their queued lengths are summed.
+    """
+    now = local.taken_at
+    leaves = _merge_leaves(local.leaves, peers, now, wall_now)
+    per_tenant: dict[str, int] = {}
+    for leaf in leaves.values():
+        per_tenant[leaf.tenant_id] = per_tenant.get(leaf.tenant_id, 0) + leaf.length
+    tenants = tuple(t._replace(length=per_tenant.get(t.tenant_id, t.length)) for t in local.tenants)
+    queriers: list[QuerierSnapshot] = list(local.queriers)
+    owners: list[str] = [local_id] * len(local.queriers)
+    for peer in peers:
+        peer_queriers = _peer_queriers(peer, now, max(0.0, wall_now - peer.at))
+        queriers += peer_queriers
+        owners += [peer.replica] * len(peer_queriers)
+    snapshot = QueueSnapshot(
+        taken_at=now,
+        layout=local.layout,
+        component_selection=local.component_selection,
+        total=local.total + sum(p.total for p in peers),
+        leaves=tuple(leaves.values()),
+        tenants=_with_queued_peers(tenants, per_tenant),
+        queriers=tuple(queriers),
+    )
+    ages = [max(0.0, wall_now - p.at) for p in peers]
+    ids = tuple(sorted([local_id, *(p.replica for p in peers)]))
+    published = {
+        p.replica: None if p.frontends is None else p.frontends.aged(max(0.0, wall_now - p.at))
+        for p in peers
+    }
+    return MergedView(
+        snapshot,
+        tuple(owners),
+        ids,
+        max(ages, default=0.0),
+        local_id,
+        tuple(f for _, f in sorted(published.items()) if f is not None),
+        tuple(sorted(r for r, f in published.items() if f is None)),
+    )
+
+
+def _with_queued_peers(
+    tenants: tuple[TenantSnapshot, ...], per_tenant: Mapping[str, int]
+) -> tuple[TenantSnapshot, ...]:
+    """Tenants queued only on peers get a row too, so totals add up per tenant."""
+    known = {t.tenant_id for t in tenants}
+    extra = tuple(
+        TenantSnapshot(tid, n, 0, None, (), False)
+        for tid, n in sorted(per_tenant.items())
+        if tid not in known and n > 0
+    )
+    return tenants + extra
+
+
+def _worst_waits(tables: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for table in tables:
+        for key, (p50, p99, n) in table.items():
+            seen = out.get(key)
+            if seen is None:
+                out[key] = [p50, p99, n]
+            else:
+                out[key] = [max(seen[0], p50), max(seen[1], p99), seen[2] + n]
+    return dict(sorted(out.items()))
+
+
+def merge_stats(
+    local: Mapping[str, Any] | None, peers: Sequence[PeerSummary]
+) -> dict[str, Any] | None:
+    """Header stats for the whole service: rates and frontends summed, waits worst-of.
+
+    Percentiles cannot be summed from summaries, so each wait row shows the
+    worst replica's p50 and p99 (an upper bound, the figure on-call needs)
+    and the total sample count.
+    """
+    if local is None:
+        return None
+    every = [dict(local), *(dict(p.stats) for p in peers if p.stats)]
+    rates: dict[str, float] = {}
+    for stats in every:
+        for kind, rate in (stats.get("rates") or {}).items():
+            rates[kind] = round(rates.get(kind, 0.0) + float(rate), 2)
+    by_component = _worst_waits(s.get("wait_by_component") or {} for s in every)
+    worst = max(by_component.values(), key=lambda row: row[1], default=None)
+    return {
+        **local,
+        "rates": rates,
+        "frontends": sum(int(s.get("frontends") or 0) for s in every),
+        "wait_by_component": by_component,
+        "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
+        "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
+    }
+
+
+def local_stats(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
+    """A replica's own figures from its `RollingStats`, in the header's stats shape."""
+
+    def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
+        return {str(k): [round(s.p50, 6), round(s.p99, 6), s.samples] for k, s in summaries.items()}
+
+    return {
+        "window": window,
+        "rates": {k: round(v, 2) for k, v in stats.rates(window).items()},
+        "wait_by_component": waits(stats.wait_by_component(window)),
+        "wait_by_priority": waits(stats.wait_by_priority(window)),
+        "frontends": frontends,
+    }

@@ -1,0 +1,214 @@
+"""Request parsers and response renderers of the REST API: size-limited JSON and YAML.
+
+Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` only guards `request.body`, while
+DRF parsers read the stream, so every parser here enforces its own limit
+and says which limit was hit. YAML is read with the safe loader only, and a
+document whose aliases expand beyond `MAX_YAML_NODES` values is refused
+before anything walks it (an alias "bomb" is tiny on the wire).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import IO, Any
+
+import yaml
+from rest_framework import exceptions, parsers, renderers
+
+from api.rest.errors import PayloadTooLarge
+
+__all__ = [
+    "MAX_JSON_BODY_BYTES",
+    "MAX_YAML_BODY_BYTES",
+    "MAX_YAML_NODES",
+    "YAML_MEDIA_TYPES",
+    "YAML_PARSERS",
+    "LimitedJSONParser",
+    "TextYAMLParser",
+    "XYAMLParser",
+    "YAMLParser",
+    "YAMLRenderer",
+    "dump_yaml",
+    "load_yaml",
+    "parse_body",
+    "parse_json",
+    "read_limited",
+]
+
+# A tenant with the maximum 100 priorities of 50 attributes fits well within this.
+MAX_JSON_BODY_BYTES = 1024 * 1024
+# A runtime-config file with thousands of tenants with rules.
+MAX_YAML_BODY_BYTES = 32 * 1024 * 1024
+MAX_YAML_NODES = 5_000_000
+YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
+
+# libyaml's scanner and emitter when PyYAML was built with it (several times
+# faster on a big runtime-config); the same safe constructor either way, so
+# what a document means, and the alias guard below, do not depend on it.
+_Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    """The safe dumper, also for str subclasses such as DRF's `ErrorDetail`."""
+
+
+_Dumper.add_multi_representer(str, lambda dumper, text: dumper.represent_str(str(text)))
+
+
+def read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
+    """At most `limit` bytes of the stream; raises `PayloadTooLarge` past it."""
+    if stream is None:
+        return b""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise PayloadTooLarge(f"request body is over the limit of {limit} bytes for this endpoint")
+    return bytes(data)
+
+
+def _check_text(text: str) -> None:
+    """Refuse text no store can keep: lone surrogates (not Unicode) and NUL."""
+    if "\x00" in text:
+        raise exceptions.ParseError("text must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise exceptions.ParseError("text must be valid Unicode (a lone surrogate?)") from exc
+
+
+def _count_nodes(value: Any, budget: int) -> int:
+    """Values in `value` counting every alias expansion; stops past `budget`.
+
+    Also checks every string on the way (see `_check_text`).
+    """
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > budget:
+            break
+        if isinstance(item, str):
+            _check_text(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
+
+
+def load_yaml(text: str | bytes) -> Any:
+    """Parse one YAML document safely; raises `ParseError` with the reason."""
+    try:
+        value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        raise exceptions.ParseError(f"YAML parse error: {exc}") from exc
+    if _count_nodes(value, MAX_YAML_NODES) > MAX_YAML_NODES:
+        raise exceptions.ParseError(
+            f"YAML document expands (through aliases) to over {MAX_YAML_NODES} values"
+        )
+    return value
+
+
+def parse_json(data: bytes) -> Any:
+    """Parse a JSON body; raises `ParseError` with the reason."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise exceptions.ParseError(f"JSON parse error: {exc}") from exc
+    if b"\\u" in data:
+        # Only an escape can smuggle a surrogate or NUL past UTF-8 decoding.
+        _count_nodes(value, len(data))
+    return value
+
+
+def parse_body(data: bytes, media_type: str) -> Any:
+    """A body already read (and size-checked) by its parser's media type.
+
+    For work done away from DRF's request (the import worker process): the
+    same parsing and the same guards as the parsers below.
+    """
+    if media_type == LimitedJSONParser.media_type:
+        return parse_json(data)
+    if media_type in YAML_MEDIA_TYPES:
+        return load_yaml(data)
+    raise exceptions.UnsupportedMediaType(media_type)
+
+
+def dump_yaml(value: Any) -> str:
+    """Block-style YAML keeping key order, as a person would write a runtime-config."""
+    return str(
+        yaml.dump(
+            value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+        )
+    )
+
+
+class _LimitedParser(parsers.BaseParser):
+    """Reads at most `max_bytes` (a view may set `max_body_bytes`), then decodes."""
+
+    max_bytes: int
+
+    @staticmethod
+    def decode(body: bytes) -> Any:
+        raise TypeError("a parser subclass names its decoder")
+
+    def parse(
+        self,
+        stream: IO[bytes] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        view = (parser_context or {}).get("view")
+        limit = getattr(view, "max_body_bytes", self.max_bytes)
+        return self.decode(read_limited(stream, limit))
+
+
+class LimitedJSONParser(_LimitedParser):
+    """JSON bodies up to `max_bytes`."""
+
+    media_type = "application/json"
+    max_bytes = MAX_JSON_BODY_BYTES
+    decode = staticmethod(parse_json)
+
+
+class YAMLParser(_LimitedParser):
+    """YAML bodies (`application/yaml`, `text/yaml`, `application/x-yaml`)."""
+
+    media_type = "application/yaml"
+    max_bytes = MAX_YAML_BODY_BYTES
+    decode = staticmethod(load_yaml)
+
+
+class TextYAMLParser(YAMLParser):
+    """The same YAML under the `text/yaml` media type."""
+
+    media_type = "text/yaml"
+
+
+class XYAMLParser(YAMLParser):
+    """The same YAML under the legacy `application/x-yaml` media type."""
+
+    media_type = "application/x-yaml"
+
+
+class YAMLRenderer(renderers.BaseRenderer):
+    """Renders a response as YAML (runtime-config export)."""
+
+    media_type = "application/yaml"
+    format = "yaml"
+    charset = "utf-8"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        if data is None:
+            return b""
+        return dump_yaml(data).encode("utf-8")
+
+
+YAML_PARSERS = (YAMLParser, TextYAMLParser, XYAMLParser)

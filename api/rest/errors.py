@@ -1,0 +1,122 @@
+"""HTTP errors of the REST API, and the DRF exception handler that makes them.
+
+Config-store exceptions carry no HTTP knowledge, so this is the one place
+that decides their status codes: `ConfigValidationError` → 400,
+`NotFound` → 404, `VersionConflict` → 412 (If-Match failed), and the API's
+own `PreconditionRequired` → 428 and `PayloadTooLarge` → 413.
+
+Validation errors use DRF's nested shape, so clients that already read DRF
+errors need nothing new. A validator path such as
+`query_priority.priorities[1].query_attributes[0].regex` becomes
+`{"query_priority": {"priorities": {"1": {"query_attributes": {"0":
+{"regex": ["..."]}}}}}}`: list items are keyed by their index as a string
+(DRF's `ListField` convention, sparse so only failing items appear), and a
+message about a whole object that also has failing children goes under
+`non_field_errors` inside it, as DRF does for nested serializers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from scheduler_core.errors import FieldError
+
+__all__ = [
+    "PayloadTooLarge",
+    "PreconditionRequired",
+    "api_exception_handler",
+    "etag_for",
+    "nested_errors",
+    "split_path",
+]
+
+ROOT = "(root)"
+
+Splitter = Callable[[str], list[str]]
+
+
+class PreconditionRequired(exceptions.APIException):
+    """A write to an existing object came without `If-Match` (RFC 6585)."""
+
+    status_code = status.HTTP_428_PRECONDITION_REQUIRED
+    default_detail = (
+        "this object exists: send If-Match with the ETag you last read, "
+        "so a concurrent change is never overwritten"
+    )
+    default_code = "precondition_required"
+
+
+class PayloadTooLarge(exceptions.APIException):
+    """The request body is over the endpoint's size limit."""
+
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "request body too large"
+    default_code = "payload_too_large"
+
+
+def etag_for(version: int) -> str:
+    """The strong ETag of a version: its decimal value, quoted."""
+    return f'"{version}"'
+
+
+def split_path(path: str) -> list[str]:
+    """`a.b[1].c` → `["a", "b", "1", "c"]`; the root path gives `[]`."""
+    if path in ("", ROOT):
+        return []
+    parts: list[str] = []
+    for dotted in path.split("."):
+        name, _, rest = dotted.partition("[")
+        if name:
+            parts.append(name)
+        if rest:
+            parts += [index for index in rest.rstrip("]").split("][") if index]
+    return parts
+
+
+def _add(tree: dict[str, Any], parts: list[str], message: str) -> None:
+    node = tree
+    for part in parts[:-1]:
+        child = node.get(part)
+        if isinstance(child, list):
+            child = {api_settings.NON_FIELD_ERRORS_KEY: child}
+            node[part] = child
+        elif child is None:
+            child = {}
+            node[part] = child
+        node = child
+    leaf = parts[-1] if parts else api_settings.NON_FIELD_ERRORS_KEY
+    existing = node.get(leaf)
+    if isinstance(existing, dict):
+        existing.setdefault(api_settings.NON_FIELD_ERRORS_KEY, []).append(message)
+    else:
+        node.setdefault(leaf, []).append(message)
+
+
+def nested_errors(errors: Iterable[FieldError], split: Splitter = split_path) -> dict[str, Any]:
+    """DRF's nested error dict for validator errors (see the module doc)."""
+    tree: dict[str, Any] = {}
+    for error in errors:
+        _add(tree, split(error.path), error.message)
+    return tree
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, extended with the config store's exceptions."""
+    if isinstance(exc, ConfigValidationError):
+        split = getattr(context.get("view"), "error_path_splitter", split_path)
+        return Response(nested_errors(exc.errors, split), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, VersionConflict):
+        response = Response({"detail": str(exc)}, status=status.HTTP_412_PRECONDITION_FAILED)
+        if exc.current_version is not None:
+            response["ETag"] = etag_for(exc.current_version)
+        return response
+    if isinstance(exc, NotFound):
+        return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+    return drf_exception_handler(exc, context)

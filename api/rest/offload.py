@@ -1,0 +1,274 @@
+"""The runtime-config import, run in a worker process so the scheduler keeps the GIL.
+
+The scheduler's event loop lives in the same process as Django's sync views.
+A 1,000-tenant import is seconds of pure-Python work (YAML construction,
+validation, planning, ORM rows); run in a view thread it holds the GIL, and
+the loop, which gives up the GIL on every socket call, then waits for it
+each time: dispatch fell to a fifth while imports ran. So the whole import
+(parse + validate + plan + write) runs in one spawned worker process with
+its own GIL, and this process only waits on a pipe.
+
+Invariants:
+- The worker uses this process's database: it is given the effective
+  database NAME (pytest-django renames it for tests), and an in-memory
+  SQLite database, which no other process can see, is imported in-process.
+- The worker commits; then THIS process calls `config_events.publish`,
+  because the running scheduler (and, through it, other replicas) listens
+  here. The worker's own publish has no subscribers.
+- A worker that dies mid-import gives `ImportWorkerDied` (503) and the pool
+  is replaced (had it committed, the scheduler's reconcile-by-version loop
+  applies that version without the publish); a worker found dead before the job was handed over is
+  replaced and the job sent to the new one, since nothing can have run.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import close_old_connections, connection
+from rest_framework import status
+from rest_framework.exceptions import APIException, ParseError
+
+from api.rest.content import parse_body
+from api.rest.errors import ROOT
+from api.rest.offload_boot import worker_init
+from api.store import config_events, services
+from api.store.exceptions import ConfigValidationError
+from api.store.import_plan import ImportResult
+from scheduler_core.errors import FieldError
+
+__all__ = [
+    "ImportAuthor",
+    "ImportJob",
+    "ImportOutcome",
+    "ImportWorker",
+    "ImportWorkerDied",
+    "import_body",
+    "import_run",
+    "import_submit",
+    "shared_worker",
+    "overrides_of",
+    "worker_enabled",
+]
+
+log = logging.getLogger(__name__)
+
+OVERRIDES = "overrides"
+
+T = TypeVar("T")
+
+
+class ImportWorkerDied(APIException):
+    """The import worker process exited before it answered (503: try again)."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "the config import worker process exited before it answered"
+    default_code = "import_worker_died"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportAuthor:
+    """Who imports, as plain data a worker can rebuild: a user's pk, or a name."""
+
+    user_id: int | None
+    username: str
+    is_authenticated: bool = True
+
+    def get_username(self) -> str:
+        return self.username
+
+
+@dataclass(frozen=True, slots=True)
+class ImportJob:
+    """A runtime-config PUT, as read by the view: the raw body, not yet parsed."""
+
+    body: bytes
+    media_type: str
+    author: ImportAuthor | None
+    dry_run: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOutcome:
+    """What the view answers: the response body, or why the file was refused.
+
+    `tenant_ids` are the file's IDs, for error paths through dotted IDs.
+    """
+
+    body: dict[str, Any] | None = None
+    errors: list[FieldError] = field(default_factory=list)
+    tenant_ids: list[str] = field(default_factory=list)
+    parse_error: str | None = None
+
+    @property
+    def applied_version(self) -> int | None:
+        """The committed version when the import changed something."""
+        if self.body is None or not self.body["applied"]:
+            return None
+        version = self.body["version"]
+        return int(version) if version is not None else None
+
+
+def import_body(result: ImportResult, dry_run: bool, top_level: list[str]) -> dict[str, Any]:
+    """The import's outcome (or, for a dry run, its plan) as the response body."""
+    return {
+        "dry_run": dry_run,
+        "applied": not dry_run and result.has_changes,
+        "created": result.created,
+        "changed": result.changed,
+        "deleted": result.deleted,
+        "unchanged": result.unchanged,
+        "ignored": result.ignored,
+        "ignored_top_level": top_level,
+        "diffs": {
+            tenant_id: [{"path": c.path, "before": c.before, "after": c.after} for c in changes]
+            for tenant_id, changes in result.diffs.items()
+        },
+        "version": result.version,
+        "revision_id": result.revision_id,
+    }
+
+
+def overrides_of(document: Any) -> tuple[Any, list[str]]:
+    """The file's `overrides` (None read as no tenants) and its other top-level keys."""
+    if not isinstance(document, Mapping):
+        raise ConfigValidationError([FieldError(ROOT, "a runtime-config file must be a mapping")])
+    if OVERRIDES not in document:
+        message = "required: the file's overrides are the complete tenant set"
+        raise ConfigValidationError([FieldError(OVERRIDES, message)])
+    others = sorted(str(key) for key in document if key != OVERRIDES)
+    overrides = document[OVERRIDES]
+    return ({} if overrides is None else overrides), others
+
+
+def _author_model(author: ImportAuthor | None) -> Any:
+    if author is None or author.user_id is None:
+        return author
+    user = get_user_model().objects.filter(pk=author.user_id).first()
+    return user if user is not None else author
+
+
+def import_run(job: ImportJob) -> ImportOutcome:
+    """Parse, validate, plan and (unless a dry run) write: in whichever process."""
+    overrides: Any = None
+    try:
+        document = parse_body(job.body, job.media_type)
+        overrides, top_level = overrides_of(document)
+        result = services.runtime_config_import(
+            overrides=overrides,
+            author=_author_model(job.author),
+            source=job.source,
+            dry_run=job.dry_run,
+        )
+    except ParseError as exc:
+        return ImportOutcome(parse_error=str(exc.detail))
+    except ConfigValidationError as exc:
+        ids = [str(k) for k in overrides] if isinstance(overrides, Mapping) else []
+        return ImportOutcome(errors=list(exc.errors), tenant_ids=ids)
+    return ImportOutcome(body=import_body(result, job.dry_run, top_level))
+
+
+def _worker_import(job: ImportJob) -> ImportOutcome:
+    close_old_connections()
+    try:
+        return import_run(job)
+    finally:
+        close_old_connections()
+
+
+class ImportWorker:
+    """One lazily spawned worker process, replaced whenever it dies."""
+
+    def __init__(self, database_name: str) -> None:
+        self.database_name = database_name
+        self._lock = threading.Lock()
+        self._executor: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=worker_init,
+                    initargs=(self.database_name,),
+                )
+            return self._executor
+
+    def _discard(self, executor: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._executor is executor:
+                self._executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def call(self, function: Callable[..., T], *args: Any) -> T:
+        """`function(*args)` in the worker; raises `ImportWorkerDied` if it dies."""
+        executor = self._pool()
+        try:
+            future = executor.submit(function, *args)
+        except BrokenProcessPool:
+            # Died while idle: the job never reached it, so a new one may run it.
+            log.warning("the import worker process had died; starting a new one")
+            self._discard(executor)
+            executor = self._pool()
+            future = executor.submit(function, *args)
+        try:
+            return future.result()
+        except BrokenProcessPool as exc:
+            self._discard(executor)
+            raise ImportWorkerDied(
+                "the config import worker process exited before it answered; "
+                "a new one is started for the next import. Whether this import "
+                "was committed is unknown: GET runtime-config shows the current state"
+            ) from exc
+
+    def close(self) -> None:
+        """Stop the worker (tests, shutdown); the next call starts a new one."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+_shared: ImportWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> ImportWorker:
+    """This process's worker, for its current database."""
+    global _shared
+    name = str(connection.settings_dict["NAME"])
+    with _shared_lock:
+        if _shared is None or _shared.database_name != name:
+            if _shared is not None:
+                _shared.close()
+            _shared = ImportWorker(name)
+        return _shared
+
+
+def worker_enabled() -> bool:
+    """Whether imports go to the worker: the setting, and a shareable database."""
+    if not getattr(settings, "CONFIG_IMPORT_IN_WORKER_PROCESS", True):
+        return False
+    return not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+
+
+def import_submit(job: ImportJob) -> ImportOutcome:
+    """Run the import (in the worker when enabled); publish its version here."""
+    if not worker_enabled():
+        return import_run(job)
+    outcome = shared_worker().call(_worker_import, job)
+    version = outcome.applied_version
+    if version is not None:
+        config_events.publish(version)
+    return outcome

@@ -1,0 +1,45 @@
+"""The REST API's routes, mounted under `/api/v1/` by `api.urls`."""
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from api.rest import views
+
+__all__ = ["urlpatterns"]
+
+app_name = "api-v1"
+
+# IDs are matched loosely and judged by the views, so a malformed one gets the
+# API's JSON 400/404 rather than Django's HTML 404 (a tenant ID with "/" is
+# refused by tenant ID validation).
+urlpatterns = [
+    path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
+    re_path(
+        r"^tenants/(?P<tenant_id>[\s\S]+)/\Z",
+        views.TenantDetailView.as_view(),
+        name="tenant-detail",
+    ),
+    path("settings/", views.SettingsView.as_view(), name="settings"),
+    path("explain/", views.ExplainView.as_view(), name="explain"),
+    path("queue/", views.QueueView.as_view(), name="queue"),
+    path("queriers/", views.QueriersView.as_view(), name="queriers"),
+    path("runtime-config/", views.RuntimeConfigView.as_view(), name="runtime-config"),
+    path("revisions/", views.RevisionListView.as_view(), name="revision-list"),
+    re_path(
+        r"^revisions/(?P<revision_id>[^/]+)/\Z",
+        views.RevisionDetailView.as_view(),
+        name="revision-detail",
+    ),
+    re_path(
+        r"^revisions/(?P<revision_id>[^/]+)/rollback/\Z",
+        views.RevisionRollbackView.as_view(),
+        name="revision-rollback",
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path(
+        "schema/swagger-ui/",
+        SpectacularSwaggerView.as_view(url_name="api-v1:schema"),
+        name="swagger-ui",
+    ),
+    path("schema/redoc/", SpectacularRedocView.as_view(url_name="api-v1:schema"), name="redoc"),
+]

@@ -1,0 +1,67 @@
+"""What every REST view shares: parsers, renderers, error shapes for the schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from api.rest.content import LimitedJSONParser
+from api.store.models import ConfigRevision
+
+__all__ = [
+    "IF_MATCH",
+    "IF_NONE_MATCH",
+    "ApiView",
+    "errors",
+    "flag",
+]
+
+_ERROR_TEXT = {
+    400: "validation failed: DRF's nested error shape, one list of messages per field",
+    401: "not authenticated",
+    403: "authenticated but without the needed role",
+    404: "no such object",
+    412: "If-Match does not name the current version (ETag header: the current one)",
+    413: "request body over the size limit",
+    415: "unsupported Content-Type",
+    428: "If-Match is required to change an existing object",
+}
+
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description='the ETag last read (e.g. "42"), or *; required to change an existing object',
+)
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="on PUT, * means create only; on GET, a current ETag gives 304",
+)
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """Schema entries for the error responses an endpoint can give."""
+    return {
+        code: OpenApiResponse(response=OpenApiTypes.OBJECT, description=_ERROR_TEXT[code])
+        for code in (401, 403, *codes)
+    }
+
+
+def flag(request: Request, name: str) -> bool:
+    """A boolean query parameter: 1/true/yes/on (any case)."""
+    return request.query_params.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+class ApiView(APIView):
+    """JSON in and out, bodies limited by `api.rest.content.LimitedJSONParser`."""
+
+    parser_classes = [LimitedJSONParser]
+    renderer_classes = [JSONRenderer]
+    source: Any = ConfigRevision.Source.API

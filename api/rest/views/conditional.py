@@ -1,0 +1,104 @@
+"""ETag / If-Match / If-None-Match handling shared by the versioned endpoints.
+
+An ETag is the object's version (the global config version of its last
+change), quoted. Versions never repeat, so a stale ETag can never match a
+newer object, not even one deleted and created again. The check here is
+only a fast answer for the caller: the service re-checks the version in the
+same transaction as the write, so a race still ends in 412, never in a
+silent overwrite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rest_framework.request import Request
+
+from api.rest.errors import PreconditionRequired
+from api.store.exceptions import VersionConflict
+
+__all__ = [
+    "Preconditions",
+    "expected_for_existing",
+    "expected_for_put",
+    "not_modified",
+    "preconditions",
+]
+
+ANY = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    """The parsed conditional headers; `if_match` None means the header is absent.
+
+    Entity tags that are not one of our versions (weak tags, foreign
+    values) are kept as None entries: they can never match.
+    """
+
+    if_match: tuple[int | None, ...] | None
+    if_match_any: bool
+    if_none_match: tuple[int | None, ...]
+    if_none_match_any: bool
+
+
+def _tags(header: str | None) -> tuple[tuple[int | None, ...] | None, bool]:
+    if header is None:
+        return None, False
+    if header.strip() == ANY:
+        return (), True
+    versions: list[int | None] = []
+    for raw in header.split(","):
+        tag = raw.strip()
+        if len(tag) >= 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
+            versions.append(int(tag[1:-1]))
+        else:
+            versions.append(None)
+    return tuple(versions), False
+
+
+def preconditions(request: Request) -> Preconditions:
+    """Read `If-Match` and `If-None-Match` from the request."""
+    if_match, match_any = _tags(request.META.get("HTTP_IF_MATCH"))
+    if_none_match, none_any = _tags(request.META.get("HTTP_IF_NONE_MATCH"))
+    return Preconditions(if_match, match_any, if_none_match or (), none_any)
+
+
+def expected_for_existing(request: Request, current: int) -> int:
+    """The version to hand the service for a write to an existing object.
+
+    Raises `PreconditionRequired` (428) without If-Match and
+    `VersionConflict` (412) when no tag matches `current`.
+    """
+    cond = preconditions(request)
+    if cond.if_match is None:
+        raise PreconditionRequired()
+    if cond.if_match_any or current in cond.if_match:
+        return current
+    raise VersionConflict(current)
+
+
+def expected_for_put(request: Request, current: int | None) -> int | None:
+    """The version for a create-or-replace; None asks the service to create.
+
+    No If-Match creates a missing object but is refused (428) for an existing
+    one; `If-None-Match: *` always means create-only; If-Match never creates.
+    """
+    cond = preconditions(request)
+    if cond.if_none_match_any:
+        if current is not None:
+            raise VersionConflict(current)
+        return None
+    if cond.if_match is None:
+        if current is not None:
+            raise PreconditionRequired()
+        return None
+    if current is None:
+        raise VersionConflict(None)
+    return expected_for_existing(request, current)
+
+
+def not_modified(request: Request, current: int) -> bool:
+    """True when a GET's If-None-Match already names the current version (304)."""
+    cond = preconditions(request)
+    return cond.if_none_match_any or current in cond.if_none_match

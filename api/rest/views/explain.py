@@ -1,0 +1,98 @@
+"""`explain/`: which component and priority one request would get, and why.
+
+A POST because the request to explain is a body, but it changes nothing,
+so viewers may call it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.rest.permissions import AnyRole
+from api.rest.serializers import ExplainRequestSerializer, ExplainResponseSerializer
+from api.rest.views.base import ApiView, errors
+from api.store import selectors
+from scheduler_core.priority import RuleReason
+
+__all__ = ["ExplainView", "explanation_body"]
+
+
+def _reason(reason: RuleReason) -> dict[str, Any]:
+    return {
+        "rule_index": reason.rule_index,
+        "attribute_index": reason.attribute_index,
+        "field": reason.field,
+        "matched": reason.matched,
+        "message": reason.message,
+    }
+
+
+def explanation_body(found: selectors.Explanation) -> dict[str, Any]:
+    """The response: the verdict, then one entry per rule saying why (not) it matched.
+
+    A rule after the one that matched was never evaluated (first match
+    wins), and with priority disabled no rule is evaluated at all.
+    """
+    match = found.match
+    last_evaluated = -1
+    if match.source == "rule" and match.rule_index is not None:
+        last_evaluated = match.rule_index
+    elif match.source == "default":
+        last_evaluated = len(found.limits.query_priority.priorities) - 1
+    rules = [
+        {
+            "rule_index": index,
+            "priority": pdef.priority,
+            "matched": match.rule_index == index,
+            "evaluated": index <= last_evaluated,
+            "reasons": [_reason(r) for r in match.reasons if r.rule_index == index],
+        }
+        for index, pdef in enumerate(found.limits.query_priority.priorities)
+    ]
+    select = found.select_range
+    return {
+        "tenant": found.tenant_id,
+        "tenant_configured": found.tenant_configured,
+        "now": found.now,
+        "component": found.component,
+        "select_range": None if select is None else {"start": select[0], "end": select[1]},
+        "priority": match.priority,
+        "source": match.source,
+        "rule_index": match.rule_index,
+        "attribute_index": match.attribute_index,
+        "rules": rules,
+        "reasons": [_reason(r) for r in match.reasons],
+    }
+
+
+class ExplainView(ApiView):
+    """Explain one request against the tenant's stored (or a draft) block."""
+
+    permission_classes = [AnyRole]
+
+    @extend_schema(
+        operation_id="explain_create",
+        request=ExplainRequestSerializer,
+        responses={200: ExplainResponseSerializer, **errors(400, 413, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        given = ExplainRequestSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = given.validated_data
+        found = selectors.query_explain(
+            tenant_id=data["tenant"],
+            query=data["query"],
+            api_type=data["api_type"],
+            start=data["start"],
+            end=data["end"],
+            step=data["step"],
+            headers=data["headers"],
+            now=data["now"] if data["now"] is not None else time.time(),
+            draft_config=data["tenant_config"],
+        )
+        return Response(explanation_body(found))

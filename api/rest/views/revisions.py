@@ -1,0 +1,97 @@
+"""`revisions/`: the config's history, one revision's diff, and rollback."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.rest.serializers import (
+    RevisionDetailSerializer,
+    RevisionSerializer,
+    RollbackResultSerializer,
+)
+from api.rest.views.base import ApiView, errors
+from api.store import selectors, services
+from api.store.exceptions import NotFound
+from api.store.models import ConfigRevision
+
+REVISION_ID = OpenApiParameter("revision_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+def _revision_id(raw: str) -> int:
+    if not raw.isascii() or not raw.isdigit():
+        raise NotFound(f"no revision {raw!r}")
+    return int(raw)
+
+
+__all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]
+
+
+class RevisionPagination(LimitOffsetPagination):
+    default_limit = 50
+    max_limit = 500
+
+
+class RevisionListView(ApiView):
+    """Revisions, newest first; filter by kind and key (tenant ID)."""
+
+    # Also tells the schema generator that the list is paged.
+    pagination_class = RevisionPagination
+
+    @extend_schema(
+        operation_id="revisions_list",
+        parameters=[
+            OpenApiParameter("kind", OpenApiTypes.STR, enum=list(ConfigRevision.Kind.values)),
+            OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID"),
+        ],
+        responses={200: RevisionSerializer(many=True), **errors()},
+    )
+    def get(self, request: Request) -> Response:
+        revisions = selectors.revision_list(
+            kind=request.query_params.get("kind") or None,
+            key=request.query_params.get("key"),
+        )
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(revisions, request, view=self)
+        return paginator.get_paginated_response(RevisionSerializer(page, many=True).data)
+
+
+class RevisionDetailView(ApiView):
+    """One revision with its before/after and the changed fields."""
+
+    @extend_schema(
+        operation_id="revisions_retrieve",
+        parameters=[REVISION_ID],
+        responses={200: RevisionDetailSerializer, **errors(404)},
+    )
+    def get(self, request: Request, revision_id: str) -> Response:
+        revision = selectors.revision_get(revision_id=_revision_id(revision_id))
+        revision.diff = [  # type: ignore[attr-defined]
+            {"path": c.path, "before": c.before, "after": c.after}
+            for c in selectors.revision_diff(revision)
+        ]
+        return Response(RevisionDetailSerializer(revision).data)
+
+
+class RevisionRollbackView(ApiView):
+    """Restore the state from before a revision, as a new revision."""
+
+    @extend_schema(
+        operation_id="revisions_rollback",
+        parameters=[REVISION_ID],
+        request=None,
+        responses={
+            201: RollbackResultSerializer,
+            200: RollbackResultSerializer,
+            **errors(400, 404),
+        },
+    )
+    def post(self, request: Request, revision_id: str) -> Response:
+        new = services.revision_rollback(revision_id=_revision_id(revision_id), author=request.user)
+        body = {"changed": new is not None, "revision": new}
+        code = status.HTTP_201_CREATED if new is not None else status.HTTP_200_OK
+        return Response(RollbackResultSerializer(body).data, status=code)

@@ -1,0 +1,136 @@
+"""`runtime-config/`: the whole tenant set as Cortex's runtime-config YAML.
+
+GET exports `overrides:` keyed by tenant. PUT takes a whole runtime-config
+file (YAML or JSON) as the complete desired state: tenants missing from it
+are deleted, as Cortex would forget them. Everything is validated before
+anything is written; `?dry_run=1` returns the same plan and writes nothing.
+Other Cortex limits in the file and other top-level sections are reported
+as ignored, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, OpenApiResponse, extend_schema
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.rest import offload
+from api.rest.content import (
+    MAX_YAML_BODY_BYTES,
+    YAML_PARSERS,
+    LimitedJSONParser,
+    YAMLRenderer,
+    read_limited,
+)
+from api.rest.errors import etag_for, split_path
+from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
+from api.rest.serializers import ImportResultSerializer
+from api.rest.views.base import ApiView, errors, flag
+from api.store import selectors
+from api.store.exceptions import ConfigValidationError
+from api.store.models import ConfigRevision
+
+__all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
+
+
+def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
+    """A path splitter that keeps dotted tenant IDs (`a.b`) whole.
+
+    Import errors are `overrides.<tenant>.<field path>`, and a tenant ID may
+    itself contain dots, so the ID is found among the file's own IDs
+    (longest first) instead of splitting on every dot.
+    """
+    ordered = sorted(tenant_ids, key=len, reverse=True)
+
+    def split(path: str) -> list[str]:
+        head = f"{OVERRIDES}."
+        if path.startswith(head):
+            rest = path[len(head) :]
+            for tenant_id in ordered:
+                if rest == tenant_id or rest.startswith((f"{tenant_id}.", f"{tenant_id}[")):
+                    tail = rest[len(tenant_id) :].lstrip(".")
+                    return [OVERRIDES, tenant_id, *split_path(tail)]
+        return split_path(path)
+
+    return split
+
+
+class RuntimeConfigView(ApiView):
+    """Cortex runtime-config import and export."""
+
+    parser_classes = [*YAML_PARSERS, LimitedJSONParser]
+    renderer_classes = [YAMLRenderer, JSONRenderer]
+    max_body_bytes = MAX_YAML_BODY_BYTES
+
+    def get_renderers(self) -> list[BaseRenderer]:
+        # The export reads as YAML by default; the import's report as JSON.
+        renderers = super().get_renderers()
+        if self.request is not None and self.request.method != "GET":
+            renderers.sort(key=lambda r: not isinstance(r, JSONRenderer))
+        return renderers
+
+    @extend_schema(
+        operation_id="runtime_config_retrieve",
+        responses={
+            (200, "application/yaml"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="`overrides:` keyed by tenant"
+            ),
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            **errors(),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        response = Response({OVERRIDES: selectors.runtime_config_export()})
+        response["ETag"] = etag_for(selectors.config_version_get())
+        return response
+
+    @extend_schema(
+        operation_id="runtime_config_update",
+        parameters=[
+            OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="plan only, write nothing")
+        ],
+        request={
+            "application/yaml": OpenApiRequest(OpenApiTypes.OBJECT),
+            "application/json": OpenApiRequest(OpenApiTypes.OBJECT),
+        },
+        responses={
+            200: ImportResultSerializer,
+            **errors(400, 413, 415),
+            503: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="the import worker process died; try again"
+            ),
+        },
+    )
+    def put(self, request: Request) -> Response:
+        # The body is parsed where the import runs (see api.rest.offload), so only
+        # its media type and size are checked here.
+        parser = request.negotiator.select_parser(request, self.get_parsers())
+        if parser is None:
+            raise UnsupportedMediaType(request.content_type)
+        job = ImportJob(
+            body=read_limited(request.stream, self.max_body_bytes),
+            media_type=parser.media_type,
+            author=_import_author(request.user),
+            dry_run=flag(request, "dry_run"),
+            source=str(ConfigRevision.Source.YAML),
+        )
+        outcome = offload.import_submit(job)
+        if outcome.parse_error is not None:
+            raise ParseError(outcome.parse_error)
+        if outcome.errors:
+            self.error_path_splitter = tenant_aware_splitter(outcome.tenant_ids)
+            raise ConfigValidationError(outcome.errors)
+        return Response(outcome.body)
+
+
+def _import_author(user: Any) -> ImportAuthor | None:
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    pk = user.pk if isinstance(user, get_user_model()) else None
+    return ImportAuthor(user_id=pk, username=user.get_username())

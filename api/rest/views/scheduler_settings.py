@@ -1,0 +1,62 @@
+"""`settings/`: the queue-wide scheduler settings, versioned like a tenant."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.rest.errors import etag_for
+from api.rest.serializers import SettingsSerializer
+from api.rest.views.base import IF_MATCH, IF_NONE_MATCH, ApiView, errors
+from api.rest.views.conditional import expected_for_existing, not_modified
+from api.store import selectors, services
+from scheduler_core.model import QueueConfig
+from scheduler_core.validation import queue_config_from_dict, queue_config_to_dict
+
+__all__ = ["SettingsView"]
+
+
+def _settings_response(config: dict[str, object], version: int) -> Response:
+    response = Response(config)
+    response["ETag"] = etag_for(version)
+    return response
+
+
+class SettingsView(ApiView):
+    """Every setting in canonical form (durations as strings); PATCH any subset."""
+
+    @extend_schema(
+        operation_id="settings_retrieve",
+        parameters=[IF_NONE_MATCH],
+        responses={
+            200: SettingsSerializer,
+            304: OpenApiResponse(description="If-None-Match names the current version"),
+            **errors(),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        row = selectors.settings_get()
+        if not_modified(request, row.version):
+            response = Response(status=status.HTTP_304_NOT_MODIFIED)
+            response["ETag"] = etag_for(row.version)
+            return response
+        return _settings_response(queue_config_to_dict(selectors.queue_config_get()), row.version)
+
+    @extend_schema(
+        operation_id="settings_patch",
+        parameters=[IF_MATCH],
+        request=SettingsSerializer,
+        responses={200: SettingsSerializer, **errors(400, 412, 413, 415, 428)},
+    )
+    def patch(self, request: Request) -> Response:
+        current = selectors.settings_get().version
+        row = services.settings_update(
+            changes=request.data,
+            expected_version=expected_for_existing(request, current),
+            author=request.user,
+            source=self.source,
+        )
+        config = queue_config_to_dict(queue_config_from_dict(row.config, QueueConfig()))
+        return _settings_response(config, row.version)

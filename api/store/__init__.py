@@ -1,0 +1,10 @@
+"""The config store: the database is the source of truth for tenants and settings.
+
+Writes live in `services` (validated by `scheduler_core.validation`,
+versioned, recorded as revisions, published after commit through
+`config_events`), reads in `selectors`; `import_plan` and `diff` are pure
+helpers, `tokens` and `roles` say who may do what.
+
+May import: `scheduler_core`, Django. Never `api.rest`, `api.wire` or
+`api.cluster`.
+"""

@@ -1,0 +1,163 @@
+"""Validation of tenant blocks and the plan of a runtime-config import.
+
+Pure functions over plain dicts (no queries), so the services can validate
+everything before they lock or write anything, and a dry run is exactly the
+plan a real import would carry out.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from api.store.diff import Change, structural_diff
+from api.store.exceptions import ConfigValidationError
+from scheduler_core.errors import FieldError
+from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
+
+__all__ = [
+    "TENANT_FIELDS",
+    "TENANT_ID_MAX_LENGTH",
+    "Author",
+    "ImportResult",
+    "plan_import",
+    "tenant_id_errors",
+    "validate_tenant",
+]
+
+TENANT_ID_MAX_LENGTH = 256
+# Cortex's tenant ID alphabet: it must survive HTTP headers and object-store paths.
+_TENANT_ID_EXTRA = set("!-_.*'()")
+# The override fields the scheduler uses; every other Cortex limit in a
+# runtime-config file is ignored on import.
+TENANT_FIELDS: frozenset[str] = frozenset(TENANT_KEYS)
+
+
+class Author(Protocol):
+    """Who made a change: a Django user, or a token's stand-in user."""
+
+    @property
+    def is_authenticated(self) -> bool: ...
+
+    def get_username(self) -> str: ...
+
+
+def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldError]:
+    """Problems with a tenant ID under Cortex's rules (length 256 here)."""
+    if not isinstance(tenant_id, str) or not tenant_id:
+        return [FieldError(path, "must be a non-empty string")]
+    if len(tenant_id) > TENANT_ID_MAX_LENGTH:
+        return [FieldError(path, f"at most {TENANT_ID_MAX_LENGTH} characters")]
+    if tenant_id in {".", ".."}:
+        return [FieldError(path, 'must not be "." or ".."')]
+    bad = sorted(
+        {c for c in tenant_id if not (c.isascii() and c.isalnum()) and c not in _TENANT_ID_EXTRA}
+    )
+    if bad:
+        return [
+            FieldError(path, f"invalid characters {''.join(bad)!r}; allowed: A-Z a-z 0-9 !-_.*'()")
+        ]
+    return []
+
+
+def validate_tenant(tenant_id: str, config: Any) -> dict[str, Any]:
+    """A private copy of a valid tenant block; raises `ConfigValidationError`."""
+    errors = tenant_id_errors(tenant_id)
+    if not isinstance(config, Mapping):
+        errors.append(FieldError("(root)", "a tenant config must be a mapping"))
+    else:
+        errors += validate_tenant_config(config)
+    if errors:
+        raise ConfigValidationError(errors)
+    return copy.deepcopy(dict(config))
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """What an import changes (or, for a dry run, would change).
+
+    `ignored` maps a tenant to the fields dropped because the scheduler does
+    not use them. `version`/`revision_id` are set only once committed with
+    changes; an import that changes nothing writes no revision.
+    """
+
+    created: list[str]
+    changed: list[str]
+    deleted: list[str]
+    unchanged: list[str]
+    ignored: dict[str, list[str]]
+    diffs: dict[str, list[Change]]
+    overrides: dict[str, dict[str, Any]] = field(repr=False)
+    version: int | None = None
+    revision_id: int | None = None
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.created or self.changed or self.deleted)
+
+    def committed(self, version: int, revision_id: int) -> ImportResult:
+        return replace(self, version=version, revision_id=revision_id)
+
+
+def _clean_overrides(
+    overrides: Mapping[str, Any],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """Keep the fields we use and validate every tenant; all errors at once."""
+    errors: list[FieldError] = []
+    clean: dict[str, dict[str, Any]] = {}
+    ignored: dict[str, list[str]] = {}
+    for raw_id, block in overrides.items():
+        # YAML reads an unquoted numeric tenant ID as an int.
+        numeric = isinstance(raw_id, int) and not isinstance(raw_id, bool)
+        tenant_id = str(raw_id) if numeric else raw_id
+        prefix = f"overrides.{tenant_id}"
+        errors += tenant_id_errors(tenant_id, prefix)
+        if block is None:
+            block = {}
+        if not isinstance(block, Mapping):
+            errors.append(FieldError(prefix, "must be a mapping of limits"))
+            continue
+        dropped = sorted(str(key) for key in block if key not in TENANT_FIELDS)
+        if dropped:
+            ignored[str(tenant_id)] = dropped
+        kept = {key: copy.deepcopy(value) for key, value in block.items() if key in TENANT_FIELDS}
+        errors += [
+            FieldError(f"{prefix}.{e.path}" if e.path != "(root)" else prefix, e.message)
+            for e in validate_tenant_config(kept)
+        ]
+        clean[str(tenant_id)] = kept
+    if errors:
+        raise ConfigValidationError(errors)
+    return clean, ignored
+
+
+def plan_import(overrides: Any, existing: Mapping[str, dict[str, Any]]) -> ImportResult:
+    """Compare a whole new overrides set with the stored one; raises on any error."""
+    if not isinstance(overrides, Mapping):
+        raise ConfigValidationError([FieldError("overrides", "must be a mapping of tenants")])
+    clean, ignored = _clean_overrides(overrides)
+    created, changed, unchanged, diffs = [], [], [], {}
+    for tenant_id in sorted(clean):
+        old = existing.get(tenant_id)
+        if old is None:
+            created.append(tenant_id)
+        elif old == clean[tenant_id]:
+            unchanged.append(tenant_id)
+            continue
+        else:
+            changed.append(tenant_id)
+        diffs[tenant_id] = structural_diff(old or {}, clean[tenant_id])
+    deleted = sorted(set(existing) - set(clean))
+    for tenant_id in deleted:
+        diffs[tenant_id] = structural_diff(existing[tenant_id], {})
+    return ImportResult(
+        created=created,
+        changed=changed,
+        deleted=deleted,
+        unchanged=unchanged,
+        ignored=ignored,
+        diffs=diffs,
+        overrides={tid: clean[tid] for tid in sorted(clean)},
+    )

@@ -1,0 +1,220 @@
+"""Read-only queries of the config store, shared by views, consumers and the runtime host.
+
+Stored configs were validated on write, so turning them into scheduler
+values here does not fail unless the validator tightened since; such a
+tenant is logged and left out rather than taking the scheduler down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from api.store.diff import Change, structural_diff
+from api.store.exceptions import ConfigValidationError, NotFound
+from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
+from scheduler_core.classify import classify, select_pair
+from scheduler_core.errors import ConfigInvalid, FieldError
+from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.priority import PriorityMatch, match_priority
+from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
+
+__all__ = [
+    "Explanation",
+    "config_version_get",
+    "query_explain",
+    "queue_config_get",
+    "revision_diff",
+    "revision_get",
+    "revision_list",
+    "runtime_config_export",
+    "settings_get",
+    "tenant_get",
+    "tenant_limits_all",
+    "tenant_list",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def tenant_get(*, tenant_id: str) -> Tenant:
+    """The tenant; raises `NotFound`."""
+    try:
+        return Tenant.objects.get(tenant_id=tenant_id)
+    except Tenant.DoesNotExist as exc:
+        raise NotFound(f"no tenant {tenant_id!r}") from exc
+
+
+def tenant_list(*, search: str | None = None) -> QuerySet[Tenant]:
+    """Tenants by ID; `search` keeps those whose ID contains it (any case)."""
+    tenants = Tenant.objects.order_by("tenant_id")
+    if search:
+        tenants = tenants.filter(tenant_id__icontains=search)
+    return tenants
+
+
+def tenant_limits_all() -> dict[str, TenantLimits]:
+    """Every tenant's limits as the scheduler uses them."""
+    limits: dict[str, TenantLimits] = {}
+    for tenant_id, config in Tenant.objects.values_list("tenant_id", "config"):
+        try:
+            limits[tenant_id] = tenant_limits_from_dict(config)
+        except ConfigInvalid as exc:
+            logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
+    return limits
+
+
+def settings_get() -> SchedulerSettings:
+    """The settings row (an unsaved default one before the first migration data)."""
+    row = SchedulerSettings.objects.filter(pk=SETTINGS_PK).first()
+    return row if row is not None else SchedulerSettings(pk=SETTINGS_PK)
+
+
+def queue_config_get() -> QueueConfig:
+    """The scheduler settings over `QueueConfig`'s defaults."""
+    config = settings_get().config
+    try:
+        return queue_config_from_dict(config, QueueConfig())
+    except ConfigInvalid as exc:
+        logger.error("stored scheduler settings no longer validate, using defaults: %s", exc)
+        return QueueConfig()
+
+
+def config_version_get() -> int:
+    """The global config version: replicas reconcile until they have applied it."""
+    version = (
+        SchedulerSettings.objects.filter(pk=SETTINGS_PK)
+        .values_list("config_version", flat=True)
+        .first()
+    )
+    return version or 0
+
+
+def revision_list(
+    *, kind: str | None = None, key: str | None = None, since_version: int | None = None
+) -> QuerySet[ConfigRevision]:
+    """Revisions, newest first, optionally of one kind/key or after a version."""
+    revisions = ConfigRevision.objects.select_related("author").order_by("-version")
+    if kind:
+        revisions = revisions.filter(kind=kind)
+    if key is not None:
+        revisions = revisions.filter(key=key)
+    if since_version is not None:
+        revisions = revisions.filter(version__gt=since_version)
+    return revisions
+
+
+def revision_get(*, revision_id: int) -> ConfigRevision:
+    """The revision; raises `NotFound`."""
+    try:
+        return ConfigRevision.objects.select_related("author").get(pk=revision_id)
+    except ConfigRevision.DoesNotExist as exc:
+        raise NotFound(f"no revision {revision_id}") from exc
+
+
+def revision_diff(revision: ConfigRevision) -> list[Change]:
+    """The changed fields of a revision; a creation or deletion lists every field."""
+    before = revision.before if revision.before is not None else {}
+    after = revision.after if revision.after is not None else {}
+    return structural_diff(before, after)
+
+
+def runtime_config_export() -> dict[str, Any]:
+    """Every tenant's block as Cortex's runtime-config `overrides` mapping."""
+    return {
+        tenant_id: config
+        for tenant_id, config in Tenant.objects.order_by("tenant_id").values_list(
+            "tenant_id", "config"
+        )
+    }
+
+
+# --- explain one query -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What the scheduler would do with one request, and why.
+
+    `limits` are the ones explained against: the tenant's stored block, a
+    draft block the caller sent, or the defaults for an unknown tenant
+    (`tenant_configured` False).
+    """
+
+    tenant_id: str
+    tenant_configured: bool
+    now: float
+    component: str
+    select_range: tuple[float, float] | None
+    limits: TenantLimits
+    match: PriorityMatch
+
+
+def _explain_limits(tenant_id: str, draft: Any | None) -> tuple[TenantLimits, bool]:
+    if draft is not None:
+        if not isinstance(draft, Mapping):
+            raise ConfigValidationError([FieldError("tenant_config", "must be a mapping")])
+        try:
+            return tenant_limits_from_dict(draft), True
+        except ConfigInvalid as exc:
+            raise ConfigValidationError(
+                [FieldError(_prefixed("tenant_config", e.path), e.message) for e in exc.errors]
+            ) from exc
+    stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True).first()
+    if stored is None:
+        return TenantLimits(), False
+    try:
+        return tenant_limits_from_dict(stored), True
+    except ConfigInvalid as exc:
+        logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
+        return TenantLimits(), True
+
+
+def _prefixed(prefix: str, path: str) -> str:
+    return prefix if path == "(root)" else f"{prefix}.{path}"
+
+
+def query_explain(
+    *,
+    tenant_id: str,
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    step: float | None,
+    headers: Mapping[str, str],
+    now: float,
+    draft_config: Any | None = None,
+) -> Explanation:
+    """Component, data-select range and priority match of one request.
+
+    Uses the same classifier and matcher as the scheduler's admission, with
+    the stored scheduler settings' ingester/store windows, so the answer is
+    what the running scheduler would decide at `now`.
+    """
+    limits, configured = _explain_limits(tenant_id, draft_config)
+    settings_now = queue_config_get()
+    found = classify(
+        query=query,
+        api_type=api_type,
+        start=start,
+        end=end,
+        step=step,
+        headers=headers,
+        now=now,
+        query_ingesters_within=settings_now.query_ingesters_within,
+        query_store_after=settings_now.query_store_after,
+    )
+    return Explanation(
+        tenant_id=tenant_id,
+        tenant_configured=configured,
+        now=now,
+        component=found.component,
+        select_range=select_pair(found.info),
+        limits=limits,
+        match=match_priority(limits.query_priority, found.info, now),
+    )

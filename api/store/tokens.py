@@ -1,0 +1,63 @@
+"""API tokens: issue, authenticate, revoke (re-exported by `api.store.services`).
+
+Only a token's SHA-256 is stored, so a database leak gives no usable
+token; the plaintext exists once, in the answer to `api_token_issue`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.utils import timezone
+
+from api.store.exceptions import NotFound
+from api.store.models import ApiToken
+
+__all__ = ["api_token_authenticate", "api_token_issue", "api_token_revoke"]
+
+
+def _token_hash(plaintext: str) -> str:
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def api_token_issue(*, name: str, role: str) -> tuple[ApiToken, str]:
+    """A new token and its plaintext, which is never stored and never shown again."""
+    if role not in ApiToken.Role.values:
+        raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
+    plaintext = "qi_" + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        name=name, role=role, token_hash=_token_hash(plaintext), prefix=plaintext[:8]
+    )
+    return token, plaintext
+
+
+# Recording every use would turn each authenticated read into a write.
+_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def api_token_authenticate(token: str) -> ApiToken | None:
+    """The live token with this plaintext, or None (unknown or revoked)."""
+    if not token:
+        return None
+    found = ApiToken.objects.filter(token_hash=_token_hash(token), revoked=False).first()
+    if found is None:
+        return None
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at >= _LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+        found.last_used_at = now
+    return found
+
+
+def api_token_revoke(*, token_id: int) -> ApiToken:
+    """Revoke a token for good; revoking twice is harmless."""
+    try:
+        token = ApiToken.objects.get(pk=token_id)
+    except ApiToken.DoesNotExist as exc:
+        raise NotFound(f"no token {token_id}") from exc
+    if not token.revoked:
+        token.revoked = True
+        token.save(update_fields=["revoked"])
+    return token

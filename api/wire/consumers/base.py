@@ -1,0 +1,117 @@
+"""What every machine-facing websocket consumer shares: token auth, parsing and dispatch.
+
+Channels' consumers close stale database connections around *every*
+message, which costs a thread hop per frame. These consumers touch the
+database only while connecting (token check), so they do that housekeeping
+at connect and disconnect only; the relay used by the benchmark inherits the
+same base, so the comparison stays fair.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import aclose_old_connections, database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from api.store.models import ApiToken
+from api.store.roles import token_from_header
+from api.store.services import api_token_authenticate
+from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
+
+__all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
+
+log = logging.getLogger(__name__)
+
+# Sent with the close that rejects a handshake; Daphne turns a close before
+# accept into HTTP 403, so clients see the refusal, and the code shows in logs.
+CLOSE_UNAUTHENTICATED = 4001
+CLOSE_FORBIDDEN = 4003
+
+_connection_ids = itertools.count(1)
+
+
+def scope_token(scope: dict[str, Any]) -> str | None:
+    """The token of `Authorization: Bearer <t>`, else of `?token=<t>`."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"authorization":
+            return token_from_header(value.decode("latin-1"))
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    values = query.get("token")
+    return values[0] if values else None
+
+
+class MachineConsumer(AsyncWebsocketConsumer):
+    """Base of token-authenticated JSON consumers; subclasses set `roles`.
+
+    `connection_id` names the connection inside this process (request ids of
+    the runtime are built from it, so they never collide across sockets).
+    """
+
+    # No channel layer: replies go straight to the socket of the consumer
+    # that owns the request (same process, same runtime), one hop fewer.
+    channel_layer_alias = "__no_channel_layer__"
+    roles: frozenset[str] = frozenset()
+    # The endpoint's message types, and (set in `opened`) a handler per
+    # parsed message class; `receive` dispatches between the two.
+    parsers: Mapping[str, Parser] = {}
+    handlers: dict[type[Any], Callable[[Any], Awaitable[None]]]
+    token: ApiToken | None = None
+    accepted = False
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "websocket.receive":
+            await self.websocket_receive(message)
+            return
+        await super().dispatch(message)
+
+    async def connect(self) -> None:
+        self.connection_id = f"{self.kind}-{next(_connection_ids)}"
+        plaintext = scope_token(self.scope)
+        token = await database_sync_to_async(api_token_authenticate)(plaintext or "")
+        await aclose_old_connections()
+        if token is None:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if token.role not in self.roles:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.token = token
+        await self.opened()
+        await self.accept()
+        self.accepted = True
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__.removesuffix("Consumer").lower()
+
+    async def opened(self) -> None:
+        """Runs after authentication, before the handshake is accepted."""
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            msg = parse(decode(text_data), self.parsers)
+        except ProtocolError as exc:
+            await self.send_error(exc)
+            return
+        await self.guarded(self.handlers[type(msg)], msg)
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=dumps(message))
+
+    async def send_error(self, exc: ProtocolError, status: int = 400) -> None:
+        await self.send_message(error_message(exc, status))
+
+    async def guarded(self, handler: Any, message: Any) -> None:
+        """Run one handler; a bug answers 500 and never closes the socket."""
+        try:
+            await handler(message)
+        except ProtocolError as exc:
+            await self.send_error(exc)
+        except Exception:
+            log.exception("%s %s failed handling %r", self.kind, self.connection_id, message)
+            await self.send_error(ProtocolError(None, "internal error"), status=500)

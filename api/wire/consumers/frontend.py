@@ -1,0 +1,194 @@
+"""`/ws/frontend/`: query frontends enqueue and cancel; results come back here.
+
+The runtime request id is `ws:<connection>:<n>` so ids never collide across
+sockets or when a client reuses its own id after a cancel; replies carry the
+client's own id. The reply handle kept in `Request.payload` points back at
+this consumer: the querier consumer that ran the request (same process, same
+runtime) awaits `on_result`, and the runtime host calls `on_failed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from typing import Any
+
+from api.wire import runtime_host
+from api.wire.consumers.base import MachineConsumer
+from api.wire.protocol import (
+    FRONTEND_PARSERS,
+    Cancel,
+    ClientId,
+    Enqueue,
+    ProtocolError,
+)
+from scheduler_core.classify import classify
+from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
+from scheduler_core.model import Request
+from scheduler_core.runtime import SchedulerRuntime
+
+__all__ = [
+    "FrontendConsumer",
+    "WebsocketReplyHandle",
+    "classify_enqueue",
+]
+
+log = logging.getLogger(__name__)
+
+
+class WebsocketReplyHandle:
+    """`Request.payload` of a websocket request: how to answer its frontend."""
+
+    __slots__ = ("client_id", "consumer")
+    transport = "websocket"
+
+    def __init__(self, consumer: FrontendConsumer, client_id: ClientId) -> None:
+        self.consumer = consumer
+        self.client_id = client_id
+
+    async def on_result(
+        self, request: Request, status: int, body: Any, querier_id: str, queue_seconds: float
+    ) -> None:
+        await self.consumer.deliver_result(
+            self.client_id, request, status, body, querier_id, queue_seconds
+        )
+
+    def on_failed(self, request: Request, reason: str) -> None:
+        self.consumer.deliver_failure(self.client_id, request, reason)
+
+
+def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:
+    """Component (unless the frontend named one) and the tenant's priority.
+
+    Priority matching needs the parsed query, so a request with an explicit
+    component is still classified when its tenant has priorities enabled
+    (the parse is cached by `scheduler_core.classify` per query text).
+    """
+    priority_rules = runtime.tenant_limits(msg.tenant).query_priority
+    if msg.component is not None and not priority_rules.enabled:
+        return msg.component, 0
+    config = runtime.config
+    found = classify(
+        query=msg.query,
+        api_type=msg.api_type,
+        start=msg.start,
+        end=msg.end,
+        step=msg.step,
+        headers=msg.headers,
+        now=now,
+        query_ingesters_within=config.query_ingesters_within,
+        query_store_after=config.query_store_after,
+    )
+    component = found.component if msg.component is None else msg.component
+    return component, priority_rules.priority_for(found.info, now)
+
+
+class FrontendConsumer(MachineConsumer):
+    roles = frozenset({"frontend", "editor"})
+    parsers = FRONTEND_PARSERS
+
+    async def opened(self) -> None:
+        self.host = await runtime_host.ensure_started()
+        self.runtime = self.host.runtime
+        self.pending: dict[ClientId, Request] = {}
+        self._seq = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
+        self.host.websocket_frontends.opened(self)
+
+    async def disconnect(self, code: int) -> None:
+        if not self.accepted:
+            return
+        self.host.websocket_frontends.closed(self)
+        pending, self.pending = self.pending, {}
+        for request in pending.values():
+            self.runtime.cancel(request.id)
+
+    async def on_enqueue(self, msg: Enqueue) -> None:
+        if msg.id in self.pending:
+            raise ProtocolError("id", "a request with this id is still pending", msg.id)
+        component, priority = classify_enqueue(self.runtime, msg, time.time())
+        request = Request(
+            id=f"ws:{self.connection_id}:{next(self._seq)}",
+            tenant_id=msg.tenant,
+            component=component,
+            priority=priority,
+            query=msg.query,
+            api_type=msg.api_type,
+            start=msg.start,
+            end=msg.end,
+            step=msg.step,
+            headers=msg.headers,
+            payload=WebsocketReplyHandle(self, msg.id),
+        )
+        try:
+            self.runtime.enqueue(request)
+        except TooManyRequests as exc:
+            await self._rejected(msg.id, 429, str(exc))
+            return
+        except SchedulerStopping as exc:
+            await self._rejected(msg.id, 503, str(exc))
+            return
+        except DuplicateRequest as exc:  # ids are ours and unique: a bug if seen
+            raise ProtocolError("id", str(exc), msg.id) from exc
+        self.pending[msg.id] = request
+        await self.send_message(
+            {"type": "enqueued", "id": msg.id, "component": component, "priority": priority}
+        )
+
+    async def _rejected(self, client_id: ClientId, status: int, error: str) -> None:
+        await self.send_message(
+            {"type": "rejected", "id": client_id, "status": status, "error": error}
+        )
+
+    async def on_cancel(self, msg: Cancel) -> None:
+        request = self.pending.pop(msg.id, None)
+        if request is None:
+            raise ProtocolError("id", "no pending request with this id", msg.id)
+        self.runtime.cancel(request.id)
+        await self.send_message({"type": "cancelled", "id": msg.id})
+
+    def _take(self, client_id: ClientId, request: Request) -> bool:
+        """Forget a finished request; False if it was already answered or cancelled.
+
+        A closed socket emptied `pending`, so its late results are dropped here too.
+        """
+        if self.pending.get(client_id) is not request:
+            return False
+        del self.pending[client_id]
+        return True
+
+    async def deliver_result(
+        self,
+        client_id: ClientId,
+        request: Request,
+        status: int,
+        body: Any,
+        querier_id: str,
+        queue_seconds: float,
+    ) -> None:
+        if not self._take(client_id, request):
+            return
+        await self.send_message(
+            {
+                "type": "result",
+                "id": client_id,
+                "status": status,
+                "body": body,
+                "querier": querier_id,
+                "queue_seconds": round(queue_seconds, 6),
+            }
+        )
+
+    def deliver_failure(self, client_id: ClientId, request: Request, reason: str) -> None:
+        # Called synchronously from the runtime's observer, so the send runs
+        # as a task; the set keeps it alive until it is done.
+        if not self._take(client_id, request):
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.send_message({"type": "failed", "id": client_id, "error": reason})
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,141 @@
+"""`/ws/querier/`: queriers say hello with N workers and serve `request`s.
+
+Each worker is one asyncio task: it awaits `runtime.next_request`, sends the
+request tagged with its worker id, and waits for that worker's `result`
+before asking for more, so a querier never gets more concurrent work than
+it announced. A request the frontend cancelled while it ran is still
+awaited (the querier is busy with it either way); its result is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.wire import runtime_host
+from api.wire.consumers.base import MachineConsumer
+from api.wire.protocol import (
+    QUERIER_PARSERS,
+    Hello,
+    ProtocolError,
+    QuerierResult,
+    Shutdown,
+)
+from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
+from scheduler_core.model import Request
+
+__all__ = ["QuerierConsumer", "request_message"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Worker:
+    """One worker of this connection; `request` is set while it runs one."""
+
+    worker_id: int
+    request: Request | None = None
+    reply: asyncio.Future[tuple[int, Any]] | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+def request_message(request: Request, worker_id: int) -> dict[str, Any]:
+    return {
+        "type": "request",
+        "worker": worker_id,
+        "id": request.id,
+        "tenant": request.tenant_id,
+        "query": request.query,
+        "api_type": request.api_type,
+        "start": request.start,
+        "end": request.end,
+        "step": request.step,
+        "component": request.component,
+        "priority": request.priority,
+        "headers": dict(request.headers),
+    }
+
+
+class QuerierConsumer(MachineConsumer):
+    roles = frozenset({"querier", "editor"})
+    parsers = QUERIER_PARSERS
+
+    async def opened(self) -> None:
+        self.host = await runtime_host.ensure_started()
+        self.runtime = self.host.runtime
+        self.querier_id: str | None = None
+        self.workers: dict[int, _Worker] = {}
+        self.handlers = {
+            Hello: self.on_hello,
+            QuerierResult: self.on_result,
+            Shutdown: self.on_shutdown,
+        }
+
+    async def on_hello(self, msg: Hello) -> None:
+        if self.querier_id is not None:
+            raise ProtocolError("type", "hello was already received on this connection")
+        self.querier_id = msg.querier_id
+        for _ in range(msg.workers):
+            worker_id = self.runtime.connect_querier(msg.querier_id)
+            self.workers[worker_id] = _Worker(worker_id)
+        await self.send_message({"type": "welcome", "workers": sorted(self.workers)})
+        # Started after the welcome, so no request can overtake it.
+        for worker in self.workers.values():
+            worker.task = asyncio.get_running_loop().create_task(self._serve(worker))
+
+    async def on_result(self, msg: QuerierResult) -> None:
+        worker = self.workers.get(msg.worker)
+        if worker is None:
+            raise ProtocolError("worker", f"no worker {msg.worker} on this connection", msg.id)
+        if worker.request is None or worker.request.id != msg.id or worker.reply is None:
+            raise ProtocolError("id", f"worker {msg.worker} is not running {msg.id}", msg.id)
+        if not worker.reply.done():
+            worker.reply.set_result((msg.status, msg.body))
+
+    async def on_shutdown(self, msg: Shutdown) -> None:
+        if self.querier_id is None:
+            raise ProtocolError("type", "say hello before shutdown")
+        self.runtime.notify_querier_shutdown(self.querier_id)
+
+    async def _serve(self, worker: _Worker) -> None:
+        assert self.querier_id is not None
+        querier_id = self.querier_id
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                request = await self.runtime.next_request(querier_id, worker.worker_id)
+            except (QuerierShuttingDown, UnknownQuerier):
+                return
+            queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
+            worker.request = request
+            worker.reply = loop.create_future()
+            await self.send_message(request_message(request, worker.worker_id))
+            status, body = await worker.reply
+            worker.request = worker.reply = None
+            if self.runtime.complete(request.id) is None:
+                continue  # cancelled by its frontend while it ran
+            on_result = getattr(request.payload, "on_result", None)
+            if on_result is None:
+                continue
+            try:
+                await on_result(request, status, body, querier_id, queue_seconds)
+            except Exception:
+                log.exception("delivering the result of %s failed", request.id)
+
+    async def disconnect(self, code: int) -> None:
+        if self.querier_id is None:
+            return
+        tasks = [w.task for w in self.workers.values() if w.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        # Each in-flight request goes back to the front of its queue once,
+        # then fails to its frontend (the runtime decides which).
+        for worker_id in sorted(self.workers):
+            self.runtime.disconnect_querier_worker(self.querier_id, worker_id)
+        self.workers.clear()

@@ -1,0 +1,152 @@
+"""`schedulerpb.SchedulerForQuerier`: querier workers take work one at a time.
+
+Each worker stream is one runtime worker. The protocol has no explicit
+"result" message: the worker's next (empty) message after a request means
+"done, ready for more", because the querier sends the result straight to the
+frontend. Cancelling a request the worker is running can only be signalled
+by ending its stream with an error, which is what a Cortex querier expects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
+
+import grpc
+
+from api.wire.grpc.admission import GrpcReplyHandle
+from api.wire.grpc.bridge import ForeignRequests
+from api.wire.grpc.streams import checked_read
+from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
+from scheduler_core.model import Request
+from scheduler_core.pb import schedulerpb_pb2 as pb
+
+__all__ = ["QuerierLoopServicer", "QuerierRuntime", "to_querier_message"]
+
+log = logging.getLogger(__name__)
+
+
+_Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class _Outcome(enum.Enum):
+    DONE = "done"
+    CANCELLED = "cancelled"
+    ENDED = "ended"
+
+
+class QuerierRuntime(Protocol):
+    """The part of SchedulerRuntime the querier loop needs."""
+
+    clock: Callable[[], float]
+
+    def connect_querier(self, querier_id: str) -> int: ...
+
+    async def next_request(self, querier_id: str, worker_id: int) -> Request: ...
+
+    def cancellation(self, request_id: str) -> asyncio.Future[None]: ...
+
+    def complete(self, request_id: str) -> Request | None: ...
+
+    def disconnect_querier_worker(self, querier_id: str, worker_id: int) -> Request | None: ...
+
+    def notify_querier_shutdown(self, querier_id: str) -> None: ...
+
+
+def to_querier_message(
+    request: Request, foreign: ForeignRequests, querier_id: str, queue_seconds: float
+) -> pb.SchedulerToQuerier:
+    """The message a querier worker runs; a plain (non-distributed) query."""
+    handle = request.payload
+    if not isinstance(handle, GrpcReplyHandle):
+        return foreign.message_for(request, querier_id, queue_seconds)
+    return pb.SchedulerToQuerier(
+        queryID=handle.query_id,
+        httpRequest=handle.http_request,
+        frontendAddress=handle.frontend_address,
+        userID=handle.user_id,
+        statsEnabled=handle.stats_enabled,
+        fragmentID=0,
+        isRoot=True,
+    )
+
+
+class QuerierLoopServicer:
+    """Serves QuerierLoop streams and NotifyQuerierShutdown on one runtime."""
+
+    def __init__(self, runtime: QuerierRuntime, foreign: ForeignRequests) -> None:
+        self._runtime = runtime
+        self._foreign = foreign
+
+    async def QuerierLoop(  # noqa: N802 - the gRPC method name
+        self, messages: AsyncIterator[pb.QuerierToScheduler], context: _Context
+    ) -> None:
+        first = await checked_read(context)
+        if first is grpc.aio.EOF:
+            return
+        assert isinstance(first, pb.QuerierToScheduler)
+        if not first.querierID:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no querier ID")
+        querier_id = first.querierID
+        worker_id = self._runtime.connect_querier(querier_id)
+        try:
+            await self._serve(querier_id, worker_id, context)
+        finally:
+            self._runtime.disconnect_querier_worker(querier_id, worker_id)
+
+    async def _serve(self, querier_id: str, worker_id: int, context: _Context) -> None:
+        while True:
+            try:
+                request = await self._runtime.next_request(querier_id, worker_id)
+            except (QuerierShuttingDown, UnknownQuerier):
+                # A querier that announced its shutdown gets no more work;
+                # ending the stream cleanly tells its worker to stop.
+                return
+            cancelled = self._runtime.cancellation(request.id)
+            waited = max(0.0, self._runtime.clock() - request.enqueued_at)
+            message = to_querier_message(request, self._foreign, querier_id, waited)
+            await context.write(message)
+            outcome = await self._worker_outcome(cancelled, context)
+            if outcome is _Outcome.CANCELLED:
+                await context.abort(grpc.StatusCode.CANCELLED, "query cancelled")
+            if outcome is _Outcome.ENDED:
+                # The request stays in flight so the caller's disconnect
+                # re-queues it once or fails it to its frontend.
+                return
+            self._runtime.complete(request.id)
+
+    async def _worker_outcome(self, cancelled: asyncio.Future[None], context: _Context) -> _Outcome:
+        """Wait for the worker's "done" or the request's cancellation.
+
+        The cancellation cancels the pending read through a callback, which
+        costs less per request than asyncio.wait. A "done" that was already
+        read when the cancellation came wins: the result reached the frontend.
+        """
+        reply = asyncio.ensure_future(checked_read(context))
+
+        def stop_reading(_: asyncio.Future[None]) -> None:
+            reply.cancel()
+
+        cancelled.add_done_callback(stop_reading)
+        try:
+            message = await reply
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if cancelled.done() and task is not None and not task.cancelling():
+                return _Outcome.CANCELLED
+            raise
+        finally:
+            cancelled.remove_done_callback(stop_reading)
+        return _Outcome.ENDED if message is grpc.aio.EOF else _Outcome.DONE
+
+    async def NotifyQuerierShutdown(  # noqa: N802 - the gRPC method name
+        self, message: pb.NotifyQuerierShutdownRequest, context: _Context
+    ) -> pb.NotifyQuerierShutdownResponse:
+        if message.querierID:
+            with contextlib.suppress(UnknownQuerier):
+                self._runtime.notify_querier_shutdown(message.querierID)
+        return pb.NotifyQuerierShutdownResponse()

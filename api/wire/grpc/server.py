@@ -1,0 +1,185 @@
+"""The gRPC front door: Cortex's scheduler services on the running event loop.
+
+`grpc.aio` runs on the asyncio loop it is started from, so started from the
+loop that owns the SchedulerRuntime (Daphne's), every servicer call runs on
+the runtime's thread and the queue stays lock-free.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+
+from api.wire.grpc.admission import Admission
+from api.wire.grpc.bridge import ForeignRequests, query_result_handler
+from api.wire.grpc.frontend_loop import FrontendConnection, FrontendLoopServicer, FrontendRegistry
+from api.wire.grpc.querier_loop import QuerierLoopServicer
+from api.wire.grpc.result_reporter import ResultReporter
+from api.wire.grpc.tls import ClientTls, ServerTls
+from api.wire.observers import install_observer
+from scheduler_core.pb import schedulerpb_pb2 as pb
+from scheduler_core.runtime import SchedulerRuntime
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "GrpcFrontDoor",
+    "PortInUse",
+    "start_grpc_server",
+]
+
+log = logging.getLogger(__name__)
+
+# Larger messages are refused with RESOURCE_EXHAUSTED on that stream only.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+class PortInUse(Exception):
+    """The gRPC port could not be bound."""
+
+
+class GrpcFrontDoor:
+    """The server plus what it shares with the rest of the process.
+
+    `frontends.connections()` lists connected frontend addresses for the
+    inspector; `reporter` counts failure reports sent. With `server_tls` the
+    port is TLS only (never also plaintext); `client_tls` is how the reporter
+    dials frontends' QueryResult servers.
+    """
+
+    def __init__(
+        self,
+        runtime: SchedulerRuntime,
+        *,
+        admission: Admission | None = None,
+        advertise_address: str | None = None,
+        server_tls: ServerTls | None = None,
+        client_tls: ClientTls | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.server_tls = server_tls
+        self.frontends = FrontendRegistry()
+        self.reporter = ResultReporter(client_tls=client_tls)
+        # Known once bound unless given: queriers must reach it for results
+        # of websocket-frontend requests.
+        self.foreign = ForeignRequests(advertise_address or "")
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # Frontends and queriers keep streams open for hours and ping
+                # them; allow their keepalives instead of answering GOAWAY.
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
+        )
+        self.port = 0
+        admission = admission or Admission(runtime)
+        if admission.results is None:
+            admission.results = self.reporter
+        frontend = FrontendLoopServicer(runtime, admission, self.frontends)
+        querier = QuerierLoopServicer(runtime, self.foreign)
+        self.server.add_generic_rpc_handlers(
+            (
+                _frontend_handler(frontend),
+                _querier_handler(querier),
+                query_result_handler(self.foreign),
+            )
+        )
+
+    def frontend_connections(self) -> list[FrontendConnection]:
+        return self.frontends.connections()
+
+    async def start(self, *, host: str = "127.0.0.1", port: int) -> int:
+        """Bind and serve; returns the bound port (useful with port 0)."""
+        target = f"{host}:{port}"
+        try:
+            if self.server_tls is None:
+                self.port = self.server.add_insecure_port(target)
+            else:
+                self.port = self.server.add_secure_port(target, self.server_tls.credentials())
+        except RuntimeError as exc:
+            raise PortInUse(f"cannot listen for gRPC on {host}:{port}: {exc}") from exc
+        if not self.foreign.own_address:
+            own_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+            self.foreign.own_address = f"{own_host}:{self.port}"
+        install_observer(self.runtime, self.frontends)
+        install_observer(self.runtime, self.reporter)
+        install_observer(self.runtime, self.foreign)
+        await self.server.start()
+        log.info(
+            "gRPC scheduler listening on %s:%d (%s)", host, self.port, _security(self.server_tls)
+        )
+        return self.port
+
+    async def stop(self, grace: float | None = 5.0) -> None:
+        """Stop serving; open streams get `grace` seconds, then are cancelled."""
+        await self.server.stop(grace)
+        await self.reporter.close()
+
+
+async def start_grpc_server(
+    runtime: SchedulerRuntime,
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    admission: Admission | None = None,
+    advertise_address: str | None = None,
+    server_tls: ServerTls | None = None,
+    client_tls: ClientTls | None = None,
+) -> GrpcFrontDoor:
+    """Start Cortex's scheduler services for `runtime` on the running loop.
+
+    `advertise_address` is how queriers reach this process (for results of
+    websocket-frontend requests); by default 127.0.0.1 and the bound port.
+    `server_tls` makes the port TLS (mutual TLS when it carries a client CA);
+    `client_tls` secures the calls to frontends' QueryResult.
+    """
+    door = GrpcFrontDoor(
+        runtime,
+        admission=admission,
+        advertise_address=advertise_address,
+        server_tls=server_tls,
+        client_tls=client_tls,
+    )
+    await door.start(host=host, port=port)
+    return door
+
+
+def _security(server_tls: ServerTls | None) -> str:
+    if server_tls is None:
+        return "plaintext"
+    if server_tls.client_ca is None:
+        return "TLS"
+    return f"TLS, client certificates: {server_tls.client_auth}"
+
+
+def _frontend_handler(servicer: FrontendLoopServicer) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(
+        "schedulerpb.SchedulerForFrontend",
+        {
+            "FrontendLoop": grpc.stream_stream_rpc_method_handler(
+                servicer.FrontendLoop,
+                request_deserializer=pb.FrontendToScheduler.FromString,
+                response_serializer=pb.SchedulerToFrontend.SerializeToString,
+            )
+        },
+    )
+
+
+def _querier_handler(servicer: QuerierLoopServicer) -> grpc.GenericRpcHandler:
+    return grpc.method_handlers_generic_handler(
+        "schedulerpb.SchedulerForQuerier",
+        {
+            "QuerierLoop": grpc.stream_stream_rpc_method_handler(
+                servicer.QuerierLoop,
+                request_deserializer=pb.QuerierToScheduler.FromString,
+                response_serializer=pb.SchedulerToQuerier.SerializeToString,
+            ),
+            "NotifyQuerierShutdown": grpc.unary_unary_rpc_method_handler(
+                servicer.NotifyQuerierShutdown,
+                request_deserializer=pb.NotifyQuerierShutdownRequest.FromString,
+                response_serializer=pb.NotifyQuerierShutdownResponse.SerializeToString,
+            ),
+        },
+    )

@@ -1,0 +1,35 @@
+"""Websocket routes of the machine-facing app (mounted by `config.asgi`)."""
+
+from __future__ import annotations
+
+import os
+
+from django.conf import settings
+from django.urls import path
+
+from api.wire.consumers.frontend import FrontendConsumer
+from api.wire.consumers.querier import QuerierConsumer
+
+__all__ = ["websocket_urlpatterns"]
+
+websocket_urlpatterns = [
+    path("ws/frontend/", FrontendConsumer.as_asgi()),
+    path("ws/querier/", QuerierConsumer.as_asgi()),
+]
+
+
+def _relay_enabled() -> bool:
+    """`settings.LOADTEST_RELAY`, else the LOADTEST_RELAY environment flag."""
+    value = getattr(settings, "LOADTEST_RELAY", None)
+    if value is None:
+        value = os.environ.get("LOADTEST_RELAY", "").lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+if _relay_enabled():
+    from api.wire.consumers.relay import RelayFrontendConsumer, RelayQuerierConsumer
+
+    websocket_urlpatterns += [
+        path("ws/relay/frontend/", RelayFrontendConsumer.as_asgi()),
+        path("ws/relay/querier/", RelayQuerierConsumer.as_asgi()),
+    ]

@@ -1,0 +1,357 @@
+"""One SchedulerRuntime per process, started lazily on Daphne's event loop.
+
+Daphne has no ASGI lifespan, so `config.asgi` calls `ensure_started()` on the
+first scope and every consumer awaits it before touching the runtime. The
+host then keeps the runtime's config equal to the database's: it applies
+changes committed in this process at once (`api.store.config_events`), hears about
+changes made in other processes over the channel layer group
+"scheduler-config", and reconciles by version every few seconds because the
+layer may drop messages. All runtime calls happen on this one loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+
+from api.cluster import replica_board
+from api.store import config_events, selectors
+from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
+from api.wire.observers import FanOutObserver
+from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.stats import RollingStats
+
+__all__ = [
+    "CONFIG_GROUP",
+    "RuntimeHost",
+    "add_observer",
+    "ensure_started",
+    "frontends",
+    "get_host",
+    "get_runtime",
+    "shutdown",
+    "started",
+]
+
+log = logging.getLogger(__name__)
+
+CONFIG_GROUP = "scheduler-config"
+
+
+def _setting(name: str, default: float) -> float:
+    """A number from settings, else the environment, else the default."""
+    value = getattr(settings, name, None)
+    if value is None:
+        value = os.environ.get(name) or default
+    return float(value)
+
+
+def _load_config() -> tuple[int, QueueConfig, dict[str, TenantLimits]]:
+    """The version first, so data read after it is at least that new."""
+    version = selectors.config_version_get()
+    return version, selectors.queue_config_get(), selectors.tenant_limits_all()
+
+
+class RuntimeHost:
+    """The process's runtime plus what keeps it in step with the database."""
+
+    def __init__(self) -> None:
+        self.observer = FanOutObserver()
+        self.stats = RollingStats()
+        self.observer.add(self.stats)
+        self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
+        self.applied_version = -1
+        self.websocket_frontends = WebsocketFrontends()
+        self.grpc_door: Any = None
+        self._limits: dict[str, TenantLimits] = {}
+        self._reconcile_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._layer_channel: str | None = None
+        self._loop = asyncio.get_running_loop()
+        self._stopping = False
+        self._previous_handlers: dict[signal.Signals, Any] = {}
+        self._detached: set[asyncio.Task[None]] = set()
+
+    # -- start / stop ---------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.reconcile()
+        await self.runtime.start()
+        config_events.subscribe(self._on_local_change)
+        await self._join_config_group()
+        self._spawn(self._reconcile_loop(), "config reconcile")
+        self._spawn(self._stats_loop(), "stats sampler")
+        if getattr(settings, "REDIS_URL", ""):
+            prefix = getattr(settings, "CHANNEL_PREFIX", "asgi")
+            summaries = replica_board.publish_loop(self, settings.REDIS_URL, prefix)
+            self._spawn(summaries, "replica summaries")
+        await self._start_grpc()
+        self._install_signal_handlers()
+        log.info("scheduler runtime started at config version %d", self.applied_version)
+
+    async def stop(self, drain_timeout: float) -> None:
+        """Stop accepting, drain, fail the rest back; then stop the helpers."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self._restore_signal_handlers()
+        config_events.unsubscribe(self._on_local_change)
+        leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
+        if leftovers:
+            log.warning("shutdown failed %d queued requests back", len(leftovers))
+        if self.grpc_door is not None:
+            with contextlib.suppress(Exception):
+                await self.grpc_door.stop(grace=1.0)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._leave_config_group()
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = self._loop.create_task(coro, name=name)
+        task.add_done_callback(_log_death)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- config ---------------------------------------------------------------
+
+    async def reconcile(self, version: int | None = None) -> None:
+        """Apply the database's config if it is newer than what we applied."""
+        if version is not None and version <= self.applied_version:
+            return
+        async with self._reconcile_lock:
+            if version is not None and version <= self.applied_version:
+                return
+            current, config, limits = await database_sync_to_async(_load_config)()
+            if current == self.applied_version:
+                return
+            self._apply(config, limits)
+            self.applied_version = current
+            log.info("applied scheduler config version %d", current)
+
+    def _apply(self, config: QueueConfig, limits: dict[str, TenantLimits]) -> None:
+        if self.runtime.config != config:
+            self.runtime.set_config(config)
+        for tenant_id in set(self._limits) - set(limits):
+            self.runtime.remove_tenant_limits(tenant_id)
+        for tenant_id, tenant_limits in limits.items():
+            if self._limits.get(tenant_id) != tenant_limits:
+                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
+        self._limits = dict(limits)
+
+    def _on_local_change(self, version: int) -> None:
+        # Called after commit, from whichever thread committed: usually a
+        # sync_to_async worker. A fresh context keeps that thread's asgiref
+        # state out of the task, which would otherwise see its own database
+        # calls as re-entering the busy executor and refuse them.
+        self._loop.call_soon_threadsafe(self._spawn_apply, version, context=contextvars.Context())
+
+    def _spawn_apply(self, version: int) -> None:
+        self._spawn(self._broadcast(version), "config apply")
+
+    async def _broadcast(self, version: int) -> None:
+        await self.reconcile(version)
+        layer = get_channel_layer()
+        if layer is not None:
+            await layer.group_send(CONFIG_GROUP, {"type": "config.changed", "version": version})
+
+    async def _join_config_group(self) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        self._layer_channel = await layer.new_channel("scheduler-config.")
+        await layer.group_add(CONFIG_GROUP, self._layer_channel)
+        self._spawn(self._listen(layer, self._layer_channel), "config listener")
+
+    async def _leave_config_group(self) -> None:
+        layer = get_channel_layer()
+        if layer is not None and self._layer_channel is not None:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(CONFIG_GROUP, self._layer_channel)
+
+    async def _listen(self, layer: Any, channel: str) -> None:
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except Exception:
+                # A Redis hiccup must not end listening for good; what was
+                # missed meanwhile, the reconcile loop picks up.
+                log.exception("config listener: channel layer receive failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+                continue
+            version = message.get("version")
+            if message.get("type") == "config.changed" and isinstance(version, int):
+                await self.reconcile(version)
+
+    async def _reconcile_loop(self) -> None:
+        interval = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                version = await database_sync_to_async(selectors.config_version_get)()
+                await self.reconcile(version)
+            except Exception:
+                # A database hiccup must not end reconciling for good.
+                log.exception("config reconcile failed; retrying in %.1fs", interval)
+
+    async def _stats_loop(self) -> None:
+        while True:
+            self.stats.record_queue_length(len(self.runtime.queue))
+            await asyncio.sleep(1.0)
+
+    # -- frontends -------------------------------------------------------------
+
+    def frontends(self) -> list[FrontendRow]:
+        return frontend_rows(self.websocket_frontends, self.grpc_door)
+
+    @property
+    def frontend_clients(self) -> int:
+        """Connected frontend streams over both protocols (Cortex's gauge counts
+        streams; the inspector counts frontends)."""
+        return sum(row.streams for row in self.frontends())
+
+    # -- gRPC and signals -----------------------------------------------------
+
+    async def _start_grpc(self) -> None:
+        port = int(getattr(settings, "GRPC_PORT", 0) or 0)
+        if not port:
+            return
+        try:
+            from api.wire.grpc.server import start_grpc_server
+
+            self.grpc_door = await start_grpc_server(
+                self.runtime,
+                port=port,
+                host=settings.GRPC_HOST,
+                advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
+                server_tls=settings.GRPC_SERVER_TLS,
+                client_tls=settings.GRPC_CLIENT_TLS,
+            )
+        except Exception:
+            log.exception("gRPC server did not start on port %d; websockets still serve", port)
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            try:
+                self._loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                log.warning("cannot handle %s on this loop; no graceful drain", sig.name)
+                continue
+            self._previous_handlers[sig] = previous
+
+    def _restore_signal_handlers(self) -> None:
+        """Give the signals back to whoever had them (Daphne's Twisted reactor)."""
+        for sig, previous in self._previous_handlers.items():
+            self._loop.remove_signal_handler(sig)
+            if previous is not None:
+                signal.signal(sig, previous)
+        self._previous_handlers.clear()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        """Drain first, then re-raise the signal so the server exits as usual."""
+        self._restore_signal_handlers()
+        drain = _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0)
+        log.info("%s: draining the queue for up to %.0fs before exiting", sig.name, drain)
+
+        async def drain_then_exit() -> None:
+            try:
+                await self.stop(drain)
+            finally:
+                signal.raise_signal(sig)
+
+        self._spawn_detached(drain_then_exit())
+
+    def _spawn_detached(self, coro: Any) -> None:
+        # Not in _tasks: stop() cancels those, and this one runs stop().
+        task = self._loop.create_task(coro)
+        self._detached.add(task)
+        task.add_done_callback(self._detached.discard)
+
+
+def _log_death(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("runtime host task %s died", task.get_name(), exc_info=task.exception())
+
+
+_host: RuntimeHost | None = None
+_starting: asyncio.Future[RuntimeHost] | None = None
+_pending_observers: list[Any] = []
+
+
+async def ensure_started() -> RuntimeHost:
+    """Start the process's runtime once; concurrent callers wait for the same start."""
+    global _host, _starting
+    if _host is not None:
+        return _host
+    if _starting is None:
+        _starting = asyncio.get_running_loop().create_future()
+        try:
+            host = RuntimeHost()
+            for observer in _pending_observers:
+                host.observer.add(observer)
+            await host.start()
+        except BaseException as exc:
+            _starting.set_exception(exc)
+            _starting.exception()  # the raise below reports it; callers retry
+            _starting = None
+            raise
+        _host = host
+        _starting.set_result(host)
+        return host
+    return await asyncio.shield(_starting)
+
+
+def get_host() -> RuntimeHost:
+    """The started host; raises RuntimeError before `ensure_started()`."""
+    if _host is None:
+        raise RuntimeError("the scheduler runtime has not started yet")
+    return _host
+
+
+def get_runtime() -> SchedulerRuntime:
+    return get_host().runtime
+
+
+def started() -> bool:
+    return _host is not None
+
+
+def frontends() -> list[FrontendRow]:
+    """This replica's connected frontends; none before the runtime starts."""
+    return _host.frontends() if _host is not None else []
+
+
+def add_observer(observer: Any) -> None:
+    """Observe the runtime's events; works before and after the start."""
+    if observer not in _pending_observers:
+        _pending_observers.append(observer)
+    if _host is not None:
+        _host.observer.add(observer)
+
+
+async def shutdown(drain_timeout: float | None = None) -> None:
+    """Stop the runtime (draining up to the timeout) and forget it."""
+    global _host, _starting
+    host, _host, _starting = _host, None, None
+    if host is not None:
+        timeout = (
+            _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0) if drain_timeout is None else drain_timeout
+        )
+        await host.stop(timeout)

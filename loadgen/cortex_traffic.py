@@ -1,0 +1,291 @@
+"""The Cortex half of `manage.py loadgen`: a query-frontend and a querier over gRPC.
+
+`GrpcDemo` sends part of the demo mix (loadgen.demo_traffic) the way a Cortex
+query-frontend does: forwarded HTTP requests over `schedulerpb`, results
+back through its own `QueryResult` server. It also runs one Cortex querier
+process, so the inspector shows both protocols, and requests crossing
+between them, side by side. With TLS it plays a frontend and querier of the
+scheduler's own cluster (`api.wire.grpc.tls.PeerTls`, from the scheduler's
+settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+from django.conf import settings
+
+from api.wire.grpc.admission import classify_forwarded, forwarded_query
+from api.wire.grpc.clients import (
+    CortexFrontend,
+    FrontendLoop,
+    QuerierWorker,
+    get_request,
+    post_request,
+)
+from api.wire.grpc.tls import ClientTls, PeerTls, TlsSettingError, dial
+from scheduler_core.model import QueueConfig
+from scheduler_core.pb import httpgrpc_pb2
+from scheduler_core.pb import schedulerpb_pb2 as pb
+from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForFrontendStub
+
+__all__ = ["GrpcDemo", "GrpcUnavailable", "component_of", "forwarded_request"]
+
+# Cortex's default `-http.prefix`: the paths a real query-frontend forwards.
+PROMETHEUS_PREFIX = "/prometheus/api/v1/"
+ANSWER = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
+_STREAM_ERRORS = (grpc.aio.AioRpcError, EOFError, TimeoutError, asyncio.InvalidStateError)
+
+
+class GrpcUnavailable(Exception):
+    """No gRPC scheduler answers at an address the load generator was given."""
+
+
+def forwarded_request(msg: dict[str, Any], rng: random.Random) -> httpgrpc_pb2.HTTPRequest:
+    """A demo `enqueue` message as a Cortex frontend forwards it: GET or POST, half each.
+
+    Only PromQL parameters and headers go over, never a component or
+    priority: the scheduler must compute those itself, as it does for Cortex.
+    """
+    if msg["api_type"] == "query":
+        params = [("query", msg["query"]), ("time", _number(msg["start"]))]
+    else:
+        params = [
+            ("query", msg["query"]),
+            ("start", _number(msg["start"])),
+            ("end", _number(msg["end"])),
+            ("step", _number(msg["step"])),
+        ]
+    build = post_request if rng.random() < 0.5 else get_request
+    return build(f"{PROMETHEUS_PREFIX}{msg['api_type']}", params, msg["headers"])
+
+
+def component_of(request: httpgrpc_pb2.HTTPRequest) -> str:
+    """What a querier would end up reading for this request, by Mimir's default windows."""
+    now = time.time()
+    return str(classify_forwarded(forwarded_query(request, now), now, QueueConfig()).component)
+
+
+class GrpcDemo:
+    """One Cortex frontend and one Cortex querier process against every address.
+
+    Invariants: at most one ENQUEUE is in flight per FrontendLoop, because
+    the scheduler answers a loop's messages in order and a reply carries no
+    query ID; a query ID is in `_pending` before its ENQUEUE is written,
+    because a fast querier's result may arrive before the loop's reply.
+    """
+
+    def __init__(
+        self,
+        addresses: Sequence[str],
+        latency: Callable[[str], float],
+        *,
+        querier_id: str = "cortex-querier-1",
+        workers: int = 4,
+        loops: int = 2,
+        seed: int = 1,
+        tls: PeerTls | None = None,
+    ) -> None:
+        """`tls` None: PeerTls of the scheduler's settings, read at start."""
+        if not addresses:
+            raise ValueError("GrpcDemo needs at least one scheduler address")
+        self.addresses = list(addresses)
+        self.tls = tls
+        self.querier_id = querier_id
+        self.counts: Counter[str] = Counter()
+        self.problem = ""
+        self._latency = latency
+        self._workers, self._loops = workers, loops
+        self._rng = random.Random(seed)
+        self._frontend: CortexFrontend | None = None
+        self._channels: list[grpc.aio.Channel] = []
+        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._pending: dict[int, float] = {}
+        self._last_id = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._pending) + self._queue.qsize()
+
+    async def start(self, timeout: float = 10.0) -> GrpcDemo:
+        """Connect the frontend loops and querier workers; raises GrpcUnavailable."""
+        try:
+            if self.tls is None:
+                self.tls = _peer_tls()
+            for address in self.addresses:
+                self._channels.append(await _ready_channel(address, timeout, self.tls.dial))
+            self._frontend = await CortexFrontend(
+                self.addresses[0], client_tls=self.tls.dial, server_tls=self.tls.serve
+            ).start()
+            self._frontend.on_result = self._on_result
+            for channel in self._channels:
+                for _ in range(self._loops):
+                    loop = await _open_loop(channel, self._frontend.address)
+                    self._spawn(self._send_on(channel, loop))
+                for _ in range(self._workers):
+                    self._spawn(self._work_on(channel))
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    def submit(self, msg: dict[str, Any]) -> bool:
+        """Queue one demo message for the frontend; False when gRPC is not running."""
+        if not self.running:
+            return False
+        self._queue.put_nowait(msg)
+        return True
+
+    def status(self) -> str:
+        """The periodic report line; forgets results older than five minutes as lost."""
+        cutoff = time.monotonic() - 300.0
+        for query_id in [q for q, sent in self._pending.items() if sent < cutoff]:
+            del self._pending[query_id]
+            self.counts["lost"] += 1
+        c = self.counts
+        line = (
+            f"grpc: sent {c['sent']} results {c['results']} rejected {c['rejected']} "
+            f"failed {c['failed']} errors {c['errors']} lost {c['lost']}; "
+            f"{self.querier_id} answered {c['answered']}"
+        )
+        if self.problem:
+            line += f" (last problem: {self.problem})"
+            self.problem = ""
+        return line
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._frontend is not None:
+            await self._frontend.close()
+        for channel in self._channels:
+            await channel.close()
+        self._channels.clear()
+
+    def _spawn(self, work: Any) -> None:
+        self._tasks.append(asyncio.get_running_loop().create_task(work))
+
+    def _on_result(self, result: Any) -> None:
+        self._pending.pop(result.query_id, None)
+        self.counts["results" if result.code == 200 else "failed"] += 1
+
+    async def _send_on(self, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
+        while True:
+            msg = await self._queue.get()
+            self._last_id += 1
+            query_id = self._last_id
+            self._pending[query_id] = time.monotonic()
+            self.counts["sent"] += 1
+            try:
+                status = await loop.enqueue(
+                    query_id, msg["tenant"], forwarded_request(msg, self._rng)
+                )
+            except _STREAM_ERRORS as exc:
+                self._pending.pop(query_id, None)
+                self._note("frontend loop", exc)
+                loop = await self._reopen(channel)
+                continue
+            if status != pb.OK:
+                self._pending.pop(query_id, None)
+                self.counts[
+                    "rejected" if status == pb.TOO_MANY_REQUESTS_PER_TENANT else "errors"
+                ] += 1
+
+    async def _reopen(self, channel: grpc.aio.Channel) -> FrontendLoop:
+        assert self._frontend is not None
+        delay = 0.5
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                return await _open_loop(channel, self._frontend.address)
+            except (*_STREAM_ERRORS, RuntimeError) as exc:
+                self._note("reopening the frontend loop", exc)
+                delay = min(delay * 2, 5.0)
+
+    async def _work_on(self, channel: grpc.aio.Channel) -> None:
+        """One worker stream, reopened after the scheduler ends it (a cancel does)."""
+        delay = 0.5
+        while True:
+            worker = QuerierWorker(
+                channel, self.querier_id, client_tls=self.tls.dial if self.tls else None
+            )
+            try:
+                await worker.open()
+                while True:
+                    msg = await worker.next(timeout=None)
+                    delay = 0.5
+                    await asyncio.sleep(self._latency(component_of(msg.httpRequest)))
+                    await self._answer(worker, msg)
+            except _STREAM_ERRORS as exc:
+                if not _cancelled(exc):
+                    self._note("querier stream", exc)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+            finally:
+                await worker.close()
+
+    async def _answer(self, worker: QuerierWorker, msg: pb.SchedulerToQuerier) -> None:
+        try:
+            await worker.answer(msg, body=ANSWER)
+        except grpc.aio.AioRpcError as exc:
+            # As a Cortex querier does: the frontend is gone, the worker is not.
+            self._note(f"QueryResult to {msg.frontendAddress}", exc)
+            await worker.done()
+        self.counts["answered"] += 1
+
+    def _note(self, where: str, exc: BaseException) -> None:
+        self.counts["errors"] += 1
+        detail = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
+        self.problem = f"{where}: {type(exc).__name__} {detail or ''}".strip()
+
+
+async def _ready_channel(address: str, timeout: float, tls: ClientTls | None) -> grpc.aio.Channel:
+    if address.rsplit(":", 1)[-1] == "0":
+        raise GrpcUnavailable(f"{address}: port 0 means the server's gRPC is off (GRPC_PORT=0)")
+    channel = dial(address, tls)
+    try:
+        await asyncio.wait_for(channel.channel_ready(), timeout)
+    except TimeoutError:
+        await channel.close()
+        how = "plaintext" if tls is None else "TLS (GRPC_CLIENT_TLS_*)"
+        raise GrpcUnavailable(
+            f"nothing answers gRPC over {how} at {address} within {timeout:g}s"
+        ) from None
+    return channel
+
+
+async def _open_loop(channel: grpc.aio.Channel, frontend_address: str) -> FrontendLoop:
+    loop = FrontendLoop(SchedulerForFrontendStub(channel).FrontendLoop())
+    reply = await loop.send(pb.FrontendToScheduler(type=pb.INIT, frontendAddress=frontend_address))
+    if reply.status != pb.OK:
+        raise RuntimeError(f"INIT answered {pb.SchedulerToFrontendStatus.Name(reply.status)}")
+    return loop
+
+
+def _peer_tls() -> PeerTls:
+    try:
+        return PeerTls.of(settings.GRPC_SERVER_TLS, settings.GRPC_CLIENT_TLS)
+    except TlsSettingError as exc:
+        raise GrpcUnavailable(str(exc)) from None
+
+
+def _cancelled(exc: BaseException) -> bool:
+    return isinstance(exc, grpc.aio.AioRpcError) and exc.code() == grpc.StatusCode.CANCELLED
+
+
+def _number(value: float) -> str:
+    """Unix seconds or a step as Prometheus reads them (never `1.7e+09`)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))

@@ -1,0 +1,213 @@
+"""`manage.py loadgen --url http://127.0.0.1:8000`: demo traffic until Ctrl-C.
+
+`--url` may be repeated, one per scheduler replica: every querier then
+connects to every replica, and frontends are spread over the replicas,
+each retrying a 429 once on another (`loadgen.wsclients.SpreadFrontend`).
+
+Real protocol clients over loopback (docs/protocol.md): frontends send the
+demo mix of loadgen.demo_traffic at `--rate` requests per second (Poisson), queriers
+answer after per-component latencies, store-gateway work slowed by the
+factor `manage.py loadgen_slowdown N` sets. Without `--token` it issues its
+own frontend and querier tokens through the services, so it must run
+against the same database as the server (as `make demo` does).
+
+`--grpc HOST:PORT` (repeatable, one per replica) adds Cortex's protocol: a
+Cortex-style frontend sends `--grpc-share` of the same mix as forwarded HTTP
+requests, and querier "cortex-querier-1" runs work from every address
+(`loadgen.cortex_traffic.GrpcDemo`). If gRPC cannot connect, the websocket side sends
+everything and each report line says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections import Counter
+from typing import Any
+from urllib.parse import urlsplit
+
+import grpc
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from api.store.services import api_token_issue
+from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
+from loadgen.demo_traffic import latency_for, make_request, read_slowdown
+from loadgen.wsclients import SpreadFrontend, queriers_everywhere
+
+__all__ = ["Command"]
+
+# Stop sending while this many requests are unanswered: the demo should
+# show queues, not grow them without bound.
+MAX_OUTSTANDING = 2000
+
+
+class Command(BaseCommand):
+    help = "Run demo frontends and queriers against a running scheduler until Ctrl-C."
+    grpc_off = ""  # why the Cortex clients are not running, when they were asked for
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--url",
+            action="append",
+            help="a scheduler replica's base URL; repeat for each (default http://127.0.0.1:8000)",
+        )
+        parser.add_argument("--token", help="a token for both sides (editor role)")
+        parser.add_argument("--frontend-token")
+        parser.add_argument("--querier-token")
+        parser.add_argument("--rate", type=float, default=65.0, help="requests per second")
+        parser.add_argument("--frontends", type=int, default=2)
+        parser.add_argument("--queriers", type=int, default=6)
+        parser.add_argument("--workers", type=int, default=4)
+        parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--report-every", type=float, default=10.0)
+        parser.add_argument(
+            "--grpc",
+            action="append",
+            metavar="ADDRESS",
+            help="a replica's Cortex gRPC address (host:port); repeat for each",
+        )
+        parser.add_argument(
+            "--grpc-share",
+            type=float,
+            default=0.25,
+            help="fraction of requests the Cortex frontend sends (default 0.25)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        ws = [_ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
+        if not 0.0 <= options["grpc_share"] <= 1.0:
+            raise CommandError("--grpc-share must be between 0 and 1")
+        frontend_token = options["frontend_token"] or options["token"]
+        querier_token = options["querier_token"] or options["token"]
+        if frontend_token is None:
+            frontend_token = api_token_issue(name="loadgen-frontend", role="frontend")[1]
+        if querier_token is None:
+            querier_token = api_token_issue(name="loadgen-querier", role="querier")[1]
+        self.stdout.write(
+            f"loadgen: {options['rate']:g} req/s to {', '.join(ws)}, "
+            f"{options['queriers']} queriers x "
+            f"{options['workers']} workers; `manage.py loadgen_slowdown 10` slows store-gateway"
+        )
+        if options["grpc"]:
+            self.stdout.write(
+                f"loadgen: Cortex gRPC clients at {', '.join(options['grpc'])} "
+                f"send {options['grpc_share']:.0%} of requests"
+            )
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(self._run(ws, frontend_token, querier_token, options))
+        self.stdout.write("loadgen stopped")
+
+    async def _run(self, ws: list[str], frontend_token: str, querier_token: str, opts: Any) -> None:
+        rng = random.Random(opts["seed"])
+        counts: Counter[str] = Counter()
+        slowdown = [read_slowdown()]
+
+        def on_reply(msg: dict[str, Any]) -> None:
+            counts[msg.get("type", "?")] += 1
+
+        def latency(msg: dict[str, Any]) -> float:
+            return latency_for(msg.get("component", "unknown"), slowdown[0], rng)
+
+        queriers = [
+            client
+            for i in range(opts["queriers"])
+            for client in queriers_everywhere(
+                [f"{base}/ws/querier/" for base in ws],
+                querier_token,
+                f"querier-{i + 1}",
+                workers=opts["workers"],
+                latency=latency,
+            )
+        ]
+        frontends = [
+            SpreadFrontend(
+                [f"{base}/ws/frontend/" for base in ws], frontend_token, on_reply, home=i
+            )
+            for i in range(opts["frontends"])
+        ]
+        try:
+            await asyncio.gather(*(q.start() for q in queriers), *(f.start() for f in frontends))
+        except Exception as exc:
+            raise CommandError(f"cannot connect to {ws}: {exc}") from exc
+        grpc_demo = await self._start_grpc(
+            opts, lambda component: latency_for(component, slowdown[0], rng)
+        )
+        tasks = [
+            asyncio.create_task(self._send(frontends, grpc_demo, counts, rng, opts)),
+            asyncio.create_task(_poll_slowdown(slowdown)),
+            asyncio.create_task(self._report(counts, grpc_demo, slowdown, opts["report_every"])),
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*(q.close() for q in queriers), return_exceptions=True)
+            await asyncio.gather(*(f.close() for f in frontends), return_exceptions=True)
+            if grpc_demo is not None:
+                await grpc_demo.close()
+
+    async def _start_grpc(self, opts: Any, latency: Any) -> GrpcDemo | None:
+        """The Cortex clients, or None (said once, loudly) when they cannot connect."""
+        self.grpc_off = ""
+        if not opts["grpc"]:
+            return None
+        demo = GrpcDemo(opts["grpc"], latency, workers=max(opts["workers"], 4), seed=opts["seed"])
+        try:
+            return await demo.start()
+        except (GrpcUnavailable, grpc.aio.AioRpcError, RuntimeError, OSError) as exc:
+            self.grpc_off = f"grpc: off ({exc})"
+            self.stderr.write(f"grpc: cannot start the Cortex clients: {exc}")
+            self.stderr.write("grpc: off; the websocket clients send every request")
+            return None
+
+    async def _send(
+        self,
+        frontends: list[SpreadFrontend],
+        grpc_demo: GrpcDemo | None,
+        counts: Counter[str],
+        rng: random.Random,
+        opts: Any,
+    ) -> None:
+        n = 0
+        while True:
+            await asyncio.sleep(rng.expovariate(opts["rate"]))
+            done = counts["result"] + counts["failed"] + counts["rejected"] + counts["error"]
+            grpc_outstanding = grpc_demo.outstanding if grpc_demo is not None else 0
+            if counts["sent"] - done + grpc_outstanding >= MAX_OUTSTANDING:
+                continue
+            n += 1
+            msg = make_request(rng, n)
+            to_grpc = grpc_demo is not None and rng.random() < opts["grpc_share"]
+            if to_grpc and grpc_demo is not None and grpc_demo.submit(msg):
+                continue
+            counts["sent"] += 1
+            await frontends[n % len(frontends)].send(msg)
+
+    async def _report(
+        self, counts: Counter[str], grpc_demo: GrpcDemo | None, slowdown: list[float], every: float
+    ) -> None:
+        while True:
+            await asyncio.sleep(every)
+            grpc_part = grpc_demo.status() if grpc_demo is not None else self.grpc_off
+            self.stdout.write(
+                f"websocket: sent {counts['sent']} enqueued {counts['enqueued']} "
+                f"results {counts['result']} rejected {counts['rejected']} "
+                f"failed {counts['failed']} errors {counts['error']} "
+                + (f"| {grpc_part} " if grpc_part else "")
+                + f"(store-gateway slowdown x{slowdown[0]:g})"
+            )
+
+
+def _ws_base(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CommandError("--url must look like http://127.0.0.1:8000")
+    return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
+
+
+async def _poll_slowdown(slowdown: list[float]) -> None:
+    while True:
+        slowdown[0] = read_slowdown()
+        await asyncio.sleep(1.0)

@@ -1,0 +1,153 @@
+"""`manage.py loadtest`: the scheduler against a bare relay, in one run.
+
+Starts a real Daphne (temp database, loopback, relay routes on), then runs
+bounded phases with the same clients: relay and scheduler at full load,
+alternating (the scheduler also once with unaligned time ranges, so every
+request is parsed afresh), then both at a quarter of the scheduler's throughput (at most 1000 req/s)
+(queriers not saturated) for the overhead percentiles. It also prints the
+server's CPU per request, which a busy machine disturbs less than rates. See loadgen/loadtest.py
+for what "overhead" and "lost" mean. Exits non-zero if a target is missed
+with `--check`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any, NamedTuple
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from loadgen.daphne_process import DaphneProcess
+from loadgen.loadtest import PhaseResult, PhaseSpec, run_phase
+
+__all__ = ["Command"]
+
+TARGET_RATIO = 0.5
+TARGET_RPS = 1000.0
+TARGET_P99_MS = 20.0
+
+
+class Results(NamedTuple):
+    relay: list[PhaseResult]
+    scheduler: PhaseResult
+    unaligned: PhaseResult
+    latency: PhaseResult
+    relay_latency: PhaseResult
+
+
+class Command(BaseCommand):
+    help = "Benchmark the websocket scheduler against a no-scheduling relay on one Daphne."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--queriers", type=int, default=50)
+        parser.add_argument("--workers", type=int, default=4)
+        parser.add_argument("--frontends", type=int, default=10)
+        parser.add_argument("--window", type=int, default=20, help="outstanding per frontend")
+        parser.add_argument("--seconds", type=float, default=8.0, help="measured per phase")
+        parser.add_argument(
+            "--latency-rate",
+            type=float,
+            default=0.0,
+            help="req/s of the overhead phases (default: a quarter of the scheduler's "
+            "throughput, at most 1000)",
+        )
+        parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.latency_rate = options["latency_rate"]
+        server = DaphneProcess(
+            extra_env={"LOADTEST_RELAY": "1", "LOG_LEVEL": "WARNING"}, grpc=False
+        )
+        self.stdout.write("starting Daphne on a free loopback port ...")
+        with server:
+            frontend = server.issue_token("frontend", "loadtest-frontend")
+            querier = server.issue_token("querier", "loadtest-querier")
+            base = PhaseSpec(
+                name="",
+                frontend_url="",
+                querier_url="",
+                frontend_token=frontend,
+                querier_token=querier,
+                queriers=options["queriers"],
+                workers=options["workers"],
+                frontends=options["frontends"],
+                window=options["window"],
+                seconds=options["seconds"],
+            )
+            assert server.proc is not None
+            results = asyncio.run(self._run(base, server.ws_url, server.proc.pid))
+        missed = self._report(results)
+        if missed and options["check"]:
+            raise CommandError("missed: " + "; ".join(missed))
+
+    async def _run(self, base: PhaseSpec, ws: str, pid: int) -> Results:
+        def spec(name: str, prefix: str, **changes: Any) -> PhaseSpec:
+            return dataclasses.replace(
+                base,
+                name=name,
+                frontend_url=f"{ws}/ws/{prefix}frontend/",
+                querier_url=f"{ws}/ws/{prefix}querier/",
+                **changes,
+            )
+
+        # Relay and scheduler alternate, so a noisy neighbour on the machine
+        # weighs on both; the ratio uses the mean of the two relay runs.
+        relay = [await self._phase(spec("relay", "relay/"), pid)]
+        scheduler = await self._phase(spec("scheduler", ""), pid)
+        unaligned = await self._phase(spec("scheduler-unaligned", "", aligned=False), pid)
+        relay.append(await self._phase(spec("relay", "relay/"), pid))
+        rate = self.latency_rate or max(50.0, min(1000.0, scheduler.throughput / 4))
+        latency = await self._phase(spec("scheduler-latency", "", rate=rate), pid)
+        relay_latency = await self._phase(spec("relay-latency", "relay/", rate=rate), pid)
+        return Results(relay, scheduler, unaligned, latency, relay_latency)
+
+    async def _phase(self, spec: PhaseSpec, pid: int) -> PhaseResult:
+        mode = f"{spec.rate:.0f} req/s" if spec.rate else f"window {spec.window}/frontend"
+        self.stdout.write(
+            f"phase {spec.name}: {spec.queriers} queriers x {spec.workers} workers, "
+            f"{spec.frontends} frontends, {mode}, {spec.seconds:.0f}s"
+        )
+        r = await run_phase(spec, pid)
+        self.stdout.write(
+            f"  {r.throughput:7.0f} req/s  server CPU {r.cpu_per_request_us:4.0f} us/req  "
+            f"sent {r.sent} results {r.completed} rejected {r.rejected} failed {r.failed} "
+            f"errors {r.errors} lost {r.lost}  overhead p50 {r.overhead_ms(0.5):.2f} ms "
+            f"p99 {r.overhead_ms(0.99):.2f} ms (n={len(r.overhead)})"
+        )
+        return r
+
+    def _report(self, r: Results) -> list[str]:
+        relay_rps = sum(x.throughput for x in r.relay) / len(r.relay)
+        relay_cpu = sum(x.cpu_per_request_us for x in r.relay) / len(r.relay)
+        ratio = r.scheduler.throughput / relay_rps if relay_rps else 0.0
+        unaligned_ratio = r.unaligned.throughput / relay_rps if relay_rps else 0.0
+        cpu_ratio = relay_cpu / r.scheduler.cpu_per_request_us if r.scheduler.completed else 0.0
+        lost = sum(x.lost for x in (*r.relay, r.scheduler, r.unaligned, r.latency, r.relay_latency))
+        p50, p99 = r.latency.overhead_ms(0.5), r.latency.overhead_ms(0.99)
+        lines = [
+            f"dispatched requests/s (scheduler): {r.scheduler.throughput:.0f}  "
+            f"(target >= {TARGET_RPS:.0f})",
+            f"relay requests/s: {relay_rps:.0f}; ratio scheduler/relay: {ratio:.2f}  "
+            f"(target >= {TARGET_RATIO}); with unaligned ranges (no classification "
+            f"cache hits): {unaligned_ratio:.2f}",
+            f"server CPU per request: relay {relay_cpu:.0f} us, scheduler "
+            f"{r.scheduler.cpu_per_request_us:.0f} us, unaligned "
+            f"{r.unaligned.cpu_per_request_us:.0f} us (CPU ratio {cpu_ratio:.2f})",
+            f"scheduler overhead at {r.latency.throughput:.0f} req/s: p50 {p50:.2f} ms, "
+            f"p99 {p99:.2f} ms  (target p99 < {TARGET_P99_MS:.0f} ms)",
+            f"relay at the same rate: p50 {r.relay_latency.overhead_ms(0.5):.2f} ms, "
+            f"p99 {r.relay_latency.overhead_ms(0.99):.2f} ms",
+            f"lost requests: {lost}  (must be 0)",
+        ]
+        self.stdout.write("\n".join(["", "== loadtest summary ==", *lines]))
+        missed = []
+        if r.scheduler.throughput < TARGET_RPS:
+            missed.append(f"throughput {r.scheduler.throughput:.0f} < {TARGET_RPS:.0f}")
+        if ratio < TARGET_RATIO:
+            missed.append(f"ratio {ratio:.2f} < {TARGET_RATIO}")
+        if p99 >= TARGET_P99_MS:
+            missed.append(f"p99 overhead {p99:.1f} ms >= {TARGET_P99_MS:.0f} ms")
+        if lost:
+            missed.append(f"{lost} requests lost")
+        return missed

@@ -1,0 +1,283 @@
+"""Replica summaries: the format round-trips, and the merge adds replicas up correctly.
+
+Pure functions on hand-built snapshots, no Redis: each replica's queue clock
+is different (here local 1000.0, peer 50.0), so these tests also pin that
+only ages cross replicas.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from api.cluster.replica_board import STALE_SECONDS, ReplicaBoard
+from api.cluster.replica_frontends import ReplicaFrontends
+from api.cluster.replicas import (
+    MalformedSummary,
+    PeerSummary,
+    local_stats,
+    merge,
+    merge_stats,
+    summarize,
+)
+from api.wire.frontends import FrontendRow
+from scheduler_core.model import Request
+from scheduler_core.snapshot import (
+    LeafSnapshot,
+    QuerierSnapshot,
+    QueueSnapshot,
+    Reservation,
+    TenantSnapshot,
+    WorkerSnapshot,
+)
+from scheduler_core.stats import RollingStats
+from tests.fakes import FakeClock
+
+WALL = 1_700_000_000.0
+
+
+def snapshot(
+    taken_at: float,
+    leaves: list[LeafSnapshot],
+    queriers: list[QuerierSnapshot] = (),  # type: ignore[assignment]
+    tenants: list[TenantSnapshot] = (),  # type: ignore[assignment]
+) -> QueueSnapshot:
+    return QueueSnapshot(
+        taken_at=taken_at,
+        layout="tenant-querier-component",
+        component_selection="round-robin",
+        total=sum(leaf.length for leaf in leaves),
+        leaves=tuple(leaves),
+        tenants=tuple(tenants),
+        queriers=tuple(queriers),
+    )
+
+
+def querier(querier_id: str, *, busy_since: float | None, clock: float) -> QuerierSnapshot:
+    worker = WorkerSnapshot(
+        querier_id,
+        0,
+        "r1" if busy_since is not None else None,
+        "acme" if busy_since is not None else None,
+        "ingester" if busy_since is not None else None,
+        5 if busy_since is not None else None,
+        busy_since if busy_since is not None else clock,
+        busy_since is None,
+    )
+    return QuerierSnapshot(
+        querier_id,
+        (worker,),
+        shutting_down=False,
+        connected=True,
+        disconnected_at=None,
+        reservations=(Reservation("acme", 5, querier_id),),
+        reserved_idle=False,
+    )
+
+
+def peer(
+    replica: str, snap: QueueSnapshot, *, published: float, stats: dict[str, Any] | None = None
+) -> PeerSummary:
+    """A summary as it would arrive over Redis: encoded to JSON and parsed back."""
+    raw = summarize(snap, replica=replica, wall_time=published, stats=stats)
+    return PeerSummary.parse(json.loads(json.dumps(raw)))
+
+
+def test_summaries_carry_only_queued_leaves_and_ages_not_clock_readings() -> None:
+    snap = snapshot(
+        50.0,
+        [
+            LeafSnapshot("acme", "ingester", 3, ((5, 1), (0, 2)), 48.0),
+            LeafSnapshot("idle", "ingester", 0, (), 50.0),
+        ],
+    )
+    raw = summarize(snap, replica="b", wall_time=WALL, stats=None)
+    assert raw["leaves"] == [["acme", "ingester", 3, [5, 1, 0, 2], 2.0]]
+    assert raw["total"] == 3 and raw["id"] == "b" and raw["at"] == WALL
+
+
+def test_same_leaf_on_two_replicas_sums_lengths_and_priorities_and_keeps_the_oldest() -> None:
+    local = snapshot(1000.0, [LeafSnapshot("acme", "ingester", 2, ((5, 1), (1, 1)), 999.0)])
+    remote = snapshot(50.0, [LeafSnapshot("acme", "ingester", 4, ((1, 4),), 45.0)])
+    view = merge(local, "a", [peer("b", remote, published=WALL - 0.5)], WALL)
+    (leaf,) = view.snapshot.leaves
+    assert leaf.length == 6
+    assert leaf.by_priority == ((5, 1), (1, 5))
+    # The peer's request waited 5 s when published, 0.5 s ago: 5.5 s on our clock.
+    assert leaf.oldest_enqueued_at == pytest.approx(1000.0 - 5.5)
+    assert view.snapshot.total == 6
+
+
+def test_a_tenant_queued_only_on_a_peer_appears_with_its_length() -> None:
+    local = snapshot(
+        1000.0,
+        [],
+        tenants=[TenantSnapshot("acme", 0, 100, None, (), True)],
+    )
+    remote = snapshot(50.0, [LeafSnapshot("beta", "store-gateway", 7, ((0, 7),), 49.0)])
+    view = merge(local, "a", [peer("b", remote, published=WALL)], WALL)
+    lengths = {t.tenant_id: t.length for t in view.snapshot.tenants}
+    assert lengths == {"acme": 0, "beta": 7}
+    assert view.snapshot.tenants[0].max_outstanding == 100  # local settings kept
+
+
+def test_queriers_are_listed_once_per_replica_they_are_connected_to() -> None:
+    local = snapshot(1000.0, [], queriers=[querier("q1", busy_since=None, clock=1000.0)])
+    remote = snapshot(50.0, [], queriers=[querier("q1", busy_since=47.0, clock=50.0)])
+    view = merge(local, "a", [peer("b", remote, published=WALL - 1.0)], WALL)
+    assert [q.querier_id for q in view.snapshot.queriers] == ["q1", "q1"]
+    assert view.querier_replicas == ("a", "b")
+    remote_worker = view.snapshot.queriers[1].workers[0]
+    assert (remote_worker.request_id, remote_worker.priority) == ("r1", 5)
+    # Busy 3 s when published 1 s ago: busy since 4 s before our "now".
+    assert remote_worker.since == pytest.approx(996.0)
+    assert view.snapshot.queriers[1].reservations == (Reservation("acme", 5, "q1"),)
+
+
+def test_the_header_counts_replicas_and_says_how_old_peers_data_is() -> None:
+    local = snapshot(1000.0, [])
+    peers = [
+        peer("b", snapshot(1.0, []), published=WALL - 0.4),
+        peer("c", snapshot(2.0, []), published=WALL - 0.8),
+    ]
+    header = merge(local, "a", peers, WALL).header()
+    assert header["count"] == 3 and header["ids"] == ["a", "b", "c"]
+    assert header["peers_max_age"] == pytest.approx(0.8)
+    assert header["note"] == "3 replicas, peers' data ≤1 s old"
+
+
+def test_a_summary_carries_frontends_only_when_given_them() -> None:
+    snap = snapshot(50.0, [])
+    assert "frontends" not in summarize(snap, replica="b", wall_time=WALL, stats=None)
+    row = FrontendRow("grpc", "10.0.0.9:9", "", 2, 1, None)
+    raw = summarize(snap, replica="b", wall_time=WALL, stats=None, frontends=[row])
+    assert raw["frontends"] == [1, 1, [["grpc", "10.0.0.9:9", "", 2, 1, None]]]
+    assert PeerSummary.parse(json.loads(json.dumps(raw))).frontends == ReplicaFrontends(
+        "b", 1, 1, (row,)
+    )
+
+
+def test_peers_frontends_are_merged_with_ages_as_of_now_and_silent_peers_named() -> None:
+    rows = [FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 2, 4.0)]
+    remote = snapshot(50.0, [])
+    with_rows = summarize(remote, replica="b", wall_time=WALL - 0.5, stats=None, frontends=rows)
+    peers = [
+        PeerSummary.parse(json.loads(json.dumps(with_rows))),
+        peer("c", remote, published=WALL - 0.2),  # an older replica: no frontends block
+    ]
+    view = merge(snapshot(1000.0, []), "a", peers, WALL)
+    assert view.local == "a"
+    (published,) = view.peer_frontends
+    assert (published.replica, published.total, published.outstanding) == ("b", 1, 2)
+    # Connected 4 s when published half a second ago: 4.5 s now.
+    assert published.rows[0].connected_for == pytest.approx(4.5)
+    assert view.frontends_missing == ("c",)
+
+
+def test_a_merge_of_peers_that_all_publish_frontends_misses_none() -> None:
+    remote = snapshot(50.0, [])
+    raw = summarize(remote, replica="b", wall_time=WALL, stats=None, frontends=[])
+    view = merge(snapshot(1000.0, []), "a", [PeerSummary.parse(raw)], WALL)
+    assert view.peer_frontends == (ReplicaFrontends("b", 0, 0, ()),)
+    assert view.frontends_missing == ()
+
+
+def test_a_summary_with_a_malformed_frontends_block_is_refused() -> None:
+    raw = summarize(snapshot(1.0, []), replica="b", wall_time=WALL, stats=None, frontends=[])
+    with pytest.raises(MalformedSummary):
+        PeerSummary.parse({**raw, "frontends": [1, 0, [["pigeon", "x", "", 1, 0, None]]]})
+
+
+def test_merged_stats_sum_rates_and_frontends_and_show_the_worst_waits() -> None:
+    local = {
+        "window": 60.0,
+        "rates": {"dispatched": 10.0, "rejected": 0.5},
+        "frontends": 2,
+        "wait_by_component": {"ingester": [0.01, 0.2, 100]},
+        "wait_by_priority": {"0": [0.01, 0.2, 100]},
+    }
+    remote = {
+        "rates": {"dispatched": 5.0, "rejected": 1.0},
+        "frontends": 3,
+        "wait_by_component": {"ingester": [0.02, 0.1, 50], "store-gateway": [1.0, 4.0, 5]},
+        "wait_by_priority": {"0": [0.02, 0.1, 50]},
+    }
+    merged = merge_stats(local, [peer("b", snapshot(1.0, []), published=WALL, stats=remote)])
+    assert merged is not None
+    assert merged["rates"] == {"dispatched": 15.0, "rejected": 1.5}
+    assert merged["frontends"] == 5
+    assert merged["wait_by_component"]["ingester"] == [0.02, 0.2, 150]
+    assert merged["wait"] == {"p50": 1.0, "p99": 4.0}
+    assert merged["window"] == 60.0
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        {"v": 2},
+        {"v": 1, "id": "b", "at": WALL, "total": 1, "leaves": [["t", "c"]], "queriers": []},
+        {"v": 1, "id": "b", "at": "soon", "total": 0, "leaves": [], "queriers": []},
+        {"v": 1, "id": "b", "at": WALL, "total": 0, "leaves": [], "queriers": [[1, 2]]},
+    ],
+)
+def test_a_malformed_summary_is_refused(raw: Any) -> None:
+    with pytest.raises(MalformedSummary):
+        PeerSummary.parse(raw)
+
+
+def encoded(replica: str, published: float) -> bytes:
+    raw = summarize(snapshot(1.0, []), replica=replica, wall_time=published, stats=None)
+    return json.dumps(raw).encode()
+
+
+def test_the_board_skips_itself_bad_entries_and_stale_peers() -> None:
+    board = ReplicaBoard("a")
+    board.accept(
+        [
+            encoded("a", WALL),
+            encoded("b", WALL - 0.5),
+            encoded("c", WALL - STALE_SECONDS - 1),
+            b"{not json",
+            None,
+        ]
+    )
+    assert [p.replica for p in board.peers] == ["b", "c"]
+    assert [p.replica for p in board.fresh_peers(WALL)] == ["b"]
+    view = board.view(snapshot(1000.0, []), WALL)
+    assert view is not None and view.replicas == ("a", "b")
+
+
+def test_a_peer_whose_summary_went_stale_takes_its_frontends_with_it() -> None:
+    row = FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 0, 1.0)
+    raws = [
+        json.dumps(
+            summarize(snapshot(1.0, []), replica=r, wall_time=at, stats=None, frontends=[row])
+        ).encode()
+        for r, at in (("b", WALL - 0.5), ("c", WALL - 2.5))
+    ]
+    board = ReplicaBoard("a")
+    board.accept(raws)
+    view = board.view(snapshot(1000.0, []), WALL)
+    assert view is not None and [f.replica for f in view.peer_frontends] == ["b", "c"]
+    later = board.view(snapshot(1000.0, []), WALL + 1.0)  # c is now over STALE_SECONDS old
+    assert later is not None and [f.replica for f in later.peer_frontends] == ["b"]
+    assert later.frontends_missing == ()
+
+
+def test_a_lone_replica_has_no_merged_view() -> None:
+    board = ReplicaBoard("a")
+    board.accept([encoded("a", WALL)])
+    assert board.view(snapshot(1000.0, []), WALL) is None
+
+
+def test_local_waits_keep_microseconds_so_fast_dispatch_is_not_shown_as_a_rounded_floor() -> None:
+
+    stats = RollingStats(clock=FakeClock(100.0))
+    for n in range(10):
+        stats.on_dispatched(Request(id=str(n), tenant_id="t", component="ingester"), "q", 0, 3e-5)
+    p50, p99, samples = local_stats(stats, frontends=0)["wait_by_component"]["ingester"]
+    assert samples == 10
+    assert 2e-5 < p50 <= 4e-5 and 2e-5 < p99 <= 4e-5

@@ -1,0 +1,97 @@
+"""An in-process scheduler (runtime + gRPC server) and Cortex-like clients."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+import pytest
+
+from api.wire.grpc.admission import Admission
+from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
+from api.wire.observers import install_observer
+from scheduler_core.model import QueueConfig, Request
+from scheduler_core.runtime import SchedulerRuntime
+
+# Wall-clock "now" seen by classification: fixed, so components are stable.
+NOW = 1_700_000_000.0
+
+
+class Recorder:
+    """Runtime observer that lets a test await scheduler events."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Request, Any]] = []
+        self._changed = asyncio.Condition()
+
+    def _add(self, kind: str, request: Request, extra: Any = None) -> None:
+        self.events.append((kind, request, extra))
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    def on_enqueued(self, request: Request) -> None:
+        self._add("enqueued", request)
+
+    def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
+        self._add("dispatched", request, (querier_id, worker_id))
+
+    def on_completed(self, request: Request) -> None:
+        self._add("completed", request)
+
+    def on_cancelled(self, request: Request) -> None:
+        self._add("cancelled", request)
+
+    def on_failed(self, request: Request, reason: str) -> None:
+        self._add("failed", request, reason)
+
+    def of(self, kind: str) -> list[Request]:
+        return [request for k, request, _ in self.events if k == kind]
+
+    async def wait_for(self, kind: str, count: int = 1, timeout: float = 5.0) -> list[Request]:
+        async def enough() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: len(self.of(kind)) >= count)
+
+        await asyncio.wait_for(enough(), timeout)
+        return self.of(kind)
+
+
+@dataclass
+class Scheduler:
+    runtime: SchedulerRuntime
+    door: GrpcFrontDoor
+    recorder: Recorder
+    address: str
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    def channel(self) -> grpc.aio.Channel:
+        channel = grpc.aio.insecure_channel(self.address)
+        self.channels.append(channel)
+        return channel
+
+
+async def running_scheduler(config: QueueConfig) -> Scheduler:
+    runtime = SchedulerRuntime(config, forget_check_interval=3600.0)
+    recorder = Recorder()
+    install_observer(runtime, recorder)
+    await runtime.start()
+    admission = Admission(runtime, wall_clock=lambda: NOW)
+    door = await start_grpc_server(runtime, port=0, host="127.0.0.1", admission=admission)
+    return Scheduler(runtime, door, recorder, f"127.0.0.1:{door.port}")
+
+
+@pytest.fixture(params=["tenant-first", "component-first"])
+async def scheduler(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
+    """A scheduler in each tree layout."""
+    sched = await running_scheduler(QueueConfig(layout=request.param))
+    yield sched
+    for channel in sched.channels:
+        await channel.close()
+    await sched.door.stop(0)
+    await sched.runtime.stop(drain_timeout=0)

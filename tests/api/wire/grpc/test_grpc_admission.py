@@ -1,0 +1,141 @@
+"""ENQUEUE messages become queue requests with our component and priority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api.wire.grpc.admission import Admission, InvalidEnqueue, combined_limits
+from api.wire.grpc.clients import get_request
+from scheduler_core.model import (
+    INGESTER,
+    STORE_GATEWAY,
+    UNKNOWN,
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    QueueConfig,
+    TenantLimits,
+)
+from scheduler_core.pb import schedulerpb_pb2 as pb
+
+NOW = 1_700_000_000.0
+PRIORITY_7 = QueryPriority(
+    enabled=True, priorities=[PriorityDef(7, query_attributes=[QueryAttribute(regex="x")])]
+)
+
+
+class Host:
+    """The runtime's limits surface, in memory."""
+
+    def __init__(self, limits: dict[str, TenantLimits]) -> None:
+        self.limits = dict(limits)
+        self.config = QueueConfig()
+        self.writes: list[str] = []
+
+    def tenant_limits(self, tenant_id: str) -> TenantLimits:
+        return self.limits.get(tenant_id, TenantLimits())
+
+    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
+        self.writes.append(tenant_id)
+        self.limits[tenant_id] = limits
+
+
+def enqueue(user_id: str, query: str = "x", **extra: Any) -> pb.FrontendToScheduler:
+    params = [("query", query), ("start", str(NOW - 600)), ("end", str(NOW)), ("step", "15")]
+    return pb.FrontendToScheduler(
+        type=pb.ENQUEUE,
+        queryID=5,
+        userID=user_id,
+        httpRequest=get_request("/api/v1/query_range", params, {"User-Agent": "grafana"}),
+        **extra,
+    )
+
+
+def test_the_smallest_positive_shard_and_limit_win_for_several_tenants() -> None:
+    parts = [
+        TenantLimits(max_queriers=0, max_outstanding=None),
+        TenantLimits(max_queriers=4, max_outstanding=50, query_priority=PRIORITY_7),
+        TenantLimits(max_queriers=2, max_outstanding=None),
+    ]
+
+    combined = combined_limits(parts)
+
+    assert combined == TenantLimits(max_queriers=2, max_outstanding=50, query_priority=PRIORITY_7)
+
+
+def test_no_tenant_limits_means_no_limits_for_the_combination() -> None:
+    assert combined_limits([TenantLimits(), TenantLimits()]) == TenantLimits()
+
+
+def test_a_multi_tenant_id_is_queued_whole_with_derived_limits_set_once() -> None:
+    host = Host({"a": TenantLimits(max_queriers=3), "b": TenantLimits(query_priority=PRIORITY_7)})
+    admission = Admission(host, wall_clock=lambda: NOW)
+
+    first = admission.build(enqueue("a|b"), "fe:1")
+    admission.build(enqueue("a|b"), "fe:1")
+
+    assert (first.tenant_id, first.priority) == ("a|b", 7)
+    assert host.limits["a|b"] == TenantLimits(max_queriers=3, query_priority=PRIORITY_7)
+    assert host.writes == ["a|b"]
+
+
+def test_request_fields_come_from_the_forwarded_http_request() -> None:
+    admission = Admission(
+        Host({"t": TenantLimits(query_priority=PRIORITY_7)}), wall_clock=lambda: NOW
+    )
+
+    request = admission.build(enqueue("t", "rate(x[5m])"), "fe:1")
+
+    assert request.id == "grpc:fe:1:5"
+    assert (request.component, request.priority, request.api_type) == (INGESTER, 7, "query_range")
+    assert (request.start, request.end, request.step) == (NOW - 600, NOW, 15.0)
+    assert request.headers == {"User-Agent": "grafana"}
+    assert (request.payload.frontend_address, request.payload.user_id) == ("fe:1", "t")
+
+
+def test_a_mimir_component_hint_replaces_our_classification() -> None:
+    admission = Admission(Host({}), wall_clock=lambda: NOW)
+
+    hinted = admission.build(enqueue("t", additionalQueueDimensions=[STORE_GATEWAY]), "fe:1")
+
+    assert hinted.component == STORE_GATEWAY
+
+
+def test_a_failing_classifier_costs_the_component_not_the_request() -> None:
+    def broken(**_: Any) -> Any:
+        raise ValueError("parser bug")
+
+    admission = Admission(
+        Host({"t": TenantLimits(query_priority=PRIORITY_7)}),
+        wall_clock=lambda: NOW,
+        classifier=broken,
+    )
+
+    request = admission.build(enqueue("t"), "fe:1")
+
+    assert (request.component, request.priority) == (UNKNOWN, 7)
+
+
+@pytest.mark.parametrize(
+    ("user_id", "reason"),
+    [("", "no org id"), ("a||b", "tenant ID is empty"), ("x" * 151, "too long")],
+)
+def test_unusable_tenant_ids_are_refused(user_id: str, reason: str) -> None:
+    with pytest.raises(InvalidEnqueue, match=reason):
+        Admission(Host({}), wall_clock=lambda: NOW).build(enqueue(user_id), "fe:1")
+
+
+async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_observer() -> None:
+    from api.wire.grpc.server import start_grpc_server
+    from api.wire.observers import FanOutObserver
+    from scheduler_core.runtime import SchedulerRuntime
+
+    runtime = SchedulerRuntime()
+    door = await start_grpc_server(runtime, port=0, host="127.0.0.1")
+    try:
+        assert isinstance(runtime.observer, FanOutObserver)
+        assert runtime.observer.observers == (door.frontends, door.reporter, door.foreign)
+    finally:
+        await door.stop(0)

@@ -1,0 +1,92 @@
+"""Requests cross protocols: one queue serves gRPC and websocket clients alike."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from api.wire.grpc.bridge import http_request_for
+from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
+from scheduler_core.model import Request
+from tests.api.wire.grpc.conftest import NOW, Scheduler
+
+
+class WebsocketLikeHandle:
+    """What the websocket transport keeps in `Request.payload`."""
+
+    transport = "websocket"
+
+    def __init__(self) -> None:
+        self.results: asyncio.Queue[tuple[int, Any, str]] = asyncio.Queue()
+
+    async def on_result(
+        self, request: Request, status: int, body: Any, querier_id: str, queue_seconds: float
+    ) -> None:
+        await self.results.put((status, body, querier_id))
+
+
+def test_a_websocket_request_becomes_the_equivalent_prometheus_call() -> None:
+    request = Request(
+        id="ws:1",
+        tenant_id="t",
+        query="rate(x[5m])",
+        api_type="query_range",
+        start=100.0,
+        end=200.0,
+        step=15.0,
+        headers={"User-Agent": "grafana"},
+    )
+
+    http = http_request_for(request)
+
+    url = urlsplit(http.url)
+    assert (http.method, url.path) == ("GET", "/api/v1/query_range")
+    assert dict(parse_qsl(url.query)) == {
+        "query": "rate(x[5m])",
+        "start": "100.0",
+        "end": "200.0",
+        "step": "15.0",
+    }
+    assert {h.key: list(h.values) for h in http.headers} == {
+        "User-Agent": ["grafana"],
+        "X-Scope-OrgID": ["t"],
+    }
+
+
+async def test_a_cortex_querier_runs_a_websocket_request_and_its_result_reaches_that_frontend(
+    scheduler: Scheduler,
+) -> None:
+    handle = WebsocketLikeHandle()
+    request = Request(id="ws:7", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
+    request.payload = handle
+    scheduler.runtime.enqueue(request)
+    worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+
+    msg = await worker.next()
+    await worker.answer(msg, body=b'{"status":"success"}')
+
+    assert msg.frontendAddress == scheduler.address
+    assert urlsplit(msg.httpRequest.url).path == "/api/v1/query"
+    status, body, querier_id = await asyncio.wait_for(handle.results.get(), 5.0)
+    assert (status, body, querier_id) == (200, {"status": "success"}, "cortex-querier")
+    await scheduler.recorder.wait_for("completed")
+    assert len(scheduler.door.foreign) == 0
+    await worker.close()
+
+
+async def test_a_websocket_querier_answers_a_cortex_frontend_through_the_reply_handle(
+    scheduler: Scheduler,
+) -> None:
+    frontend = await CortexFrontend(scheduler.address).start()
+    loop = await frontend.open_loop()
+    await loop.enqueue(3, "tenant-w", get_request("/api/v1/query", [("query", "up")]))
+    worker_id = scheduler.runtime.connect_querier("ws-querier")
+
+    request = await scheduler.runtime.next_request("ws-querier", worker_id)
+    scheduler.runtime.complete(request.id)
+    await request.payload.on_result(request, 200, {"data": [1]}, "ws-querier", 0.0)
+
+    result = await frontend.result(3)
+    assert (result.code, result.body, result.org_id) == (200, b'{"data": [1]}', "tenant-w")
+    await frontend.close()

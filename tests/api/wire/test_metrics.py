@@ -1,0 +1,70 @@
+"""/metrics: the Cortex/Mimir names, from counters and the live snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import AsyncClient
+
+from api.wire import metrics  # noqa: F401 - importing registers the observer
+from scheduler_core.errors import TooManyRequests
+from scheduler_core.model import QueryPriority, Request, TenantLimits
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def scrape() -> str:
+    response = await AsyncClient().get("/metrics")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+async def test_queue_length_is_split_by_tenant_priority_and_queue_type(host: Any) -> None:
+    runtime = host.runtime
+    runtime.set_tenant_limits("m-prio", TenantLimits(query_priority=QueryPriority(enabled=True)))
+    runtime.enqueue(Request(id="m1", tenant_id="m-prio", priority=3))
+    runtime.enqueue(Request(id="m2", tenant_id="m-fifo"))
+    text = await scrape()
+    assert (
+        'cortex_query_scheduler_queue_length{priority="3",type="priority",user="m-prio"} 1.0'
+        in text
+    )
+    assert 'cortex_query_scheduler_queue_length{priority="0",type="fifo",user="m-fifo"} 1.0' in text
+    assert 'cortex_request_queue_requests_total{priority="3",user="m-prio"}' in text
+
+
+async def test_workers_in_flight_and_waits_are_exported(host: Any) -> None:
+    runtime = host.runtime
+    worker = runtime.connect_querier("m-q")
+    runtime.enqueue(Request(id="m3", tenant_id="m-t", component="store-gateway"))
+    await runtime.next_request("m-q", worker)
+    text = await scrape()
+    assert "cortex_query_scheduler_connected_querier_clients 1.0" in text
+    assert (
+        'cortex_query_scheduler_querier_inflight_requests{query_component="store-gateway"} 1.0'
+        in text
+    )
+    assert (
+        'cortex_query_scheduler_queue_duration_seconds_count{additional_queue_dimensions="store-gateway"'
+        in text
+    )
+    assert "cortex_query_scheduler_connected_frontend_clients 0.0" in text
+
+
+async def test_discards_and_cancels_are_counted(host: Any) -> None:
+    runtime = host.runtime
+    runtime.set_tenant_limits("m-full", TenantLimits(max_outstanding=1))
+    runtime.enqueue(Request(id="m4", tenant_id="m-full"))
+    with pytest.raises(TooManyRequests):
+        runtime.enqueue(Request(id="m5", tenant_id="m-full"))
+    runtime.cancel("m4")
+    text = await scrape()
+    assert 'cortex_query_scheduler_discarded_requests_total{priority="0",user="m-full"} 1.0' in text
+    assert 'cortex_query_scheduler_cancelled_requests_total{user="m-full"} 1.0' in text
+
+
+async def test_metrics_can_require_a_login(host: Any, settings: Any) -> None:
+    settings.METRICS_REQUIRE_LOGIN = True
+    response = await AsyncClient().get("/metrics")
+    assert response.status_code == 401

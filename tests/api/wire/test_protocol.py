@@ -1,0 +1,137 @@
+"""Parsing of the websocket protocol's client messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from api.wire.protocol import (
+    FRONTEND_PARSERS,
+    MIN_WORKERS,
+    QUERIER_PARSERS,
+    Cancel,
+    Enqueue,
+    Hello,
+    ProtocolError,
+    QuerierResult,
+    Shutdown,
+    decode,
+    error_message,
+    parse,
+)
+
+
+def frontend(data: dict[str, Any]) -> Any:
+    return parse(data, FRONTEND_PARSERS)
+
+
+def test_an_enqueue_with_every_field_becomes_a_typed_message() -> None:
+    msg = frontend(
+        {
+            "type": "enqueue",
+            "id": "r1",
+            "tenant": "t",
+            "query": "up",
+            "api_type": "query_range",
+            "start": 10,
+            "end": 20.5,
+            "step": 5,
+            "headers": {"User-Agent": "grafana"},
+            "component": "store-gateway",
+        }
+    )
+    assert msg == Enqueue(
+        "r1", "t", "up", "query_range", 10.0, 20.5, 5.0, {"User-Agent": "grafana"}, "store-gateway"
+    )
+
+
+def test_a_step_without_an_api_type_means_a_range_query() -> None:
+    assert (
+        frontend({"type": "enqueue", "id": 1, "tenant": "t", "step": 15}).api_type == "query_range"
+    )
+    assert frontend({"type": "enqueue", "id": 1, "tenant": "t"}).api_type == "query"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"id": None}, "id"),
+        ({"id": True}, "id"),
+        ({"id": ""}, "id"),
+        ({"tenant": ""}, "tenant"),
+        ({"tenant": "x" * 151}, "tenant"),
+        ({"start": "now"}, "start"),
+        ({"start": 30, "end": 20}, "start"),
+        ({"step": 0}, "step"),
+        ({"api_type": "graphql"}, "api_type"),
+        ({"component": "disk"}, "component"),
+        ({"headers": {"a": 1}}, "headers"),
+        ({"query": 5}, "query"),
+    ],
+)
+def test_each_bad_enqueue_field_is_named_in_the_error(change: dict[str, Any], field: str) -> None:
+    data = {"type": "enqueue", "id": "r", "tenant": "t", "query": "up"} | change
+    with pytest.raises(ProtocolError) as caught:
+        frontend(data)
+    assert caught.value.field == field
+
+
+def test_an_error_keeps_the_client_id_when_it_could_be_read() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "enqueue", "id": 7, "tenant": ""})
+    assert error_message(caught.value) == {
+        "type": "error",
+        "id": 7,
+        "status": 400,
+        "error": "tenant must be a non-empty string",
+        "field": "tenant",
+    }
+
+
+def test_unknown_types_and_other_endpoints_messages_are_refused() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "hello", "querier_id": "q"})
+    assert caught.value.field == "type"
+    with pytest.raises(ProtocolError):
+        frontend({"id": 1})
+
+
+def test_decode_accepts_only_json_objects_in_text_frames() -> None:
+    assert decode('{"type": "cancel", "id": 1}') == {"type": "cancel", "id": 1}
+    for bad in ("[1]", "nope", None, '"text"'):
+        with pytest.raises(ProtocolError) as caught:
+            decode(bad)
+        assert caught.value.field is None
+
+
+def test_cancel_and_shutdown_parse() -> None:
+    assert frontend({"type": "cancel", "id": "x"}) == Cancel("x")
+    assert parse({"type": "shutdown"}, QUERIER_PARSERS) == Shutdown()
+
+
+def test_hello_raises_the_worker_count_to_the_minimum() -> None:
+    assert parse({"type": "hello", "querier_id": "q"}, QUERIER_PARSERS) == Hello("q", MIN_WORKERS)
+    assert parse({"type": "hello", "querier_id": "q", "workers": 1}, QUERIER_PARSERS) == Hello(
+        "q", 4
+    )
+    assert parse({"type": "hello", "querier_id": "q", "workers": 9}, QUERIER_PARSERS) == Hello(
+        "q", 9
+    )
+    for workers in (0, 1000, "4"):
+        with pytest.raises(ProtocolError):
+            parse({"type": "hello", "querier_id": "q", "workers": workers}, QUERIER_PARSERS)
+
+
+def test_a_result_needs_worker_and_id_and_a_real_status() -> None:
+    ok = parse({"type": "result", "worker": 2, "id": "ws:f-1:1", "body": {"a": 1}}, QUERIER_PARSERS)
+    assert ok == QuerierResult(2, "ws:f-1:1", 200, {"a": 1})
+    for bad in ({"worker": 2}, {"id": "x"}, {"worker": 2, "id": "x", "status": 99}):
+        with pytest.raises(ProtocolError):
+            parse({"type": "result"} | bad, QUERIER_PARSERS)
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    with pytest.raises(ProtocolError):
+        frontend(json.loads('{"type": "enqueue", "id": 1, "tenant": "t", "start": NaN}'))

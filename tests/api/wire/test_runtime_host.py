@@ -1,0 +1,77 @@
+"""The runtime host: config applied after commit, observer fan-out, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+
+from api.store.models import ConfigRevision
+from api.store.services import settings_update, tenant_put
+from api.wire import runtime_host
+from scheduler_core.model import Request
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def until(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
+        await asyncio.sleep(0.01)
+
+
+def put_tenant(tenant_id: str, config: dict[str, Any], version: int | None) -> Any:
+    return tenant_put(
+        tenant_id=tenant_id,
+        config=config,
+        expected_version=version,
+        author=None,
+        source=ConfigRevision.Source.CLI,
+    )
+
+
+async def test_a_committed_tenant_change_reaches_the_runtime_without_a_restart(host: Any) -> None:
+    tenant = await database_sync_to_async(put_tenant)("t1", {"max_queriers_per_tenant": 2}, None)
+    await until(lambda: host.runtime.tenant_limits("t1").max_queriers == 2)
+    await database_sync_to_async(put_tenant)("t1", {"max_queriers_per_tenant": 5}, tenant.version)
+    await until(lambda: host.runtime.tenant_limits("t1").max_queriers == 5)
+    assert host.applied_version == tenant.version + 1
+
+
+async def test_a_settings_change_switches_the_live_layout(host: Any) -> None:
+    def change() -> None:
+        settings_update(
+            changes={"layout": "component-first"},
+            expected_version=None,
+            author=None,
+            source=ConfigRevision.Source.CLI,
+        )
+
+    host.runtime.enqueue(Request(id="kept", tenant_id="t"))
+    await database_sync_to_async(change)()
+    await until(lambda: host.runtime.config.layout == "component-first")
+    assert len(host.runtime.queue) == 1
+
+
+async def test_ensure_started_returns_the_same_host_to_concurrent_callers(host: Any) -> None:
+    again = await asyncio.gather(*(runtime_host.ensure_started() for _ in range(3)))
+    assert all(h is host for h in again)
+    assert runtime_host.get_runtime() is host.runtime
+
+
+async def test_shutdown_fails_the_queued_requests_back_through_their_handles(settings: Any) -> None:
+    settings.GRPC_PORT = 0
+    failures: list[tuple[str, str]] = []
+
+    class Handle:
+        def on_failed(self, request: Request, reason: str) -> None:
+            failures.append((request.id, reason))
+
+    host = await runtime_host.ensure_started()
+    host.runtime.enqueue(Request(id="left", tenant_id="t", payload=Handle()))
+    await runtime_host.shutdown(drain_timeout=0)
+    assert failures == [("left", "scheduler shutting down")]
+    assert not runtime_host.started()

@@ -1,0 +1,689 @@
+"""Real Cortex in front of two schedulers: Cortex's own query-scheduler and ours.
+
+Run `python -m tests.load.cortex_bench --cortex /path/to/cortex` from the
+repository root with a Cortex binary (v1.15.3 for docs/performance.md; how
+to build one is described there). Nothing here downloads or builds Cortex,
+and CI does not run this script.
+
+Each phase starts, on 127.0.0.1 with free ports and fresh temporary
+directories:
+
+- a scheduler: either Cortex itself with `-target=query-scheduler`, or ours
+  (Daphne on `config.asgi:application` with `GRPC_PORT`, its own SQLite
+  database after `migrate` and `collectstatic`, as `make serve` does);
+- Cortex all-in-one (`-target=all`, which in v1.15.3 holds the
+  query-frontend, querier, ingester, distributor and store-gateway but no
+  scheduler), whose query-frontend and querier point at that scheduler
+  (`-frontend.scheduler-address`, `-querier.scheduler-address`),
+  `-auth.enabled=true` (tenants from `X-Scope-OrgID`), filesystem blocks
+  storage, rings in memory.
+
+Then `wrk` drives the query-frontend's `/prometheus/api/v1/query` with a
+saturating load (three tenants in turn, four instant queries over the empty
+store: each still goes frontend -> scheduler -> querier -> frontend, so the
+scheduler's cost is what differs), then a light one (one connection). The
+phases alternate Cortex, ours, Cortex, ours (`--rounds`), with the same
+duration and connections.
+
+Printed per phase and in total: queries/s, p50/p99 latency, errors (non-2xx
+or 3xx responses, and socket errors), and CPU seconds per query of the
+scheduler's processes (utime + stime from /proc, its whole process group)
+and of the all-in-one Cortex, with ratios ours/Cortex from the same run,
+since the machine is shared and noisy. `--profile FILE` also records our
+scheduler with py-spy (collapsed stacks) during its first saturating phase;
+the figures of a profiled run are not comparable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["PhaseResult", "main"]
+
+REPO = Path(__file__).resolve().parents[2]
+TENANTS = ("tenant-a", "tenant-b", "tenant-c")
+PREFIX = "/prometheus"  # v1.15.3's -http.prometheus-http-prefix default
+# An instant query "now" (ingester), one three days back (store-gateway for
+# our classification), an aggregation and a histogram quantile.
+QUERIES = (
+    "up",
+    'sum(rate(http_requests_total{job="api"}[5m]))',
+    "histogram_quantile(0.99, sum by (le) (rate(request_duration_seconds_bucket[1m])))",
+    "count by (job) (up)",
+)
+KINDS = ("cortex", "ours")
+LABELS = {"cortex": "Cortex", "ours": "ours"}
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+# Variables of the caller's shell that would point our server elsewhere.
+OUR_ENV_DROPPED = (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "GRPC_ADVERTISE_ADDRESS",
+    "GRPC_TLS_CERT_PATH",
+    "GRPC_TLS_KEY_PATH",
+    "GRPC_TLS_CA_PATH",
+    "GRPC_TLS_CLIENT_AUTH",
+    "GRPC_CLIENT_TLS_ENABLED",
+    "DJANGO_SETTINGS_MODULE",
+    "METRICS_REQUIRE_LOGIN",
+)
+
+
+@dataclass
+class WrkResult:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+    non_2xx: int
+    socket_errors: int
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class PhaseResult:
+    kind: str
+    load: WrkResult
+    light: WrkResult
+    scheduler_cpu: float
+    cortex_cpu: float
+
+    def cpu_us(self, seconds: float) -> float:
+        return seconds / self.load.requests * 1e6 if self.load.requests else float("nan")
+
+
+@dataclass
+class Options:
+    cortex: str
+    wrk: str
+    project: Path
+    duration: int
+    light_duration: int
+    connections: int
+    threads: int
+    rounds: int
+    querier_concurrency: int
+    profile: str | None
+    py_spy: str
+    workdir: Path = field(default_factory=Path)
+    profiled: bool = False
+
+
+# --- processes --------------------------------------------------------------
+
+
+class Processes:
+    """Children started in their own process groups, all stopped on close."""
+
+    def __init__(self) -> None:
+        self.running: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self,
+        argv: list[str],
+        log: Path,
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.running.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+        """SIGTERM to the group, SIGKILL after `timeout` seconds."""
+        if proc in self.running:
+            self.running.remove(proc)
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
+
+    def close(self) -> None:
+        for proc in reversed(list(self.running)):
+            self.stop(proc)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """utime + stime of every live process in the process group."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / CLOCK_TICK
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Per thread of `pid`: its name (comm) and utime + stime."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            stat = (task / "stat").read_text()
+            fields = stat[stat.rfind(")") + 2 :].split()
+            name = stat[stat.find("(") + 1 : stat.rfind(")")]
+            threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLOCK_TICK)
+    return threads
+
+
+def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def wait_until(
+    what: str, check: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float
+) -> None:
+    """Polls `check()` until true; fails if `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what}: the process exited with {proc.returncode}")
+        with contextlib.suppress(OSError, ValueError):
+            if check():
+                return
+        time.sleep(0.25)
+    raise RuntimeError(f"{what}: not ready after {timeout:.0f}s")
+
+
+def http_ok(url: str) -> bool:
+    return http_get(url)[0] == 200
+
+
+def tcp_open(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+
+
+def gauge(text: str, name: str) -> float:
+    match = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+# --- the three kinds of process ---------------------------------------------
+
+
+@dataclass
+class Scheduler:
+    proc: subprocess.Popen[bytes]
+    http_port: int
+    grpc_port: int
+    metrics_url: str
+
+
+def start_cortex_scheduler(procs: Processes, opts: Options, log: Path) -> Scheduler:
+    http_port, grpc_port = free_port(), free_port()
+    proc = procs.start(
+        [
+            opts.cortex,
+            "-target=query-scheduler",
+            "-server.http-listen-address=127.0.0.1",
+            f"-server.http-listen-port={http_port}",
+            "-server.grpc-listen-address=127.0.0.1",
+            f"-server.grpc-listen-port={grpc_port}",
+            "-log.level=warn",
+        ],
+        log,
+        cwd=opts.workdir,
+    )
+    wait_until("Cortex query-scheduler", lambda: http_ok(_url(http_port, "/ready")), proc, 60)
+    return Scheduler(proc, http_port, grpc_port, _url(http_port, "/metrics"))
+
+
+def our_env(opts: Options, grpc_port: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in OUR_ENV_DROPPED}
+    env.update(
+        VAR_DIR=str(opts.workdir / "ours-var"),
+        STATIC_ROOT=str(opts.workdir / "ours-static"),
+        GRPC_PORT=str(grpc_port),
+        GRPC_HOST="127.0.0.1",
+        LOG_LEVEL="WARNING",
+        SECRET_KEY=secrets.token_urlsafe(32),
+        DEBUG="0",
+    )
+    return env
+
+
+def prepare_ours(opts: Options) -> None:
+    """`make serve`'s set-up steps, on a database of the bench's own."""
+    python = str(opts.project / ".venv" / "bin" / "python")
+    env = our_env(opts, 0)
+    for command in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
+        subprocess.run(
+            [python, "manage.py", *command],
+            cwd=opts.project,
+            env=env,
+            check=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+def start_our_scheduler(procs: Processes, opts: Options, log: Path) -> Scheduler:
+    http_port, grpc_port = free_port(), free_port()
+    daphne = str(opts.project / ".venv" / "bin" / "daphne")
+    proc = procs.start(
+        [daphne, "-b", "127.0.0.1", "-p", str(http_port), "config.asgi:application"],
+        log,
+        cwd=opts.project,
+        env=our_env(opts, grpc_port),
+    )
+    # Daphne has no lifespan: the first request starts the runtime and the door.
+    wait_until("our scheduler", lambda: http_ok(_url(http_port, "/healthz")), proc, 120)
+    wait_until("our gRPC door", lambda: tcp_open(grpc_port), proc, 60)
+    return Scheduler(proc, http_port, grpc_port, _url(http_port, "/metrics"))
+
+
+def cortex_all_in_one_flags(
+    opts: Options, scheduler_grpc: int, http_port: int, grpc_port: int
+) -> list[str]:
+    data = opts.workdir / f"cortex-data-{http_port}"
+    scheduler = f"127.0.0.1:{scheduler_grpc}"
+    return [
+        "-target=all",
+        "-auth.enabled=true",
+        "-log.level=warn",
+        "-server.http-listen-address=127.0.0.1",
+        f"-server.http-listen-port={http_port}",
+        "-server.grpc-listen-address=127.0.0.1",
+        f"-server.grpc-listen-port={grpc_port}",
+        # query-frontend v2: enqueues on the scheduler, gets results on its gRPC port
+        f"-frontend.scheduler-address={scheduler}",
+        "-frontend.scheduler-dns-lookup-period=1s",
+        "-frontend.instance-addr=127.0.0.1",
+        # querier: workers on the scheduler, none on a v1 frontend
+        f"-querier.scheduler-address={scheduler}",
+        "-querier.frontend-address=",
+        "-querier.dns-lookup-period=1s",
+        f"-querier.max-concurrent={opts.querier_concurrency}",
+        "-querier.worker-match-max-concurrent=true",
+        # rings in memory, one replica, everything on loopback
+        "-ring.store=inmemory",
+        "-distributor.ring.store=inmemory",
+        "-distributor.ring.instance-addr=127.0.0.1",
+        "-distributor.replication-factor=1",
+        "-ingester.lifecycler.addr=127.0.0.1",
+        "-ingester.min-ready-duration=0s",
+        "-ingester.final-sleep=0s",
+        "-ingester.join-after=0s",
+        "-compactor.ring.store=inmemory",
+        "-store-gateway.sharding-ring.store=inmemory",
+        "-ruler.ring.store=inmemory",
+        # filesystem blocks storage in the temporary directory
+        "-blocks-storage.backend=filesystem",
+        f"-blocks-storage.filesystem.dir={data / 'blocks'}",
+        f"-blocks-storage.tsdb.dir={data / 'tsdb'}",
+        f"-blocks-storage.bucket-store.sync-dir={data / 'sync'}",
+    ]
+
+
+def start_cortex_all_in_one(
+    procs: Processes, opts: Options, scheduler: Scheduler, log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    http_port, grpc_port = free_port(), free_port()
+    proc = procs.start(
+        [opts.cortex, *cortex_all_in_one_flags(opts, scheduler.grpc_port, http_port, grpc_port)],
+        log,
+        cwd=opts.workdir,
+    )
+    wait_until("Cortex all-in-one", lambda: http_ok(_url(http_port, "/ready")), proc, 120)
+
+    def connected() -> bool:
+        status, text = http_get(scheduler.metrics_url)
+        queriers = gauge(text, "cortex_query_scheduler_connected_querier_clients")
+        frontends = gauge(text, "cortex_query_scheduler_connected_frontend_clients")
+        return status == 200 and queriers >= opts.querier_concurrency and frontends >= 1
+
+    wait_until("frontend and querier connected to the scheduler", connected, scheduler.proc, 60)
+
+    def answers() -> bool:
+        url = _url(http_port, f"{PREFIX}/api/v1/query?" + urllib.parse.urlencode({"query": "up"}))
+        return all(http_get(url, {"X-Scope-OrgID": t})[0] == 200 for t in TENANTS)
+
+    wait_until("a query through the scheduler", answers, proc, 60)
+    return proc, http_port
+
+
+def _url(port: int, path: str) -> str:
+    return f"http://127.0.0.1:{port}{path}"
+
+
+# --- load ----------------------------------------------------------------------
+
+WRK_LUA = """
+local tenants = {TENANTS}
+local paths = {PATHS}
+local counter = 0
+request = function()
+  counter = counter + 1
+  local tenant = tenants[(counter % #tenants) + 1]
+  local path = paths[(math.floor(counter / #tenants) % #paths) + 1]
+  return wrk.format("GET", path, {["X-Scope-OrgID"] = tenant})
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "WRKRESULT %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.status, e.connect, e.read, e.write, e.timeout))
+end
+"""
+
+
+def write_lua(path: Path) -> None:
+    three_days_ago = int(time.time()) - 3 * 86400
+    paths = []
+    for i, query in enumerate(QUERIES):
+        params = {"query": query}
+        if i == 1:
+            params["time"] = str(three_days_ago)
+        paths.append(f"{PREFIX}/api/v1/query?{urllib.parse.urlencode(params)}")
+    lua = WRK_LUA.replace("{TENANTS}", "{" + ", ".join(json.dumps(t) for t in TENANTS) + "}")
+    lua = lua.replace("{PATHS}", "{" + ", ".join(json.dumps(p) for p in paths) + "}")
+    path.write_text(lua)
+
+
+def run_wrk(opts: Options, port: int, threads: int, connections: int, seconds: int) -> WrkResult:
+    argv = [
+        opts.wrk,
+        f"-t{threads}",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--timeout=10s",
+        "-s",
+        str(opts.workdir / "queries.lua"),
+        _url(port, "/"),
+    ]
+    out = subprocess.run(
+        argv, capture_output=True, text=True, timeout=seconds + 60, stdin=subprocess.DEVNULL
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("WRKRESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk gave no result: {out.stdout}\n{out.stderr}")
+    n, duration_us, p50, p99, status, connect, read, write, timeout = (
+        float(x) for x in line.split()[1:]
+    )
+    return WrkResult(
+        requests=int(n),
+        seconds=duration_us / 1e6,
+        p50_ms=p50 / 1e3,
+        p99_ms=p99 / 1e3,
+        non_2xx=int(status),
+        socket_errors=int(connect + read + write + timeout),
+    )
+
+
+@contextlib.contextmanager
+def py_spy(opts: Options, pid: int, seconds: int) -> Iterator[None]:
+    """py-spy record of `pid` while the block runs, and each thread's CPU meanwhile.
+
+    Collapsed stacks (`--format raw`) per thread id, native frames included,
+    idle samples kept (py-spy's idle detection misses native waits), so the
+    file gives wall-clock shares; the per-thread CPU printed here says how
+    busy each thread was.
+    """
+    assert opts.profile is not None
+    argv = [opts.py_spy, "record", "--pid", str(pid), "--duration", str(seconds)]
+    argv += ["--rate", "100", "--format", "raw", "--threads", "--native", "--idle"]
+    argv += ["-o", opts.profile]
+    Path(opts.profile).parent.mkdir(parents=True, exist_ok=True)
+    spy = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+    before = thread_cpu_seconds(pid)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        after, elapsed = thread_cpu_seconds(pid), time.monotonic() - started
+        used = {
+            tid: (name, cpu - before.get(tid, (name, 0.0))[1]) for tid, (name, cpu) in after.items()
+        }
+        total = sum(cpu for _, cpu in used.values()) or 1.0
+        print(f"our scheduler's threads over the profiled {elapsed:.1f}s (CPU s, share):")
+        for tid, (name, cpu) in sorted(used.items(), key=lambda x: -x[1][1]):
+            if cpu > 0:
+                print(f"  thread {tid} ({name}): {cpu:.2f} s = {100 * cpu / total:.1f}%")
+        try:
+            spy.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(spy.pid, signal.SIGINT)
+            spy.wait(timeout=10)
+        if spy.returncode == 0:
+            print(f"py-spy profile of our scheduler written to {opts.profile}", flush=True)
+        else:
+            print(f"py-spy failed ({spy.returncode}); no profile", flush=True)
+
+
+def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseResult:
+    logs = opts.workdir / f"phase-{index}-{kind}"
+    logs.mkdir()
+    start = start_cortex_scheduler if kind == "cortex" else start_our_scheduler
+    scheduler = start(procs, opts, logs / "scheduler.log")
+    cortex, http_port = None, 0
+    try:
+        cortex, http_port = start_cortex_all_in_one(procs, opts, scheduler, logs / "cortex.log")
+        run_wrk(opts, http_port, opts.threads, opts.connections, 2)  # warm-up, not counted
+        profile = opts.profile is not None and kind == "ours" and not opts.profiled
+        spy = py_spy(opts, scheduler.proc.pid, opts.duration) if profile else None
+        cpu_before = group_cpu_seconds(scheduler.proc.pid), group_cpu_seconds(cortex.pid)
+        with spy or contextlib.nullcontext():
+            load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
+        opts.profiled = opts.profiled or profile
+        sched_cpu = group_cpu_seconds(scheduler.proc.pid) - cpu_before[0]
+        cortex_cpu = group_cpu_seconds(cortex.pid) - cpu_before[1]
+        light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
+    finally:
+        if cortex is not None:
+            procs.stop(cortex)
+        procs.stop(scheduler.proc)
+    return PhaseResult(kind, load, light, sched_cpu, cortex_cpu)
+
+
+# --- report ----------------------------------------------------------------------
+
+
+def phase_line(index: int, r: PhaseResult) -> str:
+    return (
+        f"phase {index} {LABELS[r.kind]:<6}: {r.load.requests} queries in {r.load.seconds:.1f}s = "
+        f"{r.load.rate:,.0f} q/s; p50 {r.load.p50_ms:.2f} ms, p99 {r.load.p99_ms:.2f} ms; "
+        f"errors: non-2xx {r.load.non_2xx}, socket {r.load.socket_errors}; CPU/query: scheduler "
+        f"{r.cpu_us(r.scheduler_cpu):.0f} us, all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; "
+        f"light p50 {r.light.p50_ms:.2f} ms, p99 {r.light.p99_ms:.2f} ms"
+    )
+
+
+@dataclass
+class Totals:
+    rate: float
+    p50: float
+    p99: float
+    errors: int
+    non_2xx: int
+    socket: int
+    sched_us: float
+    cortex_us: float
+    light_p50: float
+    light_p99: float
+    light_rate: float
+
+
+def totals(results: list[PhaseResult]) -> Totals:
+    queries = sum(r.load.requests for r in results)
+    per_query = 1e6 / queries if queries else float("nan")
+    return Totals(
+        rate=queries / sum(r.load.seconds for r in results),
+        p50=statistics.mean(r.load.p50_ms for r in results),
+        p99=statistics.mean(r.load.p99_ms for r in results),
+        errors=sum(r.load.non_2xx + r.load.socket_errors for r in results),
+        non_2xx=sum(r.load.non_2xx for r in results),
+        socket=sum(r.load.socket_errors for r in results),
+        sched_us=sum(r.scheduler_cpu for r in results) * per_query,
+        cortex_us=sum(r.cortex_cpu for r in results) * per_query,
+        light_p50=statistics.mean(r.light.p50_ms for r in results),
+        light_p99=statistics.mean(r.light.p99_ms for r in results),
+        light_rate=sum(r.light.requests for r in results) / sum(r.light.seconds for r in results),
+    )
+
+
+def report(opts: Options, results: list[PhaseResult]) -> None:
+    ours = totals([r for r in results if r.kind == "ours"])
+    theirs = totals([r for r in results if r.kind == "cortex"])
+    rows = [
+        ("queries/s (saturating)", theirs.rate, ours.rate, "{:,.0f}"),
+        ("p50 latency ms", theirs.p50, ours.p50, "{:.2f}"),
+        ("p99 latency ms", theirs.p99, ours.p99, "{:.2f}"),
+        ("scheduler CPU us/query", theirs.sched_us, ours.sched_us, "{:.0f}"),
+        ("all-in-one CPU us/query", theirs.cortex_us, ours.cortex_us, "{:.0f}"),
+        ("light load p50 ms", theirs.light_p50, ours.light_p50, "{:.2f}"),
+        ("light load p99 ms", theirs.light_p99, ours.light_p99, "{:.2f}"),
+        ("light load queries/s", theirs.light_rate, ours.light_rate, "{:,.0f}"),
+    ]
+    print()
+    print(f"{f'totals over {opts.rounds} rounds':<26}{'Cortex':>12}{'ours':>12}{'ours/Cortex':>14}")
+    for name, a, b, fmt in rows:
+        ratio = b / a if a else float("nan")
+        print(f"{name:<26}{fmt.format(a):>12}{fmt.format(b):>12}{ratio:>14.2f}")
+    for name, t in (("Cortex", theirs), ("ours", ours)):
+        print(f"errors {name}: {t.errors} (non-2xx {t.non_2xx}, socket {t.socket})")
+    print(
+        "latency percentiles are wrk's, averaged over the rounds; rates and CPU are "
+        "totals over the rounds; CPU is utime+stime from /proc over the saturating window"
+    )
+    pairs = [
+        (c, o)
+        for c, o in zip(
+            [r for r in results if r.kind == "cortex"],
+            [r for r in results if r.kind == "ours"],
+            strict=False,
+        )
+    ]
+    for i, (c, o) in enumerate(pairs, 1):
+        print(
+            f"round {i} ours/Cortex: queries/s {o.load.rate / c.load.rate:.2f}, "
+            f"p99 {o.load.p99_ms / c.load.p99_ms:.2f}, scheduler CPU/query "
+            f"{o.cpu_us(o.scheduler_cpu) / c.cpu_us(c.scheduler_cpu):.2f}"
+        )
+
+
+def cortex_version(path: str) -> str:
+    out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=30)
+    go = re.search(r"go version:\s*(\S+)", out.stdout)
+    version = re.search(r"version\s+(\S*)\s*\(", out.stdout)
+    name = version.group(1) if version and version.group(1) else "no version stamped"
+    return f"{name}, {go.group(1) if go else 'go ?'}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cortex", required=True, help="path of a Cortex binary (v1.15.3)")
+    parser.add_argument("--wrk", default=shutil.which("wrk") or "wrk")
+    parser.add_argument("--project", type=Path, default=REPO, help="checkout whose .venv runs ours")
+    parser.add_argument(
+        "--duration", type=int, default=20, help="seconds of saturating load per phase"
+    )
+    parser.add_argument("--light-duration", type=int, default=10, help="seconds at one connection")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="Cortex, ours pairs (at least 2)")
+    parser.add_argument(
+        "--querier-concurrency", type=int, default=16, help="-querier.max-concurrent (workers)"
+    )
+    parser.add_argument("--profile", help="py-spy collapsed stacks of ours, first phase, to FILE")
+    parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    args = parser.parse_args(argv)
+    opts = Options(
+        cortex=os.path.abspath(args.cortex),
+        wrk=args.wrk,
+        project=args.project.resolve(),
+        duration=args.duration,
+        light_duration=args.light_duration,
+        connections=args.connections,
+        threads=args.threads,
+        rounds=max(1, args.rounds),
+        querier_concurrency=args.querier_concurrency,
+        profile=os.path.abspath(args.profile) if args.profile else None,
+        py_spy=args.py_spy,
+    )
+    # SIGTERM unwinds like Ctrl-C, so every child and the temp dir go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    procs = Processes()
+    workdir = Path(tempfile.mkdtemp(prefix="cortex-bench-"))
+    opts.workdir = workdir
+    results: list[PhaseResult] = []
+    try:
+        print(f"cortex: {opts.cortex} ({cortex_version(opts.cortex)})", flush=True)
+        print(
+            f"load: wrk -t{opts.threads} -c{opts.connections}, {opts.duration}s per phase "
+            f"after a 2s warm-up; light load wrk -t1 -c1 {opts.light_duration}s; "
+            f"tenants {', '.join(TENANTS)}; "
+            f"{len(QUERIES)} instant queries over an empty store; querier "
+            f"-querier.max-concurrent={opts.querier_concurrency}; all on 127.0.0.1",
+            flush=True,
+        )
+        write_lua(workdir / "queries.lua")
+        prepare_ours(opts)
+        for index, kind in enumerate(KINDS * opts.rounds, 1):
+            result = run_phase(procs, opts, kind, index)
+            results.append(result)
+            print(phase_line(index, result), flush=True)
+        report(opts, results)
+    finally:
+        procs.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

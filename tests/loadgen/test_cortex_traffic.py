@@ -1,0 +1,159 @@
+"""The load generator's Cortex side: forwarded requests, a real server, both protocols."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import random
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import pytest
+
+from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable, component_of, forwarded_request
+from loadgen.daphne_process import DaphneProcess
+from loadgen.demo_traffic import make_request
+from loadgen.management.commands.loadgen import Command
+from loadgen.wsclients import ws_connect
+from scheduler_core.cortex_http import parse_forwarded_request
+
+DEADLINE = 20.0
+
+
+def parsed(msg: dict[str, Any], seed: int) -> Any:
+    http = forwarded_request(msg, random.Random(seed))
+    headers = [(h.key, list(h.values)) for h in http.headers]
+    return http, parse_forwarded_request(http.method, http.url, headers, http.body, now=0.0)
+
+
+def test_every_demo_request_reaches_the_scheduler_with_its_range_step_and_headers() -> None:
+    rng = random.Random(7)
+    methods = set()
+    for n in range(200):
+        msg = make_request(rng, n)
+        http, seen = parsed(msg, n)
+        methods.add(http.method)
+        assert http.url.split("?")[0] == f"/prometheus/api/v1/{msg['api_type']}"
+        assert (seen.api_type, seen.query) == (msg["api_type"], msg["query"])
+        assert (seen.start, seen.end, seen.step) == (msg["start"], msg["end"], msg["step"])
+        assert seen.headers == msg["headers"]
+    assert methods == {"GET", "POST"}
+
+
+def test_the_cortex_querier_reads_an_old_range_as_store_gateway_work() -> None:
+    now = time.time()
+    old = {
+        "api_type": "query_range",
+        "query": "up",
+        "start": now - 3 * 86400,
+        "end": now - 2 * 86400,
+        "step": 60,
+        "headers": {},
+    }
+    recent = {**old, "start": now - 600, "end": now}
+
+    assert component_of(forwarded_request(old, random.Random(1))) == "store-gateway"
+    assert component_of(forwarded_request(recent, random.Random(1))) == "ingester"
+
+
+async def test_a_server_without_grpc_is_reported_and_leaves_the_websocket_side_alone() -> None:
+    with pytest.raises(GrpcUnavailable, match="GRPC_PORT=0"):
+        await GrpcDemo(["127.0.0.1:0"], lambda _: 0.0).start()
+
+    command = Command(stdout=io.StringIO(), stderr=io.StringIO())
+    demo = await command._start_grpc({"grpc": ["127.0.0.1:0"], "workers": 4, "seed": 1}, None)
+
+    assert demo is None
+    assert "GRPC_PORT=0" in command.grpc_off
+    assert "websocket clients send every request" in command.stderr._out.getvalue()
+
+
+def queriers_state(server: DaphneProcess, token: str) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/queriers/", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+async def until(check: Callable[[], Any], what: str) -> Any:
+    """Poll (in a thread: checks may do HTTP) until `check` is truthy; a real server
+    in another process has no fake clock to advance."""
+    deadline = time.monotonic() + DEADLINE
+    while not (value := await asyncio.to_thread(check)):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+    return value
+
+
+@pytest.fixture
+async def address(daphne_server: DaphneProcess) -> AsyncIterator[str]:
+    target = f"127.0.0.1:{daphne_server.grpc_port}"
+    async with grpc.aio.insecure_channel(target) as channel:
+        await asyncio.wait_for(channel.channel_ready(), DEADLINE)
+    yield target
+
+
+async def test_the_cortex_clients_run_the_demo_mix_and_are_listed_while_they_run(
+    daphne_server: DaphneProcess, address: str
+) -> None:
+    viewer = daphne_server.issue_token("viewer", "loadgen-grpc-viewer")
+    components: list[str] = []
+    demo = await GrpcDemo(
+        [address], lambda c: components.append(c) or 0.01, querier_id="cortex-querier-t"
+    ).start()
+    rng = random.Random(3)
+    for n in range(40):
+        assert demo.submit(make_request(rng, n))
+
+    await until(lambda: demo.counts["results"] == 40, "40 results over QueryResult")
+
+    def listed() -> dict[str, Any] | None:
+        state = queriers_state(daphne_server, viewer)
+        ids = {q["querier_id"] for q in state["queriers"] if q["connected"]}
+        return state if "cortex-querier-t" in ids else None
+
+    state = await until(listed, "the cortex querier in /api/v1/queriers/")
+    grpc_rows = [row for row in state["frontends"] if row["transport"] == "grpc"]
+    assert [row["address"] for row in grpc_rows] == [demo._frontend.address]  # type: ignore[union-attr]
+    assert grpc_rows[0]["streams"] == 2
+    assert demo.counts["answered"] == 40
+    assert {"ingester", "store-gateway"} <= set(components)
+    assert demo.status().startswith("grpc: sent 40 results 40 rejected 0 failed 0 errors 0")
+
+    await demo.close()
+
+    def gone() -> bool:
+        s = queriers_state(daphne_server, viewer)
+        mine = [q for q in s["queriers"] if q["querier_id"] == "cortex-querier-t"]
+        return not any(r["transport"] == "grpc" for r in s["frontends"]) and not any(
+            q["connected"] for q in mine
+        )
+
+    await until(gone, "the gRPC frontend and querier to leave")
+    assert not demo.running and not demo.submit(make_request(rng, 99))
+
+
+async def test_a_websocket_frontends_request_runs_on_the_cortex_querier(
+    daphne_server: DaphneProcess, address: str
+) -> None:
+    token = daphne_server.issue_token("frontend", "loadgen-grpc-ws")
+    demo = await GrpcDemo([address], lambda _: 0.0, querier_id="cortex-querier-w").start()
+    ws = await ws_connect(f"{daphne_server.ws_url}/ws/frontend/", token)
+    try:
+        msg = make_request(random.Random(5), 1)
+        await ws.send(json.dumps({**msg, "tenant": "loadgen-grpc-bridge"}))
+        replies = [json.loads(await asyncio.wait_for(ws.recv(), DEADLINE)) for _ in range(2)]
+    finally:
+        await ws.close()
+        await demo.close()
+
+    assert [reply["type"] for reply in replies] == ["enqueued", "result"]
+    assert replies[1]["status"] == 200
+    assert replies[1]["querier"] == "cortex-querier-w"
+    assert replies[1]["body"]["status"] == "success"
+    assert demo.counts["answered"] == 1
