@@ -10,12 +10,9 @@ so `len()`, `tenant_length()` and `snapshot()` are always exact.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left
-from collections.abc import Callable
 from dataclasses import replace
 
-from scheduler_core.component_selection import QuerierWorkerPriority, TenantComponentSelection
 from scheduler_core.errors import (
     DuplicateRequest,
     QuerierShuttingDown,
@@ -23,7 +20,6 @@ from scheduler_core.errors import (
     UnknownQuerier,
     WorkerBusy,
 )
-from scheduler_core.leaf import Leaf
 from scheduler_core.model import (
     COMPONENTS,
     Layout,
@@ -33,127 +29,19 @@ from scheduler_core.model import (
     TenantLimits,
 )
 from scheduler_core.queue_snapshot import build_snapshot
-from scheduler_core.round_robin import RoundRobin
+from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, QueueState, check_config
 from scheduler_core.snapshot import QueueSnapshot
-from scheduler_core.tenant_querier_assignment import Shard, TenantQuerierAssignment, WorkerState
-from scheduler_core.tenant_rotation import END, TenantOrder, TenantRotation
-from scheduler_core.tree import TenantState, Tree
+from scheduler_core.tenant_querier_assignment import WorkerState
+from scheduler_core.tenant_rotation import END
+from scheduler_core.tree import TenantState
 
 __all__ = ["RequestQueue"]
 
-_LAYOUTS = ("tenant-first", "component-first")
-_SELECTIONS = ("round-robin", "querier-worker-priority")
 _COMPONENT_SET = frozenset(COMPONENTS)
 
 
-class RequestQueue:
+class RequestQueue(QueueState):
     """The tree queue with shuffle sharding, reservations and limits."""
-
-    def __init__(
-        self, config: QueueConfig | None = None, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        config = config if config is not None else QueueConfig()
-        _check_config(config)
-        self._config = config
-        self._clock = clock
-        self._order = TenantOrder()
-        self._assignment = TenantQuerierAssignment(self._on_reshard)
-        self._limits: dict[str, TenantLimits] = {}
-        self._tenants: dict[str, TenantState] = {}
-        self._tenant_selection = TenantComponentSelection()
-        # request id -> the queued Request, or the WorkerState holding it in
-        # flight: one lookup answers "known?", "queued?" and "where?".
-        self._ids: dict[str, Request | WorkerState] = {}
-        self._total = 0
-        self._queriers = self._assignment.queriers
-        self._slots = self._order.slots
-        self._rebuild_tree()
-
-    # -- tree -------------------------------------------------------------
-    def _rebuild_tree(self) -> None:
-        """Build the inner nodes for the layout and hang every leaf again.
-
-        Also picks the fused fast path `dequeue` may take, and caches the
-        root's algorithm as a bound method for the generic walk.
-        """
-        cfg = self._config
-        first = cfg.layout == "tenant-first"
-        self._rotation = TenantRotation(
-            self._order, self._assignment.shard_of, self._tenants, first
-        )
-        if first:
-            tree = Tree(True, self._rotation, self._tenant_selection)
-            self._fast = _FAST_TENANT_FIRST
-        elif cfg.component_selection == "querier-worker-priority":
-            tree = Tree(False, QuerierWorkerPriority(), self._rotation)
-            self._fast = _FAST_QWQP
-        else:
-            tree = Tree(False, RoundRobin(COMPONENTS), self._rotation)
-            self._fast = _FAST_NONE
-        for state in self._tenants.values():
-            for leaf in state.children.values():
-                tree.attach(leaf, state)
-        self._tree = tree
-        self._root = tree.root
-        self._root_dequeue = tree.root.algorithm.dequeue
-
-    def _on_reshard(self, tenant_id: str, old: Shard, new: Shard) -> None:
-        for node in self._tree.tenant_nodes(tenant_id):
-            self._rotation.reshard(node, tenant_id, old, new)
-
-    def _new_state(self, tenant_id: str) -> TenantState:
-        state = self._tenants[tenant_id] = TenantState(tenant_id, self._tenant_selection)
-        state.cap = self._config.max_outstanding_requests_per_tenant
-        return state
-
-    def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
-        if state is None:
-            state = self._new_state(request.tenant_id)
-        if state.outstanding == state.in_flight:
-            self._order.acquire(state)
-        leaves = state.children
-        leaf = leaves.get(request.component)
-        fresh = leaf is None
-        if leaf is None:
-            leaf = leaves[request.component] = Leaf(request.component, state)
-            state.only = leaf if len(leaves) == 1 else None
-        if front:
-            leaf.push_front(request)
-        else:
-            leaf.push(request)
-        self._ids[request.id] = request
-        self._total += 1
-        state.outstanding += 1
-        if fresh:
-            self._tree.attach(leaf, state)
-
-    def _prune(self, leaf: Leaf, state: TenantState) -> None:
-        """After a removal: unhang an emptied leaf, free an idle tenant."""
-        if not leaf.length:
-            children = state.children
-            del children[leaf.component]
-            state.only = next(iter(children.values())) if len(children) == 1 else None
-            self._tree.detach(leaf, state)
-        if state.outstanding == state.in_flight:
-            self._order.release(state)
-            self._forget_idle(state)
-
-    def _forget_idle(self, state: TenantState) -> None:
-        if not state.outstanding and state.key not in self._limits:
-            del self._tenants[state.key]
-
-    def _release(self, worker: WorkerState, now: float) -> Request:
-        """Free a worker of its in-flight request (already out of `_ids`)."""
-        request = worker.request
-        assert request is not None
-        state: TenantState = worker.leaf.owner
-        worker.request = None
-        worker.since = now
-        state.in_flight -= 1
-        state.outstanding -= 1
-        if not state.outstanding:
-            self._forget_idle(state)
-        return request
 
     # -- requests ---------------------------------------------------------
     def enqueue(self, request: Request) -> None:
@@ -219,7 +107,7 @@ class RequestQueue:
             # outcome is the generic walk's; anything else takes that walk,
             # and nothing is changed here unless this path serves.
             node = self._root
-            if fast == _FAST_QWQP:
+            if fast == FAST_QWQP:
                 present = node.state
                 if not present:
                     return None, last_tenant_index
@@ -232,7 +120,7 @@ class RequestQueue:
                     cand = small[0]  # wrap around
                 if cand != END:
                     tenant = self._slots[cand]
-                    if fast == _FAST_TENANT_FIRST:
+                    if fast == FAST_TENANT_FIRST:
                         leaf = tenant.only
                         if leaf is not None and leaf.plain is not None:
                             request = leaf.popleft()
@@ -415,7 +303,7 @@ class RequestQueue:
 
     def set_config(self, config: QueueConfig) -> None:
         """Apply new settings; a layout or selection change rebuilds the inner nodes."""
-        _check_config(config)
+        check_config(config)
         old, self._config = self._config, config
         for tenant_id, state in self._tenants.items():
             state.cap = self._cap(self._limits.get(tenant_id))
@@ -427,12 +315,6 @@ class RequestQueue:
 
     def set_layout(self, layout: Layout) -> None:
         self.set_config(replace(self._config, layout=layout))
-
-    def _cap(self, limits: TenantLimits | None) -> int:
-        """The outstanding limit in force: the tenant's own, else the default."""
-        if limits is None or limits.max_outstanding is None:
-            return self._config.max_outstanding_requests_per_tenant
-        return limits.max_outstanding
 
     @property
     def config(self) -> QueueConfig:
@@ -450,11 +332,3 @@ class RequestQueue:
 
 
 _DEFAULT_LIMITS = TenantLimits()
-_FAST_NONE, _FAST_TENANT_FIRST, _FAST_QWQP = 0, 1, 2
-
-
-def _check_config(config: QueueConfig) -> None:
-    if config.layout not in _LAYOUTS:
-        raise ValueError(f"unknown layout {config.layout!r}")
-    if config.component_selection not in _SELECTIONS:
-        raise ValueError(f"unknown component selection {config.component_selection!r}")
