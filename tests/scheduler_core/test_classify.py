@@ -14,7 +14,7 @@ from scheduler_core.classify import (
     select_pair,
     select_range,
 )
-from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo
+from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo, QueueConfig
 
 T = 1_700_000_000.0  # evaluation time of instant queries, and "now"
 H = 3600.0
@@ -186,6 +186,20 @@ def test_a_zero_window_never_skips_its_component() -> None:
 def test_component_defaults_are_mimirs_13h_and_12h() -> None:
     assert component_for((T - 12 * H, T), T) == INGESTER
     assert component_for((T - D, T - 13 * H), T) == STORE_GATEWAY
+
+
+def test_a_range_starting_12h30m_ago_needs_both_under_the_default_windows() -> None:
+    # Only a range between the two windows tells 13h/12h from 12h/13h:
+    # swapped defaults would skip the store and call this ingester-only.
+    recent = (T - 12.5 * H, T)
+    assert component_for(recent, T) == BOTH
+    found = classify(
+        query="", api_type="labels", start=recent[0], end=recent[1], step=None, headers={}, now=T
+    )
+    assert found.component == BOTH
+    config = QueueConfig()
+    assert component_for(recent, T, config.query_ingesters_within, config.query_store_after) == BOTH
+    assert component_for((T - D, T - 12.5 * H), T) == BOTH
 
 
 def test_query_info_reads_headers_case_insensitively() -> None:

@@ -109,6 +109,30 @@ def test_querier_worker_priority_splits_workers_over_the_present_components_only
     ]
 
 
+def test_an_emptied_component_leaves_the_root_and_workers_map_over_the_rest() -> None:
+    q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
+    enqueue(
+        q,
+        ("i1", "a", INGESTER, 0),
+        ("i2", "a", INGESTER, 0),
+        ("s1", "a", STORE_GATEWAY, 0),
+        ("b1", "a", BOTH, 0),
+        ("b2", "a", BOTH, 0),
+    )
+    for _ in range(4):
+        q.connect_querier("q1")
+    got, _ = q.dequeue("q1", 1, -1)  # worker 1 of 3 components: store-gateway
+    assert got is not None and got.id == "s1"
+    q.complete("s1")
+    assert list(q._tree.root.children) == [INGESTER, BOTH]
+    # Two components now: worker 2 maps to 2 % 2 = 0, ingester. Had the empty
+    # store-gateway node stayed, 2 % 3 would send it to ingester-and-store-gateway.
+    got, _ = q.dequeue("q1", 2, -1)
+    assert got is not None and got.id == "i1"
+    got, _ = q.dequeue("q1", 3, -1)
+    assert got is not None and got.id == "b1"
+
+
 def test_querier_worker_priority_moves_on_when_preferred_work_is_outside_its_shard() -> None:
     q, _ = clocked_queue(layout="component-first", component_selection="querier-worker-priority")
     for querier in ("q1", "q2"):

@@ -68,6 +68,22 @@ def test_last_used_is_written_at_most_once_a_minute() -> None:
     assert ApiToken.objects.get(pk=token.pk).last_used_at == recent
 
 
+def test_last_used_is_refreshed_once_a_minute_has_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from api.store import tokens
+
+    token, plaintext = services.api_token_issue(name="ci", role="viewer")
+    stamped = timezone.now()
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=stamped)
+    clock = {"now": stamped + timedelta(seconds=59)}
+    monkeypatch.setattr(tokens.timezone, "now", lambda: clock["now"])
+    services.api_token_authenticate(plaintext)
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == stamped
+    clock["now"] = stamped + timedelta(seconds=61)
+    found = services.api_token_authenticate(plaintext)
+    assert found is not None and found.last_used_at == stamped + timedelta(seconds=61)
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == stamped + timedelta(seconds=61)
+
+
 def test_token_from_header_accepts_bearer_and_token_keywords() -> None:
     assert token_from_header("Bearer abc") == "abc"
     assert token_from_header("token abc") == "abc"
