@@ -42,7 +42,7 @@ from api.rest.content import parse_body
 from api.rest.errors import ROOT
 from api.rest.offload_boot import worker_init
 from api.store import config_events, services
-from api.store.exceptions import ConfigValidationError
+from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.import_plan import ImportResult
 from scheduler_core.errors import FieldError
 
@@ -96,6 +96,10 @@ class ImportJob:
     author: ImportAuthor | None
     dry_run: bool
     source: str
+    # The If-Match / If-None-Match the view read: checked again in the
+    # worker's transaction (see `services.runtime_config_import`).
+    expected_version: int | None = None
+    require_empty: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,9 @@ class ImportOutcome:
     errors: list[FieldError] = field(default_factory=list)
     tenant_ids: list[str] = field(default_factory=list)
     parse_error: str | None = None
+    # Set when the expected version did not hold: the current version.
+    conflict: bool = False
+    current_version: int | None = None
 
     @property
     def applied_version(self) -> int | None:
@@ -169,9 +176,13 @@ def import_run(job: ImportJob) -> ImportOutcome:
             author=_author_model(job.author),
             source=job.source,
             dry_run=job.dry_run,
+            expected_version=job.expected_version,
+            require_empty=job.require_empty,
         )
     except ParseError as exc:
         return ImportOutcome(parse_error=str(exc.detail))
+    except VersionConflict as exc:
+        return ImportOutcome(conflict=True, current_version=exc.current_version)
     except ConfigValidationError as exc:
         ids = [str(k) for k in overrides] if isinstance(overrides, Mapping) else []
         return ImportOutcome(errors=list(exc.errors), tenant_ids=ids)

@@ -26,6 +26,7 @@ from scheduler_core.validation import queue_config_from_dict, tenant_limits_from
 __all__ = [
     "Explanation",
     "config_version_get",
+    "overrides_version_get",
     "query_explain",
     "queue_config_get",
     "revision_diff",
@@ -89,6 +90,28 @@ def config_version_get() -> int:
     version = (
         SchedulerSettings.objects.filter(pk=SETTINGS_PK)
         .values_list("config_version", flat=True)
+        .first()
+    )
+    return version or 0
+
+
+# The kinds of revision that change the tenant set (a rollback of either is
+# recorded as the same kind), so the runtime-config export's version.
+_OVERRIDES_KINDS = (ConfigRevision.Kind.TENANT, ConfigRevision.Kind.RUNTIME_CONFIG)
+
+
+def overrides_version_get() -> int:
+    """The version of the tenant set: that of its last change (0 if none ever).
+
+    The runtime-config export's ETag. Unlike the global version it does
+    not move when only scheduler settings change, so a GitOps client's
+    If-Match stays valid across a settings edit; versions never repeat, so
+    a deleted-and-recreated tenant set can never match an old tag.
+    """
+    version = (
+        ConfigRevision.objects.filter(kind__in=_OVERRIDES_KINDS)
+        .order_by("-version")
+        .values_list("version", flat=True)
         .first()
     )
     return version or 0

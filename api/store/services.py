@@ -27,6 +27,7 @@ from api.store import config_events
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import Author, ImportResult, plan_import, validate_tenant
 from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
+from api.store.selectors import overrides_version_get
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import QueueConfig
@@ -348,6 +349,8 @@ def runtime_config_import(
     source: str = Source.YAML,
     dry_run: bool = False,
     message: str = "",
+    expected_version: int | None = None,
+    require_empty: bool = False,
 ) -> ImportResult:
     """Replace the whole set of tenant overrides with a runtime-config's.
 
@@ -355,8 +358,20 @@ def runtime_config_import(
     desired state, as Cortex's runtime-config is. Every tenant is validated
     first and one error rejects the whole import. Fields the scheduler does
     not use (other Cortex limits) are dropped and listed in `ignored`.
+
+    `expected_version` (None: unconditional) is the tenant set's version
+    the caller last read (`selectors.overrides_version_get`, the export's
+    ETag); `require_empty` accepts the import only while no tenant exists.
+    Either check fails with `VersionConflict`, checked under the settings
+    lock, so two GitOps writers can never silently overwrite each other.
     """
     row = _lock_settings()
+    if expected_version is not None or require_empty:
+        current = overrides_version_get()
+        if expected_version is not None and expected_version != current:
+            raise VersionConflict(current)
+        if require_empty and Tenant.objects.exists():
+            raise VersionConflict(current)
     return _overrides_apply(
         row, overrides=overrides, author=author, source=source, message=message, dry_run=dry_run
     )

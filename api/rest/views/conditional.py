@@ -21,6 +21,7 @@ __all__ = [
     "Preconditions",
     "expected_for_existing",
     "expected_for_put",
+    "expected_for_replace_all",
     "not_modified",
     "preconditions",
 ]
@@ -96,6 +97,33 @@ def expected_for_put(request: Request, current: int | None) -> int | None:
     if current is None:
         raise VersionConflict(None)
     return expected_for_existing(request, current)
+
+
+def expected_for_replace_all(
+    request: Request, current: int, exists: bool, *, required: bool = True
+) -> tuple[int | None, bool]:
+    """(expected version, require empty) for a write that replaces a whole set.
+
+    As `expected_for_put`, with the set "existing" while it has a member:
+    no If-Match is 428 for a non-empty set (unless not `required`, as for a
+    dry run) and otherwise means "only while still empty"; `If-None-Match: *`
+    always means that; `If-Match: *` is unconditional; a tag must name
+    `current` (412 otherwise).
+    """
+    cond = preconditions(request)
+    if cond.if_none_match_any:
+        if exists:
+            raise VersionConflict(current)
+        return None, True
+    if cond.if_match is None:
+        if exists and required:
+            raise PreconditionRequired()
+        return None, not exists
+    if cond.if_match_any:
+        return None, False
+    if current in cond.if_match:
+        return current, False
+    raise VersionConflict(current)
 
 
 def not_modified(request: Request, current: int) -> bool:

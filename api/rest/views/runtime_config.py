@@ -1,9 +1,12 @@
 """`runtime-config/`: the whole tenant set as Cortex's runtime-config YAML.
 
-GET exports `overrides:` keyed by tenant. PUT takes a whole runtime-config
-file (YAML or JSON) as the complete desired state: tenants missing from it
-are deleted, as Cortex would forget them. Everything is validated before
-anything is written; `?dry_run=1` returns the same plan and writes nothing.
+GET exports `overrides:` keyed by tenant, with the tenant set's version as
+ETag. PUT takes a whole runtime-config file (YAML or JSON) as the complete
+desired state: tenants missing from it are deleted, as Cortex would forget
+them; while any tenant exists it needs If-Match with that ETag, as a tenant
+write does, so a GitOps client cannot wipe a concurrent edit. Everything is
+validated before anything is written; `?dry_run=1` returns the same plan
+and writes nothing.
 Other Cortex limits in the file and other top-level sections are reported
 as ignored, never silently dropped.
 """
@@ -15,6 +18,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -31,12 +35,23 @@ from api.rest.content import (
 from api.rest.errors import etag_for, split_path
 from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.rest.serializers import ImportResultSerializer
-from api.rest.views.base import ApiView, errors, flag
+from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
+from api.rest.views.conditional import expected_for_replace_all, not_modified
 from api.store import selectors
-from api.store.exceptions import ConfigValidationError
-from api.store.models import ConfigRevision
+from api.store.exceptions import ConfigValidationError, VersionConflict
+from api.store.models import ConfigRevision, Tenant
 
 __all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
+
+IF_MATCH_SET = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description=(
+        'the ETag of the export last read (e.g. "42"), or *; required while any tenant '
+        "exists (except for a dry run): 428 without it, 412 when stale"
+    ),
+)
 
 
 def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
@@ -77,7 +92,9 @@ class RuntimeConfigView(ApiView):
 
     @extend_schema(
         operation_id="runtime_config_retrieve",
+        parameters=[IF_NONE_MATCH],
         responses={
+            304: OpenApiResponse(description="If-None-Match names the current version"),
             (200, "application/yaml"): OpenApiResponse(
                 OpenApiTypes.OBJECT, description="`overrides:` keyed by tenant"
             ),
@@ -86,14 +103,20 @@ class RuntimeConfigView(ApiView):
         },
     )
     def get(self, request: Request) -> Response:
-        response = Response({OVERRIDES: selectors.runtime_config_export()})
-        response["ETag"] = etag_for(selectors.config_version_get())
+        version = selectors.overrides_version_get()
+        if not_modified(request, version):
+            response = Response(status=status.HTTP_304_NOT_MODIFIED)
+        else:
+            response = Response({OVERRIDES: selectors.runtime_config_export()})
+        response["ETag"] = etag_for(version)
         return response
 
     @extend_schema(
         operation_id="runtime_config_update",
         parameters=[
-            OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="plan only, write nothing")
+            OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="plan only, write nothing"),
+            IF_MATCH_SET,
+            IF_NONE_MATCH,
         ],
         request={
             "application/yaml": OpenApiRequest(OpenApiTypes.OBJECT),
@@ -101,7 +124,7 @@ class RuntimeConfigView(ApiView):
         },
         responses={
             200: ImportResultSerializer,
-            **errors(400, 413, 415),
+            **errors(400, 412, 413, 415, 428),
             503: OpenApiResponse(
                 OpenApiTypes.OBJECT, description="the import worker process died; try again"
             ),
@@ -113,20 +136,37 @@ class RuntimeConfigView(ApiView):
         parser = request.negotiator.select_parser(request, self.get_parsers())
         if parser is None:
             raise UnsupportedMediaType(request.content_type)
+        dry_run = flag(request, "dry_run")
+        # A fast answer before the body is read; the worker's transaction
+        # checks the same again, so a race still ends in 412.
+        expected, require_empty = expected_for_replace_all(
+            request,
+            selectors.overrides_version_get(),
+            Tenant.objects.exists(),
+            required=not dry_run,
+        )
         job = ImportJob(
             body=read_limited(request.stream, self.max_body_bytes),
             media_type=parser.media_type,
             author=_import_author(request.user),
-            dry_run=flag(request, "dry_run"),
+            dry_run=dry_run,
             source=str(ConfigRevision.Source.YAML),
+            expected_version=expected,
+            require_empty=require_empty,
         )
         outcome = offload.import_submit(job)
+        if outcome.conflict:
+            raise VersionConflict(outcome.current_version)
         if outcome.parse_error is not None:
             raise ParseError(outcome.parse_error)
         if outcome.errors:
             self.error_path_splitter = tenant_aware_splitter(outcome.tenant_ids)
             raise ConfigValidationError(outcome.errors)
-        return Response(outcome.body)
+        response = Response(outcome.body)
+        if outcome.applied_version is not None:
+            # The version this import committed: the next If-Match.
+            response["ETag"] = etag_for(outcome.applied_version)
+        return response
 
 
 def _import_author(user: Any) -> ImportAuthor | None:

@@ -37,18 +37,42 @@ def token(server: DaphneProcess) -> str:
     return server.issue_token("editor")
 
 
-def _call(server: DaphneProcess, token: str, method: str, path: str, body: bytes | None = None):
+def _call(
+    server: DaphneProcess,
+    token: str,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+):
     request = urllib.request.Request(
         server.base_url + path,
         data=body,
         method=method,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/yaml"},
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/yaml",
+            **(headers or {}),
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
+
+
+def _etag(server: DaphneProcess, token: str) -> str:
+    request = urllib.request.Request(
+        server.base_url + URL, headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.headers["ETag"]
+
+
+def _import(server: DaphneProcess, token: str, body: bytes, path: str = URL):
+    """PUT a file with If-Match naming the export's current ETag, as a GitOps client does."""
+    return _call(server, token, "PUT", path, body, {"If-Match": _etag(server, token)})
 
 
 def _file(outstanding: int, regex: str = "special_.*") -> bytes:
@@ -101,7 +125,7 @@ def _worker_pids(server: DaphneProcess) -> list[int]:
 
 def test_an_import_runs_in_a_worker_and_reaches_the_running_scheduler(server, token):
     assert _scheduler_limit(server, token) is None  # starts the runtime, nothing configured
-    status, raw = _call(server, token, "PUT", URL, _file(7))
+    status, raw = _import(server, token, _file(7))
     assert status == 200, raw
     body = json.loads(raw)
     assert body["applied"] is True and body["created"] == ["worker-a"]
@@ -109,21 +133,21 @@ def test_an_import_runs_in_a_worker_and_reaches_the_running_scheduler(server, to
     assert len(_worker_pids(server)) == 1
     assert _eventually(lambda: _scheduler_limit(server, token) == 7)
 
-    status, raw = _call(server, token, "PUT", URL + "?dry_run=1", _file(8))
+    status, raw = _import(server, token, _file(8), URL + "?dry_run=1")
     assert status == 200 and json.loads(raw)["diffs"]["worker-a"] == [
         {"path": "max_outstanding_requests_per_tenant", "before": 7, "after": 8}
     ]
-    status, raw = _call(server, token, "PUT", URL, _file(8))
+    status, raw = _import(server, token, _file(8))
     assert status == 200 and json.loads(raw)["changed"] == ["worker-a"]
     assert _eventually(lambda: _scheduler_limit(server, token) == 8)
 
 
 def test_a_bad_regex_is_a_400_at_its_path_and_changes_nothing(server, token):
-    _call(server, token, "PUT", URL, _file(5))
+    _import(server, token, _file(5))
     assert _eventually(lambda: _scheduler_limit(server, token) == 5)
     _, exported = _call(server, token, "GET", URL)
 
-    status, raw = _call(server, token, "PUT", URL, _file(6, regex="broken("))
+    status, raw = _import(server, token, _file(6, regex="broken("))
     assert status == 400
     attribute = json.loads(raw)["overrides"]["worker-a"]["query_priority"]["priorities"]["0"]
     assert "RE2" in attribute["query_attributes"]["0"]["regex"][0]
@@ -132,18 +156,29 @@ def test_a_bad_regex_is_a_400_at_its_path_and_changes_nothing(server, token):
 
 
 def test_broken_yaml_is_a_400_from_the_worker(server, token):
-    status, raw = _call(server, token, "PUT", URL, b"overrides: [unclosed")
+    status, raw = _import(server, token, b"overrides: [unclosed")
     assert status == 400 and "YAML parse error" in json.loads(raw)["detail"]
 
 
 def test_a_killed_worker_is_replaced_and_the_next_import_works(server, token):
-    assert _call(server, token, "PUT", URL, _file(3))[0] == 200
+    assert _import(server, token, _file(3))[0] == 200
     [old] = _worker_pids(server)
     os.kill(old, signal.SIGKILL)
     assert _eventually(lambda: not Path(f"/proc/{old}").exists()), "the pool never reaped it"
 
-    status, raw = _call(server, token, "PUT", URL, _file(4))
+    status, raw = _import(server, token, _file(4))
     assert status == 200, raw
     assert json.loads(raw)["changed"] == ["worker-a"]
     assert _worker_pids(server) not in ([], [old])
     assert _eventually(lambda: _scheduler_limit(server, token) == 4)
+
+
+def test_the_import_honours_if_match_against_a_real_server(server, token):
+    assert _import(server, token, _file(9))[0] == 200
+    stale = _etag(server, token)
+    assert _import(server, token, _file(10))[0] == 200
+    status, raw = _call(server, token, "PUT", URL, _file(11))
+    assert status == 428, raw
+    status, raw = _call(server, token, "PUT", URL, _file(11), {"If-Match": stale})
+    assert status == 412, raw
+    assert _eventually(lambda: _scheduler_limit(server, token) == 10)

@@ -100,9 +100,25 @@ def _expected_export(text: str) -> dict[str, Any]:
     }
 
 
-def _put(client, text: str, *, media: str = "application/yaml", dry_run: bool = False):
+CURRENT = "current"
+
+
+def _put(
+    client,
+    text: str,
+    *,
+    media: str = "application/yaml",
+    dry_run: bool = False,
+    if_match: str | None = CURRENT,
+    **headers: str,
+):
+    """PUT a file; by default with If-Match naming the export's current ETag."""
     url = URL + ("?dry_run=1" if dry_run else "")
-    return client.put(url, text, content_type=media)
+    if if_match == CURRENT:
+        if_match = client.get(URL)["ETag"]
+    if if_match is not None:
+        headers["HTTP_IF_MATCH"] = if_match
+    return client.put(url, text, content_type=media, **headers)
 
 
 @pytest.mark.parametrize("text", [SEED_EXAMPLE, CORTEX_FILE], ids=["seed", "cortex"])
@@ -230,3 +246,97 @@ def test_a_reimport_updates_changed_rows_in_place_and_keeps_the_rest(editor_api)
     assert row.config["max_queriers_per_tenant"] == 3 and row.version == body["version"]
     assert row.updated_at > before["12345"].updated_at
     assert after["tenant-a"].version == before["tenant-a"].version
+
+
+# --- If-Match, as for a tenant write ------------------------------------------------
+
+ONE = "overrides:\n  a:\n    max_queriers_per_tenant: 1\n"
+TWO = "overrides:\n  a:\n    max_queriers_per_tenant: 2\n"
+
+
+def test_an_import_into_an_empty_store_needs_no_if_match(editor_api):
+    response = _put(editor_api, ONE, if_match=None)
+    assert response.status_code == 200, response.content
+    assert response.json()["created"] == ["a"]
+
+
+def test_an_import_over_existing_tenants_without_if_match_is_428_and_changes_nothing(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    response = _put(editor_api, TWO, if_match=None)
+    assert response.status_code == 428
+    assert "If-Match" in response.json()["detail"]
+    assert Tenant.objects.get().config == {"max_queriers_per_tenant": 1}
+
+
+def test_a_stale_if_match_is_412_with_the_current_etag_and_changes_nothing(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    stale = editor_api.get(URL)["ETag"]
+    editor_api.put(
+        "/api/v1/tenants/b/", {"max_queriers_per_tenant": 5}, format="json"
+    )  # a concurrent edit
+    current = editor_api.get(URL)["ETag"]
+    assert current != stale
+    response = _put(editor_api, TWO, if_match=stale)
+    assert response.status_code == 412
+    assert response["ETag"] == current
+    assert Tenant.objects.get(tenant_id="a").config == {"max_queriers_per_tenant": 1}
+    assert Tenant.objects.filter(tenant_id="b").exists()
+
+
+def test_the_current_etag_and_a_star_are_accepted(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    assert _put(editor_api, TWO).status_code == 200
+    assert _put(editor_api, ONE, if_match="*").status_code == 200
+    assert Tenant.objects.get().config == {"max_queriers_per_tenant": 1}
+
+
+def test_if_none_match_star_imports_only_into_an_empty_store(editor_api):
+    assert _put(editor_api, ONE, if_match=None, HTTP_IF_NONE_MATCH="*").status_code == 200
+    response = _put(editor_api, TWO, if_match=None, HTTP_IF_NONE_MATCH="*")
+    assert response.status_code == 412
+    assert Tenant.objects.get().config == {"max_queriers_per_tenant": 1}
+
+
+def test_a_settings_change_leaves_the_exports_etag_valid(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    etag = editor_api.get(URL)["ETag"]
+    settings_etag = editor_api.get("/api/v1/settings/")["ETag"]
+    patched = editor_api.patch(
+        "/api/v1/settings/", {"layout": "component-first"}, format="json",
+        HTTP_IF_MATCH=settings_etag,
+    )  # fmt: skip
+    assert patched.status_code == 200
+    assert editor_api.get(URL)["ETag"] == etag
+    assert _put(editor_api, TWO, if_match=etag).status_code == 200
+
+
+def test_a_dry_run_needs_no_if_match_but_a_stale_one_is_still_412(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    assert _put(editor_api, TWO, if_match=None, dry_run=True).status_code == 200
+    assert _put(editor_api, TWO, if_match='"999"', dry_run=True).status_code == 412
+
+
+def test_the_export_answers_304_to_its_own_etag(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    etag = editor_api.get(URL)["ETag"]
+    response = editor_api.get(URL, HTTP_IF_NONE_MATCH=etag)
+    assert response.status_code == 304 and response["ETag"] == etag
+
+
+def test_the_service_rechecks_the_version_inside_its_transaction(editor_api):
+    # Two writers that both passed the view's check: the second must lose.
+    from api.store import services
+    from api.store.exceptions import VersionConflict
+
+    _put(editor_api, ONE, if_match=None)
+    version = int(editor_api.get(URL)["ETag"].strip('"'))
+    services.runtime_config_import(
+        overrides={"a": {"max_queriers_per_tenant": 2}}, author=None, expected_version=version
+    )
+    with pytest.raises(VersionConflict):
+        services.runtime_config_import(
+            overrides={"a": {"max_queriers_per_tenant": 3}}, author=None, expected_version=version
+        )
+    with pytest.raises(VersionConflict):
+        services.runtime_config_import(overrides={}, author=None, require_empty=True)
+    assert Tenant.objects.get().config == {"max_queriers_per_tenant": 2}
