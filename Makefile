@@ -12,7 +12,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv migrate demo-user static serve demo test test-deps lint protos screenshots
+.PHONY: help venv assets migrate demo-user static serve demo test test-deps lint protos screenshots
 
 help:
 	@echo "make demo   - set up, start Daphne on http://$(HOST):$(PORT) with a demo login and the load generator"
@@ -20,6 +20,7 @@ help:
 	@echo "make test   - install what the tests need, set up and run the whole test suite"
 	@echo "make lint   - ruff check, ruff format --check, mypy scheduler_core"
 	@echo "make screenshots - refresh docs/screenshots/ from the browser tests"
+	@echo "make assets - npm ci and bundle the front-end libraries (CodeMirror, uPlot) for the pages"
 
 # The stamp is newer than pyproject.toml once its dependencies are installed,
 # so re-running costs nothing until pyproject.toml changes.
@@ -30,13 +31,31 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Front-end libraries from the npm registry (package-lock.json), bundled by
+# esbuild into dashboard/static/dashboard/vendor/ (not committed), one module
+# per entry in dashboard/assets/. Needs Node.js and npm; nothing is fetched by
+# a page at run time. Re-running costs nothing until an input changes.
+NPM_STAMP := node_modules/.installed-stamp
+VENDOR_STAMP := dashboard/static/dashboard/vendor/.built
+
+$(NPM_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "make: npm is needed for the front-end libraries (Debian: apt-get install nodejs npm)" >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(VENDOR_STAMP): $(NPM_STAMP) scripts/build-assets.mjs $(wildcard dashboard/assets/*.js)
+	node scripts/build-assets.mjs
+	@touch $@
+
+assets: $(VENDOR_STAMP)
+
 migrate: venv
 	$(PY) manage.py migrate --noinput -v0
 
 demo-user: migrate
 	$(PY) manage.py create_demo_user
 
-static: venv
+static: venv assets
 	$(PY) manage.py collectstatic --noinput -v0
 
 serve: migrate static
@@ -71,11 +90,11 @@ test-deps:
 	@PYTHON=$(PYTHON) bash scripts/test-deps.sh
 
 # The session starts its own throwaway PostgreSQL and Redis (tests/servers.py).
-test: test-deps venv
+test: test-deps venv assets
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # Refreshes docs/screenshots/ from the browser tests (a plain test run does not).
-screenshots: test-deps venv
+screenshots: test-deps venv assets
 	UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/e2e/test_inspector_browser.py
 
 # Regenerates scheduler_core/pb/ from protos/ (the generated modules are committed).
