@@ -1,8 +1,9 @@
 """Discrete-event fairness simulation of Mimir's slow-consumer scenario.
 
 `python -m scheduler_core.simulate` drives a real `RequestQueue` on a virtual
-clock (a heap of events, integer microseconds, no sleeps, no asyncio) the way
-the runtime does: every free worker asks for work with its own
+clock through `scheduler_core.whatif_engine` (a heap of events, integer
+microseconds, no sleeps, no asyncio), the engine the what-if simulator runs
+too, the way the runtime does: every free worker asks for work with its own
 `last_tenant_index`; a worker that gets nothing waits, and waiting workers are
 retried, in the order they started waiting, whenever something is enqueued.
 
@@ -21,7 +22,6 @@ from real goroutines and sleeps, so only their shape is comparable.
 from __future__ import annotations
 
 import argparse
-import heapq
 import math
 import random
 from collections.abc import Sequence
@@ -37,7 +37,7 @@ from scheduler_core.model import (
     Request,
     TenantLimits,
 )
-from scheduler_core.queue import RequestQueue
+from scheduler_core.whatif_engine import US, EngineInput, run_engine
 
 __all__ = [
     "MIMIR_PUBLISHED",
@@ -49,9 +49,10 @@ __all__ = [
     "Strategy",
     "main",
     "run_scenario",
+    "scenario_input",
 ]
 
-_US = 1_000_000  # virtual time unit: microseconds, so equal latencies tie exactly
+_US = US  # virtual time unit: microseconds, so equal latencies tie exactly
 _SLOW = STORE_GATEWAY  # the reporting group of every slowed-down query
 
 
@@ -162,111 +163,47 @@ def _stats(waits: Sequence[float]) -> ComponentStats:
     return ComponentStats(len(ordered), sum(ordered) / len(ordered), ordered[rank - 1])
 
 
-class _Simulation:
-    """One run: the queue, the event heap and every worker's state."""
-
-    _ARRIVE = 0
-    _DONE = 1
-
-    def __init__(self, scenario: Scenario, strategy: Strategy, seed: int) -> None:
-        self.scenario = scenario
-        self.now = 0
-        config = QueueConfig(
-            layout=strategy.layout,
-            component_selection=strategy.selection,
-            max_outstanding_requests_per_tenant=max(scenario.requests, 1),
-        )
-        self.queue = RequestQueue(config, clock=self._clock)
-        for tenant, _ in scenario.tenants:
-            self.queue.set_tenant_limits(tenant, TenantLimits(max_queriers=scenario.max_queriers))
-        self.workers: list[tuple[str, int]] = [
-            (f"querier-{q}", self.queue.connect_querier(f"querier-{q}"))
-            for q in range(scenario.queriers)
-            for _ in range(scenario.workers)
-        ]
-        self.last_index = [-1] * len(self.workers)
-        self.in_flight: list[Request | None] = [None] * len(self.workers)
-        self.waiting: list[int] = []
-        self.events: list[tuple[int, int, int, int]] = []
-        self.seq = 0
-        self.requests = _requests(scenario, seed)
-        self.order = list(range(len(self.workers)))
-        random.Random(seed ^ 0x5EED).shuffle(self.order)
-        self.waits: list[tuple[str, str, float]] = []
-        self.completed = 0
-        self.served_by: set[str] = set()
-
-    def _clock(self) -> float:
-        return self.now / _US
-
-    def _push(self, at: int, kind: int, index: int) -> None:
-        self.seq += 1
-        heapq.heappush(self.events, (at, self.seq, kind, index))
-
-    def _try(self, w: int) -> bool:
-        """Worker `w` asks for work; True if it got some."""
-        querier, worker = self.workers[w]
-        request, self.last_index[w] = self.queue.dequeue(querier, worker, self.last_index[w])
-        if request is None:
-            return False
-        self.in_flight[w] = request
-        self.served_by.add(querier)
-        group = INGESTER if request.component == INGESTER else _SLOW
-        self.waits.append((request.id, group, self._clock() - request.enqueued_at))
-        sc = self.scenario
-        latency = sc.fast_latency if group == INGESTER else sc.slow_latency
-        self._push(self.now + round(latency * _US), self._DONE, w)
-        return True
-
-    def _retry_waiting(self) -> None:
-        still: list[int] = []
-        for w in self.waiting:
-            if not len(self.queue) or not self._try(w):
-                still.append(w)
-        self.waiting = still
-
-    def run(self) -> None:
-        for i, (at, _) in enumerate(self.requests):
-            if at == 0:
-                self.queue.enqueue(self.requests[i][1])
-            else:
-                self._push(at, self._ARRIVE, i)
-        for w in self.order:
-            if not self._try(w):
-                self.waiting.append(w)
-        while self.events:
-            self.now, _, kind, index = heapq.heappop(self.events)
-            if kind == self._ARRIVE:
-                self.queue.enqueue(self.requests[index][1])
-                self._retry_waiting()
-                continue
-            request = self.in_flight[index]
-            assert request is not None
-            self.in_flight[index] = None
-            self.queue.complete(request.id)
-            self.completed += 1
-            if not self._try(index):
-                self.waiting.append(index)
+def scenario_input(scenario: Scenario, strategy: Strategy, seed: int) -> EngineInput:
+    """The engine's input for one run: Mimir's queue config, fleet and arrivals."""
+    requests = _requests(scenario, seed)
+    config = QueueConfig(
+        layout=strategy.layout,
+        component_selection=strategy.selection,
+        max_outstanding_requests_per_tenant=max(scenario.requests, 1),
+    )
+    fast, slow = round(scenario.fast_latency * US), round(scenario.slow_latency * US)
+    return EngineInput(
+        config=config,
+        limits={t: TenantLimits(max_queriers=scenario.max_queriers) for t, _ in scenario.tenants},
+        fleet=[(f"querier-{q}", scenario.workers) for q in range(scenario.queriers)],
+        times=[at for at, _ in requests],
+        tenants=[r.tenant_id for _, r in requests],
+        components=[r.component for _, r in requests],
+        priorities=[0] * len(requests),
+        services=[fast if r.component == INGESTER else slow for _, r in requests],
+        worker_order_seed=seed,
+        start_after_arrivals_at_zero=True,
+        keep_log=True,
+    )
 
 
 def run_scenario(scenario: Scenario, strategy: Strategy, seed: int = 1) -> ScenarioResult:
     """Run one scenario under one strategy; deterministic for a seed."""
-    sim = _Simulation(scenario, strategy, seed)
-    sim.run()
+    run = run_engine(scenario_input(scenario, strategy, seed))
     groups: dict[str, list[float]] = {INGESTER: [], _SLOW: []}
-    for _, group, wait in sim.waits:
-        groups[group].append(wait)
+    for _, component, wait in run.log:
+        groups[INGESTER if component == INGESTER else _SLOW].append(wait)
     return ScenarioResult(
         scenario=scenario.name,
         strategy=strategy.name,
         seed=seed,
-        enqueued=len(sim.requests),
-        completed=sim.completed,
-        left_queued=len(sim.queue),
-        makespan=sim.now / _US,
+        enqueued=scenario.requests,
+        completed=run.completed,
+        left_queued=run.left_queued,
+        makespan=run.makespan,
         stats={group: _stats(values) for group, values in groups.items()},
-        waits=tuple((rid, wait) for rid, _, wait in sim.waits),
-        served_by=tuple(sorted(sim.served_by)),
+        waits=tuple((rid, wait) for rid, _, wait in run.log),
+        served_by=tuple(sorted(run.served_by)),
     )
 
 

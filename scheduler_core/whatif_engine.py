@@ -1,0 +1,285 @@
+"""The discrete-event engine both simulators run: the real queue on a virtual clock.
+
+It drives a real `RequestQueue` (the same class the runtime owns, with the
+same `QueueConfig` and `TenantLimits` values) the way `SchedulerRuntime`
+does, with the clock replaced by a heap of events in integer microseconds,
+so equal times tie exactly and a run is repeatable for its inputs:
+
+- a request is enqueued at its arrival time (a `TooManyRequests` is a 429,
+  counted, as the runtime's frontends see it), and handed at once to the
+  workers waiting for work, in the order they started waiting (the
+  runtime's `_dispatch_pass`);
+- a worker that finishes completes its request and asks again at once with
+  its own `last_tenant_index` (the runtime's `next_request`); a worker that
+  gets nothing joins the back of the waiting line.
+
+Queue wait is measured when a worker takes the request, as the runtime's
+`on_dispatched` measures it. Nothing about who is served first is decided
+here: every choice is the queue's. `scheduler_core.simulate` (Mimir's
+table) and `scheduler_core.whatif` (an operator's what-if) both run this.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from scheduler_core.errors import TooManyRequests
+from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.queue import RequestQueue
+
+__all__ = [
+    "US",
+    "EngineInput",
+    "EngineResult",
+    "SimulationCancelled",
+    "SimulationTimeLimit",
+    "run_engine",
+]
+
+US = 1_000_000  # virtual time unit: microseconds
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+# Wall clock, cancel and progress are looked at once per this many events:
+# often enough to stop within milliseconds, rarely enough to cost nothing.
+_CHECK_EVERY = 4096
+
+
+class SimulationCancelled(Exception):
+    """The caller asked the run to stop (`should_stop` returned True)."""
+
+
+class SimulationTimeLimit(Exception):
+    """The run passed its wall-clock deadline; about `done` of `total` events were run."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"stopped at the time limit after {done} of about {total} events")
+        self.done, self.total = done, total
+
+
+@dataclass(slots=True)
+class EngineInput:
+    """One run: the config, the querier fleet and the arrivals (parallel lists).
+
+    `times` are arrival times in microseconds, non-decreasing; request i is
+    (`tenants[i]`, `components[i]`, `priorities[i]`) and keeps its worker
+    busy for `services[i]` microseconds. `fleet` is (querier id, workers) in
+    connection order; `worker_order_seed` shuffles which worker asks first.
+    `start_after_arrivals_at_zero` enqueues every t=0 arrival before any
+    worker asks (Mimir's benchmark); otherwise workers wait from the start,
+    as connected queriers do before traffic comes.
+    """
+
+    config: QueueConfig
+    limits: Mapping[str, TenantLimits]
+    fleet: Sequence[tuple[str, int]]
+    times: Sequence[int]
+    tenants: Sequence[str]
+    components: Sequence[str]
+    priorities: Sequence[int]
+    services: Sequence[int]
+    worker_order_seed: int = 0
+    start_after_arrivals_at_zero: bool = False
+    keep_log: bool = False
+    sample_every_us: int = 0
+
+
+@dataclass(slots=True)
+class EngineResult:
+    """What one run measured, in virtual seconds (waits) and counts."""
+
+    enqueued: int = 0
+    completed: int = 0
+    left_queued: int = 0
+    makespan: float = 0.0
+    waits_by_priority: dict[int, list[float]] = field(default_factory=dict)
+    waits_by_component: dict[str, list[float]] = field(default_factory=dict)
+    waits_by_tenant: dict[str, list[float]] = field(default_factory=dict)
+    rejected_by_tenant: Counter[str] = field(default_factory=Counter)
+    busy_by_component: dict[str, float] = field(default_factory=dict)
+    workers: int = 0
+    reserved_queriers: tuple[str, ...] = ()
+    reserved_idle_seconds: float = 0.0
+    served_by: frozenset[str] = frozenset()
+    log: list[tuple[str, str, float]] = field(default_factory=list)
+    queue_length: list[tuple[float, int]] = field(default_factory=list)
+
+
+Progress = Callable[[float], None]
+StopCheck = Callable[[], bool]
+
+
+def run_engine(
+    run: EngineInput,
+    *,
+    deadline: float | None = None,
+    should_stop: StopCheck | None = None,
+    progress: Progress | None = None,
+) -> EngineResult:
+    """Run to the end: every arrival offered, every accepted request completed.
+
+    `deadline` is a `time.monotonic()` instant; past it `SimulationTimeLimit`
+    is raised. `should_stop()` True raises `SimulationCancelled`.
+    `progress(fraction)` is told how far the run is, about every 4096 events.
+    """
+    now_box = [0]
+    queue = RequestQueue(run.config, clock=lambda: now_box[0] / US)
+    for tenant_id, limits in run.limits.items():
+        queue.set_tenant_limits(tenant_id, limits)
+    workers: list[tuple[str, int]] = [
+        (querier, queue.connect_querier(querier))
+        for querier, count in run.fleet
+        for _ in range(count)
+    ]
+    snapshot = queue.snapshot()
+    reserved = tuple(q.querier_id for q in snapshot.queriers if q.reservations)
+    out = EngineResult(workers=len(workers), reserved_queriers=reserved)
+    n_workers = len(workers)
+    last_index = [-1] * n_workers
+    in_flight: list[Request | None] = [None] * n_workers
+    order = list(range(n_workers))
+    random.Random(run.worker_order_seed ^ 0x5EED).shuffle(order)
+    # Reserved-and-idle accounting, as the inspector defines it: a querier
+    # reserved somewhere with no busy worker.
+    busy_count: dict[str, int] = dict.fromkeys(reserved, 0)
+    idle_since: dict[str, int] = dict.fromkeys(reserved, 0)
+    idle_total = [0]
+    by_priority = out.waits_by_priority
+    by_component = out.waits_by_component
+    by_tenant = out.waits_by_tenant
+    busy_us: Counter[str] = Counter()
+    served: set[str] = set()
+    log = out.log if run.keep_log else None
+    heap: list[tuple[int, int, int]] = []
+    seq = 0
+    dequeue, complete, enqueue = queue.dequeue, queue.complete, queue.enqueue
+
+    def take(w: int) -> bool:
+        """Worker `w` asks for work; True if it got some."""
+        nonlocal seq
+        querier, worker = workers[w]
+        request, last_index[w] = dequeue(querier, worker, last_index[w])
+        if request is None:
+            return False
+        now = now_box[0]
+        in_flight[w] = request
+        wait = now / US - request.enqueued_at
+        component = request.component
+        waits = by_priority.get(request.priority)
+        if waits is None:
+            waits = by_priority[request.priority] = []
+        waits.append(wait)
+        waits = by_component.get(component)
+        if waits is None:
+            waits = by_component[component] = []
+        waits.append(wait)
+        waits = by_tenant.get(request.tenant_id)
+        if waits is None:
+            waits = by_tenant[request.tenant_id] = []
+        waits.append(wait)
+        service: int = request.payload
+        busy_us[component] += service
+        served.add(querier)
+        if log is not None:
+            log.append((request.id, component, wait))
+        if querier in busy_count:
+            if not busy_count[querier]:
+                idle_total[0] += now - idle_since[querier]
+            busy_count[querier] += 1
+        seq += 1
+        heapq.heappush(heap, (now + service, seq, w))
+        return True
+
+    times, tenants, components = run.times, run.tenants, run.components
+    priorities, services = run.priorities, run.services
+    total = len(times)
+    rejected = out.rejected_by_tenant
+    ai = 0
+
+    def arrive(i: int) -> bool:
+        request = Request(
+            id=f"r{i}",
+            tenant_id=tenants[i],
+            component=components[i],
+            priority=priorities[i],
+            headers=_NO_HEADERS,
+            payload=services[i],
+        )
+        try:
+            enqueue(request)
+        except TooManyRequests:
+            rejected[request.tenant_id] += 1
+            return False
+        return True
+
+    waiting: list[int] = []
+    if run.start_after_arrivals_at_zero:
+        while ai < total and times[ai] == 0:
+            arrive(ai)
+            ai += 1
+        for w in order:
+            if not take(w):
+                waiting.append(w)
+    else:
+        waiting = order
+    events = 0
+    sample_every = run.sample_every_us
+    next_sample = 0
+    samples = out.queue_length
+    all_events = 2 * total
+    while True:
+        if ai < total and (not heap or times[ai] <= heap[0][0]):
+            now_box[0] = times[ai]
+            accepted = arrive(ai)
+            ai += 1
+            if accepted and waiting:
+                still: list[int] = []
+                for w in waiting:
+                    if not len(queue) or not take(w):
+                        still.append(w)
+                waiting = still
+        elif heap:
+            at, _, w = heapq.heappop(heap)
+            now_box[0] = at
+            request = in_flight[w]
+            assert request is not None
+            in_flight[w] = None
+            complete(request.id)
+            out.completed += 1
+            querier = workers[w][0]
+            if querier in busy_count:
+                busy_count[querier] -= 1
+                if not busy_count[querier]:
+                    idle_since[querier] = at
+            if not take(w):
+                waiting.append(w)
+        else:
+            break
+        events += 1
+        if sample_every and now_box[0] >= next_sample:
+            samples.append((now_box[0] / US, len(queue)))
+            next_sample = (now_box[0] // sample_every + 1) * sample_every
+        if not events % _CHECK_EVERY:
+            if should_stop is not None and should_stop():
+                raise SimulationCancelled("the simulation was cancelled")
+            if deadline is not None and time.monotonic() > deadline:
+                raise SimulationTimeLimit(events, all_events)
+            if progress is not None:
+                progress(min(1.0, events / max(1, all_events)))
+    end = now_box[0]
+    for querier, count in busy_count.items():
+        if not count:
+            idle_total[0] += end - idle_since[querier]
+    out.enqueued = total - sum(rejected.values())
+    out.left_queued = len(queue)
+    out.makespan = end / US
+    out.reserved_idle_seconds = idle_total[0] / US
+    out.busy_by_component = {c: us / US for c, us in sorted(busy_us.items())}
+    out.served_by = frozenset(served)
+    if sample_every:
+        samples.append((end / US, len(queue)))
+    return out
