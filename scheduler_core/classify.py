@@ -19,6 +19,7 @@ from typing import Any
 import promql_parser
 import re2
 
+from scheduler_core.bounds import timestamp_error
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo
 
 __all__ = [
@@ -95,6 +96,8 @@ def select_range(
         start = end = start if start is not None else end
     if start is None or end is None:
         return None
+    if timestamp_error(start) is not None or timestamp_error(end) is not None:
+        return None  # not a time Prometheus accepts (inf, NaN, -1e308): range unknown
     spans = _spans_of(query)
     if not spans:
         return None
@@ -123,7 +126,12 @@ def _spans_of(query: str) -> tuple[_Span, ...] | None:
     negative_at = _NEGATIVE_AT.search(query) is not None
     try:
         expr = _guarded(promql_parser.parse, query)
-        return tuple(_selector_spans(expr, (), 0.0, negative_at))
+        # Reading the AST can fail too: `x[100000000y]` parses, but its
+        # range does not fit the extension's timedelta and raises on access.
+        spans: tuple[_Span, ...] = _guarded(
+            lambda _: tuple(_selector_spans(expr, (), 0.0, negative_at)), ""
+        )
+        return spans
     except _Unclassifiable:
         return None
 

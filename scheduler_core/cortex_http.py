@@ -14,13 +14,13 @@ protobuf messages, so it stays independent of the generated code.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import parse_qsl, urlsplit
 
+from scheduler_core.bounds import duration_error, timestamp_error
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY
 
 __all__ = [
@@ -92,7 +92,8 @@ def parse_prometheus_time(value: str) -> float | None:
         seconds = float(text)
     except ValueError:
         return _parse_rfc3339(text)
-    return seconds if math.isfinite(seconds) else None
+    # Beyond Prometheus' minTime/maxTime (or inf, NaN) the time is unknown.
+    return seconds if timestamp_error(seconds) is None else None
 
 
 def parse_duration_seconds(value: str) -> float | None:
@@ -106,12 +107,13 @@ def parse_duration_seconds(value: str) -> float | None:
         match = _DURATION.fullmatch(text)
         if match is None or not any(match.groups()):
             return None
-        return sum(
+        seconds = sum(
             int(amount) * unit
             for amount, unit in zip(match.groups(), _DURATION_UNITS, strict=True)
             if amount
         )
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    # A step Prometheus would refuse (beyond Go's time.Duration) is unknown.
+    return seconds if seconds >= 0 and duration_error(seconds) is None else None
 
 
 def component_hint(dimensions: Sequence[str]) -> str | None:

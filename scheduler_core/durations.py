@@ -1,4 +1,10 @@
-"""Prometheus duration strings ("1h30m", "2h", "0s") to seconds and back."""
+"""Prometheus duration strings ("1h30m", "2h", "0s") to seconds and back.
+
+A duration Cortex could not load (beyond Go's time.Duration, about 292
+years: `scheduler_core.bounds`) is refused here, whether spelled as a string
+or as a number of seconds; `format_duration` takes any float, so a message
+about a value never fails to print.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,11 @@ import math
 
 import re2
 
+from scheduler_core.bounds import MAX_DURATION_SECONDS, duration_error
+
 __all__ = ["InvalidDuration", "format_duration", "parse_duration"]
+
+_MAX_DURATION_MS = int(MAX_DURATION_SECONDS * 1000)
 
 _MS = 0.001
 # Prometheus units, largest first; the flag says the unit is only printed
@@ -35,8 +45,10 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise InvalidDuration(f"not a duration: {value!r}")
     if isinstance(value, int | float):
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise InvalidDuration(f"not a finite duration: {value!r}")
+        if (problem := duration_error(value)) is not None:
+            raise InvalidDuration(f"duration out of range: {_shown(value)} {problem}")
         return float(value)
     if not isinstance(value, str):
         raise InvalidDuration(f"not a duration: {value!r}")
@@ -45,16 +57,37 @@ def parse_duration(value: object) -> float:
     match = _DURATION_RE.fullmatch(value) if value else None
     if match is None:
         raise InvalidDuration(f'not a valid duration string: "{value}" (e.g. "2h", "1h30m", "0s")')
-    total_ms = sum(
-        int(group) * mult
-        for group, (_, mult, _) in zip(match.groups(), _UNITS, strict=True)
-        if group is not None
-    )
+    # A number of more than 19 digits is out of range in any unit, and
+    # int() of thousands of digits would itself refuse (and cost) too much.
+    groups = match.groups()
+    too_long = any(group is not None and len(group) > 19 for group in groups)
+    total_ms = 0
+    if not too_long:
+        total_ms = sum(
+            int(group) * mult
+            for group, (_, mult, _) in zip(groups, _UNITS, strict=True)
+            if group is not None
+        )
+    if too_long or total_ms > _MAX_DURATION_MS:
+        shown = value if len(value) <= 40 else f"{value[:37]}..."
+        raise InvalidDuration(f'duration out of range: "{shown}" {duration_error(math.inf)}')
     return total_ms * _MS
 
 
+def _shown(value: float) -> str:
+    """A number short enough for a message (repr of a huge int may even refuse)."""
+    if isinstance(value, int) and value.bit_length() > 100:
+        return f"a number of about {int(value.bit_length() * 0.30103)} digits"
+    return repr(value)
+
+
 def format_duration(seconds: float) -> str:
-    """The canonical Prometheus spelling of a duration, to the millisecond."""
+    """The canonical Prometheus spelling of a duration, to the millisecond.
+
+    Total over floats: infinities and NaN print as "+Inf", "-Inf", "NaN".
+    """
+    if not math.isfinite(seconds * 1000):
+        return "NaN" if math.isnan(seconds) else ("-Inf" if seconds < 0 else "+Inf")
     ms = round(abs(seconds) * 1000)
     if ms == 0:
         return "0s"

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from scheduler_core.bounds import INT64_MAX, int64_error
 from scheduler_core.durations import InvalidDuration, parse_duration
 from scheduler_core.errors import FieldError
 
@@ -68,18 +69,30 @@ def integer(value: object, path: str, errs: Collector, minimum: int | None = Non
     if isinstance(value, bool) or not isinstance(value, int):
         errs.add(path, f"must be an integer, got {type(value).__name__}")
         return None
+    # Cortex keeps every count and priority in an int64: a larger one is a
+    # file it cannot load, so it is refused here rather than exported.
+    if (problem := int64_error(value)) is not None:
+        errs.add(path, problem if value.bit_length() <= 100 else "must fit a 64-bit integer")
+        return None
     if minimum is not None and value < minimum:
         errs.add(path, f"must be >= {minimum}, got {value}")
         return None
     return value
 
 
-def number(value: object, path: str, errs: Collector) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+def number(value: object, path: str, errs: Collector, maximum: float = INT64_MAX) -> float | None:
+    """A finite, non-negative number, at most `maximum` (default: int64's range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         errs.add(path, f"must be a finite number, got {value!r}")
+        return None
+    if (isinstance(value, int) and value.bit_length() > 100) or not math.isfinite(value):
+        errs.add(path, f"must be a finite number at most {maximum:g}")
         return None
     if value < 0:
         errs.add(path, f"must not be negative, got {value}")
+        return None
+    if value > maximum:
+        errs.add(path, f"must be at most {maximum:g}, got {value:g}")
         return None
     return value
 

@@ -215,7 +215,8 @@ def _ago(now: float, t: float) -> str:
 
 
 def _floor_minute(t: float) -> float:
-    return math.floor(t / 60.0) * 60.0
+    # floor() refuses infinities and NaN; such a threshold compares as itself.
+    return math.floor(t / 60.0) * 60.0 if math.isfinite(t) else t
 
 
 def _window_checks(

@@ -1,0 +1,105 @@
+"""What Cortex itself can load: the bounds on every number a client may send.
+
+A value the validator or a protocol accepts is later formatted, compared,
+exported as runtime-config YAML a real Cortex must load, and used in the
+arithmetic of classification, so it must fit the types Cortex keeps it in:
+durations in Go's `time.Duration` (int64 nanoseconds, about 292 years),
+counts and priorities in int64, timestamps within the range Prometheus' HTTP
+API parses (its `minTime`/`maxTime`, about 292 million years either side of
+1970), tenant IDs at most 150 characters (Cortex's `tenant.ValidTenantID`).
+Nothing here imports the rest of the package, so every layer can share one
+set of limits, and `request_times_error` is the one check enqueue (both
+protocols) and explain apply to a request's start, end and step.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_DURATION_SECONDS",
+    "MAX_DURATION_TEXT",
+    "MAX_TENANT_ID_LENGTH",
+    "MAX_TIMESTAMP",
+    "MIN_TIMESTAMP",
+    "TimesError",
+    "duration_error",
+    "int64_error",
+    "request_times_error",
+    "timestamp_error",
+]
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+# Go's time.Duration is int64 nanoseconds; durations here are kept to the
+# millisecond (Prometheus' resolution), so the largest is 2562047h47m16s854ms.
+MAX_DURATION_SECONDS = (INT64_MAX // 1_000_000) / 1000
+MAX_DURATION_TEXT = "2562047h47m16s854ms"
+# Prometheus' API: minTime = time.Unix(math.MinInt64/1000+62135596801, 0),
+# maxTime = time.Unix(math.MaxInt64/1000-62135596801, 999999999); so a
+# timestamp in milliseconds always fits int64.
+MAX_TIMESTAMP = float(INT64_MAX // 1000 - 62135596801)
+MIN_TIMESTAMP = -MAX_TIMESTAMP
+# Cortex's `tenant.ValidTenantID` (pkg/tenant): at most 150 characters.
+MAX_TENANT_ID_LENGTH = 150
+
+
+def int64_error(value: int) -> str | None:
+    """Why an integer does not fit int64, or None."""
+    if INT64_MIN <= value <= INT64_MAX:
+        return None
+    return f"must fit a 64-bit integer ({INT64_MIN} to {INT64_MAX}), got {value}"
+
+
+def _within(value: float, low: float, high: float) -> bool:
+    # An int too large for a float (JSON allows 1e400 written out) is out.
+    if isinstance(value, int):
+        return low <= value <= high
+    return math.isfinite(value) and low <= value <= high
+
+
+def duration_error(seconds: float) -> str | None:
+    """Why a duration in seconds is not a Go time.Duration, or None."""
+    if _within(seconds, -MAX_DURATION_SECONDS, MAX_DURATION_SECONDS):
+        return None
+    return f"must be at most {MAX_DURATION_TEXT} (about 292 years, the largest Go time.Duration)"
+
+
+def timestamp_error(seconds: float) -> str | None:
+    """Why unix seconds are not a time Prometheus' API accepts, or None."""
+    if _within(seconds, MIN_TIMESTAMP, MAX_TIMESTAMP):
+        return None
+    return f"must be unix seconds between {MIN_TIMESTAMP:.0f} and {MAX_TIMESTAMP:.0f}"
+
+
+class TimesError(ValueError):
+    """A request's start, end or step is out of bounds; `field` names which."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def request_times_error(
+    start: float | None, end: float | None, step: float | None
+) -> TimesError | None:
+    """The first problem with a request's times, or None.
+
+    Prometheus refuses an end before the start and a step that is not
+    positive; both protocols' enqueue and the explain call ask this one
+    function, so they can never disagree about what a request may say.
+    """
+    for field, value in (("start", start), ("end", end)):
+        if value is not None and (problem := timestamp_error(value)) is not None:
+            return TimesError(field, f"{field} {problem}")
+    if start is not None and end is not None and start > end:
+        return TimesError("start", "start must not be after end")
+    if step is not None:
+        if not _within(step, 0, math.inf) or step <= 0:
+            return TimesError("step", "step must be a positive number of seconds")
+        if (problem := duration_error(step)) is not None:
+            return TimesError("step", f"step {problem}")
+    return None
