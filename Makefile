@@ -83,7 +83,7 @@ demo: migrate static demo-user
 	$(PY) manage.py loadgen --url http://$(HOST):$(PORT) --grpc 127.0.0.1:$(GRPC_PORT) & loadgen_pid=$$!; \
 	wait $$daphne_pid
 
-# Debian packages the tests need (Chromium, redis-server, postgresql), installed
+# Debian packages the tests need (Chromium, redis-server, postgresql, prometheus), installed
 # only where missing; the script says what it found. Make builds prerequisites
 # left to right, so python3-venv is there before the venv. `make demo` needs none.
 test-deps:

@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.cluster.replicas import (
@@ -32,7 +32,14 @@ from api.cluster.replicas import (
 )
 from scheduler_core.snapshot import QueueSnapshot
 
-__all__ = ["PUBLISH_SECONDS", "STALE_SECONDS", "ReplicaBoard", "get_board", "publish_loop"]
+__all__ = [
+    "MISSING_MEMORY_SECONDS",
+    "PUBLISH_SECONDS",
+    "STALE_SECONDS",
+    "ReplicaBoard",
+    "get_board",
+    "publish_loop",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +50,62 @@ STALE_SECONDS = 3.0
 KEY_TTL_SECONDS = 5
 
 
+# A replica that stopped publishing without withdrawing (crashed, hung, or
+# scaled away without a graceful stop) is reported missing for this long
+# after its last summary; the registry itself forgets it after a minute.
+MISSING_MEMORY_SECONDS = 900.0
+# The registry prunes members a minute after their last publish; one that
+# left it sooner withdrew itself (graceful shutdown) and is not missing.
+_PRUNE_AFTER = 60.0
+
+
 class ReplicaBoard:
-    """Peers' latest summaries in this process; read by views without any I/O."""
+    """Peers' latest summaries in this process; read by views without any I/O.
+
+    `last_seen` (replica -> wall time of its last publish, from the registry's
+    scores) outlives the registry entry, so `replica_states` can report a
+    replica that vanished without a graceful withdrawal as missing (the
+    `queue_inspector_replica_up` gauge) for `MISSING_MEMORY_SECONDS`.
+    """
 
     def __init__(self, own_id: str | None = None) -> None:
         self.own_id = own_id or replica_id()
         self.peers: tuple[PeerSummary, ...] = ()
+        self.last_seen: dict[str, float] = {}
+        # Wall time of the last successful registry read; peers are only
+        # judged while it is fresh (Redis down: we know nothing of them).
+        self.registry_at: float | None = None
+
+    def note_registry(self, members: Mapping[str, float], wall_now: float) -> None:
+        """Remember each registered peer's last publish; forget withdrawn ones."""
+        seen = self.last_seen
+        for replica, at in members.items():
+            if replica != self.own_id and at > seen.get(replica, 0.0):
+                seen[replica] = at
+        for replica in list(seen):
+            if replica in members:
+                continue
+            age = wall_now - seen[replica]
+            # Gone from the registry before the prune age: it withdrew itself.
+            if age < _PRUNE_AFTER - 2 * PUBLISH_SECONDS or age > MISSING_MEMORY_SECONDS:
+                del seen[replica]
+        self.registry_at = wall_now
+
+    def replica_states(self, wall_now: float | None = None) -> list[tuple[str, bool]]:
+        """(replica, up) for this replica and every peer it knows, sorted by name.
+
+        Up means a summary fresher than `STALE_SECONDS`; a peer that
+        published within `MISSING_MEMORY_SECONDS` and did not withdraw is down.
+        """
+        wall_now = time.time() if wall_now is None else wall_now
+        states = {self.own_id: True}
+        if self.registry_at is not None and wall_now - self.registry_at <= STALE_SECONDS:
+            fresh = {p.replica for p in self.fresh_peers(wall_now)}
+            for replica in self.last_seen:
+                states[replica] = replica in fresh
+            for replica in fresh:
+                states[replica] = True
+        return sorted(states.items())
 
     def fresh_peers(self, wall_now: float) -> tuple[PeerSummary, ...]:
         return tuple(p for p in self.peers if wall_now - p.at <= STALE_SECONDS)
@@ -112,11 +169,13 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
         # Registry entries of replicas gone for a minute are pruned; the TTL
         # on their keys already hides them from readers.
         pipe.zremrangebyscore(registry, "-inf", wall - 60)
-        pipe.zrange(registry, 0, -1)
+        pipe.zrange(registry, 0, -1, withscores=True)
         *_, members = await pipe.execute()
-    others = [m.decode() for m in members if m.decode() != board.own_id]
+    registered = {m.decode(): float(at) for m, at in members}
+    others = [m for m in registered if m != board.own_id]
     values = await client.mget([_keys(prefix, m)[0] for m in others]) if others else []
     board.accept(values)
+    board.note_registry(registered, wall)
 
 
 async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:

@@ -5,12 +5,17 @@ events happen; gauges (queue length, connected clients, in-flight requests)
 are computed from `runtime.snapshot()` at scrape time by a custom collector,
 so they can never drift from the queue. The view is async so the snapshot is
 taken on the runtime's own loop, never from a worker thread.
+
+Mimir's newest queue signals are cheap here too: the oldest wait comes from
+the leaf heads the snapshot already reads, and the per-tenant peak queue
+length since the last scrape is a running maximum the observer raises on
+each enqueue (one dict look-up) and the scrape reseeds, never a scan.
 """
 
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -20,11 +25,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
 
+from api.cluster import replica_board
 from api.wire import runtime_host
 from scheduler_core.model import Request
 from scheduler_core.snapshot import QueueSnapshot
 
-__all__ = ["REGISTRY", "MetricsObserver", "SnapshotCollector", "metrics_view"]
+__all__ = ["REGISTRY", "MetricsObserver", "QueuePeaks", "SnapshotCollector", "metrics_view"]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -57,11 +63,42 @@ QUEUE_DURATION = Histogram(
 )
 
 
+class QueuePeaks:
+    """Each tenant's peak queue length since the last scrape (Mimir's semantics).
+
+    `note` raises a running maximum; `collect` reports max(peak, standing
+    depth) for every tenant seen and starts the next window at the standing
+    depth, so a burst that drained between two scrapes is still reported,
+    and a drained tenant is reported 0 once, then dropped.
+    """
+
+    def __init__(self) -> None:
+        self._peak: dict[str, int] = {}
+
+    def note(self, tenant_id: str, length: int) -> None:
+        if length > self._peak.get(tenant_id, 0):
+            self._peak[tenant_id] = length
+
+    def collect(self, standing: Mapping[str, int]) -> list[tuple[str, int]]:
+        out = {t: max(p, standing.get(t, 0)) for t, p in self._peak.items()}
+        for tenant, length in standing.items():
+            if length > 0 and tenant not in out:
+                out[tenant] = length
+        self._peak = {t: standing.get(t, 0) for t, value in out.items() if value > 0}
+        return sorted(out.items())
+
+
+PEAKS = QueuePeaks()
+
+
 class MetricsObserver:
     """Runtime observer that counts events into the registry."""
 
     def on_enqueued(self, request: Request) -> None:
         ENQUEUED.labels(request.tenant_id, str(request.priority)).inc()
+        if runtime_host.started():
+            tenant = request.tenant_id
+            PEAKS.note(tenant, runtime_host.get_runtime().queue.tenant_length(tenant))
 
     def on_rejected(self, request: Request, reason: str) -> None:
         DISCARDED.labels(request.tenant_id, str(request.priority)).inc()
@@ -75,6 +112,58 @@ class MetricsObserver:
 
 def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, labels=labels)
+
+
+def signal_families(
+    snap: QueueSnapshot | None,
+    peaks: QueuePeaks,
+    replicas: list[tuple[str, bool]],
+) -> list[GaugeMetricFamily]:
+    """Mimir's newest queue signals plus the gauges our alert rules need.
+
+    `cortex_query_scheduler_queue_max_wait_seconds` has no labels, as in
+    Mimir (one series per scheduler); the peak has Mimir's `user` label. The
+    `queue_inspector_*` gauges are ours: how long each reserved querier has
+    sat idle, and which replicas this one sees up (deploy/prometheus/alerts.yaml).
+    """
+    max_wait = _gauge(
+        "cortex_query_scheduler_queue_max_wait_seconds",
+        "How long the oldest request still waiting in the queue has waited (0 when empty).",
+    )
+    peak = _gauge(
+        "cortex_query_scheduler_max_queue_length",
+        "Maximum number of queries observed in a tenant's queue since the last "
+        "metric collection (reset on each scrape).",
+        ["user"],
+    )
+    reserved_idle = _gauge(
+        "queue_inspector_reserved_querier_idle_seconds",
+        "How long a querier holding a reservation has had no busy worker.",
+        ["querier"],
+    )
+    replica_up = _gauge(
+        "queue_inspector_replica_up",
+        "1 for this replica and each peer publishing its summary; 0 for a peer that "
+        "stopped publishing without a graceful withdrawal (remembered 15 minutes).",
+        ["replica"],
+    )
+    standing: dict[str, int] = {}
+    oldest = None
+    if snap is not None:
+        for leaf in snap.leaves:
+            standing[leaf.tenant_id] = standing.get(leaf.tenant_id, 0) + leaf.length
+            if leaf.length and (oldest is None or leaf.oldest_enqueued_at < oldest):
+                oldest = leaf.oldest_enqueued_at
+        for querier in snap.queriers:
+            if querier.reserved_idle and querier.connected and querier.workers:
+                idle_since = max(w.since for w in querier.workers)
+                reserved_idle.add_metric([querier.querier_id], max(0.0, snap.taken_at - idle_since))
+    max_wait.add_metric([], 0.0 if oldest is None or snap is None else snap.taken_at - oldest)
+    for tenant, value in peaks.collect(standing):
+        peak.add_metric([tenant], value)
+    for replica, up in replicas:
+        replica_up.add_metric([replica], 1.0 if up else 0.0)
+    return [max_wait, peak, reserved_idle, replica_up]
 
 
 def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeMetricFamily]:
@@ -127,6 +216,7 @@ class SnapshotCollector(Collector):
             snap = host.runtime.snapshot()
             frontends = host.frontend_clients
         yield from snapshot_families(snap, frontends)
+        yield from signal_families(snap, PEAKS, replica_board.get_board().replica_states())
 
     def describe(self) -> list[Any]:
         return []  # unchecked collector: its families depend on the queue

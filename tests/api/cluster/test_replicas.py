@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from api.cluster.replica_board import STALE_SECONDS, ReplicaBoard
+from api.cluster.replica_board import MISSING_MEMORY_SECONDS, STALE_SECONDS, ReplicaBoard
 from api.cluster.replica_frontends import ReplicaFrontends
 from api.cluster.replicas import (
     MalformedSummary,
@@ -281,3 +281,39 @@ def test_local_waits_keep_microseconds_so_fast_dispatch_is_not_shown_as_a_rounde
     p50, p99, samples = local_stats(stats, frontends=0)["wait_by_component"]["ingester"]
     assert samples == 10
     assert 2e-5 < p50 <= 4e-5 and 2e-5 < p99 <= 4e-5
+
+
+def test_a_peer_that_stops_publishing_without_withdrawing_is_reported_down() -> None:
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL)])
+    board.note_registry({"a": WALL, "b": WALL}, WALL)
+    assert board.replica_states(WALL) == [("a", True), ("b", True)]
+    # b crashed: still registered, its summary gone.
+    later = WALL + 10
+    board.accept([None])
+    board.note_registry({"a": later, "b": WALL}, later)
+    assert board.replica_states(later) == [("a", True), ("b", False)]
+    # The registry prunes it after a minute; it is still remembered as down.
+    pruned = WALL + 120
+    board.note_registry({"a": pruned}, pruned)
+    assert board.replica_states(pruned) == [("a", True), ("b", False)]
+    # ... until MISSING_MEMORY_SECONDS after its last summary.
+    gone = WALL + MISSING_MEMORY_SECONDS + 1
+    board.note_registry({"a": gone}, gone)
+    assert board.replica_states(gone) == [("a", True)]
+
+
+def test_a_peer_that_withdrew_gracefully_is_not_reported_missing() -> None:
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL)])
+    board.note_registry({"a": WALL, "b": WALL}, WALL)
+    board.accept([])
+    board.note_registry({"a": WALL + 2}, WALL + 2)
+    assert board.replica_states(WALL + 2) == [("a", True)]
+
+
+def test_without_a_fresh_registry_read_only_this_replica_is_reported() -> None:
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL)])
+    board.note_registry({"a": WALL, "b": WALL}, WALL)
+    assert board.replica_states(WALL + STALE_SECONDS + 1) == [("a", True)]

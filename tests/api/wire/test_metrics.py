@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from django.test import AsyncClient
 
-from api.wire import metrics  # noqa: F401 - importing registers the observer
+from api.cluster.replicas import replica_id
+from api.wire import metrics  # importing registers the observer
 from scheduler_core.errors import TooManyRequests
-from scheduler_core.model import QueryPriority, Request, TenantLimits
+from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,3 +69,61 @@ async def test_metrics_can_require_a_login(host: Any, settings: Any) -> None:
     settings.METRICS_REQUIRE_LOGIN = True
     response = await AsyncClient().get("/metrics")
     assert response.status_code == 401
+
+
+async def test_the_oldest_wait_is_the_age_of_the_oldest_queued_request(host: Any) -> None:
+    runtime = host.runtime
+    text = await scrape()
+    assert "cortex_query_scheduler_queue_max_wait_seconds 0.0" in text
+    runtime.enqueue(Request(id="w1", tenant_id="m-wait"))
+    text = await scrape()
+    line = next(
+        ln
+        for ln in text.splitlines()
+        if ln.startswith("cortex_query_scheduler_queue_max_wait_seconds ")
+    )
+    assert float(line.split()[1]) > 0.0
+
+
+def test_the_peak_queue_length_outlives_a_burst_drained_between_scrapes() -> None:
+    peaks = metrics.QueuePeaks()
+    for length in (1, 2, 3):
+        peaks.note("a", length)
+    # Drained to 1 before the scrape: the window's peak, 3, is reported.
+    assert peaks.collect({"a": 1, "b": 2}) == [("a", 3), ("b", 2)]
+    # The next window starts at the standing depth.
+    assert peaks.collect({"a": 0}) == [("a", 1), ("b", 2)]
+    # A drained tenant is reported 0 once, then dropped.
+    assert peaks.collect({}) == [("a", 0), ("b", 0)]
+    assert peaks.collect({}) == []
+
+
+async def test_the_peak_queue_length_is_exported_per_tenant(host: Any) -> None:
+    runtime = host.runtime
+    worker = runtime.connect_querier("m-peak-q")
+    for n in range(3):
+        runtime.enqueue(Request(id=f"pk{n}", tenant_id="m-peak"))
+    await runtime.next_request("m-peak-q", worker)
+    text = await scrape()
+    assert 'cortex_query_scheduler_max_queue_length{user="m-peak"} 3.0' in text
+    text = await scrape()
+    assert 'cortex_query_scheduler_max_queue_length{user="m-peak"} 2.0' in text
+
+
+async def test_a_reserved_idle_querier_reports_how_long_it_has_been_idle(host: Any) -> None:
+    runtime = host.runtime
+    runtime.set_tenant_limits(
+        "m-res",
+        TenantLimits(
+            query_priority=QueryPriority(
+                enabled=True,
+                priorities=[PriorityDef(priority=5, reserved_queriers=1, query_attributes=[])],
+            )
+        ),
+    )
+    runtime.connect_querier("m-res-q1")
+    runtime.connect_querier("m-res-q2")
+    text = await scrape()
+    assert 'queue_inspector_reserved_querier_idle_seconds{querier="m-res-q1"}' in text
+    assert 'querier="m-res-q2"' not in text
+    assert f'queue_inspector_replica_up{{replica="{replica_id()}"}} 1.0' in text
