@@ -15,6 +15,9 @@ Invariants:
 - The worker commits; then THIS process calls `config_events.publish`,
   because the running scheduler (and, through it, other replicas) listens
   here. The worker's own publish has no subscribers.
+- The worker never outlives this process: it exits when its parent dies,
+  `kill -9` included (`api.rest.offload_boot`), and so, with it, does
+  multiprocessing's resource tracker.
 - A worker that dies mid-import gives `ImportWorkerDied` (503) and the pool
   is replaced (had it committed, the scheduler's reconcile-by-version loop
   applies that version without the publish); a worker found dead before the job was handed over is
@@ -25,9 +28,10 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -197,8 +201,19 @@ def _worker_import(job: ImportJob) -> ImportOutcome:
         close_old_connections()
 
 
+# A ProcessPoolExecutor starts its worker in the thread that submits, and
+# Linux sends the parent-death signal when *that thread* exits: request
+# threads come and go, so every submit goes through this one thread, which
+# lives as long as the process (see `api.rest.offload_boot`).
+_launcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-worker-launcher")
+
+
 class ImportWorker:
-    """One lazily spawned worker process, replaced whenever it dies."""
+    """One lazily spawned worker process, replaced whenever it dies.
+
+    The worker exits by itself when this process dies, even by `kill -9`
+    (`offload_boot.exit_with_parent`), so no orphan is left running.
+    """
 
     def __init__(self, database_name: str) -> None:
         self.database_name = database_name
@@ -212,9 +227,13 @@ class ImportWorker:
                     max_workers=1,
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=worker_init,
-                    initargs=(self.database_name,),
+                    initargs=(self.database_name, os.getpid()),
                 )
             return self._executor
+
+    @staticmethod
+    def _submit(executor: ProcessPoolExecutor, function: Callable[..., T], *args: Any) -> Any:
+        return _launcher.submit(executor.submit, function, *args).result()
 
     def _discard(self, executor: ProcessPoolExecutor) -> None:
         with self._lock:
@@ -226,13 +245,13 @@ class ImportWorker:
         """`function(*args)` in the worker; raises `ImportWorkerDied` if it dies."""
         executor = self._pool()
         try:
-            future = executor.submit(function, *args)
+            future = self._submit(executor, function, *args)
         except BrokenProcessPool:
             # Died while idle: the job never reached it, so a new one may run it.
             log.warning("the import worker process had died; starting a new one")
             self._discard(executor)
             executor = self._pool()
-            future = executor.submit(function, *args)
+            future = self._submit(executor, function, *args)
         try:
             return future.result()
         except BrokenProcessPool as exc:

@@ -1,0 +1,48 @@
+"""Process helpers for the tests that kill servers: who is alive, who descends from whom.
+
+Read from /proc (Linux), so a zombie, which no longer runs and holds no
+memory, counts as gone: in a container whose PID 1 does not reap, a killed
+orphan stays a zombie for good.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["descendants", "process_alive"]
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: split after the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
+
+
+def process_alive(pid: int) -> bool:
+    """Whether the process exists and is not a zombie."""
+    found = _stat(pid)
+    return found is not None and found[0] not in ("Z", "X")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, grandchildren, ...)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        found = _stat(int(entry))
+        if found is not None and found[0] not in ("Z", "X"):
+            children.setdefault(found[1], []).append(int(entry))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return sorted(out)
