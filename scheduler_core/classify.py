@@ -5,14 +5,19 @@
 its range (or the lookback delta for an instant selector), minus offsets;
 enclosing subqueries widen the window by their range and offset, and an `@`
 pins the evaluation time (an `@` on a subquery discards what enclosing
-subqueries added). `component_for` is Mimir's frontend rule built on
+subqueries added). As in Prometheus 3 (which current Cortex vendors), the
+sample exactly at `t - lookback` (instant selectors) or `t - range` (range
+selectors) is not read, so each selector's range starts 1 ms after that
+point; ranges are computed in integer milliseconds, as Prometheus does, so
+that boundary is exact. `component_for` is Mimir's frontend rule built on
 `ShouldQueryIngesters` / `ShouldQueryBlockStore`.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +41,8 @@ EXPRESSION_API_TYPES = frozenset({"query", "query_range"})
 _TIME_RANGE_API_TYPES = frozenset({"series", "labels", "label_values", "metadata"})
 _HOUR = 3600.0
 _NEGATIVE_AT = re2.compile(r"@\s*-")
+# Go's int64 milliseconds span about 292 million years either side of 1970.
+_MAX_SECONDS = 9.2e15
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +55,11 @@ class Classification:
 
 @dataclass(frozen=True, slots=True)
 class _Subquery:
-    """One enclosing subquery: its range, its offset, its `@` anchor if any."""
+    """One enclosing subquery: its range and offset (ms), its `@` anchor if any."""
 
-    range: float
-    offset: float
-    anchor: tuple[str, float] | None
+    range: int
+    offset: int
+    anchor: tuple[str, int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +69,14 @@ class _Span:
     `anchor` is "eval" (the request's start..end), "start" or "end" (an `@
     start()`/`@ end()` pins both sides there) or "abs" (an `@` at `at`).
     Keeping spans relative lets one parse serve every time range the same
-    query text is asked for, which is how dashboards ask.
+    query text is asked for, which is how dashboards ask. Every number is
+    integer milliseconds.
     """
 
     anchor: str
-    at: float
-    before_start: float
-    before_end: float
+    at: int
+    before_start: int
+    before_end: int
     lookback: bool
 
 
@@ -101,19 +109,36 @@ def select_range(
     spans = _spans_of(query)
     if not spans:
         return None
+    try:
+        start_ms, end_ms, lookback_ms = _ms(start), _ms(end), _ms(lookback_delta)
+    except _Unclassifiable:
+        return None
     lows, highs = [], []
     for span in spans:
         if span.anchor == "eval":
-            low, high = start, end
+            low, high = start_ms, end_ms
         elif span.anchor == "start":
-            low = high = start
+            low = high = start_ms
         elif span.anchor == "end":
-            low = high = end
+            low = high = end_ms
         else:
             low = high = span.at
-        lows.append(low - span.before_start - (lookback_delta if span.lookback else 0.0))
+        # Prometheus 3 reads (t - lookback, t] and (t - range, t]: the sample
+        # exactly at the lower bound is excluded, once per selector.
+        lows.append(low - span.before_start - (lookback_ms if span.lookback else 0) + 1)
         highs.append(high - span.before_end)
-    return min(lows), max(highs)
+    return min(lows) / 1000.0, max(highs) / 1000.0
+
+
+def _ms(seconds: float) -> int:
+    """Integer milliseconds, as Prometheus times and durations are.
+
+    A time beyond what Prometheus can represent (or not finite) makes the
+    request's range unknown rather than raising.
+    """
+    if not math.isfinite(seconds) or abs(seconds) > _MAX_SECONDS:
+        raise _Unclassifiable(f"time out of range: {seconds!r}")
+    return round(seconds * 1000.0)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -129,7 +154,7 @@ def _spans_of(query: str) -> tuple[_Span, ...] | None:
         # Reading the AST can fail too: `x[100000000y]` parses, but its
         # range does not fit the extension's timedelta and raises on access.
         spans: tuple[_Span, ...] = _guarded(
-            lambda _: tuple(_selector_spans(expr, (), 0.0, negative_at)), ""
+            lambda _: tuple(_selector_spans(expr, (), 0, negative_at)), ""
         )
         return spans
     except _Unclassifiable:
@@ -151,21 +176,21 @@ def _guarded(call: Callable[[str], Any], arg: str) -> Any:
 
 
 def _selector_spans(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, negative_at: bool
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: int, negative_at: bool
 ) -> Iterator[_Span]:
     """Depth-first over the AST, carrying the enclosing subqueries from the root."""
     if isinstance(node, promql_parser.VectorSelector):
         yield _span(node, subqueries, eval_range, negative_at)
     elif isinstance(node, promql_parser.MatrixSelector):
         yield from _selector_spans(
-            node.vector_selector, subqueries, _seconds(node.range), negative_at
+            node.vector_selector, subqueries, _millis(node.range), negative_at
         )
     elif isinstance(node, promql_parser.SubqueryExpr):
-        sub = _Subquery(_seconds(node.range), _seconds(node.offset), _anchor(node.at, negative_at))
-        yield from _selector_spans(node.expr, (*subqueries, sub), 0.0, negative_at)
+        sub = _Subquery(_millis(node.range), _millis(node.offset), _anchor(node.at, negative_at))
+        yield from _selector_spans(node.expr, (*subqueries, sub), 0, negative_at)
     else:
         for child in _children(node):
-            yield from _selector_spans(child, subqueries, 0.0, negative_at)
+            yield from _selector_spans(child, subqueries, 0, negative_at)
 
 
 def _children(node: Any) -> list[Any]:
@@ -181,11 +206,11 @@ def _children(node: Any) -> list[Any]:
 
 
 def _span(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: float, negative_at: bool
+    node: Any, subqueries: tuple[_Subquery, ...], eval_range: int, negative_at: bool
 ) -> _Span:
     """Prometheus' `getTimeRangesForSelector` for one selector, kept relative."""
-    sub_offset = sub_range = 0.0
-    anchor: tuple[str, float] = ("eval", 0.0)
+    sub_offset = sub_range = 0
+    anchor: tuple[str, int] = ("eval", 0)
     for sub in subqueries:
         if sub.anchor is not None:
             # An `@` on a subquery makes everything inside it absolute, so
@@ -196,10 +221,10 @@ def _span(
             sub_range += sub.range
     own = _anchor(node.at, negative_at)
     if own is not None:
-        anchor, before_start, before_end = own, 0.0, 0.0
+        anchor, before_start, before_end = own, 0, 0
     else:
         before_start, before_end = sub_offset + sub_range, sub_offset
-    offset = _seconds(node.offset)
+    offset = _millis(node.offset)
     return _Span(
         anchor=anchor[0],
         at=anchor[1],
@@ -209,19 +234,19 @@ def _span(
     )
 
 
-def _seconds(delta: Any) -> float:
-    return 0.0 if delta is None else float(delta.total_seconds())
+def _millis(delta: Any) -> int:
+    return 0 if delta is None else _ms(float(delta.total_seconds()))
 
 
-def _anchor(modifier: Any, negative_at: bool) -> tuple[str, float] | None:
+def _anchor(modifier: Any, negative_at: bool) -> tuple[str, int] | None:
     """Where an `@` modifier pins evaluation; `start()`/`end()` stay relative."""
     if modifier is None:
         return None
     kind = modifier.type
     if kind == promql_parser.AtModifierType.Start:
-        return ("start", 0.0)
+        return ("start", 0)
     if kind == promql_parser.AtModifierType.End:
-        return ("end", 0.0)
+        return ("end", 0)
     # promql-parser prints a negative `@` as 0 and panics (noisily, on
     # stderr) when asked for it, so a possible negative `@` is refused first.
     if negative_at and str(modifier) == "@ 0.000":
@@ -229,7 +254,7 @@ def _anchor(modifier: Any, negative_at: bool) -> tuple[str, float] | None:
     pinned = _guarded(lambda _: modifier.at, "")
     if pinned is None:
         raise _Unclassifiable("@ modifier without a time")
-    return ("abs", float(pinned.timestamp()))
+    return ("abs", _ms(float(pinned.timestamp())))
 
 
 def component_for(
@@ -278,10 +303,13 @@ def query_info(
     headers: Mapping[str, str],
     lookback_delta: float = 300.0,
     now: float | None = None,
+    matchers: Sequence[str] | None = None,
 ) -> QueryInfo:
     """What priority matching sees of one request.
 
     An instant query with no time is evaluated at `now`, as Cortex does.
+    `matchers` are a metadata call's `match[]` selectors, when the caller
+    has them apart (a forwarded HTTP request); see `QueryInfo.matchers`.
     """
     if api_type == "query":
         at = start if start is not None else end if end is not None else now
@@ -298,6 +326,7 @@ def query_info(
         user_agent=_header(headers, "User-Agent"),
         dashboard_uid=_header(headers, "X-Dashboard-Uid"),
         panel_id=_header(headers, "X-Panel-Id"),
+        matchers=None if matchers is None else tuple(matchers),
     )
 
 
@@ -313,6 +342,7 @@ def classify(
     query_ingesters_within: float = 13 * _HOUR,
     query_store_after: float = 12 * _HOUR,
     lookback_delta: float = 300.0,
+    matchers: Sequence[str] | None = None,
 ) -> Classification:
     """Component and priority-matching view of one request, in one call."""
     info = query_info(
@@ -324,6 +354,7 @@ def classify(
         headers=headers,
         lookback_delta=lookback_delta,
         now=now,
+        matchers=matchers,
     )
     component = component_for(select_pair(info), now, query_ingesters_within, query_store_after)
     return Classification(component, info)

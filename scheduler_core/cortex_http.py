@@ -64,9 +64,10 @@ class ForwardedQuery:
 
     `start`/`end` are unix seconds; an instant query has start == end (its
     `time`, or now when absent). `query` is the PromQL, or for series, labels
-    and label-values calls the `match[]` selectors joined by ",", so priority
-    regexes can match them. `headers` holds only FORWARDED_HEADERS, under
-    their canonical names.
+    and label-values calls the `match[]` selectors joined by "," (for
+    display); `matchers` keeps those selectors apart, since a rule's regex
+    matches a metadata call when it matches any one of them (as Cortex).
+    `headers` holds only FORWARDED_HEADERS, under their canonical names.
     """
 
     api_type: str
@@ -75,6 +76,7 @@ class ForwardedQuery:
     end: float | None = None
     step: float | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    matchers: tuple[str, ...] = ()
 
 
 def api_type_of_path(path: str) -> str:
@@ -142,10 +144,12 @@ def parse_forwarded_request(
     params = _form_params(method, split.query, all_headers.get("content-type", ""), body)
     api_type = api_type_of_path(split.path)
     start, end = _time_range(api_type, params, now)
+    matchers: tuple[str, ...] = ()
     if api_type in ("query", "query_range"):
         query = _first(params, "query")
     else:
-        query = ",".join(params.get("match[]", ()))
+        matchers = tuple(params.get("match[]", ()))
+        query = ",".join(matchers)
     step = parse_duration_seconds(_first(params, "step")) if api_type == "query_range" else None
     kept = {canonical: all_headers.get(lower, "") for lower, canonical in _CANONICAL.items()}
     return ForwardedQuery(
@@ -155,6 +159,7 @@ def parse_forwarded_request(
         end=end,
         step=step,
         headers={name: value for name, value in kept.items() if value},
+        matchers=matchers,
     )
 
 

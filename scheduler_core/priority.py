@@ -28,13 +28,24 @@ from scheduler_core.durations import format_duration
 from scheduler_core.regex import compile_regex
 from scheduler_core.rules import PriorityDef, QueryAttribute, QueryInfo, TimeRange
 
-__all__ = ["METADATA_API_TYPES", "PriorityMatch", "QueryPriority", "RuleReason", "match_priority"]
+__all__ = [
+    "METADATA_API_TYPES",
+    "PriorityMatch",
+    "QueryPriority",
+    "RuleReason",
+    "attribute_reasons",
+    "match_priority",
+]
 
 # Cortex matches these on the request's own start/end and `match[]`
 # selectors, and ignores step, dashboard and panel for them.
 METADATA_API_TYPES: frozenset[str] = frozenset({"series", "labels", "label_values", "metadata"})
-# Cortex short-circuits these patterns, so they match even an empty query.
+# Cortex short-circuits these patterns for expression queries, so they match
+# even an empty query; for metadata calls it short-circuits only `.*`, so a
+# call with no `match[]` is matched by `.*` and by no other regex (`.+`
+# included), and `.+` must match one of the selectors.
 _MATCH_ALL = frozenset({".*", ".+"})
+_METADATA_MATCH_ALL = ".*"
 _SLACK = 60.0
 
 Source = Literal["disabled", "default", "rule"]
@@ -118,6 +129,18 @@ def match_priority(qp: QueryPriority, info: QueryInfo, now: float) -> PriorityMa
     return PriorityMatch(qp.default_priority, None, None, tuple(reasons), "default")
 
 
+def attribute_reasons(
+    attr: QueryAttribute, info: QueryInfo, now: float, rule_index: int | None, index: int
+) -> tuple[bool, tuple[RuleReason, ...]]:
+    """Whether one attribute matches, and why: the same checks priorities use
+    (query rejection shares them, as Cortex's attributes are one type)."""
+    checks = list(_attribute_checks(attr, info, now))
+    reasons = [RuleReason(rule_index, index, c.field, c.matched, c.message) for c in checks]
+    if not checks:
+        reasons.append(RuleReason(rule_index, index, "attribute", False, _empty_reason(attr, info)))
+    return bool(checks) and all(c.matched for c in checks), tuple(reasons)
+
+
 def _empty_reason(attr: QueryAttribute, info: QueryInfo) -> str:
     if attr == QueryAttribute():
         return "no field set, so the attribute matches nothing"
@@ -178,18 +201,33 @@ def _search(pattern: str, text: str) -> bool | str:
 
 
 def _regex_check(pattern: str, info: QueryInfo, metadata: bool) -> _Check:
+    if metadata:
+        return _selectors_check(pattern, info)
     if pattern in _MATCH_ALL:
         return _Check("regex", True, f"regex {pattern!r} matches every query")
-    # For series/labels requests `query` holds their match[] selectors
-    # (joined); Cortex wants one of them to match, so none means no match.
-    where = "match[] selectors" if metadata else "query"
-    if metadata and not info.query:
-        return _Check("regex", False, f"regex {pattern!r}: the request has no match[] selectors")
     outcome = _search(pattern, info.query)
     if isinstance(outcome, str):
         return _Check("regex", False, outcome)
     verdict = "found in" if outcome else "not found in"
-    return _Check("regex", outcome, f"regex {pattern!r} {verdict} {where}")
+    return _Check("regex", outcome, f"regex {pattern!r} {verdict} query")
+
+
+def _selectors_check(pattern: str, info: QueryInfo) -> _Check:
+    """Cortex's metadata matcher: the regex must match one `match[]` selector."""
+    if pattern == _METADATA_MATCH_ALL:
+        return _Check("regex", True, f"regex {pattern!r} matches every request")
+    selectors = info.matchers if info.matchers is not None else (info.query,)
+    selectors = tuple(s for s in selectors if s)
+    if not selectors:
+        return _Check("regex", False, f"regex {pattern!r}: the request has no match[] selectors")
+    for index, selector in enumerate(selectors):
+        outcome = _search(pattern, selector)
+        if isinstance(outcome, str):
+            return _Check("regex", False, outcome)
+        if outcome:
+            which = f"match[] selector {index + 1} of {len(selectors)}"
+            return _Check("regex", True, f"regex {pattern!r} found in {which}")
+    return _Check("regex", False, f"regex {pattern!r} found in none of the match[] selectors")
 
 
 def _user_agent_check(pattern: str, user_agent: str) -> _Check:
@@ -219,6 +257,13 @@ def _floor_minute(t: float) -> float:
     return math.floor(t / 60.0) * 60.0 if math.isfinite(t) else t
 
 
+def _ms(seconds: float) -> float:
+    """Whole milliseconds, as Cortex compares times and durations; total
+    over floats (an infinity or NaN stays itself, so it compares as before)."""
+    ms = seconds * 1000.0  # may overflow to an infinity for a finite 1e306
+    return float(round(ms)) if math.isfinite(ms) else ms
+
+
 def _window_checks(
     window: TimeRange, start: float | None, end: float | None, now: float, what: str
 ) -> Iterator[_Check]:
@@ -228,7 +273,7 @@ def _window_checks(
         threshold = _floor_minute(now - window.min - _SLACK)
         if start is None:
             yield _Check(field, False, f"{field}: {what} range unknown")
-        elif start < threshold:
+        elif _ms(start) < _ms(threshold):
             message = f"{field}: data from {_ago(now, start)} is older than now-{limit}"
             yield _Check(field, False, message)
         else:
@@ -238,7 +283,7 @@ def _window_checks(
         threshold = _floor_minute(now - window.max + _SLACK)
         if end is None:
             yield _Check(field, False, f"{field}: {what} range unknown")
-        elif end > threshold:
+        elif _ms(end) > _ms(threshold):
             message = f"{field}: data up to {_ago(now, end)} is newer than now-{limit}"
             yield _Check(field, False, message)
         else:
@@ -247,11 +292,11 @@ def _window_checks(
 
 def _bounds_check(field: str, value: float, limit: TimeRange, what: str) -> _Check:
     shown = format_duration(value)
-    if limit.min and value < limit.min:
+    if limit.min and _ms(value) < _ms(limit.min):
         return _Check(
             field, False, f"{field}: {what} {shown} is below min {format_duration(limit.min)}"
         )
-    if limit.max and value > limit.max:
+    if limit.max and _ms(value) > _ms(limit.max):
         return _Check(
             field, False, f"{field}: {what} {shown} is above max {format_duration(limit.max)}"
         )
@@ -264,7 +309,9 @@ def _range_check(limit: TimeRange, start: float | None, end: float | None, what:
     # by their own start/end.
     if start is None or end is None:
         return _Check("time_range_limit", False, f"time_range_limit: {what} range unknown")
-    return _bounds_check("time_range_limit", end - start, limit, f"{what} range")
+    # In whole milliseconds, as Cortex subtracts its millisecond times.
+    span = (_ms(end) - _ms(start)) / 1000.0
+    return _bounds_check("time_range_limit", span, limit, f"{what} range")
 
 
 def _step_check(limit: TimeRange, step: float | None) -> _Check:

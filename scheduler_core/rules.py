@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PriorityDef", "QueryAttribute", "QueryInfo", "TimeRange"]
+__all__ = ["PriorityDef", "QueryAttribute", "QueryInfo", "QueryRejection", "TimeRange"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +18,10 @@ class QueryInfo:
 
     `select_start`/`select_end` are the data-select time range (unix seconds)
     derived from the PromQL (range selectors, offsets, `@`, subqueries and
-    the lookback delta widen it); None when it cannot be told.
+    the lookback delta widen it); None when it cannot be told. `matchers`
+    are the `match[]` selectors of a series/labels/label-values call, each
+    on its own (a regex matches when it matches any one of them); None means
+    `query` holds the request's one selector, if any.
     """
 
     query: str = ""
@@ -31,6 +34,7 @@ class QueryInfo:
     user_agent: str = ""
     dashboard_uid: str = ""
     panel_id: str = ""
+    matchers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,4 +83,24 @@ class PriorityDef:
     ) -> None:
         object.__setattr__(self, "priority", priority)
         object.__setattr__(self, "reserved_queriers", reserved_queriers)
+        object.__setattr__(self, "query_attributes", tuple(query_attributes))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRejection:
+    """A tenant's `query_rejection` block (Cortex): requests to refuse with 422.
+
+    A request matching any attribute is rejected before it is queued;
+    `enabled` False keeps the attributes without applying them.
+    """
+
+    enabled: bool = False
+    query_attributes: tuple[QueryAttribute, ...] = ()
+
+    def __init__(
+        self,
+        enabled: bool = False,
+        query_attributes: tuple[QueryAttribute, ...] | list[QueryAttribute] = (),
+    ) -> None:
+        object.__setattr__(self, "enabled", enabled)
         object.__setattr__(self, "query_attributes", tuple(query_attributes))

@@ -21,6 +21,12 @@ H = 3600.0
 M = 60.0
 D = 86400.0
 LB = 5 * M  # default lookback delta
+MS = 0.001  # Prometheus 3 reads (t - lookback, t]: every range starts 1 ms late
+
+
+def _read(low: float, high: float) -> object:
+    """The select range Prometheus 3 reads for a selector span [low, high]."""
+    return pytest.approx((low + MS, high), abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +71,7 @@ LB = 5 * M  # default lookback delta
 def test_instant_query_select_ranges_follow_prometheus(
     query: str, expected: tuple[float, float]
 ) -> None:
-    assert select_range(query, "query", T, T) == pytest.approx(expected)
+    assert select_range(query, "query", T, T) == _read(*expected)
 
 
 @pytest.mark.parametrize(
@@ -85,17 +91,17 @@ def test_instant_query_select_ranges_follow_prometheus(
 def test_range_query_select_ranges_span_the_whole_evaluation_range(
     query: str, expected: tuple[float, float]
 ) -> None:
-    assert select_range(query, "query_range", T - 6 * H, T) == pytest.approx(expected)
+    assert select_range(query, "query_range", T - 6 * H, T) == _read(*expected)
 
 
 def test_the_lookback_delta_is_configurable() -> None:
-    assert select_range("up", "query", T, T, lookback_delta=60.0) == (T - 60, T)
-    assert select_range("rate(up[1h])", "query", T, T, lookback_delta=60.0) == (T - H, T)
+    assert select_range("up", "query", T, T, lookback_delta=60.0) == _read(T - 60, T)
+    assert select_range("rate(up[1h])", "query", T, T, lookback_delta=60.0) == _read(T - H, T)
 
 
 def test_an_instant_query_may_give_its_time_as_start_or_end() -> None:
-    assert select_range("up", "query", T, None) == (T - LB, T)
-    assert select_range("up", "query", None, T) == (T - LB, T)
+    assert select_range("up", "query", T, None) == _read(T - LB, T)
+    assert select_range("up", "query", None, T) == _read(T - LB, T)
     assert select_range("up", "query", None, None) is None
 
 
@@ -217,7 +223,7 @@ def test_query_info_reads_headers_case_insensitively() -> None:
         start=T - H,
         end=T,
         step=30.0,
-        select_start=T - H - LB,
+        select_start=T - H - LB + MS,
         select_end=T,
         user_agent="Grafana/11",
         dashboard_uid="d1",
@@ -249,7 +255,7 @@ def test_an_instant_query_without_a_time_is_evaluated_at_now() -> None:
             api_type="query",
             start=T,
             end=T,
-            select_start=T - H,
+            select_start=T - H + MS,
             select_end=T,
         ),
     )
@@ -297,8 +303,8 @@ def test_one_parse_of_a_query_serves_every_time_range_it_is_asked_for() -> None:
     second = select_range(query, "query_range", 50_000.0, 90_000.0)
     info = module._spans_of.cache_info()
     assert (info.misses, info.hits) == (1, 1)
-    assert first == (10_000.0 - 3600 - 300, 20_000.0)
-    assert second == (50_000.0 - 3600 - 300, 90_000.0)
+    assert first == (10_000.0 - 3600 - 300 + MS, 20_000.0)
+    assert second == (50_000.0 - 3600 - 300 + MS, 90_000.0)
 
 
 def test_a_select_pair_needs_both_ends_of_the_range() -> None:
