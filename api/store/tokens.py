@@ -2,20 +2,30 @@
 
 Only a token's SHA-256 is stored, so a database leak gives no usable
 token; the plaintext exists once, in the answer to `api_token_issue`.
+A revocation is published after commit (`config_events`), so the running
+scheduler closes the sockets that authenticated with the token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
+from api.store import config_events
 from api.store.exceptions import NotFound
 from api.store.models import ApiToken
 
-__all__ = ["api_token_authenticate", "api_token_issue", "api_token_revoke"]
+__all__ = [
+    "api_token_authenticate",
+    "api_token_ids_live",
+    "api_token_issue",
+    "api_token_revoke",
+]
 
 
 def _token_hash(plaintext: str) -> str:
@@ -60,4 +70,16 @@ def api_token_revoke(*, token_id: int) -> ApiToken:
     if not token.revoked:
         token.revoked = True
         token.save(update_fields=["revoked"])
+    # Also when it was revoked already: a socket that slipped through a
+    # lost notice is closed now. After commit, as config changes are.
+    token_id = token.pk
+    transaction.on_commit(lambda: config_events.publish_token_revoked(token_id))
     return token
+
+
+def api_token_ids_live(token_ids: Iterable[int]) -> set[int]:
+    """Those of `token_ids` that still exist and are not revoked."""
+    ids = list(token_ids)
+    if not ids:
+        return set()
+    return set(ApiToken.objects.filter(pk__in=ids, revoked=False).values_list("pk", flat=True))

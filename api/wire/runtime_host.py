@@ -6,7 +6,10 @@ host then keeps the runtime's config equal to the database's: it applies
 changes committed in this process at once (`api.store.config_events`), hears about
 changes made in other processes over the channel layer group
 "scheduler-config", and reconciles by version every few seconds because the
-layer may drop messages. All runtime calls happen on this one loop.
+layer may drop messages. Token revocations travel the same way and close the
+sockets that authenticated with the token (`api.wire.token_sockets`); each
+reconcile also re-checks every open socket's token. All runtime calls happen
+on this one loop.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from django.conf import settings
 
 from api.cluster import replica_board
 from api.store import config_events, selectors
+from api.store.tokens import api_token_ids_live
+from api.wire import token_sockets
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.observers import FanOutObserver
 from scheduler_core.model import QueueConfig, TenantLimits
@@ -89,6 +94,7 @@ class RuntimeHost:
         await self.reconcile()
         await self.runtime.start()
         config_events.subscribe(self._on_local_change)
+        config_events.subscribe_token_revoked(self._on_local_revocation)
         await self._join_config_group()
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
@@ -107,6 +113,7 @@ class RuntimeHost:
         self._stopping = True
         self._restore_signal_handlers()
         config_events.unsubscribe(self._on_local_change)
+        config_events.unsubscribe_token_revoked(self._on_local_revocation)
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
         if leftovers:
             log.warning("shutdown failed %d queued requests back", len(leftovers))
@@ -196,6 +203,9 @@ class RuntimeHost:
             version = message.get("version")
             if message.get("type") == "config.changed" and isinstance(version, int):
                 await self.reconcile(version)
+            token_id = message.get("token_id")
+            if message.get("type") == "token.revoked" and isinstance(token_id, int):
+                await token_sockets.registry.close_tokens([token_id])
 
     async def _reconcile_loop(self) -> None:
         interval = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
@@ -204,9 +214,35 @@ class RuntimeHost:
             try:
                 version = await database_sync_to_async(selectors.config_version_get)()
                 await self.reconcile(version)
+                await self.close_revoked_sockets()
             except Exception:
                 # A database hiccup must not end reconciling for good.
                 log.exception("config reconcile failed; retrying in %.1fs", interval)
+
+    # -- token revocation --------------------------------------------------------
+
+    async def close_revoked_sockets(self) -> int:
+        """Close open sockets whose token is revoked or gone (the news may be lost)."""
+        open_ids = token_sockets.registry.token_ids()
+        if not open_ids:
+            return 0
+        live = await database_sync_to_async(api_token_ids_live)(open_ids)
+        return await token_sockets.registry.close_tokens(set(open_ids) - live)
+
+    def _on_local_revocation(self, token_id: int) -> None:
+        # As `_on_local_change`: from the committing thread, in a fresh context.
+        self._loop.call_soon_threadsafe(
+            self._spawn_revocation, token_id, context=contextvars.Context()
+        )
+
+    def _spawn_revocation(self, token_id: int) -> None:
+        self._spawn(self._broadcast_revocation(token_id), "token revocation")
+
+    async def _broadcast_revocation(self, token_id: int) -> None:
+        await token_sockets.registry.close_tokens([token_id])
+        layer = get_channel_layer()
+        if layer is not None:
+            await layer.group_send(CONFIG_GROUP, {"type": "token.revoked", "token_id": token_id})
 
     async def _stats_loop(self) -> None:
         while True:

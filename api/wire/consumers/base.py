@@ -21,6 +21,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
+from api.wire import token_sockets
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
 
 __all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
@@ -84,6 +85,27 @@ class MachineConsumer(AsyncWebsocketConsumer):
         await self.opened()
         await self.accept()
         self.accepted = True
+        # Revoking the token closes this socket (api.wire.token_sockets).
+        token_sockets.registry.add(token.pk, self)
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        if self.token is not None:
+            token_sockets.registry.discard(self.token.pk, self)
+        await super().websocket_disconnect(message)
+
+    async def before_revoke(self) -> None:
+        """Runs before a revoked token's socket closes (stop taking work, ...)."""
+
+    async def token_revoked(self) -> None:
+        """Close this socket because its token was revoked: an `error` says why.
+
+        The close then runs the consumer's usual disconnect path (a
+        frontend's pending requests are cancelled, a querier's in-flight
+        ones go back to the queue).
+        """
+        await self.before_revoke()
+        await self.send_error(ProtocolError(None, "token revoked"), status=401)
+        await self.close(code=CLOSE_UNAUTHENTICATED, reason="token revoked")
 
     @property
     def kind(self) -> str:

@@ -100,6 +100,17 @@ class QuerierConsumer(MachineConsumer):
             raise ProtocolError("type", "say hello before shutdown")
         self.runtime.notify_querier_shutdown(self.querier_id)
 
+    async def before_revoke(self) -> None:
+        # No new work for a socket whose token is gone: its workers stop
+        # waiting now (a cancelled wait loses nothing), and what they run
+        # goes back to the queue when the socket closes (disconnect).
+        tasks = [w.task for w in self.workers.values() if w.task is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
     async def _serve(self, worker: _Worker) -> None:
         assert self.querier_id is not None
         querier_id = self.querier_id

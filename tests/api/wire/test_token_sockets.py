@@ -1,0 +1,156 @@
+"""Revoking a token closes the open frontend and querier sockets it authenticated."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+
+from api.store.models import ApiToken
+from api.store.services import api_token_issue, api_token_revoke
+from api.wire import runtime_host, token_sockets
+from config.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+NOW = time.time()
+
+
+@pytest.fixture
+def tokens(transactional_db: None) -> dict[str, tuple[int, str]]:
+    issued = {}
+    for name, role in (("frontend", "frontend"), ("querier", "querier"), ("other", "frontend")):
+        token, plaintext = api_token_issue(name=name, role=role)
+        issued[name] = (token.pk, plaintext)
+    return issued
+
+
+@pytest.fixture
+async def host(settings: Any, tokens: Any) -> AsyncIterator[runtime_host.RuntimeHost]:
+    settings.GRPC_PORT = 0
+    started = await runtime_host.ensure_started()
+    yield started
+    await runtime_host.shutdown(drain_timeout=0)
+
+
+async def connect(path: str, plaintext: str) -> WebsocketCommunicator:
+    headers = [(b"authorization", f"Bearer {plaintext}".encode())]
+    comm = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await comm.connect(timeout=5)
+    assert connected
+    return comm
+
+
+async def closed_for_revocation(comm: WebsocketCommunicator) -> None:
+    """The socket says why, closes with 4001, and (the client answering) disconnects."""
+    error = await comm.receive_json_from(timeout=5)
+    assert (error["type"], error["status"], error["error"]) == ("error", 401, "token revoked")
+    assert await comm.receive_output(timeout=5) == {
+        "type": "websocket.close",
+        "code": 4001,
+        "reason": "token revoked",
+    }
+    await comm.disconnect()
+
+
+def enqueue(rid: str) -> dict[str, Any]:
+    return {"type": "enqueue", "id": rid, "tenant": "t1", "query": "up", "start": NOW - 60,
+            "end": NOW, "step": 15}  # fmt: skip
+
+
+async def test_revoking_a_frontend_token_closes_its_socket_and_cancels_its_queued_work(
+    host: Any, tokens: Any
+) -> None:
+    token_id, plaintext = tokens["frontend"]
+    comm = await connect("/ws/frontend/", plaintext)
+    other = await connect("/ws/frontend/", tokens["other"][1])
+    await comm.send_json_to(enqueue("r1"))
+    assert (await comm.receive_json_from(timeout=5))["type"] == "enqueued"
+    assert len(host.runtime.queue) == 1
+
+    await database_sync_to_async(api_token_revoke)(token_id=token_id)
+    await closed_for_revocation(comm)
+    assert len(host.runtime.queue) == 0
+    assert token_sockets.registry.count(token_id) == 0
+
+    # A socket of another token is untouched.
+    await other.send_json_to(enqueue("r2"))
+    assert (await other.receive_json_from(timeout=5))["type"] == "enqueued"
+    await other.disconnect()
+
+
+async def test_revoking_a_querier_token_closes_it_and_its_running_request_is_requeued(
+    host: Any, tokens: Any
+) -> None:
+    token_id, plaintext = tokens["querier"]
+    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
+    querier = await connect("/ws/querier/", plaintext)
+    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 4})
+    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
+    await frontend.send_json_to(enqueue("r1"))
+    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
+    request = await querier.receive_json_from(timeout=5)
+    assert request["type"] == "request"
+
+    await database_sync_to_async(api_token_revoke)(token_id=token_id)
+    await closed_for_revocation(querier)
+    snap = host.runtime.snapshot()
+    assert len(host.runtime.queue) == 1  # back at the front of its queue, not lost
+    assert not any(q.connected for q in snap.queriers if q.querier_id == "q-revoked")
+    await frontend.disconnect()
+
+
+async def test_a_revocation_heard_from_another_replica_closes_the_socket(
+    host: Any, tokens: Any
+) -> None:
+    token_id, plaintext = tokens["frontend"]
+    comm = await connect("/ws/frontend/", plaintext)
+    layer = get_channel_layer()
+    await layer.group_send(
+        runtime_host.CONFIG_GROUP, {"type": "token.revoked", "token_id": token_id}
+    )
+    await closed_for_revocation(comm)
+
+
+async def test_a_revocation_whose_news_was_lost_is_found_by_the_reconcile_check(
+    host: Any, tokens: Any
+) -> None:
+    token_id, plaintext = tokens["frontend"]
+    comm = await connect("/ws/frontend/", plaintext)
+    other = await connect("/ws/frontend/", tokens["other"][1])
+    # Revoked behind the scheduler's back (another process, a lost message).
+    await database_sync_to_async(ApiToken.objects.filter(pk=token_id).update)(revoked=True)
+    assert await comm.receive_nothing(timeout=0.1)
+    assert await host.close_revoked_sockets() == 1
+    await closed_for_revocation(comm)
+    assert await host.close_revoked_sockets() == 0
+    assert await other.receive_nothing(timeout=0.1)
+    await other.disconnect()
+
+
+async def test_the_reconcile_loop_runs_the_revocation_check(settings: Any, tokens: Any) -> None:
+    settings.GRPC_PORT = 0
+    settings.CONFIG_RECONCILE_SECONDS = 0.05
+    await runtime_host.ensure_started()
+    try:
+        token_id, plaintext = tokens["querier"]
+        comm = await connect("/ws/querier/", plaintext)
+        await database_sync_to_async(ApiToken.objects.filter(pk=token_id).delete)()
+        await closed_for_revocation(comm)
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)
+
+
+async def test_a_socket_that_closes_by_itself_leaves_the_registry(host: Any, tokens: Any) -> None:
+    token_id, plaintext = tokens["frontend"]
+    comm = await connect("/ws/frontend/", plaintext)
+    assert token_sockets.registry.count(token_id) == 1
+    await comm.disconnect()
+    await asyncio.sleep(0)
+    assert token_sockets.registry.count(token_id) == 0
