@@ -25,6 +25,7 @@ __all__ = [
     "RollingStats",
     "WaitSummary",
     "WaitHistogram",
+    "bucket_bounds",
 ]
 
 EVENTS: tuple[str, ...] = ("enqueued", "dispatched", "rejected", "cancelled", "completed", "failed")
@@ -63,6 +64,13 @@ def _bucket_value(index: int) -> float:
     if index == 0:
         return _MIN_WAIT
     return float(_MIN_WAIT * _GROWTH**index)
+
+
+def bucket_bounds(index: int) -> tuple[float, float]:
+    """The (lower, upper] seconds a histogram bucket index stands for."""
+    if index <= 0:
+        return 0.0, _MIN_WAIT
+    return _bucket_value(index - 1), _bucket_value(index)
 
 
 class WaitHistogram:

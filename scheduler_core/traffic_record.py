@@ -1,0 +1,340 @@
+"""What the what-if simulator needs of the live traffic, recorded as a runtime observer.
+
+`TrafficRecorder` hangs on the runtime's observer fan-out (as `RollingStats`
+does) and keeps, for the last `horizon_seconds` (an hour), bounded in memory
+whatever the request rate:
+
+- arrivals per (tenant, component, priority) in 5-second buckets: one ring
+  array of counts per key, at most `max_keys` keys (further keys are counted
+  as `dropped`, and said so in the export); a refused request (429) counts
+  as an arrival, since it was offered load;
+- per key, the classification inputs of its `samples_per_key` most recent
+  requests (query, API type, time range, step, the three headers the rules
+  read, and the wall time it came), so a proposed rule re-prioritises them
+  with the real classifier;
+- per minute and component, a log-scale histogram of service times measured
+  from dispatch to result (`on_dispatched` -> `on_completed`; cancelled or
+  failed runs are not service times), and the queue waits the scheduler
+  measured, by component and by priority, with their sums for the mean.
+
+Clocks are injected (monotonic for buckets, wall for the samples' "now").
+`capture(window_seconds)` copies what a window needs, cheaply, on the
+scheduler's loop; `recording_of(capture)` turns it into plain JSON-able
+data (a *recording*) wherever the caller likes (the simulation worker
+process); the workload model (`scheduler_core.whatif_workload`) reads it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.model import Request
+from scheduler_core.stats import WaitHistogram
+
+__all__ = ["RECORDING_FORMAT", "Capture", "TrafficRecorder", "recording_of", "summary_of"]
+
+RECORDING_FORMAT = 1
+_HEADERS = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
+
+
+@dataclass(slots=True)
+class _Key:
+    """One (tenant, component, priority): its count ring and latest samples."""
+
+    tenant_id: str
+    component: str
+    priority: int
+    counts: array[int]
+    last_bucket: int
+    samples: deque[dict[str, Any]]
+
+
+@dataclass(slots=True)
+class _Waits:
+    hist: WaitHistogram = field(default_factory=WaitHistogram)
+    total: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.hist.add(seconds)
+        self.total += seconds
+
+
+@dataclass(slots=True)
+class _Minute:
+    minute: int
+    service: dict[str, WaitHistogram] = field(default_factory=dict)
+    by_component: dict[str, _Waits] = field(default_factory=dict)
+    by_priority: dict[int, _Waits] = field(default_factory=dict)
+    rejected: int = 0
+
+
+def summary_of(waits: list[_WaitCopy]) -> dict[str, float | int]:
+    """{mean, p50, p99, max, count} of merged minutes (percentiles to ~5%)."""
+    hist = WaitHistogram()
+    total = 0.0
+    for counts, most, part_total in waits:
+        hist.counts.update(counts)
+        hist.max = max(hist.max, most)
+        total += part_total
+    count = hist.total()
+    return {
+        "mean": round(total / count, 6) if count else 0.0,
+        "p50": round(hist.quantile(0.5), 6),
+        "p99": round(hist.quantile(0.99), 6),
+        "max": round(hist.max, 6),
+        "count": count,
+    }
+
+
+_WaitCopy = tuple[Counter[int], float, float]  # histogram counts, max, sum
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """Plain copies taken on the loop (picklable); `recording_of` reads them."""
+
+    bucket_seconds: int
+    slots: int
+    first: int
+    current: int
+    wall: float
+    # (tenant, component, priority, count ring, last bucket, samples)
+    keys: list[tuple[str, str, int, array[int], int, list[dict[str, Any]]]]
+    dropped: tuple[array[int], int]
+    # (minute, service {component: (counts, max)}, waits by component, by priority, rejected)
+    minutes: list[
+        tuple[
+            int,
+            dict[str, tuple[Counter[int], float]],
+            dict[str, _WaitCopy],
+            dict[int, _WaitCopy],
+            int,
+        ]
+    ]
+
+
+def _ring(counts: array[int], last: int, capture: Capture) -> list[list[int]]:
+    """[[bucket offset from the window's first, count], ...] of the non-empty buckets."""
+    out = []
+    slots = capture.slots
+    for bucket in range(max(capture.first, last - slots + 1), min(last, capture.current) + 1):
+        n = counts[bucket % slots]
+        if n:
+            out.append([bucket - capture.first, n])
+    return out
+
+
+def recording_of(capture: Capture) -> dict[str, Any]:
+    """A capture as a recording: plain JSON-able data (see the module doc).
+
+    Times in it are seconds from the window's start; each sample keeps its
+    own wall clock reading (`now`) and absolute start/end, exactly what the
+    classifier saw. Waits are those of the whole minutes overlapping the window.
+    """
+    start = capture.first * capture.bucket_seconds
+    keys = []
+    for tenant, component, priority, counts, last, samples in capture.keys:
+        ring = _ring(counts, last, capture)
+        if ring:
+            keys.append(
+                {
+                    "tenant": tenant,
+                    "component": component,
+                    "priority": priority,
+                    "counts": ring,
+                    "samples": samples,
+                }
+            )
+    service: dict[str, list[list[Any]]] = {}
+    comps: dict[str, list[_WaitCopy]] = {}
+    prios: dict[int, list[_WaitCopy]] = {}
+    rejected = 0
+    for minute, hists, by_component, by_priority, refused in capture.minutes:
+        for component, (hist, _) in sorted(hists.items()):
+            rows = service.setdefault(component, [])
+            rows.append([max(0.0, minute * 60.0 - start), sorted(hist.items())])
+        for component, waits in by_component.items():
+            comps.setdefault(component, []).append(waits)
+        for priority, waits in by_priority.items():
+            prios.setdefault(priority, []).append(waits)
+        rejected += refused
+    return {
+        "format": RECORDING_FORMAT,
+        "window_seconds": (capture.current - capture.first + 1) * capture.bucket_seconds,
+        "bucket_seconds": capture.bucket_seconds,
+        "recorded_at": capture.wall,
+        "keys": keys,
+        "dropped": sum(n for _, n in _ring(*capture.dropped, capture)),
+        "service_seconds": service,
+        "measured": {
+            "by_component": {c: summary_of(w) for c, w in sorted(comps.items())},
+            "by_priority": {str(p): summary_of(w) for p, w in sorted(prios.items(), reverse=True)},
+            "rejected": rejected,
+        },
+    }
+
+
+class TrafficRecorder:
+    """A runtime observer keeping the last hour of traffic, bounded (see module doc)."""
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        horizon_seconds: int = 3600,
+        bucket_seconds: int = 5,
+        max_keys: int = 2000,
+        samples_per_key: int = 8,
+    ) -> None:
+        if horizon_seconds < bucket_seconds or bucket_seconds < 1:
+            raise ValueError("horizon_seconds must be at least bucket_seconds >= 1")
+        self._clock = clock
+        self._wall = wall_clock
+        self.horizon_seconds = horizon_seconds
+        self.bucket_seconds = bucket_seconds
+        self.slots = horizon_seconds // bucket_seconds
+        self.max_keys = max_keys
+        self.samples_per_key = samples_per_key
+        self._keys: dict[tuple[str, str, int], _Key] = {}
+        self._dropped = _Key("", "", 0, array("I", bytes(4 * self.slots)), 0, deque(maxlen=1))
+        self._minutes: deque[_Minute] = deque()
+        self._dispatched_at: dict[str, float] = {}
+
+    # -- observer hooks --------------------------------------------------------
+
+    def on_enqueued(self, request: Request) -> None:
+        self._arrival(request)
+
+    def on_rejected(self, request: Request, reason: str) -> None:
+        self._arrival(request)
+        self._minute(self._clock()).rejected += 1
+
+    def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
+        now = self._clock()
+        self._dispatched_at[request.id] = now
+        minute = self._minute(now)
+        waits = minute.by_component.get(request.component)
+        if waits is None:
+            waits = minute.by_component[request.component] = _Waits()
+        waits.add(wait)
+        waits = minute.by_priority.get(request.priority)
+        if waits is None:
+            waits = minute.by_priority[request.priority] = _Waits()
+        waits.add(wait)
+
+    def on_completed(self, request: Request) -> None:
+        started = self._dispatched_at.pop(request.id, None)
+        if started is None:
+            return
+        now = self._clock()
+        service = self._minute(now).service
+        hist = service.get(request.component)
+        if hist is None:
+            hist = service[request.component] = WaitHistogram()
+        hist.add(max(0.0, now - started))
+
+    def on_cancelled(self, request: Request) -> None:
+        self._dispatched_at.pop(request.id, None)
+
+    def on_failed(self, request: Request, reason: str) -> None:
+        self._dispatched_at.pop(request.id, None)
+
+    # -- export ------------------------------------------------------------------
+
+    def capture(self, window_seconds: int) -> Capture:
+        """Copies of what the last `window_seconds` need: cheap, for the scheduler's loop.
+
+        Turning it into a recording (`recording_of`) is left to the caller,
+        which runs it away from the loop (the simulation worker process).
+        """
+        window = max(self.bucket_seconds, min(int(window_seconds), self.horizon_seconds))
+        now = self._clock()
+        current = int(now // self.bucket_seconds)
+        first = current - window // self.bucket_seconds + 1
+        start = first * self.bucket_seconds
+        keys = [
+            (k.tenant_id, k.component, k.priority, k.counts[:], k.last_bucket, list(k.samples))
+            for k in self._keys.values()
+            if k.last_bucket >= first
+        ]
+        minutes = [
+            (
+                m.minute,
+                {c: (h.counts.copy(), h.max) for c, h in m.service.items()},
+                {c: (w.hist.counts.copy(), w.hist.max, w.total) for c, w in m.by_component.items()},
+                {p: (w.hist.counts.copy(), w.hist.max, w.total) for p, w in m.by_priority.items()},
+                m.rejected,
+            )
+            for m in self._minutes
+            if (m.minute + 1) * 60 > start
+        ]
+        dropped = (self._dropped.counts[:], self._dropped.last_bucket)
+        return Capture(
+            self.bucket_seconds, self.slots, first, current, self._wall(), keys, dropped, minutes
+        )
+
+    def export(self, window_seconds: int) -> dict[str, Any]:
+        """The last `window_seconds` as a recording: `recording_of(capture(...))`."""
+        return recording_of(self.capture(window_seconds))
+
+    # -- internals ---------------------------------------------------------------
+
+    def _arrival(self, request: Request) -> None:
+        bucket = int(self._clock() // self.bucket_seconds)
+        ident = (request.tenant_id, request.component, request.priority)
+        key = self._keys.get(ident)
+        if key is None:
+            if len(self._keys) >= self.max_keys:
+                self._count(self._dropped, bucket)
+                return
+            key = _Key(
+                request.tenant_id,
+                request.component,
+                request.priority,
+                array("I", bytes(4 * self.slots)),
+                bucket,
+                deque(maxlen=self.samples_per_key),
+            )
+            self._keys[ident] = key
+        self._count(key, bucket)
+        headers = request.headers
+        key.samples.append(
+            {
+                "query": request.query,
+                "api_type": request.api_type,
+                "start": request.start,
+                "end": request.end,
+                "step": request.step,
+                "headers": {h: headers[h] for h in _HEADERS if headers.get(h)},
+                "now": self._wall(),
+            }
+        )
+
+    def _count(self, key: _Key, bucket: int) -> None:
+        slots = self.slots
+        if bucket != key.last_bucket:
+            # Zero the slots of the buckets this key skipped since it was
+            # last touched, so a slot never carries a count from an hour ago.
+            for skipped in range(key.last_bucket + 1, min(bucket, key.last_bucket + slots) + 1):
+                key.counts[skipped % slots] = 0
+            key.last_bucket = bucket
+        key.counts[bucket % slots] += 1
+
+    def _minute(self, now: float) -> _Minute:
+        index = int(math.floor(now / 60.0))
+        minutes = self._minutes
+        if minutes and minutes[-1].minute == index:
+            return minutes[-1]
+        oldest = index - self.horizon_seconds // 60
+        while minutes and minutes[0].minute < oldest:
+            minutes.popleft()
+        minute = _Minute(index)
+        minutes.append(minute)
+        return minute

@@ -1,0 +1,261 @@
+"""What if: one workload under the live config and under a proposed one, side by side.
+
+The simulator is the scheduler: each config is the pair of values the
+runtime itself runs (`QueueConfig` and per-tenant `TenantLimits`, built by
+`scheduler_core.validation` from the same raw dicts the store holds); each
+arrival's component and priority come from `scheduler_core.classify` and
+`QueryPriority.priority_for` under that config; and the queue is the real
+`RequestQueue`, driven by `scheduler_core.whatif_engine` on a virtual clock
+in the runtime's dispatch order. Nothing here decides who goes first.
+
+`run_whatif` answers the REST contract's body: `live` and `proposed`
+results (waits by priority, by component, the five worst tenants, 429s,
+utilisation, reserved-idle time), the `workload` simulated and one verdict
+line per priority. It is deterministic for its inputs and seed, and bounded:
+`MAX_REQUESTS` arrivals per config (checked before running) and a wall-clock
+deadline the caller gives (`SimulationTimeLimit` past it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_core.classify import classify
+from scheduler_core.errors import ConfigInvalid
+from scheduler_core.model import COMPONENTS, TenantLimits
+from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
+from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
+from scheduler_core.whatif_workload import ConfigSet, Kind, Workload
+
+__all__ = [
+    "ConfigSet",
+    "SpecError",
+    "SpecInvalid",
+    "merge_proposed",
+    "run_whatif",
+    "summarize",
+    "verdicts",
+]
+
+WORST_TENANTS = 5
+_SERIES_POINTS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SpecError:
+    """One problem: a path prefix (parts), a validator path under it, a message."""
+
+    prefix: tuple[str, ...]
+    path: str
+    message: str
+
+
+class SpecInvalid(Exception):
+    """The simulation request is invalid; nothing was run."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        super().__init__(
+            "; ".join(".".join((*e.prefix, e.path)) + f": {e.message}" for e in errors)
+        )
+        self.errors = errors
+
+
+def merge_proposed(
+    base: ConfigSet, settings: Mapping[str, Any], tenants: Mapping[str, Mapping[str, Any]]
+) -> ConfigSet:
+    """`base` with the named settings changed and the named tenants' blocks replaced.
+
+    A tenant body is a whole block, as `PUT tenants/<id>` takes it. Raises
+    `SpecInvalid` with every validator error under `proposed.settings` or
+    `proposed.tenants.<id>`.
+    """
+    errors: list[SpecError] = []
+    config = base.config
+    try:
+        config = queue_config_from_dict(settings, base.config)
+    except ConfigInvalid as exc:
+        errors += [SpecError(("proposed", "settings"), e.path, e.message) for e in exc.errors]
+    limits = dict(base.limits)
+    for tenant_id, body in tenants.items():
+        try:
+            limits[tenant_id] = tenant_limits_from_dict(body)
+        except ConfigInvalid as exc:
+            prefix = ("proposed", "tenants", tenant_id)
+            errors += [SpecError(prefix, e.path, e.message) for e in exc.errors]
+    if errors:
+        raise SpecInvalid(errors)
+    return ConfigSet(config, limits)
+
+
+def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int]:
+    """(component, priority) the runtime's frontend doors would give this kind."""
+    rules = configs.limits.get(kind.tenant_id, _NO_LIMITS).query_priority
+    if kind.hint is not None and not rules.enabled:
+        return kind.hint, 0
+    config = configs.config
+    found = classify(
+        query=kind.query,
+        api_type=kind.api_type,
+        start=kind.start,
+        end=kind.end,
+        step=kind.step,
+        headers=kind.headers,
+        now=kind.now,
+        query_ingesters_within=config.query_ingesters_within,
+        query_store_after=config.query_store_after,
+    )
+    component = kind.hint or found.component
+    return component, rules.priority_for(found.info, kind.now)
+
+
+_NO_LIMITS = TenantLimits()
+
+
+def _engine_input(workload: Workload, configs: ConfigSet, seed: int) -> EngineInput:
+    classes = [_classified(kind, configs) for kind in workload.kinds]
+    component_of = [c for c, _ in classes]
+    priority_of = [p for _, p in classes]
+    tenant_of = [kind.tenant_id for kind in workload.kinds]
+    kind_of, service = workload.kind_of, workload.service
+    components = [component_of[k] for k in kind_of]
+    span = workload.duration_seconds or 0.0
+    return EngineInput(
+        config=configs.config,
+        limits=configs.limits,
+        fleet=workload.fleet,
+        times=workload.times,
+        tenants=[tenant_of[k] for k in kind_of],
+        components=components,
+        priorities=[priority_of[k] for k in kind_of],
+        services=list(map(service, components, workload.quantiles, workload.seconds)),
+        worker_order_seed=seed,
+        start_after_arrivals_at_zero=workload.start_after_arrivals_at_zero,
+        sample_every_us=max(US, round(span * US / _SERIES_POINTS)) if span else US // 100,
+    )
+
+
+def _stats(waits: list[float]) -> dict[str, float | int]:
+    """{mean, p50, p99, max, count} in seconds; nearest-rank percentiles."""
+    if not waits:
+        return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0, "count": 0}
+    ordered = sorted(waits)
+    n = len(ordered)
+
+    def rank(q: float) -> float:
+        return round(ordered[max(1, math.ceil(q * n)) - 1], 6)
+
+    return {
+        "mean": round(sum(ordered) / n, 6),
+        "p50": rank(0.5),
+        "p99": rank(0.99),
+        "max": round(ordered[-1], 6),
+        "count": n,
+    }
+
+
+def summarize(run: EngineResult, duration: float | None) -> dict[str, Any]:
+    """One config's result in the REST contract's shape (plus a few extras)."""
+    span = max(run.makespan, duration or 0.0)
+    ranked = sorted(
+        ((_stats(w), t) for t, w in run.waits_by_tenant.items()),
+        key=lambda pair: (-pair[0]["p99"], -pair[0]["mean"], pair[1]),
+    )
+    tenants = [{"tenant": t, **row} for row, t in ranked[:WORST_TENANTS]]
+    capacity = run.workers * span
+    rejected = sum(run.rejected_by_tenant.values())
+    return {
+        "by_priority": {
+            str(p): _stats(run.waits_by_priority[p])
+            for p in sorted(run.waits_by_priority, reverse=True)
+        },
+        "by_component": {
+            c: _stats(run.waits_by_component[c]) for c in COMPONENTS if c in run.waits_by_component
+        },
+        "worst_tenants": tenants,
+        "rejected": {
+            "total": rejected,
+            "too_many_outstanding": rejected,
+            "by_tenant": dict(sorted(run.rejected_by_tenant.items())),
+        },
+        "utilisation": {
+            c: round(busy / capacity, 4) if capacity else 0.0
+            for c, busy in run.busy_by_component.items()
+        },
+        "reserved_idle_seconds": round(run.reserved_idle_seconds, 6),
+        "reserved_queriers": list(run.reserved_queriers),
+        "requests": {
+            "offered": run.enqueued + rejected,
+            "enqueued": run.enqueued,
+            "completed": run.completed,
+            "left_queued": run.left_queued,
+        },
+        "makespan_seconds": round(run.makespan, 6),
+        "series": {
+            "t": [round(t, 3) for t, _ in run.queue_length],
+            "queue_length": [n for _, n in run.queue_length],
+        },
+    }
+
+
+def _seconds(value: float) -> str:
+    if value >= 10:
+        return f"{value:.0f} s"
+    if value >= 0.1:
+        return f"{value:.1f} s"
+    if value >= 0.001:
+        return f"{value:.3f} s"
+    return "0 s" if value == 0 else f"{value:.1e} s"
+
+
+def verdicts(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> list[str]:
+    """One line per priority: "p99 for priority 3: 8.1 s -> 0.2 s" (highest first)."""
+    levels = sorted({*live["by_priority"], *proposed["by_priority"]}, key=int, reverse=True)
+    lines = []
+    for level in levels:
+        sides = []
+        for result in (live, proposed):
+            row = result["by_priority"].get(level)
+            sides.append(_seconds(row["p99"]) if row else "no requests")
+        lines.append(f"p99 for priority {level}: {sides[0]} -> {sides[1]}")
+    return lines
+
+
+Progress = Callable[[float], None]
+
+
+def run_whatif(
+    workload: Workload,
+    live: ConfigSet,
+    proposed: ConfigSet,
+    *,
+    seed: int,
+    deadline: float | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Both configs on the same arrivals and draws; the contract's response body."""
+    results: list[dict[str, Any]] = []
+    for part, configs in enumerate((live, proposed)):
+
+        def step(fraction: float, part: int = part) -> None:
+            if progress is not None:
+                progress((part + fraction) / 2)
+
+        run = run_engine(
+            _engine_input(workload, configs, seed),
+            deadline=deadline,
+            should_stop=should_stop,
+            progress=step,
+        )
+        results.append(summarize(run, workload.duration_seconds))
+    if progress is not None:
+        progress(1.0)
+    return {
+        "live": results[0],
+        "proposed": results[1],
+        "workload": {**workload.description, "seed": seed},
+        "verdicts": verdicts(results[0], results[1]),
+    }
