@@ -238,6 +238,18 @@ class RequestQueue(QueueState):
         self._rebuild_tree()
         return drained
 
+    def in_flight_count(self) -> int:
+        """Requests on a worker now: every id known is either queued or in flight."""
+        return len(self._ids) - self._total
+
+    def in_flight_requests(self) -> list[Request]:
+        """Every request on a worker now (still in flight: nothing is released)."""
+        return [
+            held.request
+            for held in self._ids.values()
+            if type(held) is WorkerState and held.request is not None
+        ]
+
     def __len__(self) -> int:
         return self._total
 

@@ -23,7 +23,7 @@ from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
 
-__all__ = ["SchedulerRuntime"]
+__all__ = ["SHUTTING_DOWN", "SchedulerRuntime"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,8 @@ Handoff = tuple[Request, float]
 # A request is handed to queriers at most this many times: once, plus one
 # retry after its querier vanished mid-request.
 MAX_ATTEMPTS = 2
+# What every request still queued or running at the drain deadline fails with.
+SHUTTING_DOWN = "scheduler shutting down"
 
 
 class SchedulerRuntime:
@@ -83,19 +85,24 @@ class SchedulerRuntime:
             self._tasks.append(task)
 
     async def stop(self, *, drain_timeout: float = 30.0) -> list[Request]:
-        """Stop accepting, let queriers drain the queue, fail what is left.
+        """Stop accepting, let queriers drain the queue and finish, fail what is left.
 
-        Returns the requests that were still queued at the deadline; each was
-        reported to the observer as failed, so nothing is silently dropped.
+        Waits until nothing is queued or running, up to `drain_timeout`.
+        Returns the requests still queued or running at the deadline, queued
+        ones first; each was released from its worker (whose transport is
+        told through `cancellation`, as for a cancel) and reported to the
+        observer as failed with `SHUTTING_DOWN`, so every frontend gets an
+        answer and nothing is silently dropped. A result arriving later for
+        a running one finds it gone and is dropped.
         """
         self._stopping = True
-        if len(self.queue):
+        if len(self.queue) or self.queue.in_flight_count():
             self._emptied.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._emptied.wait(), drain_timeout)
-        leftovers = self.queue.drain()
+        leftovers = self.queue.drain() + self._release_running()
         for request in leftovers:
-            self._notify("on_failed", request, "scheduler shutting down")
+            self._notify("on_failed", request, SHUTTING_DOWN)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -103,6 +110,23 @@ class SchedulerRuntime:
                 await task
         self._tasks.clear()
         return leftovers
+
+    def _release_running(self) -> list[Request]:
+        """Take every in-flight request off its worker, for stop to fail it."""
+        handed = {id(request): key for key, request in self._handed.items()}
+        running = []
+        for request in self.queue.in_flight_requests():
+            self.queue.cancel(request.id)
+            key = handed.get(id(request))
+            if key is not None:
+                # Handed to a wait that never resumed: no querier ran it.
+                del self._handed[key]
+                request.attempts -= 1
+            cancelled = self._cancellations.pop(request.id, None)
+            if cancelled is not None and not cancelled.done():
+                cancelled.set_result(None)
+            running.append(request)
+        return running
 
     def _log_task_death(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -247,6 +271,7 @@ class SchedulerRuntime:
                 self.queue.requeue_front(request)
             else:
                 self._notify("on_failed", request, _disconnect_reason(querier_id, request))
+                self._note_if_empty()
         self._wake.set()
         return request
 
@@ -342,7 +367,8 @@ class SchedulerRuntime:
                 self._wake.set()
 
     def _note_if_empty(self) -> None:
-        if not len(self.queue):
+        # What stop's drain waits for: nothing queued and nothing running.
+        if not len(self.queue) and not self.queue.in_flight_count():
             self._emptied.set()
 
     def _notify(self, hook: str, *args: Any) -> None:

@@ -177,6 +177,46 @@ async def test_stop_returns_once_queriers_drained_the_queue() -> None:
     assert rt.observer.kinds("r1") == ["enqueued", "dispatched", "completed"]
 
 
+async def test_stop_waits_for_running_requests_to_finish_within_the_deadline() -> None:
+    rt = SchedulerRuntime(QueueConfig(), observer=Recorder())
+    await rt.start()
+    worker = rt.connect_querier("q-1")
+    rt.enqueue(Request(id="r1", tenant_id="t1"))
+    running = await rt.next_request("q-1", worker)
+    stopping = asyncio.create_task(rt.stop(drain_timeout=30))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not stopping.done()  # the queue is empty, but r1 still runs
+    rt.complete(running.id)
+    assert await asyncio.wait_for(stopping, 5) == []
+    assert rt.observer.kinds("r1") == ["enqueued", "dispatched", "completed"]
+
+
+async def test_at_the_deadline_running_requests_are_failed_back_as_well_as_queued_ones() -> None:
+    rt = SchedulerRuntime(QueueConfig(), observer=Recorder())
+    await rt.start()
+    worker = rt.connect_querier("q-1")
+    rt.enqueue(Request(id="running", tenant_id="t1"))
+    assert (await rt.next_request("q-1", worker)).id == "running"
+    aborted = rt.cancellation("running")  # how a querier transport learns to abort
+    rt.enqueue(Request(id="queued", tenant_id="t1"))
+    leftovers = await rt.stop(drain_timeout=0)
+    assert [r.id for r in leftovers] == ["queued", "running"]
+    for rid in ("queued", "running"):
+        assert rt.observer.events[-1 if rid == "running" else -2] == (
+            "failed",
+            rid,
+            "scheduler shutting down",
+        )
+    assert aborted.done()
+    # The querier answers late: the request is gone, nothing is reported twice.
+    assert rt.complete("running") is None
+    assert rt.disconnect_querier_worker("q-1", worker) is None
+    assert rt.observer.kinds("running") == ["enqueued", "dispatched", "failed"]
+    assert rt.queue.in_flight_count() == 0 and len(rt.queue) == 0
+    assert rt.snapshot().tenants == ()
+
+
 async def test_snapshot_marks_workers_blocked_in_next_request_as_waiting(
     runtime: SchedulerRuntime,
 ) -> None:

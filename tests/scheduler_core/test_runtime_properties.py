@@ -183,7 +183,9 @@ class Model:
                 if fate.state == "queued":
                     assert self.stopping, f"{rid} failed while queued, before stop"
                 else:
-                    assert fate.worker in self.disconnecting, f"{rid} failed on a live worker"
+                    # A stop fails what is still running at its deadline too.
+                    live_worker = fate.worker not in self.disconnecting
+                    assert not live_worker or self.stopping, f"{rid} failed on a live worker"
                 if fate.state == "handed":
                     # Only a stop fails a request its worker never received.
                     assert self.stopping, f"{rid} failed before it reached a querier"
@@ -261,6 +263,11 @@ def collect(model: Model, ledger: Ledger) -> None:
             model.done_waiting.add(key)
             continue
         fate = model.fates[task.result().id]
+        if fate.state == "failed" and model.stopping:
+            # Reported dispatched, then the stop failed it before the
+            # transport looked: the worker got it; its result will be dropped.
+            fate.received += 1
+            continue
         # Reported on this worker, so neither cancelled nor released since.
         assert fate.state == "flight", f"{fate.request.id} returned while {fate.state}"
         assert fate.worker == key, (fate.request.id, fate.worker, key)
@@ -323,6 +330,9 @@ class Driver:
         leftovers = await self.rt.stop(drain_timeout=0)
         check(self.rt, model, self.ledger)
         assert not model.queued(), "queued after stop"
+        # What was running at the deadline was failed back too, not left on its worker.
+        running = [rid for rid, f in model.fates.items() if f.state in ("handed", "flight")]
+        assert not running, f"still running after stop: {running}"
         assert all(model.fates[r.id].state == "failed" for r in leftovers)
         # The transports go away: cancel every wait, then drop every worker.
         while model.waits:
