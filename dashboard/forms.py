@@ -111,7 +111,11 @@ def _rules(post: Mapping[str, str]) -> list[dict[str, Any]]:
 def tenant_config_from_post(post: Mapping[str, str]) -> dict[str, Any]:
     """The raw tenant block an editor form describes."""
     config: dict[str, Any] = {}
-    for key in ("max_queriers_per_tenant", "max_outstanding_requests_per_tenant"):
+    for key in (
+        "max_queriers_per_tenant",
+        "max_outstanding_requests_per_tenant",
+        "max_query_capacity",
+    ):
         text = post.get(key, "").strip()
         if text:
             config[key] = _number(text)
@@ -256,6 +260,7 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
                 "max_outstanding_requests_per_tenant",
                 config.get("max_outstanding_requests_per_tenant"),
             ),
+            ("max_query_capacity", config.get("max_query_capacity")),
             ("query_priority.default_priority", qp.get("default_priority", 0)),
             ("query_priority.enabled", None),
         )

@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from api.rest.views.explain import known_queriers, queriers_body
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
@@ -134,6 +135,7 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
         "attribute_index": match.attribute_index,
         "rules": [rules[i] for i in sorted(rules)],
         "general": general,
+        "queriers": queriers_body(found.limits, known_queriers()),
     }
 
 

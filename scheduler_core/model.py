@@ -90,11 +90,15 @@ class TenantLimits:
 
     `max_queriers` 0 means the tenant may use every querier (no shard);
     `max_outstanding` None means the queue-wide default applies.
+    `max_query_capacity` is Loki's limit, the share (0-1) of the queriers
+    the tenant may use, 0 for no cap; with both set the shard is
+    min(max_queriers, ceil(queriers * max_query_capacity)).
     """
 
     max_queriers: int = 0
     max_outstanding: int | None = None
     query_priority: QueryPriority = field(default_factory=QueryPriority)
+    max_query_capacity: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

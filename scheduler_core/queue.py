@@ -298,7 +298,9 @@ class RequestQueue(QueueState):
             state = self._new_state(tenant_id)
         state.cap = self._cap(limits)
         state.priority_enabled = limits.query_priority.enabled
-        self._assignment.set_tenant(tenant_id, limits.max_queriers, limits.query_priority)
+        self._assignment.set_tenant(
+            tenant_id, limits.max_queriers, limits.query_priority, limits.max_query_capacity
+        )
 
     def tenant_limits(self, tenant_id: str) -> TenantLimits:
         """The tenant's limits, or the defaults when none were set."""

@@ -1,11 +1,13 @@
 """Which querier may serve which tenant: shards, forget delay, reservations.
 
 Shards are a pure function of (tenant id, sorted known querier ids,
-max_queriers): a seeded shuffle whose seed is the first 8 bytes of the
+shard size): a seeded shuffle whose seed is the first 8 bytes of the
 SHA-256 of the tenant id, so every process and every run agrees (Python's
 `hash()` is salted per process and must never be used here). A querier whose
 last worker left stays known for `querier_forget_delay` so a restart does not
-reshuffle every tenant.
+reshuffle every tenant. The shard size is `effective_shard_size`: Mimir's
+`max_queriers_per_tenant`, Loki's `max_query_capacity` share of the queriers,
+or the smaller of the two, recomputed whenever queriers come and go.
 
 Reservations follow Cortex, computed from the shard (or every known querier
 when the tenant is not sharded) and recomputed on every change of queriers
@@ -17,16 +19,20 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
 from scheduler_core.model import PriorityDef, QueryPriority, Request
 from scheduler_core.nodes import DequeueContext
 
 __all__ = [
+    "QuerierShare",
     "QuerierState",
     "Shard",
     "ShardListener",
     "TenantQuerierAssignment",
     "WorkerState",
+    "effective_shard_size",
+    "querier_share",
     "reserved_queriers",
     "shuffle_shard",
     "tenant_seed",
@@ -64,13 +70,58 @@ def shuffle_shard(tenant_id: str, queriers: Sequence[str], max_queriers: int) ->
     return tuple(sorted(pool[:max_queriers]))
 
 
+def _ceil_share(share: float, total: int) -> int:
+    # Rounded first so 0.3 * 10 = 3.0000000000000004 gives 3, not 4.
+    return math.ceil(round(share * total, 9))
+
+
+def effective_shard_size(max_queriers: int, max_query_capacity: float, queriers: int) -> int:
+    """How many of `queriers` the tenant may use; 0 means all of them.
+
+    Loki's rule: with both limits set, min(max_queriers,
+    ceil(queriers * max_query_capacity)); either alone when only one is set;
+    every querier when neither is. A capacity that rounds up to every
+    querier is no cap at all.
+    """
+    if max_query_capacity <= 0:
+        return max(max_queriers, 0)
+    by_capacity = _ceil_share(min(max_query_capacity, 1.0), queriers)
+    if by_capacity >= queriers:
+        return max(max_queriers, 0)
+    if max_queriers > 0:
+        return min(max_queriers, by_capacity)
+    return by_capacity
+
+
+class QuerierShare(NamedTuple):
+    """How many of the known queriers a tenant may use, and which limit decides."""
+
+    may_use: int
+    known: int
+    decided_by: str | None  # "max_queriers_per_tenant", "max_query_capacity", or None: all
+
+    def summary(self) -> str:
+        text = f"this tenant may use {self.may_use} of {self.known} queriers"
+        return text if self.decided_by is None else f"{text} ({self.decided_by})"
+
+
+def querier_share(max_queriers: int, max_query_capacity: float, known: int) -> QuerierShare:
+    """The explain view's answer: the effective shard against `known` queriers."""
+    size = effective_shard_size(max_queriers, max_query_capacity, known)
+    if size <= 0 or size >= known:
+        return QuerierShare(known, known, None)
+    by_capacity = max_query_capacity > 0 and (max_queriers <= 0 or size < max_queriers)
+    return QuerierShare(
+        size, known, "max_query_capacity" if by_capacity else "max_queriers_per_tenant"
+    )
+
+
 def _reserved_count(value: float, shard_size: int) -> int:
     if value >= 1:
         return int(value)
     if value <= 0:
         return 0
-    # Rounded first so 0.3 * 10 = 3.0000000000000004 reserves 3, not 4.
-    return math.ceil(round(value * shard_size, 9))
+    return _ceil_share(value, shard_size)
 
 
 def reserved_queriers(shard: Sequence[str], priorities: Iterable[PriorityDef]) -> dict[str, int]:
@@ -143,6 +194,7 @@ class TenantQuerierAssignment:
         self.queriers: dict[str, QuerierState] = {}
         self._sorted: tuple[str, ...] = ()
         self._max_queriers: dict[str, int] = {}
+        self._capacity: dict[str, float] = {}
         self._priorities: dict[str, tuple[PriorityDef, ...]] = {}
         self.shards: dict[str, tuple[str, ...]] = {}
         self.reserved_by_tenant: dict[str, dict[str, int]] = {}
@@ -205,12 +257,22 @@ class TenantQuerierAssignment:
         self._queriers_changed()
 
     # -- tenants --------------------------------------------------------
-    def set_tenant(self, tenant_id: str, max_queriers: int, priority: QueryPriority) -> None:
+    def set_tenant(
+        self,
+        tenant_id: str,
+        max_queriers: int,
+        priority: QueryPriority,
+        max_query_capacity: float = 0.0,
+    ) -> None:
         """Apply a tenant's limits; reshards that tenant only."""
         if max_queriers > 0:
             self._max_queriers[tenant_id] = max_queriers
         else:
             self._max_queriers.pop(tenant_id, None)
+        if max_query_capacity > 0:
+            self._capacity[tenant_id] = max_query_capacity
+        else:
+            self._capacity.pop(tenant_id, None)
         if priority.enabled and any(p.reserved_queriers > 0 for p in priority.priorities):
             self._priorities[tenant_id] = priority.priorities
         else:
@@ -219,11 +281,20 @@ class TenantQuerierAssignment:
 
     def _queriers_changed(self) -> None:
         self._sorted = tuple(sorted(self.queriers))
-        for tenant_id in set(self._max_queriers) | set(self.shards) | set(self._priorities):
+        limited = set(self._max_queriers) | set(self._capacity)
+        for tenant_id in limited | set(self.shards) | set(self._priorities):
             self._recompute(tenant_id)
 
+    def shard_size(self, tenant_id: str) -> int:
+        """The tenant's effective shard size now (0: every querier)."""
+        return effective_shard_size(
+            self._max_queriers.get(tenant_id, 0),
+            self._capacity.get(tenant_id, 0.0),
+            len(self._sorted),
+        )
+
     def _recompute(self, tenant_id: str) -> None:
-        new = shuffle_shard(tenant_id, self._sorted, self._max_queriers.get(tenant_id, 0))
+        new = shuffle_shard(tenant_id, self._sorted, self.shard_size(tenant_id))
         old = self.shards.get(tenant_id)
         if new is None:
             self.shards.pop(tenant_id, None)

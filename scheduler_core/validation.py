@@ -52,7 +52,12 @@ MAX_ATTRIBUTES_PER_PRIORITY = 50
 MAX_REGEX_LENGTH = 1000
 
 # Every top-level key of a tenant block (Cortex override names), set or not.
-TENANT_KEYS = ("max_queriers_per_tenant", "max_outstanding_requests_per_tenant", "query_priority")
+TENANT_KEYS = (
+    "max_queriers_per_tenant",
+    "max_outstanding_requests_per_tenant",
+    "query_priority",
+    "max_query_capacity",
+)
 _LAYOUTS = ("tenant-first", "component-first")
 _SELECTIONS = ("round-robin", "querier-worker-priority")
 
@@ -222,7 +227,10 @@ def _tenant(raw_value: object, errs: f.Collector) -> TenantLimits:
         else f.integer(outstanding_raw, "max_outstanding_requests_per_tenant", errs, 1)
     )
     qp = _query_priority(raw.get("query_priority"), "query_priority", errs)
-    return TenantLimits(max_queriers or 0, outstanding, qp)
+    # Loki's limit: a share of the queriers, so a fraction from 0 (no cap) to 1.
+    capacity = f.number(raw.get("max_query_capacity", 0), "max_query_capacity", errs, 1.0)
+    limits = TenantLimits(max_queriers or 0, outstanding, qp)
+    return replace(limits, max_query_capacity=float(capacity or 0.0)) if capacity else limits
 
 
 def validate_tenant_config(raw: Mapping[str, Any]) -> list[FieldError]:
@@ -275,6 +283,8 @@ def tenant_limits_to_dict(limits: TenantLimits) -> dict[str, Any]:
     out: dict[str, Any] = {"max_queriers_per_tenant": limits.max_queriers}
     if limits.max_outstanding is not None:
         out["max_outstanding_requests_per_tenant"] = limits.max_outstanding
+    if limits.max_query_capacity:
+        out["max_query_capacity"] = _number_out(limits.max_query_capacity)
     qp = limits.query_priority
     priorities: list[dict[str, Any]] = []
     for pdef in qp.priorities:

@@ -109,6 +109,13 @@ class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False, allow_null=True, min_value=1
     )
     query_priority = QueryPrioritySerializer(required=False, allow_null=True)
+    max_query_capacity = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="Loki's limit: the share of queriers the tenant may use (0 = no cap); "
+        "with max_queriers_per_tenant the smaller shard wins",
+    )
 
 
 @extend_schema_field(TenantConfigSerializer)
@@ -236,6 +243,19 @@ class SelectRangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     end = serializers.FloatField()
 
 
+class QuerierShareSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    max_queriers_per_tenant = serializers.IntegerField()
+    max_query_capacity = serializers.FloatField()
+    known = serializers.IntegerField(
+        allow_null=True, help_text="queriers this replica's shards are drawn from"
+    )
+    may_use = serializers.IntegerField(allow_null=True)
+    decided_by = serializers.ChoiceField(
+        choices=["max_queriers_per_tenant", "max_query_capacity"], allow_null=True
+    )
+    summary = serializers.CharField(help_text='e.g. "this tenant may use 3 of 10 queriers"')
+
+
 class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant = serializers.CharField()
     tenant_configured = serializers.BooleanField()
@@ -248,6 +268,7 @@ class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-ar
     attribute_index = serializers.IntegerField(allow_null=True)
     rules = RuleVerdictSerializer(many=True)
     reasons = ReasonSerializer(many=True)
+    queriers = QuerierShareSerializer()
 
 
 class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -304,6 +304,7 @@ def test_an_unquoted_numeric_panel_id_is_read_as_text() -> None:
 CANONICAL: dict[str, Any] = {
     "max_queriers_per_tenant": 4,
     "max_outstanding_requests_per_tenant": 50,
+    "max_query_capacity": 0.5,
     "query_priority": {
         "enabled": True,
         "default_priority": -1,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,9 +18,40 @@ from api.rest.permissions import AnyRole
 from api.rest.serializers import ExplainRequestSerializer, ExplainResponseSerializer
 from api.rest.views.base import ApiView, errors
 from api.store import selectors
+from api.wire import runtime_host
 from scheduler_core.priority import RuleReason
+from scheduler_core.tenant_querier_assignment import querier_share
 
-__all__ = ["ExplainView", "explanation_body"]
+__all__ = ["ExplainView", "explanation_body", "known_queriers", "queriers_body"]
+
+
+async def _known_queriers_on_loop() -> int | None:
+    if not runtime_host.started():
+        return None
+    # Every querier the shards are computed over, including ones kept by
+    # querier_forget_delay: what this replica's shuffle shard sees.
+    return len(runtime_host.get_runtime().snapshot().queriers)
+
+
+def known_queriers() -> int | None:
+    """How many queriers this replica's shards are drawn from; None with no runtime."""
+    return async_to_sync(_known_queriers_on_loop)()
+
+
+def queriers_body(limits: Any, known: int | None) -> dict[str, Any]:
+    """How many queriers the tenant may use ("this tenant may use 3 of 10 queriers")."""
+    body: dict[str, Any] = {
+        "max_queriers_per_tenant": limits.max_queriers,
+        "max_query_capacity": limits.max_query_capacity,
+        "known": known,
+        "may_use": None,
+        "decided_by": None,
+        "summary": "no scheduler runs in this process, so its queriers are unknown",
+    }
+    if known is not None:
+        share = querier_share(limits.max_queriers, limits.max_query_capacity, known)
+        body.update(may_use=share.may_use, decided_by=share.decided_by, summary=share.summary())
+    return body
 
 
 def _reason(reason: RuleReason) -> dict[str, Any]:
@@ -32,7 +64,7 @@ def _reason(reason: RuleReason) -> dict[str, Any]:
     }
 
 
-def explanation_body(found: selectors.Explanation) -> dict[str, Any]:
+def explanation_body(found: selectors.Explanation, known: int | None = None) -> dict[str, Any]:
     """The response: the verdict, then one entry per rule saying why (not) it matched.
 
     A rule after the one that matched was never evaluated (first match
@@ -67,6 +99,7 @@ def explanation_body(found: selectors.Explanation) -> dict[str, Any]:
         "attribute_index": match.attribute_index,
         "rules": rules,
         "reasons": [_reason(r) for r in match.reasons],
+        "queriers": queriers_body(found.limits, known),
     }
 
 
@@ -95,4 +128,4 @@ class ExplainView(ApiView):
             now=data["now"] if data["now"] is not None else time.time(),
             draft_config=data["tenant_config"],
         )
-        return Response(explanation_body(found))
+        return Response(explanation_body(found, known_queriers()))

@@ -140,18 +140,21 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     """Limits of a multi-tenant id `a|b`, derived from its tenants' limits.
 
     As in Mimir, the shard is the smallest positive `max_queriers` of the
-    tenants (0 if none limits it). The outstanding limit is the smallest one
+    tenants (0 if none limits it), and likewise the smallest positive
+    `max_query_capacity`. The outstanding limit is the smallest one
     any tenant sets. Priority rules are those of the first tenant (in the
     order given) that has priority enabled: rule sets cannot be merged
     without changing what each rule means.
     """
     shards = [p.max_queriers for p in parts if p.max_queriers > 0]
+    capacities = [p.max_query_capacity for p in parts if p.max_query_capacity > 0]
     outstanding = [p.max_outstanding for p in parts if p.max_outstanding is not None]
     priority = next((p.query_priority for p in parts if p.query_priority.enabled), None)
     return TenantLimits(
         max_queriers=min(shards, default=0),
         max_outstanding=min(outstanding) if outstanding else None,
         query_priority=priority if priority is not None else QueryPriority(),
+        max_query_capacity=min(capacities, default=0.0),
     )
 
 
