@@ -134,6 +134,9 @@ class Options:
 # --- processes --------------------------------------------------------------
 
 
+LOGS: dict[int, Path] = {}  # pid -> the file its output goes to
+
+
 class Processes:
     """Children started in their own process groups, all stopped on close."""
 
@@ -159,6 +162,7 @@ class Processes:
                 start_new_session=True,
             )
         self.running.append(proc)
+        LOGS[proc.pid] = log
         return proc
 
     def stop(self, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
@@ -195,11 +199,12 @@ def group_cpu_seconds(pgid: int) -> float:
             continue
         try:
             stat = (entry / "stat").read_text()
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if int(fields[2]) != pgid:
+                continue
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            ticks += int(fields[11]) + int(fields[12])
+        ticks += int(fields[11]) + int(fields[12])
     return ticks / CLOCK_TICK
 
 
@@ -231,12 +236,20 @@ def wait_until(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{what}: the process exited with {proc.returncode}")
+            raise RuntimeError(f"{what}: exited with {proc.returncode}{_log_tail(proc)}")
         with contextlib.suppress(OSError, ValueError):
             if check():
                 return
         time.sleep(0.25)
-    raise RuntimeError(f"{what}: not ready after {timeout:.0f}s")
+    raise RuntimeError(f"{what}: not ready after {timeout:.0f}s{_log_tail(proc)}")
+
+
+def _log_tail(proc: subprocess.Popen[bytes], lines: int = 20) -> str:
+    log = LOGS.get(proc.pid)
+    if log is None or not log.exists():
+        return ""
+    tail = log.read_text(errors="replace").splitlines()[-lines:]
+    return f"; last lines of {log.name}:\n" + "\n".join(tail)
 
 
 def http_ok(url: str) -> bool:
@@ -521,14 +534,19 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
         with spy or contextlib.nullcontext():
             load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
         opts.profiled = opts.profiled or profile
-        sched_cpu = group_cpu_seconds(scheduler.proc.pid) - cpu_before[0]
-        cortex_cpu = group_cpu_seconds(cortex.pid) - cpu_before[1]
+        cpu_after = group_cpu_seconds(scheduler.proc.pid), group_cpu_seconds(cortex.pid)
         light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
     finally:
         if cortex is not None:
             procs.stop(cortex)
         procs.stop(scheduler.proc)
-    return PhaseResult(kind, load, light, sched_cpu, cortex_cpu)
+    return PhaseResult(
+        kind,
+        load,
+        light,
+        scheduler_cpu=cpu_after[0] - cpu_before[0],
+        cortex_cpu=cpu_after[1] - cpu_before[1],
+    )
 
 
 # --- report ----------------------------------------------------------------------
@@ -636,7 +654,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--light-duration", type=int, default=10, help="seconds at one connection")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2, help="Cortex, ours pairs (at least 2)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="Cortex-then-ours pairs (2 or more for figures worth keeping)",
+    )
     parser.add_argument(
         "--querier-concurrency", type=int, default=16, help="-querier.max-concurrent (workers)"
     )
