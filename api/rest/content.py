@@ -18,6 +18,9 @@ from rest_framework import exceptions, parsers, renderers
 
 from api.rest.errors import PayloadTooLarge
 
+# One serialiser for the export, a tenant's YAML view and revision diffs.
+from api.store.config_yaml import dump_yaml
+
 __all__ = [
     "MAX_JSON_BODY_BYTES",
     "MAX_YAML_BODY_BYTES",
@@ -43,18 +46,10 @@ MAX_YAML_BODY_BYTES = 32 * 1024 * 1024
 MAX_YAML_NODES = 5_000_000
 YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 
-# libyaml's scanner and emitter when PyYAML was built with it (several times
+# libyaml's scanner when PyYAML was built with it (several times
 # faster on a big runtime-config); the same safe constructor either way, so
 # what a document means, and the alias guard below, do not depend on it.
 _Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-_BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
-
-
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
-    """The safe dumper, also for str subclasses such as DRF's `ErrorDetail`."""
-
-
-_Dumper.add_multi_representer(str, lambda dumper, text: dumper.represent_str(str(text)))
 
 
 def read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
@@ -134,15 +129,6 @@ def parse_body(data: bytes, media_type: str) -> Any:
     if media_type in YAML_MEDIA_TYPES:
         return load_yaml(data)
     raise exceptions.UnsupportedMediaType(media_type)
-
-
-def dump_yaml(value: Any) -> str:
-    """Block-style YAML keeping key order, as a person would write a runtime-config."""
-    return str(
-        yaml.dump(
-            value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
-        )
-    )
 
 
 class _LimitedParser(parsers.BaseParser):

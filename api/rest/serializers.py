@@ -414,6 +414,10 @@ class RevisionDetailSerializer(RevisionSerializer):
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)
     diff = ChangeSerializer(many=True)
+    yaml_diff = serializers.CharField(
+        help_text="unified diff of the YAML before and after (a tenant's block as under "
+        "overrides:, the settings, or the import's overrides:); empty when equal"
+    )
 
 
 class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -15,6 +15,11 @@ app_name = "api-v1"
 urlpatterns = [
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
     re_path(
+        r"^tenants/(?P<tenant_id>[^/]+)/yaml/\Z",
+        views.TenantYamlView.as_view(),
+        name="tenant-yaml",
+    ),
+    re_path(
         r"^tenants/(?P<tenant_id>[\s\S]+)/\Z",
         views.TenantDetailView.as_view(),
         name="tenant-detail",
@@ -25,6 +30,7 @@ urlpatterns = [
     path("queriers/", views.QueriersView.as_view(), name="queriers"),
     path("runtime-config/", views.RuntimeConfigView.as_view(), name="runtime-config"),
     path("revisions/", views.RevisionListView.as_view(), name="revision-list"),
+    path("revisions/compare/", views.RevisionCompareView.as_view(), name="revision-compare"),
     re_path(
         r"^revisions/(?P<revision_id>[^/]+)/\Z",
         views.RevisionDetailView.as_view(),

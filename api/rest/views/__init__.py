@@ -6,6 +6,7 @@ headers, bodies and exceptions.
 """
 
 from api.rest import schema as _schema  # noqa: F401  (registers the OpenAPI auth extension)
+from api.rest.views.config_yaml import RevisionCompareView, TenantYamlView
 from api.rest.views.explain import ExplainView
 from api.rest.views.revisions import RevisionDetailView, RevisionListView, RevisionRollbackView
 from api.rest.views.runtime_config import RuntimeConfigView
@@ -17,6 +18,7 @@ __all__ = [
     "ExplainView",
     "QueriersView",
     "QueueView",
+    "RevisionCompareView",
     "RevisionDetailView",
     "RevisionListView",
     "RevisionRollbackView",
@@ -24,4 +26,5 @@ __all__ = [
     "SettingsView",
     "TenantDetailView",
     "TenantListView",
+    "TenantYamlView",
 ]

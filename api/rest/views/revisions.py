@@ -18,6 +18,7 @@ from api.rest.views.base import ApiView, errors
 from api.store import selectors, services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
+from api.store.revision_states import revision_comparison
 
 REVISION_ID = OpenApiParameter("revision_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
@@ -74,6 +75,7 @@ class RevisionDetailView(ApiView):
             {"path": c.path, "before": c.before, "after": c.after}
             for c in selectors.revision_diff(revision)
         ]
+        revision.yaml_diff = revision_comparison(revision).yaml_diff  # type: ignore[attr-defined]
         return Response(RevisionDetailSerializer(revision).data)
 
 

@@ -37,12 +37,14 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
     assert set(schema["paths"]) == {
         "/api/v1/tenants/",
         "/api/v1/tenants/{tenant_id}/",
+        "/api/v1/tenants/{tenant_id}/yaml/",
         "/api/v1/settings/",
         "/api/v1/explain/",
         "/api/v1/queue/",
         "/api/v1/queriers/",
         "/api/v1/runtime-config/",
         "/api/v1/revisions/",
+        "/api/v1/revisions/compare/",
         "/api/v1/revisions/{revision_id}/",
         "/api/v1/revisions/{revision_id}/rollback/",
     }

@@ -1,0 +1,316 @@
+"""The config as an operator reads it: YAML, with the line of every field.
+
+One serialiser (`dump_yaml`) writes the runtime-config export, a tenant's
+block as it stands under `overrides:` (`tenant_block_yaml`), the scheduler
+settings and the whole config, so the editor's YAML view, a revision's diff
+and the export always read alike. `parse_tenant_block` reads a block back
+(pasted from a Cortex runtime-config file, with or without its tenant key
+line, or even under its `overrides:` line) into the body the scheduler
+uses: other Cortex limits are reported as not used here, as the import
+does, and each validation error carries the line of the field its path
+names. `unified_yaml_diff` is the text diff of two such YAML texts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from scheduler_core.errors import ConfigInvalid, FieldError
+from scheduler_core.model import QueueConfig
+from scheduler_core.validation import (
+    TENANT_KEYS,
+    queue_config_from_dict,
+    queue_config_to_dict,
+    validate_tenant_config,
+)
+
+__all__ = [
+    "MAX_BLOCK_BYTES",
+    "MAX_BLOCK_NODES",
+    "BlockParse",
+    "LocatedError",
+    "LocatedName",
+    "block_lines",
+    "config_yaml",
+    "dump_yaml",
+    "line_for",
+    "locate",
+    "overrides_yaml",
+    "parse_tenant_block",
+    "settings_canonical",
+    "settings_yaml",
+    "tenant_block_yaml",
+    "unified_yaml_diff",
+]
+
+# One tenant block: the REST API's JSON body limit, and far fewer values
+# than a whole runtime-config file may hold (aliases counted expanded).
+MAX_BLOCK_BYTES = 1024 * 1024
+MAX_BLOCK_NODES = 200_000
+OVERRIDES = "overrides"
+
+# libyaml's scanner and emitter when PyYAML was built with it; the same safe
+# constructor either way, so what a document means does not depend on it.
+_Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+    """The safe dumper, also for str subclasses such as DRF's `ErrorDetail`."""
+
+
+_Dumper.add_multi_representer(str, lambda dumper, text: dumper.represent_str(str(text)))
+
+
+def dump_yaml(value: Any) -> str:
+    """Block-style YAML keeping key order, as a person would write a runtime-config."""
+    return str(
+        yaml.dump(
+            value, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True
+        )
+    )
+
+
+def tenant_block_yaml(tenant_id: str | None, config: Mapping[str, Any] | None) -> str:
+    """The tenant's lines under `overrides:`, one level less indented; "" when absent.
+
+    Without a tenant ID (a tenant not named yet) the body alone, at the left.
+    """
+    if config is None:
+        return ""
+    body = dict(config)
+    return dump_yaml({tenant_id: body} if tenant_id else body)
+
+
+def settings_canonical(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every scheduler setting, defaults filled in (`{}` is all defaults).
+
+    Settings that no longer validate are shown as stored, so a diff still
+    says what the row holds.
+    """
+    raw = dict(config or {})
+    try:
+        return queue_config_to_dict(queue_config_from_dict(raw, QueueConfig()))
+    except ConfigInvalid:
+        return raw
+
+
+def settings_yaml(config: Mapping[str, Any] | None) -> str:
+    return dump_yaml(settings_canonical(config))
+
+
+def overrides_yaml(overrides: Mapping[str, Any] | None) -> str:
+    """A runtime-config file's `overrides:` section, tenants in ID order."""
+    tenants = {tid: (overrides or {})[tid] for tid in sorted(overrides or {})}
+    return dump_yaml({OVERRIDES: tenants})
+
+
+def config_yaml(overrides: Mapping[str, Any] | None, settings: Mapping[str, Any] | None) -> str:
+    """The whole config: the runtime-config `overrides:` and the scheduler `settings:`."""
+    return overrides_yaml(overrides) + dump_yaml({"settings": settings_canonical(settings)})
+
+
+def unified_yaml_diff(before: str, after: str, from_label: str, to_label: str) -> str:
+    """A unified diff (3 lines of context) of two YAML texts; "" when they are equal."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=from_label,
+        tofile=to_label,
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+# --- reading a block back ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedError:
+    """A validator's `FieldError` with the 1-based line of its field (None: no line)."""
+
+    path: str
+    message: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedName:
+    """A key of the pasted block the scheduler does not use, and its line."""
+
+    name: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockParse:
+    """What a pasted block means.
+
+    `config` is the tenant body the scheduler uses (None when the text is
+    not a mapping at all); `syntax` is set when the text is not YAML, and
+    then nothing else is. `pasted_tenant` is the ID on the block's key
+    line, when it had one; `ignored` the Cortex limits not used here
+    (never saved, always reported); `errors` the validator's, with lines.
+    """
+
+    config: dict[str, Any] | None
+    pasted_tenant: str | None = None
+    ignored: list[LocatedName] = field(default_factory=list)
+    errors: list[LocatedError] = field(default_factory=list)
+    syntax: LocatedError | None = None
+    lines: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def problems(self) -> list[LocatedError]:
+        """Every problem with a line, the syntax error first."""
+        return ([self.syntax] if self.syntax else []) + self.errors
+
+    @property
+    def ok(self) -> bool:
+        return self.config is not None and not self.problems
+
+
+def _problem(path: str, message: str, line: int | None) -> BlockParse:
+    return BlockParse(config=None, syntax=LocatedError(path, message, line))
+
+
+def _syntax_error(exc: yaml.YAMLError) -> BlockParse:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+    text = ", ".join(str(p) for p in parts if p) or str(exc)
+    line = mark.line + 1 if mark is not None else None
+    return _problem("(yaml)", f"YAML syntax: {text}", line)
+
+
+def _expanded_size(node: yaml.Node, budget: int) -> int:
+    """Nodes counting every alias expansion (an alias "bomb" is tiny as text)."""
+    count, stack = 0, [node]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, yaml.MappingNode):
+            for key, value in item.value:
+                stack.extend((key, value))
+        elif isinstance(item, yaml.SequenceNode):
+            stack.extend(item.value)
+    return count
+
+
+def _key_text(node: yaml.Node) -> str:
+    return str(node.value) if isinstance(node, yaml.ScalarNode) else "?"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _path_lines(node: yaml.Node, path: str, out: dict[str, int]) -> None:
+    """The 1-based line of each field path under `node` (a key's own line)."""
+    out.setdefault(path or "(root)", node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            child = _join(path, _key_text(key))
+            out.setdefault(child, key.start_mark.line + 1)
+            _path_lines(value, child, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _path_lines(item, f"{path}[{index}]", out)
+
+
+def line_for(path: str, lines: Mapping[str, int]) -> int | None:
+    """The line of `path`, else of its nearest ancestor present in the text."""
+    while path:
+        if path in lines:
+            return lines[path]
+        cut = max(path.rfind("."), path.rfind("["))
+        path = path[:cut] if cut > 0 else ""
+    return lines.get("(root)")
+
+
+def _child(node: yaml.Node, key: str) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value in node.value:
+            if _key_text(key_node) == key:
+                return value
+    return None
+
+
+def _is_tenant_line(value: Any) -> bool:
+    """A one-key mapping whose key is no tenant field and holds a mapping: `team-a:`."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return False
+    ((key, inner),) = value.items()
+    return str(key) not in TENANT_KEYS and (inner is None or isinstance(inner, Mapping))
+
+
+def _unwrap(value: Any, node: yaml.Node) -> tuple[Any, yaml.Node | None, str | None, str | None]:
+    """(body, body node, pasted tenant ID, problem) of a parsed block."""
+    if isinstance(value, Mapping) and len(value) == 1 and OVERRIDES in value:
+        inner = value[OVERRIDES]
+        inner_node = _child(node, OVERRIDES)
+        if isinstance(inner, Mapping) and len(inner) == 1 and inner_node is not None:
+            value, node = inner, inner_node
+        elif isinstance(inner, Mapping):
+            count = len(inner)
+            return None, None, None, f"an overrides: section of {count} tenants; paste one block"
+    if _is_tenant_line(value):
+        ((key, body),) = value.items()
+        return body, _child(node, str(key)), str(key), None
+    return value, node, None, None
+
+
+def parse_tenant_block(text: str) -> BlockParse:
+    """Read one tenant's YAML block into the body the scheduler would store.
+
+    Never raises for bad input: the answer says what is wrong and where.
+    """
+    if "\x00" in text:
+        return _problem("(yaml)", "the text contains a NUL character", None)
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return _problem("(yaml)", "the text is not valid Unicode (a lone surrogate?)", None)
+    if size > MAX_BLOCK_BYTES:
+        return _problem("(yaml)", f"a tenant block is at most {MAX_BLOCK_BYTES} bytes", None)
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+        if node is not None and _expanded_size(node, MAX_BLOCK_NODES) > MAX_BLOCK_NODES:
+            return _problem("(yaml)", f"the block expands to over {MAX_BLOCK_NODES} values", None)
+        value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        return _syntax_error(exc)
+    if node is None or value is None:
+        return BlockParse(config={})
+    body, body_node, pasted, problem = _unwrap(value, node)
+    if problem is not None:
+        return _problem("(root)", problem, node.start_mark.line + 1)
+    lines: dict[str, int] = {}
+    if body_node is not None:
+        _path_lines(body_node, "", lines)
+    if body is None:
+        return BlockParse(config={}, pasted_tenant=pasted, lines=lines)
+    if not isinstance(body, Mapping):
+        message = f"a tenant block must be a mapping of limits, got {type(body).__name__}"
+        return _problem("(root)", message, line_for("", lines))
+    ignored = [
+        LocatedName(str(key), line_for(str(key), lines))
+        for key in body
+        if str(key) not in TENANT_KEYS
+    ]
+    config = {str(key): val for key, val in body.items() if str(key) in TENANT_KEYS}
+    errors = locate(validate_tenant_config(config), lines)
+    return BlockParse(config, pasted, ignored, errors, None, lines)
+
+
+def locate(errors: list[FieldError], lines: Mapping[str, int]) -> list[LocatedError]:
+    """Validator errors with the line of each one's field in the text `lines` maps."""
+    return [LocatedError(e.path, e.message, line_for(e.path, lines)) for e in errors]
+
+
+def block_lines(tenant_id: str | None, config: Mapping[str, Any]) -> dict[str, int]:
+    """The field paths' lines in `tenant_block_yaml(tenant_id, config)`."""
+    return parse_tenant_block(tenant_block_yaml(tenant_id, config) or "{}").lines
