@@ -69,6 +69,12 @@ class Request:
     Identity is the object itself (eq=False), and `id` is unique per queue.
     """
 
+    `priority_rule` and `priority_source` say how the priority was chosen,
+    set once when the frontend classifies the request (the queue never
+    reads them; the inspector shows them): the matched rule as
+    (priority index, attribute index) into the tenant's `query_priority`,
+    or None, and "rule", "default" or "disabled".
+
     id: str
     tenant_id: str
     component: str = UNKNOWN
@@ -83,6 +89,8 @@ class Request:
     attempts: int = 0
     payload: Any = None
 
+    priority_rule: tuple[int, int] | None = None
+    priority_source: str = "default"
 
 @dataclass(frozen=True, slots=True)
 class TenantLimits:

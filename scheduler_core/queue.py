@@ -28,6 +28,7 @@ from scheduler_core.model import (
     Request,
     TenantLimits,
 )
+from scheduler_core.queue_listing import Predicate, QueueListing
 from scheduler_core.queue_snapshot import build_snapshot
 from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, QueueState, check_config
 from scheduler_core.snapshot import QueueSnapshot
@@ -343,6 +344,34 @@ class RequestQueue(QueueState):
             assignment=self._assignment,
             total=self._total,
         )
+
+    def listing(self) -> QueueListing:
+        """Read access to the queued and in-flight requests (`queue_listing`), per use."""
+        return QueueListing(
+            config=self._config,
+            tenants=self._tenants,
+            slots=self._slots,
+            root=self._root,
+            ids=self._ids,
+            queriers=self._queriers,
+            total=self._total,
+        )
+
+    def cancel_matching(
+        self,
+        *,
+        tenant: str | None = None,
+        component: str | None = None,
+        priority: int | None = None,
+        predicate: Predicate | None = None,
+    ) -> list[Request]:
+        """Remove every queued request under the node that matches; returns exactly those."""
+        matched = self.listing().matching(
+            tenant=tenant, component=component, priority=priority, predicate=predicate
+        )
+        for request in matched:
+            self.cancel(request.id)
+        return matched
 
 
 _DEFAULT_LIMITS = TenantLimits()
