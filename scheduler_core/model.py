@@ -14,7 +14,7 @@ from typing import Any, Literal
 # Rule data is defined beside the code that reads it and re-exported here,
 # so every plain value can still be imported from this one module.
 from scheduler_core.priority import QueryPriority
-from scheduler_core.rules import PriorityDef, QueryAttribute, QueryInfo, TimeRange
+from scheduler_core.rules import PriorityDef, QueryAttribute, QueryInfo, QueryRejection, TimeRange
 
 __all__ = [
     "API_TYPES",
@@ -29,6 +29,7 @@ __all__ = [
     "QueryAttribute",
     "QueryInfo",
     "QueryPriority",
+    "QueryRejection",
     "QueueConfig",
     "Request",
     "TenantLimits",
@@ -69,12 +70,6 @@ class Request:
     Identity is the object itself (eq=False), and `id` is unique per queue.
     """
 
-    `priority_rule` and `priority_source` say how the priority was chosen,
-    set once when the frontend classifies the request (the queue never
-    reads them; the inspector shows them): the matched rule as
-    (priority index, attribute index) into the tenant's `query_priority`,
-    or None, and "rule", "default" or "disabled".
-
     id: str
     tenant_id: str
     component: str = UNKNOWN
@@ -89,15 +84,14 @@ class Request:
     attempts: int = 0
     payload: Any = None
 
-    priority_rule: tuple[int, int] | None = None
-    priority_source: str = "default"
 
 @dataclass(frozen=True, slots=True)
 class TenantLimits:
     """A tenant's scheduling limits, as in Cortex's per-tenant overrides.
 
     `max_queriers` 0 means the tenant may use every querier (no shard);
-    `max_outstanding` None means the queue-wide default applies.
+    `max_outstanding` None means the queue-wide default applies;
+    `query_rejection` is checked before priorities (Cortex's order).
     `max_query_capacity` is Loki's limit, the share (0-1) of the queriers
     the tenant may use, 0 for no cap; with both set the shard is
     min(max_queriers, ceil(queriers * max_query_capacity)).
@@ -114,6 +108,7 @@ class QueueConfig:
     """Queue-wide settings; all may change at run time.
 
     `priority_aging_seconds` 0 disables aging; otherwise a request's effective
+    query_rejection: QueryRejection = field(default_factory=QueryRejection)
     rank is `priority * priority_aging_seconds - enqueued_at`, which is time
     invariant, so one priority level is worth that many seconds of waiting.
     """

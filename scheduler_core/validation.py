@@ -23,6 +23,7 @@ from scheduler_core.model import (
     PriorityDef,
     QueryAttribute,
     QueryPriority,
+    QueryRejection,
     QueueConfig,
     TenantLimits,
     TimeRange,
@@ -57,6 +58,7 @@ TENANT_KEYS = (
     "max_outstanding_requests_per_tenant",
     "query_priority",
     "max_query_capacity",
+    "query_rejection",
 )
 _LAYOUTS = ("tenant-first", "component-first")
 _SELECTIONS = ("round-robin", "querier-worker-priority")
@@ -229,8 +231,28 @@ def _tenant(raw_value: object, errs: f.Collector) -> TenantLimits:
     qp = _query_priority(raw.get("query_priority"), "query_priority", errs)
     # Loki's limit: a share of the queriers, so a fraction from 0 (no cap) to 1.
     capacity = f.number(raw.get("max_query_capacity", 0), "max_query_capacity", errs, 1.0)
-    limits = TenantLimits(max_queriers or 0, outstanding, qp)
+    qr = _query_rejection(raw.get("query_rejection"), "query_rejection", errs)
+    limits = TenantLimits(max_queriers or 0, outstanding, qp, query_rejection=qr)
     return replace(limits, max_query_capacity=float(capacity or 0.0)) if capacity else limits
+
+
+def _query_rejection(value: object, path: str, errs: f.Collector) -> QueryRejection:
+    """Cortex's `query_rejection`: `enabled` and attributes of the priority kind."""
+    raw = f.mapping(value, path, errs)
+    if raw is None:
+        return QueryRejection()
+    f.unknown(raw, ("enabled", "query_attributes"), path, errs)
+    enabled = raw.get("enabled", False)
+    if not isinstance(enabled, bool):
+        errs.add(f.join(path, "enabled"), f"must be true or false, got {enabled!r}")
+    attrs_path = f.join(path, "query_attributes")
+    raw_attrs = f.sequence(raw.get("query_attributes"), attrs_path, errs) or ()
+    if len(raw_attrs) > MAX_ATTRIBUTES_PER_PRIORITY:
+        errs.add(
+            attrs_path, f"at most {MAX_ATTRIBUTES_PER_PRIORITY} attributes, got {len(raw_attrs)}"
+        )
+    attrs = [_attribute(a, f"{attrs_path}[{i}]", errs) for i, a in enumerate(raw_attrs)]
+    return QueryRejection(enabled is True, [a for a in attrs if a is not None])
 
 
 def validate_tenant_config(raw: Mapping[str, Any]) -> list[FieldError]:
@@ -298,6 +320,13 @@ def tenant_limits_to_dict(limits: TenantLimits) -> dict[str, Any]:
         "default_priority": qp.default_priority,
         "priorities": priorities,
     }
+    qr = limits.query_rejection
+    # Only when set, so a tenant without rejection rules exports as before.
+    if qr.enabled or qr.query_attributes:
+        out["query_rejection"] = {
+            "enabled": qr.enabled,
+            "query_attributes": [_attribute_out(a) for a in qr.query_attributes],
+        }
     return out
 
 

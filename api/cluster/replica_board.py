@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from api.cluster import replica_rules
 from api.cluster.replicas import (
     MalformedSummary,
     MergedView,
@@ -176,6 +177,10 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
     values = await client.mget([_keys(prefix, m)[0] for m in others]) if others else []
     board.accept(values)
     board.note_registry(registered, wall)
+    # Rule hit counts ride the same loop, at their own slower cadence.
+    log_ = getattr(host, "admission_log", None)
+    if log_ is not None:
+        await replica_rules.exchange(client, log_.stats, board.own_id, list(registered), prefix)
 
 
 async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
@@ -192,6 +197,7 @@ async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
                 failing = False
             except (OSError, aioredis.RedisError) as exc:
                 board.peers = ()  # no numbers beat stale numbers
+                replica_rules.forget_peers()
                 if not failing:
                     log.warning("replica summaries unavailable (%s): this replica only", exc)
                 failing = True

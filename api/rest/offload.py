@@ -104,6 +104,10 @@ class ImportJob:
     # worker's transaction (see `services.runtime_config_import`).
     expected_version: int | None = None
     require_empty: bool = False
+    # A dry run's recent traffic, (tenant, sampled rows) each, and the
+    # queriers known now: the report then replays it (`api.rest.dry_run`).
+    traffic: tuple[tuple[str, tuple[tuple[Any, ...], ...]], ...] | None = None
+    queriers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +194,12 @@ def import_run(job: ImportJob) -> ImportOutcome:
     except ConfigValidationError as exc:
         ids = [str(k) for k in overrides] if isinstance(overrides, Mapping) else []
         return ImportOutcome(errors=list(exc.errors), tenant_ids=ids)
-    return ImportOutcome(body=import_body(result, job.dry_run, top_level))
+    body = import_body(result, job.dry_run, top_level)
+    if job.dry_run and job.traffic is not None:
+        from api.rest.dry_run import traffic_report
+
+        body["traffic"] = traffic_report(overrides, job.traffic, job.queriers)
+    return ImportOutcome(body=body)
 
 
 def _worker_import(job: ImportJob) -> ImportOutcome:

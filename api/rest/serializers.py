@@ -27,12 +27,14 @@ __all__ = [
     "ExplainResponseSerializer",
     "FrontendRowSerializer",
     "ImportResultSerializer",
+    "DryRunReportSerializer",
     "QueriersSnapshotSerializer",
     "QueueSnapshotSerializer",
     "RevisionDetailSerializer",
     "RevisionSerializer",
     "RollbackResultSerializer",
     "SettingsSerializer",
+    "RuleStatsSerializer",
     "TenantConfigSerializer",
     "TenantListItemSerializer",
 ]
@@ -102,6 +104,13 @@ class QueryPrioritySerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    enabled = serializers.BooleanField(required=False, help_text="false keeps the rules unapplied")
+    query_attributes = QueryAttributeSerializer(
+        many=True, required=False, help_text="a request matching any of them gets HTTP 422"
+    )
+
+
     """One tenant's block of Cortex's runtime-config `overrides`."""
 
     max_queriers_per_tenant = serializers.IntegerField(required=False, min_value=0)
@@ -110,6 +119,7 @@ class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     query_priority = QueryPrioritySerializer(required=False, allow_null=True)
     max_query_capacity = serializers.FloatField(
+    query_rejection = QueryRejectionSerializer(required=False, allow_null=True)
         required=False,
         min_value=0,
         max_value=1,
@@ -281,6 +291,13 @@ class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class TenantRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant_id = serializers.CharField()
     length = serializers.IntegerField()
+    rejected_by = serializers.IntegerField(
+        allow_null=True,
+        help_text="index of the query_rejection attribute that rejects the request (422)",
+    )
+    rejection_reasons = ReasonSerializer(
+        many=True, help_text="why each rejection attribute did (not) match"
+    )
     max_outstanding = serializers.IntegerField()
     shard = serializers.ListField(child=serializers.CharField(), allow_null=True)
     priority_enabled = serializers.BooleanField()
@@ -395,6 +412,82 @@ class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     ignored_top_level = serializers.ListField(child=serializers.CharField())
     diffs = serializers.DictField(child=ChangeSerializer(many=True))
+class WindowCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    five_minutes = serializers.IntegerField(help_text="last 5 minutes (key: 5m)")
+    one_hour = serializers.IntegerField(help_text="last hour (key: 1h)")
+    version = serializers.IntegerField(help_text="since the tenant's current version")
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        # The JSON keys are "5m" and "1h", which are not Python names.
+        return {"5m": fields.pop("five_minutes"), "1h": fields.pop("one_hour"), **fields}
+
+
+class AttributeHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    index = serializers.IntegerField()
+    matched = WindowCountsSerializer()
+
+
+class RuleHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    index = serializers.IntegerField()
+    priority = serializers.IntegerField()
+    matched = WindowCountsSerializer()
+    attributes = AttributeHitsSerializer(many=True)
+
+
+class DefaultHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    matched = WindowCountsSerializer()
+
+
+class RejectionHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    index = serializers.IntegerField()
+    rejected = WindowCountsSerializer()
+
+
+class ReplicaHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    replica = serializers.CharField()
+    current = serializers.BooleanField(help_text="counting under the tenant's current config")
+    total = WindowCountsSerializer()
+
+
+class RuleStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant = serializers.CharField()
+    version = serializers.IntegerField(allow_null=True)
+    priorities = RuleHitsSerializer(many=True)
+    default = DefaultHitsSerializer()
+    rejection = RejectionHitsSerializer(many=True)
+    total = WindowCountsSerializer()
+    replicas = ReplicaHitsSerializer(many=True)
+
+
+class PriorityChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    # "from"/"to" are Python keywords: declared under other names, renamed below.
+    was = serializers.JSONField(help_text='current priority, or "rejected"')
+    becomes = serializers.JSONField(help_text="the draft's priority")
+    count = serializers.IntegerField()
+    examples = serializers.ListField(child=serializers.CharField())
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        return {"from": fields.pop("was"), "to": fields.pop("becomes"), **fields}
+
+
+class ReservationsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    before = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="priority -> queriers reserved for it now",
+    )
+    after = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    sample = serializers.IntegerField(help_text="sampled recent requests replayed")
+    unchanged = serializers.IntegerField()
+    changed = PriorityChangeSerializer(many=True)
+    rejected = serializers.IntegerField(help_text="requests the draft would reject (422)")
+    reservations = ReservationsSerializer()
+
+
     version = serializers.IntegerField(allow_null=True)
     revision_id = serializers.IntegerField(allow_null=True)
 
@@ -410,6 +503,11 @@ class RevisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     message = serializers.CharField()
 
 
+    traffic = serializers.DictField(
+        child=DryRunReportSerializer(),
+        required=False,
+        help_text="dry run only: per sampled tenant, its recent traffic replayed",
+    )
 class RevisionDetailSerializer(RevisionSerializer):
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)

@@ -20,6 +20,16 @@ urlpatterns = [
         name="tenant-yaml",
     ),
     re_path(
+    re_path(
+        r"^tenants/(?P<tenant_id>[^/]+)/rule-stats/\Z",
+        views.TenantRuleStatsView.as_view(),
+        name="tenant-rule-stats",
+    ),
+    re_path(
+        r"^tenants/(?P<tenant_id>[^/]+)/dry-run/\Z",
+        views.TenantDryRunView.as_view(),
+        name="tenant-dry-run",
+    ),
         r"^tenants/(?P<tenant_id>[\s\S]+)/\Z",
         views.TenantDetailView.as_view(),
         name="tenant-detail",

@@ -21,6 +21,7 @@ from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.priority import PriorityMatch, match_priority
+from scheduler_core.rejection import RejectionMatch, match_rejection
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 
 __all__ = [
@@ -175,6 +176,9 @@ class Explanation:
     select_range: tuple[float, float] | None
     limits: TenantLimits
     match: PriorityMatch
+    # Checked before priorities: with `attribute_index` set the request is
+    # rejected (422) and `match` is what it would have got otherwise.
+    rejection: RejectionMatch | None = None
 
 
 def _explain_limits(tenant_id: str, draft: Any | None) -> tuple[TenantLimits, bool]:
@@ -240,4 +244,5 @@ def query_explain(
         select_range=select_pair(found.info),
         limits=limits,
         match=match_priority(limits.query_priority, found.info, now),
+        rejection=match_rejection(limits.query_rejection, found.info, now),
     )

@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from api.cluster import replica_board
 from api.wire import runtime_host
+from api.wire.rule_metrics import RuleStatsCollector
 from scheduler_core.model import Request
 from scheduler_core.snapshot import QueueSnapshot
 
@@ -223,6 +224,7 @@ class SnapshotCollector(Collector):
 
 
 REGISTRY.register(SnapshotCollector())
+REGISTRY.register(RuleStatsCollector())
 runtime_host.add_observer(MetricsObserver())
 
 

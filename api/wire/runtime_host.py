@@ -38,9 +38,12 @@ from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
 
 __all__ = [
+from scheduler_core.admission_log import AdmissionLog
     "CONFIG_GROUP",
+from scheduler_core.rule_stats import RuleStats
     "RuntimeHost",
     "add_observer",
+from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, TrafficSample
     "ensure_started",
     "frontends",
     "get_host",
@@ -95,6 +98,16 @@ class RuntimeHost:
         await self.runtime.start()
         config_events.subscribe(self._on_local_change)
         config_events.subscribe_token_revoked(self._on_local_revocation)
+        # Rule hit counts and the recent-traffic sample both doors feed
+        # (bounds: TRAFFIC_SAMPLE_PER_TENANT, TRAFFIC_SAMPLE_MAX_BYTES).
+        self.admission_log = AdmissionLog(
+            RuleStats(),
+            TrafficSample(
+                int(_setting("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)),
+                int(_setting("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)),
+            ),
+        )
+        self.observer.add(self.admission_log.traffic)
         await self._join_config_group()
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
@@ -306,10 +319,12 @@ class RuntimeHost:
         drain = _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0)
         log.info("%s: draining the queue for up to %.0fs before exiting", sig.name, drain)
 
+            from api.wire.grpc.admission import Admission
         async def drain_then_exit() -> None:
             try:
                 await self.stop(drain)
             finally:
+                admission=Admission(self.runtime, admission_log=self.admission_log),
                 signal.raise_signal(sig)
 
         self._spawn_detached(drain_then_exit())

@@ -329,6 +329,13 @@ CANONICAL: dict[str, Any] = {
             {"priority": 2, "reserved_queriers": 2, "query_attributes": [{"api_type": "series"}]},
         ],
     },
+    "query_rejection": {
+        "enabled": True,
+        "query_attributes": [
+            {"api_type": "query", "regex": ".*rate.*", "query_step_limit": {"min": "6s"}},
+            {"dashboard_uid": "dash123", "panel_id": "4"},
+        ],
+    },
 }
 
 

@@ -9,6 +9,7 @@ from api.rest import schema as _schema  # noqa: F401  (registers the OpenAPI aut
 from api.rest.views.config_yaml import RevisionCompareView, TenantYamlView
 from api.rest.views.explain import ExplainView
 from api.rest.views.revisions import RevisionDetailView, RevisionListView, RevisionRollbackView
+from api.rest.views.rules import TenantDryRunView, TenantRuleStatsView
 from api.rest.views.runtime_config import RuntimeConfigView
 from api.rest.views.runtime_state import QueriersView, QueueView
 from api.rest.views.scheduler_settings import SettingsView
@@ -25,6 +26,8 @@ __all__ = [
     "RuntimeConfigView",
     "SettingsView",
     "TenantDetailView",
+    "TenantDryRunView",
     "TenantListView",
+    "TenantRuleStatsView",
     "TenantYamlView",
 ]

@@ -70,7 +70,7 @@ def explanation_body(found: selectors.Explanation, known: int | None = None) -> 
     A rule after the one that matched was never evaluated (first match
     wins), and with priority disabled no rule is evaluated at all.
     """
-    match = found.match
+    match, rejection = found.match, found.rejection
     last_evaluated = -1
     if match.source == "rule" and match.rule_index is not None:
         last_evaluated = match.rule_index
@@ -100,6 +100,8 @@ def explanation_body(found: selectors.Explanation, known: int | None = None) -> 
         "rules": rules,
         "reasons": [_reason(r) for r in match.reasons],
         "queriers": queriers_body(found.limits, known),
+        "rejected_by": rejection.attribute_index if rejection is not None else None,
+        "rejection_reasons": [_reason(r) for r in rejection.reasons] if rejection else [],
     }
 
 

@@ -40,6 +40,7 @@ from api.rest.views.conditional import expected_for_replace_all, not_modified
 from api.store import selectors
 from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.models import ConfigRevision, Tenant
+from api.wire import rule_reports
 
 __all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
 
@@ -153,6 +154,7 @@ class RuntimeConfigView(ApiView):
             source=str(ConfigRevision.Source.YAML),
             expected_version=expected,
             require_empty=require_empty,
+            **_traffic(dry_run),
         )
         outcome = offload.import_submit(job)
         if outcome.conflict:
@@ -167,6 +169,17 @@ class RuntimeConfigView(ApiView):
             # The version this import committed: the next If-Match.
             response["ETag"] = etag_for(outcome.applied_version)
         return response
+
+
+def _traffic(dry_run: bool) -> dict[str, Any]:
+    """For a dry run, this replica's recent traffic to replay (see api.rest.dry_run)."""
+    if not dry_run:
+        return {}
+    rows = rule_reports.sample_rows()
+    return {
+        "traffic": tuple((t, tuple(r)) for t, r in sorted(rows.items())),
+        "queriers": tuple(rule_reports.connected_queriers()),
+    }
 
 
 def _import_author(user: Any) -> ImportAuthor | None:

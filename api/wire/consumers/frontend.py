@@ -26,13 +26,15 @@ from api.wire.protocol import (
 )
 from scheduler_core.classify import classify
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
-from scheduler_core.model import Request
+from scheduler_core.model import QueryInfo, Request, TenantLimits
+from scheduler_core.rejection import REJECTION_STATUS, Verdict, judge, rejection_error
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
     "FrontendConsumer",
     "WebsocketReplyHandle",
     "classify_enqueue",
+    "judge_enqueue",
 ]
 
 log = logging.getLogger(__name__)
@@ -60,15 +62,40 @@ class WebsocketReplyHandle:
 
 
 def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tuple[str, int]:
-    """Component (unless the frontend named one) and the tenant's priority.
+    """Component (unless the frontend named one) and the tenant's priority."""
+    component, verdict, _, _ = judge_enqueue(runtime, msg, now)
+    return component, verdict.priority
 
-    Priority matching needs the parsed query, so a request with an explicit
-    component is still classified when its tenant has priorities enabled
-    (the parse is cached by `scheduler_core.classify` per query text).
+
+def judge_enqueue(
+    runtime: SchedulerRuntime, msg: Enqueue, now: float
+) -> tuple[str, Verdict, QueryInfo, TenantLimits]:
+    """Component (unless the frontend named one), the verdict, what was judged.
+
+    Rule matching needs the parsed query, so a request with an explicit
+    component is still classified when its tenant has priority or rejection
+    rules enabled (the parse is cached by `scheduler_core.classify` per
+    query text).
     """
-    priority_rules = runtime.tenant_limits(msg.tenant).query_priority
-    if msg.component is not None and not priority_rules.enabled:
-        return msg.component, 0
+    limits = runtime.tenant_limits(msg.tenant)
+    if (
+        msg.component is not None
+        and not limits.query_priority.enabled
+        and not limits.query_rejection.enabled
+    ):
+        # Not parsed (nothing needs it now); kept whole for the traffic sample.
+        headers = {k.lower(): v for k, v in msg.headers.items()}
+        bare = QueryInfo(
+            query=msg.query,
+            api_type=msg.api_type,
+            start=msg.start,
+            end=msg.end,
+            step=msg.step,
+            user_agent=headers.get("user-agent", ""),
+            dashboard_uid=headers.get("x-dashboard-uid", ""),
+            panel_id=headers.get("x-panel-id", ""),
+        )
+        return msg.component, judge(limits, bare, now), bare, limits
     config = runtime.config
     found = classify(
         query=msg.query,
@@ -82,7 +109,7 @@ def classify_enqueue(runtime: SchedulerRuntime, msg: Enqueue, now: float) -> tup
         query_store_after=config.query_store_after,
     )
     component = found.component if msg.component is None else msg.component
-    return component, priority_rules.priority_for(found.info, now)
+    return component, judge(limits, found.info, now), found.info, limits
 
 
 class FrontendConsumer(MachineConsumer):
@@ -109,9 +136,18 @@ class FrontendConsumer(MachineConsumer):
     async def on_enqueue(self, msg: Enqueue) -> None:
         if msg.id in self.pending:
             raise ProtocolError("id", "a request with this id is still pending", msg.id)
-        component, priority = classify_enqueue(self.runtime, msg, time.time())
+        now = time.time()
+        component, verdict, info, limits = judge_enqueue(self.runtime, msg, now)
+        rid = f"ws:{self.connection_id}:{next(self._seq)}"
+        self.host.admission_log.record(msg.tenant, limits, verdict, info, component, now, rid)
+        if verdict.rejected_by is not None:
+            # Never queued, so never on a querier: answered as Cortex does.
+            error = rejection_error(msg.tenant, verdict.rejected_by)
+            await self._rejected(msg.id, REJECTION_STATUS, error)
+            return
+        priority = verdict.priority
         request = Request(
-            id=f"ws:{self.connection_id}:{next(self._seq)}",
+            id=rid,
             tenant_id=msg.tenant,
             component=component,
             priority=priority,

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from scheduler_core.admission_log import AdmissionLog
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 from scheduler_core.classify import Classification, classify
 from scheduler_core.cortex_http import (
     ForwardedQuery,
@@ -24,11 +26,13 @@ from scheduler_core.model import (
     UNKNOWN,
     QueryInfo,
     QueryPriority,
+    QueryRejection,
     QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.pb import httpgrpc_pb2, schedulerpb_pb2
+from scheduler_core.rejection import REJECTION_STATUS, judge, rejection_error
 
 __all__ = [
     "MAX_TENANT_ID_LENGTH",
@@ -36,6 +40,7 @@ __all__ = [
     "GrpcReplyHandle",
     "InvalidEnqueue",
     "LimitsHost",
+    "QueryRejected",
     "ResultSink",
     "classify_forwarded",
     "combined_limits",
@@ -45,12 +50,26 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Cortex's limit on one tenant ID; longer IDs are refused as Cortex does.
-MAX_TENANT_ID_LENGTH = 150
+# Cortex's limit on one tenant ID (`scheduler_core.bounds`, as everywhere);
+# longer IDs are refused as Cortex does.
 
 
 class InvalidEnqueue(Exception):
     """The ENQUEUE message cannot be queued; the text goes back as ERROR."""
+
+
+class QueryRejected(Exception):
+    """A rejection rule refused the request: answer it with 422, never queue it.
+
+    The frontend's ENQUEUE still gets OK; the 422 goes through `QueryResult`
+    (which a real Cortex frontend hands to the user), as any result does.
+    """
+
+    def __init__(self, handle: GrpcReplyHandle, message: str) -> None:
+        super().__init__(message)
+        self.handle = handle
+        self.status = REJECTION_STATUS
+        self.message = message
 
 
 class LimitsHost(Protocol):
@@ -67,7 +86,9 @@ class LimitsHost(Protocol):
 class ResultSink(Protocol):
     """Where a handle sends its result (the ResultReporter)."""
 
-    def deliver(self, handle: GrpcReplyHandle, status: int, body: bytes) -> None: ...
+    def deliver(
+        self, handle: GrpcReplyHandle, status: int, body: bytes, *, content_type: str = ...
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +149,7 @@ def classify_forwarded(
         now=now,
         query_ingesters_within=config.query_ingesters_within,
         query_store_after=config.query_store_after,
+        matchers=forwarded.matchers,
     )
 
 
@@ -150,7 +172,13 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     capacities = [p.max_query_capacity for p in parts if p.max_query_capacity > 0]
     outstanding = [p.max_outstanding for p in parts if p.max_outstanding is not None]
     priority = next((p.query_priority for p in parts if p.query_priority.enabled), None)
+    # Every tenant's rejection rules apply: federating must not bypass one.
+    rejection = QueryRejection(
+        any(p.query_rejection.enabled for p in parts),
+        [a for p in parts if p.query_rejection.enabled for a in p.query_rejection.query_attributes],
+    )
     return TenantLimits(
+        query_rejection=rejection,
         max_queriers=min(shards, default=0),
         max_outstanding=min(outstanding) if outstanding else None,
         query_priority=priority if priority is not None else QueryPriority(),
@@ -172,14 +200,17 @@ class Admission:
         wall_clock: Callable[[], float] = time.time,
         classifier: Callable[..., Classification] = classify,
         results: ResultSink | None = None,
+        admission_log: AdmissionLog | None = None,
     ) -> None:
         self._host = host
         self.results = results
+        self.admission_log = admission_log
         self._wall_clock = wall_clock
         self._classify = classifier
 
     def build(self, msg: schedulerpb_pb2.FrontendToScheduler, frontend_address: str) -> Request:
-        """The request to queue for this ENQUEUE; raises InvalidEnqueue."""
+        """The request to queue for this ENQUEUE; raises InvalidEnqueue, or
+        QueryRejected when a rejection rule of the tenant matches it."""
         if msg.protobufRequest:
             raise InvalidEnqueue("protobuf-encoded requests are not supported; send httpRequest")
         if not msg.HasField("httpRequest"):
@@ -199,11 +230,17 @@ class Admission:
             http_request=http,
             reporter=self.results,
         )
+        rid = request_id(frontend_address, msg.queryID)
+        verdict = judge(limits, info, now)
+        if self.admission_log is not None:
+            self.admission_log.record(msg.userID, limits, verdict, info, component, now, rid)
+        if verdict.rejected_by is not None:
+            raise QueryRejected(handle, rejection_error(msg.userID, verdict.rejected_by))
         return Request(
-            id=request_id(frontend_address, msg.queryID),
+            id=rid,
             tenant_id=msg.userID,
             component=component,
-            priority=limits.query_priority.priority_for(info, now),
+            priority=verdict.priority,
             query=forwarded.query,
             api_type=forwarded.api_type,
             start=forwarded.start,

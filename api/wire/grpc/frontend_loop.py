@@ -18,7 +18,13 @@ from typing import Any, NamedTuple, Protocol
 
 import grpc
 
-from api.wire.grpc.admission import Admission, GrpcReplyHandle, InvalidEnqueue, request_id
+from api.wire.grpc.admission import (
+    Admission,
+    GrpcReplyHandle,
+    InvalidEnqueue,
+    QueryRejected,
+    request_id,
+)
 from api.wire.grpc.streams import checked_read
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
 from scheduler_core.model import Request
@@ -183,8 +189,24 @@ class FrontendLoopServicer:
             return _SHUTTING_DOWN
         except InvalidEnqueue as exc:
             return pb.SchedulerToFrontend(status=pb.ERROR, error=str(exc))
+        except QueryRejected as exc:
+            return self._rejected(exc)
         except DuplicateRequest:
             error = f"query ID {msg.queryID} of frontend {address} is already queued or running"
             return pb.SchedulerToFrontend(status=pb.ERROR, error=error)
         self._registry.track(address, request.id)
+        return _OK
+
+    def _rejected(self, exc: QueryRejected) -> pb.SchedulerToFrontend:
+        """Accept the ENQUEUE, then answer the query itself with 422.
+
+        A Cortex frontend passes a QueryResult's HTTP response to the user
+        unchanged, so the user sees 422 and the rejection text, as with
+        Cortex's own frontend-side rejection. Never queued, so never on a
+        querier.
+        """
+        results = self._admission.results
+        if results is None:
+            return pb.SchedulerToFrontend(status=pb.ERROR, error=exc.message)
+        results.deliver(exc.handle, exc.status, exc.message.encode(), content_type="text/plain")
         return _OK

@@ -25,7 +25,8 @@ def test_the_first_matching_rule_wins_and_earlier_rules_say_why_not(editor_api):
     assert body["priority"] == 2 and body["source"] == "rule"
     assert (body["rule_index"], body["attribute_index"]) == (1, 0)
     assert body["component"] == "ingester"
-    assert body["select_range"] == {"start": NOW - HOUR - 300, "end": NOW - HOUR}
+    # Prometheus 3 reads (t - 5m, t]: the range starts 1 ms after t - lookback.
+    assert body["select_range"] == {"start": NOW - HOUR - 300 + 0.001, "end": NOW - HOUR}
     first, second, third = body["rules"]
     assert first["evaluated"] and not first["matched"]
     assert "not found in query" in first["reasons"][0]["message"]
@@ -70,7 +71,8 @@ def test_a_range_query_uses_its_range_step_and_headers(editor_api):
         headers={"X-Dashboard-Uid": "ops"},
     )
     assert body["priority"] == 9
-    assert body["select_range"]["start"] == NOW - HOUR - 300  # 21:13:20Z is now-1h; [5m] widens
+    # 21:13:20Z is now-1h; [5m] widens it, less the excluded millisecond.
+    assert body["select_range"]["start"] == NOW - HOUR - 300 + 0.001
 
 
 def test_a_draft_block_is_explained_without_saving_it(editor_api):

@@ -38,6 +38,8 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
         "/api/v1/tenants/",
         "/api/v1/tenants/{tenant_id}/",
         "/api/v1/tenants/{tenant_id}/yaml/",
+        "/api/v1/tenants/{tenant_id}/rule-stats/",
+        "/api/v1/tenants/{tenant_id}/dry-run/",
         "/api/v1/settings/",
         "/api/v1/explain/",
         "/api/v1/queue/",

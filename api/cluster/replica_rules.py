@@ -1,0 +1,126 @@
+"""Rule hit counts of every replica, through Redis, for `tenants/<id>/rule-stats/`.
+
+Every `PUBLISH_EVERY` seconds the replica-summary loop also writes this
+replica's counts (`<prefix>:qi:rules:<replica>`, short TTL): per tenant that
+had a request in the last hour, the fingerprint of the limits it counted
+under and its counts by window and slot. It reads the peers' back into
+`PEERS` in the same pass, so the REST view merges without any I/O. Counts
+are a few seconds old at most; a replica that stopped publishing drops out
+after `STALE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "PUBLISH_EVERY",
+    "STALE_SECONDS",
+    "ReplicaCounts",
+    "encode_counts",
+    "exchange",
+    "tenant_counts",
+]
+
+log = logging.getLogger(__name__)
+
+PUBLISH_EVERY = 5.0
+STALE_SECONDS = 3 * PUBLISH_EVERY
+KEY_TTL_SECONDS = int(STALE_SECONDS)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaCounts:
+    """One replica's counts of one tenant: by window, a list by slot."""
+
+    replica: str
+    fingerprint: str
+    windows: dict[str, list[int]]
+
+
+@dataclass(slots=True)
+class _Peers:
+    own_id: str = ""
+    at: dict[str, float] | None = None
+    tenants: dict[str, dict[str, Any]] | None = None
+    last_publish: float = 0.0
+
+
+PEERS = _Peers()
+
+
+def encode_counts(stats: Any) -> dict[str, list[Any]]:
+    """tenant -> [fingerprint, windows] for tenants counted in the last hour."""
+    out: dict[str, list[Any]] = {}
+    for tenant_id in stats.tenants():
+        counts = stats.counts(tenant_id)
+        if counts is not None and counts.windows["1h"][0]:
+            out[tenant_id] = [counts.fingerprint, counts.windows]
+    return out
+
+
+def _key(prefix: str, replica: str) -> str:
+    return f"{prefix}:qi:rules:{replica}"
+
+
+async def exchange(client: Any, stats: Any, own_id: str, replicas: list[str], prefix: str) -> None:
+    """Publish ours and read the peers' (`replicas`: every registered id)."""
+    wall = time.time()
+    if wall - PEERS.last_publish < PUBLISH_EVERY:
+        return
+    PEERS.last_publish = wall
+    body = json.dumps({"at": wall, "tenants": encode_counts(stats)}, separators=(",", ":"))
+    others = [r for r in replicas if r != own_id]
+    await client.set(_key(prefix, own_id), body, ex=KEY_TTL_SECONDS)
+    raws = await client.mget([_key(prefix, r) for r in others]) if others else []
+    at: dict[str, float] = {}
+    tenants: dict[str, dict[str, Any]] = {}
+    for replica, raw in zip(others, raws, strict=True):
+        if raw is None:
+            continue
+        try:
+            parsed = json.loads(raw)
+            at[replica] = float(parsed["at"])
+            tenants[replica] = dict(parsed["tenants"])
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("ignoring replica %s's rule counts: %s", replica, exc)
+    PEERS.own_id, PEERS.at, PEERS.tenants = own_id, at, tenants
+
+
+def forget_peers() -> None:
+    """Redis failed: no numbers beat stale numbers."""
+    PEERS.at, PEERS.tenants = None, None
+
+
+def _windows(raw: Any) -> dict[str, list[int]]:
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(name): [int(c) for c in counts]
+        for name, counts in raw.items()
+        if isinstance(counts, list)
+    }
+
+
+def tenant_counts(
+    tenant_id: str, local: Any, own_id: str | None = None, wall_now: float | None = None
+) -> list[ReplicaCounts]:
+    """This replica's counts (`local`, a RuleCounts or None) and fresh peers'."""
+    from api.cluster.replicas import replica_id
+
+    own = own_id or PEERS.own_id or replica_id()
+    found: list[ReplicaCounts] = []
+    if local is not None:
+        found.append(ReplicaCounts(own, local.fingerprint, local.windows))
+    now = time.time() if wall_now is None else wall_now
+    for replica, tenants in sorted((PEERS.tenants or {}).items()):
+        if now - (PEERS.at or {}).get(replica, 0.0) > STALE_SECONDS:
+            continue
+        entry = tenants.get(tenant_id)
+        if isinstance(entry, list) and len(entry) == 2:
+            found.append(ReplicaCounts(replica, str(entry[0]), _windows(entry[1])))
+    return found

@@ -1,0 +1,97 @@
+"""`tenants/{id}/rule-stats/` and `tenants/{id}/dry-run/`: rules against real traffic.
+
+rule-stats: how many requests each priority rule and attribute, the default
+priority and each rejection attribute took, in the last 5 minutes, the last
+hour and since the tenant's current version, summed over every replica
+counting under that version (with a `replicas` breakdown).
+
+dry-run: the body is a tenant block (as for PUT); the answer says what it
+would change on this replica's recent sample of the tenant's traffic, and
+how the reserved queriers would change. It writes nothing; the matching runs
+in the import worker process (`api.rest.dry_run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.cluster import replica_rules
+from api.rest.dry_run import offloaded, tenant_reports
+from api.rest.permissions import AnyRole
+from api.rest.serializers import DryRunReportSerializer, RuleStatsSerializer, TenantConfigSerializer
+from api.rest.views.base import ApiView, errors
+from api.store.exceptions import ConfigValidationError
+from api.store.models import Tenant
+from api.wire import rule_reports
+from scheduler_core.errors import ConfigInvalid, FieldError
+from scheduler_core.model import TenantLimits
+from scheduler_core.validation import tenant_limits_from_dict
+
+__all__ = ["TenantDryRunView", "TenantRuleStatsView", "dry_run_report", "rule_stats_of"]
+
+
+def _saved(tenant_id: str) -> tuple[int | None, dict[str, Any]]:
+    row = Tenant.objects.filter(tenant_id=tenant_id).values_list("version", "config").first()
+    return (None, {}) if row is None else (row[0], dict(row[1] or {}))
+
+
+def _limits(raw: Mapping[str, Any]) -> TenantLimits:
+    try:
+        return tenant_limits_from_dict(raw)
+    except ConfigInvalid:
+        return TenantLimits()
+
+
+def rule_stats_of(tenant_id: str) -> dict[str, Any]:
+    """The rule-stats body of one tenant (unconfigured tenants: the defaults)."""
+    version, config = _saved(tenant_id)
+    limits = _limits(config)
+    replicas = replica_rules.tenant_counts(tenant_id, rule_reports.local_counts(tenant_id))
+    return rule_reports.rule_stats_body(tenant_id, version, limits, replicas)
+
+
+def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
+    """Replay this replica's sample of the tenant's traffic under `draft`.
+
+    Raises `ConfigValidationError` (400, with field paths) for a bad draft.
+    """
+    if not isinstance(draft, Mapping):
+        raise ConfigValidationError([FieldError("(root)", "a tenant block must be a mapping")])
+    try:
+        tenant_limits_from_dict(draft)
+    except ConfigInvalid as exc:
+        raise ConfigValidationError(exc.errors) from exc
+    _, saved = _saved(tenant_id)
+    rows = rule_reports.sample_rows([tenant_id]).get(tenant_id, [])
+    queriers = rule_reports.connected_queriers()
+    jobs = [(tenant_id, rows, saved, dict(draft))]
+    return offloaded(tenant_reports, jobs, queriers)[tenant_id]
+
+
+class TenantRuleStatsView(ApiView):
+    """Hit counts of one tenant's rules over real traffic."""
+
+    @extend_schema(
+        operation_id="tenants_rule_stats", responses={200: RuleStatsSerializer, **errors()}
+    )
+    def get(self, request: Request, tenant_id: str) -> Response:
+        return Response(rule_stats_of(tenant_id))
+
+
+class TenantDryRunView(ApiView):
+    """What a draft tenant block would do to the tenant's recent traffic."""
+
+    permission_classes = [AnyRole]
+
+    @extend_schema(
+        operation_id="tenants_dry_run",
+        request=TenantConfigSerializer,
+        responses={200: DryRunReportSerializer, **errors(400, 413, 415)},
+    )
+    def post(self, request: Request, tenant_id: str) -> Response:
+        return Response(dry_run_report(tenant_id, request.data))

@@ -1,0 +1,54 @@
+"""Rule hit and rejection counters, read from the admission log at scrape time.
+
+`cortex_query_scheduler_priority_rule_matches_total{user, priority, attribute}`
+counts requests per priority rule attribute (`attribute` is its index in the
+rule; a request given the default priority counts as `priority="default",
+attribute=""`). `cortex_query_frontend_rejected_queries_total{user, reason}`
+(the name operators' dashboards know from Cortex and Mimir) counts requests a
+`query_rejection` rule refused, `reason="query_rejection"`. Both come from
+`scheduler_core.rule_stats.RuleStats`, which keeps lifetime totals across
+config changes, so the counters never go down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from api.wire import runtime_host
+
+__all__ = ["RuleStatsCollector", "rule_families"]
+
+
+def rule_families(stats: Any) -> list[CounterMetricFamily]:
+    """The two counter families of one `RuleStats` (empty ones when None)."""
+    matches = CounterMetricFamily(
+        "cortex_query_scheduler_priority_rule_matches_total",
+        'Requests matched per tenant, priority and attribute index (default: attribute "").',
+        labels=["user", "priority", "attribute"],
+    )
+    rejected = CounterMetricFamily(
+        "cortex_query_frontend_rejected_queries_total",
+        "Queries rejected by the tenant's query_rejection rules (HTTP 422).",
+        labels=["user", "reason"],
+    )
+    if stats is not None:
+        for labels, count in sorted(stats.matches_total().items()):
+            matches.add_metric(list(labels), count)
+        for labels, count in sorted(stats.rejected_total().items()):
+            rejected.add_metric(list(labels), count)
+    return [matches, rejected]
+
+
+class RuleStatsCollector(Collector):
+    """This replica's rule counters (each replica counts what it admitted)."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        stats = runtime_host.get_host().admission_log.stats if runtime_host.started() else None
+        yield from rule_families(stats)
+
+    def describe(self) -> list[Any]:
+        return []

@@ -1,0 +1,124 @@
+"""Replay a tenant's sampled traffic against a draft config, writing nothing.
+
+Each sampled request (`traffic.SampledRequest.to_row`) is rebuilt at its own
+arrival time, with its times restored from their offsets, and judged by the
+same `rejection.judge` admission uses, once under the saved limits and once
+under the draft, so a request's outcome under the draft is exactly what the
+live scheduler gives it once the draft is saved. Every request lands in one
+bucket: `rejected` (the draft rejects it), `unchanged` (same priority as
+now), or one `changed` row (from the current priority, or "rejected", to the
+draft's), so `sample == rejected + unchanged + sum(changed counts)`.
+
+Pure and picklable in and out, so it runs in the niced worker process (see
+`api.rest.offload`) and never on the scheduler's loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scheduler_core.classify import query_info
+from scheduler_core.model import TenantLimits
+from scheduler_core.rejection import Verdict, judge
+from scheduler_core.tenant_querier_assignment import reserved_queriers, shuffle_shard
+
+__all__ = ["EXAMPLES_PER_CHANGE", "replay", "replay_many", "reservations", "verdict_of_row"]
+
+EXAMPLES_PER_CHANGE = 3
+_REJECTED = "rejected"
+
+
+def verdict_of_row(
+    row: Sequence[Any], limits: TenantLimits, lookback_delta: float = 300.0
+) -> Verdict:
+    """What `limits` decide for one sampled request, at its arrival time."""
+    arrived, query, api_type, start, end, step, headers, matchers = row[:8]
+    info = query_info(
+        query=query,
+        api_type=api_type,
+        start=None if start is None else arrived + start,
+        end=None if end is None else arrived + end,
+        step=step,
+        headers=dict(headers),
+        lookback_delta=lookback_delta,
+        now=arrived,
+        matchers=matchers,
+    )
+    return judge(limits, info, arrived)
+
+
+def _outcome(verdict: Verdict) -> int | str:
+    return _REJECTED if verdict.rejected else verdict.priority
+
+
+def replay(
+    rows: Iterable[Sequence[Any]], before: TenantLimits, after: TenantLimits
+) -> dict[str, Any]:
+    """The traffic part of a dry-run report: sample, unchanged, changed, rejected."""
+    sample = unchanged = rejected = 0
+    changes: dict[tuple[int | str, int | str], list[Any]] = {}
+    for row in rows:
+        sample += 1
+        now, draft = _outcome(verdict_of_row(row, before)), _outcome(verdict_of_row(row, after))
+        if draft == _REJECTED:
+            rejected += 1
+        elif now == draft:
+            unchanged += 1
+        else:
+            slot = changes.setdefault((now, draft), [0, []])
+            slot[0] += 1
+            query = row[1]
+            if len(slot[1]) < EXAMPLES_PER_CHANGE and query not in slot[1]:
+                slot[1].append(query)
+    changed = [
+        {"from": old, "to": new, "count": count, "examples": examples}
+        for (old, new), (count, examples) in sorted(
+            changes.items(), key=lambda item: (-item[1][0], str(item[0]))
+        )
+    ]
+    return {"sample": sample, "unchanged": unchanged, "changed": changed, "rejected": rejected}
+
+
+def reservations(
+    tenant_id: str, limits: TenantLimits, queriers: Sequence[str]
+) -> dict[str, list[str]]:
+    """Priority (as text) -> the queriers `limits` reserve for it, given `queriers`.
+
+    The same shard and reservation rule the queue applies (Cortex's), so
+    "before" and "after" differ exactly as the live reservations would.
+    """
+    qp = limits.query_priority
+    if not qp.enabled or not any(p.reserved_queriers > 0 for p in qp.priorities):
+        return {}
+    ordered = sorted(queriers)
+    shard = shuffle_shard(tenant_id, ordered, limits.max_queriers)
+    reserved = reserved_queriers(shard if shard is not None else ordered, qp.priorities)
+    out: dict[str, list[str]] = {}
+    for querier_id, priority in sorted(reserved.items()):
+        out.setdefault(str(priority), []).append(querier_id)
+    return out
+
+
+def replay_many(
+    jobs: Sequence[tuple[str, Sequence[Sequence[Any]], dict[str, Any], dict[str, Any]]],
+) -> dict[str, dict[str, Any]]:
+    """`replay` for several tenants: (tenant, rows, saved block, draft block) each.
+
+    Blocks are raw tenant configs (rebuilt here, so only plain values cross
+    a process boundary); a block that no longer validates counts as the
+    defaults, as the scheduler treats it.
+    """
+    from scheduler_core.errors import ConfigInvalid
+    from scheduler_core.validation import tenant_limits_from_dict
+
+    def limits_of(raw: dict[str, Any]) -> TenantLimits:
+        try:
+            return tenant_limits_from_dict(raw)
+        except ConfigInvalid:
+            return TenantLimits()
+
+    return {
+        tenant_id: replay(rows, limits_of(before), limits_of(after))
+        for tenant_id, rows, before, after in jobs
+    }

@@ -1,0 +1,227 @@
+"""How often each rule of a tenant's current config matched: a few increments
+per request on the admission path.
+
+Per tenant, counts are kept for the limits currently applied (its config
+version; a change of limits starts a fresh record, since rule indices then
+mean other rules) in one flat list of slots: total, default priority, one per
+rejection attribute, one per priority attribute (a priority rule's count is
+the sum of its attributes', since a request matches exactly one attribute).
+Each slot is counted since the record began and in one-minute buckets, of
+which the last 5 and 60 (the newest partial) make the 5m and 1h windows.
+
+Lifetime totals (what the Prometheus counters export) are the current
+records plus everything folded from records that ended, so counters never
+go down when a config changes. The clock is injected (monotonic seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from scheduler_core.model import TenantLimits
+from scheduler_core.rejection import REJECTED_REASON, Verdict
+
+__all__ = [
+    "BUCKET_SECONDS",
+    "DEFAULT_LABEL",
+    "WINDOWS",
+    "RuleCounts",
+    "RuleStats",
+    "limits_fingerprint",
+    "slot_layout",
+]
+
+BUCKET_SECONDS = 60
+# Window name -> number of minute buckets it sums (the newest is partial).
+WINDOWS: tuple[tuple[str, int], ...] = (("5m", 5), ("1h", 60))
+DEFAULT_LABEL = "default"
+_TOTAL, _DEFAULT = 0, 1
+
+
+def limits_fingerprint(limits: TenantLimits) -> str:
+    """A short id of a config that every replica computes alike (for merging)."""
+    return hashlib.sha256(repr(limits).encode()).hexdigest()[:16]
+
+
+def slot_layout(limits: TenantLimits) -> tuple[int, tuple[int, ...]]:
+    """(first priority slot, each priority rule's first slot) for `limits`."""
+    base = 2 + len(limits.query_rejection.query_attributes)
+    starts: list[int] = []
+    slot = base
+    for pdef in limits.query_priority.priorities:
+        starts.append(slot)
+        slot += len(pdef.query_attributes)
+    return slot, tuple(starts)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleCounts:
+    """One tenant's counts for its current limits: per window, a list by slot.
+
+    `windows` maps "5m", "1h" and "version" to lists of `slots` ints; read
+    them with `priority(i)`, `attribute(i, j)`, `rejection(k)`, `default`,
+    `total`. `age` is how long (seconds) the record has counted.
+    """
+
+    fingerprint: str
+    limits: TenantLimits
+    age: float
+    windows: dict[str, list[int]]
+
+    def _slot(self, slot: int) -> dict[str, int]:
+        return {name: counts[slot] for name, counts in self.windows.items()}
+
+    def total(self) -> dict[str, int]:
+        return self._slot(_TOTAL)
+
+    def default(self) -> dict[str, int]:
+        return self._slot(_DEFAULT)
+
+    def rejection(self, index: int) -> dict[str, int]:
+        return self._slot(2 + index)
+
+    def attribute(self, rule: int, index: int) -> dict[str, int]:
+        return self._slot(slot_layout(self.limits)[1][rule] + index)
+
+    def priority(self, rule: int) -> dict[str, int]:
+        start = slot_layout(self.limits)[1][rule]
+        size = len(self.limits.query_priority.priorities[rule].query_attributes)
+        return {name: sum(counts[start : start + size]) for name, counts in self.windows.items()}
+
+
+class _Record:
+    __slots__ = (
+        "begun",
+        "buckets",
+        "current",
+        "fingerprint",
+        "limits",
+        "minute",
+        "starts",
+        "version",
+    )
+
+    def __init__(self, limits: TenantLimits, now: float) -> None:
+        size, starts = slot_layout(limits)
+        self.limits = limits
+        self.fingerprint = limits_fingerprint(limits)
+        self.starts = starts
+        self.version = [0] * size
+        self.begun = now
+        self.minute: int | None = None
+        self.current: list[int] = []  # the first record rolls a bucket in
+        self.buckets: deque[tuple[int, list[int]]] = deque()
+
+    def slot(self, verdict: Verdict) -> int:
+        if verdict.rejected_by is not None:
+            return 2 + verdict.rejected_by
+        if verdict.rule_index is None or verdict.attribute_index is None:
+            return _DEFAULT
+        return self.starts[verdict.rule_index] + verdict.attribute_index
+
+    def roll(self, minute: int) -> None:
+        self.minute = minute
+        self.current = [0] * len(self.version)
+        self.buckets.append((minute, self.current))
+        oldest = minute - WINDOWS[-1][1]
+        while self.buckets and self.buckets[0][0] <= oldest:
+            self.buckets.popleft()
+
+
+class RuleStats:
+    """Rule hit counts per tenant; `record` is the only hot-path call."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._records: dict[str, _Record] = {}
+        self._retired_matches: dict[tuple[str, str, str], int] = {}
+        self._retired_rejected: dict[str, int] = {}
+
+    def record(self, tenant_id: str, limits: TenantLimits, verdict: Verdict) -> None:
+        """Count one admitted (or rejected) request under `limits`."""
+        rec = self._records.get(tenant_id)
+        if rec is None or (rec.limits is not limits and rec.limits != limits):
+            rec = self._restart(tenant_id, limits)
+        minute = int(self._clock() // BUCKET_SECONDS)
+        if minute != rec.minute:
+            rec.roll(minute)
+        try:
+            slot = rec.slot(verdict)
+        except IndexError:  # a verdict from other limits: count it as default
+            slot = _DEFAULT
+        current, version = rec.current, rec.version
+        current[_TOTAL] += 1
+        current[slot] += 1
+        version[_TOTAL] += 1
+        version[slot] += 1
+
+    def _restart(self, tenant_id: str, limits: TenantLimits) -> _Record:
+        old = self._records.get(tenant_id)
+        if old is not None:
+            self._fold(tenant_id, old)
+        rec = self._records[tenant_id] = _Record(limits, self._clock())
+        return rec
+
+    def _fold(self, tenant_id: str, rec: _Record) -> None:
+        for labels, count in _labelled(tenant_id, rec):
+            self._retired_matches[labels] = self._retired_matches.get(labels, 0) + count
+        rejected = sum(rec.version[2 : 2 + len(rec.limits.query_rejection.query_attributes)])
+        if rejected:
+            self._retired_rejected[tenant_id] = self._retired_rejected.get(tenant_id, 0) + rejected
+
+    def counts(self, tenant_id: str) -> RuleCounts | None:
+        """The tenant's counts for its current limits, or None if it had no request."""
+        rec = self._records.get(tenant_id)
+        if rec is None:
+            return None
+        now = self._clock()
+        minute = int(now // BUCKET_SECONDS)
+        windows: dict[str, list[int]] = {}
+        for name, size in WINDOWS:
+            summed = [0] * len(rec.version)
+            for bucket_minute, counts in rec.buckets:
+                if bucket_minute > minute - size:
+                    for slot, count in enumerate(counts):
+                        summed[slot] += count
+            windows[name] = summed
+        windows["version"] = list(rec.version)
+        return RuleCounts(rec.fingerprint, rec.limits, now - rec.begun, windows)
+
+    def tenants(self) -> list[str]:
+        return sorted(self._records)
+
+    def matches_total(self) -> dict[tuple[str, str, str], int]:
+        """Lifetime (user, priority, attribute) -> requests, for the counter.
+
+        A request given the default priority counts as ("default", "").
+        """
+        totals = dict(self._retired_matches)
+        for tenant_id, rec in self._records.items():
+            for labels, count in _labelled(tenant_id, rec):
+                totals[labels] = totals.get(labels, 0) + count
+        return totals
+
+    def rejected_total(self) -> dict[tuple[str, str], int]:
+        """Lifetime (user, reason) -> rejected requests, for the counter."""
+        totals = {(user, REJECTED_REASON): n for user, n in self._retired_rejected.items()}
+        for tenant_id, rec in self._records.items():
+            rejected = sum(rec.version[2 : 2 + len(rec.limits.query_rejection.query_attributes)])
+            if rejected:
+                key = (tenant_id, REJECTED_REASON)
+                totals[key] = totals.get(key, 0) + rejected
+        return totals
+
+
+def _labelled(tenant_id: str, rec: _Record) -> Iterator[tuple[tuple[str, str, str], int]]:
+    if rec.version[_DEFAULT]:
+        yield (tenant_id, DEFAULT_LABEL, ""), rec.version[_DEFAULT]
+    for rule, pdef in enumerate(rec.limits.query_priority.priorities):
+        start = rec.starts[rule]
+        for index in range(len(pdef.query_attributes)):
+            count = rec.version[start + index]
+            if count:
+                yield (tenant_id, str(pdef.priority), str(index)), count
