@@ -68,6 +68,12 @@ class Request:
     re-queue a request whose querier vanished exactly once. `payload` is
     opaque to the scheduler: transports keep their reply handle there.
     Identity is the object itself (eq=False), and `id` is unique per queue.
+
+    `priority_rule` and `priority_source` say how the priority was chosen,
+    set once when the frontend classifies the request (the queue never
+    reads them; the inspector shows them): the matched rule as
+    (priority index, attribute index) into the tenant's `query_priority`,
+    or None, and "rule", "default" or "disabled".
     """
 
     id: str
@@ -83,6 +89,8 @@ class Request:
     enqueued_at: float = 0.0
     attempts: int = 0
     payload: Any = None
+    priority_rule: tuple[int, int] | None = None
+    priority_source: str = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,7 @@ class TenantLimits:
     max_queriers: int = 0
     max_outstanding: int | None = None
     query_priority: QueryPriority = field(default_factory=QueryPriority)
+    query_rejection: QueryRejection = field(default_factory=QueryRejection)
     max_query_capacity: float = 0.0
 
 
@@ -108,7 +117,6 @@ class QueueConfig:
     """Queue-wide settings; all may change at run time.
 
     `priority_aging_seconds` 0 disables aging; otherwise a request's effective
-    query_rejection: QueryRejection = field(default_factory=QueryRejection)
     rank is `priority * priority_aging_seconds - enqueued_at`, which is time
     invariant, so one priority level is worth that many seconds of waiting.
     """
