@@ -24,17 +24,46 @@ from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+from django.core.exceptions import SuspiciousOperation
+from django.http import Http404
 
-__all__ = ["MACHINE_PREFIXES", "LazyRuntimeStart", "WebsocketSplit", "application"]
+__all__ = [
+    "MACHINE_PREFIXES",
+    "LazyRuntimeStart",
+    "StaticFiles",
+    "WebsocketSplit",
+    "application",
+]
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+
+class StaticFiles(ASGIStaticFilesHandler):
+    """Django's static file handler, answering 404 for a path outside the static roots.
+
+    Django's finders raise `SuspiciousFileOperation` for `/static/%2e%2e/...`
+    (and the OS a `ValueError` for a NUL), which the stock handler lets
+    through as a 500; no such path names a static file, so it is a 404.
+    """
+
+    def serve(self, request: Any) -> Any:
+        try:
+            return super().serve(request)
+        except (SuspiciousOperation, ValueError) as exc:
+            raise Http404("no such static file") from exc
+
 
 # Django must be set up before anything imports models, hence this order.
 # Daphne serves /static/ itself (there is no separate web server in the
 # embedded setup), so pages and the admin work offline with DEBUG off.
-django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+django_asgi_app = StaticFiles(get_asgi_application())
 
-from api.wire import metrics, runtime_host  # noqa: E402, F401 - metrics: observer from the start
+from api.rest.abandon import AbandonOnDisconnect  # noqa: E402
+from api.wire import (  # noqa: E402, F401 - metrics: observer from the start
+    metrics,
+    runtime_host,
+    traffic_recording,  # noqa: E402, F401 - the what-if recorder, from the start
+)
 from api.wire.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -96,7 +125,7 @@ class LazyRuntimeStart:
 application = LazyRuntimeStart(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": AbandonOnDisconnect(django_asgi_app),
             "websocket": WebsocketSplit(
                 URLRouter(machine_urlpatterns),
                 AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(_browser_urlpatterns()))),

@@ -4,6 +4,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from api.rest import views
+from api.rest.views.simulate import SimulateRunView, SimulateView
 
 __all__ = ["urlpatterns"]
 
@@ -51,6 +52,8 @@ urlpatterns = [
         views.RevisionRollbackView.as_view(),
         name="revision-rollback",
     ),
+    path("simulate/", SimulateView.as_view(), name="simulate"),
+    re_path(r"^simulate/(?P<run_id>[^/]+)/\Z", SimulateRunView.as_view(), name="simulate-run"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path(
         "schema/swagger-ui/",

@@ -49,6 +49,8 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
         "/api/v1/revisions/compare/",
         "/api/v1/revisions/{revision_id}/",
         "/api/v1/revisions/{revision_id}/rollback/",
+        "/api/v1/simulate/",
+        "/api/v1/simulate/{run_id}/",
     }
     assert schema["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
 

@@ -1,0 +1,153 @@
+"""`simulate/`: what if this config change were applied, on real or scenario traffic?
+
+`POST simulate/` runs one workload under two configs, the base (the live
+config for `recent`, the scenario's own for a named scenario) and the base
+with `proposed` applied, and answers both results side by side when the
+run is done (docs/api.md). It changes nothing, so viewers may call it. The
+run happens in a niced worker process (`api.rest.simulation`), never on the
+scheduler's loop; it is bounded by `MAX_REQUESTS` arrivals per config
+(refused up front, 400) and by `SIMULATION_TIME_LIMIT_SECONDS` (503 past it).
+
+`GET simulate/<run_id>/` reports a run's progress; `DELETE` cancels it, and
+so does the client going away (`api.rest.abandon` sets the run's flag when
+Daphne reports the disconnect), which stops the worker within milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.rest.abandon import ABANDONED
+from api.rest.errors import nested_errors, split_path
+from api.rest.permissions import AnyRole
+from api.rest.serializers_simulate import (
+    SimulateRequestSerializer,
+    SimulateResponseSerializer,
+    SimulationRunSerializer,
+)
+from api.rest.simulation import NoTraffic, SimulationBusy, build_job, runs, submit
+from api.rest.views.base import ApiView, errors
+from api.store.import_plan import tenant_id_errors
+from api.wire.traffic_recording import capture_on_loop
+from scheduler_core.errors import FieldError
+from scheduler_core.whatif import SpecError, SpecInvalid
+from scheduler_core.whatif_spec import parse_spec
+
+__all__ = ["SimulateRunView", "SimulateView"]
+
+
+def _invalid(found: list[SpecError]) -> Response:
+    """400 in the API's nested error shape; tenant ids may hold dots, so parts are kept."""
+    parts = {f"#{i}": [*e.prefix, *split_path(e.path)] for i, e in enumerate(found)}
+    field_errors = [FieldError(f"#{i}", e.message) for i, e in enumerate(found)]
+    return Response(nested_errors(field_errors, parts.__getitem__), status=400)
+
+
+def _owner(request: Request) -> tuple[str, Any]:
+    if request.auth is not None:
+        return ("token", getattr(request.auth, "pk", None))
+    return ("user", getattr(request.user, "pk", None))
+
+
+def _unavailable(message: str, code: str, retry_after: int | None = None) -> Response:
+    response = Response({"detail": message, "code": code}, status=503)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+class SimulateView(ApiView):
+    """Run a what-if simulation: the live (or scenario) config vs the proposed one."""
+
+    permission_classes = [AnyRole]
+
+    @extend_schema(
+        operation_id="simulate_create",
+        request=SimulateRequestSerializer,
+        responses={
+            200: SimulateResponseSerializer,
+            409: OpenApiResponse(description="cancelled, run id in use, or no traffic here"),
+            503: OpenApiResponse(description="time limit passed, or every worker busy"),
+            **errors(400, 413, 415),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            spec = parse_spec(request.data)
+            id_errors = [
+                SpecError(("proposed", "tenants", tenant_id), "", e.message)
+                for tenant_id in spec.tenants
+                for e in tenant_id_errors(tenant_id)
+            ]
+            if id_errors:
+                raise SpecInvalid(id_errors)
+            capture = None
+            if spec.kind == "recent":
+                assert spec.window_seconds is not None
+                capture = async_to_sync(capture_on_loop)(spec.window_seconds)
+            job = build_job(spec, capture)
+        except SpecInvalid as exc:
+            return _invalid(exc.errors)
+        except NoTraffic as exc:
+            return Response({"detail": str(exc), "code": "no_traffic"}, status=409)
+        scope = getattr(request._request, "scope", None) or {}
+        run = runs.start(spec.run_id, _owner(request), scope.get(ABANDONED))
+        if run is None:
+            detail = f"a simulation with run_id {spec.run_id!r} is still running"
+            return Response({"detail": detail, "code": "run_id_in_use"}, status=409)
+        try:
+            outcome = submit(job, run)
+        except SimulationBusy as exc:
+            runs.finish(run, "failed")
+            return _unavailable(str(exc), "busy", retry_after=5)
+        kind = outcome[0]
+        if kind == "done":
+            body = outcome[1]
+            body["workload"]["run_id"] = run.run_id
+            return Response(body)
+        if kind == "invalid":
+            return _invalid([SpecError((), str(outcome[1]), str(outcome[2]))])
+        if kind == "cancelled":
+            return Response({"detail": str(outcome[1]), "code": "cancelled"}, status=409)
+        if kind == "timeout":
+            return _unavailable(str(outcome[1]), "time_limit")
+        return _unavailable(f"the simulation failed: {outcome[1]}", "worker_failed")
+
+
+class SimulateRunView(ApiView):
+    """One run's progress (GET) or cancellation (DELETE), by its starter only."""
+
+    permission_classes = [AnyRole]
+
+    def _run(self, request: Request, run_id: str) -> Any:
+        run = runs.get(run_id)
+        if run is None or run.owner != _owner(request):
+            return None
+        return run
+
+    @extend_schema(
+        operation_id="simulate_run_retrieve",
+        responses={200: SimulationRunSerializer, **errors(404)},
+    )
+    def get(self, request: Request, run_id: str) -> Response:
+        run = self._run(request, run_id)
+        if run is None:
+            return Response({"detail": f"no simulation {run_id!r} of yours"}, status=404)
+        return Response(run.view())
+
+    @extend_schema(
+        operation_id="simulate_run_destroy",
+        responses={202: SimulationRunSerializer, **errors(404)},
+    )
+    def delete(self, request: Request, run_id: str) -> Response:
+        run = self._run(request, run_id)
+        if run is None:
+            return Response({"detail": f"no simulation {run_id!r} of yours"}, status=404)
+        run.cancel.set()
+        return Response(run.view(), status=status.HTTP_202_ACCEPTED)
