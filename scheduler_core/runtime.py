@@ -162,6 +162,32 @@ class SchedulerRuntime:
         self._note_if_empty()
         return request
 
+    def fail(self, request_id: str, reason: str) -> Request | None:
+        """End a queued or in-flight request as failed with `reason` (an operator's cancel).
+
+        Unlike `cancel` (its frontend gave up), the frontend still waits, so
+        it is told through `on_failed`; a running request's querier
+        transport is told through `cancellation`, as for a cancel.
+        """
+        request = self.queue.cancel(request_id)
+        if request is not None:
+            self._fail_removed(request, reason)
+        return request
+
+    def fail_matching(self, reason: str, **node: Any) -> list[Request]:
+        """`fail` every queued request `RequestQueue.cancel_matching(**node)` matches."""
+        requests = self.queue.cancel_matching(**node)
+        for request in requests:
+            self._fail_removed(request, reason)
+        return requests
+
+    def _fail_removed(self, request: Request, reason: str) -> None:
+        cancelled = self._cancellations.pop(request.id, None)
+        if cancelled is not None and not cancelled.done():
+            cancelled.set_result(None)
+        self._notify("on_failed", request, reason)
+        self._note_if_empty()
+
     def cancellation(self, request_id: str) -> asyncio.Future[None]:
         """A future resolved when this in-flight request is cancelled.
 

@@ -66,6 +66,7 @@ KINDS = (
     + ["complete"] * 3
     + ["disconnect"] * 2
     + ["cancel_wait", "cancel", "shutdown", "limits", "config", "tick"]
+    + ["operator_fail", "operator_fail_tenant"]
 )
 _param = st.integers(0, 11)
 OPS = st.builds(Op, st.sampled_from(KINDS), _param, _param, _param)
@@ -134,6 +135,7 @@ class Model:
     waits: dict[Key, asyncio.Task[Request]] = field(default_factory=dict)
     held: dict[Key, str] = field(default_factory=dict)  # transport got it, not answered yet
     done_waiting: set[Key] = field(default_factory=set)  # told its querier is leaving
+    operator: bool = False  # an operator is failing requests (runtime.fail)
 
     def replay(self, ledger: Ledger) -> None:
         for kind, req, arg in ledger.events[self.cursor :]:
@@ -179,7 +181,7 @@ class Model:
             assert fate.state in live, f"{rid} {kind} after {fate.state}"
             if kind == "completed":
                 assert fate.state == "flight", f"{rid} completed while {fate.state}"
-            if kind == "failed":
+            if kind == "failed" and not self.operator:
                 if fate.state == "queued":
                     assert self.stopping, f"{rid} failed while queued, before stop"
                 else:
@@ -412,6 +414,33 @@ class Driver:
         self.model.replay(self.ledger)
         live = self.model.fates[rid].state in ("queued", "handed", "flight")
         assert (self.rt.cancel(rid) is not None) == live, rid
+
+    async def do_operator_fail(self, op: Op) -> None:
+        """An operator ends one request, queued or running, as failed."""
+        ids = sorted(self.model.fates)
+        if not ids:
+            return
+        rid = ids[op.a % len(ids)]
+        self.model.replay(self.ledger)
+        live = self.model.fates[rid].state in ("queued", "handed", "flight")
+        self.model.operator = True
+        failed = self.rt.fail(rid, "cancelled by an operator")
+        self.model.replay(self.ledger)
+        self.model.operator = False
+        assert (failed is not None) == live, rid
+        assert failed is None or self.model.fates[rid].state == "failed"
+
+    async def do_operator_fail_tenant(self, op: Op) -> None:
+        """An operator fails every queued request of one tenant: exactly those."""
+        tenant = TENANTS[op.a % len(TENANTS)]
+        self.model.replay(self.ledger)
+        expected = {f.request.id for f in self.model.queued() if f.request.tenant_id == tenant}
+        self.model.operator = True
+        failed = self.rt.fail_matching("cancelled by an operator", tenant=tenant)
+        self.model.replay(self.ledger)
+        self.model.operator = False
+        assert {r.id for r in failed} == expected
+        assert all(self.model.fates[rid].state == "failed" for rid in expected)
 
     async def do_disconnect(self, op: Op) -> None:
         """Drop a worker; half the time its querier reconnects and asks again at once."""
