@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 PRIORITIES = "query_priority.priorities"
+REJECTION = "query_rejection"
+REJECTION_ATTRIBUTES = "query_rejection.query_attributes"
 # (key, label, help) of the plain text fields of one query attribute.
 ATTRIBUTE_FIELDS: tuple[tuple[str, str], ...] = (
     ("regex", "Query regex (RE2, unanchored)"),
@@ -55,6 +57,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
 )
 _RULE_KEY = re.compile(r"query_priority\.priorities\[(\d+)\]\.(.+)")
 _ATTR_KEY = re.compile(r"query_attributes\[(\d+)\]\.(.+)")
+_REJECT_KEY = re.compile(r"query_rejection\.query_attributes\[(\d+)\]\.(.+)")
 _INT = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?|-?\.\d+")
 
@@ -108,6 +111,15 @@ def _rules(post: Mapping[str, str]) -> list[dict[str, Any]]:
     return out
 
 
+def _rejection_attributes(post: Mapping[str, str]) -> list[dict[str, Any]]:
+    attrs: dict[int, dict[str, str]] = {}
+    for name, value in post.items():
+        found = _REJECT_KEY.fullmatch(name)
+        if found is not None:
+            attrs.setdefault(int(found.group(1)), {})[found.group(2)] = value
+    return [_attribute(attrs[j]) for j in sorted(attrs)]
+
+
 def tenant_config_from_post(post: Mapping[str, str]) -> dict[str, Any]:
     """The raw tenant block an editor form describes."""
     config: dict[str, Any] = {}
@@ -125,6 +137,12 @@ def tenant_config_from_post(post: Mapping[str, str]) -> dict[str, Any]:
         "default_priority": _number(default) if default else 0,
         "priorities": _rules(post),
     }
+    rejection_on = post.get("query_rejection.enabled") == "on"
+    rejection = _rejection_attributes(post)
+    # Only when set, so saving a tenant without rejection rules keeps its
+    # block exactly as Cortex spells it.
+    if rejection_on or rejection or post.get("query_rejection.present") == "1":
+        config["query_rejection"] = {"enabled": rejection_on, "query_attributes": rejection}
     return config
 
 
@@ -149,6 +167,9 @@ class EditorAction:
 
 def apply_action(config: dict[str, Any], action: EditorAction) -> None:
     """Apply a structural edit to the draft in place; unknown or stale indices do nothing."""
+    if action.verb in ("add-reject-attr", "remove-reject-attr"):
+        _apply_rejection_action(config, action)
+        return
     rules: list[dict[str, Any]] = config.setdefault("query_priority", {}).setdefault(
         "priorities", []
     )
@@ -170,6 +191,15 @@ def apply_action(config: dict[str, Any], action: EditorAction) -> None:
         rules[i - 1], rules[i] = rules[i], rules[i - 1]
     elif verb == "down" and i + 1 < len(rules):
         rules[i + 1], rules[i] = rules[i], rules[i + 1]
+
+
+def _apply_rejection_action(config: dict[str, Any], action: EditorAction) -> None:
+    block = config.setdefault(REJECTION, {"enabled": False, "query_attributes": []})
+    attrs: list[dict[str, Any]] = block.setdefault("query_attributes", [])
+    if action.verb == "add-reject-attr":
+        attrs.append({})
+    elif action.args and action.args[0] < len(attrs):
+        del attrs[action.args[0]]
 
 
 def errors_by_path(errors: Sequence[FieldError]) -> dict[str, list[str]]:
@@ -246,7 +276,13 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
                     f"{path}.reserved_queriers", rule.get("reserved_queriers"), by_path, placed
                 ),
                 "attributes": [
-                    dict(_attribute_model(f"{attrs_path}[{j}]", a, by_path, placed), index=j)
+                    dict(
+                        _attribute_model(f"{attrs_path}[{j}]", a, by_path, placed),
+                        index=j,
+                        remove_action=f"remove-attr:{i}:{j}",
+                        remove_label=f"Remove attribute {j + 1} of rule {i + 1}",
+                        hits=f"rule-{i}-attr-{j}",
+                    )
                     for j, a in enumerate(attrs if isinstance(attrs, list) else [])
                     if isinstance(a, Mapping)
                 ],
@@ -266,7 +302,9 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
         )
     }
     placed.add(PRIORITIES)
+    rejection = _rejection_model(config, by_path, placed)
     return {
+        "rejection": rejection,
         "fields": fields,
         "enabled": bool(qp.get("enabled")),
         "rules": rules,
@@ -274,4 +312,32 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
         "api_types": API_TYPES,
         "unplaced": [e for e in errors if e.path not in placed],
         "error_count": len(errors),
+    }
+
+
+def _rejection_model(
+    config: Mapping[str, Any], by_path: dict[str, list[str]], placed: set[str]
+) -> dict[str, Any]:
+    """The editor's rejection section: the same attribute widgets as priorities."""
+    raw = config.get(REJECTION)
+    block = raw if isinstance(raw, Mapping) else {}
+    attrs = block.get("query_attributes") or []
+    placed.update({REJECTION, REJECTION_ATTRIBUTES, f"{REJECTION}.enabled"})
+    return {
+        "present": isinstance(raw, Mapping),
+        "enabled": bool(block.get("enabled")),
+        "errors": by_path.get(REJECTION, [])
+        + by_path.get(REJECTION_ATTRIBUTES, [])
+        + by_path.get(f"{REJECTION}.enabled", []),
+        "attributes": [
+            dict(
+                _attribute_model(f"{REJECTION_ATTRIBUTES}[{j}]", a, by_path, placed),
+                index=j,
+                remove_action=f"remove-reject-attr:{j}",
+                remove_label=f"Remove rejection attribute {j + 1}",
+                hits=f"reject-{j}",
+            )
+            for j, a in enumerate(attrs if isinstance(attrs, list) else [])
+            if isinstance(a, Mapping)
+        ],
     }

@@ -1,0 +1,84 @@
+// Tenant editor: live hit counts beside each saved rule and attribute (polls
+// GET /api/v1/tenants/<id>/rule-stats/ every few seconds), and the "Test
+// against recent traffic" button, which posts the form as it stands (saved
+// or not) and shows the dry run in place. Without this script the button
+// re-renders the whole page with the same report, and no counts are shown.
+
+import { setAttr, setText } from "./dom.js";
+
+const POLL_MS = 3000;
+const form = document.getElementById("tenant-form");
+const number = new Intl.NumberFormat("en");
+
+function counts(matched) {
+  return `5m ${number.format(matched["5m"])} · 1h ${number.format(matched["1h"])} · since this version ${number.format(matched.version)}`;
+}
+
+// A rule or attribute that took nothing in the last hour while the tenant
+// had traffic is flagged: it may have drifted from what queries look like.
+function show(key, matched, total, verb) {
+  const node = form.querySelector(`[data-hits="${key}"]`);
+  if (!node) return;
+  const idle = total["1h"] > 0 && matched["1h"] === 0;
+  const text = idle
+    ? `${verb} nothing in 1 h of ${number.format(total["1h"])} requests`
+    : `${verb} ${counts(matched)}`;
+  setText(node, text);
+  setAttr(node, "class", idle ? "hits idle" : "hits");
+}
+
+function render(stats) {
+  if (String(stats.version) !== form.dataset.version) return; // saved since: reload shows it
+  const total = stats.total;
+  for (const rule of stats.priorities) {
+    show(`rule-${rule.index}`, rule.matched, total, "matched");
+    for (const attr of rule.attributes) {
+      show(`rule-${rule.index}-attr-${attr.index}`, attr.matched, total, "matched");
+    }
+  }
+  show("default", stats.default.matched, total, "took");
+  for (const attr of stats.rejection) show(`reject-${attr.index}`, attr.rejected, total, "rejected");
+}
+
+async function poll() {
+  try {
+    const response = await fetch(form.dataset.ruleStats, { credentials: "same-origin" });
+    if (response.ok) render(await response.json());
+  } catch (error) {
+    // The next poll tries again; counts simply stay as they were.
+  }
+}
+
+if (form && form.dataset.ruleStats) {
+  poll();
+  setInterval(poll, POLL_MS);
+}
+
+const box = document.getElementById("dry-run");
+const button = document.getElementById("dry-run-button");
+const output = document.getElementById("dry-run-output");
+
+async function dryRun(event) {
+  if (!box || !box.dataset.url) return;
+  event.preventDefault();
+  const data = new FormData(form);
+  data.set("action", "dry-run");
+  button.disabled = true;
+  try {
+    const response = await fetch(box.dataset.url, {
+      method: "POST",
+      body: data,
+      headers: { "X-CSRFToken": data.get("csrfmiddlewaretoken") },
+      credentials: "same-origin",
+    });
+    output.innerHTML = response.ok
+      ? await response.text()
+      : `<p class="error">The dry run failed (${response.status}).</p>`;
+  } catch (error) {
+    output.innerHTML = '<p class="error">The server could not be reached.</p>';
+  } finally {
+    button.disabled = false;
+  }
+}
+
+if (button) button.addEventListener("click", dryRun);

@@ -1,0 +1,88 @@
+"""The tenant editor's traffic tools: dry run of the form, and rule hit shares.
+
+"Test against recent traffic" posts the whole (unsaved) form, like Explain;
+the draft goes through the same `api.rest.views.rules.dry_run_report` as
+`POST /api/v1/tenants/<id>/dry-run/`, so the box shows what the REST API
+answers. The tenants list shows each tenant's default-priority share over
+the last hour, summed over the replicas counting under its current config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from api.cluster import replica_rules
+from api.rest.views.rules import dry_run_report
+from api.store.exceptions import ConfigValidationError
+from api.wire import rule_reports
+from dashboard.access import role_required
+from dashboard.forms import tenant_config_from_post
+from scheduler_core.errors import ConfigInvalid
+from scheduler_core.model import TenantLimits
+from scheduler_core.rule_stats import limits_fingerprint
+from scheduler_core.validation import tenant_limits_from_dict
+
+__all__ = ["default_shares", "dry_run", "dry_run_box"]
+
+
+def _label(outcome: Any) -> str:
+    return "rejected (422)" if outcome == "rejected" else f"priority {outcome}"
+
+
+def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
+    """The dry-run box's content for a draft block."""
+    try:
+        report = dry_run_report(tenant_id, draft)
+    except ConfigValidationError as exc:
+        return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
+    before, after = report["reservations"]["before"], report["reservations"]["after"]
+    levels = sorted(set(before) | set(after), key=lambda p: -int(p))
+    return {
+        **report,
+        "changed_rows": [
+            dict(row, from_label=_label(row["from"]), to_label=_label(row["to"]))
+            for row in report["changed"]
+        ],
+        "changed_total": sum(row["count"] for row in report["changed"]),
+        "reservation_rows": [
+            {"priority": p, "before": before.get(p, []), "after": after.get(p, [])} for p in levels
+        ],
+    }
+
+
+@require_POST
+@role_required
+def dry_run(request: HttpRequest, tenant_id: str) -> HttpResponse:
+    """The dry-run box as an HTML fragment, for the editor's script."""
+    box = dry_run_box(tenant_id, tenant_config_from_post(request.POST))
+    return render(request, "dashboard/_dry_run.html", {"dry_run": box})
+
+
+def _limits(config: Mapping[str, Any]) -> TenantLimits:
+    try:
+        return tenant_limits_from_dict(config)
+    except ConfigInvalid:
+        return TenantLimits()
+
+
+def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, int]]:
+    """tenant -> {"default", "total"} requests in the last hour, every replica."""
+    wanted = dict(configs)
+    local = rule_reports.local_counts_many(wanted)
+    shares: dict[str, dict[str, int]] = {}
+    for tenant_id, config in wanted.items():
+        fingerprint = limits_fingerprint(_limits(config))
+        default = total = 0
+        for counts in replica_rules.tenant_counts(tenant_id, local.get(tenant_id)):
+            hour = counts.windows.get("1h") or []
+            if counts.fingerprint == fingerprint and len(hour) > 1:
+                total += hour[0]
+                default += hour[1]
+        if total:
+            shares[tenant_id] = {"default": default, "total": total}
+    return shares

@@ -1,0 +1,108 @@
+"""Rule hit counts: per rule and attribute, default, rejection, windows, versions."""
+
+from __future__ import annotations
+
+from scheduler_core.model import (
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    QueryRejection,
+    TenantLimits,
+)
+from scheduler_core.rejection import Verdict
+from scheduler_core.rule_stats import RuleStats, limits_fingerprint
+
+LIMITS = TenantLimits(
+    query_priority=QueryPriority(
+        True,
+        0,
+        [
+            PriorityDef(5, 0, [QueryAttribute(regex="a"), QueryAttribute(regex="b")]),
+            PriorityDef(2, 0, [QueryAttribute(regex="c")]),
+        ],
+    ),
+    query_rejection=QueryRejection(True, [QueryAttribute(regex="bad")]),
+)
+RULE0_ATTR1 = Verdict(5, 0, 1)
+RULE1_ATTR0 = Verdict(2, 1, 0)
+DEFAULT = Verdict(0)
+REJECTED = Verdict(0, rejected_by=0)
+
+
+class Clock:
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_request_counts_once_for_its_attribute_its_rule_and_the_total() -> None:
+    stats = RuleStats(Clock(1000.0))
+    for verdict in (RULE0_ATTR1, RULE0_ATTR1, RULE1_ATTR0, DEFAULT, REJECTED):
+        stats.record("t", LIMITS, verdict)
+    counts = stats.counts("t")
+    assert counts is not None
+    assert counts.attribute(0, 0)["version"] == 0
+    assert counts.attribute(0, 1) == {"5m": 2, "1h": 2, "version": 2}
+    assert counts.priority(0)["1h"] == 2
+    assert counts.priority(1)["1h"] == 1
+    assert counts.default()["1h"] == 1
+    assert counts.rejection(0)["1h"] == 1
+    assert counts.total() == {"5m": 5, "1h": 5, "version": 5}
+
+
+def test_the_windows_slide_by_whole_minutes() -> None:
+    clock = Clock(0.0)
+    stats = RuleStats(clock)
+    stats.record("t", LIMITS, DEFAULT)  # minute 0
+    clock.now = 4 * 60 + 59.0  # minute 4: still within the last 5 buckets
+    assert stats.counts("t").default() == {"5m": 1, "1h": 1, "version": 1}  # type: ignore[union-attr]
+    clock.now = 5 * 60.0  # minute 5: minute 0 left the 5m window
+    assert stats.counts("t").default() == {"5m": 0, "1h": 1, "version": 1}  # type: ignore[union-attr]
+    clock.now = 60 * 60.0  # minute 60: left the hour too
+    stats.record("t", LIMITS, DEFAULT)
+    assert stats.counts("t").default() == {"5m": 1, "1h": 1, "version": 2}  # type: ignore[union-attr]
+
+
+def test_a_new_config_version_starts_fresh_counts_but_the_counters_keep_growing() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", LIMITS, RULE0_ATTR1)
+    stats.record("t", LIMITS, DEFAULT)
+    edited = TenantLimits(query_priority=QueryPriority(True, 1, LIMITS.query_priority.priorities))
+    stats.record("t", edited, DEFAULT)
+    counts = stats.counts("t")
+    assert counts is not None and counts.fingerprint == limits_fingerprint(edited)
+    assert counts.total()["version"] == 1
+    assert stats.matches_total() == {("t", "5", "1"): 1, ("t", "default", ""): 2}
+
+
+def test_an_equal_config_is_the_same_version() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", LIMITS, DEFAULT)
+    copy = TenantLimits(
+        query_priority=QueryPriority(True, 0, list(LIMITS.query_priority.priorities)),
+        query_rejection=QueryRejection(True, list(LIMITS.query_rejection.query_attributes)),
+    )
+    stats.record("t", copy, DEFAULT)
+    assert stats.counts("t").total()["version"] == 2  # type: ignore[union-attr]
+
+
+def test_rejections_are_counted_per_tenant_with_the_query_rejection_reason() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", LIMITS, REJECTED)
+    stats.record("t", LIMITS, REJECTED)
+    stats.record("u", LIMITS, REJECTED)
+    assert stats.rejected_total() == {("t", "query_rejection"): 2, ("u", "query_rejection"): 1}
+    # A rejected request took no priority, so it is no rule match either.
+    assert stats.matches_total() == {}
+
+
+def test_a_tenant_without_requests_has_no_counts() -> None:
+    assert RuleStats(Clock()).counts("nobody") is None
+
+
+def test_priority_disabled_requests_count_as_default() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", TenantLimits(), Verdict(0))
+    assert stats.matches_total() == {("t", "default", ""): 1}
