@@ -1,5 +1,5 @@
 """Django loads an app's models from `<app>.models`; ours live in `api.store.models`."""
 
-from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.store.models import ApiToken, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 
-__all__ = ["ApiToken", "ConfigRevision", "SchedulerSettings", "Tenant"]
+__all__ = ["ApiToken", "ConfigRevision", "OperatorCancel", "SchedulerSettings", "Tenant"]

@@ -4,6 +4,12 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from api.rest import views
+from api.rest.views.queue_requests import (
+    QueueCancelView,
+    QueueRequestCancelView,
+    QueueRequestDetailView,
+    QueueRequestListView,
+)
 from api.rest.views.simulate import SimulateRunView, SimulateView
 
 __all__ = ["urlpatterns"]
@@ -38,6 +44,18 @@ urlpatterns = [
     path("settings/", views.SettingsView.as_view(), name="settings"),
     path("explain/", views.ExplainView.as_view(), name="explain"),
     path("queue/", views.QueueView.as_view(), name="queue"),
+    path("queue/requests/", QueueRequestListView.as_view(), name="queue-requests"),
+    re_path(
+        r"^queue/requests/(?P<request_id>[\s\S]+)/cancel/\Z",
+        QueueRequestCancelView.as_view(),
+        name="queue-request-cancel",
+    ),
+    re_path(
+        r"^queue/requests/(?P<request_id>[\s\S]+)/\Z",
+        QueueRequestDetailView.as_view(),
+        name="queue-request-detail",
+    ),
+    path("queue/cancel/", QueueCancelView.as_view(), name="queue-cancel"),
     path("queriers/", views.QueriersView.as_view(), name="queriers"),
     path("runtime-config/", views.RuntimeConfigView.as_view(), name="runtime-config"),
     path("revisions/", views.RevisionListView.as_view(), name="revision-list"),

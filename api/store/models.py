@@ -14,6 +14,7 @@ __all__ = [
     "SETTINGS_PK",
     "ApiToken",
     "ConfigRevision",
+    "OperatorCancel",
     "SchedulerSettings",
     "Tenant",
 ]
@@ -141,3 +142,35 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}, {self.prefix}…)"
+
+
+class OperatorCancel(models.Model):
+    """One operator's cancel of queued or running requests: who, when, what, how many.
+
+    Written by `api.store.services.operator_cancel_record` after the
+    scheduler answered, so `matched` and `cancelled` are what really
+    happened: `request_id` names the one request of a single cancel;
+    `filter` holds the fields of a cancel by filter (tenant, component,
+    priority, search, regex, state); `replicas` the replicas that took
+    part. Listed on the History page beside the config revisions.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    author_name = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=16, choices=ConfigRevision.Source.choices)
+    request_id = models.CharField(max_length=400, blank=True)
+    filter = models.JSONField(default=dict, blank=True)
+    matched = models.PositiveIntegerField(default=0)
+    cancelled = models.PositiveIntegerField(default=0)
+    note = models.CharField(max_length=500, blank=True)
+    replicas = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        what = self.request_id or "by filter"
+        return f"cancel {what}: {self.cancelled} by {self.author_name or 'unknown'}"

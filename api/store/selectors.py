@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 
 from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound
-from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
+from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig, TenantLimits
@@ -30,6 +30,7 @@ __all__ = [
     "overrides_version_get",
     "query_explain",
     "queue_config_get",
+    "operator_cancel_list",
     "revision_diff",
     "revision_get",
     "revision_list",
@@ -130,6 +131,11 @@ def revision_list(
     if since_version is not None:
         revisions = revisions.filter(version__gt=since_version)
     return revisions
+
+
+def operator_cancel_list() -> QuerySet[OperatorCancel]:
+    """Operators' cancels, newest first."""
+    return OperatorCancel.objects.select_related("author").order_by("-created_at", "-id")
 
 
 def revision_get(*, revision_id: int) -> ConfigRevision:

@@ -26,7 +26,7 @@ from django.db import transaction
 from api.store import config_events
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import Author, ImportResult, plan_import, validate_tenant
-from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
+from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from api.store.selectors import overrides_version_get
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid
@@ -43,6 +43,7 @@ __all__ = [
     "api_token_issue",
     "api_token_revoke",
     "merge_patch",
+    "operator_cancel_record",
     "revision_rollback",
     "runtime_config_import",
     "settings_update",
@@ -423,3 +424,31 @@ def revision_rollback(
     if row.config_version == version_before:
         return None
     return ConfigRevision.objects.get(version=row.config_version)
+
+
+def operator_cancel_record(
+    *,
+    author: Author | None,
+    source: str,
+    request_id: str = "",
+    filter: Mapping[str, Any] | None = None,
+    matched: int,
+    cancelled: int,
+    note: str = "",
+    replicas: list[str] | None = None,
+) -> OperatorCancel:
+    """Record an operator's cancel after the scheduler carried it out.
+
+    Not a config change: no version is bumped and nothing is published;
+    the record is the audit trail the History page lists.
+    """
+    return OperatorCancel.objects.create(
+        source=source,
+        request_id=request_id,
+        filter=dict(filter or {}),
+        matched=matched,
+        cancelled=cancelled,
+        note=note[:500],
+        replicas=list(replicas or []),
+        **_author_fields(author),
+    )

@@ -24,6 +24,7 @@ from api.wire.protocol import (
     Enqueue,
     ProtocolError,
 )
+from api.wire.queue_rows import priority_origin
 from scheduler_core.classify import classify
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
 from scheduler_core.model import QueryInfo, Request, TenantLimits
@@ -146,11 +147,14 @@ class FrontendConsumer(MachineConsumer):
             await self._rejected(msg.id, REJECTION_STATUS, error)
             return
         priority = verdict.priority
+        rule, source = priority_origin(limits, verdict)
         request = Request(
             id=rid,
             tenant_id=msg.tenant,
             component=component,
             priority=priority,
+            priority_rule=rule,
+            priority_source=source,
             query=msg.query,
             api_type=msg.api_type,
             start=msg.start,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from api.wire.queue_rows import priority_origin
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 from scheduler_core.classify import Classification, classify
@@ -236,11 +237,14 @@ class Admission:
             self.admission_log.record(msg.userID, limits, verdict, info, component, now, rid)
         if verdict.rejected_by is not None:
             raise QueryRejected(handle, rejection_error(msg.userID, verdict.rejected_by))
+        rule, source = priority_origin(limits, verdict)
         return Request(
             id=rid,
             tenant_id=msg.userID,
             component=component,
             priority=verdict.priority,
+            priority_rule=rule,
+            priority_source=source,
             query=forwarded.query,
             api_type=forwarded.api_type,
             start=forwarded.start,

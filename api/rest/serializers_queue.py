@@ -1,0 +1,90 @@
+"""Shapes of the queue-requests endpoints (`queue/requests/`, `queue/cancel/`), for the schema.
+
+Input is validated by `api.wire.queue_rows.RequestFilter.parse` (the same
+rules for the query string, the cancel body and the inspector), so these
+serializers describe bodies for the OpenAPI schema and are not used to
+validate.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from api.wire.queue_rows import QUERY_TEXT_LIMIT
+from scheduler_core.model import COMPONENTS
+
+__all__ = [
+    "CancelByFilterSerializer",
+    "CancelCountsSerializer",
+    "CancelOneSerializer",
+    "QueueRequestPageSerializer",
+    "QueueRequestSerializer",
+]
+
+
+class RuleSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    priority_index = serializers.IntegerField()
+    attribute_index = serializers.IntegerField()
+
+
+class FrontendSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    transport = serializers.ChoiceField(choices=["websocket", "grpc", "internal"])
+    address = serializers.CharField()
+    name = serializers.CharField(help_text="token name (websocket) or certificate CN (gRPC)")
+
+
+class QueueRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField(help_text="the scheduler's request id, as queriers receive it")
+    client_id = serializers.JSONField(
+        allow_null=True, help_text="the frontend's own id: websocket `id` or Cortex `queryID`"
+    )
+    tenant = serializers.CharField()
+    component = serializers.ChoiceField(choices=list(COMPONENTS))
+    priority = serializers.IntegerField()
+    rule = RuleSerializer(allow_null=True, help_text="the priority rule that matched, or null")
+    source = serializers.ChoiceField(choices=["rule", "default", "disabled"])
+    query = serializers.CharField(help_text=f"the query text, cut at {QUERY_TEXT_LIMIT} characters")
+    query_truncated = serializers.BooleanField()
+    api_type = serializers.CharField()
+    start = serializers.FloatField(allow_null=True, help_text="unix seconds")
+    end = serializers.FloatField(allow_null=True, help_text="unix seconds")
+    step = serializers.FloatField(allow_null=True, help_text="seconds")
+    state = serializers.ChoiceField(choices=["queued", "in_flight"])
+    wait_seconds = serializers.FloatField(help_text="queued so far, or until dispatched")
+    attempts = serializers.IntegerField(help_text="times handed to a querier (2: a retry)")
+    querier = serializers.CharField(allow_null=True)
+    worker = serializers.IntegerField(allow_null=True)
+    running_seconds = serializers.FloatField(allow_null=True)
+    frontend = FrontendSerializer()
+    replica = serializers.CharField()
+
+
+class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    running = serializers.BooleanField()
+    results = QueueRequestSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="pass back as cursor=")
+    total = serializers.IntegerField(help_text="matching requests")
+    replicas = serializers.ListField(child=serializers.CharField(), required=False)
+    replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class CancelOneSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
+
+
+class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant = serializers.CharField(required=False)
+    component = serializers.ChoiceField(choices=list(COMPONENTS), required=False)
+    priority = serializers.IntegerField(required=False)
+    search = serializers.CharField(required=False, help_text="query substring (any case)")
+    regex = serializers.CharField(required=False, help_text="RE2, unanchored, on the query")
+    state = serializers.ChoiceField(choices=["queued"], required=False)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class CancelCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    matched = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    replicas = serializers.ListField(child=serializers.CharField(), required=False)
+    replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)

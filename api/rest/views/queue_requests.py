@@ -1,0 +1,261 @@
+"""`queue/requests/`, `queue/requests/<id>/`, `.../cancel/`, `queue/cancel/`: the queue's contents.
+
+Views run in a worker thread; the listing runs on the scheduler's loop
+(`async_to_sync`, as `runtime_state` does) through `api.wire.queue_requests`,
+which reads the queue in place and yields the loop between steps of a
+long scan. Filters are validated by `RequestFilter.parse` (400 naming the
+field). Every cancel (one request or by filter, not a dry run) is recorded
+by `api.store.services.operator_cancel_record` after the scheduler carried
+it out, and the frontend of each cancelled request gets a failure naming
+the operator. Without a runtime in this process (a plain test client,
+`manage.py`) lists are empty with `"running": false` and lookups are 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.cluster.replica_board import get_board
+from api.rest.serializers_queue import (
+    CancelByFilterSerializer,
+    CancelCountsSerializer,
+    CancelOneSerializer,
+    QueueRequestPageSerializer,
+    QueueRequestSerializer,
+)
+from api.rest.views.base import ApiView, errors
+from api.store import services
+from api.store.exceptions import NotFound
+from api.store.models import ConfigRevision
+from api.wire import queue_requests, runtime_host
+from api.wire.queue_rows import FilterError, RequestFilter
+from scheduler_core.model import COMPONENTS
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "QueueCancelView",
+    "QueueRequestCancelView",
+    "QueueRequestDetailView",
+    "QueueRequestListView",
+]
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+_FILTER_KEYS = ("tenant", "component", "priority", "search", "regex", "state")
+
+
+def _invalid(field: str, message: str) -> serializers.ValidationError:
+    return serializers.ValidationError({field: [message]})
+
+
+def _filter(raw: Any) -> RequestFilter:
+    try:
+        return RequestFilter.parse(raw)
+    except FilterError as exc:
+        raise _invalid(exc.field, exc.message) from None
+
+
+def _limit(request: Request) -> int:
+    raw = request.query_params.get("limit", str(DEFAULT_LIMIT))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise _invalid("limit", f"an integer from 1 to {MAX_LIMIT}")
+    return int(raw)
+
+
+def _who(request: Request) -> str:
+    user = request.user
+    return user.get_username() if getattr(user, "is_authenticated", False) else ""
+
+
+def _source(request: Request) -> str:
+    # A session (the browser) is the UI; a bearer token is automation.
+    return ConfigRevision.Source.UI if request.auth is None else ConfigRevision.Source.API
+
+
+def _note(data: Any) -> str:
+    note = data.get("note", "") if isinstance(data, dict) else ""
+    if note is None:
+        return ""
+    if not isinstance(note, str):
+        raise _invalid("note", "must be a string")
+    if len(note) > 500:
+        raise _invalid("note", "at most 500 characters")
+    return note
+
+
+def _replica() -> str:
+    return get_board().own_id
+
+
+async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
+    if not runtime_host.started():
+        return {"running": False, "results": [], "next": None, "total": 0}
+    host = runtime_host.get_host()
+    page = await queue_requests.list_page(
+        host.runtime,
+        flt,
+        cursor=cursor,
+        limit=limit,
+        replica=_replica(),
+        names=queue_requests.grpc_names(host),
+    )
+    return {"running": True, "results": page.rows, "next": page.next, "total": page.total}
+
+
+async def _find_on_loop(request_id: str) -> dict[str, Any] | None:
+    if not runtime_host.started():
+        return None
+    host = runtime_host.get_host()
+    names = queue_requests.grpc_names(host)
+    return queue_requests.find_row(host.runtime, request_id, replica=_replica(), names=names)
+
+
+async def _cancel_one_on_loop(request_id: str, reason: str) -> dict[str, Any] | None:
+    if not runtime_host.started():
+        return None
+    host = runtime_host.get_host()
+    names = queue_requests.grpc_names(host)
+    return queue_requests.cancel_one(
+        host.runtime, request_id, reason, replica=_replica(), names=names
+    )
+
+
+async def _cancel_matching_on_loop(
+    flt: RequestFilter, reason: str, dry_run: bool
+) -> tuple[int, int]:
+    if not runtime_host.started():
+        return 0, 0
+    host = runtime_host.get_host()
+    names = queue_requests.grpc_names(host)
+    return await queue_requests.cancel_matching(
+        host.runtime, flt, reason, dry_run=dry_run, names=names
+    )
+
+
+def _param(name: str, kind: Any, description: str, **extra: Any) -> OpenApiParameter:
+    return OpenApiParameter(name, kind, description=description, **extra)
+
+
+_LIST_PARAMETERS = [
+    _param("tenant", OpenApiTypes.STR, "the tenant's requests only"),
+    _param("component", OpenApiTypes.STR, "one query component", enum=list(COMPONENTS)),
+    _param("priority", OpenApiTypes.INT, "one priority band"),
+    _param(
+        "state",
+        OpenApiTypes.STR,
+        "queued or in_flight; without it queued rows come first, then running ones",
+        enum=["queued", "in_flight"],
+    ),
+    _param("search", OpenApiTypes.STR, "substring of the query text (any case)"),
+    _param("regex", OpenApiTypes.STR, "RE2 regex searched in the query text (unanchored)"),
+    _param("min_wait", OpenApiTypes.NUMBER, "only requests queued at least this many seconds"),
+    _param("frontend", OpenApiTypes.STR, "substring of the frontend's transport, address or name"),
+    _param("cursor", OpenApiTypes.STR, "the `next` of the previous page"),
+    _param("limit", OpenApiTypes.INT, f"rows, 1..{MAX_LIMIT} (default {DEFAULT_LIMIT})"),
+]
+
+
+class QueueRequestListView(ApiView):
+    """Queued requests in dequeue order, then running ones, longest running first."""
+
+    @extend_schema(
+        operation_id="queue_requests_list",
+        parameters=_LIST_PARAMETERS,
+        responses={200: QueueRequestPageSerializer, **errors(400)},
+    )
+    def get(self, request: Request) -> Response:
+        flt = _filter(request.query_params)
+        limit = _limit(request)
+        cursor = request.query_params.get("cursor") or None
+        try:
+            data = async_to_sync(_page_on_loop)(flt, cursor, limit)
+        except queue_requests.CursorError as exc:
+            raise _invalid("cursor", str(exc)) from None
+        return Response(data)
+
+
+class QueueRequestDetailView(ApiView):
+    """One queued or running request."""
+
+    @extend_schema(
+        operation_id="queue_requests_retrieve",
+        responses={200: QueueRequestSerializer, **errors(404)},
+    )
+    def get(self, request: Request, request_id: str) -> Response:
+        row = async_to_sync(_find_on_loop)(request_id)
+        if row is None:
+            raise NotFound(f"no queued or running request {request_id}")
+        return Response(row)
+
+
+class QueueRequestCancelView(ApiView):
+    """Cancel one request (editor): its frontend is told, the cancel is recorded."""
+
+    @extend_schema(
+        operation_id="queue_requests_cancel",
+        request=CancelOneSerializer,
+        responses={200: QueueRequestSerializer, **errors(400, 404)},
+    )
+    def post(self, request: Request, request_id: str) -> Response:
+        note = _note(request.data)
+        reason = queue_requests.operator_reason(_who(request), note)
+        row = async_to_sync(_cancel_one_on_loop)(request_id, reason)
+        if row is None:
+            raise NotFound(f"no queued or running request {request_id}")
+        services.operator_cancel_record(
+            author=request.user,
+            source=_source(request),
+            request_id=request_id,
+            matched=1,
+            cancelled=1,
+            note=note,
+            replicas=[row["replica"]],
+        )
+        return Response(row)
+
+
+class QueueCancelView(ApiView):
+    """Cancel every queued request matching a filter (editor); `dry_run` only counts."""
+
+    @extend_schema(
+        operation_id="queue_cancel",
+        request=CancelByFilterSerializer,
+        responses={200: CancelCountsSerializer, **errors(400)},
+    )
+    def post(self, request: Request) -> Response:
+        body = request.data if isinstance(request.data, dict) else None
+        if body is None:
+            raise _invalid("non_field_errors", "the body must be a JSON object")
+        unknown = sorted(set(body) - {*_FILTER_KEYS, "note", "dry_run"})
+        if unknown:
+            raise _invalid(unknown[0], "unknown field")
+        if body.get("state") not in (None, "", "queued"):
+            raise _invalid("state", "only queued requests are cancelled by filter")
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise _invalid("dry_run", "must be true or false")
+        flt = _filter({**{k: body.get(k) for k in _FILTER_KEYS}, "state": "queued"})
+        if flt.tenant is None and not flt.search and not flt.regex:
+            raise _invalid("non_field_errors", "give at least tenant, or search or regex")
+        note = _note(body)
+        reason = queue_requests.operator_reason(_who(request), note)
+        matched, cancelled = async_to_sync(_cancel_matching_on_loop)(flt, reason, dry_run)
+        if not dry_run:
+            services.operator_cancel_record(
+                author=request.user,
+                source=_source(request),
+                filter={k: v for k, v in body.items() if k in _FILTER_KEYS and v not in (None, "")},
+                matched=matched,
+                cancelled=cancelled,
+                note=note,
+                replicas=[_replica()],
+            )
+        return Response({"matched": matched, "cancelled": cancelled})

@@ -1,0 +1,237 @@
+"""This replica's requests: list, find and cancel them, on the runtime's loop.
+
+Every function here runs on the event loop that owns the runtime (the REST
+views reach it with `async_to_sync`, the inspector is already on it), reads
+the queue through `RequestQueue.listing()` and copies nothing but the rows
+it returns. A page is filled in steps of at most `PAGE_BUDGET` examined
+requests with a loop turn between steps, each step resuming from the
+listing's position, so a search that matches rarely never holds the loop
+for long and dispatch keeps going between steps; a filtered `total` is
+counted the same way (`MatchScan`). A cancel by filter, on the other hand,
+runs in one step, so it cancels exactly the set that matched.
+
+The cursor handed out is opaque: base64url of
+`[filter fingerprint, phase, position, rows returned so far]`, where the
+phase is "q" (queued, the core listing's position) or "f" (in flight, an
+offset in the longest-running-first order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter, request_row
+from scheduler_core.queue_listing import MatchScan, Predicate, StaleCursor, take_page
+from scheduler_core.runtime import SchedulerRuntime
+
+__all__ = [
+    "PAGE_BUDGET",
+    "CursorError",
+    "Page",
+    "cancel_matching",
+    "cancel_one",
+    "count_matching",
+    "decode_cursor",
+    "encode_cursor",
+    "find_row",
+    "grpc_names",
+    "list_page",
+    "operator_reason",
+]
+
+# Requests examined per loop step while filling a page or counting matches.
+PAGE_BUDGET = 2_000
+
+
+class CursorError(ValueError):
+    """The cursor is malformed or belongs to another filter (or layout)."""
+
+
+@dataclass(slots=True)
+class Page:
+    rows: list[dict[str, Any]]
+    next: str | None
+    total: int
+
+
+def encode_cursor(fingerprint: str, phase: str, position: Any, returned: int) -> str:
+    body = json.dumps([fingerprint, phase, position, returned], separators=(",", ":"))
+    return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+
+def decode_cursor(text: str, fingerprint: str) -> tuple[str, Any, int]:
+    """(phase, position, rows returned so far); raises CursorError."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        value = json.loads(raw)
+    except (binascii.Error, ValueError):
+        raise CursorError("not a cursor this API gave out") from None
+    if not (isinstance(value, list) and len(value) == 4 and value[1] in ("q", "f")):
+        raise CursorError("not a cursor this API gave out")
+    mark, phase, position, returned = value
+    if mark != fingerprint:
+        raise CursorError("this cursor belongs to a listing with other filters")
+    if not isinstance(returned, int) or returned < 0:
+        raise CursorError("not a cursor this API gave out")
+    if phase == "f" and (not isinstance(position, int) or position < 0):
+        raise CursorError("not a cursor this API gave out")
+    return phase, position, returned
+
+
+def grpc_names(host: Any) -> dict[str, str]:
+    """gRPC frontend address -> the name the door knows it by (mutual TLS)."""
+    return {row.address: row.name for row in host.frontends() if row.transport == "grpc"}
+
+
+def _node(flt: RequestFilter) -> dict[str, Any]:
+    return {"tenant": flt.tenant, "component": flt.component, "priority": flt.priority}
+
+
+async def count_matching(
+    runtime: SchedulerRuntime, flt: RequestFilter, names: Mapping[str, str]
+) -> int:
+    """How many requests match: queued from counters (or a stepped scan), plus running."""
+    queue = runtime.queue
+    now = runtime.clock()
+    total = 0
+    if flt.state != "in_flight":
+        predicate = flt.predicate(now, names)
+        if predicate is None:
+            total += queue.listing().queued_count(**_node(flt))
+        else:
+            scan = MatchScan(queue.listing(), predicate=predicate, **_node(flt))
+            while not scan.step(PAGE_BUDGET):
+                await asyncio.sleep(0)
+            total += scan.count
+    if flt.state != "queued":
+        test = flt.predicate(now, names, node=True)
+        total += sum(1 for f in queue.listing().in_flight() if test is None or test(f.request))
+    return total
+
+
+async def list_page(
+    runtime: SchedulerRuntime,
+    flt: RequestFilter,
+    *,
+    cursor: str | None,
+    limit: int,
+    replica: str,
+    names: Mapping[str, str],
+    query_limit: int = QUERY_TEXT_LIMIT,
+) -> Page:
+    """One page: queued rows in dequeue order first, then running ones, longest first."""
+    fingerprint = flt.fingerprint()
+    if cursor:
+        phase, position, returned = decode_cursor(cursor, fingerprint)
+    else:
+        phase, position, returned = ("f" if flt.state == "in_flight" else "q"), None, 0
+    queue = runtime.queue
+    rows: list[dict[str, Any]] = []
+    exhausted = False
+    if phase == "q":
+        predicate: Predicate | None = flt.predicate(runtime.clock(), names)
+        while True:
+            try:
+                listing = queue.listing().queued(after=position, **_node(flt))
+            except StaleCursor as exc:
+                raise CursorError(str(exc)) from None
+            got, done = take_page(listing, limit - len(rows), predicate, PAGE_BUDGET)
+            now = runtime.clock()
+            rows += [
+                request_row(
+                    r, None, now, replica=replica, grpc_names=names, query_limit=query_limit
+                )
+                for r in got
+            ]
+            position = listing.position()
+            if done or len(rows) >= limit:
+                break
+            await asyncio.sleep(0)
+        if done:
+            if flt.state is None:
+                phase, position = "f", 0
+            else:
+                exhausted = True
+    if phase == "f" and len(rows) < limit:
+        now = runtime.clock()
+        test = flt.predicate(now, names, node=True)
+        flights = [f for f in queue.listing().in_flight() if test is None or test(f.request)]
+        offset = position or 0
+        chosen = flights[offset : offset + limit - len(rows)]
+        rows += [
+            request_row(
+                f.request, f, now, replica=replica, grpc_names=names, query_limit=query_limit
+            )
+            for f in chosen
+        ]
+        position = offset + len(chosen)
+        exhausted = position >= len(flights)
+    total = await count_matching(runtime, flt, names)
+    returned += len(rows)
+    following = None
+    if not exhausted and returned < total:
+        following = encode_cursor(fingerprint, phase, position, returned)
+    return Page(rows, following, total)
+
+
+def find_row(
+    runtime: SchedulerRuntime,
+    request_id: str,
+    *,
+    replica: str,
+    names: Mapping[str, str],
+    query_limit: int = QUERY_TEXT_LIMIT,
+) -> dict[str, Any] | None:
+    """The row of a queued or running request, None once it left and finished."""
+    found = runtime.queue.listing().find(request_id)
+    if found is None:
+        return None
+    request, flight = found
+    now = runtime.clock()
+    return request_row(
+        request, flight, now, replica=replica, grpc_names=names, query_limit=query_limit
+    )
+
+
+def operator_reason(who: str, note: str = "") -> str:
+    """The failure text the frontend of a cancelled request receives."""
+    reason = f"cancelled by operator {who}" if who else "cancelled by an operator"
+    return f"{reason}: {note}" if note else reason
+
+
+def cancel_one(
+    runtime: SchedulerRuntime,
+    request_id: str,
+    reason: str,
+    *,
+    replica: str,
+    names: Mapping[str, str],
+) -> dict[str, Any] | None:
+    """Fail one request with `reason`; its row as it was, or None if unknown."""
+    row = find_row(runtime, request_id, replica=replica, names=names)
+    if row is None:
+        return None
+    runtime.fail(request_id, reason)
+    return row
+
+
+async def cancel_matching(
+    runtime: SchedulerRuntime,
+    flt: RequestFilter,
+    reason: str,
+    *,
+    dry_run: bool,
+    names: Mapping[str, str],
+) -> tuple[int, int]:
+    """(matched, cancelled) for queued requests; a dry run only counts (stepped)."""
+    if dry_run:
+        return await count_matching(runtime, flt, names), 0
+    predicate = flt.predicate(runtime.clock(), names)
+    failed = runtime.fail_matching(reason, predicate=predicate, **_node(flt))
+    return len(failed), len(failed)

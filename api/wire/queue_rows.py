@@ -1,0 +1,258 @@
+"""What one queued or running request looks like to the REST API and the inspector.
+
+A row is built from the `Request` the scheduler already keeps (its rule
+index and source were stamped at classification, `priority_origin`) and
+its reply handle in `Request.payload` (which frontend sent it), so showing
+a request costs nothing on the dispatch path. Query texts are cut here, on
+the server: `QUERY_TEXT_LIMIT` characters in an API row, the first line
+up to `QUERY_LINE_LIMIT` characters in the inspector's live rows.
+`RequestFilter` is one listing's filter, validated once, and its
+`predicate` the part the queue's node walk does not already apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scheduler_core.model import COMPONENTS, Request, TenantLimits
+from scheduler_core.queue_listing import InFlight, Predicate
+from scheduler_core.regex import compile_regex, regex_error
+from scheduler_core.rejection import Verdict
+
+__all__ = [
+    "QUERY_LINE_LIMIT",
+    "QUERY_TEXT_LIMIT",
+    "STATES",
+    "FilterError",
+    "RequestFilter",
+    "frontend_of",
+    "priority_origin",
+    "request_row",
+]
+
+# Characters of query text in one API row (`query_truncated` says when cut).
+QUERY_TEXT_LIMIT = 16_384
+# Characters of the first line of a query in the inspector's live rows.
+QUERY_LINE_LIMIT = 160
+STATES = ("queued", "in_flight")
+
+
+class FilterError(ValueError):
+    """A filter field is invalid; `field` names it, the message says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def priority_origin(limits: TenantLimits, verdict: Verdict) -> tuple[tuple[int, int] | None, str]:
+    """The matched rule (priority index, attribute index) and the source of a verdict."""
+    if not limits.query_priority.enabled:
+        return None, "disabled"
+    if verdict.rule_index is None or verdict.attribute_index is None:
+        return None, "default"
+    return (verdict.rule_index, verdict.attribute_index), "rule"
+
+
+def _peer(scope: Mapping[str, Any]) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "unknown"
+
+
+def frontend_of(payload: Any, grpc_names: Mapping[str, str]) -> tuple[dict[str, str], Any]:
+    """The frontend (transport, address, name) and its own id for the request.
+
+    Websocket handles hold their consumer (peer address, token name) and
+    the client's `id`; gRPC handles the frontend address and Cortex's
+    `queryID`, the name being the client certificate's common name the
+    door recorded for that address (`grpc_names`).
+    """
+    transport = getattr(payload, "transport", None)
+    if transport == "websocket":
+        consumer = payload.consumer
+        token = getattr(consumer, "token", None)
+        name = getattr(token, "name", "") or ""
+        address = _peer(getattr(consumer, "scope", {}))
+        return {"transport": "websocket", "address": address, "name": name}, payload.client_id
+    if transport == "grpc":
+        address = payload.frontend_address
+        grpc = {"transport": "grpc", "address": address, "name": grpc_names.get(address, "")}
+        return grpc, payload.query_id
+    return {"transport": "internal", "address": "", "name": ""}, None
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def request_row(
+    request: Request,
+    flight: InFlight | None,
+    now: float,
+    *,
+    replica: str,
+    grpc_names: Mapping[str, str],
+    query_limit: int = QUERY_TEXT_LIMIT,
+) -> dict[str, Any]:
+    """The REST row of a request (`now` on the queue's clock)."""
+    frontend, client_id = frontend_of(request.payload, grpc_names)
+    query, truncated = _cut(request.query, query_limit)
+    rule = request.priority_rule
+    if flight is None:
+        wait, running = max(0.0, now - request.enqueued_at), None
+    else:
+        wait = max(0.0, flight.since - request.enqueued_at)
+        running = max(0.0, now - flight.since)
+    return {
+        "id": request.id,
+        "client_id": client_id,
+        "tenant": request.tenant_id,
+        "component": request.component,
+        "priority": request.priority,
+        "rule": None if rule is None else {"priority_index": rule[0], "attribute_index": rule[1]},
+        "source": request.priority_source,
+        "query": query,
+        "query_truncated": truncated,
+        "api_type": request.api_type,
+        "start": request.start,
+        "end": request.end,
+        "step": request.step,
+        "state": "queued" if flight is None else "in_flight",
+        "wait_seconds": round(wait, 3),
+        "attempts": request.attempts,
+        "querier": flight.querier_id if flight is not None else None,
+        "worker": flight.worker_id if flight is not None else None,
+        "running_seconds": None if running is None else round(running, 3),
+        "frontend": frontend,
+        "replica": replica,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFilter:
+    """One listing's or cancel's filter; `parse` validates every field."""
+
+    tenant: str | None = None
+    component: str | None = None
+    priority: int | None = None
+    state: str | None = None
+    search: str = ""
+    regex: str = ""
+    min_wait: float | None = None
+    frontend: str = ""
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> RequestFilter:
+        """From query parameters or a JSON body; raises FilterError naming the field."""
+
+        def text(name: str) -> str:
+            value = raw.get(name)
+            if value is None:
+                return ""
+            if not isinstance(value, str):
+                raise FilterError(name, "must be a string")
+            return value
+
+        component = text("component") or None
+        if component is not None and component not in COMPONENTS:
+            raise FilterError("component", f"one of {', '.join(COMPONENTS)}")
+        state = text("state") or None
+        if state is not None and state not in STATES:
+            raise FilterError("state", "queued or in_flight")
+        regex = text("regex")
+        if regex:
+            problem = regex_error(regex)
+            if problem is not None:
+                raise FilterError("regex", problem)
+        return cls(
+            tenant=text("tenant") or None,
+            component=component,
+            priority=_integer(raw.get("priority"), "priority"),
+            state=state,
+            search=text("search"),
+            regex=regex,
+            min_wait=_seconds(raw.get("min_wait"), "min_wait"),
+            frontend=text("frontend"),
+        )
+
+    @property
+    def narrows(self) -> bool:
+        """Whether rows must be tested one by one (beyond the node and priority)."""
+        return bool(self.search or self.regex or self.frontend or self.min_wait is not None)
+
+    def fingerprint(self) -> str:
+        """Short digest of the filter, so a cursor cannot be reused with another one."""
+        body = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(body.encode()).hexdigest()[:12]
+
+    def predicate(
+        self, now: float, grpc_names: Mapping[str, str], *, node: bool = False
+    ) -> Predicate | None:
+        """Tests a request against the text, wait and frontend fields (`now`: queue clock).
+
+        With `node`, also against tenant, component and priority (for
+        in-flight requests, which no node walk filters).
+        """
+        tests: list[Predicate] = []
+        if node:
+            tenant, component, priority = self.tenant, self.component, self.priority
+            if tenant is not None:
+                tests.append(lambda r: r.tenant_id == tenant)
+            if component is not None:
+                tests.append(lambda r: r.component == component)
+            if priority is not None:
+                tests.append(lambda r: r.priority == priority)
+        if self.search:
+            needle = self.search.casefold()
+            tests.append(lambda r: needle in r.query.casefold())
+        if self.regex:
+            search = compile_regex(self.regex).search
+            tests.append(lambda r: search(r.query) is not None)
+        if self.min_wait is not None:
+            # Waited at least min_wait: enqueued at or before now - min_wait.
+            latest = now - self.min_wait
+            tests.append(lambda r: r.enqueued_at <= latest)
+        if self.frontend:
+            needle = self.frontend.casefold()
+
+            def sent_by(r: Request) -> bool:
+                row, _ = frontend_of(r.payload, grpc_names)
+                return needle in f"{row['transport']} {row['address']} {row['name']}".casefold()
+
+            tests.append(sent_by)
+        if not tests:
+            return None
+        if len(tests) == 1:
+            return tests[0]
+        return lambda r: all(test(r) for test in tests)
+
+
+def _integer(value: Any, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise FilterError(name, "must be an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise FilterError(name, "must be an integer")
+
+
+def _seconds(value: Any, name: str) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise FilterError(name, "must be a number of seconds")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise FilterError(name, "must be a number of seconds") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise FilterError(name, "must be a finite number of seconds, 0 or more")
+    return seconds
