@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from dashboard import views, views_tenants
+from dashboard import views, views_simulate, views_tenants
 
 __all__ = ["app_name", "urlpatterns"]
 
@@ -26,4 +26,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("history/", views.history, name="history"),
     path("history/<int:revision_id>/rollback/", views.rollback, name="rollback"),
     path("settings/", views.settings_page, name="settings"),
+    path("simulate/", views_simulate.simulate, name="simulate"),
 ]

@@ -47,6 +47,7 @@ _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 # Wall clock, cancel and progress are looked at once per this many events:
 # often enough to stop within milliseconds, rarely enough to cost nothing.
 _CHECK_EVERY = 4096
+_MAX_SAMPLES = 5000  # points of the queue-length series, whatever the run's length
 
 
 class SimulationCancelled(Exception):
@@ -85,6 +86,7 @@ class EngineInput:
     worker_order_seed: int = 0
     start_after_arrivals_at_zero: bool = False
     keep_log: bool = False
+    # Sample the queue length every this many microseconds (0: never).
     sample_every_us: int = 0
 
 
@@ -232,7 +234,15 @@ def run_engine(
     samples = out.queue_length
     all_events = 2 * total
     while True:
-        if ai < total and (not heap or times[ai] <= heap[0][0]):
+        arrival = ai < total and (not heap or times[ai] <= heap[0][0])
+        if sample_every:
+            # The queue length at each grid instant up to the next event: the
+            # same instants for every config, so two runs chart side by side.
+            upcoming = times[ai] if arrival else heap[0][0] if heap else -1
+            while 0 <= next_sample <= upcoming and len(samples) < _MAX_SAMPLES:
+                samples.append((next_sample / US, len(queue)))
+                next_sample += sample_every
+        if arrival:
             now_box[0] = times[ai]
             accepted = arrive(ai)
             ai += 1
@@ -260,9 +270,6 @@ def run_engine(
         else:
             break
         events += 1
-        if sample_every and now_box[0] >= next_sample:
-            samples.append((now_box[0] / US, len(queue)))
-            next_sample = (now_box[0] // sample_every + 1) * sample_every
         if not events % _CHECK_EVERY:
             if should_stop is not None and should_stop():
                 raise SimulationCancelled("the simulation was cancelled")
@@ -280,6 +287,6 @@ def run_engine(
     out.reserved_idle_seconds = idle_total[0] / US
     out.busy_by_component = {c: us / US for c, us in sorted(busy_us.items())}
     out.served_by = frozenset(served)
-    if sample_every:
+    if sample_every and len(samples) < _MAX_SAMPLES:
         samples.append((end / US, len(queue)))
     return out

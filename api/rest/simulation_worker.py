@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.traffic_record import Capture, recording_of
+from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif import run_whatif
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
 from scheduler_core.whatif_scenarios import scenario_workload
@@ -106,8 +107,17 @@ def run_job(
             f"the simulation passed its time limit of {job.time_limit:g} s ({exc}); "
             "shorten knobs.duration_seconds or lower knobs.arrival_factor",
         )
-    body["workload"]["elapsed_seconds"] = round(time.monotonic() - started, 3)
-    body["workload"]["time_limit_seconds"] = job.time_limit
+    described = body["workload"]
+    described["proposed"] = {"settings": dict(spec.settings), "tenants": dict(spec.tenants)}
+    # The base the proposal was laid on: a scenario's whole config; for the
+    # live one only the settings (its tenants are the store's, and may be many).
+    described["config"] = (
+        job.live.raw()
+        if spec.kind != "recent"
+        else {"settings": queue_config_to_dict(job.live.config)}
+    )
+    described["elapsed_seconds"] = round(time.monotonic() - started, 3)
+    described["time_limit_seconds"] = job.time_limit
     return ("done", body)
 
 

@@ -10,7 +10,7 @@ from api.rest.views.queue_requests import (
     QueueRequestDetailView,
     QueueRequestListView,
 )
-from api.rest.views.simulate import SimulateRunView, SimulateView
+from api.rest.views.simulate import RecordingView, SimulateRunView, SimulateView
 
 __all__ = ["urlpatterns"]
 
@@ -71,6 +71,7 @@ urlpatterns = [
         name="revision-rollback",
     ),
     path("simulate/", SimulateView.as_view(), name="simulate"),
+    path("recording/", RecordingView.as_view(), name="recording"),
     re_path(r"^simulate/(?P<run_id>[^/]+)/\Z", SimulateRunView.as_view(), name="simulate-run"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path(

@@ -11,6 +11,10 @@ scheduler's loop; it is bounded by `MAX_REQUESTS` arrivals per config
 `GET simulate/<run_id>/` reports a run's progress; `DELETE` cancels it, and
 so does the client going away (`api.rest.abandon` sets the run's flag when
 Daphne reports the disconnect), which stops the worker within milliseconds.
+
+`GET recording/` hands out what `recent` would replay (this replica's
+recorded window, the fleet, the classifier's windows and the live config),
+to replay elsewhere or keep as a test fixture.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,13 +38,16 @@ from api.rest.serializers_simulate import (
 )
 from api.rest.simulation import NoTraffic, SimulationBusy, build_job, runs, submit
 from api.rest.views.base import ApiView, errors
+from api.store import selectors
 from api.store.import_plan import tenant_id_errors
 from api.wire.traffic_recording import capture_on_loop
 from scheduler_core.errors import FieldError
+from scheduler_core.traffic_record import recording_of
 from scheduler_core.whatif import SpecError, SpecInvalid
-from scheduler_core.whatif_spec import parse_spec
+from scheduler_core.whatif_spec import WINDOW_RANGE, parse_spec
+from scheduler_core.whatif_workload import ConfigSet
 
-__all__ = ["SimulateRunView", "SimulateView"]
+__all__ = ["RecordingView", "SimulateRunView", "SimulateView"]
 
 
 def _invalid(found: list[SpecError]) -> Response:
@@ -151,3 +159,38 @@ class SimulateRunView(ApiView):
             return Response({"detail": f"no simulation {run_id!r} of yours"}, status=404)
         run.cancel.set()
         return Response(run.view(), status=status.HTTP_202_ACCEPTED)
+
+
+class RecordingView(ApiView):
+    """The recorded traffic `recent` replays: a window, the fleet, the live config."""
+
+    @extend_schema(
+        operation_id="recording_retrieve",
+        parameters=[
+            OpenApiParameter(
+                "window_seconds",
+                OpenApiTypes.INT,
+                description=f"the last N seconds, {WINDOW_RANGE[0]}..{WINDOW_RANGE[1]} (900)",
+            )
+        ],
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="the recording"),
+            409: OpenApiResponse(description="no scheduler runs in this process"),
+            **errors(400),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        raw = request.query_params.get("window_seconds", "900")
+        low, high = WINDOW_RANGE
+        if not raw.isdigit() or not low <= int(raw) <= high:
+            return Response({"window_seconds": [f"an integer from {low} to {high}"]}, status=400)
+        capture = async_to_sync(capture_on_loop)(int(raw))
+        if capture is None:
+            detail = "no traffic is recorded here: the scheduler has not started in this process"
+            return Response({"detail": detail, "code": "no_traffic"}, status=409)
+        recording = recording_of(capture.capture)
+        recording["fleet"] = [list(q) for q in capture.fleet]
+        recording["windows"] = capture.windows
+        live = ConfigSet(selectors.queue_config_get(), selectors.tenant_limits_all())
+        recording["config"] = live.raw()
+        return Response(recording)

@@ -55,6 +55,7 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
         "/api/v1/revisions/{revision_id}/rollback/",
         "/api/v1/simulate/",
         "/api/v1/simulate/{run_id}/",
+        "/api/v1/recording/",
     }
     assert schema["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
 

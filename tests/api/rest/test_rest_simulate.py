@@ -56,7 +56,10 @@ def test_simulating_writes_nothing(editor_api):
     proposal["query_priority"]["enabled"] = False
     _post(
         editor_api,
-        {**SEED, "proposed": {"settings": {"layout": "component-first"}, "tenants": {"t1": proposal}}},
+        {
+            **SEED,
+            "proposed": {"settings": {"layout": "component-first"}, "tenants": {"t1": proposal}},
+        },
     )
     assert ConfigRevision.objects.count() == revisions
     assert list(Tenant.objects.values()) == tenants
@@ -156,9 +159,7 @@ def _recorded(clock: list[float]) -> TrafficRecorder:
     return recorder
 
 
-def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(
-    editor_api, monkeypatch
-):
+def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(editor_api, monkeypatch):
     editor_api.put("/api/v1/tenants/t1/", SEED_TENANT_CONFIG, format="json")
     clock = [1000.0]
     recorder = _recorded(clock)
@@ -173,7 +174,10 @@ def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(
     off["query_priority"]["enabled"] = False
     body = _post(
         editor_api,
-        {"workload": {"kind": "recent", "window_seconds": 300}, "proposed": {"tenants": {"t1": off}}},
+        {
+            "workload": {"kind": "recent", "window_seconds": 300},
+            "proposed": {"tenants": {"t1": off}},
+        },
     )
     live, proposed = body["live"], body["proposed"]
     # The seed's rules give max(up) over the last hour priority 2, the rest 1
@@ -184,3 +188,9 @@ def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(
     assert body["workload"]["kind"] == "recent" and body["workload"]["workers"] == 8
     assert body["workload"]["measured"]["by_component"]["ingester"]["count"] > 0
     assert live["requests"]["offered"] == proposed["requests"]["offered"] > 2000
+
+
+def test_the_recording_is_refused_where_no_scheduler_runs_and_checks_its_window(viewer_api):
+    assert viewer_api.get("/api/v1/recording/?window_seconds=10").status_code == 400
+    response = viewer_api.get("/api/v1/recording/?window_seconds=300")
+    assert response.status_code == 409 and response.json()["code"] == "no_traffic"

@@ -1,0 +1,70 @@
+"""The Simulate page: the live config beside a proposed one, on the same workload and seed.
+
+The page itself only renders; the run is the REST API's (`POST
+/api/v1/simulate/`), called by the page's script with the session. It opens
+empty from the menu, or with a proposal carried from another page's unsaved
+form, which posts here (never saving anything):
+- the tenant editor's "Simulate this change": the whole draft tenant block
+  (`dashboard.forms.tenant_config_from_post`), as `proposed.tenants.<id>`;
+- the settings page's "Simulate switching layout / component selection":
+  the settings that differ from the live ones, as `proposed.settings`.
+Viewers may use it: it changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+from api.store import selectors
+from dashboard.access import page, role_required
+from dashboard.forms import settings_from_post, tenant_config_from_post
+from scheduler_core.model import COMPONENTS
+from scheduler_core.validation import queue_config_to_dict
+from scheduler_core.whatif_scenarios import SCENARIO_NAMES
+
+__all__ = ["simulate"]
+
+WINDOWS = ((300, "last 5 minutes"), (900, "last 15 minutes"), (3600, "last 60 minutes"))
+
+
+def _carried(request: HttpRequest, live: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The proposal a posting page carried, and a line saying where it came from."""
+    origin = request.POST.get("simulate_from", "")
+    if origin == "settings":
+        changed = {
+            key: value
+            for key, value in settings_from_post(request.POST).items()
+            if str(live.get(key)) != str(value)
+        }
+        return {"settings": changed, "tenants": {}}, "the unsaved settings form"
+    if origin.startswith("tenant"):
+        tenant_id = request.POST.get("tenant_id", "").strip() or origin.partition(":")[2]
+        if tenant_id:
+            draft = tenant_config_from_post(request.POST)
+            return {"settings": {}, "tenants": {tenant_id: draft}}, (
+                f"the unsaved editor of tenant {tenant_id}"
+            )
+    return {"settings": {}, "tenants": {}}, ""
+
+
+@role_required
+def simulate(request: HttpRequest) -> HttpResponse:
+    """The page; a POST only pre-fills the proposal (nothing is saved)."""
+    live = queue_config_to_dict(selectors.queue_config_get())
+    proposal: dict[str, Any] = {"settings": {}, "tenants": {}}
+    origin = ""
+    if request.method == "POST":
+        proposal, origin = _carried(request, live)
+    context = {
+        "live_settings": live,
+        "proposal": proposal,
+        "origin": origin,
+        "windows": WINDOWS,
+        "scenarios": SCENARIO_NAMES,
+        "components": COMPONENTS,
+        "layouts": ("tenant-first", "component-first"),
+        "selections": ("round-robin", "querier-worker-priority"),
+    }
+    return page(request, "dashboard/simulate.html", context)

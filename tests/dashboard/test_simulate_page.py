@@ -1,0 +1,83 @@
+"""The Simulate page: open to viewers, pre-filled from the editor and settings unsaved forms."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.test import Client
+
+from api.store import services
+from api.store.models import ConfigRevision
+
+
+def _proposal(response: Any) -> dict[str, Any]:
+    html = response.content.decode()
+    start = html.index('<script id="sim-proposal" type="application/json">') + len(
+        '<script id="sim-proposal" type="application/json">'
+    )
+    return dict(json.loads(html[start : html.index("</script>", start)]))
+
+
+def test_a_viewer_opens_the_page_with_every_workload_and_the_chart_library(viewer_client):
+    response = viewer_client.get("/simulate/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for option in ("recent:300", "recent:900", "recent:3600", "scenario:cortex-seed"):
+        assert f'value="{option}"' in html
+    assert "scenario:mimir-slow-consumer" in html
+    assert "dashboard/simulate.js" in html and "vendor/uplot.css" in html
+    assert 'data-url="/api/v1/simulate/"' in html
+    assert _proposal(response) == {"settings": {}, "tenants": {}}
+
+
+def test_the_tenant_editors_unsaved_form_arrives_as_the_proposed_tenant_block(editor_client):
+    form = {
+        "simulate_from": "tenant:team-b",
+        "max_queriers_per_tenant": "3",
+        "query_priority.enabled": "on",
+        "query_priority.default_priority": "0",
+        "query_priority.priorities[0].priority": "3",
+        "query_priority.priorities[0].reserved_queriers": "1",
+        "query_priority.priorities[0].query_attributes[0].regex": "special",
+    }
+    revisions = ConfigRevision.objects.count()
+    response = editor_client.post("/simulate/", form)
+    assert response.status_code == 200
+    proposal = _proposal(response)
+    block = proposal["tenants"]["team-b"]
+    assert block["max_queriers_per_tenant"] == 3
+    rule = block["query_priority"]["priorities"][0]
+    assert rule["priority"] == 3 and rule["reserved_queriers"] == 1
+    assert rule["query_attributes"][0]["regex"] == "special"
+    assert "the unsaved editor of tenant team-b" in response.content.decode()
+    assert ConfigRevision.objects.count() == revisions
+
+
+def test_settings_carry_only_what_differs_from_the_running_ones(viewer_client):
+    form = {
+        "simulate_from": "settings",
+        "layout": "component-first",
+        "component_selection": "querier-worker-priority",
+        "max_outstanding_requests_per_tenant": "100",
+    }
+    proposal = _proposal(viewer_client.post("/simulate/", form))
+    assert proposal == {
+        "settings": {"layout": "component-first", "component_selection": "querier-worker-priority"},
+        "tenants": {},
+    }
+
+
+def test_the_editor_and_the_settings_page_offer_the_simulation(editor_client, rules):
+    services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="cli"
+    )
+    editor = editor_client.get("/tenants/t1/").content.decode()
+    assert 'id="simulate-change"' in editor and 'formaction="/simulate/"' in editor
+    settings = editor_client.get("/settings/").content.decode()
+    assert "Simulate switching layout / component selection" in settings
+
+
+def test_anonymous_visitors_are_sent_to_log_in():
+    response = Client().get("/simulate/")
+    assert response.status_code == 302 and "/login/" in response["Location"]

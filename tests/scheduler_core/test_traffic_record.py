@@ -1,0 +1,172 @@
+"""The traffic recorder and the `recent` workload that replays it, on a fake clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, QueueConfig, Request
+from scheduler_core.traffic_record import TrafficRecorder
+from scheduler_core.validation import tenant_limits_from_dict
+from scheduler_core.whatif import run_whatif
+from scheduler_core.whatif_workload import ConfigSet, Knobs, WorkloadError, recent_workload
+
+WALL = 1_700_000_000.0
+WINDOWS = {"query_ingesters_within": 13 * 3600.0, "query_store_after": 12 * 3600.0}
+
+
+class Clock:
+    def __init__(self, now: float = 10_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wall(self) -> float:
+        return WALL + self.now
+
+
+def _request(n: int, clock: Clock, tenant: str = "t1", **fields: object) -> Request:
+    wall = clock.wall()
+    values: dict[str, object] = {
+        "component": INGESTER,
+        "query": "sum(rate(x[5m]))",
+        "api_type": "query_range",
+        "start": wall - 3600,
+        "end": wall,
+        "step": 30.0,
+    }
+    values.update(fields)
+    return Request(id=f"r{n}", tenant_id=tenant, **values)  # type: ignore[arg-type]
+
+
+def _serve(recorder: TrafficRecorder, clock: Clock, request: Request, service: float) -> None:
+    recorder.on_enqueued(request)
+    recorder.on_dispatched(request, "q-1", 0, 0.5)
+    clock.now += service
+    recorder.on_completed(request)
+    clock.now -= service
+
+
+def test_arrivals_are_counted_per_key_in_five_second_buckets_within_the_window() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    for n in range(12):
+        _serve(recorder, clock, _request(n, clock), 0.1)
+        clock.now += 1.0
+    recorder.on_rejected(_request(99, clock, priority=2), "too many outstanding requests")
+    recording = recorder.export(60)
+    by_key = {(k["tenant"], k["component"], k["priority"]): k for k in recording["keys"]}
+    assert set(by_key) == {("t1", INGESTER, 0), ("t1", INGESTER, 2)}
+    counts = by_key[("t1", INGESTER, 0)]["counts"]
+    assert sum(n for _, n in counts) == 12
+    assert all(n <= 5 for _, n in counts)  # at most five one-second arrivals a bucket
+    assert recording["measured"]["rejected"] == 1
+    assert recording["measured"]["by_component"][INGESTER]["count"] == 12
+    assert recording["measured"]["by_component"][INGESTER]["mean"] == pytest.approx(0.5)
+
+
+def test_old_traffic_leaves_the_window_and_the_ring_forgets_it() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, horizon_seconds=600)
+    recorder.on_enqueued(_request(1, clock))
+    clock.now += 400
+    recorder.on_enqueued(_request(2, clock))
+    assert sum(n for _, n in recorder.export(300)["keys"][0]["counts"]) == 1
+    clock.now += 700  # a whole horizon later the slot of request 2 is reused
+    recorder.on_enqueued(_request(3, clock))
+    assert sum(n for _, n in recorder.export(600)["keys"][0]["counts"]) == 1
+
+
+def test_memory_is_bounded_by_keys_and_samples_whatever_the_rate() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, max_keys=3, samples_per_key=2)
+    for n in range(50):
+        recorder.on_enqueued(_request(n, clock, tenant=f"t{n % 5}"))
+    recording = recorder.export(60)
+    assert len(recording["keys"]) == 3
+    assert all(len(k["samples"]) == 2 for k in recording["keys"])
+    assert recording["dropped"] == 20
+
+
+def test_service_time_is_dispatch_to_result_and_cancelled_runs_are_not_one() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    _serve(recorder, clock, _request(1, clock, component=STORE_GATEWAY), 0.8)
+    cancelled = _request(2, clock, component=STORE_GATEWAY)
+    recorder.on_enqueued(cancelled)
+    recorder.on_dispatched(cancelled, "q-1", 1, 0.0)
+    recorder.on_cancelled(cancelled)
+    recorder.on_completed(cancelled)
+    rows = recorder.export(60)["service_seconds"][STORE_GATEWAY]
+    assert sum(n for _, hist in rows for _, n in hist) == 1
+
+
+def _recording(clock: Clock, seconds: int = 300, rate: float = 4.0) -> dict[str, object]:
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    for n in range(1, int(seconds * rate) + 1):
+        clock.now += 1 / rate
+        if n % 4:
+            request = _request(n, clock)
+        else:  # a frontend named the component of this one (a hint)
+            request = _request(n, clock, component=BOTH, query="max(up)")
+        _serve(recorder, clock, request, 0.2)
+    recording = recorder.export(seconds)
+    recording["fleet"] = [["q-1", 4], ["q-2", 4]]
+    recording["windows"] = WINDOWS
+    return recording
+
+
+def test_the_recorded_counts_are_replayed_exactly_at_factor_one() -> None:
+    recording = _recording(Clock())
+    offered = sum(n for key in recording["keys"] for _, n in key["counts"])  # type: ignore[union-attr]
+    workload = recent_workload(recording, Knobs(), seed=1)
+    assert len(workload.times) == offered
+    assert workload.times == sorted(workload.times)
+    assert workload.description["workers"] == 8
+    half = recent_workload(recording, Knobs(duration_seconds=150.0), seed=1)
+    assert 0.45 < len(half.times) / offered < 0.55
+    twice = recent_workload(recording, Knobs(duration_seconds=600.0), seed=1)
+    assert len(twice.times) == 2 * offered
+    fewer = recent_workload(recording, Knobs(queriers=1), seed=1)
+    assert fewer.fleet == [("q-1", 4)]
+    more = recent_workload(recording, Knobs(queriers=3), seed=1)
+    assert more.fleet[-1] == ("sim-querier-1", 4)
+
+
+def test_a_component_the_frontend_named_stays_and_a_proposed_rule_reprioritises() -> None:
+    recording = _recording(Clock())
+    workload = recent_workload(recording, Knobs(), seed=2)
+    live = ConfigSet(QueueConfig(), {})
+    rule = {
+        "query_priority": {
+            "enabled": True,
+            "priorities": [{"priority": 7, "query_attributes": [{"regex": "max"}]}],
+        }
+    }
+    # Narrower windows would make every recorded query "both", but the hinted
+    # one was named by its frontend and keeps its component either way.
+    narrow = QueueConfig(query_ingesters_within=1800.0, query_store_after=900.0)
+    proposed = ConfigSet(narrow, {"t1": tenant_limits_from_dict(rule)})
+    body = run_whatif(workload, live, proposed, seed=2)
+    assert set(body["live"]["by_priority"]) == {"0"}
+    assert set(body["proposed"]["by_priority"]) == {"7", "0"}
+    assert set(body["live"]["by_component"]) == {INGESTER, BOTH}
+    assert set(body["proposed"]["by_component"]) == {BOTH}
+    assert (
+        body["proposed"]["by_priority"]["7"]["count"] == body["live"]["by_component"][BOTH]["count"]
+    )
+
+
+def test_a_window_with_no_completed_request_cannot_be_replayed() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    recorder.on_enqueued(_request(1, clock))
+    recording = recorder.export(60)
+    recording["fleet"] = [["q-1", 4]]
+    with pytest.raises(WorkloadError) as refused:
+        recent_workload(recording, Knobs(), seed=1)
+    assert refused.value.path == "workload.window_seconds"
+    recording["fleet"] = []
+    with pytest.raises(WorkloadError) as no_fleet:
+        recent_workload(recording, Knobs(), seed=1)
+    assert no_fleet.value.path == "knobs.queriers"

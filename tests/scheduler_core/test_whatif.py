@@ -1,0 +1,166 @@
+"""The what-if simulator: deterministic, bounded, knobs that work, and the seed's claims.
+
+Every assertion is on virtual time, exact for a seed, never on wall time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+
+from scheduler_core.model import INGESTER, STORE_GATEWAY
+from scheduler_core.simulate import SCENARIOS, STRATEGIES, run_scenario
+from scheduler_core.whatif import SpecInvalid, merge_proposed, run_whatif, verdicts
+from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
+from scheduler_core.whatif_scenarios import SEED_TENANT_CONFIG, scenario_base, scenario_workload
+from scheduler_core.whatif_spec import parse_spec
+from scheduler_core.whatif_workload import MAX_REQUESTS, Knobs, WorkloadError
+from tests.examples import SEED_TENANT_CONFIG as EXAMPLE_SEED_CONFIG
+
+QWQP = {"layout": "component-first", "component_selection": "querier-worker-priority"}
+
+
+def _run(name: str, settings: dict[str, object] | None = None, seed: int = 1, **knobs: object):
+    base = scenario_base(name)
+    proposed = merge_proposed(base, settings or {}, {})
+    workload = scenario_workload(name, Knobs(**knobs), seed)  # type: ignore[arg-type]
+    return run_whatif(workload, base, proposed, seed=seed)
+
+
+def test_the_same_seed_gives_the_same_answer_and_another_seed_another() -> None:
+    first = _run("cortex-seed", duration_seconds=60.0, seed=4)
+    assert first == _run("cortex-seed", duration_seconds=60.0, seed=4)
+    assert first["live"] != _run("cortex-seed", duration_seconds=60.0, seed=5)["live"]
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5, 0.9])
+def test_the_mimir_scenario_is_the_published_table_run(share: float) -> None:
+    """Live (tenant-first) and proposed QWQP equal `scheduler_core.simulate`'s rows."""
+    scenario = next(s for s in SCENARIOS if s.name == f"1 tenant, {share:.0%} slow")
+    body = _run("mimir-slow-consumer", QWQP, seed=1, slow_share=share)
+    for side, strategy in (("live", STRATEGIES[0]), ("proposed", STRATEGIES[2])):
+        table = run_scenario(scenario, strategy, seed=1).stats
+        ingester = body[side]["by_component"][INGESTER]
+        assert ingester["count"] == table[INGESTER].count
+        assert ingester["mean"] == pytest.approx(table[INGESTER].mean, abs=1e-6)
+        slow = [
+            body[side]["by_component"][c] for c in (STORE_GATEWAY, "ingester-and-store-gateway")
+        ]
+        assert sum(c["count"] for c in slow) == table[STORE_GATEWAY].count
+
+
+def test_qwqp_cuts_the_ingester_wait_at_half_slow_as_mimir_found() -> None:
+    body = _run("mimir-slow-consumer", QWQP)
+    live, proposed = (body[s]["by_component"][INGESTER]["mean"] for s in ("live", "proposed"))
+    assert proposed > 0 and live / proposed >= 5
+
+
+def test_the_cortex_seed_waits_shrink_with_priority_and_the_reserved_querier_idles() -> None:
+    body = _run("cortex-seed")
+    live = body["live"]
+    means = {p: live["by_priority"][p]["mean"] for p in ("2", "1", "0")}
+    assert means["2"] < means["1"] < means["0"]
+    assert live["by_priority"]["2"]["p99"] < live["by_priority"]["0"]["p99"]
+    # No priority-3 query comes, so the reserved querier never works.
+    assert live["reserved_queriers"] == ["querier-1"]
+    assert live["reserved_idle_seconds"] == pytest.approx(live["makespan_seconds"])
+    assert live["makespan_seconds"] >= 300.0
+    # Nothing proposed: each verdict line says the same figure on both sides.
+    assert [line.split(":")[0] for line in body["verdicts"]] == [
+        f"p99 for priority {p}" for p in ("2", "1", "0")
+    ]
+    for line in body["verdicts"]:
+        before, after = line.split(": ")[1].split(" -> ")
+        assert before == after
+
+
+def test_the_scenarios_config_is_the_seeds_example() -> None:
+    assert SEED_TENANT_CONFIG == EXAMPLE_SEED_CONFIG
+
+
+def test_turning_the_seeds_priorities_off_makes_everything_wait_alike() -> None:
+    off = copy.deepcopy(SEED_TENANT_CONFIG)
+    off["query_priority"]["enabled"] = False
+    base = scenario_base("cortex-seed")
+    proposed = merge_proposed(base, {}, {"tenant-1": off})
+    body = run_whatif(scenario_workload("cortex-seed", Knobs(), 1), base, proposed, seed=1)
+    assert set(body["proposed"]["by_priority"]) == {"0"}
+    assert body["proposed"]["reserved_idle_seconds"] == 0.0
+    assert body["verdicts"][0].startswith("p99 for priority 2: ")
+    assert body["verdicts"][0].endswith(" -> no requests")
+
+
+def test_knobs_scale_arrivals_service_times_queriers_and_duration() -> None:
+    plain = _run("cortex-seed", duration_seconds=60.0)
+    double = _run("cortex-seed", duration_seconds=60.0, arrival_factor=2.0)
+    assert 1.8 < double["workload"]["requests"] / plain["workload"]["requests"] < 2.2
+    assert plain["workload"]["duration_seconds"] == 60.0
+    slow = _run("cortex-seed", duration_seconds=60.0, service_factor={STORE_GATEWAY: 3.0})
+    busy = (slow["live"]["utilisation"], plain["live"]["utilisation"])
+    assert busy[0][STORE_GATEWAY] > busy[1][STORE_GATEWAY]
+    # Degraded store-gateways overload the fleet: the tenant's outstanding
+    # limit refuses work, its fast queries too.
+    assert slow["live"]["rejected"]["total"] > plain["live"]["rejected"]["total"]
+    more = _run("cortex-seed", duration_seconds=60.0, queriers=8)
+    assert more["workload"]["workers"] == 32
+    assert more["live"]["by_priority"]["0"]["p99"] < plain["live"]["by_priority"]["0"]["p99"]
+
+
+def test_a_run_too_large_is_refused_before_it_starts() -> None:
+    with pytest.raises(WorkloadError) as refused:
+        scenario_workload("cortex-seed", Knobs(arrival_factor=100.0, duration_seconds=3600.0), 1)
+    assert refused.value.path == "knobs.duration_seconds"
+    assert f"{MAX_REQUESTS:,}" in str(refused.value)
+
+
+def test_the_deadline_and_the_cancel_flag_stop_a_run() -> None:
+    base = scenario_base("cortex-seed")
+    workload = scenario_workload("cortex-seed", Knobs(duration_seconds=600.0), 1)
+    with pytest.raises(SimulationTimeLimit):
+        run_whatif(workload, base, base, seed=1, deadline=time.monotonic() - 1)
+    with pytest.raises(SimulationCancelled):
+        run_whatif(workload, base, base, seed=1, should_stop=lambda: True)
+    seen: list[float] = []
+    run_whatif(workload, base, base, seed=1, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0 and 0.4 < seen[len(seen) // 2] < 0.6
+
+
+def test_a_verdict_reads_like_the_issue_says() -> None:
+    live = {"by_priority": {"3": {"p99": 8.1}, "0": {"p99": 0.25}}}
+    proposed = {"by_priority": {"3": {"p99": 0.2}}}
+    assert verdicts(live, proposed) == [
+        "p99 for priority 3: 8.1 s -> 0.2 s",
+        "p99 for priority 0: 0.2 s -> no requests",
+    ]
+
+
+def test_a_proposed_config_is_judged_by_the_validator_with_paths() -> None:
+    base = scenario_base("cortex-seed")
+    bad_rule = {"query_priority": {"enabled": True, "priorities": [{"priority": "x"}]}}
+    with pytest.raises(SpecInvalid) as refused:
+        merge_proposed(base, {"layout": "sideways"}, {"t.1": bad_rule})
+    where = {(e.prefix, e.path) for e in refused.value.errors}
+    assert (("proposed", "settings"), "layout") in where
+    assert (("proposed", "tenants", "t.1"), "query_priority.priorities[0].priority") in where
+
+
+def test_the_request_spec_has_defaults_and_names_each_bad_field() -> None:
+    spec = parse_spec({"workload": {"kind": "recent"}})
+    assert (spec.window_seconds, spec.seed, spec.knobs) == (900, 1, Knobs())
+    with pytest.raises(SpecInvalid) as refused:
+        parse_spec(
+            {
+                "workload": {"kind": "recent", "window_seconds": 30},
+                "knobs": {"duration_seconds": 0, "service_factor": {INGESTER: "fast"}},
+                "run_id": "no spaces",
+            }
+        )
+    paths = {e.path for e in refused.value.errors}
+    assert paths == {
+        "workload.window_seconds",
+        "knobs.duration_seconds",
+        f"knobs.service_factor.{INGESTER}",
+        "run_id",
+    }
