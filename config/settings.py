@@ -36,6 +36,31 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def env_int(name: str, default: int) -> int:
+    """A whole number of at least 0; a bad value stops start-up, naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number of at least 0, not {raw!r}")
+    return int(raw)
+
+
+def proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """`X-Forwarded-Proto: https` (the header your proxy sets, and its HTTPS value)
+    as Django's ("HTTP_X_FORWARDED_PROTO", "https"); None when unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    header, sep, value = raw.partition(":")
+    header, value = header.strip(), value.strip()
+    if not sep or not header or not value or not header.replace("-", "").isalnum():
+        raise ImproperlyConfigured(
+            f"{name} must look like 'X-Forwarded-Proto: https' (header: value), not {raw!r}"
+        )
+    return "HTTP_" + header.upper().replace("-", "_"), value
+
+
 DEV_SECRET_KEY = "dev-insecure-queue-inspector-key-set-SECRET_KEY-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "") or DEV_SECRET_KEY
 DEBUG = env_flag("DEBUG")
@@ -132,6 +157,16 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# The cache holds login-failure counts: in Redis every replica counts the same
+# failures; otherwise each process counts its own.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": CHANNEL_PREFIX,
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -148,6 +183,29 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+
+# The throttle refuses locked-out logins before any password is checked
+# (dashboard/login_throttle.py); counts are per user name and per address.
+AUTHENTICATION_BACKENDS = [
+    "dashboard.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
+LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
+
+# Behind TLS (docs/operations.md): each off by default so plain-HTTP local use
+# works; with all of them set, `manage.py check --deploy` is clean.
+SESSION_COOKIE_SECURE = env_flag("SESSION_COOKIE_SECURE")
+CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE")
+SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT")
+# Health probes often come over plain HTTP from inside; they are not redirected.
+SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", r"^healthz$")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = env_flag("SECURE_HSTS_PRELOAD")
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 
 # A runtime-config import is seconds of CPU; in a worker process it leaves
 # this process's GIL to the scheduler's event loop (see api/rest/offload.py).

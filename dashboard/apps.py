@@ -9,3 +9,12 @@ class DashboardConfig(AppConfig):
     name = "dashboard"
     verbose_name = "Dashboard"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Login throttling: its signal receivers, and the admin's login form
+        # (the login page's is set in urls.py).
+        from django.contrib import admin
+
+        from dashboard import login_throttle
+
+        admin.site.login_form = login_throttle.ThrottledAdminAuthenticationForm

@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
 from dashboard import views, views_simulate, views_tenants
+from dashboard.login_throttle import ThrottledLoginView
 
 __all__ = ["app_name", "urlpatterns"]
 
@@ -12,7 +13,7 @@ app_name = "dashboard"
 urlpatterns: list[URLPattern | URLResolver] = [
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
+        ThrottledLoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),

@@ -1,0 +1,209 @@
+"""Login throttling: after repeated wrong passwords, logins are refused for a while.
+
+Counted separately per user name and per client address, as django-axes
+does: `LOGIN_FAILURE_LIMIT` wrong passwords for one user name (default 5),
+or `LOGIN_FAILURE_LIMIT_PER_ADDRESS` from one address (default 20), within
+`LOGIN_FAILURE_WINDOW_SECONDS` (default 900) lock that user name, or that
+address, out for `LOGIN_LOCKOUT_SECONDS` (default 900). During a lockout
+even the right password is refused, with a message saying so and for how
+long (the login page answers 429 with Retry-After); afterwards logins work
+again, and a successful one clears its user name's count.
+
+How: a backend placed first in `AUTHENTICATION_BACKENDS` refuses a locked
+user or address before any password is checked (`PermissionDenied` stops
+Django's `authenticate`), `user_login_failed` counts, `user_logged_in`
+clears. Counts live in Django's cache: Redis when `REDIS_URL` is set, so
+every replica sees the same counts, else this process's memory. Windows are
+fixed buckets of the window's length, and a count is this bucket's plus the
+previous one's, so no burst gets more than the limit through by straddling
+a bucket edge. Time comes from `clock` (tests replace it). Logins without a
+request (management commands) are not throttled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.contrib.auth.views import LoginView
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+
+__all__ = [
+    "LoginThrottleBackend",
+    "ThrottledAdminAuthenticationForm",
+    "ThrottledAuthenticationForm",
+    "ThrottledLoginView",
+    "clock",
+    "locked_for",
+    "lockout_message",
+]
+
+clock: Callable[[], float] = time.time
+
+_PREFIX = "login-throttle"
+
+
+def _limits() -> tuple[int, int, float, float]:
+    return (
+        int(getattr(settings, "LOGIN_FAILURE_LIMIT", 5)),
+        int(getattr(settings, "LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20)),
+        float(getattr(settings, "LOGIN_FAILURE_WINDOW_SECONDS", 900)),
+        float(getattr(settings, "LOGIN_LOCKOUT_SECONDS", 900)),
+    )
+
+
+def _key(kind: str, value: str) -> str:
+    # Hashed: user names and addresses are not cache-key safe, and need not be stored.
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{_PREFIX}:{kind}:{digest}"
+
+
+def _subjects(username: str | None, address: str | None) -> list[tuple[str, int]]:
+    """(key, limit) for each thing counted: the user name and the address."""
+    user_limit, address_limit, _, _ = _limits()
+    subjects = []
+    if username:
+        subjects.append((_key("user", username.casefold()), user_limit))
+    if address:
+        subjects.append((_key("address", address), address_limit))
+    return subjects
+
+
+def client_address(request: HttpRequest | None) -> str | None:
+    """The peer address (behind a proxy, run Daphne with --proxy-headers)."""
+    if request is None:
+        return None
+    return str(request.META.get("REMOTE_ADDR") or "") or None
+
+
+def locked_for(username: str | None, address: str | None) -> float:
+    """Seconds until both the user name and the address may log in again (0: now)."""
+    now = clock()
+    waits = [0.0]
+    for key, _ in _subjects(username, address):
+        until = cache.get(f"{key}:locked")
+        if until is not None and float(until) > now:
+            waits.append(float(until) - now)
+    return max(waits)
+
+
+def record_failure(username: str | None, address: str | None) -> None:
+    """Count one wrong password; lock whichever subject reached its limit."""
+    now = clock()
+    _, _, window, lockout = _limits()
+    bucket = int(now // window)
+    keep = int(2 * window + 60)
+    for key, limit in _subjects(username, address):
+        current = f"{key}:{bucket}"
+        cache.add(current, 0, timeout=keep)
+        try:
+            count = cache.incr(current)
+        except ValueError:  # evicted between add and incr
+            cache.set(current, 1, timeout=keep)
+            count = 1
+        count += int(cache.get(f"{key}:{bucket - 1}") or 0)
+        if count >= limit:
+            cache.set(f"{key}:locked", now + lockout, timeout=int(lockout + 60))
+
+
+def clear_user(username: str | None) -> None:
+    """A successful login forgets its user name's failures (not its address's)."""
+    if not username:
+        return
+    _, _, window, _ = _limits()
+    bucket = int(clock() // window)
+    key = _key("user", username.casefold())
+    cache.delete_many([f"{key}:{bucket}", f"{key}:{bucket - 1}", f"{key}:locked"])
+
+
+def lockout_message(seconds: float) -> str:
+    minutes = max(1, math.ceil(seconds / 60))
+    unit = "minute" if minutes == 1 else "minutes"
+    return (
+        "Too many failed logins for this account or from this address. "
+        f"Logins are refused for {minutes} {unit}, even with the right password."
+    )
+
+
+class LoginThrottleBackend:
+    """First in AUTHENTICATION_BACKENDS: refuses locked-out logins, checks no password.
+
+    It has no `get_user` on purpose: it never logs anyone in, so sessions
+    and `force_login` must pick the next backend, not this one.
+    """
+
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if request is None:
+            return None
+        wait = locked_for(username, client_address(request))
+        if wait > 0:
+            request.login_locked_for = wait  # type: ignore[attr-defined]
+            raise PermissionDenied(lockout_message(wait))
+        return None
+
+
+@receiver(user_login_failed, dispatch_uid="dashboard.login_throttle.failed")
+def _on_failure(sender: Any, credentials: dict[str, Any], request: Any = None, **kw: Any) -> None:
+    # Refusals during a lockout are not counted: they must not extend it.
+    if request is None or getattr(request, "login_locked_for", 0):
+        return
+    record_failure(credentials.get("username"), client_address(request))
+
+
+@receiver(user_logged_in, dispatch_uid="dashboard.login_throttle.logged_in")
+def _on_login(sender: Any, request: Any, user: Any, **kw: Any) -> None:
+    if request is not None:
+        clear_user(user.get_username())
+
+
+class _LockoutMessage:
+    """Says "locked out" instead of "wrong password" when the backend refused."""
+
+    request: HttpRequest | None
+
+    def get_invalid_login_error(self) -> ValidationError:
+        wait = getattr(self.request, "login_locked_for", 0)
+        if wait:
+            return ValidationError(lockout_message(wait), code="locked")
+        return super().get_invalid_login_error()  # type: ignore[misc, no-any-return]
+
+    @property
+    def locked_for(self) -> float:
+        return float(getattr(self.request, "login_locked_for", 0) or 0)
+
+
+class ThrottledAuthenticationForm(_LockoutMessage, AuthenticationForm):
+    """The login page's form."""
+
+
+class ThrottledAdminAuthenticationForm(_LockoutMessage, AdminAuthenticationForm):
+    """The admin's login form."""
+
+
+class ThrottledLoginView(LoginView):
+    """The login page: 429 with Retry-After while locked out, the form saying why."""
+
+    form_class = ThrottledAuthenticationForm
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        response = super().form_invalid(form)
+        if form.locked_for:
+            response.status_code = 429
+            response["Retry-After"] = str(math.ceil(form.locked_for))
+        return response

@@ -1,0 +1,81 @@
+"""Deployment settings from the environment: `check --deploy` is clean behind TLS."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+STRONG_KEY = "k" * 20 + "-strong-enough-secret-key-for-the-deploy-check-0123456789"
+
+BEHIND_TLS = {
+    "SECRET_KEY": STRONG_KEY,
+    "ALLOWED_HOSTS": "scheduler.example.com",
+    "SESSION_COOKIE_SECURE": "1",
+    "CSRF_COOKIE_SECURE": "1",
+    "SECURE_SSL_REDIRECT": "1",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "SECURE_HSTS_PRELOAD": "1",
+    "SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto: https",
+}
+
+
+def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in BEHIND_TLS and k != "DEBUG"}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=BASE_DIR,
+        env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def settings_value(env: dict[str, str], name: str) -> str:
+    code = f"from django.conf import settings; print(repr(settings.{name}))"
+    result = run(env, "shell", "--no-imports", "-c", code)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_check_deploy_is_clean_with_the_tls_variables_set() -> None:
+    result = run(BEHIND_TLS, "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_without_them_check_deploy_names_what_is_missing() -> None:
+    result = run({"SECRET_KEY": STRONG_KEY}, "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode != 0
+    for warning in ("W004", "W008", "W012", "W016"):  # HSTS, redirect, two cookies
+        assert f"security.{warning}" in result.stdout + result.stderr
+
+
+def test_the_proxy_header_is_read_as_django_wants_it() -> None:
+    assert settings_value(BEHIND_TLS, "SECURE_PROXY_SSL_HEADER") == (
+        "('HTTP_X_FORWARDED_PROTO', 'https')"
+    )
+    assert settings_value({}, "SECURE_PROXY_SSL_HEADER") == "None"
+    assert settings_value(BEHIND_TLS, "SECURE_HSTS_SECONDS") == "31536000"
+    assert settings_value({}, "SESSION_COOKIE_SECURE") == "False"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("SECURE_PROXY_SSL_HEADER", "https"),
+        ("SECURE_PROXY_SSL_HEADER", "X Forwarded: https"),
+        ("SECURE_HSTS_SECONDS", "a year"),
+        ("LOGIN_LOCKOUT_SECONDS", "-5"),
+    ],
+)
+def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:
+    result = run({name: value}, "check")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and name in result.stderr
