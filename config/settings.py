@@ -16,6 +16,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from api.wire.grpc.implementations import implementation_from_env
 from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -225,6 +226,12 @@ try:
     GRPC_SERVER_TLS = server_tls_from_env(os.environ)
     GRPC_CLIENT_TLS = client_tls_from_env(os.environ)
 except TlsSettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+# Which server runs the gRPC door: "lean" (our HTTP/2 on the event loop, the
+# default) or "grpcio" (grpc.aio); see docs/protocol-grpc.md.
+try:
+    GRPC_SERVER = implementation_from_env(os.environ)
+except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 # /metrics is open by default, as Prometheus scrapers expect.
 METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")

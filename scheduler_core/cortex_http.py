@@ -15,20 +15,23 @@ protobuf messages, so it stays independent of the generated code.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from scheduler_core.bounds import duration_error, timestamp_error
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY
 
 __all__ = [
     "FORWARDED_HEADERS",
+    "READ_HEADERS",
     "ForwardedQuery",
     "api_type_of_path",
     "component_hint",
     "parse_duration_seconds",
+    "parse_form_pairs",
+    "parse_forwarded",
     "parse_forwarded_request",
     "parse_prometheus_time",
 ]
@@ -36,6 +39,9 @@ __all__ = [
 # The headers priority rules may look at, in their canonical spelling.
 FORWARDED_HEADERS: tuple[str, ...] = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
 _CANONICAL = {name.lower(): name for name in FORWARDED_HEADERS}
+# Every header (lower-cased) the parse reads: a caller holding the headers in
+# another form may hand over just these (`parse_forwarded`).
+READ_HEADERS = frozenset({"content-type", *_CANONICAL})
 
 _API_TYPES_BY_LAST_ELEMENT = {
     "query": "query",
@@ -139,9 +145,22 @@ def parse_forwarded_request(
     now: float,
 ) -> ForwardedQuery:
     """Read api type, query, time range, step and headers from the request."""
+    return parse_forwarded(method, url, _headers_by_lower_name(headers), body, now=now)
+
+
+def parse_forwarded(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    now: float,
+) -> ForwardedQuery:
+    """`parse_forwarded_request` with the headers already read: lower-cased
+    name -> first value, as Go's Header.Get sees them (only READ_HEADERS
+    matter)."""
     split = urlsplit(url)
-    all_headers = _headers_by_lower_name(headers)
-    params = _form_params(method, split.query, all_headers.get("content-type", ""), body)
+    params = _form_params(method, split.query, headers.get("content-type", ""), body)
     api_type = api_type_of_path(split.path)
     start, end = _time_range(api_type, params, now)
     matchers: tuple[str, ...] = ()
@@ -151,14 +170,18 @@ def parse_forwarded_request(
         matchers = tuple(params.get("match[]", ()))
         query = ",".join(matchers)
     step = parse_duration_seconds(_first(params, "step")) if api_type == "query_range" else None
-    kept = {canonical: all_headers.get(lower, "") for lower, canonical in _CANONICAL.items()}
+    kept = {}
+    for lower, canonical in _CANONICAL.items():
+        value = headers.get(lower)
+        if value:
+            kept[canonical] = value
     return ForwardedQuery(
         api_type=api_type,
         query=query,
         start=start,
         end=end,
         step=step,
-        headers={name: value for name, value in kept.items() if value},
+        headers=kept,
         matchers=matchers,
     )
 
@@ -201,8 +224,33 @@ def _form_params(
 
 
 def _add_pairs(params: dict[str, list[str]], encoded: str) -> None:
-    for key, value in parse_qsl(encoded, keep_blank_values=True):
-        params.setdefault(key, []).append(value)
+    for key, value in parse_form_pairs(encoded):
+        bucket = params.get(key)
+        if bucket is None:
+            params[key] = [value]
+        else:
+            bucket.append(value)
+
+
+def parse_form_pairs(encoded: str) -> list[tuple[str, str]]:
+    """`urllib.parse.parse_qsl(encoded, keep_blank_values=True)`, result for result.
+
+    Split on "&" only, empty fields skipped, a field without "=" is a name
+    with a blank value, "+" is a space and %-escapes are UTF-8 with
+    replacement characters. Written out because parse_qsl's generic path
+    (str/bytes coercion, options) was most of its cost per request; fields
+    with nothing to decode skip `unquote` altogether.
+    """
+    pairs = []
+    for item in encoded.split("&"):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        if "+" in item or "%" in item:
+            name = unquote(name.replace("+", " "))
+            value = unquote(value.replace("+", " "))
+        pairs.append((name, value))
+    return pairs
 
 
 def _first(params: dict[str, list[str]], name: str) -> str:

@@ -36,6 +36,7 @@ from api.wire.observers import FanOutObserver
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
+from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 
 __all__ = [
 from scheduler_core.admission_log import AdmissionLog
@@ -129,7 +130,7 @@ class RuntimeHost:
         config_events.unsubscribe_token_revoked(self._on_local_revocation)
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
         if leftovers:
-            log.warning("shutdown failed %d queued requests back", len(leftovers))
+            log.warning("shutdown failed %d queued or running requests back", len(leftovers))
         if self.grpc_door is not None:
             with contextlib.suppress(Exception):
                 await self.grpc_door.stop(grace=1.0)
@@ -289,6 +290,7 @@ class RuntimeHost:
                 advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
                 server_tls=settings.GRPC_SERVER_TLS,
                 client_tls=settings.GRPC_CLIENT_TLS,
+                implementation=getattr(settings, "GRPC_SERVER", None),
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
@@ -363,6 +365,12 @@ async def ensure_started() -> RuntimeHost:
             _starting.exception()  # the raise below reports it; callers retry
             _starting = None
             raise
+                # Every request still queued or running has been failed back
+                # (websocket `failed`, Cortex QueryResult); now each socket
+                # sends what it still had to and closes with a close frame,
+                # rather than dropping when the process exits.
+                closed = await close_all(CLOSE_SHUTDOWN)
+                log.info("%s: closed %d websocket connections", sig.name, closed)
         _host = host
         _starting.set_result(host)
         return host

@@ -26,7 +26,7 @@ from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
-__all__ = ["ForeignRequests", "http_request_for", "query_result_handler"]
+__all__ = ["ForeignRequests", "http_request_for", "query_result", "query_result_handler"]
 
 log = logging.getLogger(__name__)
 
@@ -147,20 +147,25 @@ def _decoded(body: bytes) -> Any:
         return text
 
 
-def query_result_handler(foreign: ForeignRequests) -> grpc.GenericRpcHandler:
-    """`frontendv2pb.FrontendForQuerier/QueryResult`, served by the scheduler."""
+def query_result(foreign: ForeignRequests) -> Any:
+    """The unary `QueryResult` method for either server (grpcio's or the lean one)."""
 
-    async def query_result(
-        message: frontendv2pb_pb2.QueryResultRequest, context: grpc.aio.ServicerContext[Any, Any]
+    async def handle(
+        message: frontendv2pb_pb2.QueryResultRequest, context: Any
     ) -> frontendv2pb_pb2.QueryResultResponse:
         foreign.result(message.queryID, message.httpResponse.Code, message.httpResponse.body)
         return frontendv2pb_pb2.QueryResultResponse()
 
+    return handle
+
+
+def query_result_handler(foreign: ForeignRequests) -> grpc.GenericRpcHandler:
+    """`frontendv2pb.FrontendForQuerier/QueryResult`, served by the scheduler."""
     return grpc.method_handlers_generic_handler(
         "frontendv2pb.FrontendForQuerier",
         {
             "QueryResult": grpc.unary_unary_rpc_method_handler(
-                query_result,
+                query_result(foreign),
                 request_deserializer=frontendv2pb_pb2.QueryResultRequest.FromString,
                 response_serializer=frontendv2pb_pb2.QueryResultResponse.SerializeToString,
             )

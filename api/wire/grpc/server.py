@@ -1,30 +1,39 @@
 """The gRPC front door: Cortex's scheduler services on the running event loop.
 
-`grpc.aio` runs on the asyncio loop it is started from, so started from the
-loop that owns the SchedulerRuntime (Daphne's), every servicer call runs on
-the runtime's thread and the queue stays lock-free.
+Two servers can run the same servicers (`GRPC_SERVER`): "lean" (the
+default), our HTTP/2 layer as an asyncio Protocol on the loop that owns the
+SchedulerRuntime (`lean_server.py`), and "grpcio", `grpc.aio` started from
+that loop. Either way every servicer call runs on the runtime's thread and
+the queue stays lock-free; the lean one also reads and writes there, where
+grpcio hands each message between three threads (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
 import grpc
 
 from api.wire.grpc.admission import Admission
-from api.wire.grpc.bridge import ForeignRequests, query_result_handler
+from api.wire.grpc.bridge import ForeignRequests, query_result
 from api.wire.grpc.frontend_loop import FrontendConnection, FrontendLoopServicer, FrontendRegistry
+from api.wire.grpc.implementations import IMPLEMENTATIONS, implementation_from_env
+from api.wire.grpc.lean_server import LeanGrpcServer, Method
 from api.wire.grpc.querier_loop import QuerierLoopServicer
 from api.wire.grpc.result_reporter import ResultReporter
 from api.wire.grpc.tls import ClientTls, ServerTls
 from api.wire.observers import install_observer
+from scheduler_core.pb import frontendv2pb_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
+    "IMPLEMENTATIONS",
     "MAX_MESSAGE_BYTES",
     "GrpcFrontDoor",
     "PortInUse",
+    "implementation_from_env",
     "start_grpc_server",
 ]
 
@@ -36,6 +45,8 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 class PortInUse(Exception):
     """The gRPC port could not be bound."""
+
+
 
 
 class GrpcFrontDoor:
@@ -55,37 +66,34 @@ class GrpcFrontDoor:
         advertise_address: str | None = None,
         server_tls: ServerTls | None = None,
         client_tls: ClientTls | None = None,
+        implementation: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.server_tls = server_tls
+        self.implementation = implementation or implementation_from_env(os.environ)
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"unknown gRPC server {self.implementation!r}")
         self.frontends = FrontendRegistry()
         self.reporter = ResultReporter(client_tls=client_tls)
         # Known once bound unless given: queriers must reach it for results
         # of websocket-frontend requests.
         self.foreign = ForeignRequests(advertise_address or "")
-        self.server = grpc.aio.server(
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                # Frontends and queriers keep streams open for hours and ping
-                # them; allow their keepalives instead of answering GOAWAY.
-                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-                ("grpc.keepalive_permit_without_calls", 1),
-            ]
-        )
         self.port = 0
         admission = admission or Admission(runtime)
         if admission.results is None:
             admission.results = self.reporter
         frontend = FrontendLoopServicer(runtime, admission, self.frontends)
         querier = QuerierLoopServicer(runtime, self.foreign)
-        self.server.add_generic_rpc_handlers(
-            (
-                _frontend_handler(frontend),
-                _querier_handler(querier),
-                query_result_handler(self.foreign),
+        methods = _methods(frontend, querier, self.foreign)
+        self.server: LeanGrpcServer | grpc.aio.Server
+        if self.implementation == "lean":
+            self.server = LeanGrpcServer(
+                methods,
+                max_message=MAX_MESSAGE_BYTES,
+                ssl_context=server_tls.ssl_context() if server_tls is not None else None,
             )
-        )
+        else:
+            self.server = _grpcio_server(methods)
 
     def frontend_connections(self) -> list[FrontendConnection]:
         return self.frontends.connections()
@@ -94,11 +102,13 @@ class GrpcFrontDoor:
         """Bind and serve; returns the bound port (useful with port 0)."""
         target = f"{host}:{port}"
         try:
-            if self.server_tls is None:
+            if isinstance(self.server, LeanGrpcServer):
+                self.port = await self.server.start(host, port)
+            elif self.server_tls is None:
                 self.port = self.server.add_insecure_port(target)
             else:
                 self.port = self.server.add_secure_port(target, self.server_tls.credentials())
-        except RuntimeError as exc:
+        except (RuntimeError, OSError) as exc:
             raise PortInUse(f"cannot listen for gRPC on {host}:{port}: {exc}") from exc
         if not self.foreign.own_address:
             own_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
@@ -106,9 +116,14 @@ class GrpcFrontDoor:
         install_observer(self.runtime, self.frontends)
         install_observer(self.runtime, self.reporter)
         install_observer(self.runtime, self.foreign)
-        await self.server.start()
+        if not isinstance(self.server, LeanGrpcServer):
+            await self.server.start()
         log.info(
-            "gRPC scheduler listening on %s:%d (%s)", host, self.port, _security(self.server_tls)
+            "gRPC scheduler listening on %s:%d (%s, %s server)",
+            host,
+            self.port,
+            _security(self.server_tls),
+            self.implementation,
         )
         return self.port
 
@@ -127,6 +142,7 @@ async def start_grpc_server(
     advertise_address: str | None = None,
     server_tls: ServerTls | None = None,
     client_tls: ClientTls | None = None,
+    implementation: str | None = None,
 ) -> GrpcFrontDoor:
     """Start Cortex's scheduler services for `runtime` on the running loop.
 
@@ -134,6 +150,7 @@ async def start_grpc_server(
     websocket-frontend requests); by default 127.0.0.1 and the bound port.
     `server_tls` makes the port TLS (mutual TLS when it carries a client CA);
     `client_tls` secures the calls to frontends' QueryResult.
+    `implementation` is "lean" or "grpcio"; None reads GRPC_SERVER.
     """
     door = GrpcFrontDoor(
         runtime,
@@ -141,6 +158,7 @@ async def start_grpc_server(
         advertise_address=advertise_address,
         server_tls=server_tls,
         client_tls=client_tls,
+        implementation=implementation,
     )
     await door.start(host=host, port=port)
     return door
@@ -154,32 +172,65 @@ def _security(server_tls: ServerTls | None) -> str:
     return f"TLS, client certificates: {server_tls.client_auth}"
 
 
-def _frontend_handler(servicer: FrontendLoopServicer) -> grpc.GenericRpcHandler:
-    return grpc.method_handlers_generic_handler(
-        "schedulerpb.SchedulerForFrontend",
-        {
-            "FrontendLoop": grpc.stream_stream_rpc_method_handler(
-                servicer.FrontendLoop,
-                request_deserializer=pb.FrontendToScheduler.FromString,
-                response_serializer=pb.SchedulerToFrontend.SerializeToString,
-            )
-        },
-    )
+def _methods(
+    frontend: FrontendLoopServicer, querier: QuerierLoopServicer, foreign: ForeignRequests
+) -> list[Method]:
+    """Every method the door serves, for either server."""
+    return [
+        Method(
+            "/schedulerpb.SchedulerForFrontend/FrontendLoop",
+            True,
+            pb.FrontendToScheduler.FromString,
+            pb.SchedulerToFrontend.SerializeToString,
+            frontend.FrontendLoop,
+        ),
+        Method(
+            "/schedulerpb.SchedulerForQuerier/QuerierLoop",
+            True,
+            pb.QuerierToScheduler.FromString,
+            pb.SchedulerToQuerier.SerializeToString,
+            querier.QuerierLoop,
+        ),
+        Method(
+            "/schedulerpb.SchedulerForQuerier/NotifyQuerierShutdown",
+            False,
+            pb.NotifyQuerierShutdownRequest.FromString,
+            pb.NotifyQuerierShutdownResponse.SerializeToString,
+            querier.NotifyQuerierShutdown,
+        ),
+        Method(
+            "/frontendv2pb.FrontendForQuerier/QueryResult",
+            False,
+            frontendv2pb_pb2.QueryResultRequest.FromString,
+            frontendv2pb_pb2.QueryResultResponse.SerializeToString,
+            query_result(foreign),
+        ),
+    ]
 
 
-def _querier_handler(servicer: QuerierLoopServicer) -> grpc.GenericRpcHandler:
-    return grpc.method_handlers_generic_handler(
-        "schedulerpb.SchedulerForQuerier",
-        {
-            "QuerierLoop": grpc.stream_stream_rpc_method_handler(
-                servicer.QuerierLoop,
-                request_deserializer=pb.QuerierToScheduler.FromString,
-                response_serializer=pb.SchedulerToQuerier.SerializeToString,
-            ),
-            "NotifyQuerierShutdown": grpc.unary_unary_rpc_method_handler(
-                servicer.NotifyQuerierShutdown,
-                request_deserializer=pb.NotifyQuerierShutdownRequest.FromString,
-                response_serializer=pb.NotifyQuerierShutdownResponse.SerializeToString,
-            ),
-        },
+def _grpcio_server(methods: list[Method]) -> grpc.aio.Server:
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # Frontends and queriers keep streams open for hours and ping
+            # them; allow their keepalives instead of answering GOAWAY.
+            ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+        ]
     )
+    services: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+    for m in methods:
+        service, name = m.path.strip("/").split("/")
+        make = (
+            grpc.stream_stream_rpc_method_handler
+            if m.streaming
+            else (grpc.unary_unary_rpc_method_handler)
+        )
+        services.setdefault(service, {})[name] = make(
+            m.handler, request_deserializer=m.deserialize, response_serializer=m.serialize
+        )
+    server.add_generic_rpc_handlers(
+        tuple(grpc.method_handlers_generic_handler(s, h) for s, h in services.items())
+    )
+    return server
