@@ -3,13 +3,17 @@
 Daphne has no ASGI lifespan, so `config.asgi` calls `ensure_started()` on the
 first scope and every consumer awaits it before touching the runtime. The
 host then keeps the runtime's config equal to the database's: it applies
-changes committed in this process at once (`api.store.config_events`), hears about
-changes made in other processes over the channel layer group
+changes committed in this process at once (`api.store.config_events`),
+hears about changes made in other processes over the channel layer group
 "scheduler-config", and reconciles by version every few seconds because the
-layer may drop messages. Token revocations travel the same way and close the
-sockets that authenticated with the token (`api.wire.token_sockets`); each
-reconcile also re-checks every open socket's token. All runtime calls happen
-on this one loop.
+layer may drop messages. Each step applies only what changed since the
+version it applied (`api.store.config_delta`: the revisions in between name
+the tenants to read again), so a write to one tenant costs one tenant's
+work however many there are; a full reload only when that cannot be.
+Token revocations travel the same way and close the sockets that
+authenticated with the token (`api.wire.token_sockets`); each reconcile
+also re-checks every open socket's token. All runtime calls happen on this
+one loop.
 """
 
 from __future__ import annotations
@@ -29,22 +33,22 @@ from django.conf import settings
 
 from api.cluster import replica_board
 from api.store import config_events, selectors
+from api.store.config_delta import ConfigDelta, config_changes_since
 from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.observers import FanOutObserver
+from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.rule_stats import RuleStats
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
-from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
+from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, TrafficSample
 
 __all__ = [
-from scheduler_core.admission_log import AdmissionLog
     "CONFIG_GROUP",
-from scheduler_core.rule_stats import RuleStats
     "RuntimeHost",
     "add_observer",
-from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, TrafficSample
     "ensure_started",
     "frontends",
     "get_host",
@@ -72,6 +76,21 @@ def _load_config() -> tuple[int, QueueConfig, dict[str, TenantLimits]]:
     return version, selectors.queue_config_get(), selectors.tenant_limits_all()
 
 
+FullConfig = tuple[int, QueueConfig, dict[str, TenantLimits]]
+
+
+def _load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | None]:
+    """What changed since `applied`: a delta, or (when that cannot be) everything.
+
+    One call, so a reconcile costs one thread hop either way.
+    """
+    current, delta = config_changes_since(applied)
+    if delta is not None:
+        return current, delta, None
+    full = _load_config()
+    return full[0], None, full
+
+
 class RuntimeHost:
     """The process's runtime plus what keeps it in step with the database."""
 
@@ -79,6 +98,16 @@ class RuntimeHost:
         self.observer = FanOutObserver()
         self.stats = RollingStats()
         self.observer.add(self.stats)
+        # Rule hit counts and the recent-traffic sample both doors feed
+        # (bounds: TRAFFIC_SAMPLE_PER_TENANT, TRAFFIC_SAMPLE_MAX_BYTES).
+        self.admission_log = AdmissionLog(
+            RuleStats(),
+            TrafficSample(
+                int(_setting("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)),
+                int(_setting("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)),
+            ),
+        )
+        self.observer.add(self.admission_log.traffic)
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self.applied_version = -1
         self.websocket_frontends = WebsocketFrontends()
@@ -99,16 +128,6 @@ class RuntimeHost:
         await self.runtime.start()
         config_events.subscribe(self._on_local_change)
         config_events.subscribe_token_revoked(self._on_local_revocation)
-        # Rule hit counts and the recent-traffic sample both doors feed
-        # (bounds: TRAFFIC_SAMPLE_PER_TENANT, TRAFFIC_SAMPLE_MAX_BYTES).
-        self.admission_log = AdmissionLog(
-            RuleStats(),
-            TrafficSample(
-                int(_setting("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)),
-                int(_setting("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)),
-            ),
-        )
-        self.observer.add(self.admission_log.traffic)
         await self._join_config_group()
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
@@ -130,7 +149,7 @@ class RuntimeHost:
         config_events.unsubscribe_token_revoked(self._on_local_revocation)
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
         if leftovers:
-            log.warning("shutdown failed %d queued or running requests back", len(leftovers))
+            log.warning("shutdown failed %d queued requests back", len(leftovers))
         if self.grpc_door is not None:
             with contextlib.suppress(Exception):
                 await self.grpc_door.stop(grace=1.0)
@@ -157,12 +176,17 @@ class RuntimeHost:
         async with self._reconcile_lock:
             if version is not None and version <= self.applied_version:
                 return
-            current, config, limits = await database_sync_to_async(_load_config)()
+            current, delta, full = await database_sync_to_async(_load_update)(self.applied_version)
             if current == self.applied_version:
                 return
-            self._apply(config, limits)
+            if full is not None:
+                self._apply(full[1], full[2])
+                log.info("applied scheduler config version %d (full reload)", current)
+            else:
+                assert delta is not None
+                self._apply_delta(delta)
+                log.info("applied scheduler config version %d", current)
             self.applied_version = current
-            log.info("applied scheduler config version %d", current)
 
     def _apply(self, config: QueueConfig, limits: dict[str, TenantLimits]) -> None:
         if self.runtime.config != config:
@@ -173,6 +197,18 @@ class RuntimeHost:
             if self._limits.get(tenant_id) != tenant_limits:
                 self.runtime.set_tenant_limits(tenant_id, tenant_limits)
         self._limits = dict(limits)
+
+    def _apply_delta(self, delta: ConfigDelta) -> None:
+        """Only what changed: a one-tenant write touches one tenant here."""
+        if delta.queue_config is not None and self.runtime.config != delta.queue_config:
+            self.runtime.set_config(delta.queue_config)
+        for tenant_id, tenant_limits in delta.tenants.items():
+            if tenant_limits is None:
+                if self._limits.pop(tenant_id, None) is not None:
+                    self.runtime.remove_tenant_limits(tenant_id)
+            elif self._limits.get(tenant_id) != tenant_limits:
+                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
+                self._limits[tenant_id] = tenant_limits
 
     def _on_local_change(self, version: int) -> None:
         # Called after commit, from whichever thread committed: usually a
@@ -281,16 +317,17 @@ class RuntimeHost:
         if not port:
             return
         try:
+            from api.wire.grpc.admission import Admission
             from api.wire.grpc.server import start_grpc_server
 
             self.grpc_door = await start_grpc_server(
                 self.runtime,
+                admission=Admission(self.runtime, admission_log=self.admission_log),
                 port=port,
                 host=settings.GRPC_HOST,
                 advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
                 server_tls=settings.GRPC_SERVER_TLS,
                 client_tls=settings.GRPC_CLIENT_TLS,
-                implementation=getattr(settings, "GRPC_SERVER", None),
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
@@ -321,12 +358,10 @@ class RuntimeHost:
         drain = _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0)
         log.info("%s: draining the queue for up to %.0fs before exiting", sig.name, drain)
 
-            from api.wire.grpc.admission import Admission
         async def drain_then_exit() -> None:
             try:
                 await self.stop(drain)
             finally:
-                admission=Admission(self.runtime, admission_log=self.admission_log),
                 signal.raise_signal(sig)
 
         self._spawn_detached(drain_then_exit())
@@ -365,12 +400,6 @@ async def ensure_started() -> RuntimeHost:
             _starting.exception()  # the raise below reports it; callers retry
             _starting = None
             raise
-                # Every request still queued or running has been failed back
-                # (websocket `failed`, Cortex QueryResult); now each socket
-                # sends what it still had to and closes with a close frame,
-                # rather than dropping when the process exits.
-                closed = await close_all(CLOSE_SHUTDOWN)
-                log.info("%s: closed %d websocket connections", sig.name, closed)
         _host = host
         _starting.set_result(host)
         return host
