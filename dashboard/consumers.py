@@ -5,6 +5,11 @@ search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`.
 Server → browser: `snapshot` (every section) after subscribe, resume or
 resync; then `update` frames with only the sections that changed; both carry
 `epoch` and `seq`; `error` for a bad message. See `dashboard.live`.
+
+Frames are decoded with the same nesting limit as the machine protocol; any
+exception handling one is contained (`api.wire.consumers.guard`): the viewer
+is unregistered as on a disconnect, an `error` frame says so, and the socket
+closes with 4500.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import json
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 
 from api.store.roles import role_of
+from api.wire.bounded_json import loads_bounded
+from api.wire.consumers.guard import GuardedConsumer
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
 
@@ -25,7 +31,7 @@ __all__ = ["InspectorConsumer"]
 CLOSE_UNAUTHORISED = 4401
 
 
-class InspectorConsumer(AsyncWebsocketConsumer):
+class InspectorConsumer(GuardedConsumer):
     """Pushes live inspector views; never blocks the broadcaster."""
 
     viewer: Viewer | None = None
@@ -53,9 +59,9 @@ class InspectorConsumer(AsyncWebsocketConsumer):
         if viewer is None:
             return
         try:
-            message = json.loads(text_data or "")
-        except ValueError:
-            await self._error("frames must be JSON text")
+            message = loads_bounded(text_data or "")
+        except ValueError as exc:
+            await self._error(f"frames must be JSON text: {exc}")
             return
         if not isinstance(message, dict):
             await self._error("frames must be JSON objects")
@@ -85,6 +91,9 @@ class InspectorConsumer(AsyncWebsocketConsumer):
             get_broadcaster().send_now(viewer)
         else:
             await self._error(f"unknown message type {kind!r}")
+
+    def failure_frame(self) -> str:
+        return json.dumps({"type": "error", "message": "internal error; connection closed"})
 
     async def _error(self, message: str) -> None:
         await self.send(text_data=json.dumps({"type": "error", "message": message}))

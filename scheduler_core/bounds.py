@@ -6,7 +6,8 @@ arithmetic of classification, so it must fit the types Cortex keeps it in:
 durations in Go's `time.Duration` (int64 nanoseconds, about 292 years),
 counts and priorities in int64, timestamps within the range Prometheus' HTTP
 API parses (its `minTime`/`maxTime`, about 292 million years either side of
-1970), tenant IDs at most 150 characters (Cortex's `tenant.ValidTenantID`).
+1970), tenant IDs at most 150 characters (Cortex's `tenant.ValidTenantID`),
+and documents nested at most `MAX_DOCUMENT_DEPTH` levels.
 Nothing here imports the rest of the package, so every layer can share one
 set of limits, and `request_times_error` is the one check enqueue (both
 protocols) and explain apply to a request's start, end and step.
@@ -20,6 +21,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_DURATION_SECONDS",
+    "MAX_DOCUMENT_DEPTH",
     "MAX_DURATION_TEXT",
     "MAX_TENANT_ID_LENGTH",
     "MAX_TIMESTAMP",
@@ -44,6 +46,11 @@ MAX_TIMESTAMP = float(INT64_MAX // 1000 - 62135596801)
 MIN_TIMESTAMP = -MAX_TIMESTAMP
 # Cortex's `tenant.ValidTenantID` (pkg/tenant): at most 150 characters.
 MAX_TENANT_ID_LENGTH = 150
+# Our own limit, not Cortex's: how deep arrays/objects (mappings/lists) may
+# nest in any document a client sends (websocket frames, REST bodies, YAML
+# files). Far deeper than any real one (a tenant block nests 9 levels), far
+# shallower than where Python's recursion would give out in what walks it.
+MAX_DOCUMENT_DEPTH = 100
 
 
 def int64_error(value: int) -> str | None:

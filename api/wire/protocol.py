@@ -15,9 +15,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
+from scheduler_core.bounds import (
+    MAX_TENANT_ID_LENGTH,
+    duration_error,
+    request_times_error,
+    timestamp_error,
+)
 from scheduler_core.model import API_TYPES, COMPONENTS
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "MAX_MESSAGE_BYTES",
     "MAX_WORKERS",
     "MIN_WORKERS",
@@ -42,7 +50,7 @@ MAX_MESSAGE_BYTES = 1_000_000
 # can give every query component one; we do the same for every layout.
 MIN_WORKERS = 4
 MAX_WORKERS = 256
-MAX_TENANT_LENGTH = 150  # Cortex's limit on tenant IDs
+MAX_TENANT_LENGTH = MAX_TENANT_ID_LENGTH  # Cortex's limit on tenant IDs, as everywhere
 MAX_ID_LENGTH = 256
 
 
@@ -114,7 +122,7 @@ def decode(text: str | None) -> Mapping[str, Any]:
     if len(text) > MAX_MESSAGE_BYTES:
         raise ProtocolError(None, f"message larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        data = json.loads(text)
+        data = loads_bounded(text)  # nested past MAX_JSON_DEPTH: JsonTooDeep
     except ValueError as exc:
         raise ProtocolError(None, f"malformed JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -171,7 +179,14 @@ def _number(data: Mapping[str, Any], key: str, rid: ClientId | None) -> float | 
     value = data.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ProtocolError(key, f"{key} must be a number (unix seconds) or null", rid)
+    if isinstance(value, int) and value.bit_length() > 63:
+        # float() of a JSON integer of hundreds of digits overflows; no time or
+        # duration Prometheus accepts is that large.
+        problem = duration_error(value) if key == "step" else timestamp_error(value)
+        raise ProtocolError(key, f"{key} {problem}", rid)
+    if not math.isfinite(value):
         raise ProtocolError(key, f"{key} must be a number (unix seconds) or null", rid)
     return float(value)
 
@@ -209,11 +224,11 @@ def _integer(data: Mapping[str, Any], key: str, default: int | None, rid: Client
 def parse_enqueue(data: Mapping[str, Any]) -> Enqueue:
     rid = _client_id(data)
     start, end = _number(data, "start", rid), _number(data, "end", rid)
-    if start is not None and end is not None and start > end:
-        raise ProtocolError("start", "start must not be after end", rid)
     step = _number(data, "step", rid)
-    if step is not None and step <= 0:
-        raise ProtocolError("step", "step must be positive", rid)
+    # The same check as explain's: times Prometheus accepts, start <= end, step > 0.
+    problem = request_times_error(start, end, step)
+    if problem is not None:
+        raise ProtocolError(problem.field, problem.message, rid)
     # Without an api_type, a step says it is a range query, as Prometheus' API does.
     default_type = "query" if step is None else "query_range"
     api_type = _choice(data, "api_type", API_TYPES, rid, default_type)

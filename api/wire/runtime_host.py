@@ -36,6 +36,7 @@ from api.store import config_events, selectors
 from api.store.config_delta import ConfigDelta, config_changes_since
 from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
+from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.observers import FanOutObserver
 from scheduler_core.admission_log import AdmissionLog
@@ -149,7 +150,7 @@ class RuntimeHost:
         config_events.unsubscribe_token_revoked(self._on_local_revocation)
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
         if leftovers:
-            log.warning("shutdown failed %d queued requests back", len(leftovers))
+            log.warning("shutdown failed %d queued or running requests back", len(leftovers))
         if self.grpc_door is not None:
             with contextlib.suppress(Exception):
                 await self.grpc_door.stop(grace=1.0)
@@ -328,6 +329,7 @@ class RuntimeHost:
                 advertise_address=settings.GRPC_ADVERTISE_ADDRESS or None,
                 server_tls=settings.GRPC_SERVER_TLS,
                 client_tls=settings.GRPC_CLIENT_TLS,
+                implementation=getattr(settings, "GRPC_SERVER", None),
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
@@ -361,6 +363,12 @@ class RuntimeHost:
         async def drain_then_exit() -> None:
             try:
                 await self.stop(drain)
+                # Every request still queued or running has been failed back
+                # (websocket `failed`, Cortex QueryResult); now each socket
+                # sends what it still had to and closes with a close frame,
+                # rather than dropping when the process exits.
+                closed = await close_all(CLOSE_SHUTDOWN)
+                log.info("%s: closed %d websocket connections", sig.name, closed)
             finally:
                 signal.raise_signal(sig)
 

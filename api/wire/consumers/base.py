@@ -16,12 +16,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import aclose_old_connections, database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
 from api.wire import token_sockets
+from api.wire.consumers.guard import GuardedConsumer
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
 
 __all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
@@ -46,11 +46,14 @@ def scope_token(scope: dict[str, Any]) -> str | None:
     return values[0] if values else None
 
 
-class MachineConsumer(AsyncWebsocketConsumer):
+class MachineConsumer(GuardedConsumer):
     """Base of token-authenticated JSON consumers; subclasses set `roles`.
 
     `connection_id` names the connection inside this process (request ids of
     the runtime are built from it, so they never collide across sockets).
+    Malformed input gets an `error` reply and the socket stays usable; any
+    other exception is contained by `GuardedConsumer` (the disconnect
+    cleanup at once, then a close with 4500).
     """
 
     # No channel layer: replies go straight to the socket of the consumer
@@ -64,11 +67,11 @@ class MachineConsumer(AsyncWebsocketConsumer):
     token: ApiToken | None = None
     accepted = False
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
+    async def dispatch_guarded(self, message: dict[str, Any]) -> None:
         if message["type"] == "websocket.receive":
             await self.websocket_receive(message)
             return
-        await super().dispatch(message)
+        await super().dispatch_guarded(message)
 
     async def connect(self) -> None:
         self.connection_id = f"{self.kind}-{next(_connection_ids)}"
@@ -92,6 +95,11 @@ class MachineConsumer(AsyncWebsocketConsumer):
         if self.token is not None:
             token_sockets.registry.discard(self.token.pk, self)
         await super().websocket_disconnect(message)
+
+    async def release(self, code: int) -> None:
+        if self.token is not None:
+            token_sockets.registry.discard(self.token.pk, self)
+        await super().release(code)
 
     async def before_revoke(self) -> None:
         """Runs before a revoked token's socket closes (stop taking work, ...)."""
@@ -129,11 +137,13 @@ class MachineConsumer(AsyncWebsocketConsumer):
         await self.send_message(error_message(exc, status))
 
     async def guarded(self, handler: Any, message: Any) -> None:
-        """Run one handler; a bug answers 500 and never closes the socket."""
+        """Run one handler; a bug answers 500 naming the request, and the socket stays."""
         try:
             await handler(message)
         except ProtocolError as exc:
             await self.send_error(exc)
         except Exception:
             log.exception("%s %s failed handling %r", self.kind, self.connection_id, message)
-            await self.send_error(ProtocolError(None, "internal error"), status=500)
+            # Every message with an `id` is about one request: say which.
+            rid = getattr(message, "id", None)
+            await self.send_error(ProtocolError(None, "internal error", rid), status=500)

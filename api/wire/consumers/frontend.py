@@ -116,6 +116,7 @@ def judge_enqueue(
 class FrontendConsumer(MachineConsumer):
     roles = frozenset({"frontend", "editor"})
     parsers = FRONTEND_PARSERS
+    listed = False
 
     async def opened(self) -> None:
         self.host = await runtime_host.ensure_started()
@@ -125,9 +126,12 @@ class FrontendConsumer(MachineConsumer):
         self._tasks: set[asyncio.Task[None]] = set()
         self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
         self.host.websocket_frontends.opened(self)
+        self.listed = True
 
     async def disconnect(self, code: int) -> None:
-        if not self.accepted:
+        # Listed before the handshake is accepted, so a failure in between
+        # is cleaned up too; a refused handshake never got here.
+        if not self.listed:
             return
         self.host.websocket_frontends.closed(self)
         pending, self.pending = self.pending, {}
@@ -189,6 +193,11 @@ class FrontendConsumer(MachineConsumer):
             raise ProtocolError("id", "no pending request with this id", msg.id)
         self.runtime.cancel(request.id)
         await self.send_message({"type": "cancelled", "id": msg.id})
+
+    async def flush(self) -> None:
+        """Wait for the `failed` replies still being sent (before a shutdown closes)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def _take(self, client_id: ClientId, request: Request) -> bool:
         """Forget a finished request; False if it was already answered or cancelled.

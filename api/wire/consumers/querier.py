@@ -62,12 +62,14 @@ def request_message(request: Request, worker_id: int) -> dict[str, Any]:
 class QuerierConsumer(MachineConsumer):
     roles = frozenset({"querier", "editor"})
     parsers = QUERIER_PARSERS
+    querier_id: str | None = None  # set by hello; a refused handshake never gets one
 
     async def opened(self) -> None:
         self.host = await runtime_host.ensure_started()
         self.runtime = self.host.runtime
         self.querier_id: str | None = None
         self.workers: dict[int, _Worker] = {}
+        self._endings: set[asyncio.Task[None]] = set()
         self.handlers = {
             Hello: self.on_hello,
             QuerierResult: self.on_result,
@@ -85,6 +87,20 @@ class QuerierConsumer(MachineConsumer):
         # Started after the welcome, so no request can overtake it.
         for worker in self.workers.values():
             worker.task = asyncio.get_running_loop().create_task(self._serve(worker))
+            worker.task.add_done_callback(self._worker_ended)
+
+    def _worker_ended(self, task: asyncio.Task[None]) -> None:
+        """A worker that died of an error takes the connection down the disconnect path.
+
+        Left alone, it would hold its in-flight request forever while the
+        querier stayed listed as connected.
+        """
+        if task.cancelled() or task.exception() is None or self.abandoned:
+            return
+        log.error("querier %s: a worker failed", self.querier_id, exc_info=task.exception())
+        ending = asyncio.get_running_loop().create_task(self.abandon("worker"))
+        self._endings.add(ending)
+        ending.add_done_callback(self._endings.discard)
 
     async def on_result(self, msg: QuerierResult) -> None:
         worker = self.workers.get(msg.worker)
