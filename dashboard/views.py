@@ -36,6 +36,8 @@ from scheduler_core.validation import queue_config_to_dict
 __all__ = ["history", "inspector", "layout_switch", "rollback", "settings_page"]
 
 UI = ConfigRevision.Source.UI
+# Operator cancels listed under the revisions on the History page, newest first.
+OPERATOR_CANCELS_SHOWN = 50
 STALE = (
     "Someone saved a change since you loaded this page (now version {current}). "
     "Nothing was saved: reload to see their change, then edit again."
@@ -123,6 +125,7 @@ def history(request: HttpRequest) -> HttpResponse:
     revisions = paginator.get_page(request.GET.get("page"))
     rows = [{"revision": r, "diff": selectors.revision_diff(r)} for r in revisions]
     context = {"rows": rows, "page_obj": revisions, "kind": kind or "", "key": key or ""}
+    context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
     return page(request, "dashboard/history.html", context)
 
 
