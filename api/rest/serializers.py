@@ -26,15 +26,15 @@ __all__ = [
     "ExplainRequestSerializer",
     "ExplainResponseSerializer",
     "FrontendRowSerializer",
-    "ImportResultSerializer",
     "DryRunReportSerializer",
+    "ImportResultSerializer",
     "QueriersSnapshotSerializer",
     "QueueSnapshotSerializer",
     "RevisionDetailSerializer",
     "RevisionSerializer",
     "RollbackResultSerializer",
-    "SettingsSerializer",
     "RuleStatsSerializer",
+    "SettingsSerializer",
     "TenantConfigSerializer",
     "TenantListItemSerializer",
 ]
@@ -103,7 +103,6 @@ class QueryPrioritySerializer(serializers.Serializer):  # type: ignore[type-arg]
     priorities = PriorityDefSerializer(many=True, required=False, allow_null=True)
 
 
-class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     enabled = serializers.BooleanField(required=False, help_text="false keeps the rules unapplied")
     query_attributes = QueryAttributeSerializer(
@@ -111,6 +110,7 @@ class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg
     )
 
 
+class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One tenant's block of Cortex's runtime-config `overrides`."""
 
     max_queriers_per_tenant = serializers.IntegerField(required=False, min_value=0)
@@ -118,8 +118,8 @@ class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg
         required=False, allow_null=True, min_value=1
     )
     query_priority = QueryPrioritySerializer(required=False, allow_null=True)
-    max_query_capacity = serializers.FloatField(
     query_rejection = QueryRejectionSerializer(required=False, allow_null=True)
+    max_query_capacity = serializers.FloatField(
         required=False,
         min_value=0,
         max_value=1,
@@ -278,6 +278,13 @@ class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-ar
     attribute_index = serializers.IntegerField(allow_null=True)
     rules = RuleVerdictSerializer(many=True)
     reasons = ReasonSerializer(many=True)
+    rejected_by = serializers.IntegerField(
+        allow_null=True,
+        help_text="index of the query_rejection attribute that rejects the request (422)",
+    )
+    rejection_reasons = ReasonSerializer(
+        many=True, help_text="why each rejection attribute did (not) match"
+    )
     queriers = QuerierShareSerializer()
 
 
@@ -291,13 +298,6 @@ class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class TenantRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant_id = serializers.CharField()
     length = serializers.IntegerField()
-    rejected_by = serializers.IntegerField(
-        allow_null=True,
-        help_text="index of the query_rejection attribute that rejects the request (422)",
-    )
-    rejection_reasons = ReasonSerializer(
-        many=True, help_text="why each rejection attribute did (not) match"
-    )
     max_outstanding = serializers.IntegerField()
     shard = serializers.ListField(child=serializers.CharField(), allow_null=True)
     priority_enabled = serializers.BooleanField()
@@ -399,19 +399,6 @@ class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     after = serializers.JSONField(allow_null=True)
 
 
-class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    dry_run = serializers.BooleanField()
-    applied = serializers.BooleanField()
-    created = serializers.ListField(child=serializers.CharField())
-    changed = serializers.ListField(child=serializers.CharField())
-    deleted = serializers.ListField(child=serializers.CharField())
-    unchanged = serializers.ListField(child=serializers.CharField())
-    ignored = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
-        help_text="per tenant, the fields the scheduler does not use",
-    )
-    ignored_top_level = serializers.ListField(child=serializers.CharField())
-    diffs = serializers.DictField(child=ChangeSerializer(many=True))
 class WindowCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     five_minutes = serializers.IntegerField(help_text="last 5 minutes (key: 5m)")
     one_hour = serializers.IntegerField(help_text="last hour (key: 1h)")
@@ -488,8 +475,26 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     reservations = ReservationsSerializer()
 
 
+class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    dry_run = serializers.BooleanField()
+    applied = serializers.BooleanField()
+    created = serializers.ListField(child=serializers.CharField())
+    changed = serializers.ListField(child=serializers.CharField())
+    deleted = serializers.ListField(child=serializers.CharField())
+    unchanged = serializers.ListField(child=serializers.CharField())
+    ignored = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="per tenant, the fields the scheduler does not use",
+    )
+    ignored_top_level = serializers.ListField(child=serializers.CharField())
+    diffs = serializers.DictField(child=ChangeSerializer(many=True))
     version = serializers.IntegerField(allow_null=True)
     revision_id = serializers.IntegerField(allow_null=True)
+    traffic = serializers.DictField(
+        child=DryRunReportSerializer(),
+        required=False,
+        help_text="dry run only: per sampled tenant, its recent traffic replayed",
+    )
 
 
 class RevisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -503,11 +508,6 @@ class RevisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
     message = serializers.CharField()
 
 
-    traffic = serializers.DictField(
-        child=DryRunReportSerializer(),
-        required=False,
-        help_text="dry run only: per sampled tenant, its recent traffic replayed",
-    )
 class RevisionDetailSerializer(RevisionSerializer):
     before = serializers.JSONField(allow_null=True)
     after = serializers.JSONField(allow_null=True)

@@ -27,7 +27,6 @@ urlpatterns = [
         name="tenant-yaml",
     ),
     re_path(
-    re_path(
         r"^tenants/(?P<tenant_id>[^/]+)/rule-stats/\Z",
         views.TenantRuleStatsView.as_view(),
         name="tenant-rule-stats",
@@ -37,6 +36,7 @@ urlpatterns = [
         views.TenantDryRunView.as_view(),
         name="tenant-dry-run",
     ),
+    re_path(
         r"^tenants/(?P<tenant_id>[\s\S]+)/\Z",
         views.TenantDetailView.as_view(),
         name="tenant-detail",

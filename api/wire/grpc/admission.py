@@ -310,4 +310,5 @@ def _bare_info(forwarded: ForwardedQuery) -> QueryInfo:
         user_agent=forwarded.headers.get("User-Agent", ""),
         dashboard_uid=forwarded.headers.get("X-Dashboard-Uid", ""),
         panel_id=forwarded.headers.get("X-Panel-Id", ""),
+        matchers=forwarded.matchers,
     )
