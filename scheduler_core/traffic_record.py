@@ -8,10 +8,11 @@ whatever the request rate:
   array of counts per key, at most `max_keys` keys (further keys are counted
   as `dropped`, and said so in the export); a refused request (429) counts
   as an arrival, since it was offered load;
-- per key, the classification inputs of its `samples_per_key` most recent
-  requests (query, API type, time range, step, the three headers the rules
-  read, and the wall time it came), so a proposed rule re-prioritises them
-  with the real classifier;
+- per key and 5-minute epoch, a uniform sample (reservoir, seeded) of
+  `samples_per_epoch` requests' classification inputs (query, API type,
+  time range, step, the three headers the rules read, and the wall time it
+  came), so a proposed rule re-prioritises them with the real classifier and
+  each part of the window replays the queries of its own epoch;
 - per minute and component, a log-scale histogram of service times measured
   from dispatch to result (`on_dispatched` -> `on_completed`; cancelled or
   failed runs are not service times), and the queue waits the scheduler
@@ -27,6 +28,7 @@ process); the workload model (`scheduler_core.whatif_workload`) reads it.
 from __future__ import annotations
 
 import math
+import random
 import time
 from array import array
 from collections import Counter, deque
@@ -40,19 +42,25 @@ from scheduler_core.stats import WaitHistogram
 __all__ = ["RECORDING_FORMAT", "Capture", "TrafficRecorder", "recording_of", "summary_of"]
 
 RECORDING_FORMAT = 1
+# Recorded time replayed before a window, so it starts with the queue it had.
+WARMUP_SECONDS = 120
 _HEADERS = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
 
 
 @dataclass(slots=True)
 class _Key:
-    """One (tenant, component, priority): its count ring and latest samples."""
+    """One (tenant, component, priority): its count ring and sampled requests.
+
+    `epochs` holds, per epoch still in the horizon, [epoch index, requests
+    seen in it, the reservoir of samples].
+    """
 
     tenant_id: str
     component: str
     priority: int
     counts: array[int]
     last_bucket: int
-    samples: deque[dict[str, Any]]
+    epochs: deque[list[Any]]
 
 
 @dataclass(slots=True)
@@ -103,9 +111,11 @@ class Capture:
     slots: int
     first: int
     current: int
+    warm_first: int
     wall: float
-    # (tenant, component, priority, count ring, last bucket, samples)
-    keys: list[tuple[str, str, int, array[int], int, list[dict[str, Any]]]]
+    # (tenant, component, priority, count ring, last bucket, [(epoch start, sample)])
+    keys: list[tuple[str, str, int, array[int], int, list[tuple[int, dict[str, Any]]]]]
+    epoch_seconds: int
     dropped: tuple[array[int], int]
     # (minute, service {component: (counts, max)}, waits by component, by priority, rejected)
     minutes: list[
@@ -120,10 +130,13 @@ class Capture:
 
 
 def _ring(counts: array[int], last: int, capture: Capture) -> list[list[int]]:
-    """[[bucket offset from the window's first, count], ...] of the non-empty buckets."""
+    """[[bucket offset from the window's first, count], ...] of the non-empty buckets.
+
+    Warm-up buckets, before the window, have negative offsets.
+    """
     out = []
     slots = capture.slots
-    for bucket in range(max(capture.first, last - slots + 1), min(last, capture.current) + 1):
+    for bucket in range(max(capture.warm_first, last - slots + 1), min(last, capture.current) + 1):
         n = counts[bucket % slots]
         if n:
             out.append([bucket - capture.first, n])
@@ -135,13 +148,21 @@ def recording_of(capture: Capture) -> dict[str, Any]:
 
     Times in it are seconds from the window's start; each sample keeps its
     own wall clock reading (`now`) and absolute start/end, exactly what the
-    classifier saw. Waits are those of the whole minutes overlapping the window.
+    classifier saw. The measured waits are those of the window's whole minutes.
     """
     start = capture.first * capture.bucket_seconds
+    early = capture.warm_first * capture.bucket_seconds
     keys = []
-    for tenant, component, priority, counts, last, samples in capture.keys:
+    for tenant, component, priority, counts, last, sampled in capture.keys:
         ring = _ring(counts, last, capture)
-        if ring:
+        # Samples of the epochs overlapping the window, each with its epoch's
+        # start in window seconds (negative: it began before the window).
+        samples = [
+            {**sample, "epoch": epoch - start}
+            for epoch, sample in sampled
+            if epoch + capture.epoch_seconds > early
+        ]
+        if ring and samples:
             keys.append(
                 {
                     "tenant": tenant,
@@ -158,7 +179,9 @@ def recording_of(capture: Capture) -> dict[str, Any]:
     for minute, hists, by_component, by_priority, refused in capture.minutes:
         for component, (hist, _) in sorted(hists.items()):
             rows = service.setdefault(component, [])
-            rows.append([max(0.0, minute * 60.0 - start), sorted(hist.items())])
+            rows.append([minute * 60.0 - start, sorted(hist.items())])
+        if minute * 60 < start:
+            continue  # a warm-up minute: its service times only
         for component, waits in by_component.items():
             comps.setdefault(component, []).append(waits)
         for priority, waits in by_priority.items():
@@ -168,9 +191,11 @@ def recording_of(capture: Capture) -> dict[str, Any]:
         "format": RECORDING_FORMAT,
         "window_seconds": (capture.current - capture.first + 1) * capture.bucket_seconds,
         "bucket_seconds": capture.bucket_seconds,
+        "epoch_seconds": capture.epoch_seconds,
+        "warmup_seconds": (capture.first - capture.warm_first) * capture.bucket_seconds,
         "recorded_at": capture.wall,
         "keys": keys,
-        "dropped": sum(n for _, n in _ring(*capture.dropped, capture)),
+        "dropped": sum(n for offset, n in _ring(*capture.dropped, capture) if offset >= 0),
         "service_seconds": service,
         "measured": {
             "by_component": {c: summary_of(w) for c, w in sorted(comps.items())},
@@ -191,17 +216,22 @@ class TrafficRecorder:
         horizon_seconds: int = 3600,
         bucket_seconds: int = 5,
         max_keys: int = 2000,
-        samples_per_key: int = 8,
+        samples_per_epoch: int = 16,
+        epoch_seconds: int = 300,
+        seed: int = 0,
     ) -> None:
-        if horizon_seconds < bucket_seconds or bucket_seconds < 1:
-            raise ValueError("horizon_seconds must be at least bucket_seconds >= 1")
+        if horizon_seconds < 120 or bucket_seconds < 1 or 60 % bucket_seconds:
+            raise ValueError("horizon_seconds must be >= 120, bucket_seconds divide 60")
         self._clock = clock
         self._wall = wall_clock
         self.horizon_seconds = horizon_seconds
         self.bucket_seconds = bucket_seconds
         self.slots = horizon_seconds // bucket_seconds
         self.max_keys = max_keys
-        self.samples_per_key = samples_per_key
+        self.samples_per_epoch = samples_per_epoch
+        self.epoch_seconds = epoch_seconds
+        self._epochs_kept = max(1, math.ceil(horizon_seconds / epoch_seconds))
+        self._rng = random.Random(seed)
         self._keys: dict[tuple[str, str, int], _Key] = {}
         self._dropped = _Key("", "", 0, array("I", bytes(4 * self.slots)), 0, deque(maxlen=1))
         self._minutes: deque[_Minute] = deque()
@@ -248,21 +278,36 @@ class TrafficRecorder:
 
     # -- export ------------------------------------------------------------------
 
-    def capture(self, window_seconds: int) -> Capture:
+    def capture(self, window_seconds: int, warmup_seconds: int = WARMUP_SECONDS) -> Capture:
         """Copies of what the last `window_seconds` need: cheap, for the scheduler's loop.
 
+        The window starts at a whole minute (so it spans `window_seconds` to
+        a minute more), where the per-minute waits start too, and up to
+        `warmup_seconds` recorded before it come along as a warm-up: the
+        replay starts there, so the window begins with the queue it had.
         Turning it into a recording (`recording_of`) is left to the caller,
         which runs it away from the loop (the simulation worker process).
         """
-        window = max(self.bucket_seconds, min(int(window_seconds), self.horizon_seconds))
+        width = self.bucket_seconds
+        window = max(60, min(int(window_seconds), self.horizon_seconds - 60))
         now = self._clock()
-        current = int(now // self.bucket_seconds)
-        first = current - window // self.bucket_seconds + 1
-        start = first * self.bucket_seconds
+        current = int(now // width)
+        start = int(math.floor((now - window) / 60.0)) * 60
+        first = start // width
+        oldest = current - self.slots + 1
+        warm_first = max(oldest, first - max(0, int(warmup_seconds)) // width)
+        early = warm_first * width
         keys = [
-            (k.tenant_id, k.component, k.priority, k.counts[:], k.last_bucket, list(k.samples))
+            (
+                k.tenant_id,
+                k.component,
+                k.priority,
+                k.counts[:],
+                k.last_bucket,
+                [(e[0] * self.epoch_seconds, x) for e in k.epochs for x in e[2]],
+            )
             for k in self._keys.values()
-            if k.last_bucket >= first
+            if k.last_bucket >= warm_first
         ]
         minutes = [
             (
@@ -273,11 +318,20 @@ class TrafficRecorder:
                 m.rejected,
             )
             for m in self._minutes
-            if (m.minute + 1) * 60 > start
+            if (m.minute + 1) * 60 > early
         ]
         dropped = (self._dropped.counts[:], self._dropped.last_bucket)
         return Capture(
-            self.bucket_seconds, self.slots, first, current, self._wall(), keys, dropped, minutes
+            self.bucket_seconds,
+            self.slots,
+            first,
+            current,
+            warm_first,
+            self._wall(),
+            keys,
+            self.epoch_seconds,
+            dropped,
+            minutes,
         )
 
     def export(self, window_seconds: int) -> dict[str, Any]:
@@ -287,7 +341,8 @@ class TrafficRecorder:
     # -- internals ---------------------------------------------------------------
 
     def _arrival(self, request: Request) -> None:
-        bucket = int(self._clock() // self.bucket_seconds)
+        now = self._clock()
+        bucket = int(now // self.bucket_seconds)
         ident = (request.tenant_id, request.component, request.priority)
         key = self._keys.get(ident)
         if key is None:
@@ -300,22 +355,37 @@ class TrafficRecorder:
                 request.priority,
                 array("I", bytes(4 * self.slots)),
                 bucket,
-                deque(maxlen=self.samples_per_key),
+                deque(maxlen=self._epochs_kept),
             )
             self._keys[ident] = key
         self._count(key, bucket)
+        self._sample(key, request, now)
+
+    def _sample(self, key: _Key, request: Request, now: float) -> None:
+        """Reservoir-sample the request into its key's current epoch."""
+        epoch = int(now // self.epoch_seconds)
+        if not key.epochs or key.epochs[-1][0] != epoch:
+            key.epochs.append([epoch, 0, []])
+        current = key.epochs[-1]
+        current[1] += 1
+        reservoir: list[dict[str, Any]] = current[2]
+        if len(reservoir) < self.samples_per_epoch:
+            slot = len(reservoir)
+            reservoir.append({})
+        else:
+            slot = self._rng.randrange(current[1])
+            if slot >= self.samples_per_epoch:
+                return
         headers = request.headers
-        key.samples.append(
-            {
-                "query": request.query,
-                "api_type": request.api_type,
-                "start": request.start,
-                "end": request.end,
-                "step": request.step,
-                "headers": {h: headers[h] for h in _HEADERS if headers.get(h)},
-                "now": self._wall(),
-            }
-        )
+        reservoir[slot] = {
+            "query": request.query,
+            "api_type": request.api_type,
+            "start": request.start,
+            "end": request.end,
+            "step": request.step,
+            "headers": {h: headers[h] for h in _HEADERS if headers.get(h)},
+            "now": self._wall(),
+        }
 
     def _count(self, key: _Key, bucket: int) -> None:
         slots = self.slots

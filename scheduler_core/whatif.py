@@ -133,6 +133,7 @@ def _engine_input(workload: Workload, configs: ConfigSet, seed: int) -> EngineIn
         services=list(map(service, components, workload.quantiles, workload.seconds)),
         worker_order_seed=seed,
         start_after_arrivals_at_zero=workload.start_after_arrivals_at_zero,
+        measure_from_us=workload.measure_from_us,
         sample_every_us=max(US, round(span * US / _SERIES_POINTS)) if span else US // 100,
     )
 

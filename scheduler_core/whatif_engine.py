@@ -88,6 +88,10 @@ class EngineInput:
     keep_log: bool = False
     # Sample the queue length every this many microseconds (0: never).
     sample_every_us: int = 0
+    # Arrivals before this instant are a warm-up: they load the queue as it
+    # stood when the measured interval began, and are not counted; times in
+    # the result (waits aside) are then measured from this instant.
+    measure_from_us: int = 0
 
 
 @dataclass(slots=True)
@@ -148,7 +152,9 @@ def run_engine(
     # Reserved-and-idle accounting, as the inspector defines it: a querier
     # reserved somewhere with no busy worker.
     busy_count: dict[str, int] = dict.fromkeys(reserved, 0)
-    idle_since: dict[str, int] = dict.fromkeys(reserved, 0)
+    measure_from = run.measure_from_us
+    measure_from_s = measure_from / US
+    idle_since: dict[str, int] = dict.fromkeys(reserved, measure_from)
     idle_total = [0]
     by_priority = out.waits_by_priority
     by_component = out.waits_by_component
@@ -169,8 +175,19 @@ def run_engine(
             return False
         now = now_box[0]
         in_flight[w] = request
-        wait = now / US - request.enqueued_at
+        service: int = request.payload
+        if querier in busy_count:
+            if not busy_count[querier]:
+                idle_total[0] += max(0, now - max(idle_since[querier], measure_from))
+            busy_count[querier] += 1
+        seq += 1
+        heapq.heappush(heap, (now + service, seq, w))
         component = request.component
+        if now >= measure_from:
+            busy_us[component] += service
+        if request.enqueued_at < measure_from_s:
+            return True  # a warm-up request: it only loads the queue
+        wait = now / US - request.enqueued_at
         waits = by_priority.get(request.priority)
         if waits is None:
             waits = by_priority[request.priority] = []
@@ -183,17 +200,9 @@ def run_engine(
         if waits is None:
             waits = by_tenant[request.tenant_id] = []
         waits.append(wait)
-        service: int = request.payload
-        busy_us[component] += service
         served.add(querier)
         if log is not None:
             log.append((request.id, component, wait))
-        if querier in busy_count:
-            if not busy_count[querier]:
-                idle_total[0] += now - idle_since[querier]
-            busy_count[querier] += 1
-        seq += 1
-        heapq.heappush(heap, (now + service, seq, w))
         return True
 
     times, tenants, components = run.times, run.tenants, run.components
@@ -214,8 +223,11 @@ def run_engine(
         try:
             enqueue(request)
         except TooManyRequests:
-            rejected[request.tenant_id] += 1
+            if times[i] >= measure_from:
+                rejected[request.tenant_id] += 1
             return False
+        if times[i] >= measure_from:
+            out.enqueued += 1
         return True
 
     waiting: list[int] = []
@@ -230,7 +242,7 @@ def run_engine(
         waiting = order
     events = 0
     sample_every = run.sample_every_us
-    next_sample = 0
+    next_sample = measure_from
     samples = out.queue_length
     all_events = 2 * total
     while True:
@@ -240,7 +252,7 @@ def run_engine(
             # same instants for every config, so two runs chart side by side.
             upcoming = times[ai] if arrival else heap[0][0] if heap else -1
             while 0 <= next_sample <= upcoming and len(samples) < _MAX_SAMPLES:
-                samples.append((next_sample / US, len(queue)))
+                samples.append(((next_sample - measure_from) / US, len(queue)))
                 next_sample += sample_every
         if arrival:
             now_box[0] = times[ai]
@@ -259,7 +271,8 @@ def run_engine(
             assert request is not None
             in_flight[w] = None
             complete(request.id)
-            out.completed += 1
+            if request.enqueued_at >= measure_from_s:
+                out.completed += 1
             querier = workers[w][0]
             if querier in busy_count:
                 busy_count[querier] -= 1
@@ -280,13 +293,12 @@ def run_engine(
     end = now_box[0]
     for querier, count in busy_count.items():
         if not count:
-            idle_total[0] += end - idle_since[querier]
-    out.enqueued = total - sum(rejected.values())
+            idle_total[0] += max(0, end - max(idle_since[querier], measure_from))
     out.left_queued = len(queue)
-    out.makespan = end / US
+    out.makespan = max(0, end - measure_from) / US
     out.reserved_idle_seconds = idle_total[0] / US
     out.busy_by_component = {c: us / US for c, us in sorted(busy_us.items())}
     out.served_by = frozenset(served)
     if sample_every and len(samples) < _MAX_SAMPLES:
-        samples.append((end / US, len(queue)))
+        samples.append((max(0, end - measure_from) / US, len(queue)))
     return out

@@ -11,13 +11,16 @@ the proposed config see the very same arrivals and the same draws.
 `recent` (`recent_workload`) replays a recording of the live scheduler
 (`scheduler_core.traffic_record`): each 5-second bucket's arrivals of each
 (tenant, component, priority) come back with the same count, at uniformly
-drawn instants within the bucket, each taking one of that key's recorded
-queries. Service times are drawn from the histogram of the minute being
-replayed, for the component the request gets under the simulated config
-(the whole window's histogram for that component when that minute has none,
-all components' when the component had none at all). The fleet is the one
-connected when the recording was taken. The named scenarios are in
-`scheduler_core.whatif_scenarios`.
+drawn instants within the bucket, each taking one of the queries sampled
+for that key in the 5-minute epoch the bucket belongs to. Service times
+are drawn from the histogram of the minute being replayed, for the
+component the request gets under the simulated config (the whole window's
+histogram for that component when that minute has none, all components'
+when the component had none at all). The fleet is the one
+connected when the recording was taken. The replay starts with the
+recording's warm-up (the two minutes before the window), which is not
+measured, so the window begins with the backlog it really had. The named
+scenarios are in `scheduler_core.whatif_scenarios`.
 """
 
 from __future__ import annotations
@@ -123,6 +126,8 @@ class Workload:
     description: dict[str, Any]
     duration_seconds: float | None = None
     start_after_arrivals_at_zero: bool = False
+    # Arrivals before this instant are a warm-up, not measured (see the engine).
+    measure_from_us: int = 0
 
 
 def service_factor(knobs: Knobs, component: str) -> float:
@@ -272,11 +277,13 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
     """Replay a recording (see the module doc); deterministic for the seed."""
     window = int(recording["window_seconds"])
     width = int(recording["bucket_seconds"])
+    warm = int(recording.get("warmup_seconds", 0)) // width
     duration = float(knobs.duration_seconds or window)
     recorded, simulated = window // width, math.ceil(duration / width)
     keys = recording["keys"]
-    offered = sum(n for key in keys for _, n in key["counts"])
-    check_size(offered * knobs.arrival_factor * duration / window, "knobs.duration_seconds")
+    offered = sum(n for key in keys for offset, n in key["counts"] if offset >= 0)
+    expected = offered * knobs.arrival_factor * (duration + warm * width) / window
+    check_size(expected, "knobs.duration_seconds")
     fleet = resize_fleet([(str(q), int(w)) for q, w in recording.get("fleet", ())], knobs.queriers)
     if not fleet:
         raise WorkloadError("knobs.queriers", "no querier was connected: set knobs.queriers")
@@ -288,29 +295,42 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         float(recorded_windows.get("query_store_after", 12 * 3600.0)),
     )
     kinds: list[Kind] = []
-    key_kinds: list[list[int]] = []
-    per_bucket: list[list[tuple[int, int]]] = [[] for _ in range(recorded)]
+    # Per key: its epochs' starts (window seconds) and each epoch's kinds.
+    key_epochs: list[tuple[list[float], list[list[int]]]] = []
+    per_bucket: dict[int, list[tuple[int, int]]] = {}
     for k, key in enumerate(keys):
-        start = len(kinds)
+        epochs: dict[float, list[int]] = {}
         for sample in key["samples"]:
+            epochs.setdefault(float(sample.get("epoch", 0.0)), []).append(len(kinds))
             kinds.append(_sample_kind(key["tenant"], key["component"], sample, windows))
-        key_kinds.append(list(range(start, len(kinds))))
+        starts = sorted(epochs)
+        key_epochs.append((starts, [epochs[e] for e in starts]))
         for offset, n in key["counts"]:
-            if 0 <= offset < recorded and key_kinds[k]:
-                per_bucket[offset].append((k, int(n)))
+            if -warm <= offset < recorded and starts:
+                per_bucket.setdefault(int(offset), []).append((k, int(n)))
     rng = random.Random(seed)
     times: list[int] = []
     kind_of: list[int] = []
     quantiles: list[float] = []
     seconds: list[int] = []
-    end_us = round(duration * US)
-    for j in range(simulated):
-        source = recorded - simulated + j if simulated <= recorded else j % recorded
+    # Simulated bucket j (negative: the warm-up) replays recorded bucket
+    # `source`: the last `duration` of the window, or the window over and
+    # over when the duration is longer; the warm-up replays what came just
+    # before. Time 0 is the warm-up's start.
+    measure_from = warm * width * US
+    end_us = measure_from + round(duration * US)
+    for j in range(-warm, simulated):
+        if simulated <= recorded or j < 0:
+            source = recorded - simulated + j if simulated <= recorded else j
+        else:
+            source = j % recorded
         batch: list[tuple[int, int, float]] = []
-        for k, n in per_bucket[source]:
-            choices = key_kinds[k]
+        for k, n in per_bucket.get(source, ()):
+            # The queries of the epoch this bucket was recorded in.
+            starts, groups = key_epochs[k]
+            choices = groups[max(0, bisect_right(starts, source * width) - 1)]
             for _ in range(_scaled(n, knobs.arrival_factor, rng)):
-                at = round((j + rng.random()) * width * US)
+                at = round((j + warm + rng.random()) * width * US)
                 pick = choices[rng.randrange(len(choices))]
                 batch.append((at, pick, rng.random()))
         batch.sort()
@@ -330,11 +350,13 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         service=_HistogramService(recording.get("service_seconds") or {}, knobs),
         fleet=fleet,
         duration_seconds=duration,
+        measure_from_us=measure_from,
         description={
             "kind": "recent",
             "window_seconds": window,
+            "warmup_seconds": warm * width,
             "duration_seconds": duration,
-            "requests": len(times),
+            "requests": sum(1 for at in times if at >= measure_from),
             "tenants": len({key["tenant"] for key in keys}),
             "dropped": int(recording.get("dropped", 0)),
             "queriers": len(fleet),

@@ -71,7 +71,10 @@ def test_old_traffic_leaves_the_window_and_the_ring_forgets_it() -> None:
     recorder.on_enqueued(_request(1, clock))
     clock.now += 400
     recorder.on_enqueued(_request(2, clock))
-    assert sum(n for _, n in recorder.export(300)["keys"][0]["counts"]) == 1
+    counts = recorder.export(300)["keys"][0]["counts"]
+    # Request 1 came before the window: it is part of the warm-up (offset < 0).
+    assert sum(n for offset, n in counts if offset >= 0) == 1
+    assert sum(n for offset, n in counts if offset < 0) == 1
     clock.now += 700  # a whole horizon later the slot of request 2 is reused
     recorder.on_enqueued(_request(3, clock))
     assert sum(n for _, n in recorder.export(600)["keys"][0]["counts"]) == 1
@@ -79,13 +82,28 @@ def test_old_traffic_leaves_the_window_and_the_ring_forgets_it() -> None:
 
 def test_memory_is_bounded_by_keys_and_samples_whatever_the_rate() -> None:
     clock = Clock()
-    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, max_keys=3, samples_per_key=2)
+    recorder = TrafficRecorder(
+        clock=clock, wall_clock=clock.wall, max_keys=3, samples_per_epoch=2, epoch_seconds=60
+    )
     for n in range(50):
         recorder.on_enqueued(_request(n, clock, tenant=f"t{n % 5}"))
-    recording = recorder.export(60)
+        clock.now += 2.0
+    recording = recorder.export(120)
     assert len(recording["keys"]) == 3
-    assert all(len(k["samples"]) == 2 for k in recording["keys"])
+    # Two samples per key for each 60-second epoch the window overlaps.
+    assert all(len(k["samples"]) <= 2 * 3 for k in recording["keys"])
     assert recording["dropped"] == 20
+
+
+def test_each_epochs_sample_is_uniform_over_its_requests() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, samples_per_epoch=16, seed=5)
+    for n in range(400):  # one in four is a rare query, all in one epoch
+        recorder.on_enqueued(_request(n, clock, query="rare" if n % 4 == 0 else "common"))
+        clock.now += 0.5
+    samples = recorder.export(300)["keys"][0]["samples"]
+    rare = sum(sample["query"] == "rare" for sample in samples)
+    assert len(samples) == 16 and 1 <= rare <= 10
 
 
 def test_service_time_is_dispatch_to_result_and_cancelled_runs_are_not_one() -> None:
@@ -102,8 +120,9 @@ def test_service_time_is_dispatch_to_result_and_cancelled_runs_are_not_one() -> 
 
 
 def _recording(clock: Clock, seconds: int = 300, rate: float = 4.0) -> dict[str, object]:
+    """The last `seconds` of traffic that ran two minutes longer (the warm-up)."""
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
-    for n in range(1, int(seconds * rate) + 1):
+    for n in range(1, int((seconds + 120) * rate) + 1):
         clock.now += 1 / rate
         if n % 4:
             request = _request(n, clock)
@@ -118,15 +137,23 @@ def _recording(clock: Clock, seconds: int = 300, rate: float = 4.0) -> dict[str,
 
 def test_the_recorded_counts_are_replayed_exactly_at_factor_one() -> None:
     recording = _recording(Clock())
-    offered = sum(n for key in recording["keys"] for _, n in key["counts"])  # type: ignore[union-attr]
+    keys = recording["keys"]
+    assert isinstance(keys, list)
+    offered = sum(n for key in keys for offset, n in key["counts"] if offset >= 0)
+    warm = sum(n for key in keys for offset, n in key["counts"] if offset < 0)
+    window = recording["window_seconds"]
+    assert isinstance(window, int) and 300 <= window < 360  # from a whole minute
+    assert recording["warmup_seconds"] == 120 and warm > 0
     workload = recent_workload(recording, Knobs(), seed=1)
-    assert len(workload.times) == offered
+    assert workload.description["requests"] == offered
+    assert len(workload.times) == offered + warm
+    assert workload.measure_from_us == 120_000_000
     assert workload.times == sorted(workload.times)
     assert workload.description["workers"] == 8
-    half = recent_workload(recording, Knobs(duration_seconds=150.0), seed=1)
-    assert 0.45 < len(half.times) / offered < 0.55
-    twice = recent_workload(recording, Knobs(duration_seconds=600.0), seed=1)
-    assert len(twice.times) == 2 * offered
+    half = recent_workload(recording, Knobs(duration_seconds=window / 2), seed=1)
+    assert 0.45 < half.description["requests"] / offered < 0.55
+    twice = recent_workload(recording, Knobs(duration_seconds=2.0 * window), seed=1)
+    assert twice.description["requests"] == 2 * offered
     fewer = recent_workload(recording, Knobs(queriers=1), seed=1)
     assert fewer.fleet == [("q-1", 4)]
     more = recent_workload(recording, Knobs(queriers=3), seed=1)

@@ -195,6 +195,8 @@ async function run(event) {
     } else if (response.status === 400) {
       statusLine.textContent = "Nothing was simulated: fix the fields below.";
       showErrors(flatten(answer));
+    } else if (answer.code === "cancelled") {
+      statusLine.textContent = "Cancelled.";
     } else {
       statusLine.textContent = answer.detail || `The simulation failed (${response.status}).`;
     }
