@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduler_core.fast_match import first_attribute, priority_match
 from scheduler_core.model import TenantLimits
-from scheduler_core.priority import RuleReason, attribute_reasons, match_priority
+from scheduler_core.priority import RuleReason, attribute_reasons
 from scheduler_core.rules import QueryInfo, QueryRejection
 
 __all__ = [
@@ -107,16 +108,25 @@ class Verdict:
 _PLAIN = Verdict(0)
 
 
+def _rejectable(info: QueryInfo) -> bool:
+    if info.api_type not in REJECTABLE_API_TYPES:
+        return False
+    return bool(info.query) or info.api_type not in _EXPRESSION_API_TYPES
+
+
 def judge(limits: TenantLimits, info: QueryInfo, now: float) -> Verdict:
-    """Rejection first, then priority: Cortex's `rejectQueryOrSetPriority`."""
+    """Rejection first, then priority: Cortex's `rejectQueryOrSetPriority`.
+
+    The same decisions as `match_rejection` and `priority.match_priority`,
+    through their reason-free twins (`fast_match`): this runs per request.
+    """
     qr, qp = limits.query_rejection, limits.query_priority
     if not qr.enabled and not qp.enabled:
         return _PLAIN
-    if qr.enabled:
-        rejected = match_rejection(qr, info, now).attribute_index
+    if qr.enabled and _rejectable(info):
+        rejected = first_attribute(qr.query_attributes, info, now)
         if rejected is not None:
             return Verdict(0, rejected_by=rejected)
     if not qp.enabled:
         return _PLAIN
-    match = match_priority(qp, info, now)
-    return Verdict(match.priority, match.rule_index, match.attribute_index)
+    return Verdict(*priority_match(qp, info, now))

@@ -149,11 +149,16 @@ class RuleStats:
         minute = int(self._clock() // BUCKET_SECONDS)
         if minute != rec.minute:
             rec.roll(minute)
-        try:
-            slot = rec.slot(verdict)
-        except IndexError:  # a verdict from other limits: count it as default
+        # `_Record.slot`, inlined: this runs once per request.
+        if verdict.rejected_by is not None:
+            slot = 2 + verdict.rejected_by
+        elif verdict.rule_index is None or verdict.attribute_index is None:
             slot = _DEFAULT
+        else:
+            slot = rec.starts[verdict.rule_index] + verdict.attribute_index
         current, version = rec.current, rec.version
+        if slot >= len(version):  # a verdict judged under other limits
+            slot = _DEFAULT
         current[_TOTAL] += 1
         current[slot] += 1
         version[_TOTAL] += 1

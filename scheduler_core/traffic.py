@@ -88,6 +88,7 @@ class SampledRequest:
         component: str,
         priority: int,
         rejected: bool,
+        size: int | None = None,
     ) -> None:
         self.arrived = arrived
         self.query = query
@@ -104,7 +105,9 @@ class SampledRequest:
         self.service: float | None = None
         self.dispatched: float | None = None
         self.size = (
-            ENTRY_OVERHEAD
+            size
+            if size is not None
+            else ENTRY_OVERHEAD
             + len(query)
             + sum(len(v) for _, v in headers)
             + sum(len(m) for m in matchers or ())
@@ -189,6 +192,12 @@ class TrafficSample:
         """Keep one request as admission saw it (`arrived`: unix seconds)."""
         if not self.per_tenant:
             return
+        user_agent, dashboard, panel = info.user_agent, info.dashboard_uid, info.panel_id
+        matchers = info.matchers
+        # The size by hand: this runs once per request.
+        size = ENTRY_OVERHEAD + len(info.query) + len(user_agent) + len(dashboard) + len(panel)
+        if matchers:
+            size += sum(map(len, matchers))
         entry = SampledRequest(
             arrived=arrived,
             query=info.query,
@@ -196,11 +205,12 @@ class TrafficSample:
             start=None if info.start is None else info.start - arrived,
             end=None if info.end is None else info.end - arrived,
             step=info.step,
-            headers=_headers(info),
-            matchers=info.matchers,
+            headers=_headers(info) if user_agent or dashboard or panel else (),
+            matchers=matchers,
             component=component,
             priority=priority,
             rejected=rejected,
+            size=size,
         )
         if entry.size > self.max_bytes:
             return

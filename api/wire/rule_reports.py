@@ -25,6 +25,7 @@ from api.cluster.replica_rules import ReplicaCounts
 from api.wire import runtime_host
 from scheduler_core.model import TenantLimits
 from scheduler_core.rule_stats import WINDOWS, RuleCounts, limits_fingerprint, slot_layout
+from scheduler_core.traffic import SampledRequest
 
 __all__ = [
     "WINDOW_NAMES",
@@ -58,19 +59,22 @@ def local_counts(tenant_id: str) -> RuleCounts | None:
     return local_counts_many([tenant_id]).get(tenant_id)
 
 
-async def _on_loop_rows(tenant_ids: list[str] | None) -> dict[str, list[tuple[Any, ...]]]:
+async def _on_loop_entries(tenant_ids: list[str] | None) -> dict[str, list[SampledRequest]]:
+    # Only list copies on the loop (C speed, even for 1,000 x 1,000): turning
+    # them into rows happens in the caller's thread, off the loop.
     if not runtime_host.started():
         return {}
     traffic = runtime_host.get_host().admission_log.traffic
     wanted = traffic.tenants() if tenant_ids is None else tenant_ids
-    return {t: rows for t in wanted if (rows := traffic.rows(t))}
+    return {t: entries for t in wanted if (entries := traffic.requests(t))}
 
 
 def sample_rows(tenant_ids: Iterable[str] | None = None) -> dict[str, list[tuple[Any, ...]]]:
     """Sampled requests as plain rows per tenant (every sampled tenant if None)."""
     if not runtime_host.started():
         return {}
-    return async_to_sync(_on_loop_rows)(None if tenant_ids is None else list(tenant_ids))
+    entries = async_to_sync(_on_loop_entries)(None if tenant_ids is None else list(tenant_ids))
+    return {t: [e.to_row() for e in sample] for t, sample in entries.items()}
 
 
 async def _on_loop_queriers() -> list[str]:

@@ -1,0 +1,70 @@
+"""The tenant editor against real traffic: dry run of an edit, save, live hit counts."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from loadgen.daphne_process import DaphneProcess
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+
+REGEX = "query_priority.priorities[0].query_attributes[0].regex"
+SEED = """
+from api.store import services
+services.tenant_put(tenant_id="hits", expected_version=None, author=None, source="cli", config={
+    "query_priority": {"enabled": True, "default_priority": 0, "priorities": [
+        {"priority": 5, "query_attributes": [{"regex": "^never$"}]}]}})
+"""
+
+
+def _login(page: Page) -> None:
+    page.goto("/login/")
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+
+
+def _save(page: Page) -> None:
+    """Save as a person does: the first Save may answer with a review to confirm."""
+    page.get_by_role("button", name="Save", exact=True).click()
+    confirm = page.locator("#confirm-save")
+    success = page.locator(".msg-success")
+    expect(confirm.or_(success).first).to_be_visible()
+    if confirm.is_visible():
+        confirm.click()
+    expect(success).to_contain_text("Saved hits")
+
+
+def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    server.run_python(SEED)
+    _login(page)
+    traffic.enqueue("hits", query="sum(rate(special_total[5m]))", count=4)
+    traffic.enqueue("hits", query="up", count=2)
+
+    page.goto("/tenants/hits/")
+    rule = page.locator('[data-hits="rule-0"]')
+    expect(rule).to_have_text("matched nothing in 1 h of 6 requests")
+    expect(page.locator('[data-hits="default"]')).to_contain_text("1h 6")
+
+    page.locator(f'[name="{REGEX}"]').fill("special")
+    page.get_by_role("button", name="Test against recent traffic").click()
+    expect(page.locator("#dry-run-sample")).to_have_text("6")
+    expect(page.locator("#dry-run-changed")).to_have_text("4")
+    expect(page.locator("#dry-run-unchanged")).to_have_text("2")
+    row = page.locator(".dry-run-changes tbody tr")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(re.compile(r"priority 0\s*priority 5\s*4"))
+    expect(row).to_contain_text("sum(rate(special_total[5m]))")
+    page.screenshot(path=str(SCREENSHOTS / "tenant-dry-run.png"), full_page=True)
+
+    _save(page)
+    page.goto("/tenants/hits/")
+    expect(rule).to_contain_text("since this version 0")
+    traffic.enqueue("hits", query="sum(rate(special_total[5m]))", count=3)
+    # The new version's counts start from zero and rise as the queries arrive.
+    expect(rule).to_contain_text("matched 5m 3 · 1h 3 · since this version 3", timeout=10_000)
+    expect(page.locator('[data-hits="rule-0-attr-0"]')).to_contain_text("since this version 3")
