@@ -1,7 +1,9 @@
 """The inspector websocket: session-authenticated, one `Viewer` per connection.
 
 Protocol (JSON text frames). Browser → server: `subscribe` (projection,
-search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`.
+search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`, `drill`
+(a node's requests: tenant, component, priority, state, search, regex,
+min_wait, frontend, limit; see `dashboard.drill`) and `drill_close`.
 Server → browser: `snapshot` (every section) after subscribe, resume or
 resync; then `update` frames with only the sections that changed; both carry
 `epoch` and `seq`; `error` for a bad message. See `dashboard.live`.
@@ -22,6 +24,7 @@ from channels.db import database_sync_to_async
 from api.store.roles import role_of
 from api.wire.bounded_json import loads_bounded
 from api.wire.consumers.guard import GuardedConsumer
+from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
 
@@ -83,6 +86,16 @@ class InspectorConsumer(GuardedConsumer):
             viewer.paused = False
             viewer.subscribe(params)
             get_broadcaster().send_now(viewer)
+        elif kind == "drill":
+            try:
+                drill = DrillParams.from_message(message)
+            except InvalidDrill as exc:
+                await self._error(f"drill {exc}")
+                return
+            viewer.drill = DrillState(drill)
+            get_broadcaster().send_now(viewer)
+        elif kind == "drill_close":
+            viewer.drill = None
         elif kind == "pause":
             viewer.paused = True
         elif kind in ("resume", "resync"):

@@ -54,6 +54,7 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "priority_aging",
     "query_ingesters_within",
     "query_store_after",
+    "stuck_threshold",
 )
 _RULE_KEY = re.compile(r"query_priority\.priorities\[(\d+)\]\.(.+)")
 _ATTR_KEY = re.compile(r"query_attributes\[(\d+)\]\.(.+)")

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
+from dashboard.drill import DrillParams, DrillState, longest_running, stuck_summary
 from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
@@ -56,7 +57,7 @@ LOOP_BUDGET = 0.1
 ACK_WINDOW = 2
 CHART_POINTS = 300  # five minutes at one point per second
 CHART_SECONDS = 1.0
-SECTIONS = ("header", "tree", "queriers", "frontends")
+SECTIONS = ("header", "tree", "queriers", "frontends", "longest")
 # Changes on every process start, so a browser that reconnects to a restarted
 # server (or another replica) knows its seq numbers mean nothing any more.
 EPOCH = f"{os.getpid():x}-{int(time.time() * 1000):x}"
@@ -70,8 +71,9 @@ class SnapshotSource(Protocol):
     def stats(self) -> Mapping[str, Any] | None: ...
 
     # Optional, read with getattr: `replicas() -> MergedView | None` (scale-out,
-    # with the peers' frontends) and `frontends() -> Sequence[FrontendRow]`
-    # (this replica's own frontends).
+    # with the peers' frontends), `frontends() -> Sequence[FrontendRow]`
+    # (this replica's own frontends), `stuck_threshold() -> float` and
+    # `drill_page(DrillParams) -> page | None` (the drill-down, dashboard.drill).
 
 
 def _dumps(value: Any) -> str:
@@ -90,6 +92,8 @@ class Tick:
         wall_time: float | None = None,
         replicas: MergedView | None = None,
         frontends: Sequence[FrontendRow] = (),
+        stuck_threshold: float | None = None,
+        drill_source: Callable[[DrillParams], Any] | None = None,
     ) -> None:
         self.number = number
         self.wall_time = time.time() if wall_time is None else wall_time
@@ -99,7 +103,14 @@ class Tick:
         header["interval"] = interval
         if replicas is not None:
             header["replicas"] = replicas.header()
+        if stuck_threshold is not None:
+            header["stuck"] = stuck_summary(snapshot, stuck_threshold)
         self.header = _dumps(header)
+        owners = replicas.querier_replicas if replicas is not None else None
+        self.longest = _dumps(longest_running(snapshot, owners, self.wall_time))
+        self._drill_source = drill_source
+        # One drill page per distinct drill and tick, shared by its viewers.
+        self._drills: dict[DrillParams, Any] = {}
         self.frontend_rows = tuple(frontends)
         self._queriers: str | None = None
         self._frontends_panel: dict[str, Any] | None = None
@@ -145,7 +156,15 @@ class Tick:
             "tree": self.tree(params),
             "queriers": self.queriers,
             "frontends": self.frontends,
+            "longest": self.longest,
         }
+
+    def drill_page(self, params: DrillParams) -> Any:
+        """The drill page for these params this tick (None without a local runtime)."""
+        if params not in self._drills:
+            source = self._drill_source
+            self._drills[params] = source(params) if source is not None else None
+        return self._drills[params]
 
 
 class Viewer:
@@ -163,6 +182,8 @@ class Viewer:
         self._sent: dict[str, str] = {}
         self._chart_sent = 0  # absolute index of the next chart point to send
         self._task: asyncio.Task[None] | None = None
+        # The drill-down this browser has open (dashboard.drill), if any.
+        self.drill: DrillState | None = None
 
     def subscribe(self, params: ViewParams) -> None:
         self.params = params
@@ -188,6 +209,9 @@ class Viewer:
         """The next frame for this viewer, or None when nothing changed."""
         sections = tick.sections(self.params)
         full = self._need_full
+        if self.drill is not None:
+            page = tick.drill_page(self.drill.params)
+            sections = {**sections, "drill": self.drill.section(page, full)}
         changed = (
             sections if full else {k: v for k, v in sections.items() if self._sent.get(k) != v}
         )
@@ -305,9 +329,22 @@ class Broadcaster:
         replicas = replicas_of() if replicas_of is not None else None
         frontends_of = getattr(source, "frontends", None)
         frontends = frontends_of() if frontends_of is not None else ()
+        threshold_of = getattr(source, "stuck_threshold", None)
+        threshold = threshold_of() if threshold_of is not None else None
+        drill_source = getattr(source, "drill_page", None)
         self.ticks += 1
         wall = self._wall_clock()
-        tick = Tick(self.ticks, snapshot, stats, self.interval, wall, replicas, frontends)
+        tick = Tick(
+            self.ticks,
+            snapshot,
+            stats,
+            self.interval,
+            wall,
+            replicas,
+            frontends,
+            stuck_threshold=threshold,
+            drill_source=drill_source,
+        )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             self.chart.append(_chart_point(tick, stats))
         self.current = tick

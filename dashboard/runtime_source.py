@@ -62,6 +62,24 @@ class RuntimeSource:
     def frontends(self) -> list[FrontendRow]:
         return self._frontends
 
+    def stuck_threshold(self) -> float | None:
+        from api.wire import runtime_host
+
+        if not runtime_host.started():
+            return None
+        return runtime_host.get_runtime().config.stuck_threshold_seconds
+
+    def drill_page(self, params: Any) -> Any:
+        """This replica's drill page (`dashboard.drill.build_page`), on the loop."""
+        from api.cluster.replica_board import get_board
+        from api.wire import runtime_host
+        from dashboard.drill import build_page
+
+        if not runtime_host.started():
+            return None
+        names = {row.address: row.name for row in self._frontends if row.transport == "grpc"}
+        return build_page(runtime_host.get_runtime(), params, names, get_board().own_id)
+
 
 def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
     """Header figures from a `RollingStats`: rates, waits by component and priority.

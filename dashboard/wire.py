@@ -10,8 +10,9 @@ wire.js` is the decoder; `tree_from_wire` is its Python twin.
 
 Node: [kind, name, length, by_priority flat [p, c, ...], oldest_wait, fanout,
 count, children]; kind is "t" tenant, "c" component, "o" others.
-Worker: [id, state, tenant, component, priority, for]; state "b" busy,
-"i" idle, "w" waiting.
+Worker: [id, state, tenant, component, priority, for, request]; state "b"
+busy, "i" idle, "w" waiting; request is the busy worker's request id (the
+inspector opens it on a click), else null.
 Frontend: [transport, address, name, streams, outstanding, for, replica?];
 transport "w" websocket, "g" gRPC; the replica ID is appended only in the
 merged (several replicas) panel, whose panel object also gains `replicas`
@@ -97,6 +98,7 @@ def _worker(worker: dict[str, Any]) -> list[Any]:
         worker.get("component"),
         worker.get("priority"),
         worker["for"],
+        worker.get("request"),
     ]
 
 

@@ -119,6 +119,8 @@ class QueueConfig:
     `priority_aging_seconds` 0 disables aging; otherwise a request's effective
     rank is `priority * priority_aging_seconds - enqueued_at`, which is time
     invariant, so one priority level is worth that many seconds of waiting.
+    `stuck_threshold_seconds` is the wait after which the inspector marks a
+    node whose oldest request waited longer as stuck (the queue ignores it).
     """
 
     layout: Layout = "tenant-first"
@@ -128,3 +130,4 @@ class QueueConfig:
     priority_aging_seconds: float = 0.0
     query_ingesters_within: float = 13 * 3600.0
     query_store_after: float = 12 * 3600.0
+    stuck_threshold_seconds: float = 60.0

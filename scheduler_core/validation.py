@@ -352,6 +352,7 @@ _QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, f.Collector], object]
     "priority_aging": ("priority_aging_seconds", f.duration),
     "query_ingesters_within": ("query_ingesters_within", partial(f.duration, positive=True)),
     "query_store_after": ("query_store_after", partial(f.duration, positive=True)),
+    "stuck_threshold": ("stuck_threshold_seconds", partial(f.duration, positive=True)),
 }
 
 
@@ -414,4 +415,5 @@ def queue_config_to_dict(cfg: QueueConfig) -> dict[str, Any]:
         "priority_aging": format_duration(cfg.priority_aging_seconds),
         "query_ingesters_within": format_duration(cfg.query_ingesters_within),
         "query_store_after": format_duration(cfg.query_store_after),
+        "stuck_threshold": format_duration(cfg.stuck_threshold_seconds),
     }

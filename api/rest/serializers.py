@@ -152,6 +152,9 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     priority_aging = DurationField(required=False, help_text="0s disables aging")
     query_ingesters_within = DurationField(required=False)
     query_store_after = DurationField(required=False)
+    stuck_threshold = DurationField(
+        required=False, help_text="the inspector marks nodes whose oldest request waited longer"
+    )
 
 
 @extend_schema_field(

@@ -423,6 +423,7 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         priority_aging_seconds=10.0,
         query_ingesters_within=2 * 86400.0,
         query_store_after=86400.0,
+        stuck_threshold_seconds=150.0,
     )
     raw = queue_config_to_dict(cfg)
     assert raw == {
@@ -433,8 +434,19 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         "priority_aging": "10s",
         "query_ingesters_within": "2d",
         "query_store_after": "1d",
+        "stuck_threshold": "2m30s",
     }
     assert queue_config_from_dict(raw, QueueConfig()) == cfg
+
+
+def test_the_stuck_threshold_is_a_positive_duration() -> None:
+    errors = validate_queue_settings({"stuck_threshold": "0s"})
+    assert [e.path for e in errors] == ["stuck_threshold"]
+    assert validate_queue_settings({"stuck_threshold": "soon"})[0].path == "stuck_threshold"
+    assert (
+        queue_config_from_dict({"stuck_threshold": "5m"}, QueueConfig()).stuck_threshold_seconds
+        == 300
+    )
 
 
 def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:

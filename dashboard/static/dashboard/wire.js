@@ -30,8 +30,8 @@ export function decodeQueriers(wire) {
     ...wire,
     queriers: wire.queriers.map((q) => ({
       ...q,
-      workers: q.workers.map(([id, state, tenant, component, priority, took]) => ({
-        id, state: STATES[state], tenant, component, priority, for: took,
+      workers: q.workers.map(([id, state, tenant, component, priority, took, request]) => ({
+        id, state: STATES[state], tenant, component, priority, for: took, request: request || null,
       })),
     })),
   };

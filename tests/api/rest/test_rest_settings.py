@@ -16,6 +16,7 @@ def test_get_returns_every_setting_with_defaults_and_an_etag(viewer_api):
         "priority_aging": "0s",
         "query_ingesters_within": "13h",
         "query_store_after": "12h",
+        "stuck_threshold": "1m",
     }
     assert response["ETag"] == '"0"'
 

@@ -1,0 +1,286 @@
+"""The inspector's drill-down: one node's requests, live, in dequeue order.
+
+A browser sends `drill` (node, filters, how many rows, which rows are open)
+and from then on every frame it is sent carries a `drill` section built on
+the scheduler's loop from the queue in place (`RequestQueue.listing()`):
+the first `limit` matching requests of the node in dequeue order (queued
+first, then running), and how many match. Browsers with the same drill
+share one page per tick.
+
+What it costs is bounded per tick: a page and its count examine at most
+`SCAN_BUDGET` requests each (a rare search over 100,000 queued requests
+says "at least N" rather than holding the loop), and the broadcaster's
+own budget stretches the cadence when ticks get expensive. On the wire a
+row is a positional array whose times are wall-clock instants (queued
+since, running since), so a row that did not change is the same bytes on
+the next tick and goes as a two-element reference `["=", id]`; the browser
+ticks the waits itself. Query text is the first line, cut at
+`QUERY_LINE_LIMIT` characters (the full text, up to `QUERY_TEXT_LIMIT`,
+comes from the REST detail when a row is expanded).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
+from scheduler_core.model import Request
+from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.snapshot import QueueSnapshot
+
+__all__ = [
+    "DEFAULT_ROWS",
+    "LONGEST_ROWS",
+    "MAX_ROWS",
+    "SCAN_BUDGET",
+    "DrillParams",
+    "DrillState",
+    "InvalidDrill",
+    "build_page",
+    "longest_running",
+    "stuck_summary",
+]
+
+DEFAULT_ROWS = 50
+MAX_ROWS = 500
+LONGEST_ROWS = 10
+SCAN_BUDGET = 20_000
+_SOURCES = {"rule": "r", "default": "d", "disabled": "x"}
+_FILTER_KEYS = (
+    "tenant",
+    "component",
+    "priority",
+    "state",
+    "search",
+    "regex",
+    "min_wait",
+    "frontend",
+)
+
+
+class InvalidDrill(ValueError):
+    """A drill message the server cannot serve; the text says which field."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class DrillParams:
+    """One browser's drill-down: the filter (node included) and how many rows."""
+
+    filter: RequestFilter
+    limit: int = DEFAULT_ROWS
+
+    @classmethod
+    def from_message(cls, raw: Mapping[str, Any]) -> DrillParams:
+        try:
+            flt = RequestFilter.parse({k: raw.get(k) for k in _FILTER_KEYS})
+        except FilterError as exc:
+            raise InvalidDrill(f"{exc.field}: {exc.message}") from None
+        limit = raw.get("limit", DEFAULT_ROWS)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROWS:
+            raise InvalidDrill(f"limit: an integer from 1 to {MAX_ROWS}")
+        for name in ("search", "regex", "frontend", "tenant"):
+            value = getattr(flt, name) or ""
+            if len(value) > 1000:
+                raise InvalidDrill(f"{name}: at most 1000 characters")
+        return cls(flt, limit)
+
+
+def _wall_offset(runtime: SchedulerRuntime) -> float:
+    # One offset per runtime: a request's "since" is then the same number on
+    # every tick, so unchanged rows stay byte-identical.
+    offset = getattr(runtime, "_inspector_wall_offset", None)
+    if offset is None:
+        offset = time.time() - runtime.clock()
+        runtime._inspector_wall_offset = offset  # type: ignore[attr-defined]
+    return float(offset)
+
+
+def _first_line(query: str) -> tuple[str, bool]:
+    line, newline, _ = query.partition("\n")
+    cut = line[:QUERY_LINE_LIMIT]
+    return cut, bool(newline) or len(line) > QUERY_LINE_LIMIT
+
+
+def _row(
+    request: Request,
+    flight: InFlight | None,
+    offset: float,
+    names: Mapping[str, str],
+    replica: str,
+) -> list[Any]:
+    frontend, client_id = frontend_of(request.payload, names)
+    line, more = _first_line(request.query)
+    rule = request.priority_rule
+    return [
+        request.id,
+        client_id,
+        request.tenant_id,
+        request.component,
+        request.priority,
+        list(rule) if rule is not None else None,
+        _SOURCES.get(request.priority_source, "d"),
+        line,
+        more,
+        request.api_type,
+        request.start,
+        request.end,
+        request.step,
+        "q" if flight is None else "f",
+        round(request.enqueued_at + offset, 2),
+        request.attempts,
+        flight.querier_id if flight is not None else None,
+        flight.worker_id if flight is not None else None,
+        round(flight.since + offset, 2) if flight is not None else None,
+        frontend["transport"],
+        frontend["address"],
+        frontend["name"],
+        replica,
+    ]
+
+
+def build_page(
+    runtime: SchedulerRuntime, params: DrillParams, names: Mapping[str, str], replica: str
+) -> dict[str, Any]:
+    """The drill page: rows (encoded strings, dequeue order) and the match count."""
+    flt = params.filter
+    queue = runtime.queue
+    now = runtime.clock()
+    offset = _wall_offset(runtime)
+    node = {"tenant": flt.tenant, "component": flt.component, "priority": flt.priority}
+    rows: list[tuple[str, str]] = []
+    complete = True
+    queued_total = 0
+    if flt.state != "in_flight":
+        predicate = flt.predicate(now, names)
+        try:
+            listing = queue.listing().queued(**node)
+        except StaleCursor:  # pragma: no cover - no cursor is passed here
+            listing = None
+        if listing is not None:
+            got, done = take_page(listing, params.limit, predicate, SCAN_BUDGET)
+            complete = done or len(got) >= params.limit
+            rows += [(r.id, _dumps(_row(r, None, offset, names, replica))) for r in got]
+        if predicate is None:
+            queued_total = queue.listing().queued_count(**node)
+        else:
+            scan = MatchScan(queue.listing(), predicate=predicate, **node)
+            complete = scan.step(SCAN_BUDGET) and complete
+            queued_total = scan.count
+    running_total = 0
+    if flt.state != "queued":
+        test = flt.predicate(now, names, node=True)
+        flights = [f for f in queue.listing().in_flight() if test is None or test(f.request)]
+        running_total = len(flights)
+        room = params.limit - len(rows)
+        rows += [
+            (f.request.id, _dumps(_row(f.request, f, offset, names, replica)))
+            for f in flights[: max(0, room)]
+        ]
+    return {"rows": rows, "total": queued_total + running_total, "exact": complete}
+
+
+def longest_running(snapshot: QueueSnapshot, owners: list[str] | None, wall: float) -> list[Any]:
+    """The `LONGEST_ROWS` longest-running requests across every querier (from the snapshot).
+
+    Rows: [request id, tenant, component, priority, querier, worker, running
+    since (wall clock), replica or None].
+    """
+    offset = wall - snapshot.taken_at
+    busy = []
+    replicas = owners if owners is not None else [None] * len(snapshot.queriers)
+    for querier, owner in zip(snapshot.queriers, replicas, strict=False):
+        for w in querier.workers:
+            if w.request_id is not None:
+                busy.append((w.since, w, querier.querier_id, owner))
+    busy.sort(key=lambda item: (item[0], item[1].request_id))
+    return [
+        [
+            w.request_id,
+            w.tenant_id,
+            w.component,
+            w.priority,
+            querier_id,
+            w.worker_id,
+            round(since + offset, 1),
+            owner,
+        ]
+        for since, w, querier_id, owner in busy[:LONGEST_ROWS]
+    ]
+
+
+class DrillState:
+    """One viewer's drill: its params and the rows it was last sent (for references)."""
+
+    def __init__(self, params: DrillParams) -> None:
+        self.params = params
+        self._sent: dict[str, str] = {}
+
+    def reset(self) -> None:
+        """Next section sends every row in full (after a resync or a new snapshot)."""
+        self._sent = {}
+
+    def section(self, page: Mapping[str, Any] | None, full: bool) -> str:
+        """The `drill` section: unchanged rows as `["=", id]`, new or changed ones in full."""
+        if full:
+            self._sent = {}
+        flt = self.params.filter
+        head = {
+            "filter": {k: v for k, v in _filter_dict(flt).items() if v not in (None, "")},
+            "limit": self.params.limit,
+        }
+        if page is None:
+            return _dumps({**head, "unavailable": True, "rows": [], "total": 0, "exact": True})
+        parts: list[str] = []
+        sent: dict[str, str] = {}
+        for rid, text in page["rows"]:
+            parts.append(_dumps(["=", rid]) if self._sent.get(rid) == text else text)
+            sent[rid] = text
+        self._sent = sent
+        body = _dumps({**head, "total": page["total"], "exact": page["exact"]})
+        return f'{body[:-1]},"rows":[{",".join(parts)}]}}'
+
+
+def _filter_dict(flt: RequestFilter) -> dict[str, Any]:
+    return {k: getattr(flt, k) for k in _FILTER_KEYS}
+
+
+def stuck_summary(snapshot: QueueSnapshot, threshold: float) -> dict[str, Any]:
+    """Leaves (and tenants) whose oldest request waited longer than `threshold`, and the oldest.
+
+    `oldest` names the tenant and component holding the oldest queued
+    request (the inspector links to that leaf's drill-down).
+    """
+    now = snapshot.taken_at
+    stuck_leaves = 0
+    tenants: set[str] = set()
+    oldest: Any = None
+    for leaf in snapshot.leaves:
+        if leaf.length <= 0:
+            continue
+        if oldest is None or leaf.oldest_enqueued_at < oldest.oldest_enqueued_at:
+            oldest = leaf
+        if now - leaf.oldest_enqueued_at > threshold:
+            stuck_leaves += 1
+            tenants.add(leaf.tenant_id)
+    summary: dict[str, Any] = {
+        "threshold": threshold,
+        "leaves": stuck_leaves,
+        "tenants": len(tenants),
+        "oldest": None,
+    }
+    if oldest is not None:
+        summary["oldest"] = {
+            "tenant": oldest.tenant_id,
+            "component": oldest.component,
+            "wait": round(max(0.0, now - oldest.oldest_enqueued_at), 1),
+        }
+    return summary

@@ -1,0 +1,160 @@
+"""The inspector's drill-down, stuck marks and longest-running list, ticks driven by hand."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+
+from dashboard import live
+from dashboard.drill import DrillParams, InvalidDrill, build_page
+from dashboard.live import Broadcaster
+from scheduler_core.model import QueueConfig, Request
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.snapshot import QueueSnapshot
+from tests.dashboard.test_consumers import WallClock, connect
+from tests.fakes import FakeClock
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class RuntimeSource:
+    """A real runtime on a fake clock, read the way the runtime host is read."""
+
+    def __init__(self) -> None:
+        self.clock = FakeClock(100.0)
+        self.runtime = SchedulerRuntime(QueueConfig(stuck_threshold_seconds=30.0), clock=self.clock)
+
+    def snapshot(self) -> QueueSnapshot:
+        return self.runtime.snapshot()
+
+    def stats(self) -> Mapping[str, Any] | None:
+        return None
+
+    def stuck_threshold(self) -> float:
+        return self.runtime.config.stuck_threshold_seconds
+
+    def drill_page(self, params: DrillParams) -> Any:
+        return build_page(self.runtime, params, {}, "replica-1")
+
+    def enqueue(self, rid: str, tenant: str, query: str = "up", **fields: Any) -> None:
+        self.runtime.enqueue(Request(id=rid, tenant_id=tenant, query=query, **fields))
+
+
+@pytest.fixture
+def source() -> RuntimeSource:
+    return RuntimeSource()
+
+
+@pytest.fixture
+def broadcaster(source: RuntimeSource) -> Any:
+    instance = Broadcaster(source, autostart=False, wall_clock=WallClock())
+    live.install_broadcaster(instance)
+    yield instance
+    live.install_broadcaster(None)
+
+
+@pytest.fixture
+async def socket(viewer: User, broadcaster: Broadcaster) -> AsyncIterator[WebsocketCommunicator]:
+    communicator, connected = await connect(viewer)
+    assert connected
+    await communicator.send_json_to({"type": "subscribe"})
+    await communicator.receive_json_from()
+    await communicator.send_json_to({"type": "ack", "seq": 1})
+    yield communicator
+    await communicator.disconnect()
+
+
+def rows(frame: dict[str, Any], known: dict[str, list[Any]]) -> list[list[Any]]:
+    """Resolve `["=", id]` references against the rows the browser already has."""
+    out = []
+    for row in frame["drill"]["rows"]:
+        full = known[row[1]] if row[0] == "=" and len(row) == 2 else row
+        known[full[0]] = full
+        out.append(full)
+    return out
+
+
+async def test_a_drill_lists_the_tenant_s_requests_in_dequeue_order_then_references_them(
+    socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
+) -> None:
+    source.enqueue("r1", "acme", "sum(rate(x[5m]))\nby (job)")
+    source.enqueue("r2", "acme", "<b>up</b>", priority=2)
+    source.enqueue("r3", "beta")
+    await socket.send_json_to({"type": "drill", "tenant": "acme"})
+    frame = await socket.receive_json_from()
+    known: dict[str, list[Any]] = {}
+    got = rows(frame, known)
+    assert [r[0] for r in got] == ["r2", "r1"]  # priority 2 first
+    assert frame["drill"]["total"] == 2 and frame["drill"]["exact"] is True
+    first_line, more = got[1][7], got[1][8]
+    assert (first_line, more) == ("sum(rate(x[5m]))", True)
+    assert got[0][7] == "<b>up</b>"  # sent as data; the page escapes it
+    assert got[0][22] == "replica-1" and got[0][13] == "q"
+    await socket.send_json_to({"type": "ack", "seq": frame["seq"]})
+    source.clock.now = 140.0
+    source.enqueue("r4", "acme")
+    broadcaster.tick()
+    update = await socket.receive_json_from()
+    assert update["drill"]["rows"][:2] == [["=", "r2"], ["=", "r1"]]  # unchanged: references
+    assert [r[0] for r in rows(update, known)] == ["r2", "r1", "r4"]
+
+
+async def test_a_searching_drill_counts_only_matches_and_a_bad_regex_is_an_error(
+    socket: WebsocketCommunicator, source: RuntimeSource
+) -> None:
+    for i, query in enumerate(["rate(a[1m])", "up", "RATE(b[5m])"]):
+        source.enqueue(f"r{i}", "acme", query)
+    await socket.send_json_to({"type": "drill", "tenant": "acme", "search": "rate("})
+    frame = await socket.receive_json_from()
+    assert [r[0] for r in frame["drill"]["rows"]] == ["r0", "r2"]
+    assert frame["drill"]["total"] == 2
+    await socket.send_json_to({"type": "drill", "regex": "a("})
+    error = await socket.receive_json_from()
+    assert error["type"] == "error" and "regex" in error["message"]
+
+
+async def test_stuck_leaves_and_the_oldest_request_are_in_the_header(
+    socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
+) -> None:
+    source.enqueue("old", "acme", component="store-gateway")
+    source.clock.now = 125.0
+    source.enqueue("new", "beta")
+    source.clock.now = 140.0  # acme's waited 40 s, over the 30 s threshold
+    broadcaster.tick()
+    header = (await socket.receive_json_from())["header"]
+    assert header["stuck"] == {
+        "threshold": 30.0,
+        "leaves": 1,
+        "tenants": 1,
+        "oldest": {"tenant": "acme", "component": "store-gateway", "wait": 40.0},
+    }
+
+
+async def test_the_longest_running_list_names_each_busy_worker_s_request(
+    socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
+) -> None:
+    source.enqueue("r1", "acme")
+    source.enqueue("r2", "beta")
+    worker = source.runtime.connect_querier("q-1")
+    source.runtime.queue.dequeue("q-1", worker)
+    source.clock.now = 105.0
+    other = source.runtime.connect_querier("q-1")
+    source.runtime.queue.dequeue("q-1", other)
+    broadcaster.tick()
+    frame = await socket.receive_json_from()
+    longest = frame["longest"]
+    assert [(r[0], r[4], r[5]) for r in longest] == [("r1", "q-1", worker), ("r2", "q-1", other)]
+    workers = frame["queriers"]["queriers"][0]["workers"]
+    assert {w[6] for w in workers} == {"r1", "r2"}  # the request id a click opens
+
+
+def test_drill_parameters_are_checked_field_by_field() -> None:
+    with pytest.raises(InvalidDrill, match="limit"):
+        DrillParams.from_message({"limit": 501})
+    with pytest.raises(InvalidDrill, match="component"):
+        DrillParams.from_message({"component": "disk"})
+    assert DrillParams.from_message({"tenant": "acme", "limit": 10}).limit == 10
