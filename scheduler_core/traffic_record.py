@@ -402,6 +402,14 @@ class TrafficRecorder:
         minutes = self._minutes
         if minutes and minutes[-1].minute == index:
             return minutes[-1]
+        if minutes and minutes[-1].minute > index:
+            # A clock read out of order (callers replaying events): find its minute.
+            for minute in reversed(minutes):
+                if minute.minute == index:
+                    return minute
+                if minute.minute < index:
+                    break
+            return _Minute(index)  # older than what is kept, or a gap: not recorded
         oldest = index - self.horizon_seconds // 60
         while minutes and minutes[0].minute < oldest:
             minutes.popleft()
