@@ -26,6 +26,7 @@ from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
 from dashboard.views import STALE
+from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import InvalidDuration, format_duration, parse_duration
@@ -55,6 +56,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
     tick = current_tick()
     leaves = tick.index.tenant_leaves if tick else {}
     rows = []
+    shares = default_shares((t.tenant_id, t.config) for t in chunk)
     for tenant in chunk:
         qp = tenant.config.get("query_priority") or {}
         rows.append(
@@ -63,6 +65,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
                 "depth": sum(leaf.length for leaf in leaves.get(tenant.tenant_id, ())),
                 "rules": len(qp.get("priorities") or []),
                 "enabled": bool(qp.get("enabled")),
+                "default_share": shares.get(tenant.tenant_id),
             }
         )
     context = {"rows": rows, "page_obj": chunk, "search": search, "live": tick is not None}
@@ -110,7 +113,7 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
 
 
 def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
-    match = found.match
+    match, rejection = found.match, found.rejection
     rules: dict[int, dict[str, Any]] = {}
     general = []
     levels = [p.priority for p in found.limits.query_priority.priorities]
@@ -136,6 +139,8 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
         "rules": [rules[i] for i in sorted(rules)],
         "general": general,
         "queriers": queriers_body(found.limits, known_queriers()),
+        "rejected_by": rejection.attribute_index if rejection is not None else None,
+        "rejection_reasons": list(rejection.reasons) if rejection is not None else [],
     }
 
 
@@ -149,6 +154,8 @@ def _render_editor(
     explained: dict[str, Any] | None = None,
     status: int = 200,
     is_new: bool = False,
+    dry_run: dict[str, Any] | None = None,
+    show_hits: bool = False,
 ) -> HttpResponse:
     context = {
         "tenant_id": tenant_id,
@@ -158,6 +165,9 @@ def _render_editor(
         "explain_inputs": _explain_inputs(request.POST),
         "explained": explained,
         "api_types": API_TYPES,
+        "dry_run": dry_run,
+        # Hit counts belong to the saved rules, so they are shown beside those only.
+        "show_hits": show_hits,
     }
     return page(request, "dashboard/tenant_edit.html", context, status=status)
 
@@ -215,6 +225,15 @@ def _post(
             explained=explained,
             is_new=is_new,
         )
+    if action == "dry-run":
+        return _render_editor(
+            request,
+            tenant_id=tenant_id,
+            config=draft,
+            version=version,
+            dry_run=dry_run_box(tenant_id, draft),
+            is_new=is_new,
+        )
     apply_action(draft, EditorAction(action))
     return _render_editor(
         request, tenant_id=tenant_id, config=draft, version=version, is_new=is_new
@@ -236,7 +255,11 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     return _render_editor(
-        request, tenant_id=tenant_id, config=tenant.config, version=tenant.version
+        request,
+        tenant_id=tenant_id,
+        config=tenant.config,
+        version=tenant.version,
+        show_hits=True,
     )
 
 
