@@ -235,6 +235,9 @@ except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 # /metrics is open by default, as Prometheus scrapers expect.
 METRICS_REQUIRE_LOGIN = env_flag("METRICS_REQUIRE_LOGIN")
+# A tenant's /metrics series go this long after it last had work queued or in
+# flight (Cortex forgets inactive users after 15 minutes).
+METRICS_TENANT_IDLE_SECONDS = env_int("METRICS_TENANT_IDLE_SECONDS", 900)
 
 REST_FRAMEWORK = {
     # The token class goes first: DRF takes the 401 challenge from the first class.

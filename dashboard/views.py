@@ -9,6 +9,7 @@ CSRF and the version the page was loaded with, so a stale page is refused.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -17,6 +18,8 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from api.store import selectors, services
+from api.store.config_yaml import settings_yaml
+from api.store.diff import structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
@@ -30,8 +33,15 @@ from dashboard.projections import (
     build_tree,
 )
 from dashboard.querier_view import build_queriers
+from dashboard.tenant_draft import review_token
+from dashboard.tenant_review import settings_review
+from dashboard.views_history import diff_mode, history_rows, mode_links, rollback_confirm
 from scheduler_core.model import COMPONENTS
-from scheduler_core.validation import queue_config_to_dict
+from scheduler_core.validation import (
+    queue_config_from_dict,
+    queue_config_to_dict,
+    validate_queue_settings,
+)
 
 __all__ = ["history", "inspector", "layout_switch", "rollback", "settings_page"]
 
@@ -123,16 +133,31 @@ def history(request: HttpRequest) -> HttpResponse:
     key = request.GET.get("key") or None
     paginator = Paginator(selectors.revision_list(kind=kind, key=key), 25)
     revisions = paginator.get_page(request.GET.get("page"))
-    rows = [{"revision": r, "diff": selectors.revision_diff(r)} for r in revisions]
+    rows = history_rows(revisions, diff_mode(request))
     context = {"rows": rows, "page_obj": revisions, "kind": kind or "", "key": key or ""}
+    context["mode_links"] = mode_links(request, request.path)
+    context["kinds"] = ConfigRevision.Kind.choices
     context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
+    # The pager's links keep the filters and the diff mode.
+    kept = urlencode({k: v for k, v in request.GET.items() if k != "page" and v})
+    context["query"] = f"{kept}&" if kept else ""
     return page(request, "dashboard/history.html", context)
 
 
-@require_POST
 @editor_required
 def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
-    """Restore the state before a revision, as a new revision."""
+    """Restore the state before a revision, as a new revision, once its diff was seen.
+
+    A GET, or a POST without `confirm=yes`, shows the diff the rollback would
+    apply (the current state against the restored one) and asks to confirm.
+    """
+    if request.method != "POST" or request.POST.get("confirm") != "yes":
+        try:
+            target = selectors.revision_get(revision_id=revision_id)
+        except NotFound:
+            messages.error(request, f"There is no revision {revision_id}.")
+            return redirect("dashboard:history")
+        return rollback_confirm(request, target)
     try:
         restored = services.revision_rollback(revision_id=revision_id, author=request.user)
     except NotFound:
@@ -156,6 +181,27 @@ def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> d
     }
 
 
+def _settings_review(
+    request: HttpRequest, version: int, changes: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The first Save's diff of every setting, or None to go on and save.
+
+    None too when the changes are invalid or stale, so the save reports
+    that exactly as it always has.
+    """
+    base = selectors.queue_config_get()
+    if _version(request) != version or validate_queue_settings(changes, base):
+        return None
+    before = queue_config_to_dict(base)
+    after = queue_config_to_dict(queue_config_from_dict(changes, base))
+    token = review_token("(settings)", version, after)
+    if request.POST.get("reviewed") == token:
+        return None
+    return settings_review(
+        settings_yaml(before), settings_yaml(after), token, structural_diff(before, after)
+    )
+
+
 @role_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     """Scheduler settings; editors may save them (version-checked)."""
@@ -167,6 +213,11 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         if request.role != "editor":  # type: ignore[attr-defined]
             return forbidden(request, "Changing settings needs the editor role.")
         changes = settings_from_post(request.POST)
+        review = _settings_review(request, row.version, changes)
+        if review is not None:
+            context = {"version": row.version, "review": review}
+            context.update(_settings_context({**current, **changes}, {}))
+            return page(request, "dashboard/settings.html", context)
         try:
             services.settings_update(
                 changes=changes,

@@ -1,10 +1,16 @@
 """Tenants list, tenant editor (limits and ordered priority rules) and explain box.
 
-The editor posts the whole draft on every button: "save" hands it to
-`api.store.services.tenant_put` with the version the page was loaded with; the
-structural buttons (add, remove, move) edit the draft and show it again
-without saving; "explain" runs the draft through the same explain selector
-as the REST API, so what the box says is what the scheduler will do.
+The editor posts the whole draft on every button, from whichever of its two
+views is open (the form, or the YAML view of the block: `dashboard.tenant_draft`).
+"save" first answers with the diff of what would change (and the explain
+box's verdict on the last query tried); the second "save", carrying the
+token of that review for the same draft, hands it to
+`api.store.services.tenant_put` with the version the page was loaded with.
+"view-yaml"/"view-form" switch views carrying the draft across, with its
+validation errors on their lines or fields; the structural buttons (add,
+remove, move) edit the draft and show it again without saving; "explain"
+runs the draft through the same explain selector as the REST API, so what
+the box says is what the scheduler will do.
 """
 
 from __future__ import annotations
@@ -14,24 +20,32 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from api.rest.views.explain import known_queriers, queriers_body
 from api.store import selectors, services
+from api.store.config_yaml import parse_tenant_block
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.store.models import ConfigRevision
+from api.store.import_plan import validate_tenant
+from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
+from dashboard.forms import EditorAction, apply_action, editor_model
+from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_token
+from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE
-from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
-from scheduler_core.validation import InvalidDuration, format_duration, parse_duration
+from scheduler_core.validation import (
+    InvalidDuration,
+    format_duration,
+    parse_duration,
+    validate_tenant_config,
+)
 
-__all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants"]
+__all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants", "yaml_check"]
 
 UI = ConfigRevision.Source.UI
 EXPLAIN_FIELDS = (
@@ -56,7 +70,6 @@ def tenants(request: HttpRequest) -> HttpResponse:
     tick = current_tick()
     leaves = tick.index.tenant_leaves if tick else {}
     rows = []
-    shares = default_shares((t.tenant_id, t.config) for t in chunk)
     for tenant in chunk:
         qp = tenant.config.get("query_priority") or {}
         rows.append(
@@ -65,7 +78,6 @@ def tenants(request: HttpRequest) -> HttpResponse:
                 "depth": sum(leaf.length for leaf in leaves.get(tenant.tenant_id, ())),
                 "rules": len(qp.get("priorities") or []),
                 "enabled": bool(qp.get("enabled")),
-                "default_share": shares.get(tenant.tenant_id),
             }
         )
     context = {"rows": rows, "page_obj": chunk, "search": search, "live": tick is not None}
@@ -113,7 +125,7 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
 
 
 def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
-    match, rejection = found.match, found.rejection
+    match = found.match
     rules: dict[int, dict[str, Any]] = {}
     general = []
     levels = [p.priority for p in found.limits.query_priority.priorities]
@@ -139,8 +151,6 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
         "rules": [rules[i] for i in sorted(rules)],
         "general": general,
         "queriers": queriers_body(found.limits, known_queriers()),
-        "rejected_by": rejection.attribute_index if rejection is not None else None,
-        "rejection_reasons": list(rejection.reasons) if rejection is not None else [],
     }
 
 
@@ -154,8 +164,10 @@ def _render_editor(
     explained: dict[str, Any] | None = None,
     status: int = 200,
     is_new: bool = False,
-    dry_run: dict[str, Any] | None = None,
-    show_hits: bool = False,
+    view: str = FORM,
+    draft: Draft | None = None,
+    review: dict[str, Any] | None = None,
+    saving: bool = False,
 ) -> HttpResponse:
     context = {
         "tenant_id": tenant_id,
@@ -165,16 +177,63 @@ def _render_editor(
         "explain_inputs": _explain_inputs(request.POST),
         "explained": explained,
         "api_types": API_TYPES,
-        "dry_run": dry_run,
-        # Hit counts belong to the saved rules, so they are shown beside those only.
-        "show_hits": show_hits,
+        "review": review,
+        "saving": saving,
+        **views_context(tenant_id, config, errors, view, draft),
     }
     return page(request, "dashboard/tenant_edit.html", context, status=status)
 
 
+def _review(
+    request: HttpRequest, tenant_id: str, draft: Draft, version: int | None, is_new: bool
+) -> HttpResponse | None:
+    """The first Save's answer (the diff), or None when this post confirms that review."""
+    assert draft.config is not None
+    config = draft.config
+    show = {"tenant_id": tenant_id, "version": version, "is_new": is_new, "draft": draft}
+    try:
+        validate_tenant(tenant_id, config)
+    except ConfigValidationError as exc:
+        return _render_editor(
+            request,
+            config=config,
+            errors=exc.errors,
+            status=400,
+            view=draft.view,
+            saving=True,
+            **show,
+        )
+    stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", "version").first()
+    current = None if stored is None else stored[1]
+    if current != version:
+        if is_new:
+            messages.error(request, f"A tenant {tenant_id} already exists; nothing was saved.")
+        else:
+            messages.error(request, STALE.format(current=current))
+        return _render_editor(request, config=config, status=409, view=draft.view, **show)
+    if request.POST.get("reviewed") == review_token(tenant_id, version, config):
+        return None
+    inputs = _explain_inputs(request.POST)
+    tried = inputs["query"].strip()
+    review = review_context(
+        tenant_id=tenant_id,
+        version=version,
+        stored=None if stored is None else stored[0],
+        config=config,
+        query=tried,
+        with_draft=_run_explain(tenant_id, config, inputs) if tried else None,
+        with_saved=_run_explain(tenant_id, stored[0], inputs) if tried and stored else None,
+    )
+    return _render_editor(request, config=config, view=draft.view, review=review, **show)
+
+
 def _save(
-    request: HttpRequest, tenant_id: str, draft: dict[str, Any], version: int | None, is_new: bool
+    request: HttpRequest, tenant_id: str, reviewed: Draft, version: int | None, is_new: bool
 ) -> HttpResponse:
+    answer = _review(request, tenant_id, reviewed, version, is_new)
+    if answer is not None:
+        return answer
+    draft = reviewed.config or {}
     try:
         services.tenant_put(
             tenant_id=tenant_id,
@@ -193,6 +252,9 @@ def _save(
             errors=exc.errors,
             status=400,
             is_new=is_new,
+            view=reviewed.view,
+            draft=reviewed,
+            saving=True,
         )
     except VersionConflict as exc:
         if is_new:
@@ -200,7 +262,14 @@ def _save(
         else:
             messages.error(request, STALE.format(current=exc.current_version))
         return _render_editor(
-            request, tenant_id=tenant_id, config=draft, version=version, status=409, is_new=is_new
+            request,
+            tenant_id=tenant_id,
+            config=draft,
+            version=version,
+            status=409,
+            is_new=is_new,
+            view=reviewed.view,
+            draft=reviewed,
         )
     messages.success(request, f"Saved {tenant_id}; the scheduler applies it now.")
     return redirect(reverse("dashboard:tenant", args=[tenant_id]))
@@ -209,35 +278,27 @@ def _save(
 def _post(
     request: HttpRequest, tenant_id: str, version: int | None, is_new: bool = False
 ) -> HttpResponse:
-    draft = tenant_config_from_post(request.POST)
+    posted = draft_from_post(request.POST)
     action = request.POST.get("action", "save")
+    show = {"tenant_id": tenant_id, "version": version, "is_new": is_new, "draft": posted}
+    if action == "save" and request.role != "editor":  # type: ignore[attr-defined]
+        return forbidden(request, "Saving needs the editor role.")
+    if posted.config is None:
+        # The YAML text is no tenant block: stay on it, the problem at its line.
+        status = 400 if action == "save" else 200
+        return _render_editor(request, config={}, view=YAML, status=status, **show)
+    draft = posted.config
     if action == "save":
-        if request.role != "editor":  # type: ignore[attr-defined]
-            return forbidden(request, "Saving needs the editor role.")
-        return _save(request, tenant_id, draft, version, is_new)
+        return _save(request, tenant_id, posted, version, is_new)
     if action == "explain":
         explained = _run_explain(tenant_id, draft, _explain_inputs(request.POST))
-        return _render_editor(
-            request,
-            tenant_id=tenant_id,
-            config=draft,
-            version=version,
-            explained=explained,
-            is_new=is_new,
-        )
-    if action == "dry-run":
-        return _render_editor(
-            request,
-            tenant_id=tenant_id,
-            config=draft,
-            version=version,
-            dry_run=dry_run_box(tenant_id, draft),
-            is_new=is_new,
-        )
+        return _render_editor(request, config=draft, explained=explained, view=posted.view, **show)
+    if action in ("view-yaml", "view-form"):
+        view = YAML if action == "view-yaml" else FORM
+        errors = validate_tenant_config(draft)
+        return _render_editor(request, config=draft, errors=errors, view=view, **show)
     apply_action(draft, EditorAction(action))
-    return _render_editor(
-        request, tenant_id=tenant_id, config=draft, version=version, is_new=is_new
-    )
+    return _render_editor(request, config=draft, **show)
 
 
 def _version(request: HttpRequest) -> int | None:
@@ -255,11 +316,7 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     return _render_editor(
-        request,
-        tenant_id=tenant_id,
-        config=tenant.config,
-        version=tenant.version,
-        show_hits=True,
+        request, tenant_id=tenant_id, config=tenant.config, version=tenant.version
     )
 
 
@@ -269,17 +326,23 @@ def tenant_new(request: HttpRequest) -> HttpResponse:
     tenant_id = request.POST.get("tenant_id", "").strip()
     if request.method != "POST":
         return _render_editor(request, tenant_id="", config={}, version=None, is_new=True)
+    if not tenant_id:
+        # A pasted block's own key line names the new tenant.
+        tenant_id = draft_from_post(request.POST).pasted_tenant or ""
     if not tenant_id and request.POST.get("action", "save") == "save":
         error = FieldError("tenant_id", "required")
-        draft = tenant_config_from_post(request.POST)
+        posted = draft_from_post(request.POST)
         return _render_editor(
             request,
             tenant_id="",
-            config=draft,
+            config=posted.config or {},
             version=None,
             errors=[error],
             status=400,
             is_new=True,
+            view=posted.view,
+            draft=posted,
+            saving=True,
         )
     return _post(request, tenant_id, None, is_new=True)
 
@@ -288,9 +351,28 @@ def tenant_new(request: HttpRequest) -> HttpResponse:
 @role_required
 def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
     """The explain box as an HTML fragment, for the editor's script."""
-    draft = tenant_config_from_post(request.POST)
-    explained = _run_explain(tenant_id, draft, _explain_inputs(request.POST))
+    posted = draft_from_post(request.POST)
+    if posted.config is None:
+        explained: dict[str, Any] = {"problem": "Fix the YAML first: it is no tenant block."}
+    else:
+        explained = _run_explain(tenant_id, posted.config, _explain_inputs(request.POST))
     return render(request, "dashboard/_explain.html", {"explained": explained})
+
+
+@require_POST
+@role_required
+def yaml_check(request: HttpRequest) -> JsonResponse:
+    """The YAML view's live check (JSON): problems and unused limits of the text, by line."""
+    parsed = parse_tenant_block(request.POST.get("yaml", ""))
+    return JsonResponse(
+        {
+            "errors": [
+                {"path": p.path, "message": p.message, "line": p.line} for p in parsed.problems
+            ],
+            "ignored": [{"name": n.name, "line": n.line} for n in parsed.ignored],
+            "pasted_tenant": parsed.pasted_tenant,
+        }
+    )
 
 
 @require_POST

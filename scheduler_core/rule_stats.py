@@ -199,6 +199,13 @@ class RuleStats:
     def tenants(self) -> list[str]:
         return sorted(self._records)
 
+    def forget(self, tenant_id: str) -> None:
+        """Drop every count of a tenant, live and retired (its series go away)."""
+        self._records.pop(tenant_id, None)
+        self._retired_rejected.pop(tenant_id, None)
+        for labels in [key for key in self._retired_matches if key[0] == tenant_id]:
+            del self._retired_matches[labels]
+
     def matches_total(self) -> dict[tuple[str, str, str], int]:
         """Lifetime (user, priority, attribute) -> requests, for the counter.
 

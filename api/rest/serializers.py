@@ -18,6 +18,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, request_times_error, timestamp_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
@@ -184,7 +185,7 @@ class TimestampField(serializers.Field):  # type: ignore[type-arg]
                 self.fail("invalid")
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
-        return _finite(float(data))
+        return _finite(data)
 
     default_error_messages = {"invalid": "must be unix seconds or an RFC 3339 time"}
 
@@ -205,15 +206,19 @@ class StepField(DurationField):
 
 
 def _finite(value: float) -> float:
-    if not math.isfinite(value):
+    """Unix seconds Prometheus' API accepts (an int of any size is compared exactly)."""
+    if isinstance(value, float) and not math.isfinite(value):
         raise serializers.ValidationError("must be a finite number")
-    return value
+    problem = timestamp_error(value)
+    if problem is not None:
+        raise serializers.ValidationError(problem)
+    return float(value)
 
 
 class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One request to explain; unknown fields are errors, as in tenant blocks."""
 
-    tenant = serializers.CharField(max_length=256)
+    tenant = serializers.CharField(max_length=MAX_TENANT_ID_LENGTH)
     query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
     start = TimestampField(required=False, default=None)
@@ -233,6 +238,14 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
             if unknown:
                 raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
         return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The check enqueue makes on both protocols, so explain never answers
+        # for a request the scheduler would refuse (start after end, a zero step).
+        problem = request_times_error(attrs.get("start"), attrs.get("end"), attrs.get("step"))
+        if problem is not None:
+            raise serializers.ValidationError({problem.field: [problem.message]})
+        return attrs
 
 
 class ReasonSerializer(serializers.Serializer):  # type: ignore[type-arg]

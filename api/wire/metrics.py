@@ -6,6 +6,11 @@ are computed from `runtime.snapshot()` at scrape time by a custom collector,
 so they can never drift from the queue. The view is async so the snapshot is
 taken on the runtime's own loop, never from a worker thread.
 
+Series labelled by tenant are removed once the tenant has had nothing
+queued or in flight for `METRICS_TENANT_IDLE_SECONDS` (default 900, as
+Cortex's inactive-user cleanup), so unknown tenant IDs cannot pile up
+series (`api.wire.tenant_series`).
+
 Mimir's newest queue signals are cheap here too: the oldest wait comes from
 the leaf heads the snapshot already reads, and the per-tenant peak queue
 length since the last scrape is a running maximum the observer raises on
@@ -14,6 +19,8 @@ each enqueue (one dict look-up) and the scrape reseeds, never a scan.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections import Counter as Tally
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -28,10 +35,18 @@ from prometheus_client.registry import Collector
 from api.cluster import replica_board
 from api.wire import runtime_host
 from api.wire.rule_metrics import RuleStatsCollector
+from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
 from scheduler_core.snapshot import QueueSnapshot
 
-__all__ = ["REGISTRY", "MetricsObserver", "QueuePeaks", "SnapshotCollector", "metrics_view"]
+__all__ = [
+    "JANITOR",
+    "REGISTRY",
+    "MetricsObserver",
+    "QueuePeaks",
+    "SnapshotCollector",
+    "metrics_view",
+]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -92,20 +107,69 @@ class QueuePeaks:
 PEAKS = QueuePeaks()
 
 
+def _runtime_clock() -> float:
+    """The running scheduler's clock (so its tests' fake clock drives the janitor)."""
+    if runtime_host.started():
+        return runtime_host.get_runtime().clock()
+    return time.monotonic()
+
+
+def _idle_seconds() -> float:
+    return float(getattr(settings, "METRICS_TENANT_IDLE_SECONDS", DEFAULT_IDLE_SECONDS))
+
+
+# Per-tenant series go once a tenant has had nothing queued or in flight for
+# METRICS_TENANT_IDLE_SECONDS (api.wire.tenant_series).
+JANITOR = TenantSeriesJanitor(_runtime_clock, _idle_seconds)
+# The priorities each tenant's labelled counters were used with, to remove
+# exactly those series.
+_PRIORITIES: dict[str, set[str]] = {}
+
+
+def _forget_tenant(tenant_id: str) -> None:
+    for priority in _PRIORITIES.pop(tenant_id, ()):
+        for counter in (ENQUEUED, DISCARDED):
+            with contextlib.suppress(KeyError):
+                counter.remove(tenant_id, priority)
+    with contextlib.suppress(KeyError):
+        CANCELLED.remove(tenant_id)
+    if runtime_host.started():
+        # Rule counters of a tenant nobody configured are as unbounded as ours.
+        host = runtime_host.get_host()
+        forget = getattr(host.admission_log.stats, "forget", None)
+        if forget is not None and not host.tenant_configured(tenant_id):
+            forget(tenant_id)
+
+
+JANITOR.on_forget(_forget_tenant)
+
+
 class MetricsObserver:
     """Runtime observer that counts events into the registry."""
 
     def on_enqueued(self, request: Request) -> None:
-        ENQUEUED.labels(request.tenant_id, str(request.priority)).inc()
+        tenant, priority = request.tenant_id, str(request.priority)
+        ENQUEUED.labels(tenant, priority).inc()
+        _PRIORITIES.setdefault(tenant, set()).add(priority)
+        JANITOR.started(tenant)
         if runtime_host.started():
-            tenant = request.tenant_id
             PEAKS.note(tenant, runtime_host.get_runtime().queue.tenant_length(tenant))
 
     def on_rejected(self, request: Request, reason: str) -> None:
-        DISCARDED.labels(request.tenant_id, str(request.priority)).inc()
+        tenant, priority = request.tenant_id, str(request.priority)
+        DISCARDED.labels(tenant, priority).inc()
+        _PRIORITIES.setdefault(tenant, set()).add(priority)
+        JANITOR.seen(tenant)
 
     def on_cancelled(self, request: Request) -> None:
         CANCELLED.labels(request.tenant_id).inc()
+        JANITOR.ended(request.tenant_id)
+
+    def on_completed(self, request: Request) -> None:
+        JANITOR.ended(request.tenant_id)
+
+    def on_failed(self, request: Request, reason: str) -> None:
+        JANITOR.ended(request.tenant_id)
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         QUEUE_DURATION.labels(request.component, str(request.priority)).observe(wait)
@@ -234,4 +298,6 @@ async def metrics_view(request: HttpRequest) -> HttpResponse:
         user = await request.auser()
         if not user.is_authenticated:
             return HttpResponse("login required\n", status=401, content_type="text/plain")
+    # Before the counters are read: idle tenants' series are gone from this scrape.
+    JANITOR.maybe_sweep()
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -199,6 +199,10 @@ class RuntimeHost:
                 self.runtime.set_tenant_limits(tenant_id, tenant_limits)
         self._limits = dict(limits)
 
+    def tenant_configured(self, tenant_id: str) -> bool:
+        """Whether the applied config has a block for this tenant."""
+        return tenant_id in self._limits
+
     def _apply_delta(self, delta: ConfigDelta) -> None:
         """Only what changed: a one-tenant write touches one tenant here."""
         if delta.queue_config is not None and self.runtime.config != delta.queue_config:

@@ -9,6 +9,7 @@ from django.test import Client
 
 from api.store import selectors, services
 from api.store.models import Tenant
+from tests.dashboard.saving import confirm
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def loki() -> Tenant:
 
 
 def test_the_editor_saves_max_query_capacity(editor_client: Client, loki: Tenant) -> None:
-    response = editor_client.post("/tenants/loki/", form(loki.version, "0.25"))
+    response = confirm(editor_client, "/tenants/loki/", form(loki.version, "0.25"))
     assert response.status_code == 302, response.content.decode()[:2000]
     assert selectors.tenant_get(tenant_id="loki").config["max_query_capacity"] == 0.25
     html = editor_client.get("/tenants/loki/").content.decode()

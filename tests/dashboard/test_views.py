@@ -9,6 +9,7 @@ from django.test import Client
 
 from api.store import selectors, services
 from api.store.models import ConfigRevision, Tenant
+from tests.dashboard.saving import confirm
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +71,7 @@ def test_bad_regex_is_shown_on_its_field_and_nothing_is_saved(
 
 
 def test_good_save_creates_a_revision_by_the_editor(editor_client: Client, acme: Tenant) -> None:
-    response = editor_client.post("/tenants/acme/", form(acme.version, "down", message="tune"))
+    response = confirm(editor_client, "/tenants/acme/", form(acme.version, "down", message="tune"))
     assert response.status_code == 302
     saved = selectors.tenant_get(tenant_id="acme")
     assert saved.config["query_priority"]["priorities"][0]["query_attributes"] == [
@@ -119,7 +120,7 @@ def test_explain_uses_the_unsaved_draft(editor_client: Client, acme: Tenant) -> 
 def test_new_tenant_is_created_and_a_duplicate_is_refused(
     editor_client: Client, acme: Tenant
 ) -> None:
-    response = editor_client.post("/tenants/new/", form(None, "x", tenant_id="fresh"))
+    response = confirm(editor_client, "/tenants/new/", form(None, "x", tenant_id="fresh"))
     assert response.status_code == 302
     assert Tenant.objects.filter(tenant_id="fresh").exists()
     again = editor_client.post("/tenants/new/", form(None, "x", tenant_id="acme"))
@@ -127,12 +128,17 @@ def test_new_tenant_is_created_and_a_duplicate_is_refused(
 
 
 def test_rollback_from_history_writes_a_new_revision(editor_client: Client, acme: Tenant) -> None:
-    editor_client.post("/tenants/acme/", form(acme.version, "down"))
+    confirm(editor_client, "/tenants/acme/", form(acme.version, "down"))
     latest = ConfigRevision.objects.first()
     assert latest is not None
     page = editor_client.get("/history/").content.decode()
     assert f"Roll back revision {latest.version}" in page
-    response = editor_client.post(f"/history/{latest.pk}/rollback/", follow=True)
+    asked = editor_client.post(f"/history/{latest.pk}/rollback/").content.decode()
+    assert 'id="rollback-diff"' in asked
+    assert selectors.tenant_get(tenant_id="acme").config != acme.config
+    response = editor_client.post(
+        f"/history/{latest.pk}/rollback/", {"confirm": "yes"}, follow=True
+    )
     assert "Rolled back" in response.content.decode()
     assert selectors.tenant_get(tenant_id="acme").config == acme.config
     assert ConfigRevision.objects.first().source == "rollback"  # type: ignore[union-attr]
@@ -148,7 +154,7 @@ def test_settings_save_is_validated_and_version_checked(editor_client: Client) -
     version = selectors.settings_get().version
     bad = editor_client.post("/settings/", {"version": version, "querier_forget_delay": "soon"})
     assert bad.status_code == 400 and "not a valid duration" in bad.content.decode()
-    good = editor_client.post("/settings/", {"version": version, "querier_forget_delay": "30s"})
+    good = confirm(editor_client, "/settings/", {"version": version, "querier_forget_delay": "30s"})
     assert good.status_code == 302
     assert selectors.queue_config_get().querier_forget_delay == 30.0
     stale = editor_client.post("/settings/", {"version": version, "priority_aging": "10s"})

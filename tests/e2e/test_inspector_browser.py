@@ -137,7 +137,9 @@ def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies
     expect(page.locator("#explain-source")).to_have_text("rule 1, attribute 1")
     expect(page.locator("#explain-component")).to_have_text("ingester")
     page.screenshot(path=str(SCREENSHOTS / "tenant-editor.png"), full_page=True)
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("#review-diff")).to_contain_text("special")  # the diff first
+    page.get_by_role("button", name="Confirm and save").click()
     expect(page.locator(".msg-success")).to_contain_text("Saved acme")
 
     page.goto("/")
@@ -169,6 +171,8 @@ def test_rollback_from_history_restores_the_rule(page: Page) -> None:
     acme_change = page.locator(".revision", has_text="acme").first
     expect(acme_change).to_contain_text("special")
     acme_change.get_by_role("button", name=re.compile("Roll back")).click()
+    expect(page.locator("#rollback-diff")).to_contain_text("special")  # its diff first
+    page.locator("#confirm-rollback").click()
     expect(page.locator(".msg-success")).to_contain_text("Rolled back")
     page.goto("/tenants/acme/")
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")

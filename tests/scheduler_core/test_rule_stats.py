@@ -106,3 +106,17 @@ def test_priority_disabled_requests_count_as_default() -> None:
     stats = RuleStats(Clock(0.0))
     stats.record("t", TenantLimits(), Verdict(0))
     assert stats.matches_total() == {("t", "default", ""): 1}
+
+
+def test_forgetting_a_tenant_drops_its_live_and_retired_counts_only() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", LIMITS, RULE0_ATTR1)
+    stats.record("t", LIMITS, REJECTED)
+    edited = TenantLimits(query_priority=QueryPriority(True, 1, LIMITS.query_priority.priorities))
+    stats.record("t", edited, DEFAULT)  # the first version's counts are retired now
+    stats.record("u", LIMITS, DEFAULT)
+    stats.forget("t")
+    assert stats.counts("t") is None
+    assert stats.matches_total() == {("u", "default", ""): 1}
+    assert stats.rejected_total() == {}
+    assert stats.tenants() == ["u"]

@@ -2,6 +2,8 @@
 // stand in the form (saved or not) and shows the answer in place. Without
 // this script the same button re-renders the whole page with the answer.
 
+import "./yaml_view.js";
+
 const form = document.getElementById("tenant-form");
 const box = document.getElementById("explain");
 const output = document.getElementById("explain-output");

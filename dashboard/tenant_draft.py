@@ -1,0 +1,88 @@
+"""The tenant editor's draft, from whichever of its two views the page posted.
+
+The form view posts one input per field (`dashboard.forms`); the YAML view
+posts the block's text as `yaml` with `view=yaml`, read by
+`api.store.config_yaml.parse_tenant_block`. Either way the draft is the
+same raw tenant body, judged by the same validator, so switching views
+carries unsaved edits across and an error's field path puts it on its
+input in the form and on its line in the YAML. Saving is two steps: the
+first shows the diff and a token of exactly what it showed; only a post
+carrying that token for the same draft and version saves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.store.config_yaml import (
+    BlockParse,
+    LocatedError,
+    LocatedName,
+    locate,
+    parse_tenant_block,
+    tenant_block_yaml,
+)
+from dashboard.forms import tenant_config_from_post
+from scheduler_core.errors import FieldError
+
+__all__ = [
+    "FORM",
+    "VIEWS",
+    "YAML",
+    "Draft",
+    "draft_from_post",
+    "review_token",
+    "yaml_errors",
+    "yaml_for",
+]
+
+FORM, YAML = "form", "yaml"
+VIEWS = (FORM, YAML)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """The posted draft. `config` is None only when the YAML text is no tenant block."""
+
+    view: str
+    config: dict[str, Any] | None
+    text: str | None = None
+    parsed: BlockParse | None = None
+    ignored: list[LocatedName] = field(default_factory=list)
+
+    @property
+    def pasted_tenant(self) -> str | None:
+        return self.parsed.pasted_tenant if self.parsed else None
+
+    @property
+    def syntax(self) -> LocatedError | None:
+        return self.parsed.syntax if self.parsed else None
+
+
+def draft_from_post(post: Mapping[str, str]) -> Draft:
+    """The draft of whichever view posted (`view`; the form when absent)."""
+    if post.get("view") != YAML:
+        return Draft(FORM, tenant_config_from_post(post))
+    text = post.get("yaml", "")
+    parsed = parse_tenant_block(text)
+    return Draft(YAML, parsed.config, text, parsed, list(parsed.ignored))
+
+
+def yaml_for(tenant_id: str | None, config: Mapping[str, Any]) -> str:
+    """The YAML view's text of a draft: the block under its tenant key line."""
+    return tenant_block_yaml(tenant_id or None, config)
+
+
+def yaml_errors(text: str, errors: Sequence[FieldError]) -> list[LocatedError]:
+    """Validator errors placed on their lines of the text the YAML view shows."""
+    return locate(list(errors), parse_tenant_block(text).lines)
+
+
+def review_token(tenant_id: str, version: int | None, config: Mapping[str, Any]) -> str:
+    """Names exactly one reviewed draft of one tenant at one version."""
+    blob = json.dumps([tenant_id, version, config], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]

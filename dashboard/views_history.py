@@ -1,0 +1,112 @@
+"""History as a reviewer reads it: each revision's YAML line diff, compare any two, rollback's diff.
+
+Every diff here is the YAML of the scope the revision changed (a tenant's
+block as under `overrides:`, the scheduler settings, or an import's
+`overrides:`) from `api.store.revision_states`, drawn by
+`dashboard.line_diff` unified or side by side (`?diff=split`), long
+unchanged runs folded; the changed field paths are listed beside it. The
+same comparison answers `GET /api/v1/revisions/compare/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+
+from api.store import selectors
+from api.store.exceptions import NotFound
+from api.store.models import ConfigRevision
+from api.store.revision_states import (
+    Comparison,
+    Scope,
+    compare_revisions,
+    revision_comparison,
+    rollback_preview,
+)
+from dashboard.access import page, role_required
+from dashboard.line_diff import MODES, UNIFIED, line_diff
+
+__all__ = ["compare", "diff_mode", "history_rows", "mode_links", "rollback_confirm"]
+
+
+def diff_mode(request: HttpRequest) -> str:
+    """Unified (the default) or split, as the page's switch asks."""
+    mode = request.GET.get("diff", UNIFIED)
+    return mode if mode in MODES else UNIFIED
+
+
+def mode_links(request: HttpRequest, path: str) -> list[dict[str, Any]]:
+    """The unified / side-by-side switch: the same page in each mode."""
+    current = diff_mode(request)
+    links = []
+    for mode, label in ((UNIFIED, "Unified"), ("split", "Side by side")):
+        query = {k: v for k, v in request.GET.items() if k != "diff"}
+        query["diff"] = mode
+        links.append(
+            {"label": label, "href": f"{path}?{urlencode(query)}", "current": mode == current}
+        )
+    return links
+
+
+def _shown(found: Comparison, mode: str) -> dict[str, Any]:
+    return {
+        "scope": found.scope,
+        "paths": found.diff,
+        "lines": line_diff(found.before_yaml, found.after_yaml, mode),
+    }
+
+
+def history_rows(revisions: Iterable[ConfigRevision], mode: str) -> list[dict[str, Any]]:
+    """Each revision with its changed paths and its YAML line diff."""
+    rows = []
+    for revision in revisions:
+        found = revision_comparison(revision)
+        rows.append({"revision": revision, "diff": found.diff, **_shown(found, mode)})
+    return rows
+
+
+def _revision(raw: str | None) -> ConfigRevision | None:
+    if not raw or not raw.isascii() or not raw.isdigit():
+        return None
+    try:
+        return selectors.revision_get(revision_id=int(raw))
+    except NotFound:
+        return None
+
+
+@role_required
+def compare(request: HttpRequest) -> HttpResponse:
+    """The state after one picked revision against the state after another."""
+    first = _revision(request.GET.get("from"))
+    second = _revision(request.GET.get("to"))
+    if first is None or second is None:
+        message = "Pick two revisions to compare: one as From and one as To."
+        return page(request, "dashboard/history_compare.html", {"problem": message}, status=400)
+    tenant = request.GET.get("tenant") or None
+    scope = Scope("tenant", tenant) if tenant else None
+    if first.version > second.version and request.GET.get("order") != "asis":
+        # Picked newest first: show the change forwards in time.
+        first, second = second, first
+    found = compare_revisions(first, second, scope)
+    context = {
+        "first": first,
+        "second": second,
+        "mode_links": mode_links(request, reverse("dashboard:history-compare")),
+        **_shown(found, diff_mode(request)),
+    }
+    return page(request, "dashboard/history_compare.html", context)
+
+
+def rollback_confirm(request: HttpRequest, revision: ConfigRevision) -> HttpResponse:
+    """What rolling back `revision` would change, and the button that does it."""
+    preview = rollback_preview(revision)
+    context = {
+        "revision": revision,
+        "mode_links": mode_links(request, request.path),
+        **_shown(preview, diff_mode(request)),
+    }
+    return page(request, "dashboard/confirm_rollback.html", context)

@@ -1,0 +1,158 @@
+"""The tenant editor's YAML view, Save's review and the History diffs in Chromium.
+
+One server, browser and login for the module; the tests run in file order
+and build on each other as an operator's session would: edit acme in the
+YAML view, see the edit in the form, break a regex and see the error at its
+line, fix it, Save shows the diff, confirm, History shows the line diff,
+compare two revisions, roll back after seeing its diff; then one whole edit
+of gold with the keyboard alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import EDITOR, SCREENSHOTS
+
+REGEX = "query_priority.priorities[0].query_attributes[0].regex"
+# acme's block in the YAML view: the regex is on this line.
+REGEX_LINE = 8
+
+
+def editor_line(page: Page, number: int):
+    return page.locator("#yaml-editor .cm-line").nth(number - 1)
+
+
+def test_login(page: Page) -> None:
+    page.goto("/login/")
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/$"))
+
+
+def test_an_edit_in_the_yaml_view_shows_in_the_form(page: Page) -> None:
+    page.goto("/tenants/acme/")
+    page.get_by_role("button", name="YAML", exact=True).click()
+    expect(page.locator("#yaml-editor")).to_be_visible()
+    expect(page.locator("#yaml-editor .cm-lineNumbers")).to_be_visible()
+    expect(editor_line(page, 1)).to_have_text("acme:")
+    line = editor_line(page, REGEX_LINE)
+    expect(line).to_have_text("      - regex: ^never$")
+    # Highlighted as YAML: the key and the value are spans of their own.
+    expect(line.locator("span")).not_to_have_count(0)
+    line.click()
+    page.keyboard.press("End")
+    for _ in "^never$":
+        page.keyboard.press("Backspace")
+    page.keyboard.type("special")
+    expect(line).to_have_text("      - regex: special")
+    page.get_by_role("button", name="Form", exact=True).click()
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("special")
+
+
+def test_a_broken_regex_shows_at_its_line_then_fixing_it_clears_it(page: Page) -> None:
+    page.get_by_role("button", name="YAML", exact=True).click()
+    line = editor_line(page, REGEX_LINE)
+    expect(line).to_have_text("      - regex: special")
+    line.click()
+    page.keyboard.press("End")
+    for _ in "special":
+        page.keyboard.press("ArrowLeft")
+    page.keyboard.type("(")
+    problem = page.locator("#yaml-problems li")
+    expect(problem).to_have_count(1)
+    expect(problem).to_contain_text(f"line {REGEX_LINE}: {REGEX}: RE2 rejects this regex")
+    expect(page.locator("#yaml-editor .cm-lint-marker-error")).to_have_count(1)
+    page.screenshot(path=str(SCREENSHOTS / "tenant-yaml-view.png"), full_page=True)
+    page.keyboard.press("Backspace")
+    expect(problem).to_have_count(0)
+    expect(page.locator("#yaml-editor .cm-lint-marker-error")).to_have_count(0)
+
+
+def test_save_shows_the_diff_and_the_verdict_then_a_second_click_saves(page: Page) -> None:
+    page.get_by_label("Query (PromQL or match[] selectors)").fill('special_query{job="x"}')
+    page.get_by_role("button", name="Explain").click()
+    expect(page.locator("#explain-priority")).to_have_text("5")
+    page.locator("#save").click()
+    review = page.locator("#review")
+    expect(review).to_be_visible()
+    diff = page.locator("#review-diff")
+    expect(diff.locator(".yl.removed")).to_have_count(1)
+    expect(diff.locator(".yl.added")).to_have_count(1)
+    expect(diff.locator(".yl.added mark")).to_have_text("special")
+    expect(page.locator("#verdict-draft")).to_have_text("5")
+    expect(page.locator("#verdict-saved")).to_have_text("0")
+    expect(page.locator("#confirm-save")).to_be_focused()
+    page.screenshot(path=str(SCREENSHOTS / "tenant-save-review.png"), full_page=True)
+    page.locator("#confirm-save").click()
+    expect(page.locator(".msg-success")).to_contain_text("Saved acme")
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("special")
+
+
+def test_history_shows_the_line_diff_of_the_change(page: Page) -> None:
+    page.goto("/history/")
+    newest = page.locator(".revision").first
+    expect(newest).to_contain_text("acme")
+    expect(newest.locator(".ydiff .yl.removed mark")).to_have_text("^never$")
+    expect(newest.locator(".ydiff .yl.added mark")).to_have_text("special")
+    expect(newest.locator(".paths")).to_contain_text(REGEX)
+    page.get_by_role("link", name="Side by side").click()
+    expect(page.locator(".revision").first.locator(".ydiff.split .yl.changed")).to_have_count(1)
+    page.screenshot(path=str(SCREENSHOTS / "history-diff.png"), full_page=True)
+
+
+def test_two_revisions_compare_when_picked(page: Page) -> None:
+    page.goto("/history/?key=acme")
+    rows = page.locator(".revision")
+    expect(rows).to_have_count(2)
+    rows.nth(1).get_by_label(re.compile("Compare from revision")).check()
+    rows.nth(0).get_by_label(re.compile("Compare to revision")).check()
+    page.get_by_role("button", name="Compare selected").click()
+    expect(page.locator("#compare-what")).to_contain_text("Tenant acme")
+    expect(page.locator("#compare-diff .yl.added mark")).to_have_text("special")
+
+
+def test_rollback_shows_its_diff_before_it_applies(page: Page) -> None:
+    page.goto("/history/?key=acme")
+    page.locator(".revision").first.get_by_role("button", name=re.compile("Roll back")).click()
+    expect(page.locator("#rollback-diff .yl.removed mark")).to_have_text("special")
+    expect(page.locator("#rollback-diff .yl.added mark")).to_have_text("^never$")
+    page.locator("#confirm-rollback").click()
+    expect(page.locator(".msg-success")).to_contain_text("Rolled back")
+    page.goto("/tenants/acme/")
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
+
+
+def _tab_to(page: Page, selector: str, limit: int = 80) -> None:
+    """Press Tab until the element matching `selector` holds the focus."""
+    for _ in range(limit):
+        if page.evaluate(f"document.activeElement.matches({selector!r})"):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_one_whole_edit_with_the_keyboard_alone(page: Page) -> None:
+    page.goto("/tenants/gold/")
+    _tab_to(page, "#view-yaml")
+    page.keyboard.press("Enter")
+    expect(page.locator("#yaml-editor")).to_be_visible()
+    _tab_to(page, "#yaml-editor .cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("End")
+    page.keyboard.type("|urgent")
+    expect(page.locator("#yaml-editor .cm-line").nth(8)).to_have_text(
+        "      - regex: critical|urgent"
+    )
+    page.keyboard.press("Escape")  # CodeMirror's Tab indents until Esc
+    _tab_to(page, "#save")
+    page.keyboard.press("Enter")
+    expect(page.locator("#confirm-save")).to_be_focused()
+    expect(page.locator("#review-diff .yl.added mark")).to_have_text("|urgent")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg-success")).to_contain_text("Saved gold")
+    expect(page.locator(f'[name="{REGEX}"]')).to_have_value("critical|urgent")
