@@ -19,13 +19,15 @@ deadline the caller gives (`SimulationTimeLimit` past it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.classify import classify
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import COMPONENTS, TenantLimits
+from scheduler_core.rejection import judge
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
 from scheduler_core.whatif_workload import ConfigSet, Kind, Workload
@@ -90,11 +92,20 @@ def merge_proposed(
     return ConfigSet(config, limits)
 
 
-def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int]:
-    """(component, priority) the runtime's frontend doors would give this kind."""
-    rules = configs.limits.get(kind.tenant_id, _NO_LIMITS).query_priority
-    if kind.hint is not None and not rules.enabled:
-        return kind.hint, 0
+def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int, bool]:
+    """(component, priority, refused by a rejection rule) as the frontend doors decide.
+
+    The doors' own steps: classify (unless the frontend named the component
+    and no rule needs the parse), then `rejection.judge` (rejection rules
+    first, then priorities, as Cortex's `rejectQueryOrSetPriority`).
+    """
+    limits = configs.limits.get(kind.tenant_id, _NO_LIMITS)
+    if (
+        kind.hint is not None
+        and not limits.query_priority.enabled
+        and not limits.query_rejection.enabled
+    ):
+        return kind.hint, 0, False
     config = configs.config
     found = classify(
         query=kind.query,
@@ -107,35 +118,55 @@ def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int]:
         query_ingesters_within=config.query_ingesters_within,
         query_store_after=config.query_store_after,
     )
-    component = kind.hint or found.component
-    return component, rules.priority_for(found.info, kind.now)
+    verdict = judge(limits, found.info, kind.now)
+    return kind.hint or found.component, verdict.priority, verdict.rejected
 
 
 _NO_LIMITS = TenantLimits()
 
 
-def _engine_input(workload: Workload, configs: ConfigSet, seed: int) -> EngineInput:
+def _engine_input(
+    workload: Workload, configs: ConfigSet, seed: int
+) -> tuple[EngineInput, Counter[str]]:
+    """The engine's input, and the measured arrivals a rejection rule refused, by tenant.
+
+    A refused request never reaches the queue (the doors answer it 422), so
+    it is left out of the engine's arrivals.
+    """
     classes = [_classified(kind, configs) for kind in workload.kinds]
-    component_of = [c for c, _ in classes]
-    priority_of = [p for _, p in classes]
     tenant_of = [kind.tenant_id for kind in workload.kinds]
-    kind_of, service = workload.kind_of, workload.service
-    components = [component_of[k] for k in kind_of]
+    refused: Counter[str] = Counter()
+    picked: Sequence[int] = range(len(workload.times))
+    if any(rejected for _, _, rejected in classes):
+        kind_of, start = workload.kind_of, workload.measure_from_us
+        kept = []
+        for i, at in enumerate(workload.times):
+            if classes[kind_of[i]][2]:
+                if at >= start:
+                    refused[tenant_of[kind_of[i]]] += 1
+            else:
+                kept.append(i)
+        picked = kept
+    kind_of = [workload.kind_of[i] for i in picked]
+    components = [classes[k][0] for k in kind_of]
+    quantiles = [workload.quantiles[i] for i in picked]
+    seconds = [workload.seconds[i] for i in picked]
     span = workload.duration_seconds or 0.0
-    return EngineInput(
+    run = EngineInput(
         config=configs.config,
         limits=configs.limits,
         fleet=workload.fleet,
-        times=workload.times,
+        times=[workload.times[i] for i in picked],
         tenants=[tenant_of[k] for k in kind_of],
         components=components,
-        priorities=[priority_of[k] for k in kind_of],
-        services=list(map(service, components, workload.quantiles, workload.seconds)),
+        priorities=[classes[k][1] for k in kind_of],
+        services=list(map(workload.service, components, quantiles, seconds)),
         worker_order_seed=seed,
         start_after_arrivals_at_zero=workload.start_after_arrivals_at_zero,
         measure_from_us=workload.measure_from_us,
         sample_every_us=max(US, round(span * US / _SERIES_POINTS)) if span else US // 100,
     )
+    return run, refused
 
 
 def _stats(waits: list[float]) -> dict[str, float | int]:
@@ -157,8 +188,14 @@ def _stats(waits: list[float]) -> dict[str, float | int]:
     }
 
 
-def summarize(run: EngineResult, duration: float | None) -> dict[str, Any]:
-    """One config's result in the REST contract's shape (plus a few extras)."""
+def summarize(
+    run: EngineResult, duration: float | None, refused: Counter[str] | None = None
+) -> dict[str, Any]:
+    """One config's result in the REST contract's shape (plus a few extras).
+
+    `refused`: arrivals a rejection rule refused, by tenant (never queued).
+    """
+    refused = refused or Counter()
     span = max(run.makespan, duration or 0.0)
     ranked = sorted(
         ((_stats(w), t) for t, w in run.waits_by_tenant.items()),
@@ -166,7 +203,9 @@ def summarize(run: EngineResult, duration: float | None) -> dict[str, Any]:
     )
     tenants = [{"tenant": t, **row} for row, t in ranked[:WORST_TENANTS]]
     capacity = run.workers * span
-    rejected = sum(run.rejected_by_tenant.values())
+    too_many = sum(run.rejected_by_tenant.values())
+    by_rule = sum(refused.values())
+    rejected = too_many + by_rule
     return {
         "by_priority": {
             str(p): _stats(run.waits_by_priority[p])
@@ -178,8 +217,9 @@ def summarize(run: EngineResult, duration: float | None) -> dict[str, Any]:
         "worst_tenants": tenants,
         "rejected": {
             "total": rejected,
-            "too_many_outstanding": rejected,
-            "by_tenant": dict(sorted(run.rejected_by_tenant.items())),
+            "too_many_outstanding": too_many,
+            "by_rule": by_rule,
+            "by_tenant": dict(sorted((run.rejected_by_tenant + refused).items())),
         },
         "utilisation": {
             c: round(busy / capacity, 4) if capacity else 0.0
@@ -245,13 +285,9 @@ def run_whatif(
             if progress is not None:
                 progress((part + fraction) / 2)
 
-        run = run_engine(
-            _engine_input(workload, configs, seed),
-            deadline=deadline,
-            should_stop=should_stop,
-            progress=step,
-        )
-        results.append(summarize(run, workload.duration_seconds))
+        engine_input, refused = _engine_input(workload, configs, seed)
+        run = run_engine(engine_input, deadline=deadline, should_stop=should_stop, progress=step)
+        results.append(summarize(run, workload.duration_seconds, refused))
     if progress is not None:
         progress(1.0)
     return {

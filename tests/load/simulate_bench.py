@@ -4,7 +4,7 @@ Run `python -m tests.load.simulate_bench` from the repository root. It prints:
 
 - simulated requests per second of wall time: a recorded 5-minute window
   of 1,000 requests per second (a recorder fed on a fake clock: 50 tenants,
-  four components, priority rules, 30 queriers x 4 workers about 80% busy)
+  three components, priority rules, 40 queriers x 4 workers about 80% busy)
   replayed the way `POST /api/v1/simulate/` does (recording -> `recent`
   workload -> live and proposed configs), timed from the recording to both
   results; target >= 20,000 simulated requests per second, i.e. the
@@ -85,7 +85,7 @@ def synthetic_recording(rate: float, window: int, tenants: int, seed: int = 1) -
         recorder.on_completed(request)
         clock[0] -= service
     recording = recording_of(recorder.capture(window))
-    recording["fleet"] = [[f"querier-{q}", 4] for q in range(30)]
+    recording["fleet"] = [[f"querier-{q}", 4] for q in range(40)]
     recording["windows"] = {"query_ingesters_within": 13 * 3600.0, "query_store_after": 43200.0}
     return recording
 
@@ -107,6 +107,7 @@ def bench_throughput(rate: float, window: int, tenants: int) -> dict[str, float]
         "simulated_per_config": float(simulated),
         "seconds": elapsed,
         "per_second": 2 * simulated / elapsed,
+        "window_per_second": float(body["workload"]["requests"]) / elapsed,
         "utilisation": sum(body["live"]["utilisation"].values()),
     }
 
@@ -179,11 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         f"simulator: a {args.window} s window at {args.rate:g} req/s "
         f"({figures['requests']:.0f} requests measured, {figures['simulated_per_config']:.0f} "
         f"simulated per config with the warm-up), live + proposed in "
-        f"{figures['seconds']:.1f} s = {figures['per_second']:,.0f} simulated requests/s "
-        f"(target >= {TARGET_REQUESTS_PER_SECOND:,}); live utilisation "
-        f"{figures['utilisation']:.0%}"
+        f"{figures['seconds']:.1f} s = {figures['per_second']:,.0f} simulated requests/s, "
+        f"{figures['window_per_second']:,.0f} window requests/s for both configs "
+        f"(target >= {TARGET_REQUESTS_PER_SECOND:,}: the window in under 15 s); live "
+        f"utilisation {figures['utilisation']:.0%}"
     )
-    if figures["per_second"] < TARGET_REQUESTS_PER_SECOND:
+    if figures["window_per_second"] < TARGET_REQUESTS_PER_SECOND:
         missed.append("simulated requests per second")
     quiet, busy, runs = bench_dispatch(args.seconds)
     ratio = busy / quiet if quiet else 0.0

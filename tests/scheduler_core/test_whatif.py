@@ -164,3 +164,17 @@ def test_the_request_spec_has_defaults_and_names_each_bad_field() -> None:
         f"knobs.service_factor.{INGESTER}",
         "run_id",
     }
+
+
+def test_a_proposed_rejection_rule_refuses_its_queries_before_the_queue() -> None:
+    rules = copy.deepcopy(SEED_TENANT_CONFIG)
+    rules["query_rejection"] = {"enabled": True, "query_attributes": [{"regex": "min"}]}
+    base = scenario_base("cortex-seed")
+    proposed = merge_proposed(base, {}, {"tenant-1": rules})
+    body = run_whatif(scenario_workload("cortex-seed", Knobs(), 1), base, proposed, seed=1)
+    refused = body["proposed"]["rejected"]
+    assert body["live"]["rejected"]["by_rule"] == 0
+    # The min() queries (priority 0) are a third of the traffic; none is queued.
+    assert refused["by_rule"] == body["live"]["by_priority"]["0"]["count"]
+    assert "0" not in body["proposed"]["by_priority"]
+    assert body["verdicts"][-1].endswith("-> no requests")
