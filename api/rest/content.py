@@ -9,7 +9,6 @@ before anything walks it (an alias "bomb" is tiny on the wire).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import IO, Any
 
@@ -20,6 +19,8 @@ from api.rest.errors import PayloadTooLarge
 
 # One serialiser for the export, a tenant's YAML view and revision diffs.
 from api.store.config_yaml import dump_yaml
+from api.store.yaml_keys import DuplicateKey, duplicate_key_path, strict_keys_loader
+from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
 
 __all__ = [
     "MAX_JSON_BODY_BYTES",
@@ -49,7 +50,9 @@ YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 # libyaml's scanner when PyYAML was built with it (several times
 # faster on a big runtime-config); the same safe constructor either way, so
 # what a document means, and the alias guard below, do not depend on it.
-_Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+_BaseLoader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+# Refuses a key given twice in one mapping, as Cortex's strict loader does.
+_Loader: Any = strict_keys_loader(_BaseLoader)
 
 
 def read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
@@ -75,21 +78,25 @@ def _check_text(text: str) -> None:
 def _count_nodes(value: Any, budget: int) -> int:
     """Values in `value` counting every alias expansion; stops past `budget`.
 
-    Also checks every string on the way (see `_check_text`).
+    Also checks every string on the way (see `_check_text`), and refuses
+    nesting deeper than JSON bodies may (`MAX_JSON_DEPTH`): whatever walks
+    the value next (validation messages, copies) must not recurse too deep.
     """
-    count, stack = 0, [value]
+    count, stack = 0, [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         count += 1
         if count > budget:
             break
         if isinstance(item, str):
             _check_text(item)
-        elif isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        elif isinstance(item, Mapping | list):
+            if depth >= MAX_JSON_DEPTH:
+                raise exceptions.ParseError(
+                    f"document nested deeper than {MAX_JSON_DEPTH} levels, the limit"
+                )
+            children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
     return count
 
 
@@ -97,8 +104,20 @@ def load_yaml(text: str | bytes) -> Any:
     """Parse one YAML document safely; raises `ParseError` with the reason."""
     try:
         value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+    except DuplicateKey as exc:
+        path = duplicate_key_path(text, exc, _BaseLoader)
+        mark = exc.mark
+        raise exceptions.ParseError(
+            f"YAML parse error: duplicate key {path} (line {mark.line + 1}, column "
+            f"{mark.column + 1}): a key may appear once in a mapping, as Cortex's loader requires"
+        ) from exc
     except yaml.YAMLError as exc:
         raise exceptions.ParseError(f"YAML parse error: {exc}") from exc
+    except ValueError as exc:
+        # A scalar its constructor refuses: a date like 2024-13-45, or an
+        # integer of thousands of digits (Python's own limit on int()).
+        reason = str(exc).split("; use sys.", 1)[0]
+        raise exceptions.ParseError(f"YAML parse error: a value cannot be read: {reason}") from exc
     if _count_nodes(value, MAX_YAML_NODES) > MAX_YAML_NODES:
         raise exceptions.ParseError(
             f"YAML document expands (through aliases) to over {MAX_YAML_NODES} values"
@@ -109,8 +128,9 @@ def load_yaml(text: str | bytes) -> Any:
 def parse_json(data: bytes) -> Any:
     """Parse a JSON body; raises `ParseError` with the reason."""
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        # Nested past MAX_JSON_DEPTH: JsonTooDeep, a ValueError naming the limit.
+        value = loads_bounded(data)
+    except ValueError as exc:  # UnicodeDecodeError too
         raise exceptions.ParseError(f"JSON parse error: {exc}") from exc
     if b"\\u" in data:
         # Only an escape can smuggle a surrogate or NUL past UTF-8 decoding.

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from api.store.yaml_keys import DuplicateKey, duplicate_key_path, strict_keys_loader
+from scheduler_core.bounds import MAX_DOCUMENT_DEPTH
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig
 from scheduler_core.validation import (
@@ -58,6 +60,8 @@ OVERRIDES = "overrides"
 # constructor either way, so what a document means does not depend on it.
 _Loader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 _BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+# Refuses a key given twice in one mapping, as Cortex's strict loader does.
+_StrictLoader: Any = strict_keys_loader(_Loader)
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
@@ -186,6 +190,27 @@ def _syntax_error(exc: yaml.YAMLError) -> BlockParse:
     return _problem("(yaml)", f"YAML syntax: {text}", line)
 
 
+def _depth_over(node: yaml.Node, limit: int) -> bool:
+    """Whether mappings/lists nest deeper than `limit` (walked without recursion).
+
+    Aliases are followed, so run it after `_expanded_size` bounded the walk.
+    """
+    stack = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, yaml.MappingNode | yaml.SequenceNode):
+            continue
+        if depth >= limit:
+            return True
+        children = (
+            [v for pair in item.value for v in pair]
+            if isinstance(item, yaml.MappingNode)
+            else item.value
+        )
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _expanded_size(node: yaml.Node, budget: int) -> int:
     """Nodes counting every alias expansion (an alias "bomb" is tiny as text)."""
     count, stack = 0, [node]
@@ -280,9 +305,20 @@ def parse_tenant_block(text: str) -> BlockParse:
         node = yaml.compose(text, Loader=_Loader)
         if node is not None and _expanded_size(node, MAX_BLOCK_NODES) > MAX_BLOCK_NODES:
             return _problem("(yaml)", f"the block expands to over {MAX_BLOCK_NODES} values", None)
-        value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
+        if node is not None and _depth_over(node, MAX_DOCUMENT_DEPTH):
+            # Walking it (field lines, messages) would recurse too deep.
+            message = f"the block nests deeper than {MAX_DOCUMENT_DEPTH} levels, the limit"
+            return _problem("(yaml)", message, None)
+        value = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader
+    except DuplicateKey as exc:
+        path = duplicate_key_path(text, exc, _Loader)
+        message = f"duplicate key {path}: a key may appear once, as Cortex's loader requires"
+        return _problem(path, message, exc.mark.line + 1)
     except yaml.YAMLError as exc:
         return _syntax_error(exc)
+    except ValueError as exc:  # a scalar its constructor refuses, e.g. 2024-13-45
+        reason = str(exc).split("; use sys.", 1)[0]
+        return _problem("(yaml)", f"a value cannot be read: {reason}", None)
     if node is None or value is None:
         return BlockParse(config={})
     body, body_node, pasted, problem = _unwrap(value, node)

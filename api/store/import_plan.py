@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 from scheduler_core.errors import FieldError
 from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
@@ -27,7 +28,8 @@ __all__ = [
     "validate_tenant",
 ]
 
-TENANT_ID_MAX_LENGTH = 256
+# Cortex's limit (`tenant.ValidTenantID`), the same on both protocols.
+TENANT_ID_MAX_LENGTH = MAX_TENANT_ID_LENGTH
 # Cortex's tenant ID alphabet: it must survive HTTP headers and object-store paths.
 _TENANT_ID_EXTRA = set("!-_.*'()")
 # The override fields the scheduler uses; every other Cortex limit in a
@@ -45,7 +47,7 @@ class Author(Protocol):
 
 
 def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldError]:
-    """Problems with a tenant ID under Cortex's rules (length 256 here)."""
+    """Problems with a tenant ID under Cortex's rules (at most 150 characters)."""
     if not isinstance(tenant_id, str) or not tenant_id:
         return [FieldError(path, "must be a non-empty string")]
     if len(tenant_id) > TENANT_ID_MAX_LENGTH:

@@ -61,3 +61,19 @@ async def test_daphne_serves_static_files_itself_with_debug_off() -> None:
 @pytest.mark.django_db(transaction=True)
 async def test_healthz_answers_through_the_asgi_application() -> None:
     assert await asgi_get("/healthz") == (200, b'{"status": "ok"}')
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../config/settings.py",  # Daphne hands the decoded %2e%2e on as ".."
+        "/static/admin/../../config/settings.py",
+        "/static/admin/css/base.css\x00.txt",
+        "/static/no-such-file.css",
+    ],
+)
+async def test_a_static_path_outside_the_static_files_is_a_404_never_a_500(path: str) -> None:
+    status, body = await asgi_get(path)
+    assert status == 404
+    assert b"SECRET_KEY" not in body

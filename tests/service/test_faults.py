@@ -20,6 +20,7 @@ import json
 import re
 import signal
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
@@ -199,6 +200,17 @@ async def test_a_frame_over_daphnes_limit_ends_the_connection_and_leaves_no_ghos
     with pytest.raises(websockets.ConnectionClosed):
         await reply(ws)
     await settled_to(daphne_server, tokens["viewer"], before)  # its 3 requests cancelled
+
+
+@pytest.mark.parametrize(
+    "path", ["/static/%2e%2e/config/settings.py", "/static/..%2fconfig/settings.py", "/static/%00"]
+)
+def test_a_static_path_escaping_the_static_root_is_a_404(
+    daphne_server: DaphneProcess, path: str
+) -> None:
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(f"{daphne_server.base_url}{path}", timeout=10)
+    assert answer.value.code == 404
 
 
 # -- SIGTERM with work queued and running on both protocols -------------------

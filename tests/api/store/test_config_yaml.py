@@ -157,3 +157,23 @@ def test_the_whole_config_is_the_overrides_then_the_settings():
     assert list(loaded) == ["overrides", "settings"]
     assert list(loaded["overrides"]) == ["a", "b"]
     assert loaded["settings"]["layout"] == "tenant-first"
+
+
+def test_a_pasted_block_giving_a_key_twice_is_refused_with_its_path_and_line():
+    text = "query_priority:\n  enabled: true\n  default_priority: 1\n  enabled: false\n"
+    parsed = parse_tenant_block(text)
+    assert parsed.config is None and parsed.syntax is not None
+    assert parsed.syntax.path == "query_priority.enabled"
+    assert parsed.syntax.line == 4
+    assert "duplicate key" in parsed.syntax.message
+
+
+def test_a_pasted_block_nested_too_deep_is_refused_before_its_lines_are_walked():
+    parsed = parse_tenant_block("query_priority: " + "[" * 900 + "]" * 900 + "\n")
+    assert parsed.config is None and parsed.syntax is not None
+    assert "deeper than 100 levels" in parsed.syntax.message
+
+
+def test_a_value_its_constructor_refuses_is_a_problem_not_an_exception():
+    parsed = parse_tenant_block("max_queriers_per_tenant: 2024-13-45\n")
+    assert parsed.syntax is not None and "cannot be read" in parsed.syntax.message

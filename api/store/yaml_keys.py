@@ -1,0 +1,78 @@
+"""YAML mappings that give a key twice are refused, with the key's path.
+
+PyYAML silently keeps the last of two equal keys; Cortex loads its
+runtime-config with Go's strict YAML decoder, which refuses them ("key
+already set in map"). So a file Cortex would refuse must not import here and
+quietly mean something else. Keys are compared as loaded values (so `1` and
+`01`, or `yes` and `true`, clash as they would once decoded); a key that a
+merge (`<<: *base`) brings in may be overridden by an explicit one, as YAML
+merge keys allow.
+
+The check runs while the document is constructed, so it costs a set per
+mapping; the key's full path (`overrides.team-a.query_priority.enabled`) is
+found only when there is an error, by walking the composed node tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = ["DuplicateKey", "duplicate_key_path", "strict_keys_loader"]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping gives the same key twice; `mark` is where the second one starts."""
+
+    def __init__(self, key: Any, mark: Any) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+        self.mark = mark
+
+
+def strict_keys_loader(base: Any) -> Any:
+    """A subclass of the loader class `base` that raises `DuplicateKey`."""
+
+    class StrictKeysLoader(base):  # type: ignore[misc,valid-type]
+        def construct_mapping(self, node: MappingNode, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE_TAG or not isinstance(key_node, ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    if key in seen:
+                        raise DuplicateKey(key, key_node.start_mark)
+                    seen.add(key)
+                except TypeError:  # an unhashable key cannot be compared this way
+                    continue
+            return super().construct_mapping(node, deep)
+
+    return StrictKeysLoader
+
+
+def duplicate_key_path(text: str | bytes, error: DuplicateKey, loader: Any) -> str:
+    """The dotted path of the duplicate key (`a.b[2].c`), found in the node tree."""
+    root = yaml.compose(text, Loader=loader)  # noqa: S506 - composing builds no objects
+    wanted = error.mark.index
+    stack: list[tuple[Node, str]] = [(root, "")] if root is not None else []
+    visited: set[int] = set()  # aliases share nodes, and may even loop
+    while stack:
+        node, path = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                name = key_node.value if isinstance(key_node, ScalarNode) else "?"
+                child = f"{path}.{name}" if path else str(name)
+                if key_node.start_mark.index == wanted:
+                    return child
+                stack.append((value_node, child))
+        elif isinstance(node, SequenceNode):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(node.value))
+    return str(error.key)
