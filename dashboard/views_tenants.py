@@ -36,6 +36,8 @@ from dashboard.forms import EditorAction, apply_action, editor_model
 from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_token
 from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE
+from dashboard.views_rules import default_shares, dry_run_box
+from scheduler_core.bounds import request_times_error
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import (
@@ -70,6 +72,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
     tick = current_tick()
     leaves = tick.index.tenant_leaves if tick else {}
     rows = []
+    shares = default_shares((t.tenant_id, t.config) for t in chunk)
     for tenant in chunk:
         qp = tenant.config.get("query_priority") or {}
         rows.append(
@@ -78,6 +81,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
                 "depth": sum(leaf.length for leaf in leaves.get(tenant.tenant_id, ())),
                 "rules": len(qp.get("priorities") or []),
                 "enabled": bool(qp.get("enabled")),
+                "default_share": shares.get(tenant.tenant_id),
             }
         )
     context = {"rows": rows, "page_obj": chunk, "search": search, "live": tick is not None}
@@ -100,6 +104,10 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
         step = parse_duration(inputs["step"]) if inputs["step"].strip() else None
     except InvalidDuration as exc:
         return {"problem": f"Time range: {exc}"}
+    # The same check as enqueue's on both protocols and the REST explain's.
+    times = request_times_error(start, end, step)
+    if times is not None:
+        return {"problem": f"Time range: {times.message}."}
     if inputs["api_type"] not in API_TYPES:
         return {"problem": f"Unknown API type {inputs['api_type']!r}."}
     headers = {
@@ -125,7 +133,7 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
 
 
 def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
-    match = found.match
+    match, rejection = found.match, found.rejection
     rules: dict[int, dict[str, Any]] = {}
     general = []
     levels = [p.priority for p in found.limits.query_priority.priorities]
@@ -151,6 +159,8 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
         "rules": [rules[i] for i in sorted(rules)],
         "general": general,
         "queriers": queriers_body(found.limits, known_queriers()),
+        "rejected_by": rejection.attribute_index if rejection is not None else None,
+        "rejection_reasons": list(rejection.reasons) if rejection is not None else [],
     }
 
 
@@ -168,6 +178,8 @@ def _render_editor(
     draft: Draft | None = None,
     review: dict[str, Any] | None = None,
     saving: bool = False,
+    dry_run: dict[str, Any] | None = None,
+    show_hits: bool = False,
 ) -> HttpResponse:
     context = {
         "tenant_id": tenant_id,
@@ -179,6 +191,9 @@ def _render_editor(
         "api_types": API_TYPES,
         "review": review,
         "saving": saving,
+        "dry_run": dry_run,
+        # Hit counts belong to the saved rules, so they are shown beside those only.
+        "show_hits": show_hits,
         **views_context(tenant_id, config, errors, view, draft),
     }
     return page(request, "dashboard/tenant_edit.html", context, status=status)
@@ -297,6 +312,9 @@ def _post(
         view = YAML if action == "view-yaml" else FORM
         errors = validate_tenant_config(draft)
         return _render_editor(request, config=draft, errors=errors, view=view, **show)
+    if action == "dry-run":
+        box = dry_run_box(tenant_id, draft)
+        return _render_editor(request, config=draft, dry_run=box, view=posted.view, **show)
     apply_action(draft, EditorAction(action))
     return _render_editor(request, config=draft, **show)
 
@@ -316,7 +334,11 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     except NotFound as exc:
         raise Http404(str(exc)) from exc
     return _render_editor(
-        request, tenant_id=tenant_id, config=tenant.config, version=tenant.version
+        request,
+        tenant_id=tenant_id,
+        config=tenant.config,
+        version=tenant.version,
+        show_hits=True,
     )
 
 
