@@ -10,9 +10,10 @@ three wake-ups per message). Only what a gRPC server needs of RFC 9113:
   Huffman codes) and encoded as literals that are never indexed, so our
   encoder keeps no state the peer could disagree with;
 - flow control both ways: DATA waits for the peer's WINDOW_UPDATE when a
-  window is spent; our receive windows are re-opened only as the
-  application consumes messages (`consumed`), so a peer that sends faster
-  than we read is held to one window per stream;
+  window is spent; our receive windows are re-opened when the layer above
+  says so (`consumed`: as bytes arrive, but only while less than a window
+  of messages waits unread), so a peer that sends faster than we read is
+  held back;
 - PING is answered; like grpcio with the door's former options, more than
   two pings within 5 s with nothing sent in between (a flood, not grpc-go's
   20 s keepalive or its BDP pings) get GOAWAY ENHANCE_YOUR_CALM;
@@ -28,122 +29,57 @@ here, and a query crosses four DATA frames (docs/performance.md).
 from __future__ import annotations
 
 import asyncio
-import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import hpack
 
-__all__ = [
-    "CANCEL",
-    "ENHANCE_YOUR_CALM",
-    "FLOW_CONTROL_ERROR",
-    "NO_ERROR",
-    "PROTOCOL_ERROR",
-    "REFUSED_STREAM",
-    "Http2Connection",
-    "Http2Stream",
-    "ProtocolError",
-    "encode_headers",
-]
-
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY = range(8)
-WINDOW_UPDATE, CONTINUATION = 8, 9
-END_STREAM = ACK = 0x1
-END_HEADERS = 0x4
-PADDED = 0x8
-PRIORITY_FLAG = 0x20
-NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0x0, 0x1, 0x2, 0x3
-STREAM_CLOSED, FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL = 0x5, 0x6, 0x7, 0x8
-COMPRESSION_ERROR, ENHANCE_YOUR_CALM = 0x9, 0xB
-S_HEADER_TABLE_SIZE, S_MAX_CONCURRENT_STREAMS, S_INITIAL_WINDOW_SIZE = 0x1, 0x3, 0x4
-S_MAX_FRAME_SIZE, S_MAX_HEADER_LIST_SIZE = 0x5, 0x6
-
-_HEADER = struct.Struct(">IBI")  # length << 8 | type, flags, stream id
-_SETTING = struct.Struct(">HI")
-_MAX_WINDOW = 2**31 - 1
-_DEFAULT_WINDOW = 65_535
-_DEFAULT_FRAME = 16_384
-# Per-stream receive window we offer, and the connection's: a stream may
-# have this much unread before the peer must wait for us.
-STREAM_WINDOW = 1 << 20
-CONNECTION_WINDOW = 1 << 24
-MAX_CONCURRENT_STREAMS = 4096
-MAX_HEADER_LIST = 1 << 16  # a header block (with CONTINUATIONs) beyond this ends the connection
-# Ping policing, as grpcio's min_ping_interval_without_data 5 s / 2 strikes.
-PING_INTERVAL = 5.0
-PING_STRIKES = 2
-_OUR_SETTINGS = b"".join(
-    _SETTING.pack(key, value)
-    for key, value in (
-        (S_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS),
-        (S_INITIAL_WINDOW_SIZE, STREAM_WINDOW),
-        (S_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
-        (0x2, 0),  # ENABLE_PUSH off
-    )
+from api.wire.grpc.http2_frames import (
+    ACK,
+    CANCEL,
+    COMPRESSION_ERROR,
+    CONNECTION_WINDOW,
+    CONTINUATION,
+    DATA,
+    DEFAULT_FRAME,
+    DEFAULT_WINDOW,
+    END_HEADERS,
+    END_STREAM,
+    ENHANCE_YOUR_CALM,
+    FLOW_CONTROL_ERROR,
+    FRAME_HEADER,
+    FRAME_SIZE_ERROR,
+    GOAWAY,
+    HEADERS,
+    MAX_CONCURRENT_STREAMS,
+    MAX_HEADER_LIST,
+    MAX_WINDOW,
+    NO_ERROR,
+    OUR_SETTINGS,
+    PADDED,
+    PING,
+    PING_INTERVAL,
+    PING_STRIKES,
+    PREFACE,
+    PRIORITY,
+    PRIORITY_FLAG,
+    PROTOCOL_ERROR,
+    PUSH_PROMISE,
+    REFUSED_STREAM,
+    RST_STREAM,
+    S_HEADER_TABLE_SIZE,
+    S_INITIAL_WINDOW_SIZE,
+    S_MAX_FRAME_SIZE,
+    SETTING,
+    SETTINGS,
+    STREAM_WINDOW,
+    WINDOW_UPDATE,
+    Http2Stream,
+    ProtocolError,
+    frame,
 )
 
-
-class ProtocolError(Exception):
-    """The peer broke RFC 9113: the connection ends with GOAWAY `code`."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    return _HEADER.pack(len(payload) << 8 | kind, flags, stream_id) + payload
-
-
-def encode_headers(headers: list[tuple[str, str]]) -> bytes:
-    """A header block of literals never indexed, new names, no Huffman."""
-    out = bytearray()
-    for name, value in headers:
-        out.append(0x10)
-        for text in (name.encode(), value.encode()):
-            out += _hpack_int(len(text), 7)
-            out += text
-    return bytes(out)
-
-
-def _hpack_int(value: int, prefix_bits: int) -> bytes:
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes((value,))
-    out = bytearray((limit,))
-    value -= limit
-    while value >= 128:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-class Http2Stream:
-    """One stream's windows and state; `app` is what the layer above keeps on it."""
-
-    __slots__ = (
-        "app",
-        "credit",
-        "id",
-        "local_closed",
-        "recv_window",
-        "remote_closed",
-        "send_window",
-    )
-
-    def __init__(self, stream_id: int, send_window: int) -> None:
-        self.id = stream_id
-        self.send_window = send_window
-        # What the peer may still send, and what we consumed but not yet granted.
-        self.recv_window = STREAM_WINDOW
-        self.credit = 0
-        self.remote_closed = False
-        self.local_closed = False
-        self.app: Any = None
+__all__ = ["Http2Connection"]
 
 
 class Http2Connection(asyncio.Protocol):
@@ -162,9 +98,9 @@ class Http2Connection(asyncio.Protocol):
         self._decoder.max_header_list_size = MAX_HEADER_LIST
         self._inbox = bytearray()
         self._preface_seen = False
-        self._peer_initial_window = _DEFAULT_WINDOW
-        self._peer_max_frame = _DEFAULT_FRAME
-        self._send_window = _DEFAULT_WINDOW
+        self._peer_initial_window = DEFAULT_WINDOW
+        self._peer_max_frame = DEFAULT_FRAME
+        self._send_window = DEFAULT_WINDOW
         self._recv_window = CONNECTION_WINDOW
         self._recv_unacked = 0
         self._blocked: deque[tuple[Http2Stream, bytes, bool, asyncio.Future[None] | None]] = deque()
@@ -184,8 +120,8 @@ class Http2Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        grow = (CONNECTION_WINDOW - _DEFAULT_WINDOW).to_bytes(4, "big")
-        self.write(frame(SETTINGS, 0, 0, _OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow))
+        grow = (CONNECTION_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")
+        self.write(frame(SETTINGS, 0, 0, OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -225,16 +161,16 @@ class Http2Connection(asyncio.Protocol):
         offset, size = 0, len(inbox)
         try:
             while size - offset >= 9 and not self._closed:
-                word, flags, stream_id = _HEADER.unpack_from(inbox, offset)
+                word, flags, stream_id = FRAME_HEADER.unpack_from(inbox, offset)
                 length = word >> 8
-                if length > _DEFAULT_FRAME:
+                if length > DEFAULT_FRAME:
                     raise ProtocolError(FRAME_SIZE_ERROR, f"frame of {length} bytes")
                 end = offset + 9 + length
                 if end > size:
                     break
                 payload = bytes(inbox[offset + 9 : end])
                 offset = end
-                self._frame(word & 0xFF, flags, stream_id & _MAX_WINDOW, payload)
+                self._frame(word & 0xFF, flags, stream_id & MAX_WINDOW, payload)
         except ProtocolError as exc:
             self._fail(exc)
             return
@@ -484,16 +420,16 @@ class Http2Connection(asyncio.Protocol):
     def _on_window_update(self, stream_id: int, payload: bytes) -> None:
         if len(payload) != 4:
             raise ProtocolError(FRAME_SIZE_ERROR, "WINDOW_UPDATE of the wrong size")
-        increment = int.from_bytes(payload, "big") & _MAX_WINDOW
+        increment = int.from_bytes(payload, "big") & MAX_WINDOW
         if stream_id == 0:
             if not increment:
                 raise ProtocolError(PROTOCOL_ERROR, "zero WINDOW_UPDATE")
             self._send_window += increment
-            if self._send_window > _MAX_WINDOW:
+            if self._send_window > MAX_WINDOW:
                 raise ProtocolError(FLOW_CONTROL_ERROR, "connection window overflow")
         elif (stream := self.streams.get(stream_id)) is not None:
             stream.send_window += increment
-            if not increment or stream.send_window > _MAX_WINDOW:
+            if not increment or stream.send_window > MAX_WINDOW:
                 self.reset(stream, PROTOCOL_ERROR if not increment else FLOW_CONTROL_ERROR)
                 self.stream_reset(stream, FLOW_CONTROL_ERROR)
                 return
@@ -525,16 +461,16 @@ class Http2Connection(asyncio.Protocol):
         if len(payload) % 6:
             raise ProtocolError(FRAME_SIZE_ERROR, "SETTINGS of the wrong size")
         for i in range(0, len(payload), 6):
-            key, value = _SETTING.unpack_from(payload, i)
+            key, value = SETTING.unpack_from(payload, i)
             if key == S_INITIAL_WINDOW_SIZE:
-                if value > _MAX_WINDOW:
+                if value > MAX_WINDOW:
                     raise ProtocolError(FLOW_CONTROL_ERROR, "initial window too large")
                 delta = value - self._peer_initial_window
                 self._peer_initial_window = value
                 for stream in self.streams.values():
                     stream.send_window += delta
             elif key == S_MAX_FRAME_SIZE:
-                if not _DEFAULT_FRAME <= value <= 16_777_215:
+                if not DEFAULT_FRAME <= value <= 16_777_215:
                     raise ProtocolError(PROTOCOL_ERROR, "bad MAX_FRAME_SIZE")
                 self._peer_max_frame = value
             elif key == S_HEADER_TABLE_SIZE:

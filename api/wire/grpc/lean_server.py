@@ -28,10 +28,11 @@ from urllib.parse import quote
 
 import grpc
 
-from api.wire.grpc.http2 import (
+from api.wire.grpc.http2 import Http2Connection
+from api.wire.grpc.http2_frames import (
     CANCEL,
     NO_ERROR,
-    Http2Connection,
+    STREAM_WINDOW,
     Http2Stream,
     encode_headers,
 )
@@ -81,9 +82,11 @@ class LeanCall:
         "_conn",
         "_encoding",
         "_error",
+        "_held",
         "_messages",
         "_method",
         "_sent_headers",
+        "_unread",
         "_waiter",
         "ended",
         "headers",
@@ -101,6 +104,10 @@ class LeanCall:
         self._encoding = headers.get("grpc-encoding", "identity")
         self._buffer = bytearray()
         self._messages: deque[tuple[int, bytes]] = deque()  # (compressed flag, payload)
+        # Bytes of whole messages not yet read, and bytes received but not yet
+        # granted back to the peer's windows (held while too much is unread).
+        self._unread = 0
+        self._held = 0
         self._waiter: asyncio.Future[None] | None = None
         self._sent_headers = False
         self._error: AbortError | None = None
@@ -122,7 +129,10 @@ class LeanCall:
             finally:
                 self._waiter = None
         flag, payload = self._messages.popleft()
-        self._conn.consumed(self.stream, len(payload) + 5)
+        self._unread -= len(payload) + 5
+        if self._held and self._unread <= STREAM_WINDOW:
+            held, self._held = self._held, 0
+            self._conn.consumed(self.stream, held)
         if flag:
             payload = self._decompress(payload)
         return self._method.deserialize(payload)
@@ -166,34 +176,50 @@ class LeanCall:
     # -- from the connection ----------------------------------------------------------
 
     def data(self, payload: bytes, end: bool) -> None:
+        """Bytes of the stream; whole messages queue for `read`.
+
+        The peer's windows are re-opened as bytes arrive (a message may be
+        larger than a window) unless more than a window of whole messages
+        waits unread: then they re-open as `read` takes them, so a peer that
+        sends faster than the servicer reads is held back.
+        """
         if payload:
-            buf = self._buffer
-            if (
-                not buf
-                and len(payload) >= 5
-                and int.from_bytes(payload[1:5], "big") == len(payload) - 5
-            ):
-                self._take(payload[0], payload[5:])  # one whole message per frame: no copy
+            self._receive(payload)
+            if self._unread <= STREAM_WINDOW:
+                self._conn.consumed(self.stream, self._held + len(payload))
+                self._held = 0
             else:
-                buf += payload
-                while len(buf) >= 5:
-                    size = int.from_bytes(buf[1:5], "big")
-                    if size > self._conn.server.max_message:
-                        self._too_large(size)
-                        return
-                    if len(buf) < 5 + size:
-                        break
-                    self._take(buf[0], bytes(buf[5 : 5 + size]))
-                    del buf[: 5 + size]
+                self._held += len(payload)
         if end:
             self.ended = True
         self._wake()
+
+    def _receive(self, payload: bytes) -> None:
+        buf = self._buffer
+        if (
+            not buf
+            and len(payload) >= 5
+            and int.from_bytes(payload[1:5], "big") == len(payload) - 5
+        ):
+            self._take(payload[0], payload[5:])  # one whole message per frame: no copy
+        else:
+            buf += payload
+            while len(buf) >= 5:
+                size = int.from_bytes(buf[1:5], "big")
+                if size > self._conn.server.max_message:
+                    self._too_large(size)
+                    return
+                if len(buf) < 5 + size:
+                    break
+                self._take(buf[0], bytes(buf[5 : 5 + size]))
+                del buf[: 5 + size]
 
     def _take(self, flag: int, payload: bytes) -> None:
         if len(payload) > self._conn.server.max_message:
             self._too_large(len(payload))
             return
         self._messages.append((flag, payload))
+        self._unread += len(payload) + 5
 
     def _too_large(self, size: int) -> None:
         limit = self._conn.server.max_message

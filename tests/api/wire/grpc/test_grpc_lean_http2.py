@@ -1,0 +1,147 @@
+"""The lean door's HTTP/2 and gRPC edges: compression, windows, pings, bad peers, stop.
+
+The rest of its behaviour is what every test in this folder checks with
+whichever server GRPC_SERVER picks (lean by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+import grpc
+import pytest
+
+from api.wire.grpc.admission import Admission
+from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, post_request
+from api.wire.grpc.http2_frames import ENHANCE_YOUR_CALM, PREFACE, PROTOCOL_ERROR, STREAM_WINDOW
+from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
+from scheduler_core.model import QueueConfig
+from scheduler_core.pb import schedulerpb_pb2 as pb
+from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForFrontendStub
+from scheduler_core.runtime import SchedulerRuntime
+from tests.api.wire.grpc.conftest import NOW
+
+GOAWAY = 7
+
+
+@pytest.fixture
+async def door() -> AsyncIterator[GrpcFrontDoor]:
+    runtime = SchedulerRuntime(QueueConfig(), forget_check_interval=3600.0)
+    await runtime.start()
+    door = await start_grpc_server(
+        runtime, port=0, admission=Admission(runtime, wall_clock=lambda: NOW), implementation="lean"
+    )
+    yield door
+    await door.stop(0)
+    await runtime.stop(drain_timeout=0)
+
+
+def address(door: GrpcFrontDoor) -> str:
+    return f"127.0.0.1:{door.port}"
+
+
+async def test_a_client_that_gzips_its_messages_is_served(door: GrpcFrontDoor) -> None:
+    query = "sum(rate(x[5m]))" + " or up" * 500  # compressible, so grpcio compresses it
+    async with grpc.aio.insecure_channel(address(door), compression=grpc.Compression.Gzip) as ch:
+        frontend = FrontendLoop(SchedulerForFrontendStub(ch).FrontendLoop())
+        init = pb.FrontendToScheduler(type=pb.INIT, frontendAddress="fe:1")
+        assert (await frontend.send(init)).status == pb.OK
+        request = post_request("/api/v1/query", [("query", query)])
+
+        assert await frontend.enqueue(1, "tenant-gz", request) == pb.OK
+        worker = await QuerierWorker(ch, "q-gz").open()
+        message = await worker.next()
+        assert message.httpRequest.body == request.body
+        await worker.done()
+
+
+async def test_messages_larger_than_a_stream_window_travel_whole_both_ways(
+    door: GrpcFrontDoor,
+) -> None:
+    body = ("query=" + "x" * (3 * STREAM_WINDOW)).encode()  # 3 windows in, 48 of grpcio's out
+    frontend = await CortexFrontend(address(door)).start()
+    async with grpc.aio.insecure_channel(address(door)) as channel:
+        try:
+            loop = await frontend.open_loop()
+            request = post_request("/api/v1/query", [])
+            request.body = body
+            assert await loop.enqueue(1, "tenant-big", request) == pb.OK
+            worker = await QuerierWorker(channel, "q-big").open()
+
+            message = await worker.next()
+
+            assert message.httpRequest.body == body
+            await worker.done()
+        finally:
+            await frontend.close()
+
+
+async def raw_frames(door: GrpcFrontDoor, payload: bytes) -> list[tuple[int, int, bytes]]:
+    """Send raw bytes; every frame the door sends back until it closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", door.port)
+    writer.write(payload)
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    frames, offset = [], 0
+    while offset + 9 <= len(data):
+        word, flags, _ = struct.unpack_from(">IBI", data, offset)
+        length = word >> 8
+        frames.append((word & 0xFF, flags, data[offset + 9 : offset + 9 + length]))
+        offset += 9 + length
+    return frames
+
+
+def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
+    return struct.pack(">IBI", len(payload) << 8 | kind, flags, stream_id) + payload
+
+
+def goaway_code(frames: list[tuple[int, int, bytes]]) -> int:
+    (payload,) = [p for kind, _, p in frames if kind == GOAWAY]
+    return int.from_bytes(payload[4:8], "big")
+
+
+async def test_a_ping_flood_gets_goaway_enhance_your_calm(door: GrpcFrontDoor) -> None:
+    pings = b"".join(frame(6, 0, 0, n.to_bytes(8, "big")) for n in range(10))
+
+    frames = await raw_frames(door, PREFACE + frame(4, 0, 0) + pings)
+
+    assert goaway_code(frames) == ENHANCE_YOUR_CALM
+    assert sum(1 for kind, flags, _ in frames if kind == 6 and flags & 1) <= 3
+
+
+async def test_a_peer_that_does_not_speak_http2_is_sent_goaway_and_closed(
+    door: GrpcFrontDoor,
+) -> None:
+    frames = await raw_frames(door, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    assert goaway_code(frames) == PROTOCOL_ERROR
+
+
+async def test_data_on_a_stream_never_opened_ends_the_connection(door: GrpcFrontDoor) -> None:
+    frames = await raw_frames(door, PREFACE + frame(4, 0, 0) + frame(0, 0, 5, b"\x00" * 5))
+
+    assert goaway_code(frames) == PROTOCOL_ERROR
+
+
+async def test_stop_lets_an_open_stream_finish_within_the_grace_and_refuses_new_ones(
+    door: GrpcFrontDoor,
+) -> None:
+    frontend = await CortexFrontend(address(door)).start()
+    try:
+        loop = await frontend.open_loop()
+        stopping = asyncio.get_running_loop().create_task(door.stop(30))
+        await asyncio.sleep(0)  # let stop send GOAWAY
+
+        # The open stream is still answered; the runtime is still accepting.
+        assert await loop.enqueue(1, "tenant-stop", post_request("/api/v1/query", [])) == pb.OK
+        assert not stopping.done()
+        await loop.close()
+        await asyncio.wait_for(stopping, 10)
+    finally:
+        await frontend.close()
+    assert door.server.connections == set() or all(
+        c.transport.is_closing() for c in door.server.connections
+    )
