@@ -21,8 +21,8 @@ from scheduler_core.durations import InvalidDuration, format_duration, parse_dur
 from scheduler_core.model import COMPONENTS, PriorityDef, QueryAttribute, QueryPriority, TimeRange
 from scheduler_core.priority import match_priority
 from scheduler_core.validation import (
-    tenant_limits_to_dict,
     tenant_limits_from_dict,
+    tenant_limits_to_dict,
     validate_queue_settings,
     validate_tenant_config,
 )
