@@ -94,6 +94,7 @@ class TenantWaitSerializer(WaitStatsSerializer):
 class RejectedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     total = serializers.IntegerField()
     too_many_outstanding = serializers.IntegerField(help_text="429: over the outstanding limit")
+    by_rule = serializers.IntegerField(help_text="refused by a query_rejection rule (422)")
     by_tenant = serializers.DictField(child=serializers.IntegerField())
 
 

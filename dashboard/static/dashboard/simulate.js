@@ -265,7 +265,8 @@ function column(element, result) {
   facts.className = "help";
   facts.textContent =
     `${result.requests.offered} offered, ${result.requests.completed} completed, ` +
-    `${result.rejected.total} rejected (429, over the outstanding limit); ` +
+    `${result.rejected.too_many_outstanding} rejected over the outstanding limit (429), ` +
+    `${result.rejected.by_rule} by a rejection rule; ` +
     `reserved queriers idle ${seconds(result.reserved_idle_seconds)} s` +
     (result.reserved_queriers.length ? ` (${result.reserved_queriers.join(", ")})` : " (none reserved)") +
     `; last request done at ${seconds(result.makespan_seconds)} s.`;
@@ -274,7 +275,7 @@ function column(element, result) {
     table("Queue wait by component (s)", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
     table("Five worst tenants by p99 (s)", WAIT_HEAD, result.worst_tenants.map((s) => waitRow(s.tenant, s))),
     table("Worker utilisation by component", ["", "busy"], util.map(([c, u]) => [c, `${(u * 100).toFixed(1)}%`])),
-    table("Rejected (429) by tenant", ["", "count"], rejected),
+    table("Rejected (429 and rules) by tenant", ["", "count"], rejected),
     facts,
   );
 }
