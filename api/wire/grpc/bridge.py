@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from urllib.parse import urlencode
 
 import grpc
 
+from api.wire.bounded_json import loads_bounded
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
@@ -139,10 +139,14 @@ class _Out:
 
 
 def _decoded(body: bytes) -> Any:
-    """Prometheus answers JSON; a body that is not JSON is passed on as text."""
+    """Prometheus answers JSON; a body that is not JSON is passed on as text.
+
+    So is JSON nested past the protocol's limit: `json.loads` would raise a
+    RecursionError there, and the frontend would never get its result.
+    """
     text = body.decode("utf-8", errors="replace")
     try:
-        return json.loads(text)
+        return loads_bounded(text)
     except ValueError:
         return text
 

@@ -75,6 +75,23 @@ async def test_a_cortex_querier_runs_a_websocket_request_and_its_result_reaches_
     await worker.close()
 
 
+async def test_a_cortex_queriers_result_nested_too_deep_still_reaches_the_frontend_as_text(
+    scheduler: Scheduler,
+) -> None:
+    handle = WebsocketLikeHandle()
+    request = Request(id="ws:8", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
+    request.payload = handle
+    scheduler.runtime.enqueue(request)
+    worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+    deep = b"[" * 5_000 + b"]" * 5_000  # json.loads would raise RecursionError
+
+    await worker.answer(await worker.next(), body=deep)
+
+    status, body, _ = await asyncio.wait_for(handle.results.get(), 5.0)
+    assert (status, body) == (200, deep.decode())
+    await worker.close()
+
+
 async def test_a_websocket_querier_answers_a_cortex_frontend_through_the_reply_handle(
     scheduler: Scheduler,
 ) -> None:
