@@ -2,7 +2,7 @@
 // queriers and frontends panels and controls. The page was rendered by the server first;
 // the first snapshot replaces it in place.
 
-import { LineChart } from "./charts.js";
+import { TimeChart } from "./timeseries.js";
 import { placeChildren, setAttr, setText as writeText, splitKeyed } from "./dom.js";
 import {
   formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, frontendsMissing,
@@ -27,8 +27,19 @@ let pages = 1;
 let chartPoints = [];
 
 const tree = new TreeView($("tree"), () => resubscribe(false));
-const queuedChart = new LineChart($("chart-queued"), ["s-a"]);
-const waitChart = new LineChart($("chart-wait"), ["s-a", "s-b"]);
+const ACCENT = "#2f5bd3";
+const ORANGE = "#d9822b";
+const queuedChart = new TimeChart($("chart-queued"), {
+  yLabel: "requests",
+  series: [{ label: "queued", color: ACCENT }],
+});
+const waitChart = new TimeChart($("chart-wait"), {
+  yLabel: "seconds",
+  series: [
+    { label: "oldest queued", color: ACCENT, unit: "s" },
+    { label: "p99 wait", color: ORANGE, unit: "s" },
+  ],
+});
 
 function defaults() {
   return params.projection === "component-first" ? COMPONENTS.map((c) => `c:${c}`) : [];

@@ -1,0 +1,83 @@
+// Live time-series charts on uPlot, the one chart library of every page
+// (bundled from the npm registry at setup into vendor/uplot.js; the what-if
+// page draws its charts with it too). A chart has a time axis, a labelled
+// value axis, and a legend that shows each series' value under the cursor.
+// `draw(points)` takes rows [t, v0, v1, ...] (t in Unix seconds, oldest
+// first, null for a gap) and only swaps the data of the plot it keeps, so
+// redrawing a few times a second is cheap; the plot follows its box's width.
+
+import uPlot from "./vendor/uplot.js";
+
+const HEIGHT = 130;
+const WINDOW = 60; // seconds shown at least, so a fresh page's line is not a dot
+
+function shortNumber(v) {
+  if (v === null || v === undefined) return "–";
+  const a = Math.abs(v);
+  if (a >= 1e6) return `${(v / 1e6).toFixed(1)}M`;
+  if (a >= 1e3) return `${(v / 1e3).toFixed(a >= 1e4 ? 0 : 1)}k`;
+  return Number.isInteger(v) ? String(v) : v.toFixed(a < 10 ? 2 : 1);
+}
+
+export class TimeChart {
+  // series: [{label, color, unit}]; yLabel names the value axis.
+  constructor(box, { series, yLabel }) {
+    this.box = box;
+    this.series = series;
+    this.yLabel = yLabel;
+    this.plot = null;
+    new ResizeObserver(([entry]) => {
+      const width = Math.floor(entry.contentRect.width);
+      if (this.plot && width > 0 && width !== this.plot.width) {
+        this.plot.setSize({ width, height: HEIGHT });
+      }
+    }).observe(box);
+  }
+
+  options(width) {
+    const unit = (s) => (s.unit ? ` ${s.unit}` : "");
+    return {
+      width,
+      height: HEIGHT,
+      legend: { live: true },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        x: {
+          time: true,
+          range: (u, min, max) => [Math.min(min, max - WINDOW), max],
+        },
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
+      axes: [
+        { label: "time", labelSize: 16, size: 32 },
+        {
+          label: this.yLabel,
+          labelSize: 16,
+          size: 48,
+          values: (u, ticks) => ticks.map(shortNumber),
+        },
+      ],
+      series: [
+        { label: "time" },
+        ...this.series.map((s) => ({
+          label: s.label,
+          stroke: s.color,
+          width: 1.6,
+          spanGaps: false,
+          value: (u, v) => (v === null || v === undefined ? "–" : `${shortNumber(v)}${unit(s)}`),
+        })),
+      ],
+    };
+  }
+
+  draw(points) {
+    const columns = [points.map((p) => p[0])];
+    this.series.forEach((_, i) => columns.push(points.map((p) => p[i + 1] ?? null)));
+    if (this.plot) {
+      this.plot.setData(columns);
+      return;
+    }
+    const width = Math.max(200, Math.floor(this.box.clientWidth || 300));
+    this.plot = new uPlot(this.options(width), columns, this.box);
+  }
+}
