@@ -41,6 +41,7 @@ from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
     "JANITOR",
+    "LabelChildren",
     "REGISTRY",
     "MetricsObserver",
     "QueuePeaks",
@@ -126,6 +127,35 @@ JANITOR = TenantSeriesJanitor(_runtime_clock, _idle_seconds)
 _PRIORITIES: dict[str, set[str]] = {}
 
 
+class LabelChildren:
+    """One metric's children by label values: an event costs a dict look-up.
+
+    `labels()` validates and rebuilds its key on every call (about half the
+    cost of counting an event). Each use is checked against the metric's own
+    children (prometheus_client's `_metrics`), so a series removed there, by
+    `remove()` or `clear()`, is never fed through a stale child but made
+    anew; at `limit` entries the cache starts over.
+    """
+
+    def __init__(self, metric: Any, limit: int = 4096) -> None:
+        self._metric = metric
+        self._limit = limit
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def get(self, *values: str) -> Any:
+        child = self._children.get(values)
+        if child is None or self._metric._metrics.get(values) is not child:
+            child = self._metric.labels(*values)
+            if len(self._children) >= self._limit:
+                self._children.clear()
+            self._children[values] = child
+        return child
+
+
+_ENQUEUED = LabelChildren(ENQUEUED)
+_QUEUE_DURATION = LabelChildren(QUEUE_DURATION)
+
+
 def _forget_tenant(tenant_id: str) -> None:
     for priority in _PRIORITIES.pop(tenant_id, ()):
         for counter in (ENQUEUED, DISCARDED):
@@ -149,7 +179,7 @@ class MetricsObserver:
 
     def on_enqueued(self, request: Request) -> None:
         tenant, priority = request.tenant_id, str(request.priority)
-        ENQUEUED.labels(tenant, priority).inc()
+        _ENQUEUED.get(tenant, priority).inc()
         _PRIORITIES.setdefault(tenant, set()).add(priority)
         JANITOR.started(tenant)
         if runtime_host.started():
@@ -172,7 +202,7 @@ class MetricsObserver:
         JANITOR.ended(request.tenant_id)
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
-        QUEUE_DURATION.labels(request.component, str(request.priority)).observe(wait)
+        _QUEUE_DURATION.get(request.component, str(request.priority)).observe(wait)
 
 
 def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
