@@ -156,3 +156,28 @@ def test_one_whole_edit_with_the_keyboard_alone(page: Page) -> None:
     page.keyboard.press("Enter")
     expect(page.locator(".msg-success")).to_contain_text("Saved gold")
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("critical|urgent")
+
+
+def test_the_inspector_charts_label_their_axes_and_show_values_under_the_cursor(
+    page: Page,
+) -> None:
+    page.goto("/")
+    chart = page.locator("#chart-wait")
+    expect(chart.locator("canvas")).to_have_count(1)
+    expect(chart.locator(".u-axis")).to_have_count(2)
+    labels = page.evaluate(
+        "['chart-queued', 'chart-wait'].map("
+        "id => document.getElementById(id).plot.axes.map(a => a.label))"
+    )
+    assert labels == [["time", "requests"], ["time", "seconds"]]
+    legend = chart.locator(".u-legend .u-series")
+    expect(legend).to_have_text(
+        [re.compile(r"^time"), re.compile(r"^oldest queued"), re.compile(r"^p99 wait")]
+    )
+    page.wait_for_timeout(1_500)  # a few chart points (the inspector adds one a second)
+    box = page.locator("#chart-queued .u-over").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] - 4, box["y"] + box["height"] / 2)
+    expect(page.locator("#chart-queued .u-legend .u-series").nth(1)).to_have_text(
+        re.compile(r"queued\s*\d")
+    )

@@ -19,6 +19,12 @@ function shortNumber(v) {
   return Number.isInteger(v) ? String(v) : v.toFixed(a < 10 ? 2 : 1);
 }
 
+function clock(t) {
+  const d = new Date(t * 1000);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
 export class TimeChart {
   // series: [{label, color, unit}]; yLabel names the value axis.
   constructor(box, { series, yLabel }) {
@@ -49,7 +55,8 @@ export class TimeChart {
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
       axes: [
-        { label: "time", labelSize: 16, size: 32 },
+        // One line per tick (uPlot's default adds a date row under the clock).
+        { label: "time", labelSize: 14, size: 36, values: (u, ticks) => ticks.map(clock) },
         {
           label: this.yLabel,
           labelSize: 16,
@@ -79,5 +86,8 @@ export class TimeChart {
     }
     const width = Math.max(200, Math.floor(this.box.clientWidth || 300));
     this.plot = new uPlot(this.options(width), columns, this.box);
+    // Axis labels are drawn on the canvas; the plot on its box lets a script
+    // (or a test) read them and the data.
+    this.box.plot = this.plot;
   }
 }
