@@ -259,11 +259,14 @@ def run_engine(
             accepted = arrive(ai)
             ai += 1
             if accepted and waiting:
-                still: list[int] = []
-                for w in waiting:
-                    if not len(queue) or not take(w):
-                        still.append(w)
-                waiting = still
+                # The runtime's dispatch pass: waiters in order, until the
+                # queue is empty (then the rest keep their places untouched).
+                i = 0
+                while i < len(waiting) and len(queue):
+                    if take(waiting[i]):
+                        del waiting[i]
+                    else:
+                        i += 1
         elif heap:
             at, _, w = heapq.heappop(heap)
             now_box[0] = at
@@ -278,7 +281,9 @@ def run_engine(
                 busy_count[querier] -= 1
                 if not busy_count[querier]:
                     idle_since[querier] = at
-            if not take(w):
+            # An empty queue has nothing for anyone: the dequeue the runtime
+            # would make changes nothing, so it is skipped.
+            if not len(queue) or not take(w):
                 waiting.append(w)
         else:
             break
