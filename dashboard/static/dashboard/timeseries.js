@@ -56,7 +56,7 @@ export class TimeChart {
       },
       axes: [
         // One line per tick (uPlot's default adds a date row under the clock).
-        { label: "time", labelSize: 14, size: 36, values: (u, ticks) => ticks.map(clock) },
+        { label: "time", labelSize: 14, size: 36, space: 80, values: (u, ticks) => ticks.map(clock) },
         {
           label: this.yLabel,
           labelSize: 16,
