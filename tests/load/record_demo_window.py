@@ -82,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     keys = recording["keys"]
     assert isinstance(keys, list)
     total = sum(n for key in keys for _, n in key["counts"])
-    print(f"wrote {args.out}: {total} requests in {len(keys)} keys, {args.out.stat().st_size} bytes")
+    print(
+        f"wrote {args.out}: {total} requests in {len(keys)} keys, {args.out.stat().st_size} bytes"
+    )
     return 0
 
 
