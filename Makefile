@@ -60,7 +60,7 @@ static: venv assets
 
 serve: migrate static
 	@echo "Serving on http://$(HOST):$(PORT)/ (health: /healthz)"
-	exec $(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application
+	exec $(PY) -m config.serve -b $(HOST) -p $(PORT) config.asgi:application
 
 # Daphne and the load generator run as children of one shell whose trap stops
 # both on Ctrl-C or when Daphne exits; if only the load generator fails, the
@@ -70,7 +70,7 @@ demo: export GRPC_PORT := $(GRPC_PORT)
 demo: migrate static demo-user
 	$(PY) manage.py seed_demo_config
 	@echo "Serving on http://$(HOST):$(PORT)/ with the load generator (Ctrl-C stops both)"
-	@$(VENV)/bin/daphne -b $(HOST) -p $(PORT) config.asgi:application & daphne_pid=$$!; \
+	@$(PY) -m config.serve -b $(HOST) -p $(PORT) config.asgi:application & daphne_pid=$$!; \
 	loadgen_pid=""; \
 	stop() { kill $$loadgen_pid $$daphne_pid 2>/dev/null || true; wait 2>/dev/null || true; }; \
 	trap 'stop; exit 130' INT TERM; trap stop EXIT; \

@@ -60,6 +60,7 @@ _FILTER_KEYS = (
     "regex",
     "min_wait",
     "frontend",
+    "actor",
 )
 
 
@@ -144,6 +145,7 @@ def _row(
         frontend["address"],
         frontend["name"],
         replica,
+        "|".join(request.actor_path),
     ]
 
 

@@ -54,8 +54,11 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "priority_aging",
     "query_ingesters_within",
     "query_store_after",
+    "max_queue_hierarchy_levels",
+    "actor_path_header",
     "stuck_threshold",
 )
+_NUMERIC_SETTINGS = frozenset({"max_outstanding_requests_per_tenant", "max_queue_hierarchy_levels"})
 _RULE_KEY = re.compile(r"query_priority\.priorities\[(\d+)\]\.(.+)")
 _ATTR_KEY = re.compile(r"query_attributes\[(\d+)\]\.(.+)")
 _REJECT_KEY = re.compile(r"query_rejection\.query_attributes\[(\d+)\]\.(.+)")
@@ -153,7 +156,7 @@ def settings_from_post(post: Mapping[str, str]) -> dict[str, Any]:
     for key in SETTINGS_FIELDS:
         text = post.get(key, "").strip()
         if text:
-            changes[key] = _number(text) if key == "max_outstanding_requests_per_tenant" else text
+            changes[key] = _number(text) if key in _NUMERIC_SETTINGS else text
     return changes
 
 

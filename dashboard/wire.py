@@ -9,7 +9,10 @@ browser derives it from the projection and the parent, exactly as
 wire.js` is the decoder; `tree_from_wire` is its Python twin.
 
 Node: [kind, name, length, by_priority flat [p, c, ...], oldest_wait, fanout,
-count, children]; kind is "t" tenant, "c" component, "o" others.
+count, children]; kind is "t" tenant, "c" component, "o" others, and
+under a leaf "a" actor sub-queue (key `<parent>/a:<name>`), "x" the actors
+summed as others (`<parent>/others`), "n" the leaf's own requests with no
+actor path (`<parent>/own`).
 Worker: [id, state, tenant, component, priority, for, request]; state "b"
 busy, "i" idle, "w" waiting; request is the busy worker's request id (the
 inspector opens it on a click), else null.
@@ -31,7 +34,15 @@ __all__ = [
     "tree_to_wire",
 ]
 
-_KINDS = {"tenant": "t", "component": "c", "others": "o"}
+_KINDS = {
+    "tenant": "t",
+    "component": "c",
+    "others": "o",
+    "actor": "a",
+    "actor-others": "x",
+    "own": "n",
+}
+_COUNTED = frozenset({"o", "x"})  # kinds that carry a count instead of a fanout
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 _STATES = {"busy": "b", "idle": "i", "waiting": "w"}
 _TRANSPORTS = {"websocket": "w", "grpc": "g"}
@@ -60,8 +71,12 @@ def tree_to_wire(tree: dict[str, Any]) -> dict[str, Any]:
 
 
 def _key(kind: str, name: str, parent: str | None, prefix: str) -> str:
-    if kind == "o":
+    if kind in _COUNTED:
         return f"{parent or prefix}/others"
+    if kind == "a":
+        return f"{parent}/a:{name}"
+    if kind == "n":
+        return f"{parent}/own"
     return f"{parent}/{name}" if parent else f"{prefix}:{name}"
 
 
@@ -77,7 +92,7 @@ def _unnode(raw: list[Any], parent: str | None, prefix: str) -> dict[str, Any]:
         "oldest_wait": oldest,
         "children": [_unnode(c, key, prefix) for c in children],
     }
-    if kind == "o":
+    if kind in _COUNTED:
         node["count"] = count
     else:
         node["fanout"] = fanout

@@ -104,7 +104,7 @@ class DaphneProcess:
             [
                 sys.executable,
                 "-m",
-                "daphne",
+                "config.serve",  # Daphne's command line, honouring EVENT_LOOP
                 "-b",
                 "127.0.0.1",
                 "-p",

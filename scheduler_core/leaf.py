@@ -1,19 +1,23 @@
 """One leaf queue of the tree: every queued request of one (tenant, component).
 
 A leaf is itself the FIFO deque while all its requests share one priority
-(the common case): no per-priority dict or list exists, so a tenant costs
-one object per component and a dequeue is a plain `popleft`. When a second
-priority arrives the leaf promotes itself to one `_Fifo` per priority plus a
-descending list of the priorities present, and stays so until it empties.
-Turning aging on or off never reorders anything: rank is computed from the
-heads at dequeue time.
+and carry no actor path (the common case): no per-priority dict or list
+exists, so a tenant costs one object per component and a dequeue is a plain
+`popleft`. When a second priority or an actor path arrives the leaf
+promotes itself to one `SubQueue` per priority plus a descending list of
+the priorities present, and stays so until it empties. A `SubQueue` is a
+FIFO while no request of its priority has an actor path, and else a tree of
+actor sub-queues served round-robin (`actor_queue`, Loki's hierarchical
+queues): priority still decides first, then actors take turns, FIFO within
+one actor. Turning aging on or off never reorders anything: rank is
+computed from the request each priority would serve next, at dequeue time.
 
 Cancellation is lazy but exact: a cancelled request is recorded in `dead`
-and the counters (`length`, each `_Fifo`'s `live`) drop at once; it is
+and the counters (`length`, each `SubQueue`'s `live`) drop at once; it is
 physically removed when it reaches the head of its deque. Invariant: the
 head of every deque is live, an empty leaf holds nothing physically, and in
-multi-priority form a `_Fifo` exists exactly while its priority has a live
-request, so heads can be read without skipping.
+multi-priority form a `SubQueue` exists exactly while its priority has a
+live request, so heads can be read without skipping.
 """
 
 from __future__ import annotations
@@ -22,33 +26,27 @@ from bisect import insort
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from scheduler_core.actor_queue import SubQueue
 from scheduler_core.model import COMPONENTS, Request
 
 if TYPE_CHECKING:
     from scheduler_core.nodes import DequeueContext, TenantState
 
-__all__ = ["Leaf"]
+__all__ = ["Leaf", "SubQueue"]
 
 # A component -> the tenant's component round-robin pointer after serving it.
 _AFTER = {key: (i + 1) % len(COMPONENTS) for i, key in enumerate(COMPONENTS)}
-
-
-class _Fifo(deque[Request]):
-    """One priority's requests; `live` excludes cancelled ones still inside."""
-
-    __slots__ = ("live",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live = 0
+# Handed to sub-queue steps when nothing is cancelled; never written to
+# (they only discard from a non-empty set).
+_NO_DEAD: set[Request] = set()
 
 
 class Leaf(deque[Request]):
     """The requests of one tenant for one query component.
 
     Single-priority form: `queues is None`, the deque holds every request and
-    they all have priority `prio`. Multi-priority form: the deque is empty
-    and `queues`/`prios` hold them. `owner` is the tenant's record, so the
+    they all have priority `prio` and no actor path. Multi-priority form:
+    the deque is empty and `queues`/`prios` hold them. `owner` is the tenant's record, so the
     queue never looks a tenant up by id after a dequeue (and the leaf keeps
     no tenant id of its own: `owner.key` is it).
 
@@ -78,7 +76,7 @@ class Leaf(deque[Request]):
         self.owner: Any = owner
         self.length = 0
         self.prio = 0
-        self.queues: dict[int, _Fifo] | None = None
+        self.queues: dict[int, SubQueue] | None = None
         # Negated priorities, ascending, so insort keeps "highest first".
         self.prios: list[int] | None = None
         # Cancelled requests still inside a deque; None while there are none.
@@ -110,7 +108,7 @@ class Leaf(deque[Request]):
         if self.queues is None:
             if not self.length:
                 self.prio = prio
-            if prio == self.prio:
+            if prio == self.prio and not request.actor_path:
                 self.length += 1
                 if front:
                     self.appendleft(request)
@@ -123,22 +121,18 @@ class Leaf(deque[Request]):
         assert queues is not None
         fifo = queues.get(prio)
         if fifo is None:
-            fifo = queues[prio] = _Fifo()
+            fifo = queues[prio] = SubQueue()
             assert self.prios is not None
             insort(self.prios, -prio)
-        fifo.live += 1
+        fifo.add(request, front)
         self.length += 1
-        if front:
-            fifo.appendleft(request)
-        else:
-            fifo.append(request)
         self._sync()
 
     def _promote(self) -> None:
         """Move the single deque's requests into a per-priority structure."""
-        fifo = _Fifo()
+        fifo = SubQueue()
         fifo.extend(self)
-        fifo.live = self.length
+        fifo.live = fifo.local = self.length
         self.clear()
         self.queues = {self.prio: fifo}
         self.prios = [-self.prio]
@@ -147,13 +141,12 @@ class Leaf(deque[Request]):
         """Drop cancelled copies so the same object can come back safely."""
         dead = self.dead
         assert dead is not None
-        targets: list[deque[Request]] = [self]
+        keep = [r for r in self if r not in dead]
+        self.clear()
+        self.extend(keep)
         if self.queues is not None:
-            targets.extend(self.queues.values())
-        for fifo in targets:
-            keep = [r for r in fifo if r not in dead]
-            fifo.clear()
-            fifo.extend(keep)
+            for fifo in self.queues.values():
+                fifo.compact(dead)
         self.dead = None
 
     def best_priority(self, min_priority: int | None, aging: float) -> int | None:
@@ -177,7 +170,7 @@ class Leaf(deque[Request]):
             prio = -neg
             if min_priority is not None and prio < min_priority:
                 break
-            rank = prio * aging - queues[prio][0].enqueued_at
+            rank = prio * aging - queues[prio].head().enqueued_at
             if best is None or rank > best_rank:
                 best, best_rank = prio, rank
         return best
@@ -189,10 +182,8 @@ class Leaf(deque[Request]):
             return None
         if not aging:
             return float(prio)
-        return prio * aging - self._fifo(prio)[0].enqueued_at
-
-    def _fifo(self, prio: int) -> deque[Request]:
-        return self if self.queues is None else self.queues[prio]
+        head = self[0] if self.queues is None else self.queues[prio].head()
+        return prio * aging - head.enqueued_at
 
     def dequeue(self, ctx: DequeueContext) -> Request | None:
         """Tree entry point: pop under the context's floor and aging."""
@@ -221,25 +212,29 @@ class Leaf(deque[Request]):
                 self._skip_dead()
             return request
         fifo = self.queues[prio]
-        request = fifo.popleft()
+        dead = self.dead
+        request = fifo.pop_next(_NO_DEAD if dead is None else dead)
         self._drop_one(prio, fifo)
         return request
 
     def remove(self, request: Request) -> None:
         """Cancel a queued request: counters drop now, memory on reaching the head."""
-        fifo = self._fifo(request.priority)
-        if fifo[0] is request:
-            fifo.popleft()
+        queues = self.queues
+        if queues is not None:
+            fifo = queues[request.priority]
+            dead = self.dead if self.dead is not None else set()
+            fifo.cancel(request, dead)
+            self.dead = dead
+            self._drop_one(request.priority, fifo)
+            return
+        if self[0] is request:
+            self.popleft()
         elif self.dead is None:
             self.dead = {request}
         else:
             self.dead.add(request)
-        if self.queues is None:
-            self.length -= 1
-            self._skip_dead()
-        else:
-            assert isinstance(fifo, _Fifo)
-            self._drop_one(request.priority, fifo)
+        self.length -= 1
+        self._skip_dead()
 
     def _skip_dead(self) -> None:
         """Single form: restore the live-head invariant after a removal."""
@@ -257,25 +252,15 @@ class Leaf(deque[Request]):
             self.dead = None
         self._sync()
 
-    def _drop_one(self, prio: int, fifo: _Fifo) -> None:
-        """Multi form: one live request left `fifo`; restore the invariants."""
+    def _drop_one(self, prio: int, fifo: SubQueue) -> None:
+        """Multi form: one live request left `fifo` (its own counts and heads
+        already restored by the sub-queue); prune the priority if it emptied."""
         self.length -= 1
-        fifo.live -= 1
-        dead = self.dead
+        if self.dead is not None and not self.dead:
+            self.dead = None
         if fifo.live:
-            if dead is not None:
-                while fifo[0] in dead:
-                    dead.discard(fifo.popleft())
-                if not dead:
-                    self.dead = None
             self._sync()
             return
-        # Only cancelled copies remain: forget them with the deque.
-        if dead is not None:
-            for r in fifo:
-                dead.discard(r)
-            if not dead:
-                self.dead = None
         queues, prios = self.queues, self.prios
         assert queues is not None and prios is not None
         del queues[prio]
@@ -293,7 +278,7 @@ class Leaf(deque[Request]):
         assert queues is not None
         out: list[Request] = []
         for neg in self.prios:
-            out.extend(r for r in queues[-neg] if r not in dead)
+            out.extend(queues[-neg].walk(dead))
         return out
 
     def by_priority(self) -> tuple[tuple[int, int], ...]:
@@ -322,4 +307,23 @@ class Leaf(deque[Request]):
             return 0.0
         if self.queues is None:
             return self[0].enqueued_at
-        return min(fifo[0].enqueued_at for fifo in self.queues.values())
+        return min(fifo.oldest() for fifo in self.queues.values())
+
+    @property
+    def has_actors(self) -> bool:
+        """Whether some priority holds actor sub-queues."""
+        queues = self.queues
+        return queues is not None and any(f.ring is not None for f in queues.values())
+
+    def actor_counts(self) -> dict[tuple[str, ...], list[float]]:
+        """[count, oldest enqueued_at] per actor path, summed over priorities.
+
+        Cost is per non-empty sub-queue (counts are kept as requests move),
+        never per request; for snapshots, which cap how many they list.
+        """
+        out: dict[tuple[str, ...], list[float]] = {}
+        if self.queues is not None:
+            for fifo in self.queues.values():
+                if fifo.ring is not None:
+                    fifo.collect((), out)
+        return out

@@ -2,9 +2,12 @@
 
 `LeafWalk` reads one leaf's FIFOs from a position: highest priority first
 and FIFO within one, or with aging on merged by rank from the heads, which
-is what `Leaf.take` does. `SelectWalk` merges a tenant's leaves the way one
-node's component choice would serve them. Both hold deque iterators, so
-they live within one synchronous step.
+is what `Leaf.take` does. A priority holding actor sub-queues is read in
+their round-robin order (`SubQueue.walk`, what repeated dequeues take), and
+the merge by rank compares the request each priority would serve next, as
+`Leaf.take` does. `SelectWalk` merges a tenant's leaves the way one node's
+component choice would serve them. Both hold deque iterators, so they live
+within one synchronous step.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from itertools import chain, filterfalse, islice
 from operator import attrgetter
 from typing import Any
 
-from scheduler_core.leaf import Leaf
+from scheduler_core.leaf import Leaf, SubQueue
 from scheduler_core.model import COMPONENTS, Request
 
 __all__ = ["COMPONENT_INDEX", "Anchor", "LeafWalk", "Locate", "SelectWalk"]
@@ -98,6 +101,37 @@ def _start(
     return bisect_left(fifo, bound, 0, size, key=key)
 
 
+def _actor_part(
+    fifo: SubQueue, prio: int, after: Anchor | None, aging: float, locate: Locate | None
+) -> Iterator[Request]:
+    """One priority's requests in actor round-robin order, from after `after`.
+
+    Round-robin order is not time order, so a cursor resumes by identity:
+    the anchor, if still queued here, is skipped to; one that left restarts
+    this priority from its next request (rows may repeat). Across
+    priorities with aging, the bound on rank filters instead of bisecting.
+    """
+    stream = fifo.walk()
+    if after is None:
+        return stream
+    a_prio, a_at, a_id = after
+    if prio == a_prio:
+        found = locate(a_id) if locate is not None else None
+        if isinstance(found, Request) and found.priority == prio:
+            rows = list(stream)
+            for i, request in enumerate(rows):
+                if request is found:
+                    return iter(rows[i + 1 :])
+            return iter(rows)
+        return stream
+    if not aging:
+        return iter(()) if prio > a_prio else stream
+    bound = a_at - a_prio * aging
+    if prio > a_prio:
+        return (r for r in stream if r.enqueued_at - prio * aging > bound)
+    return (r for r in stream if r.enqueued_at - prio * aging >= bound)
+
+
 class LeafWalk:
     """One leaf's live requests in the order its dequeues take them, peekable."""
 
@@ -115,6 +149,9 @@ class LeafWalk:
     ) -> None:
         parts: list[Iterator[Request]] = []
         for prio, fifo in _fifos(leaf, priority):
+            if isinstance(fifo, SubQueue) and fifo.ring is not None:
+                parts.append(_actor_part(fifo, prio, after, aging, locate))
+                continue
             start = 0 if after is None else _start(fifo, prio, after, aging, locate)
             if start < _physical_len(fifo):
                 parts.append(islice(fifo, start, None) if start else iter(fifo))

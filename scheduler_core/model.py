@@ -74,6 +74,11 @@ class Request:
     reads them; the inspector shows them): the matched rule as
     (priority index, attribute index) into the tenant's `query_priority`,
     or None, and "rule", "default" or "disabled".
+
+    `actor_path` is who inside the tenant sent it (Loki's
+    `X-Loki-Actor-Path`, split on "|"): the queue cuts it to
+    `max_queue_hierarchy_levels` on entry, and it then names the actor
+    sub-queue the request waits in.
     """
 
     id: str
@@ -91,6 +96,7 @@ class Request:
     payload: Any = None
     priority_rule: tuple[int, int] | None = None
     priority_source: str = "default"
+    actor_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +125,9 @@ class QueueConfig:
     `priority_aging_seconds` 0 disables aging; otherwise a request's effective
     rank is `priority * priority_aging_seconds - enqueued_at`, which is time
     invariant, so one priority level is worth that many seconds of waiting.
+    `max_queue_hierarchy_levels` (Loki's name and default) is how many levels
+    of an actor path make sub-queues (0: actor paths are ignored), and
+    `actor_path_header` the request header that carries the path.
     `stuck_threshold_seconds` is the wait after which the inspector marks a
     node whose oldest request waited longer as stuck (the queue ignores it).
     """
@@ -130,4 +139,6 @@ class QueueConfig:
     priority_aging_seconds: float = 0.0
     query_ingesters_within: float = 13 * 3600.0
     query_store_after: float = 12 * 3600.0
+    max_queue_hierarchy_levels: int = 3
+    actor_path_header: str = "X-Loki-Actor-Path"
     stuck_threshold_seconds: float = 60.0

@@ -64,10 +64,12 @@ class RequestQueue(QueueState):
                 # Hot path: the leaf is already in the tree (so the component
                 # is valid); a single-priority leaf is a bare append.
                 request.enqueued_at = self._clock()
-                if leaf.plain == request.priority:
+                if leaf.plain == request.priority and not request.actor_path:
                     leaf.append(request)
                     leaf.length += 1
                 else:
+                    if request.actor_path:
+                        self._place(request)
                     leaf.push(request)
                 ids[rid] = request
                 self._total += 1

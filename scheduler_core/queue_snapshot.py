@@ -2,17 +2,22 @@
 
 Cost is per leaf, tenant and worker, never per queued request: leaves keep
 per-priority counts and live heads, so a snapshot of 10,000 tenants stays
-in the low milliseconds.
+in the low milliseconds. A leaf with actor sub-queues adds one step per
+non-empty sub-queue (their counts are kept too) and lists at most
+`MAX_ACTORS_LISTED` of them.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 
 from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, QueueConfig
 from scheduler_core.nodes import TenantState
 from scheduler_core.snapshot import (
+    MAX_ACTORS_LISTED,
+    ActorSnapshot,
     LeafSnapshot,
     QuerierSnapshot,
     QueueSnapshot,
@@ -22,7 +27,7 @@ from scheduler_core.snapshot import (
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
 
-__all__ = ["build_snapshot"]
+__all__ = ["actor_rows", "build_snapshot"]
 
 
 def build_snapshot(
@@ -65,13 +70,17 @@ def _leaves(ordered: list[tuple[str, TenantState]]) -> tuple[LeafSnapshot, ...]:
         )
         for component, leaf in leaves:
             length = leaf.length
+            actors: tuple[ActorSnapshot, ...] = ()
             if leaf.prios is None and length:
                 # snapshot_row's single-priority case, inlined (most leaves).
                 by_priority: tuple[tuple[int, int], ...] = ((leaf.prio, length),)
                 oldest = leaf[0].enqueued_at
             else:
                 by_priority, oldest = leaf.snapshot_row()
-            append(_new_row(LeafSnapshot, (tenant, component, length, by_priority, oldest)))
+                if leaf.has_actors:
+                    actors = actor_rows(leaf.actor_counts())
+            row = (tenant, component, length, by_priority, oldest, actors)
+            append(_new_row(LeafSnapshot, row))
     return tuple(out)
 
 
@@ -140,3 +149,52 @@ def _querier(querier: QuerierState, assignment: TenantQuerierAssignment) -> Quer
         reservations,
         bool(reservations) and not busy,
     )
+
+
+def actor_rows(
+    counts: dict[tuple[str, ...], list[float]], limit: int = MAX_ACTORS_LISTED
+) -> tuple[ActorSnapshot, ...]:
+    """The listed sub-queues, parents before children, biggest first among siblings.
+
+    Which ones are listed is chosen level by level (every top-level actor
+    before any of their children), at most `limit`; the siblings left out
+    under a parent are summed into one "others" row, so the rows of one
+    level always add up to everything queued at or below it.
+    """
+    children: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for path in counts:
+        children.setdefault(path[:-1], []).append(path)
+
+    def rank(path: tuple[str, ...]) -> tuple[float, tuple[str, ...]]:
+        return (-counts[path][0], path)
+
+    listed: set[tuple[str, ...]] = set()
+    frontier: list[tuple[str, ...]] = [()]
+    while frontier and len(listed) < limit:
+        below: list[tuple[str, ...]] = []
+        for parent in frontier:
+            room = limit - len(listed)
+            if room <= 0:
+                break
+            mine = children.get(parent, [])
+            # Only what can still be listed is ordered: O(k log room).
+            top = heapq.nsmallest(room, mine, rank) if len(mine) > room else mine
+            listed.update(top)
+            below.extend(top)
+        frontier = below
+    rows: list[ActorSnapshot] = []
+
+    def emit(parent: tuple[str, ...]) -> None:
+        mine = children.get(parent, [])
+        shown = sorted((p for p in mine if p in listed), key=rank)
+        for path in shown:
+            count, oldest = counts[path]
+            rows.append(ActorSnapshot(path, int(count), oldest))
+            emit(path)
+        if len(shown) < len(mine):
+            rest = [counts[p] for p in mine if p not in listed]
+            length = sum(int(c[0]) for c in rest)
+            rows.append(ActorSnapshot((*parent, ""), length, min(c[1] for c in rest), len(rest)))
+
+    emit(())
+    return tuple(rows)

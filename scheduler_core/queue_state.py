@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from scheduler_core.actor_path import placed_path
 from scheduler_core.component_selection import QuerierWorkerPriority, TenantComponentSelection
 from scheduler_core.leaf import Leaf
 from scheduler_core.model import COMPONENTS, QueueConfig, Request, TenantLimits
@@ -89,7 +90,21 @@ class QueueState:
         state.cap = self._config.max_outstanding_requests_per_tenant
         return state
 
+    def _place(self, request: Request) -> None:
+        """Cut the actor path to `max_queue_hierarchy_levels`: deeper levels are ignored.
+
+        The request then waits in the sub-queue of its first levels (with 0,
+        in the leaf's own queue), rather than failing as in Loki; the cut
+        path is kept on the request, so a cancel or a front re-queue finds
+        the same sub-queue even if the setting changes meanwhile.
+        """
+        levels = self._config.max_queue_hierarchy_levels
+        if len(request.actor_path) > levels:
+            request.actor_path = placed_path(request.actor_path, levels)
+
     def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
+        if request.actor_path:
+            self._place(request)
         if state is None:
             state = self._new_state(request.tenant_id)
         if state.outstanding == state.in_flight:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = [
+    "MAX_ACTORS_LISTED",
+    "ActorSnapshot",
     "LeafSnapshot",
     "QuerierSnapshot",
     "QueueSnapshot",
@@ -21,14 +23,40 @@ __all__ = [
 ]
 
 
+# How many actor sub-queues one leaf's snapshot lists; the rest are summed
+# into "others" rows, so a tenant with 100,000 actors costs a few rows.
+MAX_ACTORS_LISTED = 20
+
+
+class ActorSnapshot(NamedTuple):
+    """One actor sub-queue under a leaf (all priorities together).
+
+    `path` is the actor path below the leaf, its length the depth. An
+    "others" row (`others` > 0) sums that many more sibling sub-queues under
+    `path[:-1]` that were not listed; its last path element is "".
+    """
+
+    path: tuple[str, ...]
+    length: int
+    oldest_enqueued_at: float
+    others: int = 0
+
+
 class LeafSnapshot(NamedTuple):
-    """One (tenant, component) queue: its length split by priority."""
+    """One (tenant, component) queue: its length split by priority.
+
+    `actors` lists its actor sub-queues, parents before their children,
+    biggest first, at most `MAX_ACTORS_LISTED` rows plus "others" rows; the
+    leaf's own requests with no actor path are `length` minus the top-level
+    rows' lengths.
+    """
 
     tenant_id: str
     component: str
     length: int
     by_priority: tuple[tuple[int, int], ...]  # (priority, count), highest first
     oldest_enqueued_at: float
+    actors: tuple[ActorSnapshot, ...] = ()
 
 
 class Reservation(NamedTuple):

@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from scheduler_core import fields as f
+from scheduler_core.actor_path import HEADER_NAME, MAX_HIERARCHY_LEVELS
 from scheduler_core.durations import InvalidDuration, format_duration, parse_duration
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import (
@@ -330,6 +331,28 @@ def tenant_limits_to_dict(limits: TenantLimits) -> dict[str, Any]:
     return out
 
 
+def _hierarchy_levels(value: object, path: str, errs: f.Collector) -> int | None:
+    """Loki's `max_queue_hierarchy_levels`: 0 turns actor sub-queues off."""
+    levels = f.integer(value, path, errs, 0)
+    if levels is not None and levels > MAX_HIERARCHY_LEVELS:
+        errs.add(path, f"must be at most {MAX_HIERARCHY_LEVELS}, got {levels}")
+        return None
+    return levels
+
+
+def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
+    """The header carrying actor paths: an HTTP header name."""
+    name = f.text(value, path, errs)
+    if name is None:
+        if value == "":
+            errs.add(path, "must not be empty")
+        return None
+    if not HEADER_NAME.fullmatch(name):
+        errs.add(path, f"must be an HTTP header name (letters, digits, -), got {name!r}")
+        return None
+    return name
+
+
 def _choice(options: tuple[str, ...]) -> Callable[[object, str, f.Collector], object]:
     def check(value: object, path: str, errs: f.Collector) -> object:
         if value not in options:
@@ -352,6 +375,8 @@ _QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, f.Collector], object]
     "priority_aging": ("priority_aging_seconds", f.duration),
     "query_ingesters_within": ("query_ingesters_within", partial(f.duration, positive=True)),
     "query_store_after": ("query_store_after", partial(f.duration, positive=True)),
+    "max_queue_hierarchy_levels": ("max_queue_hierarchy_levels", _hierarchy_levels),
+    "actor_path_header": ("actor_path_header", _header_name),
     "stuck_threshold": ("stuck_threshold_seconds", partial(f.duration, positive=True)),
 }
 
@@ -415,5 +440,7 @@ def queue_config_to_dict(cfg: QueueConfig) -> dict[str, Any]:
         "priority_aging": format_duration(cfg.priority_aging_seconds),
         "query_ingesters_within": format_duration(cfg.query_ingesters_within),
         "query_store_after": format_duration(cfg.query_store_after),
+        "max_queue_hierarchy_levels": cfg.max_queue_hierarchy_levels,
+        "actor_path_header": cfg.actor_path_header,
         "stuck_threshold": format_duration(cfg.stuck_threshold_seconds),
     }

@@ -283,6 +283,8 @@ def _merge_leaves(
                 mine.length + length,
                 tuple(sorted(counts.items(), reverse=True)),
                 min(mine.oldest_enqueued_at, oldest),
+                # Summaries carry no actor sub-queues: this replica's alone.
+                mine.actors,
             )
     return merged
 

@@ -153,6 +153,15 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     priority_aging = DurationField(required=False, help_text="0s disables aging")
     query_ingesters_within = DurationField(required=False)
     query_store_after = DurationField(required=False)
+    max_queue_hierarchy_levels = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=10,
+        help_text="Loki's setting: levels of an actor path that make sub-queues (0 = off)",
+    )
+    actor_path_header = serializers.CharField(
+        required=False, help_text='the request header with the actor path, "|" between levels'
+    )
     stuck_threshold = DurationField(
         required=False, help_text="the inspector marks nodes whose oldest request waited longer"
     )
@@ -304,11 +313,22 @@ class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-ar
     queriers = QuerierShareSerializer()
 
 
+class ActorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    path = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        help_text='actor path below the leaf; an "others" row ends in ""',
+    )
+    length = serializers.IntegerField()
+    oldest_wait_seconds = serializers.FloatField()
+    others = serializers.IntegerField(help_text="> 0: this many more sub-queues summed here")
+
+
 class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     component = serializers.CharField()
     length = serializers.IntegerField()
     by_priority = serializers.DictField(child=serializers.IntegerField())
     oldest_wait_seconds = serializers.FloatField()
+    actors = ActorRowSerializer(many=True)
 
 
 class TenantRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -57,6 +57,9 @@ class QueueRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     running_seconds = serializers.FloatField(allow_null=True)
     frontend = FrontendSerializer()
     replica = serializers.CharField()
+    actor = serializers.CharField(
+        allow_blank=True, help_text='the actor sub-queue it waits in ("users|joe"), or ""'
+    )
 
 
 class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -79,6 +82,9 @@ class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg
     search = serializers.CharField(required=False, help_text="query substring (any case)")
     regex = serializers.CharField(required=False, help_text="RE2, unanchored, on the query")
     state = serializers.ChoiceField(choices=["queued"], required=False)
+    actor = serializers.CharField(
+        required=False, help_text='an actor path ("users|joe"): its sub-queue and below'
+    )
     note = serializers.CharField(required=False, allow_blank=True, max_length=500)
     dry_run = serializers.BooleanField(required=False, default=False)
 

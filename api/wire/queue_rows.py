@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue_listing import InFlight, Predicate
 from scheduler_core.regex import compile_regex, regex_error
@@ -130,6 +131,7 @@ def request_row(
         "running_seconds": None if running is None else round(running, 3),
         "frontend": frontend,
         "replica": replica,
+        "actor": "|".join(request.actor_path),
     }
 
 
@@ -145,6 +147,7 @@ class RequestFilter:
     regex: str = ""
     min_wait: float | None = None
     frontend: str = ""
+    actor: str = ""  # an actor path ("users|joe"): that sub-queue and everything below it
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> RequestFilter:
@@ -178,12 +181,15 @@ class RequestFilter:
             regex=regex,
             min_wait=_seconds(raw.get("min_wait"), "min_wait"),
             frontend=text("frontend"),
+            actor="|".join(parse_actor_path(text("actor"))),
         )
 
     @property
     def narrows(self) -> bool:
         """Whether rows must be tested one by one (beyond the node and priority)."""
-        return bool(self.search or self.regex or self.frontend or self.min_wait is not None)
+        return bool(
+            self.search or self.regex or self.frontend or self.actor or self.min_wait is not None
+        )
 
     def fingerprint(self) -> str:
         """Short digest of the filter, so a cursor cannot be reused with another one."""
@@ -225,6 +231,10 @@ class RequestFilter:
                 return needle in f"{row['transport']} {row['address']} {row['name']}".casefold()
 
             tests.append(sent_by)
+        if self.actor:
+            prefix = parse_actor_path(self.actor)
+            depth = len(prefix)
+            tests.append(lambda r: r.actor_path[:depth] == prefix)
         if not tests:
             return None
         if len(tests) == 1:

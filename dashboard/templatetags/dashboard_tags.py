@@ -59,6 +59,10 @@ def wait(seconds: float | str | None) -> str:
 def node_label(node: dict[str, Any]) -> str:
     if node["kind"] == "others":
         return f"others ({node['count']} tenants): {node['length']} queued"
+    if node["kind"] == "actor-others":
+        return f"others ({node['count']} actors): {node['length']} queued"
+    if node["kind"] == "actor":
+        return f"actor {node['name']}: {node['length']} queued"
     return f"{node['name']}: {node['length']} queued"
 
 

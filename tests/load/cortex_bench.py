@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -57,6 +56,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.load.cortex_cluster import (
+    ScaleOut,
+    Scheduler,
+    hosts_lines,
+    prepare_ours,
+    replica_hosts,
+    resolves_to_replicas,
+    scale_out,
+    start_cortex_scheduler,
+    start_our_scheduler,
+)
+
 __all__ = ["PhaseResult", "main"]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,22 +81,7 @@ QUERIES = (
     "histogram_quantile(0.99, sum by (le) (rate(request_duration_seconds_bucket[1m])))",
     "count by (job) (up)",
 )
-KINDS = ("cortex", "ours")
-LABELS = {"cortex": "Cortex", "ours": "ours"}
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-# Variables of the caller's shell that would point our server elsewhere.
-OUR_ENV_DROPPED = (
-    "DATABASE_URL",
-    "REDIS_URL",
-    "GRPC_ADVERTISE_ADDRESS",
-    "GRPC_TLS_CERT_PATH",
-    "GRPC_TLS_KEY_PATH",
-    "GRPC_TLS_CA_PATH",
-    "GRPC_TLS_CLIENT_AUTH",
-    "GRPC_CLIENT_TLS_ENABLED",
-    "DJANGO_SETTINGS_MODULE",
-    "METRICS_REQUIRE_LOGIN",
-)
 
 
 @dataclass
@@ -104,7 +100,7 @@ class WrkResult:
 
 @dataclass
 class PhaseResult:
-    kind: str
+    kind: str  # "cortex", or a label of ours ("ours", or a --variant's)
     load: WrkResult
     light: WrkResult
     scheduler_cpu: float
@@ -127,8 +123,16 @@ class Options:
     querier_concurrency: int
     profile: str | None
     py_spy: str
+    replicas: int = 1
+    scheduler_host: str = "query-scheduler.cortex-bench.test"
+    variants: dict[str, dict[str, str]] = field(default_factory=dict)
     workdir: Path = field(default_factory=Path)
     profiled: bool = False
+    cluster: ScaleOut | None = None
+
+    def labels(self) -> list[str]:
+        """The phases of one round: Cortex, ours, then each variant of ours."""
+        return ["cortex", "ours", *self.variants]
 
 
 # --- processes --------------------------------------------------------------
@@ -256,11 +260,6 @@ def http_ok(url: str) -> bool:
     return http_get(url)[0] == 200
 
 
-def tcp_open(port: int) -> bool:
-    with socket.create_connection(("127.0.0.1", port), timeout=1):
-        return True
-
-
 def gauge(text: str, name: str) -> float:
     match = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.MULTILINE)
     return float(match.group(1)) if match else 0.0
@@ -269,82 +268,10 @@ def gauge(text: str, name: str) -> float:
 # --- the three kinds of process ---------------------------------------------
 
 
-@dataclass
-class Scheduler:
-    proc: subprocess.Popen[bytes]
-    http_port: int
-    grpc_port: int
-    metrics_url: str
-
-
-def start_cortex_scheduler(procs: Processes, opts: Options, log: Path) -> Scheduler:
-    http_port, grpc_port = free_port(), free_port()
-    proc = procs.start(
-        [
-            opts.cortex,
-            "-target=query-scheduler",
-            "-server.http-listen-address=127.0.0.1",
-            f"-server.http-listen-port={http_port}",
-            "-server.grpc-listen-address=127.0.0.1",
-            f"-server.grpc-listen-port={grpc_port}",
-            "-log.level=warn",
-        ],
-        log,
-        cwd=opts.workdir,
-    )
-    wait_until("Cortex query-scheduler", lambda: http_ok(_url(http_port, "/ready")), proc, 60)
-    return Scheduler(proc, http_port, grpc_port, _url(http_port, "/metrics"))
-
-
-def our_env(opts: Options, grpc_port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in OUR_ENV_DROPPED}
-    env.update(
-        VAR_DIR=str(opts.workdir / "ours-var"),
-        STATIC_ROOT=str(opts.workdir / "ours-static"),
-        GRPC_PORT=str(grpc_port),
-        GRPC_HOST="127.0.0.1",
-        LOG_LEVEL="WARNING",
-        SECRET_KEY=secrets.token_urlsafe(32),
-        DEBUG="0",
-    )
-    return env
-
-
-def prepare_ours(opts: Options) -> None:
-    """`make serve`'s set-up steps, on a database of the bench's own."""
-    python = str(opts.project / ".venv" / "bin" / "python")
-    env = our_env(opts, 0)
-    for command in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
-        subprocess.run(
-            [python, "manage.py", *command],
-            cwd=opts.project,
-            env=env,
-            check=True,
-            timeout=300,
-            stdin=subprocess.DEVNULL,
-        )
-
-
-def start_our_scheduler(procs: Processes, opts: Options, log: Path) -> Scheduler:
-    http_port, grpc_port = free_port(), free_port()
-    daphne = str(opts.project / ".venv" / "bin" / "daphne")
-    proc = procs.start(
-        [daphne, "-b", "127.0.0.1", "-p", str(http_port), "config.asgi:application"],
-        log,
-        cwd=opts.project,
-        env=our_env(opts, grpc_port),
-    )
-    # Daphne has no lifespan: the first request starts the runtime and the door.
-    wait_until("our scheduler", lambda: http_ok(_url(http_port, "/healthz")), proc, 120)
-    wait_until("our gRPC door", lambda: tcp_open(grpc_port), proc, 60)
-    return Scheduler(proc, http_port, grpc_port, _url(http_port, "/metrics"))
-
-
 def cortex_all_in_one_flags(
-    opts: Options, scheduler_grpc: int, http_port: int, grpc_port: int
+    opts: Options, scheduler: str, http_port: int, grpc_port: int
 ) -> list[str]:
     data = opts.workdir / f"cortex-data-{http_port}"
-    scheduler = f"127.0.0.1:{scheduler_grpc}"
     return [
         "-target=all",
         "-auth.enabled=true",
@@ -388,19 +315,26 @@ def start_cortex_all_in_one(
 ) -> tuple[subprocess.Popen[bytes], int]:
     http_port, grpc_port = free_port(), free_port()
     proc = procs.start(
-        [opts.cortex, *cortex_all_in_one_flags(opts, scheduler.grpc_port, http_port, grpc_port)],
+        [opts.cortex, *cortex_all_in_one_flags(opts, scheduler.address, http_port, grpc_port)],
         log,
         cwd=opts.workdir,
     )
     wait_until("Cortex all-in-one", lambda: http_ok(_url(http_port, "/ready")), proc, 120)
 
     def connected() -> bool:
-        status, text = http_get(scheduler.metrics_url)
-        queriers = gauge(text, "cortex_query_scheduler_connected_querier_clients")
-        frontends = gauge(text, "cortex_query_scheduler_connected_frontend_clients")
-        return status == 200 and queriers >= opts.querier_concurrency and frontends >= 1
+        # Every replica has the frontend; the querier's workers are spread over them.
+        queriers = 0.0
+        for url in scheduler.metrics_urls:
+            status, text = http_get(url)
+            if (
+                status != 200
+                or gauge(text, "cortex_query_scheduler_connected_frontend_clients") < 1
+            ):
+                return False
+            queriers += gauge(text, "cortex_query_scheduler_connected_querier_clients")
+        return queriers >= opts.querier_concurrency
 
-    wait_until("frontend and querier connected to the scheduler", connected, scheduler.proc, 60)
+    wait_until("frontend and querier connected to the scheduler", connected, scheduler.procs[0], 60)
 
     def answers() -> bool:
         url = _url(http_port, f"{PREFIX}/api/v1/query?" + urllib.parse.urlencode({"query": "up"}))
@@ -522,24 +456,51 @@ def py_spy(opts: Options, pid: int, seconds: int) -> Iterator[None]:
 def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseResult:
     logs = opts.workdir / f"phase-{index}-{kind}"
     logs.mkdir()
-    start = start_cortex_scheduler if kind == "cortex" else start_our_scheduler
-    scheduler = start(procs, opts, logs / "scheduler.log")
+    if kind == "cortex":
+        scheduler = start_cortex_scheduler(
+            procs.start,
+            wait_until,
+            opts.cortex,
+            opts.workdir,
+            logs,
+            opts.replicas,
+            opts.scheduler_host,
+        )
+    else:
+        scheduler = start_our_scheduler(
+            procs.start,
+            wait_until,
+            opts.project,
+            opts.workdir,
+            logs,
+            opts.replicas,
+            opts.scheduler_host,
+            extra=opts.variants.get(kind),
+            cluster=opts.cluster,
+        )
     cortex, http_port = None, 0
     try:
         cortex, http_port = start_cortex_all_in_one(procs, opts, scheduler, logs / "cortex.log")
         run_wrk(opts, http_port, opts.threads, opts.connections, 2)  # warm-up, not counted
         profile = opts.profile is not None and kind == "ours" and not opts.profiled
-        spy = py_spy(opts, scheduler.proc.pid, opts.duration) if profile else None
-        cpu_before = group_cpu_seconds(scheduler.proc.pid), group_cpu_seconds(cortex.pid)
+        first = scheduler.procs[0].pid
+        spy = py_spy(opts, first, opts.duration) if profile else None
+
+        def cpu() -> tuple[float, float]:
+            ours = sum(group_cpu_seconds(p.pid) for p in scheduler.procs)
+            return ours, group_cpu_seconds(cortex.pid)
+
+        cpu_before = cpu()
         with spy or contextlib.nullcontext():
             load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
         opts.profiled = opts.profiled or profile
-        cpu_after = group_cpu_seconds(scheduler.proc.pid), group_cpu_seconds(cortex.pid)
+        cpu_after = cpu()
         light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
     finally:
         if cortex is not None:
             procs.stop(cortex)
-        procs.stop(scheduler.proc)
+        for proc in scheduler.procs:
+            procs.stop(proc)
     return PhaseResult(
         kind,
         load,
@@ -554,7 +515,7 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
 
 def phase_line(index: int, r: PhaseResult) -> str:
     return (
-        f"phase {index} {LABELS[r.kind]:<6}: {r.load.requests} queries in {r.load.seconds:.1f}s = "
+        f"phase {index} {label(r.kind):<6}: {r.load.requests} queries in {r.load.seconds:.1f}s = "
         f"{r.load.rate:,.0f} q/s; p50 {r.load.p50_ms:.2f} ms, p99 {r.load.p99_ms:.2f} ms; "
         f"errors: non-2xx {r.load.non_2xx}, socket {r.load.socket_errors}; CPU/query: scheduler "
         f"{r.cpu_us(r.scheduler_cpu):.0f} us, all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; "
@@ -595,9 +556,18 @@ def totals(results: list[PhaseResult]) -> Totals:
     )
 
 
+def label(kind: str) -> str:
+    return "Cortex" if kind == "cortex" else kind
+
+
 def report(opts: Options, results: list[PhaseResult]) -> None:
-    ours = totals([r for r in results if r.kind == "ours"])
     theirs = totals([r for r in results if r.kind == "cortex"])
+    for kind in opts.labels()[1:]:
+        report_one(opts, results, kind, theirs)
+
+
+def report_one(opts: Options, results: list[PhaseResult], kind: str, theirs: Totals) -> None:
+    ours = totals([r for r in results if r.kind == kind])
     rows = [
         ("queries/s (saturating)", theirs.rate, ours.rate, "{:,.0f}"),
         ("p50 latency ms", theirs.p50, ours.p50, "{:.2f}"),
@@ -608,31 +578,39 @@ def report(opts: Options, results: list[PhaseResult]) -> None:
         ("light load p99 ms", theirs.light_p99, ours.light_p99, "{:.2f}"),
         ("light load queries/s", theirs.light_rate, ours.light_rate, "{:,.0f}"),
     ]
+    name = label(kind)
     print()
-    print(f"{f'totals over {opts.rounds} rounds':<26}{'Cortex':>12}{'ours':>12}{'ours/Cortex':>14}")
-    for name, a, b, fmt in rows:
+    title = f"totals over {opts.rounds} rounds"
+    print(f"{title:<26}{'Cortex':>12}{name:>12}{name + '/Cortex':>16}")
+    for row, a, b, fmt in rows:
         ratio = b / a if a else float("nan")
-        print(f"{name:<26}{fmt.format(a):>12}{fmt.format(b):>12}{ratio:>14.2f}")
-    for name, t in (("Cortex", theirs), ("ours", ours)):
-        print(f"errors {name}: {t.errors} (non-2xx {t.non_2xx}, socket {t.socket})")
+        print(f"{row:<26}{fmt.format(a):>12}{fmt.format(b):>12}{ratio:>16.2f}")
+    for who, t in (("Cortex", theirs), (name, ours)):
+        print(f"errors {who}: {t.errors} (non-2xx {t.non_2xx}, socket {t.socket})")
     print(
         "latency percentiles are wrk's, averaged over the rounds; rates and CPU are "
         "totals over the rounds; CPU is utime+stime from /proc over the saturating window"
+        + (f", summed over {opts.replicas} replicas" if opts.replicas > 1 else "")
     )
-    pairs = [
-        (c, o)
-        for c, o in zip(
-            [r for r in results if r.kind == "cortex"],
-            [r for r in results if r.kind == "ours"],
-            strict=False,
-        )
-    ]
+    pairs = zip(
+        [r for r in results if r.kind == "cortex"],
+        [r for r in results if r.kind == kind],
+        strict=False,
+    )
     for i, (c, o) in enumerate(pairs, 1):
         print(
-            f"round {i} ours/Cortex: queries/s {o.load.rate / c.load.rate:.2f}, "
+            f"round {i} {name}/Cortex: queries/s {o.load.rate / c.load.rate:.2f}, "
             f"p99 {o.load.p99_ms / c.load.p99_ms:.2f}, scheduler CPU/query "
             f"{o.cpu_us(o.scheduler_cpu) / c.cpu_us(c.scheduler_cpu):.2f}"
         )
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, str]]:
+    name, _, assignments = text.partition(":")
+    env = dict(pair.split("=", 1) for pair in assignments.split(",") if "=" in pair)
+    if not name or not env or name in ("cortex", "ours"):
+        raise SystemExit(f"--variant {text!r}: expected LABEL:NAME=VALUE[,NAME=VALUE]")
+    return name, env
 
 
 def cortex_version(path: str) -> str:
@@ -663,6 +641,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--querier-concurrency", type=int, default=16, help="-querier.max-concurrent (workers)"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
+        help="also run ours with these environment variables, as phase LABEL, every round "
+        "(e.g. grpcio:GRPC_SERVER=grpcio)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="schedulers per phase, on 127.0.0.1..N with one gRPC port; ours share a "
+        "PostgreSQL and a Redis started for the run (docs/operations.md)",
+    )
+    parser.add_argument(
+        "--scheduler-host",
+        default="query-scheduler.cortex-bench.test",
+        help="with --replicas N: the name Cortex dials, which must resolve to 127.0.0.1..N",
+    )
     parser.add_argument("--profile", help="py-spy collapsed stacks of ours, first phase, to FILE")
     parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     args = parser.parse_args(argv)
@@ -678,7 +676,18 @@ def main(argv: list[str] | None = None) -> int:
         querier_concurrency=args.querier_concurrency,
         profile=os.path.abspath(args.profile) if args.profile else None,
         py_spy=args.py_spy,
+        replicas=max(1, args.replicas),
+        scheduler_host=args.scheduler_host,
+        variants=dict(parse_variant(v) for v in args.variant),
     )
+    if opts.replicas > 1 and not resolves_to_replicas(opts.scheduler_host, opts.replicas):
+        print(
+            f"--replicas {opts.replicas}: {opts.scheduler_host} must resolve to "
+            f"{', '.join(replica_hosts(opts.replicas))}; add to /etc/hosts:\n"
+            + hosts_lines(opts.scheduler_host, opts.replicas),
+            file=sys.stderr,
+        )
+        return 2
     # SIGTERM unwinds like Ctrl-C, so every child and the temp dir go.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     procs = Processes()
@@ -696,11 +705,20 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         write_lua(workdir / "queries.lua")
-        prepare_ours(opts)
-        for index, kind in enumerate(KINDS * opts.rounds, 1):
-            result = run_phase(procs, opts, kind, index)
-            results.append(result)
-            print(phase_line(index, result), flush=True)
+        with scale_out() if opts.replicas > 1 else contextlib.nullcontext() as cluster:
+            opts.cluster = cluster
+            if cluster is not None:
+                print(
+                    f"{opts.replicas} replicas each; ours on {cluster.database_url}, "
+                    f"{cluster.redis_url}",
+                    flush=True,
+                )
+            prepare_ours(opts.project, workdir, cluster)
+            for index, kind in enumerate(opts.labels() * opts.rounds, 1):
+                result = run_phase(procs, opts, kind, index)
+                results.append(result)
+                print(phase_line(index, result), flush=True)
+            procs.close()
         report(opts, results)
     finally:
         procs.close()

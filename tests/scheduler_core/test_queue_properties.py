@@ -1,10 +1,11 @@
 """Random operation sequences against a plain model of the queue.
 
-The model keeps one FIFO list per (tenant, component, priority) and the set
-of connected queriers, and recomputes shards and reservations from the
-public `shuffle_shard` / `reserved_queriers` functions, so the queue's
-incremental structures are checked against a from-scratch answer after
-every step.
+The model keeps one actor tree per (tenant, component, priority), a plain
+list-based rendering of Loki's round-robin (a FIFO while no actor path is
+in play), and the set of connected queriers, and recomputes shards and
+reservations from the public `shuffle_shard` / `reserved_queriers`
+functions, so the queue's incremental structures are checked against a
+from-scratch answer after every step.
 """
 
 from __future__ import annotations
@@ -39,6 +40,82 @@ QUERIERS = ("q0", "q1", "q2", "q3")
 DEFAULT_LIMIT = 6
 
 Key = tuple[str, str, int]
+Path = tuple[str, ...]
+# Actor paths the scripts use: none, siblings, nested, and deeper than 3 levels.
+ACTORS: tuple[Path, ...] = ((), (), ("u1",), ("u2",), ("u1", "x"), ("u1", "y"), ("u2", "x", "z"),
+                            ("a", "b", "c", "d"))  # fmt: skip
+LOCAL = None
+
+
+class ModelNode:
+    """One actor sub-queue: its local FIFO and the turn order of its entries."""
+
+    def __init__(self) -> None:
+        self.local: list[str] = []
+        self.order: list[str | None] = []  # LOCAL and child names, next turn first
+        self.children: dict[str, ModelNode] = {}
+
+    def ids(self) -> list[str]:
+        return self.local + [rid for c in self.children.values() for rid in c.ids()]
+
+    def add(self, rid: str, path: Path, front: bool) -> None:
+        node = self
+        for name in path:
+            if name not in node.children:
+                node.children[name] = ModelNode()
+                node.order.append(name)
+            if front:
+                node.order.remove(name)
+                node.order.insert(0, name)
+            node = node.children[name]
+        if not node.local:
+            node.order.append(LOCAL)
+        if front:
+            node.local.insert(0, rid)
+            node.order.remove(LOCAL)
+            node.order.insert(0, LOCAL)
+        else:
+            node.local.append(rid)
+
+    def head(self) -> str:
+        key = self.order[0]
+        return self.local[0] if key is LOCAL else self.children[key].head()
+
+    def pop(self) -> str:
+        key = self.order.pop(0)
+        if key is LOCAL:
+            rid = self.local.pop(0)
+            if self.local:
+                self.order.append(LOCAL)
+            return rid
+        child = self.children[key]
+        rid = child.pop()
+        if child.ids():
+            self.order.append(key)
+        else:
+            del self.children[key]
+        return rid
+
+    def remove(self, rid: str, path: Path) -> None:
+        trail = []
+        node = self
+        for name in path:
+            trail.append((node, name))
+            node = node.children[name]
+        node.local.remove(rid)
+        if not node.local:
+            node.order.remove(LOCAL)
+        for parent, name in reversed(trail):
+            if parent.children[name].ids():
+                break
+            del parent.children[name]
+            parent.order.remove(name)
+
+    def counts(self, path: Path, out: Counter[Path]) -> None:
+        for name, child in self.children.items():
+            sub = (*path, name)
+            out[sub] += len(child.ids())
+            child.counts(sub, out)
 
 
 class Clock:
@@ -56,7 +133,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.q = RequestQueue(
             QueueConfig(max_outstanding_requests_per_tenant=DEFAULT_LIMIT), clock=Clock()
         )
-        self.fifo: dict[Key, list[str]] = {}
+        self.fifo: dict[Key, ModelNode] = {}
+        self.placed: dict[str, Path] = {}  # where each queued request waits
         self.requests: dict[str, Request] = {}
         self.in_flight: dict[str, tuple[str, int]] = {}
         self.finished: set[str] = set()
@@ -66,10 +144,10 @@ class QueueMachine(RuleBasedStateMachine):
 
     # -- model helpers ----------------------------------------------------
     def queued_ids(self) -> list[str]:
-        return [rid for ids in self.fifo.values() for rid in ids]
+        return [rid for tree in self.fifo.values() for rid in tree.ids()]
 
     def outstanding(self, tenant: str) -> int:
-        queued = sum(len(v) for k, v in self.fifo.items() if k[0] == tenant)
+        queued = sum(len(v.ids()) for k, v in self.fifo.items() if k[0] == tenant)
         return queued + sum(1 for rid in self.in_flight if self.requests[rid].tenant_id == tenant)
 
     def allowed_floor(self, querier: str, tenant: str) -> int | None:
@@ -88,9 +166,12 @@ class QueueMachine(RuleBasedStateMachine):
     def key(self, request: Request) -> Key:
         return request.tenant_id, request.component, request.priority
 
-    def push(self, request: Request, front: bool) -> None:
-        ids = self.fifo.setdefault(self.key(request), [])
-        ids.insert(0, request.id) if front else ids.append(request.id)
+    def push(self, request: Request, front: bool, path: Path | None = None) -> None:
+        """Queue in the model; deeper actor levels than the setting are ignored."""
+        levels = self.q.config.max_queue_hierarchy_levels
+        placed = (self.placed[request.id] if path is None else path)[:levels]
+        self.placed[request.id] = placed
+        self.fifo.setdefault(self.key(request), ModelNode()).add(request.id, placed, front)
 
     def idle_workers(self) -> list[tuple[str, int]]:
         busy = set(self.in_flight.values())
@@ -109,7 +190,12 @@ class QueueMachine(RuleBasedStateMachine):
             max_size=4,
         ),
         requests=st.lists(
-            st.tuples(st.sampled_from(TENANTS), st.sampled_from(COMPONENTS), st.integers(0, 3)),
+            st.tuples(
+                st.sampled_from(TENANTS),
+                st.sampled_from(COMPONENTS),
+                st.integers(0, 3),
+                st.sampled_from(ACTORS),
+            ),
             max_size=12,
         ),
         layout=st.sampled_from(["tenant-first", "component-first"]),
@@ -119,7 +205,7 @@ class QueueMachine(RuleBasedStateMachine):
         self,
         workers: list[str],
         limits: list[tuple[str, int, bool, tuple[tuple[int, float], ...]]],
-        requests: list[tuple[str, str, int]],
+        requests: list[tuple[str, str, int, Path]],
         layout: str,
         selection: str,
     ) -> None:
@@ -128,25 +214,28 @@ class QueueMachine(RuleBasedStateMachine):
         Tenant a always reserves a querier for priority 2 and tenant b is
         sharded to one querier, so reservations and shards are always live.
         """
-        self.reconfigure(layout, selection, 0.0)
+        self.reconfigure(layout, selection, 0.0, 3)
         for querier in workers:
             self.connect(querier)
         self.set_limits("a", 0, None, True, [(2, 1)], False)
         self.set_limits("b", 1, None, False, [], False)
         for tenant, max_queriers, enabled, reserved in limits:
             self.set_limits(tenant, max_queriers, None, enabled, list(reserved), False)
-        for tenant, component, priority in requests:
-            self.enqueue(tenant, component, priority)
+        for tenant, component, priority, actor in requests:
+            self.enqueue(tenant, component, priority, actor)
 
     @rule(
         tenant=st.sampled_from(TENANTS),
         component=st.sampled_from(COMPONENTS),
         priority=st.integers(0, 3),
+        actor=st.sampled_from(ACTORS),
     )
-    def enqueue(self, tenant: str, component: str, priority: int) -> None:
+    def enqueue(self, tenant: str, component: str, priority: int, actor: Path) -> None:
         rid = f"r{self.next_id}"
         self.next_id += 1
-        request = Request(id=rid, tenant_id=tenant, component=component, priority=priority)
+        request = Request(
+            id=rid, tenant_id=tenant, component=component, priority=priority, actor_path=actor
+        )
         limit = self.limits.get(tenant, TenantLimits()).max_outstanding
         full = self.outstanding(tenant) >= (DEFAULT_LIMIT if limit is None else limit)
         try:
@@ -156,7 +245,8 @@ class QueueMachine(RuleBasedStateMachine):
             return
         assert not full
         self.requests[rid] = request
-        self.push(request, front=False)
+        self.push(request, front=False, path=actor)
+        assert request.actor_path == self.placed[rid]
 
     @precondition(lambda self: bool(self.idle_workers()))
     @rule(data=st.data())
@@ -171,12 +261,15 @@ class QueueMachine(RuleBasedStateMachine):
         self.workers[(querier, worker)] = last
         floor = self.allowed_floor(querier, got.tenant_id)
         assert floor is not None and got.priority >= floor
-        ids = self.fifo[self.key(got)]
-        assert ids[0] == got.id
+        tree = self.fifo[self.key(got)]
+        # FIFO within one actor, actors and local work in turn (Loki's order).
+        assert tree.head() == got.id
         if not self.q.config.priority_aging_seconds:
-            leaf_prios = [k[2] for k, v in self.fifo.items() if v and k[:2] == self.key(got)[:2]]
+            leaf_prios = [
+                k[2] for k, v in self.fifo.items() if v.ids() and k[:2] == self.key(got)[:2]
+            ]
             assert got.priority == max(p for p in leaf_prios if p >= floor)
-        ids.pop(0)
+        assert tree.pop() == got.id
         self.in_flight[got.id] = (querier, worker)
 
     @precondition(lambda self: bool(self.idle_workers()))
@@ -191,7 +284,7 @@ class QueueMachine(RuleBasedStateMachine):
         priority=st.integers(0, 3),
     )
     def enqueue_again(self, tenant: str, component: str, priority: int) -> None:
-        self.enqueue(tenant, component, priority)
+        self.enqueue(tenant, component, priority, ("u1", "x") if priority % 2 else ())
 
     @precondition(lambda self: bool(self.in_flight))
     @rule(data=st.data(), requeue=st.booleans())
@@ -217,7 +310,7 @@ class QueueMachine(RuleBasedStateMachine):
         if rid in self.in_flight:
             del self.in_flight[rid]
         else:
-            self.fifo[self.key(got)].remove(rid)
+            self.fifo[self.key(got)].remove(rid, self.placed[rid])
         self.finished.add(rid)
 
     @rule(querier=st.sampled_from(QUERIERS))
@@ -250,13 +343,15 @@ class QueueMachine(RuleBasedStateMachine):
         layout=st.sampled_from(["tenant-first", "component-first"]),
         selection=st.sampled_from(["round-robin", "querier-worker-priority"]),
         aging=st.sampled_from([0.0, 0.0, 3.0]),
+        levels=st.sampled_from([3, 3, 2, 1, 0]),
     )
-    def reconfigure(self, layout: str, selection: str, aging: float) -> None:
+    def reconfigure(self, layout: str, selection: str, aging: float, levels: int) -> None:
         config = replace(
             self.q.config,
             layout=layout,  # type: ignore[arg-type]
             component_selection=selection,  # type: ignore[arg-type]
             priority_aging_seconds=aging,
+            max_queue_hierarchy_levels=levels,
         )
         self.q.set_config(config)
 
@@ -299,7 +394,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert len(self.q) == len(queued)
         assert all(self.q.in_flight(rid) for rid in self.in_flight)
         for tenant in TENANTS:
-            length = sum(len(v) for k, v in self.fifo.items() if k[0] == tenant)
+            length = sum(len(v.ids()) for k, v in self.fifo.items() if k[0] == tenant)
             assert self.q.tenant_length(tenant) == length
 
     @invariant()
@@ -308,14 +403,26 @@ class QueueMachine(RuleBasedStateMachine):
         assert snap.total == len(self.queued_ids())
         expected = {
             (t, c): sorted(
-                ((p, len(v)) for (t2, c2, p), v in self.fifo.items() if (t2, c2) == (t, c) and v),
+                (
+                    (p, len(v.ids()))
+                    for (t2, c2, p), v in self.fifo.items()
+                    if (t2, c2) == (t, c) and v.ids()
+                ),
                 reverse=True,
             )
-            for (t, c, _), ids in self.fifo.items()
-            if ids
+            for (t, c, _), tree in self.fifo.items()
+            if tree.ids()
         }
         assert {(s.tenant_id, s.component): list(s.by_priority) for s in snap.leaves} == expected
         assert all(s.length == sum(n for _, n in s.by_priority) for s in snap.leaves)
+        for leaf in snap.leaves:
+            actors: Counter[Path] = Counter()
+            for (t, c, _), tree in self.fifo.items():
+                if (t, c) == (leaf.tenant_id, leaf.component):
+                    tree.counts((), actors)
+            # Few actors here, so the snapshot lists every one, exactly.
+            assert {a.path: a.length for a in leaf.actors} == dict(+actors)
+            assert all(a.others == 0 for a in leaf.actors)
         busy = {
             w.request_id: (w.querier_id, w.worker_id)
             for view in snap.queriers

@@ -43,6 +43,8 @@ from tests.fakes import FakeClock
 TENANTS = ("a", "b", "c")
 QUERIERS = ("q0", "q1", "q2")
 DEFAULT_CAP = 5
+# Actor paths (Loki's hierarchical queues): none, siblings, nested, too deep.
+ACTORS: tuple[tuple[str, ...], ...] = ((), ("u1",), ("u2",), ("u1", "x"), ("a", "b", "c", "d"))
 
 Key = tuple[str, int]
 
@@ -353,7 +355,11 @@ class Driver:
         rid = f"r{self.next_id}"
         self.next_id += 1
         request = Request(
-            id=rid, tenant_id=tenant, component=COMPONENTS[op.b % 4], priority=op.c % 3
+            id=rid,
+            tenant_id=tenant,
+            component=COMPONENTS[op.b % 4],
+            priority=op.c % 3,
+            actor_path=ACTORS[(op.b + op.c) % len(ACTORS)],
         )
         own = self.limits.get(tenant, TenantLimits()).max_outstanding
         cap = self.rt.config.max_outstanding_requests_per_tenant if own is None else own
@@ -489,6 +495,7 @@ class Driver:
             layout=("tenant-first", "component-first")[op.a % 2],
             component_selection=("round-robin", "querier-worker-priority")[op.b % 2],
             querier_forget_delay=(0.0, 3.0)[op.c % 2],
+            max_queue_hierarchy_levels=(3, 1, 0)[op.c % 3],
         )
         self.rt.set_config(config)
 

@@ -423,6 +423,8 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         priority_aging_seconds=10.0,
         query_ingesters_within=2 * 86400.0,
         query_store_after=86400.0,
+        max_queue_hierarchy_levels=2,
+        actor_path_header="X-Actor",
         stuck_threshold_seconds=150.0,
     )
     raw = queue_config_to_dict(cfg)
@@ -434,6 +436,8 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         "priority_aging": "10s",
         "query_ingesters_within": "2d",
         "query_store_after": "1d",
+        "max_queue_hierarchy_levels": 2,
+        "actor_path_header": "X-Actor",
         "stuck_threshold": "2m30s",
     }
     assert queue_config_from_dict(raw, QueueConfig()) == cfg

@@ -158,6 +158,7 @@ _LIST_PARAMETERS = [
     _param("regex", OpenApiTypes.STR, "RE2 regex searched in the query text (unanchored)"),
     _param("min_wait", OpenApiTypes.NUMBER, "only requests queued at least this many seconds"),
     _param("frontend", OpenApiTypes.STR, "substring of the frontend's transport, address or name"),
+    _param("actor", OpenApiTypes.STR, 'an actor path ("users|joe"): its sub-queue and below'),
     _param("cursor", OpenApiTypes.STR, "the `next` of the previous page"),
     _param("limit", OpenApiTypes.INT, f"rows, 1..{MAX_LIMIT} (default {DEFAULT_LIMIT})"),
 ]

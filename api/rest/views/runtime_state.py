@@ -107,6 +107,17 @@ def _leaf_row(leaf: LeafSnapshot, now: float) -> dict[str, Any]:
         "length": leaf.length,
         "by_priority": {str(priority): count for priority, count in leaf.by_priority},
         "oldest_wait_seconds": max(0.0, now - leaf.oldest_enqueued_at) if leaf.length else 0.0,
+        # Actor sub-queues (Loki's hierarchical queues), parents first, capped
+        # by the snapshot; an "others" row sums siblings not listed.
+        "actors": [
+            {
+                "path": list(actor.path),
+                "length": actor.length,
+                "oldest_wait_seconds": max(0.0, now - actor.oldest_enqueued_at),
+                "others": actor.others,
+            }
+            for actor in leaf.actors
+        ],
     }
 
 

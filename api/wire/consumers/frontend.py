@@ -25,6 +25,7 @@ from api.wire.protocol import (
     ProtocolError,
 )
 from api.wire.queue_rows import priority_origin
+from scheduler_core.actor_path import actor_path_from_headers
 from scheduler_core.classify import classify
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
 from scheduler_core.model import QueryInfo, Request, TenantLimits
@@ -166,6 +167,7 @@ class FrontendConsumer(MachineConsumer):
             step=msg.step,
             headers=msg.headers,
             payload=WebsocketReplyHandle(self, msg.id),
+            actor_path=actor_path_from_headers(msg.headers, self.runtime.config.actor_path_header),
         )
         try:
             self.runtime.enqueue(request)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api.wire.queue_rows import priority_origin
+from scheduler_core.actor_path import actor_path_from_pairs
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 from scheduler_core.classify import Classification, classify
@@ -259,6 +260,9 @@ class Admission:
             step=forwarded.step,
             headers=forwarded.headers,
             payload=handle,
+            actor_path=actor_path_from_pairs(
+                ((h.key, h.values) for h in http.headers), self._host.config.actor_path_header
+            ),
         )
 
     def _classification(self, forwarded: ForwardedQuery, now: float) -> tuple[str, QueryInfo]:

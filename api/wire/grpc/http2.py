@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import cast
 
 import hpack
 
@@ -118,8 +119,8 @@ class Http2Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses.
+        self.transport = cast(asyncio.Transport, transport)
         grow = (CONNECTION_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")
         self.write(frame(SETTINGS, 0, 0, OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow))
 

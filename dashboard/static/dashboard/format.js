@@ -22,11 +22,15 @@ export function formatSeconds(seconds) {
 
 export function nodeLabel(node) {
   if (node.kind === "others") return `others (${node.count} tenants): ${node.length} queued`;
+  if (node.kind === "actor-others") return `others (${node.count} actors): ${node.length} queued`;
+  if (node.kind === "actor") return `actor ${node.name}: ${node.length} queued`;
   return `${node.name}: ${node.length} queued`;
 }
 
 export function nodeName(node) {
-  return node.kind === "others" ? `${node.name} (${node.count} tenants)` : node.name;
+  if (node.kind === "others") return `${node.name} (${node.count} tenants)`;
+  if (node.kind === "actor-others") return `${node.name} (${node.count} actors)`;
+  return node.name;
 }
 
 export function priorityClass(priority) {

@@ -1,11 +1,13 @@
 // Decoder of the compact wire form (see dashboard/wire.py, which encodes it).
 
-const KINDS = { t: "tenant", c: "component", o: "others" };
+const KINDS = { t: "tenant", c: "component", o: "others", a: "actor", x: "actor-others", n: "own" };
 const STATES = { b: "busy", i: "idle", w: "waiting" };
 const TRANSPORTS = { w: "websocket", g: "grpc" };
 
 function key(kind, name, parent, prefix) {
-  if (kind === "o") return `${parent || prefix}/others`;
+  if (kind === "o" || kind === "x") return `${parent || prefix}/others`;
+  if (kind === "a") return `${parent}/a:${name}`;
+  if (kind === "n") return `${parent}/own`;
   return parent ? `${parent}/${name}` : `${prefix}:${name}`;
 }
 

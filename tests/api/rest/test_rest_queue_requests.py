@@ -122,6 +122,7 @@ def test_a_tenant_s_requests_come_in_dequeue_order_with_every_field(viewer_api, 
         "running_seconds": None,
         "frontend": {"transport": "websocket", "address": "10.0.0.7:5123", "name": "grafana"},
         "replica": first["replica"],
+        "actor": "",
     }
     assert body["results"][2]["rule"] is None and body["results"][2]["source"] == "default"
 

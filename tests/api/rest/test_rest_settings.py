@@ -16,9 +16,33 @@ def test_get_returns_every_setting_with_defaults_and_an_etag(viewer_api):
         "priority_aging": "0s",
         "query_ingesters_within": "13h",
         "query_store_after": "12h",
+        "max_queue_hierarchy_levels": 3,
+        "actor_path_header": "X-Loki-Actor-Path",
         "stuck_threshold": "1m",
     }
     assert response["ETag"] == '"0"'
+
+
+def test_actor_sub_queue_settings_are_validated_with_their_field(editor_api):
+    etag = editor_api.get(URL)["ETag"]
+    bad = editor_api.patch(
+        URL,
+        {"max_queue_hierarchy_levels": 11, "actor_path_header": "bad header"},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    assert bad.status_code == 400
+    assert "at most 10" in bad.json()["max_queue_hierarchy_levels"][0]
+    assert "header name" in bad.json()["actor_path_header"][0]
+    good = editor_api.patch(
+        URL,
+        {"max_queue_hierarchy_levels": 1, "actor_path_header": "X-Grafana-User"},
+        format="json",
+        HTTP_IF_MATCH=etag,
+    )
+    assert good.status_code == 200, good.content
+    assert good.json()["max_queue_hierarchy_levels"] == 1
+    assert good.json()["actor_path_header"] == "X-Grafana-User"
 
 
 def test_patch_changes_only_the_given_settings(editor_api):
