@@ -2,10 +2,11 @@
 # What `make test` needs from Debian, installed only where missing: Chromium
 # for the browser tests, redis-server and postgresql for the throwaway servers
 # the test session starts (tests/servers.py), prometheus (promtool and the
-# server) for the alert-rule tests (tests/deploy/), and python3-venv and
-# build-essential for the virtualenv. Says what it found and what it installs;
-# runs apt-get (update first) only when something is missing, through sudo
-# when not root. `make demo` needs none of this.
+# server) for the alert-rule tests (tests/deploy/), npm (with Node.js) for
+# `make assets`, and python3-venv and build-essential for the virtualenv.
+# Says what it found and what it installs; runs apt-get (update first) only
+# when something is missing, through sudo when not root. `make demo` needs
+# none of this but npm (its `make assets` says so when npm is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,13 +29,14 @@ check() {
         && echo present ;;
     build-essential) command -v cc >/dev/null && command -v make >/dev/null && echo present ;;
     prometheus) command -v promtool >/dev/null && command -v prometheus >/dev/null && echo present ;;
+    npm) command -v npm >/dev/null && command -v node >/dev/null && echo present ;;
   esac
   return 0
 }
 
 missing=()
 report=()
-for package in chromium redis-server postgresql prometheus python3-venv build-essential; do
+for package in chromium redis-server postgresql prometheus npm python3-venv build-essential; do
   state="$(check "$package")"
   if [ -z "$state" ]; then
     missing+=("$package")
