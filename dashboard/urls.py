@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, path
 
-from dashboard import views, views_history, views_rules, views_simulate, views_tenants
+from dashboard import views, views_history, views_rules, views_simulate, views_tenants, views_yaml
 from dashboard.login_throttle import ThrottledLoginView
 
 __all__ = ["app_name", "urlpatterns"]
@@ -25,7 +25,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("tenants/<str:tenant_id>/explain/", views_tenants.explain, name="explain"),
     path("tenants/<str:tenant_id>/dry-run/", views_rules.dry_run, name="dry-run"),
     path("tenants/<str:tenant_id>/delete/", views_tenants.tenant_delete, name="tenant-delete"),
-    path("yaml-check/", views_tenants.yaml_check, name="yaml-check"),
+    path("yaml-check/", views_yaml.yaml_check, name="yaml-check"),
     path("history/", views.history, name="history"),
     path("history/compare/", views_history.compare, name="history-compare"),
     path("history/<int:revision_id>/rollback/", views.rollback, name="rollback"),

@@ -20,14 +20,13 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from api.rest.views.explain import known_queriers, queriers_body
 from api.store import selectors, services
-from api.store.config_yaml import parse_tenant_block
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import validate_tenant
 from api.store.models import ConfigRevision, Tenant
@@ -47,7 +46,7 @@ from scheduler_core.validation import (
     validate_tenant_config,
 )
 
-__all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants", "yaml_check"]
+__all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants"]
 
 UI = ConfigRevision.Source.UI
 EXPLAIN_FIELDS = (
@@ -379,22 +378,6 @@ def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
     else:
         explained = _run_explain(tenant_id, posted.config, _explain_inputs(request.POST))
     return render(request, "dashboard/_explain.html", {"explained": explained})
-
-
-@require_POST
-@role_required
-def yaml_check(request: HttpRequest) -> JsonResponse:
-    """The YAML view's live check (JSON): problems and unused limits of the text, by line."""
-    parsed = parse_tenant_block(request.POST.get("yaml", ""))
-    return JsonResponse(
-        {
-            "errors": [
-                {"path": p.path, "message": p.message, "line": p.line} for p in parsed.problems
-            ],
-            "ignored": [{"name": n.name, "line": n.line} for n in parsed.ignored],
-            "pasted_tenant": parsed.pasted_tenant,
-        }
-    )
 
 
 @require_POST
