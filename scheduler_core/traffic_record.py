@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 # Recorded time replayed before a window, so it starts with the queue it had.
-WARMUP_SECONDS = 120
+WARMUP_SECONDS = 60
 _HEADERS = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
 
 

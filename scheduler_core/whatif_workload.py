@@ -18,7 +18,7 @@ component the request gets under the simulated config (the whole window's
 histogram for that component when that minute has none, all components'
 when the component had none at all). The fleet is the one
 connected when the recording was taken. The replay starts with the
-recording's warm-up (the two minutes before the window), which is not
+recording's warm-up (the minute before the window), which is not
 measured, so the window begins with the backlog it really had. The named
 scenarios are in `scheduler_core.whatif_scenarios`.
 """
