@@ -37,6 +37,8 @@ from scheduler_core.model import (
     Request,
     TenantLimits,
 )
+from scheduler_core.simulate_actors import report as fairness_report
+from scheduler_core.simulate_actors import run_fairness
 from scheduler_core.whatif_engine import US, EngineInput, run_engine
 
 __all__ = [
@@ -298,11 +300,19 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--scenario", default="all", help="run only scenarios whose name contains this"
     )
+    parser.add_argument(
+        "--loki-fairness",
+        action="store_true",
+        help="instead: Loki's TestQueryFairness (actor sub-queues), beside Loki's figures",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    if args.loki_fairness:
+        print(fairness_report([run_fairness(False), run_fairness(True)]))
+        return 0
     chosen = [s for s in SCENARIOS if args.scenario == "all" or args.scenario in s.name]
     if not chosen:
         print(f"no scenario matches {args.scenario!r}")

@@ -12,6 +12,8 @@ import pytest
 
 from scheduler_core.model import INGESTER, STORE_GATEWAY
 from scheduler_core.simulate import SCENARIOS, STRATEGIES, Scenario, main, run_scenario
+from scheduler_core.simulate_actors import LOKI_PUBLISHED, run_fairness
+from scheduler_core.simulate_actors import report as fairness_report
 
 TENANT_FIRST, COMPONENT_RR, QWQP = STRATEGIES
 HALF_SLOW = next(s for s in SCENARIOS if s.name == "1 tenant, 50% slow")
@@ -86,3 +88,15 @@ def test_the_command_prints_both_tables_with_mimirs_figures_and_the_ratio(
     assert "0.3894" in out and "0.0118" in out
     assert "(target >= 5x) PASS" in out
     assert "Every request completed: yes" in out
+
+
+def test_lokis_fairness_test_gives_lokis_figures_on_a_virtual_clock() -> None:
+    off, on = run_fairness(False), run_fairness(True)
+    # Without sub-queues b waits behind all of a; with them they take turns.
+    assert off.durations == {"a": pytest.approx(2.0), "b": pytest.approx(2.2)}
+    assert on.durations == {"a": pytest.approx(2.25), "b": pytest.approx(0.6)}
+    assert off.completed == on.completed == 120
+    for result in (off, on):
+        for actor, seconds in result.durations.items():
+            assert seconds == pytest.approx(LOKI_PUBLISHED[result.hierarchical][actor], rel=0.02)
+    assert "0.605" in fairness_report([off, on])
