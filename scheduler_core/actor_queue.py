@@ -119,7 +119,9 @@ class SubQueue(deque[Request]):
                 ring.move_to_end(key)
             else:
                 del ring[key]
-        self._collapse(ring)
+        # _collapse, inlined: this runs once per level of every dequeue.
+        if len(ring) <= 1 and (not ring or LOCAL in ring):
+            self.ring = None
         return request
 
     def _pop_local(self, dead: set[Request]) -> Request:

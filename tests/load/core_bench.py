@@ -372,6 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = run(many=args.many, batch=args.batch, repeats=args.repeats)
     print(format_report(report))
+    # Actor sub-queues (tests/load/actor_bench.py): idle actors cost nothing.
+    from tests.load.actor_bench import format_actors, measure_actors
+
+    print(format_actors(measure_actors(batch=args.batch, repeats=args.repeats)))
     return 0
 
 

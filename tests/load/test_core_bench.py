@@ -50,3 +50,20 @@ def test_idle_tenants_are_known_and_spread_between_the_busy_ones() -> None:
         assert got is not None
         served.add((got.tenant_id, index))
     assert served == {(f"tenant-{b}", b * 11 + 10) for b in range(4)}
+
+
+def test_a_tiny_actor_run_measures_each_kind_and_prints_a_verdict_per_layout() -> None:
+    from tests.load.actor_bench import ActorPairBench, format_actors, measure_actors
+
+    result = measure_actors(tenants=3, idle_actors=50, batch=64, repeats=1)
+    for kinds in result.pair.values():
+        assert set(kinds) == {"plain", "generic", "actors", "idle"}
+        assert all(0 < cost < 0.01 for cost in kinds.values())
+    text = format_actors(result)
+    assert text.count("PASS") + text.count("FAIL") == len(LAYOUTS)
+    bench = ActorPairBench("tenant-first", "round-robin", 3, idle_actors=20)
+    before = len(bench.queue)
+    bench.timed_pairs(40)
+    assert len(bench.queue) == before
+    (leaf,) = [lf for lf in bench.queue.snapshot().leaves if lf.tenant_id == "tenant-0"]
+    assert all(a.path[0] == "users" for a in leaf.actors)  # the idle actors left nothing
