@@ -8,6 +8,7 @@ import {
   formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, frontendsMissing,
   querierState, transportLabel, workerText,
 } from "./format.js";
+import { DrillPanel } from "./drill.js";
 import { LiveClient } from "./live.js";
 import { TreeView } from "./tree.js";
 import { decodeFrontends, decodeQueriers, decodeTree } from "./wire.js";
@@ -53,6 +54,20 @@ const client = new LiveClient(root.dataset.ws, {
   onState: showState,
 });
 
+const csrfInput = document.querySelector('input[name="csrfmiddlewaretoken"]');
+const drill = new DrillPanel(client, { editor: root.dataset.editor === "1", csrf: csrfInput ? csrfInput.value : "" });
+
+// A tree node's key names its tenant and component (dashboard/wire.py): the
+// drill-down lists that node's requests.
+function nodeFilter(key) {
+  const [prefix, rest] = [key.slice(0, 1), key.slice(2)];
+  const cut = rest.lastIndexOf("/");
+  const [first, second] = cut < 0 ? [rest, null] : [rest.slice(0, cut), rest.slice(cut + 1)];
+  if (prefix === "c") return second === null ? { component: first } : { component: first, tenant: second };
+  return second === null ? { tenant: first } : { tenant: first, component: second };
+}
+tree.onDrill = (key) => drill.show(nodeFilter(key));
+
 function resubscribe(resetPage) {
   if (resetPage) params.page = 0;
   params.expanded = tree.openKeys(defaults());
@@ -70,6 +85,8 @@ function applyFrame(msg, full) {
   if (msg.tree) applyTree(decodeTree(msg.tree));
   if (msg.queriers) applyQueriers(decodeQueriers(msg.queriers));
   if (msg.frontends) applyFrontends(decodeFrontends(msg.frontends));
+  if (msg.longest) applyLongest(msg.longest, msg.ts);
+  if (msg.drill) drill.apply(msg.drill, msg.ts);
   if (full) chartPoints = msg.chart;
   else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
   if (full || msg.chart.length) drawCharts();
@@ -103,6 +120,7 @@ function applyHeader(h) {
   const warn = h.reserved_idle > 0;
   const fig = byId("fig-reserved");
   if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);
+  applyStuck(h.stuck);
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
   setProp("replicas-note", "hidden", !h.replicas);
@@ -148,6 +166,66 @@ function waitRows(id, table, label) {
     return tr;
   }));
 }
+
+let oldest = null;
+function applyStuck(stuck) {
+  if (!stuck) return;
+  tree.stuckAfter = stuck.threshold;
+  setText("f-stuck", String(stuck.leaves));
+  byId("f-stuck-label").title = `queues whose oldest request waited over ${formatWait(stuck.threshold)} (${stuck.tenants} tenant${stuck.tenants === 1 ? "" : "s"}); the threshold is a setting`;
+  const fig = byId("fig-stuck");
+  if (fig.classList.contains("warn") !== stuck.leaves > 0) fig.classList.toggle("warn", stuck.leaves > 0);
+  oldest = stuck.oldest;
+  setProp("oldest-note", "hidden", !oldest);
+  if (oldest) {
+    setText("oldest-link", `${oldest.tenant} / ${oldest.component}`);
+    setText("oldest-wait", `waiting ${formatWait(oldest.wait)}${oldest.wait > stuck.threshold ? " (stuck)" : ""}`);
+  }
+}
+$("oldest-link").addEventListener("click", () => {
+  if (oldest) drill.show({ tenant: oldest.tenant, component: oldest.component });
+});
+
+// Longest running: [request, tenant, component, priority, querier, worker, since, replica].
+let longestRows = [];
+let longestSkew = 0;
+function applyLongest(rows, ts) {
+  longestRows = rows;
+  longestSkew = Date.now() / 1000 - ts;
+  const list = byId("longest");
+  while (list.children.length > rows.length) list.lastElementChild.remove();
+  rows.forEach((r, i) => {
+    let li = list.children[i];
+    if (!li) {
+      li = document.createElement("li");
+      li.innerHTML = '<button type="button" class="link open-request"></button> <span class="muted"></span>';
+      list.append(li);
+    }
+    const button = li.firstElementChild;
+    button.dataset.request = r[0];
+    writeText(button, r[0]);
+    button.setAttribute("aria-label", `Open running request ${r[0]}`);
+    writeText(li.lastElementChild, `${r[1]} / ${r[2]} / p${r[3]} · ${r[4]} #${r[5]}${r[7] ? ` · ${r[7]}` : ""}`);
+  });
+  setProp("longest-empty", "hidden", rows.length > 0);
+  tickLongest();
+}
+function tickLongest() {
+  const now = Date.now() / 1000 - longestSkew;
+  Array.from(byId("longest").children).forEach((li, i) => {
+    const r = longestRows[i];
+    if (r) li.title = `running for ${formatWait(now - r[6])}`;
+  });
+}
+setInterval(() => { if (!client.paused) tickLongest(); }, 1000);
+document.addEventListener("click", (e) => {
+  const target = e.target.closest(".open-request, .w-busy[data-request]");
+  if (target && target.dataset.request) drill.showRequest(target.dataset.request);
+});
+document.addEventListener("keydown", (e) => {
+  const target = e.target.closest(".w-busy[data-request]");
+  if (target && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); drill.showRequest(target.dataset.request); }
+});
 
 function applyTree(t) {
   tree.render(t.nodes);
@@ -211,6 +289,21 @@ function updateQuerier(article, q) {
     if (!li) { li = document.createElement("li"); list.append(li); }
     const wcls = `w w-${w.state}`;
     if (li.className !== wcls) li.className = wcls;
+    // A busy worker opens its request (click or Enter).
+    const request = w.state === "busy" && w.request ? w.request : "";
+    if ((li.dataset.request || "") !== request) {
+      if (request) {
+        li.dataset.request = request;
+        li.tabIndex = 0;
+        li.setAttribute("role", "button");
+        li.setAttribute("aria-label", `worker ${w.id} runs ${request}: open it`);
+      } else {
+        delete li.dataset.request;
+        li.removeAttribute("tabindex");
+        li.removeAttribute("role");
+        li.removeAttribute("aria-label");
+      }
+    }
     const text = workerText(w);
     if (li._text !== text) { li._text = text; li.textContent = text; }
   });

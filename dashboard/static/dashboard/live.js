@@ -23,6 +23,8 @@ export class LiveClient {
     this.frames = 0;
     this.resyncs = 0;
     this.ws = null;
+    // The open drill-down (dashboard/drill.js), asked for again after a reconnect.
+    this.drill = null;
     this.setState("connecting");
   }
 
@@ -37,6 +39,7 @@ export class LiveClient {
     ws.onopen = () => {
       this.backoff = BACKOFF_MIN;
       this.send({ type: "subscribe", ...this.params });
+      if (this.drill) this.send(this.drill);
       if (this.paused) this.send({ type: "pause" });
     };
     ws.onmessage = (event) => this.receive(event.data);
@@ -56,6 +59,13 @@ export class LiveClient {
   subscribe(params) {
     this.params = params;
     this.send({ type: "subscribe", ...params });
+  }
+
+  setDrill(message) {
+    const had = this.drill !== null;
+    this.drill = message;
+    if (message) this.send(message);
+    else if (had) this.send({ type: "drill_close" });
   }
 
   pause() {

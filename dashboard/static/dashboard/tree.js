@@ -14,6 +14,8 @@ export class TreeView {
     this.onToggle = onToggle || (() => {});
     this.expanded = new Map(); // key -> bool, only where the user chose
     this.focusKey = null;
+    this.stuckAfter = null; // seconds; set from the header
+    this.onDrill = null; // (node key) => void, set by the inspector
     root.addEventListener("keydown", (e) => this.onKey(e));
     root.addEventListener("click", (e) => this.onClick(e));
     root.addEventListener("focusin", (e) => {
@@ -86,7 +88,7 @@ export class TreeView {
     li.innerHTML =
       '<div class="row"><span class="twisty" aria-hidden="true"></span><span class="name"></span>' +
       '<span class="count"></span><span class="bar" aria-hidden="true"></span><span class="prios"></span>' +
-      '<span class="wait"></span></div>';
+      '<span class="wait"></span><span class="drill-cell"></span></div>';
     return li;
   }
 
@@ -99,7 +101,11 @@ export class TreeView {
     const prios = priorityText(node.by_priority);
     const sig = `${node.kind}|${node.length}|${prios}|${node.count}|${hasChildren}|${open}`;
     const row = li.firstElementChild;
-    if (!li._cells) li._cells = Array.from(row.children);
+    if (!li._cells) {
+      // Rows rendered before the drill cell existed get one.
+      if (row.children.length < 7) row.append(Object.assign(document.createElement("span"), { className: "drill-cell" }));
+      li._cells = Array.from(row.children);
+    }
     const cells = li._cells;
     if (li._sig !== sig) {
       li._sig = sig;
@@ -111,10 +117,17 @@ export class TreeView {
       setText(cells[2], String(node.length));
       this.drawBar(cells[3], node);
       setText(cells[4], prios);
+      this.drillButton(cells[6], node);
       if (hasChildren) setAttr(li, "aria-expanded", open ? "true" : "false");
       else if (li.hasAttribute("aria-expanded")) li.removeAttribute("aria-expanded");
     }
     setText(cells[5], formatWait(node.oldest_wait));
+    // Stuck: the node's oldest request waited longer than the threshold.
+    const stuck = this.stuckAfter !== null && node.oldest_wait !== null && node.oldest_wait > this.stuckAfter;
+    if (li.classList.contains("stuck") !== stuck) {
+      li.classList.toggle("stuck", stuck);
+      cells[5].title = stuck ? `oldest request waited over ${this.stuckAfter} s: stuck` : "";
+    }
     let group = li.children[1];
     if (!hasChildren) {
       if (group) group.remove();
@@ -128,6 +141,22 @@ export class TreeView {
     li._node = node;
     if (open) this.reconcile(group, node.children || [], level + 1);
     else if (group.firstChild) group.replaceChildren();
+  }
+
+  // A "requests" button on tenant and component nodes opens the drill-down.
+  drillButton(cell, node) {
+    const wanted = this.onDrill && (node.kind === "tenant" || node.kind === "component");
+    let button = cell.firstElementChild;
+    if (!wanted) { if (button) button.remove(); return; }
+    if (!button) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.className = "drill small";
+      button.textContent = "≡";
+      cell.append(button);
+    }
+    button.setAttribute("aria-label", `Requests of ${node.name}`);
+    button.title = `List the requests of ${node.name} in dequeue order`;
   }
 
   drawBar(bar, node) {
@@ -200,13 +229,17 @@ export class TreeView {
   onClick(e) {
     const li = e.target.closest('[role="treeitem"]');
     if (!li || !this.root.contains(li)) return;
+    if (e.target.closest("button.drill")) {
+      if (this.onDrill) this.onDrill(keyOf(li));
+      return;
+    }
     this.setFocus(li);
     if (e.target.closest(".row") && e.target.closest(".row").parentElement === li) this.toggle(li);
   }
 
   onKey(e) {
     const li = e.target.closest('[role="treeitem"]');
-    if (!li) return;
+    if (!li || e.target.closest("button.drill")) return;
     const items = this.visibleItems();
     const i = items.indexOf(li);
     const open = li.getAttribute("aria-expanded");

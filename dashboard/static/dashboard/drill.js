@@ -1,0 +1,394 @@
+// The drill-down panel: one node's requests in dequeue order, live at the
+// inspector's cadence (the server sends a `drill` section; see
+// dashboard/drill.py), with the full query text, cancel one and cancel by
+// filter through the REST API. Rows are keyed by request id and patched in
+// place, so the list keeps its scroll position and open rows across
+// updates; waits tick here from the rows' "since" instants. Every text from
+// the server goes in through textContent: nothing is parsed as HTML.
+
+import { placeChildren, setText, splitKeyed } from "./dom.js";
+import { formatWait } from "./format.js";
+
+const SOURCES = { r: "rule", d: "default", x: "disabled" };
+const STEP = 50;
+const MAX = 500;
+
+export function decodeRow(a) {
+  return {
+    id: a[0], client_id: a[1], tenant: a[2], component: a[3], priority: a[4], rule: a[5],
+    source: SOURCES[a[6]] || "default", line: a[7], more: a[8], api_type: a[9], start: a[10],
+    end: a[11], step: a[12], state: a[13] === "f" ? "in_flight" : "queued", since: a[14],
+    attempts: a[15], querier: a[16], worker: a[17], running_since: a[18],
+    frontend: { transport: a[19], address: a[20], name: a[21] }, replica: a[22],
+  };
+}
+
+// Fills `el` with `text`, the matches of `search` (any case) or of `regex`
+// wrapped in <mark>. A regex JavaScript cannot read (RE2 and JS differ at
+// the edges) is simply not highlighted.
+export function highlight(el, text, search, regex) {
+  el.replaceChildren();
+  let pattern = null;
+  try {
+    if (regex) pattern = new RegExp(regex, "g");
+    else if (search) pattern = new RegExp(search.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
+  } catch { pattern = null; }
+  if (!pattern) { el.textContent = text; return; }
+  let last = 0;
+  for (const m of text.matchAll(pattern)) {
+    if (!m[0]) { pattern.lastIndex += 1; continue; }
+    if (m.index > last) el.append(text.slice(last, m.index));
+    const mark = document.createElement("mark");
+    mark.textContent = m[0];
+    el.append(mark);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) el.append(text.slice(last));
+}
+
+export function ruleText(row) {
+  if (row.source === "rule" && row.rule) return `rule ${row.rule[0] + 1}, attribute ${row.rule[1] + 1}`;
+  return row.source === "disabled" ? "priorities disabled" : "default priority";
+}
+
+function agoText(now, t) {
+  if (t === null || t === undefined) return "?";
+  const d = now - t;
+  return d <= 1 ? "now" : `${formatWait(d)} ago`;
+}
+
+export function rangeText(row, now) {
+  const parts = [row.api_type];
+  if (row.start !== null || row.end !== null) parts.push(`${agoText(now, row.start)} → ${agoText(now, row.end)}`);
+  if (row.step) parts.push(`step ${row.step}s`);
+  return parts.join(" · ");
+}
+
+export function frontendText(f) {
+  const who = f.name ? ` (${f.name})` : "";
+  return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
+}
+
+export function describe(filter) {
+  const bits = [];
+  if (filter.tenant) bits.push(`tenant ${filter.tenant}`);
+  if (filter.component) bits.push(filter.component);
+  if (filter.priority !== undefined && filter.priority !== null && filter.priority !== "") bits.push(`priority ${filter.priority}`);
+  return bits.length ? bits.join(" / ") : "the whole queue";
+}
+
+export class DrillPanel {
+  constructor(client, { editor, csrf, onOpen }) {
+    this.client = client;
+    this.editor = editor;
+    this.csrf = csrf;
+    this.onOpen = onOpen || (() => {});
+    this.node = null;
+    this.limit = STEP;
+    this.rows = new Map(); // id -> decoded row (references resolve here)
+    this.order = [];
+    this.open = new Set(); // ids expanded by the user
+    this.texts = new Map(); // id -> full query text fetched on expand
+    this.skew = 0;
+    this.$ = (id) => document.getElementById(id);
+    this.card = this.$("drill");
+    this.list = this.$("drill-rows");
+    this.wire();
+    setInterval(() => this.tick(), 1000);
+  }
+
+  wire() {
+    let timer = null;
+    const changed = () => { clearTimeout(timer); timer = setTimeout(() => this.send(), 250); };
+    for (const id of ["drill-search", "drill-priority", "drill-min-wait"]) this.$(id).addEventListener("input", changed);
+    for (const id of ["drill-regex", "drill-state"]) this.$(id).addEventListener("change", () => this.send());
+    this.$("drill-form").addEventListener("submit", (e) => { e.preventDefault(); this.send(); });
+    this.$("drill-close").addEventListener("click", () => this.close());
+    this.$("drill-more").addEventListener("click", () => { this.limit = Math.min(MAX, this.limit + STEP); this.send(); });
+    this.list.addEventListener("click", (e) => this.onClick(e));
+    this.$("request-close").addEventListener("click", () => this.$("request-dialog").close());
+    if (this.editor) {
+      this.$("drill-cancel-all").addEventListener("click", () => this.askCancelMatching());
+      this.$("request-cancel").addEventListener("click", () => this.askCancelOne(this.shown));
+      this.$("cancel-back").addEventListener("click", () => this.$("cancel-dialog").close());
+      this.$("cancel-confirm").addEventListener("click", () => this.confirmCancel());
+    }
+  }
+
+  // -- what the server is asked for -------------------------------------------
+
+  filter() {
+    const f = { ...this.node };
+    const text = this.$("drill-search").value.trim();
+    if (text) f[this.$("drill-regex").checked ? "regex" : "search"] = text;
+    const state = this.$("drill-state").value;
+    if (state) f.state = state;
+    const priority = this.$("drill-priority").value.trim();
+    if (priority !== "") f.priority = Number(priority);
+    const wait = this.$("drill-min-wait").value.trim();
+    if (wait !== "") f.min_wait = Number(wait);
+    return f;
+  }
+
+  message() {
+    return this.node ? { type: "drill", ...this.filter(), limit: this.limit } : null;
+  }
+
+  show(node) {
+    this.node = node;
+    this.limit = STEP;
+    this.rows.clear();
+    this.order = [];
+    this.open.clear();
+    this.card.hidden = false;
+    setText(this.$("drill-title"), `Requests of ${describe(node)}`);
+    this.list.replaceChildren();
+    this.send();
+    this.onOpen();
+    this.card.scrollIntoView({ block: "nearest" });
+  }
+
+  send() {
+    const message = this.message();
+    this.client.setDrill(message);
+  }
+
+  close() {
+    this.node = null;
+    this.card.hidden = true;
+    this.client.setDrill(null);
+  }
+
+  // -- frames -----------------------------------------------------------------
+
+  apply(section, ts) {
+    if (!this.node || !section) return;
+    this.skew = Date.now() / 1000 - ts;
+    if (section.unavailable) {
+      setText(this.$("drill-note"), "The request list is served by the replica that holds the queue; this one has none running.");
+      return;
+    }
+    const order = [];
+    for (const raw of section.rows) {
+      const row = raw.length === 2 && raw[0] === "=" ? this.rows.get(raw[1]) : decodeRow(raw);
+      if (!row) continue; // a reference we never had: the next full frame brings it
+      this.rows.set(row.id, row);
+      order.push(row);
+    }
+    const ids = new Set(order.map((r) => r.id));
+    for (const id of this.rows.keys()) if (!ids.has(id)) { this.rows.delete(id); this.texts.delete(id); }
+    this.order = order;
+    const more = section.total > order.length;
+    setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
+    setText(this.$("drill-note"), section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
+      "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.");
+    this.$("drill-more").hidden = !more || this.limit >= MAX;
+    this.$("drill-empty").hidden = order.length > 0;
+    this.render();
+  }
+
+  now() { return Date.now() / 1000 - this.skew; }
+
+  render() {
+    const keys = new Set(this.order.map((r) => r.id));
+    const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.id);
+    for (const li of stale) li.remove();
+    const wanted = this.order.map((row, i) => {
+      const li = kept.get(row.id) || this.create(row);
+      this.update(li, row, i);
+      return li;
+    });
+    placeChildren(this.list, wanted);
+  }
+
+  create(row) {
+    const li = document.createElement("li");
+    li.className = "drill-row";
+    li.dataset.id = row.id;
+    li.innerHTML =
+      '<div class="line"><span class="pos"></span><button type="button" class="expand" aria-expanded="false"></button>' +
+      '<code class="q"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
+      '<div class="meta muted"></div><div class="full" hidden><pre class="query-text"></pre></div>';
+    if (this.editor) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "small danger cancel-one";
+      b.textContent = "Cancel…";
+      li.querySelector(".acts").append(b);
+    }
+    return li;
+  }
+
+  update(li, row, i) {
+    const f = this.filter();
+    const cells = li._cells || (li._cells = {
+      pos: li.querySelector(".pos"), expand: li.querySelector(".expand"), q: li.querySelector(".q"),
+      prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta"),
+      full: li.querySelector(".full"), pre: li.querySelector(".full pre"),
+    });
+    setText(cells.pos, row.state === "in_flight" ? "▶" : String(i + 1));
+    li.classList.toggle("running", row.state === "in_flight");
+    const sig = `${row.line}|${f.search || ""}|${f.regex || ""}`;
+    if (li._q !== sig) { li._q = sig; highlight(cells.q, row.line + (row.more ? " …" : ""), f.search, f.regex); }
+    setText(cells.prio, `p${row.priority}`);
+    cells.prio.title = ruleText(row);
+    const open = this.open.has(row.id);
+    setText(cells.expand, open ? "▾" : "▸");
+    cells.expand.setAttribute("aria-expanded", open ? "true" : "false");
+    cells.expand.setAttribute("aria-label", `${open ? "Hide" : "Show"} the full query of ${row.id}`);
+    cells.full.hidden = !open;
+    if (open) {
+      const text = this.texts.get(row.id);
+      const fsig = `${text}|${sig}`;
+      if (text !== undefined && li._full !== fsig) { li._full = fsig; highlight(cells.pre, text, f.search, f.regex); }
+    }
+    const tail = [
+      row.id, `${row.tenant} / ${row.component}`, ruleText(row), rangeText(row, this.now()),
+      frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
+      row.attempts > 1 ? `attempt ${row.attempts} (a retry)` : `attempts ${row.attempts}`,
+      row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
+      row.replica ? `replica ${row.replica}` : "",
+    ].filter(Boolean).join(" · ");
+    setText(cells.meta, tail);
+    this.updateWait(li, row);
+  }
+
+  updateWait(li, row) {
+    const now = this.now();
+    const text = row.state === "in_flight"
+      ? `ran ${formatWait(now - row.running_since)} · waited ${formatWait(row.running_since - row.since)}`
+      : `waiting ${formatWait(now - row.since)}`;
+    setText(li._cells.wait, text);
+  }
+
+  tick() {
+    if (!this.node || this.client.paused) return; // paused with the inspector
+    for (const li of this.list.children) {
+      const row = this.rows.get(li.dataset.id);
+      if (row && li._cells) this.updateWait(li, row);
+    }
+  }
+
+  async onClick(e) {
+    const li = e.target.closest(".drill-row");
+    if (!li) return;
+    const row = this.rows.get(li.dataset.id);
+    if (!row) return;
+    if (e.target.closest(".cancel-one")) { this.askCancelOne(row); return; }
+    if (!e.target.closest(".expand")) return;
+    if (this.open.has(row.id)) this.open.delete(row.id);
+    else {
+      this.open.add(row.id);
+      if (!this.texts.has(row.id)) {
+        const detail = await this.fetchRequest(row.id);
+        this.texts.set(row.id, detail ? detail.query + (detail.query_truncated ? "\n… (cut: the full text is longer)" : "") : "(this request has left the queue)");
+      }
+    }
+    this.render();
+  }
+
+  // -- one request (also opened from a busy worker) --------------------------
+
+  async fetchRequest(id) {
+    const response = await fetch(`${this.apiBase()}requests/${encodeURIComponent(id)}/`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    return response.ok ? response.json() : null;
+  }
+
+  apiBase() { return document.getElementById("inspector").dataset.api; }
+
+  async showRequest(id) {
+    const dialog = this.$("request-dialog");
+    const detail = await this.fetchRequest(id);
+    this.shown = detail;
+    setText(this.$("request-title"), `Request ${id}`);
+    const facts = this.$("request-facts");
+    facts.replaceChildren();
+    this.$("request-gone").hidden = detail !== null;
+    this.$("request-query").hidden = detail === null;
+    const cancel = this.$("request-cancel");
+    if (cancel) cancel.hidden = detail === null;
+    if (detail) {
+      const now = Date.now() / 1000;
+      const pairs = [
+        ["Tenant / component", `${detail.tenant} / ${detail.component}`],
+        ["Priority", `${detail.priority} (${ruleText({ source: detail.source, rule: detail.rule && [detail.rule.priority_index, detail.rule.attribute_index] })})`],
+        ["State", detail.state === "in_flight" ? `running on ${detail.querier} worker ${detail.worker} for ${formatWait(detail.running_seconds)}` : "queued"],
+        ["Waited", formatWait(detail.wait_seconds)],
+        ["Type and range", rangeText(detail, now)],
+        ["Frontend", `${frontendText(detail.frontend)}${detail.client_id !== null ? ` · id ${detail.client_id}` : ""}`],
+        ["Attempts", String(detail.attempts)],
+        ["Replica", detail.replica],
+      ];
+      for (const [k, v] of pairs) {
+        const dt = document.createElement("dt"); dt.textContent = k;
+        const dd = document.createElement("dd"); dd.textContent = v;
+        facts.append(dt, dd);
+      }
+      this.$("request-query").textContent = detail.query;
+    }
+    if (!dialog.open) dialog.showModal();
+  }
+
+  // -- cancelling --------------------------------------------------------------
+
+  askCancelOne(row) {
+    if (!row || !this.editor) return;
+    this.pending = { kind: "one", id: row.id };
+    setText(this.$("cancel-title"), "Cancel this request?");
+    setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
+    this.openCancel();
+  }
+
+  async askCancelMatching() {
+    const filter = { ...this.filter(), state: "queued", dry_run: true };
+    if (!filter.tenant && !filter.search && !filter.regex) {
+      setText(this.$("drill-note"), "Cancelling by filter needs a tenant, or a search or regex.");
+      return;
+    }
+    const preview = await this.post("cancel/", filter);
+    if (!preview.ok) { setText(this.$("drill-note"), preview.error); return; }
+    delete filter.dry_run;
+    this.pending = { kind: "filter", filter };
+    setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
+    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.`);
+    this.openCancel();
+  }
+
+  openCancel() {
+    this.$("cancel-note").value = "";
+    this.$("cancel-error").hidden = true;
+    this.$("cancel-dialog").showModal();
+  }
+
+  async confirmCancel() {
+    const pending = this.pending;
+    if (!pending) return;
+    const note = this.$("cancel-note").value.trim();
+    const result = pending.kind === "one"
+      ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, { note })
+      : await this.post("cancel/", { ...pending.filter, note });
+    if (!result.ok) {
+      this.$("cancel-error").hidden = false;
+      setText(this.$("cancel-error"), result.error);
+      return;
+    }
+    this.pending = null;
+    this.$("cancel-dialog").close();
+    const dialog = this.$("request-dialog");
+    if (dialog.open) dialog.close();
+    setText(this.$("drill-note"), pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`);
+  }
+
+  async post(path, body) {
+    const response = await fetch(`${this.apiBase()}${path}`, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": this.csrf },
+      body: JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await response.json(); } catch { data = null; }
+    if (response.ok) return { ok: true, body: data };
+    const reason = data ? Object.entries(data).map(([k, v]) => `${k}: ${[].concat(v).join("; ")}`).join(" ") : response.statusText;
+    return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
+  }
+}

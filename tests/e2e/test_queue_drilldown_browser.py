@@ -1,0 +1,137 @@
+"""The drill-down in Chromium: a tenant's requests, a query expanded, searched, cancelled.
+
+A real Daphne and real websocket frontends and queriers (tests/e2e/conftest.py);
+the tests run in file order, as one on-call engineer's session would.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+
+SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
+
+
+def treeitem(page: Page, label: str) -> object:
+    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
+
+
+WIDEST = """() => Array.from(document.querySelectorAll("body *"))
+  .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+  .slice(0, 8).map((el) => `${el.tagName}#${el.id}.${el.className}`)"""
+
+
+def no_horizontal_scroll(page: Page, width: int) -> tuple[int, str]:
+    """(pixels the page is wider than the window, what sticks out) at `width`."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    page.wait_for_timeout(300)  # let layout settle after the resize
+    scroll, client = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    return scroll - client, " ".join(page.evaluate(WIDEST))
+
+
+def test_login_and_queue_some_work(page: Page, traffic: Traffic) -> None:
+    page.goto("/login/?next=/")
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+    traffic.enqueue("acme", "rate(http_requests_total[1m])", count=2)
+    traffic.enqueue("acme", SLOW)
+    traffic.enqueue("acme", "count(up)")
+    traffic.enqueue("beta", "up", count=2)
+    expect(treeitem(page, "acme: 4 queued")).to_be_visible()
+
+
+def test_drilling_down_from_a_tenant_lists_its_requests_in_dequeue_order(page: Page) -> None:
+    page.get_by_role("button", name="Requests of acme").click()
+    panel = page.locator("#drill")
+    expect(panel).to_be_visible()
+    expect(page.locator("#drill-title")).to_have_text("Requests of tenant acme")
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(4)
+    expect(page.locator("#drill-count")).to_have_text("4 of 4")
+    # One leaf, one priority: FIFO, as the queue will serve it.
+    expect(rows.nth(0).locator(".q")).to_have_text("rate(http_requests_total[1m])")
+    expect(rows.nth(2).locator(".q")).to_have_text(
+        "sum by (job) (rate(needle_seconds_total[5m])) …"
+    )
+    expect(rows.nth(2).locator(".meta")).to_contain_text("acme / ingester")
+    expect(rows.nth(2).locator(".meta")).to_contain_text("websocket")
+
+
+def test_no_horizontal_scroll_at_1280_and_1920_with_the_drill_down_open(page: Page) -> None:
+    for width in (1280, 1920):
+        over, wide = no_horizontal_scroll(page, width)
+        assert over <= 0, f"{width}px window: the page is {over}px wider: {wide}"
+    page.set_viewport_size({"width": 1500, "height": 1000})
+
+
+def test_a_query_expands_to_its_full_text_and_a_search_highlights_matches(page: Page) -> None:
+    row = page.locator("#drill-rows > li").nth(2)
+    row.get_by_role("button", name=re.compile("Show the full query")).click()
+    full = row.locator(".full pre")
+    expect(full).to_be_visible()
+    expect(full).to_contain_text("group_left")
+    page.locator("#drill-search").fill("NEEDLE")
+    expect(page.locator("#drill-rows > li")).to_have_count(1)
+    expect(page.locator("#drill-count")).to_have_text("1 of 1")
+    expect(page.locator("#drill-rows mark").first).to_have_text("needle")
+    # Still open after the live updates that followed the search.
+    expect(page.locator("#drill-rows > li .full pre")).to_contain_text("group_left")
+    page.screenshot(path=str(SCREENSHOTS / "inspector-drilldown.png"), full_page=True)
+
+
+def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
+    page: Page, traffic: Traffic
+) -> None:
+    row = page.locator("#drill-rows > li").first
+    rid = row.get_attribute("data-id")
+    row.get_by_role("button", name="Cancel…").click()
+    dialog = page.locator("#cancel-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(rid)
+    page.locator("#cancel-note").fill("runaway join")
+    page.get_by_role("button", name="Cancel them").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    expect(treeitem(page, "acme: 3 queued")).to_be_visible()
+    failed = [r for r in traffic.replies if r.get("type") == "failed"]
+    assert any(r["error"] == "cancelled by operator erin: runaway join" for r in failed), (
+        traffic.replies
+    )
+
+
+def test_the_cancel_appears_on_the_history_page(page: Page) -> None:
+    page.goto("/history/")
+    cancels = page.locator("#operator-cancels")
+    expect(cancels).to_contain_text("Cancelled request")
+    expect(cancels).to_contain_text("by erin via UI")
+    expect(cancels).to_contain_text("runaway join")
+    page.goto("/")
+    expect(page.locator("#live-state")).to_have_text("live")
+
+
+def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -> None:
+    querier = traffic.querier("q-slow", workers=4, latency=lambda _: 30.0)
+    try:
+        busy = page.locator(".w-busy[data-request]").first
+        expect(busy).to_be_visible()
+        rid = busy.get_attribute("data-request")
+        busy.click()
+        dialog = page.locator("#request-dialog")
+        expect(dialog).to_be_visible()
+        expect(page.locator("#request-title")).to_have_text(f"Request {rid}")
+        expect(page.locator("#request-facts")).to_contain_text("running on q-slow")
+        page.get_by_role("button", name="Close", exact=True).click()
+        expect(page.locator("#longest li").first).to_be_visible()
+        # Busy workers' long lines must not widen the page either.
+        for width in (1280, 1920):
+            over, wide = no_horizontal_scroll(page, width)
+            assert over <= 0, f"{width}px window, queriers busy: {over}px wider: {wide}"
+    finally:
+        traffic.close(querier)
