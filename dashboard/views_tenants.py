@@ -25,7 +25,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from api.rest.views.explain import known_queriers, queriers_body
+from api.rest.views.explain import actor_body, known_queriers, queriers_body
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import validate_tenant
@@ -58,6 +58,7 @@ EXPLAIN_FIELDS = (
     "user_agent",
     "dashboard_uid",
     "panel_id",
+    "actor_path",
 )
 EXPLAIN_DEFAULTS = {"api_type": "query_range", "start": "1h", "end": "0s", "step": "30s"}
 
@@ -128,7 +129,9 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
         )
     except ConfigValidationError as exc:
         return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
-    return _explanation(found, draft)
+    config = selectors.queue_config_get()
+    actor = actor_body({config.actor_path_header: inputs["actor_path"]}, config)
+    return {**_explanation(found, draft), "actor": actor}
 
 
 def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:

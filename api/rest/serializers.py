@@ -291,6 +291,16 @@ class QuerierShareSerializer(serializers.Serializer):  # type: ignore[type-arg]
     summary = serializers.CharField(help_text='e.g. "this tenant may use 3 of 10 queriers"')
 
 
+class ActorPlacementSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    header = serializers.CharField(help_text="the settings' actor_path_header")
+    path = serializers.ListField(child=serializers.CharField(), help_text="as the header names it")
+    placed = serializers.ListField(
+        child=serializers.CharField(), help_text="the sub-queue it would wait in ([]: the leaf's own)"
+    )
+    max_queue_hierarchy_levels = serializers.IntegerField()
+    summary = serializers.CharField()
+
+
 class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant = serializers.CharField()
     tenant_configured = serializers.BooleanField()
@@ -311,6 +321,7 @@ class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-ar
         many=True, help_text="why each rejection attribute did (not) match"
     )
     queriers = QuerierShareSerializer()
+    actor = ActorPlacementSerializer()
 
 
 class ActorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

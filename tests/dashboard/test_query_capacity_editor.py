@@ -1,4 +1,4 @@
-"""The tenant editor's `max_query_capacity` field: saved, validated on its field, explained."""
+"""The tenant editor: `max_query_capacity` saved and validated on its field; explain (queriers, actor)."""
 
 from __future__ import annotations
 
@@ -50,3 +50,9 @@ def test_explain_names_the_querier_share(editor_client: Client, loki: Tenant) ->
     data = form(loki.version, "0.5", explain_query="up", explain_api_type="query")
     html = editor_client.post("/tenants/loki/explain/", data).content.decode()
     assert 'id="explain-queriers"' in html
+
+
+def test_explain_names_the_actor_sub_queue(editor_client: Client, loki: Tenant) -> None:
+    data = form(loki.version, "", explain_query="up", explain_actor_path="apps|cli")
+    html = editor_client.post("/tenants/loki/explain/", data).content.decode()
+    assert '<dd id="explain-actor">Actor sub-queue apps|cli</dd>' in html

@@ -19,10 +19,12 @@ from api.rest.serializers import ExplainRequestSerializer, ExplainResponseSerial
 from api.rest.views.base import ApiView, errors
 from api.store import selectors
 from api.wire import runtime_host
+from scheduler_core.actor_path import actor_path_from_headers, placed_path
+from scheduler_core.model import QueueConfig
 from scheduler_core.priority import RuleReason
 from scheduler_core.tenant_querier_assignment import querier_share
 
-__all__ = ["ExplainView", "explanation_body", "known_queriers", "queriers_body"]
+__all__ = ["ExplainView", "actor_body", "explanation_body", "known_queriers", "queriers_body"]
 
 
 async def _known_queriers_on_loop() -> int | None:
@@ -36,6 +38,28 @@ async def _known_queriers_on_loop() -> int | None:
 def known_queriers() -> int | None:
     """How many queriers this replica's shards are drawn from; None with no runtime."""
     return async_to_sync(_known_queriers_on_loop)()
+
+
+def actor_body(headers: Any, config: QueueConfig) -> dict[str, Any]:
+    """Which actor sub-queue the request would wait in (Loki's hierarchical queues)."""
+    path = actor_path_from_headers(headers, config.actor_path_header)
+    levels = config.max_queue_hierarchy_levels
+    placed = placed_path(path, levels)
+    if not path:
+        summary = f"no {config.actor_path_header} header: the tenant's own queue"
+    elif not placed:
+        summary = "actor sub-queues are off (max_queue_hierarchy_levels 0): the tenant's own queue"
+    else:
+        summary = f"actor sub-queue {'|'.join(placed)}"
+        if len(placed) < len(path):
+            summary += f" (levels beyond {levels} ignored: {'|'.join(path[len(placed) :])})"
+    return {
+        "header": config.actor_path_header,
+        "path": list(path),
+        "placed": list(placed),
+        "max_queue_hierarchy_levels": levels,
+        "summary": summary,
+    }
 
 
 def queriers_body(limits: Any, known: int | None) -> dict[str, Any]:
@@ -64,7 +88,11 @@ def _reason(reason: RuleReason) -> dict[str, Any]:
     }
 
 
-def explanation_body(found: selectors.Explanation, known: int | None = None) -> dict[str, Any]:
+def explanation_body(
+    found: selectors.Explanation,
+    known: int | None = None,
+    actor: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The response: the verdict, then one entry per rule saying why (not) it matched.
 
     A rule after the one that matched was never evaluated (first match
@@ -100,6 +128,7 @@ def explanation_body(found: selectors.Explanation, known: int | None = None) -> 
         "rules": rules,
         "reasons": [_reason(r) for r in match.reasons],
         "queriers": queriers_body(found.limits, known),
+        "actor": actor if actor is not None else actor_body({}, QueueConfig()),
         "rejected_by": rejection.attribute_index if rejection is not None else None,
         "rejection_reasons": [_reason(r) for r in rejection.reasons] if rejection else [],
     }
@@ -130,4 +159,5 @@ class ExplainView(ApiView):
             now=data["now"] if data["now"] is not None else time.time(),
             draft_config=data["tenant_config"],
         )
-        return Response(explanation_body(found, known_queriers()))
+        actor = actor_body(data["headers"], selectors.queue_config_get())
+        return Response(explanation_body(found, known_queriers(), actor))

@@ -47,3 +47,22 @@ def test_explain_says_how_many_queriers_the_tenant_may_use(editor_api):
     # No scheduler runs in this test process, so the count is unknown, and says so.
     assert queriers["max_query_capacity"] == 0.25 and queriers["known"] is None
     assert "unknown" in queriers["summary"]
+
+
+def test_explain_names_the_actor_sub_queue_and_the_levels_it_ignores(editor_api):
+    etag = editor_api.get("/api/v1/settings/")["ETag"]
+    editor_api.patch(
+        "/api/v1/settings/", {"max_queue_hierarchy_levels": 2}, format="json", HTTP_IF_MATCH=etag
+    )
+    response = editor_api.post(
+        "/api/v1/explain/",
+        {"tenant": "t", "query": "up", "headers": {"X-Loki-Actor-Path": "users|joe|dash|panel"}},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    actor = response.json()["actor"]
+    assert actor["path"] == ["users", "joe", "dash", "panel"]
+    assert actor["placed"] == ["users", "joe"]
+    assert actor["summary"] == "actor sub-queue users|joe (levels beyond 2 ignored: dash|panel)"
+    plain = editor_api.post("/api/v1/explain/", {"tenant": "t", "query": "up"}, format="json")
+    assert plain.json()["actor"]["placed"] == []
