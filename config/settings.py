@@ -265,6 +265,12 @@ SPECTACULAR_SETTINGS = {
     # The schema and its UI need a role, like every page but /metrics and health.
     "SERVE_PERMISSIONS": ["api.rest.auth.RolePermission"],
     "SCHEMA_PATH_PREFIX": "/api/v1/",
+    # The default enum hook, then ours: closed objects where the server refuses
+    # unknown fields (api/rest/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.rest.schema.strict_objects",
+    ],
 }
 
 LOGGING = {

@@ -108,6 +108,9 @@ class ImportJob:
     # queriers known now: the report then replays it (`api.rest.dry_run`).
     traffic: tuple[tuple[str, tuple[tuple[Any, ...], ...]], ...] | None = None
     queriers: tuple[str, ...] = ()
+    # The view found the preconditions unmet (428 or 412): the file is still
+    # parsed and validated, so a bad file is a 400 first, but nothing is written.
+    refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +186,7 @@ def import_run(job: ImportJob) -> ImportOutcome:
             overrides=overrides,
             author=_author_model(job.author),
             source=job.source,
-            dry_run=job.dry_run,
+            dry_run=job.dry_run or job.refused,
             expected_version=job.expected_version,
             require_empty=job.require_empty,
         )
@@ -195,6 +198,8 @@ def import_run(job: ImportJob) -> ImportOutcome:
         ids = [str(k) for k in overrides] if isinstance(overrides, Mapping) else []
         return ImportOutcome(errors=list(exc.errors), tenant_ids=ids)
     body = import_body(result, job.dry_run, top_level)
+    if job.refused:
+        return ImportOutcome(body=body)
     if job.dry_run and job.traffic is not None:
         from api.rest.dry_run import traffic_report
 

@@ -18,7 +18,17 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, request_times_error, timestamp_error
+from scheduler_core.bounds import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_DURATION_SECONDS,
+    MAX_DURATION_TEXT,
+    MAX_TENANT_ID_LENGTH,
+    MAX_TIMESTAMP,
+    MIN_TIMESTAMP,
+    request_times_error,
+    timestamp_error,
+)
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
@@ -40,13 +50,21 @@ __all__ = [
     "TenantListItemSerializer",
 ]
 
-_DURATION_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {"type": "string", "example": "2h", "description": "Prometheus duration"},
-        {"type": "number", "minimum": 0, "description": "seconds"},
-    ],
-    "nullable": True,
-}
+# Prometheus' duration grammar (at least one unit); the total must also fit
+# Go's time.Duration (MAX_DURATION_TEXT), which a pattern cannot say.
+DURATION_PATTERN = (
+    r"^(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$"
+)
+_DURATION_ONE_OF: list[dict[str, Any]] = [
+    {
+        "type": "string",
+        "pattern": DURATION_PATTERN,
+        "example": "2h",
+        "description": f"Prometheus duration, at most {MAX_DURATION_TEXT}",
+    },
+    {"type": "number", "minimum": 0, "maximum": MAX_DURATION_SECONDS, "description": "seconds"},
+]
+_DURATION_SCHEMA: dict[str, Any] = {"oneOf": _DURATION_ONE_OF, "nullable": True}
 
 
 @extend_schema_field(_DURATION_SCHEMA)
@@ -58,6 +76,11 @@ class DurationField(serializers.Field):  # type: ignore[type-arg]
 
     def to_internal_value(self, data: Any) -> Any:
         return data
+
+
+@extend_schema_field({"oneOf": _DURATION_ONE_OF})
+class SettingDurationField(DurationField):
+    """A duration setting: unlike a tenant field, null is not "unset" here."""
 
 
 @extend_schema_field(
@@ -91,16 +114,22 @@ class QueryAttributeSerializer(serializers.Serializer):  # type: ignore[type-arg
 
 
 class PriorityDefSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    priority = serializers.IntegerField()
+    priority = serializers.IntegerField(min_value=INT64_MIN, max_value=INT64_MAX)
     reserved_queriers = serializers.FloatField(
-        required=False, allow_null=True, min_value=0, help_text=">= 1: a count; below 1: a share"
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=INT64_MAX,
+        help_text=">= 1: a count; below 1: a share",
     )
     query_attributes = QueryAttributeSerializer(many=True, min_length=1)
 
 
 class QueryPrioritySerializer(serializers.Serializer):  # type: ignore[type-arg]
     enabled = serializers.BooleanField(required=False)
-    default_priority = serializers.IntegerField(required=False)
+    default_priority = serializers.IntegerField(
+        required=False, min_value=INT64_MIN, max_value=INT64_MAX
+    )
     priorities = PriorityDefSerializer(many=True, required=False, allow_null=True)
 
 
@@ -114,9 +143,11 @@ class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg
 class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One tenant's block of Cortex's runtime-config `overrides`."""
 
-    max_queriers_per_tenant = serializers.IntegerField(required=False, min_value=0)
+    max_queriers_per_tenant = serializers.IntegerField(
+        required=False, min_value=0, max_value=INT64_MAX
+    )
     max_outstanding_requests_per_tenant = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1
+        required=False, allow_null=True, min_value=1, max_value=INT64_MAX
     )
     query_priority = QueryPrioritySerializer(required=False, allow_null=True)
     query_rejection = QueryRejectionSerializer(required=False, allow_null=True)
@@ -148,11 +179,15 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     component_selection = serializers.ChoiceField(
         choices=["round-robin", "querier-worker-priority"], required=False
     )
-    max_outstanding_requests_per_tenant = serializers.IntegerField(required=False, min_value=1)
-    querier_forget_delay = DurationField(required=False)
-    priority_aging = DurationField(required=False, help_text="0s disables aging")
-    query_ingesters_within = DurationField(required=False)
-    query_store_after = DurationField(required=False)
+    max_outstanding_requests_per_tenant = serializers.IntegerField(
+        required=False, min_value=1, max_value=INT64_MAX
+    )
+    querier_forget_delay = SettingDurationField(required=False)
+    priority_aging = SettingDurationField(required=False, help_text="0s disables aging")
+    query_ingesters_within = SettingDurationField(required=False)
+    query_store_after = SettingDurationField(
+        required=False, help_text="must be less than query_ingesters_within"
+    )
     max_queue_hierarchy_levels = serializers.IntegerField(
         required=False,
         min_value=0,
@@ -162,14 +197,17 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     actor_path_header = serializers.CharField(
         required=False, help_text='the request header with the actor path, "|" between levels'
     )
-    stuck_threshold = DurationField(
+    stuck_threshold = SettingDurationField(
         required=False, help_text="the inspector marks nodes whose oldest request waited longer"
     )
 
 
 @extend_schema_field(
     {
-        "oneOf": [{"type": "number"}, {"type": "string", "format": "date-time"}],
+        "oneOf": [
+            {"type": "number", "minimum": MIN_TIMESTAMP, "maximum": MAX_TIMESTAMP},
+            {"type": "string", "format": "date-time"},
+        ],
         "nullable": True,
         "example": 1700000000,
     }
@@ -295,7 +333,8 @@ class ActorPlacementSerializer(serializers.Serializer):  # type: ignore[type-arg
     header = serializers.CharField(help_text="the settings' actor_path_header")
     path = serializers.ListField(child=serializers.CharField(), help_text="as the header names it")
     placed = serializers.ListField(
-        child=serializers.CharField(), help_text="the sub-queue it would wait in ([]: the leaf's own)"
+        child=serializers.CharField(),
+        help_text="the sub-queue it would wait in ([]: the leaf's own)",
     )
     max_queue_hierarchy_levels = serializers.IntegerField()
     summary = serializers.CharField()

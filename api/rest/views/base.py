@@ -11,10 +11,12 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from api.rest.content import LimitedJSONParser
+from api.rest.query_params import bool_param
 from api.store.models import ConfigRevision
 
 __all__ = [
     "IF_MATCH",
+    "IF_MATCH_REQUIRED",
     "IF_NONE_MATCH",
     "ApiView",
     "errors",
@@ -38,6 +40,14 @@ IF_MATCH = OpenApiParameter(
     OpenApiParameter.HEADER,
     description='the ETag last read (e.g. "42"), or *; required to change an existing object',
 )
+# On writes to an object that must exist (PATCH, DELETE): without it, 428.
+IF_MATCH_REQUIRED = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=True,
+    description='the ETag last read (e.g. "42"), or *',
+)
 IF_NONE_MATCH = OpenApiParameter(
     "If-None-Match",
     OpenApiTypes.STR,
@@ -55,8 +65,9 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 def flag(request: Request, name: str) -> bool:
-    """A boolean query parameter: 1/true/yes/on (any case)."""
-    return request.query_params.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+    """A boolean query parameter: 1/true/yes/on or 0/false/no/off (any case);
+    anything else is a 400 naming it (`api.rest.query_params.bool_param`)."""
+    return bool_param(request, name)
 
 
 class ApiView(APIView):

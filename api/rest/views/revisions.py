@@ -5,10 +5,10 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.rest.query_params import StrictLimitOffsetPagination, choice_param
 from api.rest.serializers import (
     RevisionDetailSerializer,
     RevisionSerializer,
@@ -32,7 +32,7 @@ def _revision_id(raw: str) -> int:
 __all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]
 
 
-class RevisionPagination(LimitOffsetPagination):
+class RevisionPagination(StrictLimitOffsetPagination):
     default_limit = 50
     max_limit = 500
 
@@ -49,11 +49,11 @@ class RevisionListView(ApiView):
             OpenApiParameter("kind", OpenApiTypes.STR, enum=list(ConfigRevision.Kind.values)),
             OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID"),
         ],
-        responses={200: RevisionSerializer(many=True), **errors()},
+        responses={200: RevisionSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
         revisions = selectors.revision_list(
-            kind=request.query_params.get("kind") or None,
+            kind=choice_param(request, "kind", list(ConfigRevision.Kind.values)),
             key=request.query_params.get("key"),
         )
         paginator = self.pagination_class()

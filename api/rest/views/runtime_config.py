@@ -19,7 +19,12 @@ from django.contrib.auth import get_user_model
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiRequest, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ParseError, UnsupportedMediaType
+from rest_framework.exceptions import (
+    APIException,
+    ParseError,
+    UnsupportedMediaType,
+    ValidationError,
+)
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -32,7 +37,7 @@ from api.rest.content import (
     YAMLRenderer,
     read_limited,
 )
-from api.rest.errors import etag_for, split_path
+from api.rest.errors import PreconditionRequired, etag_for, split_path
 from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.rest.serializers import ImportResultSerializer
 from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
@@ -43,6 +48,9 @@ from api.store.models import ConfigRevision, Tenant
 from api.wire import rule_reports
 
 __all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
+
+# The `?format=` values, one per renderer.
+FORMATS = ("yaml", "json")
 
 IF_MATCH_SET = OpenApiParameter(
     "If-Match",
@@ -84,6 +92,15 @@ class RuntimeConfigView(ApiView):
     renderer_classes = [YAMLRenderer, JSONRenderer]
     max_body_bytes = MAX_YAML_BODY_BYTES
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # DRF answers an unknown `?format=` with 404 and ignores an empty one;
+        # it is a query parameter like any other: a bad value is a 400 naming it.
+        name = self.settings.URL_FORMAT_OVERRIDE
+        value = request.query_params.get(name) if name else None
+        if not force and value is not None and value not in FORMATS:
+            raise ValidationError({name: [f"must be one of {', '.join(FORMATS)}"]})
+        return super().perform_content_negotiation(request, force)
+
     def get_renderers(self) -> list[BaseRenderer]:
         # The export reads as YAML by default; the import's report as JSON.
         renderers = super().get_renderers()
@@ -100,7 +117,7 @@ class RuntimeConfigView(ApiView):
                 OpenApiTypes.OBJECT, description="`overrides:` keyed by tenant"
             ),
             (200, "application/json"): OpenApiTypes.OBJECT,
-            **errors(),
+            **errors(400),
         },
     )
     def get(self, request: Request) -> Response:
@@ -138,14 +155,19 @@ class RuntimeConfigView(ApiView):
         if parser is None:
             raise UnsupportedMediaType(request.content_type)
         dry_run = flag(request, "dry_run")
-        # A fast answer before the body is read; the worker's transaction
-        # checks the same again, so a race still ends in 412.
-        expected, require_empty = expected_for_replace_all(
-            request,
-            selectors.overrides_version_get(),
-            Tenant.objects.exists(),
-            required=not dry_run,
-        )
+        # Checked here and again in the worker's transaction, so a race still
+        # ends in 412. Unmet, the file is still parsed and validated (a bad
+        # file is a 400 whatever the preconditions say) but never written.
+        refusal: APIException | VersionConflict | None = None
+        try:
+            expected, require_empty = expected_for_replace_all(
+                request,
+                selectors.overrides_version_get(),
+                Tenant.objects.exists(),
+                required=not dry_run,
+            )
+        except (PreconditionRequired, VersionConflict) as exc:
+            refusal, expected, require_empty = exc, None, False
         job = ImportJob(
             body=read_limited(request.stream, self.max_body_bytes),
             media_type=parser.media_type,
@@ -154,7 +176,8 @@ class RuntimeConfigView(ApiView):
             source=str(ConfigRevision.Source.YAML),
             expected_version=expected,
             require_empty=require_empty,
-            **_traffic(dry_run),
+            refused=refusal is not None,
+            **_traffic(dry_run and refusal is None),
         )
         outcome = offload.import_submit(job)
         if outcome.conflict:
@@ -164,6 +187,8 @@ class RuntimeConfigView(ApiView):
         if outcome.errors:
             self.error_path_splitter = tenant_aware_splitter(outcome.tenant_ids)
             raise ConfigValidationError(outcome.errors)
+        if refusal is not None:
+            raise refusal
         response = Response(outcome.body)
         if outcome.applied_version is not None:
             # The version this import committed: the next If-Match.

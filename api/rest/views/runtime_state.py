@@ -23,12 +23,12 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.cluster.replica_board import get_board
 from api.cluster.replicas import MergedView
+from api.rest.query_params import bool_parameter, choice_param, int_param, int_parameter
 from api.rest.serializers import QueriersSnapshotSerializer, QueueSnapshotSerializer
 from api.rest.views.base import ApiView, errors, flag
 from api.store import selectors
@@ -87,18 +87,11 @@ def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
 
 
 def _limit(request: Request) -> int:
-    raw = request.query_params.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise serializers.ValidationError({"limit": [f"an integer from 1 to {MAX_LIMIT}"]})
-    return int(raw)
+    return int_param(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def _component(request: Request) -> str | None:
-    component = request.query_params.get("component") or None
-    if component is not None and component not in COMPONENTS:
-        allowed = ", ".join(COMPONENTS)
-        raise serializers.ValidationError({"component": [f"one of {allowed}"]})
-    return component
+    return choice_param(request, "component", list(COMPONENTS))
 
 
 def _leaf_row(leaf: LeafSnapshot, now: float) -> dict[str, Any]:
@@ -267,7 +260,9 @@ def _stopped_queue() -> dict[str, Any]:
 
 
 _SEARCH = OpenApiParameter("search", OpenApiTypes.STR, description="ID substring (any case)")
-_LIMIT = OpenApiParameter("limit", OpenApiTypes.INT, description=f"rows, 1..{MAX_LIMIT}")
+_LIMIT = int_parameter(
+    "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT, description="rows"
+)
 
 
 class QueueView(ApiView):
@@ -304,19 +299,18 @@ class QueriersView(ApiView):
         parameters=[
             _SEARCH,
             _LIMIT,
-            OpenApiParameter("reserved_idle", OpenApiTypes.BOOL, description="only those"),
+            bool_parameter("reserved_idle", "only those"),
         ],
         responses={200: QueriersSnapshotSerializer, **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        limit = _limit(request)
+        limit, only = _limit(request), flag(request, "reserved_idle")
         taken = take_view()
         if taken is None:
             empty = {"running": False, "taken_at": None, "count": 0, "reserved_idle": []}
             return Response({**empty, "queriers": [], "frontends": []})
         local, merged = taken
         search = request.query_params.get("search", "")
-        only = flag(request, "reserved_idle")
         frontends = take_frontends()
         if merged is None:
             data = queriers_view(local, search=search, reserved_idle_only=only, limit=limit)

@@ -9,11 +9,16 @@ from rest_framework.response import Response
 
 from api.rest.errors import etag_for
 from api.rest.serializers import SettingsSerializer
-from api.rest.views.base import IF_MATCH, IF_NONE_MATCH, ApiView, errors
+from api.rest.views.base import IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, errors
 from api.rest.views.conditional import expected_for_existing, not_modified
 from api.store import selectors, services
+from api.store.exceptions import ConfigValidationError
 from scheduler_core.model import QueueConfig
-from scheduler_core.validation import queue_config_from_dict, queue_config_to_dict
+from scheduler_core.validation import (
+    queue_config_from_dict,
+    queue_config_to_dict,
+    validate_queue_settings,
+)
 
 __all__ = ["SettingsView"]
 
@@ -46,11 +51,15 @@ class SettingsView(ApiView):
 
     @extend_schema(
         operation_id="settings_patch",
-        parameters=[IF_MATCH],
+        parameters=[IF_MATCH_REQUIRED],
         request=SettingsSerializer,
         responses={200: SettingsSerializer, **errors(400, 412, 413, 415, 428)},
     )
     def patch(self, request: Request) -> Response:
+        # The body first: bad settings are a 400 whatever the preconditions say.
+        errors_found = validate_queue_settings(request.data, selectors.queue_config_get())
+        if errors_found:
+            raise ConfigValidationError(errors_found)
         current = selectors.settings_get().version
         row = services.settings_update(
             changes=request.data,

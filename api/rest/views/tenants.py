@@ -12,21 +12,22 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.rest.errors import etag_for
+from api.rest.query_params import StrictLimitOffsetPagination
 from api.rest.serializers import TenantConfigSerializer, TenantListItemSerializer
-from api.rest.views.base import IF_MATCH, IF_NONE_MATCH, ApiView, errors
+from api.rest.views.base import IF_MATCH, IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, errors
 from api.rest.views.conditional import expected_for_existing, expected_for_put, not_modified
 from api.store import selectors, services
+from api.store.import_plan import validate_tenant
 from api.store.models import Tenant
 
 __all__ = ["TenantDetailView", "TenantListView"]
 
 
-class TenantPagination(LimitOffsetPagination):
+class TenantPagination(StrictLimitOffsetPagination):
     default_limit = 100
     max_limit = 1000
 
@@ -50,7 +51,7 @@ class TenantListView(ApiView):
     @extend_schema(
         operation_id="tenants_list",
         parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="ID substring")],
-        responses={200: TenantListItemSerializer(many=True), **errors()},
+        responses={200: TenantListItemSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
         paginator = self.pagination_class()
@@ -91,6 +92,8 @@ class TenantDetailView(ApiView):
         },
     )
     def put(self, request: Request, tenant_id: str) -> Response:
+        # The body first: a bad block is a 400 whatever the preconditions say.
+        validate_tenant(tenant_id, request.data)
         current = _current_version(tenant_id)
         tenant = services.tenant_put(
             tenant_id=tenant_id,
@@ -103,7 +106,7 @@ class TenantDetailView(ApiView):
 
     @extend_schema(
         operation_id="tenants_patch",
-        parameters=[IF_MATCH],
+        parameters=[IF_MATCH_REQUIRED],
         request=TenantConfigSerializer,
         description="JSON merge patch (RFC 7386): objects merge, null removes a field.",
         responses={200: TenantConfigSerializer, **errors(400, 404, 412, 413, 415, 428)},
@@ -111,6 +114,7 @@ class TenantDetailView(ApiView):
     def patch(self, request: Request, tenant_id: str) -> Response:
         tenant = selectors.tenant_get(tenant_id=tenant_id)
         changes: Any = request.data
+        validate_tenant(tenant_id, services.merge_patch(tenant.config, changes))
         saved = services.tenant_patch(
             tenant_id=tenant_id,
             changes=changes,
@@ -122,7 +126,7 @@ class TenantDetailView(ApiView):
 
     @extend_schema(
         operation_id="tenants_destroy",
-        parameters=[IF_MATCH],
+        parameters=[IF_MATCH_REQUIRED],
         responses={204: None, **errors(404, 412, 428)},
     )
     def delete(self, request: Request, tenant_id: str) -> Response:

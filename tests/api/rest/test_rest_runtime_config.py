@@ -340,3 +340,12 @@ def test_the_service_rechecks_the_version_inside_its_transaction(editor_api):
     with pytest.raises(VersionConflict):
         services.runtime_config_import(overrides={}, author=None, require_empty=True)
     assert Tenant.objects.get().config == {"max_queriers_per_tenant": 2}
+
+
+def test_a_bad_file_is_400_even_when_the_preconditions_are_unmet(editor_api):
+    _put(editor_api, ONE, if_match=None)
+    bad = "overrides:\n  a:\n    max_queriers_per_tenant: -1\n"
+    assert _put(editor_api, bad, if_match=None).status_code == 400  # not 428
+    assert _put(editor_api, bad, if_match='"999"').status_code == 400  # not 412
+    assert _put(editor_api, TWO, if_match='"999"').status_code == 412
+    assert Tenant.objects.get().config == {"max_queriers_per_tenant": 1}

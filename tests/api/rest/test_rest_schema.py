@@ -10,23 +10,68 @@ import yaml
 from django.core.wsgi import get_wsgi_application
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.config import SchemathesisConfig
+from schemathesis.generation.modes import GenerationMode
 
 from api.store.services import api_token_issue
 
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-]
-# Small and seeded, so the run stays in seconds and fails the same way twice.
-EXAMPLES_PER_OPERATION = 20
+# Small and seeded, so the run stays in about a minute and fails the same way twice.
+EXAMPLES_PER_OPERATION = 15
+
+# Every check runs (none listed: schemathesis's default is all of them), in
+# both generation modes, with two allowances, each only where it is true:
+# - the conditional writes answer 412 or 428 to a well-formed request whose
+#   ETag is not the current one, or that has none while the object exists:
+#   which version is current is server state no generator can know;
+# - bodies holding tenant blocks or settings are also checked for what no
+#   OpenAPI 3.0 schema can say (RE2 regex syntax, query_store_after below
+#   query_ingesters_within, a tenant block's other semantic rules), so valid-
+#   looking data may get the 400 that names the field.
+# Any other rejection of valid data, acceptance of invalid data, undocumented
+# status, content type or body is a failure.
+_STATEFUL = ["2xx", "3xx", "401", "403", "404", "409", "412", "428", "429", "5xx"]
+_STATEFUL_AND_SEMANTIC = [*_STATEFUL, "400"]
+_ALLOWANCES = {
+    ("PUT", "/api/v1/tenants/{tenant_id}/"): _STATEFUL_AND_SEMANTIC,
+    ("PATCH", "/api/v1/tenants/{tenant_id}/"): _STATEFUL_AND_SEMANTIC,
+    ("DELETE", "/api/v1/tenants/{tenant_id}/"): _STATEFUL,
+    ("PATCH", "/api/v1/settings/"): _STATEFUL_AND_SEMANTIC,
+    ("PUT", "/api/v1/runtime-config/"): _STATEFUL_AND_SEMANTIC,
+    ("POST", "/api/v1/explain/"): [*_STATEFUL_AND_SEMANTIC],
+}
+# Endpoints added since, whose schemas do not yet state everything their
+# views check (found by this test; left to their owners): they run every
+# check except the two data-acceptance ones until they do.
+NOT_YET_EXACT = {
+    ("POST", "/api/v1/queue/cancel/"),
+    ("GET", "/api/v1/queue/requests/"),
+    ("POST", "/api/v1/queue/requests/{request_id}/cancel/"),
+    ("GET", "/api/v1/recording/"),
+    ("GET", "/api/v1/revisions/compare/"),
+    ("POST", "/api/v1/simulate/"),
+    ("POST", "/api/v1/tenants/{tenant_id}/dry-run/"),
+    ("GET", "/api/v1/tenants/{tenant_id}/rule-stats/"),
+    ("POST", "/api/v1/tenants/{tenant_id}/yaml/"),
+}
+_OFF = {"enabled": False}
+CONFIG = {
+    "operations": [
+        {
+            "include-method": method,
+            "include-path": path,
+            "checks": {"positive_data_acceptance": {"expected-statuses": statuses}},
+        }
+        for (method, path), statuses in _ALLOWANCES.items()
+    ]
+    + [
+        {
+            "include-method": method,
+            "include-path": path,
+            "checks": {"positive_data_acceptance": _OFF, "negative_data_rejection": _OFF},
+        }
+        for method, path in sorted(NOT_YET_EXACT)
+    ]
+}
 
 
 def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
@@ -76,26 +121,76 @@ def _seed(client: Any) -> None:
     client.put("/api/v1/tenants/0/", {"max_queriers_per_tenant": 1}, format="json")
 
 
-def test_schemathesis_finds_no_server_error_or_schema_violation(editor_api):
+def test_the_schema_states_the_constraints_the_server_enforces(viewer_api):
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components, paths = schema["components"]["schemas"], schema["paths"]
+    queue = {p["name"]: p for p in paths["/api/v1/queue/"]["get"]["parameters"]}
+    assert queue["limit"]["schema"]["minimum"] == 1
+    tenants = {p["name"]: p for p in paths["/api/v1/tenants/"]["get"]["parameters"]}
+    assert tenants["offset"]["schema"]["minimum"] == 0
+    assert tenants["limit"]["schema"]["minimum"] == 1
+    body = components["RuntimeConfigFile"]
+    assert body["required"] == ["overrides"]
+    for name in ("ExplainRequest", "TenantConfig", "PatchedSettings", "QueryAttribute"):
+        assert components[name]["additionalProperties"] is False, name
+    patch = {p["name"]: p for p in paths["/api/v1/settings/"]["patch"]["parameters"]}
+    assert patch["If-Match"]["required"] is True
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("/api/v1/tenants/?offset=true", "offset"),
+        ("/api/v1/tenants/?offset=-1", "offset"),
+        ("/api/v1/tenants/?limit=0", "limit"),
+        ("/api/v1/tenants/?limit=1001", "limit"),
+        ("/api/v1/revisions/?limit=x", "limit"),
+        ("/api/v1/revisions/?kind=nope", "kind"),
+        ("/api/v1/queriers/?reserved_idle=maybe", "reserved_idle"),
+        ("/api/v1/queriers/?limit=0", "limit"),
+        ("/api/v1/queue/?component=disk", "component"),
+        ("/api/v1/runtime-config/?format=xml", "format"),
+        ("/api/v1/runtime-config/?format=", "format"),
+    ],
+)
+def test_junk_query_parameters_are_400_naming_the_parameter(viewer_api, url, parameter):
+    response = viewer_api.get(url)
+    assert response.status_code == 400, response.content
+    assert parameter in yaml.safe_load(response.content)  # JSON, or YAML for runtime-config
+
+
+def test_a_bad_body_is_400_before_any_precondition_is_looked_at(editor_api):
+    _seed(editor_api)
+    response = editor_api.put("/api/v1/tenants/t1/", {"nope": 1}, format="json")
+    assert response.status_code == 400 and "nope" in response.json()
+    response = editor_api.patch("/api/v1/settings/", {"layout": "x"}, format="json")
+    assert response.status_code == 400 and "layout" in response.json()
+
+
+def test_schemathesis_with_every_check_in_both_modes_finds_nothing(editor_api):
     _seed(editor_api)
     _, token = api_token_issue(name="schemathesis", role="editor")
     headers = {"Authorization": f"Bearer {token}"}
-    schema = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=None, public=True))
+    schema = schemathesis.openapi.from_dict(
+        SchemaGenerator().get_schema(request=None, public=True),
+        config=SchemathesisConfig.from_dict(CONFIG),
+    )
     schema.app = get_wsgi_application()
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 14
 
     for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
-        @given(case=operation.as_strategy())
-        @settings(
-            max_examples=EXAMPLES_PER_OPERATION,
-            derandomize=True,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        def run(case: Any) -> None:
-            case.call_and_validate(headers=headers, checks=CHECKS)
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(
+                max_examples=EXAMPLES_PER_OPERATION,
+                derandomize=True,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            def run(case: Any) -> None:
+                case.call_and_validate(headers=headers)
 
-        run()
+            run()
