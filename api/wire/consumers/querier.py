@@ -56,6 +56,8 @@ def request_message(request: Request, worker_id: int) -> dict[str, Any]:
         "component": request.component,
         "priority": request.priority,
         "headers": dict(request.headers),
+        # The actor sub-queue it waited in ("" for none), "|" between levels.
+        "actor": "|".join(request.actor_path),
     }
 
 
