@@ -265,7 +265,7 @@ def _finite(value: float) -> float:
 class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One request to explain; unknown fields are errors, as in tenant blocks."""
 
-    tenant = serializers.CharField(max_length=MAX_TENANT_ID_LENGTH)
+    tenant = serializers.CharField(min_length=1, max_length=MAX_TENANT_ID_LENGTH)
     query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
     start = TimestampField(required=False, default=None)
