@@ -1,0 +1,90 @@
+"""Actor sub-queues in the inspector's tree, in Chromium, from both protocols.
+
+A websocket frontend sends `X-Loki-Actor-Path` in its enqueue's headers and a
+Cortex gRPC frontend as a forwarded HTTP header; the tree shows the actor
+levels under the tenant's component, in both projections, live.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from api.wire.grpc.clients import CortexFrontend, get_request
+from loadgen.daphne_process import DaphneProcess
+from scheduler_core.pb import schedulerpb_pb2 as pb
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[DaphneProcess]:
+    """This module's server serves gRPC too (the shared one does not)."""
+    daphne = DaphneProcess(grpc=True)
+    daphne.start()
+    daphne.create_user(*EDITOR, group="editor")
+    try:
+        yield daphne
+    finally:
+        daphne.cleanup()
+
+
+def treeitem(page: Page, label: str) -> object:
+    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
+
+
+def open_row(page: Page, label: str) -> None:
+    item = treeitem(page, label)
+    expect(item).to_be_visible()
+    if item.get_attribute("aria-expanded") == "false":  # type: ignore[attr-defined]
+        item.locator(":scope > .row").click()  # type: ignore[attr-defined]
+    expect(item).to_have_attribute("aria-expanded", "true")
+
+
+def test_actor_levels_from_both_protocols_show_under_the_tenant(
+    page: Page, server: DaphneProcess, traffic: Traffic
+) -> None:
+    page.goto("/login/")
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+
+    traffic.enqueue("loki", count=2, headers={"X-Loki-Actor-Path": "users|joe"})
+    traffic.enqueue("loki", headers={"X-Loki-Actor-Path": "users|ann"})
+    traffic.enqueue("loki")  # no actor: the tenant's own queue
+
+    async def grpc_enqueue() -> CortexFrontend:
+        fe = await CortexFrontend(f"127.0.0.1:{server.grpc_port}").start()
+        loop = await fe.open_loop()
+        now = time.time()
+        params = [("query", "up"), ("start", str(now - 600)), ("end", str(now)), ("step", "30")]
+        request = get_request("/prometheus/api/v1/query_range", params,
+                              {"X-Loki-Actor-Path": "apps|grafana"})  # fmt: skip
+        assert await loop.enqueue(1, "loki", request) == pb.OK
+        return fe
+
+    frontend = traffic.run(grpc_enqueue())
+    try:
+        open_row(page, "loki: 5 queued")
+        open_row(page, "ingester: 5 queued")
+        expect(treeitem(page, "(no actor): 1 queued")).to_be_visible()
+        open_row(page, "actor users: 3 queued")
+        expect(treeitem(page, "actor joe: 2 queued")).to_be_visible()
+        expect(treeitem(page, "actor ann: 1 queued")).to_be_visible()
+        open_row(page, "actor apps: 1 queued")
+        expect(treeitem(page, "actor grafana: 1 queued")).to_be_visible()
+        page.screenshot(path=str(SCREENSHOTS / "inspector-actors.png"))
+
+        page.get_by_text("component → tenant").click()
+        open_row(page, "ingester: 5 queued")
+        open_row(page, "loki: 5 queued")
+        open_row(page, "actor users: 3 queued")
+        expect(treeitem(page, "actor joe: 2 queued")).to_be_visible()
+        traffic.enqueue("loki", headers={"X-Loki-Actor-Path": "users|joe"})
+        expect(treeitem(page, "actor joe: 3 queued")).to_be_visible(timeout=2_000)
+    finally:
+        traffic.run(frontend.close())
