@@ -108,6 +108,14 @@ async def scrape() -> str:
 async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
     host: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Earlier tests in this process leave series behind (stamped on the real
+    # clock, or with requests their runtime never ended): start from none.
+    janitor_state = metrics.JANITOR
+    for tenant in [*janitor_state._outstanding, *janitor_state._idle_since]:
+        for forget in janitor_state._forget:
+            forget(tenant)
+    monkeypatch.setattr(janitor_state, "_outstanding", {})
+    monkeypatch.setattr(janitor_state, "_idle_since", {})
     clock = FakeClock(1000.0)
     monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
     runtime = host.runtime
