@@ -172,6 +172,16 @@ def _forget_tenant(tenant_id: str) -> None:
 
 
 JANITOR.on_forget(_forget_tenant)
+_counted_runtime: list[Any] = [None]
+
+
+def _same_runtime() -> None:
+    """The janitor's counts belong to one runtime; a new one starts them again."""
+    runtime = runtime_host.get_runtime() if runtime_host.started() else None
+    if runtime is not None and runtime is not _counted_runtime[0]:
+        if _counted_runtime[0] is not None:
+            JANITOR.restart()
+        _counted_runtime[0] = runtime
 
 
 class MetricsObserver:
@@ -181,6 +191,7 @@ class MetricsObserver:
         tenant, priority = request.tenant_id, str(request.priority)
         _ENQUEUED.get(tenant, priority).inc()
         _PRIORITIES.setdefault(tenant, set()).add(priority)
+        _same_runtime()
         JANITOR.started(tenant)
         if runtime_host.started():
             PEAKS.note(tenant, runtime_host.get_runtime().queue.tenant_length(tenant))
@@ -329,5 +340,6 @@ async def metrics_view(request: HttpRequest) -> HttpResponse:
         if not user.is_authenticated:
             return HttpResponse("login required\n", status=401, content_type="text/plain")
     # Before the counters are read: idle tenants' series are gone from this scrape.
+    _same_runtime()
     JANITOR.maybe_sweep()
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

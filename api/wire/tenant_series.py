@@ -79,6 +79,17 @@ class TenantSeriesJanitor:
         self._outstanding.pop(tenant_id, None)
         self._idle_since[tenant_id] = self._clock()
 
+    def restart(self) -> None:
+        """A new runtime (empty queue): every tenant's count starts again at 0.
+
+        Requests of the old runtime end with it; counting on would keep
+        their tenants busy for good. They are idle from now.
+        """
+        now = self._clock()
+        for tenant in self._outstanding:
+            self._idle_since[tenant] = now
+        self._outstanding.clear()
+
     def tracked(self) -> int:
         """Tenants with series (busy, or idle but not yet forgotten)."""
         return len(self._outstanding) + len(self._idle_since)

@@ -60,6 +60,18 @@ def test_a_tenant_only_refused_is_forgotten_after_the_delay_and_a_return_restart
     assert j.sweep() == ["refused"]
 
 
+def test_a_new_runtime_makes_the_old_ones_tenants_idle_from_then() -> None:
+    clock = FakeClock(0.0)
+    j, _ = janitor(clock)
+    j.started("left-running")
+    clock.now += 50
+    j.restart()
+    clock.now += 899
+    assert j.sweep() == []
+    clock.now += 1
+    assert j.sweep() == ["left-running"]
+
+
 def test_sweeps_from_events_run_at_most_once_an_interval() -> None:
     clock = FakeClock(0.0)
     j, gone = janitor(clock, idle=100.0)
