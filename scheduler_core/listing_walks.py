@@ -102,7 +102,12 @@ def _start(
 
 
 def _actor_part(
-    fifo: SubQueue, prio: int, after: Anchor | None, aging: float, locate: Locate | None
+    fifo: SubQueue,
+    prio: int,
+    after: Anchor | None,
+    aging: float,
+    locate: Locate | None,
+    dead: set[Request] | None,
 ) -> Iterator[Request]:
     """One priority's requests in actor round-robin order, from after `after`.
 
@@ -111,7 +116,8 @@ def _actor_part(
     this priority from its next request (rows may repeat). Across
     priorities with aging, the bound on rank filters instead of bisecting.
     """
-    stream = fifo.walk()
+    # Cancelled requests must not take a turn: the walk skips them itself.
+    stream = fifo.walk(dead)
     if after is None:
         return stream
     a_prio, a_at, a_id = after
@@ -150,7 +156,7 @@ class LeafWalk:
         parts: list[Iterator[Request]] = []
         for prio, fifo in _fifos(leaf, priority):
             if isinstance(fifo, SubQueue) and fifo.ring is not None:
-                parts.append(_actor_part(fifo, prio, after, aging, locate))
+                parts.append(_actor_part(fifo, prio, after, aging, locate, leaf.dead))
                 continue
             start = 0 if after is None else _start(fifo, prio, after, aging, locate)
             if start < _physical_len(fifo):
@@ -176,6 +182,18 @@ class LeafWalk:
     def peek(self) -> Request | None:
         return self._next
 
+    def __iter__(self) -> Iterator[Request]:
+        """Take every remaining request (the plain listing of one leaf)."""
+        request = self._next
+        if request is None:
+            return
+        self._next = None
+        self.last = request
+        yield request
+        for request in self._it:
+            self.last = request
+            yield request
+
     def take(self) -> Request | None:
         request = self._next
         if request is not None:
@@ -199,7 +217,7 @@ class SelectWalk:
     present in `COMPONENTS` order: querier-worker priority's worker 0).
     """
 
-    __slots__ = ("_aging", "_mode", "pointer", "walks")
+    __slots__ = ("_aging", "_mode", "_only", "pointer", "walks")
 
     def __init__(
         self, walks: list[LeafWalk | None], pointer: int, mode: str, aging: float, skip: int = 0
@@ -208,6 +226,8 @@ class SelectWalk:
         self.pointer = pointer % _N
         self._mode = mode
         self._aging = aging
+        present = [j for j, w in enumerate(walks) if w is not None]
+        self._only = present[0] if len(present) == 1 else None
         for _ in range(skip):
             if self.take() is None:
                 break
@@ -235,6 +255,15 @@ class SelectWalk:
         return best
 
     def take(self) -> Request | None:
+        only = self._only
+        if only is not None:
+            # One leaf: every mode serves it; only the pointer moves.
+            walk = self.walks[only]
+            assert walk is not None
+            request = walk.take()
+            if request is not None and self._mode != "first":
+                self.pointer = (only + 1) % _N
+            return request
         j = self._choose()
         if j < 0:
             return None
