@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+from dashboard.actor_nodes import actor_nodes
 from scheduler_core.model import COMPONENTS
 from scheduler_core.snapshot import LeafSnapshot, QueueSnapshot
 
@@ -280,39 +281,6 @@ def _subtract(
     return Aggregate("others", length, by_priority, oldest)
 
 
-def _actor_nodes(key: str, leaf: LeafSnapshot, now: float) -> list[dict[str, Any]]:
-    """A leaf's actor sub-queues as nested nodes (the snapshot already capped them).
-
-    Rows come parents first; each hangs under its parent's node. Keys follow
-    the wire's rule (`<parent>/a:<name>`, `<parent>/others`, `<leaf>/own`),
-    so the browser derives them. The leaf's own requests (no actor path) are
-    one "own" node, so the children add up to the leaf.
-    """
-    if not leaf.actors:
-        return []
-    top: list[dict[str, Any]] = []
-    by_path: dict[tuple[str, ...], dict[str, Any]] = {}
-    for actor in leaf.actors:
-        parent = actor.path[:-1]
-        above = by_path[parent] if parent else None
-        siblings = above["children"] if above is not None else top
-        parent_key = above["key"] if above is not None else key
-        if actor.others:
-            agg = Aggregate("others", actor.length, (), actor.oldest_enqueued_at)
-            node = _node("actor-others", f"{parent_key}/others", agg, now, count=actor.others)
-        else:
-            agg = Aggregate(actor.path[-1], actor.length, (), actor.oldest_enqueued_at)
-            node = _node("actor", f"{parent_key}/a:{actor.path[-1]}", agg, now)
-            by_path[actor.path] = node
-        siblings.append(node)
-        if above is not None:
-            above["fanout"] = len(siblings)
-    own = leaf.length - sum(n["length"] for n in top)
-    if own > 0:
-        top.insert(0, _node("own", f"{key}/own", Aggregate("(no actor)", own, (), None), now))
-    return top
-
-
 def _others_node(
     parent: str, others: Aggregate | None, count: int, now: float
 ) -> list[dict[str, Any]]:
@@ -333,7 +301,11 @@ def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[
         children = []
         for leaf in leaves if key in params.expanded else ():
             leaf_key = f"{key}/{leaf.component}"
-            actors = _actor_nodes(leaf_key, leaf, now) if leaf_key in params.expanded else []
+            actors = (
+                actor_nodes(leaf_key, leaf, now, _node, Aggregate)
+                if leaf_key in params.expanded
+                else []
+            )
             agg = _merge(leaf.component, [leaf])
             # Collapsed, a leaf with actors says only that it has children.
             fanout = len(actors) or (1 if leaf.actors else 0)
@@ -359,7 +331,11 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
             for r in rows:
                 leaf_key = f"{key}/{r[0]}"
                 leaf = r[2]
-                actors = _actor_nodes(leaf_key, leaf, now) if leaf_key in params.expanded else []
+                actors = (
+                    actor_nodes(leaf_key, leaf, now, _node, Aggregate)
+                    if leaf_key in params.expanded
+                    else []
+                )
                 fanout = len(actors) or (1 if leaf.actors else 0)
                 agg = _merge(r[0], (leaf,))
                 children.append(_node("tenant", leaf_key, agg, now, children=actors, fanout=fanout))
