@@ -105,6 +105,7 @@ class PhaseResult:
     light: WrkResult
     scheduler_cpu: float
     cortex_cpu: float
+    per_replica: list[int] = field(default_factory=list)  # requests each replica dispatched
 
     def cpu_us(self, seconds: float) -> float:
         return seconds / self.load.requests * 1e6 if self.load.requests else float("nan")
@@ -495,6 +496,7 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
             load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
         opts.profiled = opts.profiled or profile
         cpu_after = cpu()
+        dispatched = [dispatch_count(url) for url in scheduler.metrics_urls]
         light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
     finally:
         if cortex is not None:
@@ -507,7 +509,15 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
         light,
         scheduler_cpu=cpu_after[0] - cpu_before[0],
         cortex_cpu=cpu_after[1] - cpu_before[1],
+        per_replica=dispatched if len(dispatched) > 1 else [],
     )
+
+
+def dispatch_count(metrics_url: str) -> int:
+    """Requests the scheduler handed to queriers so far (its queue-duration count)."""
+    _, text = http_get(metrics_url)
+    name = "cortex_query_scheduler_queue_duration_seconds_count"
+    return int(sum(float(m) for m in re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M)))
 
 
 # --- report ----------------------------------------------------------------------
@@ -520,6 +530,11 @@ def phase_line(index: int, r: PhaseResult) -> str:
         f"errors: non-2xx {r.load.non_2xx}, socket {r.load.socket_errors}; CPU/query: scheduler "
         f"{r.cpu_us(r.scheduler_cpu):.0f} us, all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; "
         f"light p50 {r.light.p50_ms:.2f} ms, p99 {r.light.p99_ms:.2f} ms"
+        + (
+            f"; dispatched per replica {', '.join(map(str, r.per_replica))}"
+            if r.per_replica
+            else ""
+        )
     )
 
 
