@@ -91,14 +91,16 @@ class Http2Connection(asyncio.Protocol):
     open stream when the connection is lost, with CANCEL).
     """
 
-    def __init__(self, *, batch_writes: bool = True) -> None:
+    def __init__(self, *, batch_writes: int = 1, client: bool = False) -> None:
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, Http2Stream] = {}
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_LIST
         self._inbox = bytearray()
-        self._preface_seen = False
+        # A client sends the preface; a server waits for it.
+        self._client = client
+        self._preface_seen = client
         self._peer_initial_window = DEFAULT_WINDOW
         self._peer_max_frame = DEFAULT_FRAME
         self._send_window = DEFAULT_WINDOW
@@ -109,7 +111,8 @@ class Http2Connection(asyncio.Protocol):
         self._last_stream_id = 0
         self._going_away = False
         self._closed = False
-        self._batch = batch_writes
+        # Loop turns a write waits to share a socket write (0: none).
+        self._batch = int(batch_writes)
         self._out: list[bytes] = []
         self._flush_handle: asyncio.Handle | None = None
         self._last_ping = -PING_INTERVAL
@@ -122,7 +125,8 @@ class Http2Connection(asyncio.Protocol):
         # uvloop's transports are not asyncio.Transport subclasses.
         self.transport = cast(asyncio.Transport, transport)
         grow = (CONNECTION_WINDOW - DEFAULT_WINDOW).to_bytes(4, "big")
-        self.write(frame(SETTINGS, 0, 0, OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow))
+        opening = frame(SETTINGS, 0, 0, OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow)
+        self.write(PREFACE + opening if self._client else opening)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -188,7 +192,11 @@ class Http2Connection(asyncio.Protocol):
             return
         self._out.append(data)
         if self._flush_handle is None:
-            self._flush_handle = self.loop.call_soon(self._flush)
+            later = self._flush if self._batch == 1 else self._flush_later
+            self._flush_handle = self.loop.call_soon(later)
+
+    def _flush_later(self) -> None:
+        self._flush_handle = self.loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_handle = None
@@ -281,7 +289,8 @@ class Http2Connection(asyncio.Protocol):
         if self._closed:
             return
         self._going_away = True
-        payload = self._last_stream_id.to_bytes(4, "big") + code.to_bytes(4, "big") + debug
+        last = 0 if self._client else self._last_stream_id  # the peer's streams we saw
+        payload = last.to_bytes(4, "big") + code.to_bytes(4, "big") + debug
         self.write(frame(GOAWAY, 0, 0, payload))
 
     def close(self) -> None:
@@ -397,6 +406,18 @@ class Http2Connection(asyncio.Protocol):
 
     def _header_block(self, stream_id: int, fields: list[tuple[str, str]], end: bool) -> None:
         stream = self.streams.get(stream_id)
+        if self._client:
+            if stream is None:
+                if stream_id % 2 == 0 or stream_id > self._last_stream_id:
+                    raise ProtocolError(PROTOCOL_ERROR, f"HEADERS on stream {stream_id}")
+                return  # a stream we already reset
+            if end:
+                stream.remote_closed = True
+            self.stream_headers(stream, dict(fields), end)
+            if end and stream.local_closed:
+                self.streams.pop(stream_id, None)
+                self._maybe_close()
+            return
         if stream is not None:
             # Trailers from a client: only as the end of its stream.
             if not end or stream.remote_closed:
@@ -502,7 +523,19 @@ class Http2Connection(asyncio.Protocol):
         if self._going_away and not self.streams and not self._closed:
             self.close()
 
+    def open_stream(self) -> Http2Stream:
+        """A client's next stream (odd ids); its HEADERS go out with `send_headers`."""
+        stream_id = self._last_stream_id + 2 if self._last_stream_id else 1
+        self._last_stream_id = stream_id
+        stream = Http2Stream(stream_id, self._peer_initial_window)
+        self.streams[stream_id] = stream
+        return stream
+
     # -- hooks -------------------------------------------------------------------
+
+    def stream_headers(self, stream: Http2Stream, headers: dict[str, str], end: bool) -> None:
+        """A client's hook: response headers, or trailers when `end`."""
+        raise NotImplementedError
 
     def stream_opened(self, stream: Http2Stream, headers: dict[str, str], end: bool) -> None:
         raise NotImplementedError

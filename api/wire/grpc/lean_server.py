@@ -392,7 +392,7 @@ class LeanGrpcServer:
         *,
         max_message: int,
         ssl_context: ssl.SSLContext | None = None,
-        batch_writes: bool = True,
+        batch_writes: int = 1,
     ) -> None:
         self.methods = {m.path: m for m in methods}
         self.max_message = max_message

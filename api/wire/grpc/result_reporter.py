@@ -17,6 +17,7 @@ from collections import OrderedDict
 import grpc
 
 from api.wire.grpc.admission import GrpcReplyHandle
+from api.wire.grpc.lean_client import GrpcCallError, LeanChannels
 from api.wire.grpc.tls import ClientTls, dial
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
@@ -41,9 +42,17 @@ class ResultReporter:
     every frontend is dialled over TLS; without it, plaintext.
     """
 
-    def __init__(self, *, timeout: float = 5.0, client_tls: ClientTls | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 5.0,
+        client_tls: ClientTls | None = None,
+        transport: str = "lean",
+    ) -> None:
         self._timeout = timeout
         self._client_tls = client_tls
+        # "lean": our HTTP/2 client on this loop (lean_client.py); "grpcio": grpc.aio.
+        self._lean = LeanChannels(client_tls) if transport == "lean" else None
         self._channels: OrderedDict[str, grpc.aio.Channel] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self.sent = 0
@@ -81,6 +90,20 @@ class ResultReporter:
         message = frontendv2pb_pb2.QueryResultRequest(
             queryID=handle.query_id, httpResponse=response
         )
+        if self._lean is not None:
+            try:
+                await self._lean.unary(
+                    handle.frontend_address,
+                    QUERY_RESULT_METHOD,
+                    message.SerializeToString(),
+                    ((ORG_ID_METADATA, handle.user_id),),
+                    self._timeout,
+                )
+            except GrpcCallError as exc:
+                self._failed(handle, exc.details)
+                return
+            self.sent += 1
+            return
         query_result = self._channel(handle.frontend_address).unary_unary(
             QUERY_RESULT_METHOD,
             request_serializer=frontendv2pb_pb2.QueryResultRequest.SerializeToString,
@@ -91,15 +114,18 @@ class ResultReporter:
                 message, metadata=((ORG_ID_METADATA, handle.user_id),), timeout=self._timeout
             )
         except grpc.aio.AioRpcError as exc:
-            self.errors += 1
-            log.warning(
-                "sending the result of query %d to frontend %s: %s",
-                handle.query_id,
-                handle.frontend_address,
-                exc.details(),
-            )
+            self._failed(handle, exc.details() or "")
             return
         self.sent += 1
+
+    def _failed(self, handle: GrpcReplyHandle, details: str) -> None:
+        self.errors += 1
+        log.warning(
+            "sending the result of query %d to frontend %s: %s",
+            handle.query_id,
+            handle.frontend_address,
+            details,
+        )
 
     async def wait_idle(self) -> None:
         """Wait for every report scheduled so far (used on shutdown and in tests)."""
@@ -108,6 +134,8 @@ class ResultReporter:
 
     async def close(self) -> None:
         await self.wait_idle()
+        if self._lean is not None:
+            self._lean.close()
         channels = list(self._channels.values())
         self._channels.clear()
         for channel in channels:

@@ -73,7 +73,7 @@ class GrpcFrontDoor:
         if self.implementation not in IMPLEMENTATIONS:
             raise ValueError(f"unknown gRPC server {self.implementation!r}")
         self.frontends = FrontendRegistry()
-        self.reporter = ResultReporter(client_tls=client_tls)
+        self.reporter = ResultReporter(client_tls=client_tls, transport=self.implementation)
         # Known once bound unless given: queriers must reach it for results
         # of websocket-frontend requests.
         self.foreign = ForeignRequests(advertise_address or "")
@@ -90,9 +90,10 @@ class GrpcFrontDoor:
                 methods,
                 max_message=MAX_MESSAGE_BYTES,
                 ssl_context=server_tls.ssl_context() if server_tls is not None else None,
-                # One socket write per connection per loop turn (default), or
-                # one per frame: GRPC_WRITE_BATCHING=0, kept for measuring.
-                batch_writes=os.environ.get("GRPC_WRITE_BATCHING", "1") != "0",
+                # One socket write per connection per loop turn (default);
+                # GRPC_WRITE_BATCHING=0 writes each frame, 2 waits two turns
+                # (kept for measuring).
+                batch_writes=int(os.environ.get("GRPC_WRITE_BATCHING", "1") or 1),
             )
         else:
             self.server = _grpcio_server(methods)

@@ -33,6 +33,7 @@ __all__ = [
     "TlsSettingError",
     "client_tls_from_env",
     "dial",
+    "load_key_pair",
     "server_tls_from_env",
 ]
 
@@ -87,7 +88,7 @@ class ServerTls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.set_alpn_protocols(["h2"])
-        _load_key_pair(context, self.certificate_chain, self.private_key)
+        load_key_pair(context, self.certificate_chain, self.private_key)
         if self.client_ca is not None:
             context.load_verify_locations(cadata=self.client_ca.decode("ascii"))
             context.verify_mode = (
@@ -153,7 +154,7 @@ class PeerTls:
         return cls(dial=client_tls, serve=server_tls)
 
 
-def _load_key_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+def load_key_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
     """`load_cert_chain` reads only files: the PEMs go through a private temp dir."""
     with tempfile.TemporaryDirectory(prefix="grpc-tls-") as folder:
         paths = []

@@ -16,8 +16,10 @@ import pytest
 from api.wire.grpc.admission import Admission
 from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, post_request
 from api.wire.grpc.http2_frames import ENHANCE_YOUR_CALM, PREFACE, PROTOCOL_ERROR, STREAM_WINDOW
+from api.wire.grpc.lean_client import GrpcCallError, LeanChannels
 from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
 from scheduler_core.model import QueueConfig
+from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForFrontendStub
 from scheduler_core.runtime import SchedulerRuntime
@@ -145,3 +147,41 @@ async def test_stop_lets_an_open_stream_finish_within_the_grace_and_refuses_new_
     assert door.server.connections == set() or all(
         c.transport.is_closing() for c in door.server.connections
     )
+
+
+async def test_the_lean_client_calls_a_grpcio_server_and_reuses_its_connection() -> None:
+    frontend = await CortexFrontend("127.0.0.1:1").start()  # only its QueryResult server
+    channels = LeanChannels(None)
+    try:
+        for query_id in (1, 2):
+            request = frontendv2pb_pb2.QueryResultRequest(
+                queryID=query_id, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"ok")
+            )
+            response = await channels.unary(
+                frontend.address,
+                "/frontendv2pb.FrontendForQuerier/QueryResult",
+                request.SerializeToString(),
+                (("x-scope-orgid", "tenant-lean"),),
+                5.0,
+            )
+            assert response == b""  # an empty QueryResultResponse
+        results = [await frontend.result(i) for i in (1, 2)]
+        assert [(r.code, r.body, r.org_id) for r in results] == [(200, b"ok", "tenant-lean")] * 2
+        assert len(channels._connections) == 1
+    finally:
+        channels.close()
+        await frontend.close()
+
+
+async def test_the_lean_client_reports_an_unreachable_or_unknown_method_by_status(
+    door: GrpcFrontDoor,
+) -> None:
+    channels = LeanChannels(None)
+    try:
+        with pytest.raises(GrpcCallError) as unreachable:
+            await channels.unary("127.0.0.1:1", "/x.Y/Z", b"", (), 5.0)
+        with pytest.raises(GrpcCallError) as unknown:
+            await channels.unary(address(door), "/x.Y/Z", b"", (), 5.0)
+    finally:
+        channels.close()
+    assert (unreachable.value.code, unknown.value.code) == (14, 12)
