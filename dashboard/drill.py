@@ -247,7 +247,10 @@ class DrillState:
             parts.append(_dumps(["=", rid]) if self._sent.get(rid) == text else text)
             sent[rid] = text
         self._sent = sent
-        body = _dumps({**head, "total": page["total"], "exact": page["exact"]})
+        head = {**head, "total": page["total"], "exact": page["exact"]}
+        if page.get("local_only"):
+            head["local_only"] = page["local_only"]
+        body = _dumps(head)
         return f'{body[:-1]},"rows":[{",".join(parts)}]}}'
 
 

@@ -78,7 +78,13 @@ class RuntimeSource:
         if not runtime_host.started():
             return None
         names = {row.address: row.name for row in self._frontends if row.transport == "grpc"}
-        return build_page(runtime_host.get_runtime(), params, names, get_board().own_id)
+        board = get_board()
+        page = build_page(runtime_host.get_runtime(), params, names, board.own_id)
+        if self._merged is not None:
+            # Scale-out: the drill-down lists this replica's queue (the REST
+            # API merges every replica's); the page says so.
+            page["local_only"] = board.own_id
+        return page
 
 
 def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:

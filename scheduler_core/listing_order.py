@@ -115,6 +115,9 @@ class QueuedListing:
                 raise StaleCursor("this cursor belongs to another node or layout")
             state = after[1:]
         self._state = state
+        # Where the walk stands, computed only when asked: building it per
+        # request would cost more than the walk itself.
+        self._where: Callable[[], list[Any]] | None = None
         if kind == "leaf":
             assert tenant is not None and component is not None
             return kind, self._leaf(tenant, component, priority, state)
@@ -126,6 +129,8 @@ class QueuedListing:
         return kind, self._replay(state)
 
     def position(self) -> list[Any]:
+        if self._where is not None:
+            return [self.kind, *self._where()]
         return [self.kind, *self._state]
 
     # -- one leaf --------------------------------------------------------------
@@ -146,9 +151,12 @@ class QueuedListing:
         return self._leaf_steps(walk)
 
     def _leaf_steps(self, walk: LeafWalk) -> Iterator[Request]:
-        while (request := walk.take()) is not None:
-            self._state = [[request.priority, request.enqueued_at, request.id]]
-            yield request
+        def where() -> list[Any]:
+            anchor = walk.anchor()
+            return [list(anchor) if anchor is not None else None]
+
+        self._where = where
+        yield from walk
 
     # -- one tenant ------------------------------------------------------------
     def _tenant_walk(
@@ -189,8 +197,9 @@ class QueuedListing:
         return self._tenant_steps(walk)
 
     def _tenant_steps(self, walk: SelectWalk) -> Iterator[Request]:
-        while (request := walk.take()) is not None:
-            self._state = walk.position()
+        self._where = walk.position
+        take = walk.take
+        while (request := take()) is not None:
             yield request
 
     # -- rounds over the tenant order -------------------------------------------
@@ -216,6 +225,8 @@ class QueuedListing:
             return self._tenant_walk(owner, skip=skip)
 
         walks: dict[int, LeafWalk | SelectWalk] = {}
+        self._at = (rnd, after_slot)
+        self._where = lambda: list(self._at) if self._at[1] >= 0 else []
         candidates: Sequence[int] = range(after_slot + 1, len(slots))
         partial = after_slot >= 0
         while True:
@@ -235,7 +246,7 @@ class QueuedListing:
                     continue
                 if n > rnd + 1:
                     survivors.append(slot)
-                self._state = [rnd, slot]
+                self._at = (rnd, slot)
                 yield request
             if partial:
                 # The first round started after a slot: the next one must
@@ -252,7 +263,8 @@ class QueuedListing:
         if state and len(state) != 1:
             raise StaleCursor("malformed cursor")
         skip = _int_field(state[0]) if state else 0
-        self._state = [skip]
+        self._done = skip
+        self._where = lambda: [self._done]
         listing = self._listing
         slots = listing.slots
         qwqp = listing.config.component_selection == "querier-worker-priority"
@@ -295,7 +307,7 @@ class QueuedListing:
             last = slot
             done += 1
             if done > skip:
-                self._state = [done]
+                self._done = done
                 yield request
 
 

@@ -73,6 +73,9 @@ class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-a
 
 class CancelOneSerializer(serializers.Serializer):  # type: ignore[type-arg]
     note = serializers.CharField(required=False, allow_blank=True, max_length=500)
+    replica = serializers.CharField(
+        required=False, help_text="scale-out: only on this replica (ids may repeat across them)"
+    )
 
 
 class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg]

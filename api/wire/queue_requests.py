@@ -22,6 +22,7 @@ import asyncio
 import base64
 import binascii
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +56,32 @@ class CursorError(ValueError):
 
 @dataclass(slots=True)
 class Page:
+    """One page; `loop_seconds` is the time it held the event loop (its steps summed)."""
+
     rows: list[dict[str, Any]]
     next: str | None
     total: int
+    loop_seconds: float = 0.0
+
+
+class _LoopTimer:
+    """Sums the synchronous steps of a coroutine: the time it held the loop."""
+
+    __slots__ = ("_at", "spent")
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._at = time.perf_counter()
+
+    async def yield_loop(self) -> None:
+        self.spent += time.perf_counter() - self._at
+        await asyncio.sleep(0)
+        self._at = time.perf_counter()
+
+    def stop(self) -> float:
+        self.spent += time.perf_counter() - self._at
+        self._at = time.perf_counter()
+        return self.spent
 
 
 def encode_cursor(fingerprint: str, phase: str, position: Any, returned: int) -> str:
@@ -94,9 +118,13 @@ def _node(flt: RequestFilter) -> dict[str, Any]:
 
 
 async def count_matching(
-    runtime: SchedulerRuntime, flt: RequestFilter, names: Mapping[str, str]
+    runtime: SchedulerRuntime,
+    flt: RequestFilter,
+    names: Mapping[str, str],
+    timer: _LoopTimer | None = None,
 ) -> int:
     """How many requests match: queued from counters (or a stepped scan), plus running."""
+    timer = timer or _LoopTimer()
     queue = runtime.queue
     now = runtime.clock()
     total = 0
@@ -107,7 +135,7 @@ async def count_matching(
         else:
             scan = MatchScan(queue.listing(), predicate=predicate, **_node(flt))
             while not scan.step(PAGE_BUDGET):
-                await asyncio.sleep(0)
+                await timer.yield_loop()
             total += scan.count
     if flt.state != "queued":
         test = flt.predicate(now, names, node=True)
@@ -126,6 +154,7 @@ async def list_page(
     query_limit: int = QUERY_TEXT_LIMIT,
 ) -> Page:
     """One page: queued rows in dequeue order first, then running ones, longest first."""
+    timer = _LoopTimer()
     fingerprint = flt.fingerprint()
     if cursor:
         phase, position, returned = decode_cursor(cursor, fingerprint)
@@ -152,7 +181,7 @@ async def list_page(
             position = listing.position()
             if done or len(rows) >= limit:
                 break
-            await asyncio.sleep(0)
+            await timer.yield_loop()
         if done:
             if flt.state is None:
                 phase, position = "f", 0
@@ -172,12 +201,12 @@ async def list_page(
         ]
         position = offset + len(chosen)
         exhausted = position >= len(flights)
-    total = await count_matching(runtime, flt, names)
+    total = await count_matching(runtime, flt, names, timer)
     returned += len(rows)
     following = None
     if not exhausted and returned < total:
         following = encode_cursor(fingerprint, phase, position, returned)
-    return Page(rows, following, total)
+    return Page(rows, following, total, timer.stop())
 
 
 def find_row(

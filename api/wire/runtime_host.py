@@ -39,6 +39,7 @@ from api.wire import token_sockets
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.observers import FanOutObserver
+from api.wire.queue_peers import QueuePeers
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.rule_stats import RuleStats
@@ -130,6 +131,9 @@ class RuntimeHost:
         config_events.subscribe(self._on_local_change)
         config_events.subscribe_token_revoked(self._on_local_revocation)
         await self._join_config_group()
+        # Other replicas ask this one about its queue (queue/requests/ across replicas).
+        self.queue_peers = QueuePeers(self)
+        self._spawn(self.queue_peers.serve(), "queue requests")
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
         if getattr(settings, "REDIS_URL", ""):
@@ -235,7 +239,10 @@ class RuntimeHost:
         layer = get_channel_layer()
         if layer is None:
             return
-        self._layer_channel = await layer.new_channel("scheduler-config.")
+        # The default prefix, shared with every other process-local channel
+        # (consumers', the queue peers'): channels_redis receives one prefix
+        # at a time, so a second prefix would stall behind the first.
+        self._layer_channel = await layer.new_channel()
         await layer.group_add(CONFIG_GROUP, self._layer_channel)
         self._spawn(self._listen(layer, self._layer_channel), "config listener")
 

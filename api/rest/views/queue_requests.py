@@ -35,6 +35,7 @@ from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
+from api.wire.queue_peers import live_peers, merged
 from api.wire.queue_rows import FilterError, RequestFilter
 from scheduler_core.model import COMPONENTS
 
@@ -95,10 +96,19 @@ def _replica() -> str:
     return get_board().own_id
 
 
+def _peers(host: Any) -> Any:
+    """The host's peer link when other replicas are live, else None (single replica)."""
+    peers = getattr(host, "queue_peers", None)
+    return peers if peers is not None and live_peers() else None
+
+
 async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
     if not runtime_host.started():
         return {"running": False, "results": [], "next": None, "total": 0}
     host = runtime_host.get_host()
+    peers = _peers(host)
+    if peers is not None:
+        return await merged.page(peers, flt, cursor, limit)
     page = await queue_requests.list_page(
         host.runtime,
         flt,
@@ -107,37 +117,56 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
         replica=_replica(),
         names=queue_requests.grpc_names(host),
     )
-    return {"running": True, "results": page.rows, "next": page.next, "total": page.total}
+    body = {"running": True, "results": page.rows, "next": page.next, "total": page.total}
+    return {**body, "_loop_seconds": page.loop_seconds}
 
 
-async def _find_on_loop(request_id: str) -> dict[str, Any] | None:
+async def _find_on_loop(request_id: str, replica: str | None) -> dict[str, Any] | None:
     if not runtime_host.started():
         return None
     host = runtime_host.get_host()
+    peers = _peers(host)
+    if peers is not None:
+        row, _ = await merged.find(peers, request_id, replica)
+        return row
     names = queue_requests.grpc_names(host)
     return queue_requests.find_row(host.runtime, request_id, replica=_replica(), names=names)
 
 
-async def _cancel_one_on_loop(request_id: str, reason: str) -> dict[str, Any] | None:
+async def _cancel_one_on_loop(
+    request_id: str, reason: str, replica: str | None
+) -> list[dict[str, Any]]:
     if not runtime_host.started():
-        return None
+        return []
     host = runtime_host.get_host()
+    peers = _peers(host)
+    if peers is not None:
+        rows, _ = await merged.cancel_one(peers, request_id, reason, replica)
+        return rows
+    if replica not in (None, _replica()):
+        return []
     names = queue_requests.grpc_names(host)
-    return queue_requests.cancel_one(
+    row = queue_requests.cancel_one(
         host.runtime, request_id, reason, replica=_replica(), names=names
     )
+    return [] if row is None else [row]
 
 
 async def _cancel_matching_on_loop(
     flt: RequestFilter, reason: str, dry_run: bool
-) -> tuple[int, int]:
+) -> tuple[int, int, list[str], list[str]]:
+    """(matched, cancelled, replicas that took part, replicas that did not answer)."""
     if not runtime_host.started():
-        return 0, 0
+        return 0, 0, [], []
     host = runtime_host.get_host()
+    peers = _peers(host)
+    if peers is not None:
+        return await merged.cancel_matching(peers, flt, reason, dry_run)
     names = queue_requests.grpc_names(host)
-    return await queue_requests.cancel_matching(
+    matched, cancelled = await queue_requests.cancel_matching(
         host.runtime, flt, reason, dry_run=dry_run, names=names
     )
+    return matched, cancelled, [_replica()], []
 
 
 def _param(name: str, kind: Any, description: str, **extra: Any) -> OpenApiParameter:
@@ -180,7 +209,12 @@ class QueueRequestListView(ApiView):
             data = async_to_sync(_page_on_loop)(flt, cursor, limit)
         except queue_requests.CursorError as exc:
             raise _invalid("cursor", str(exc)) from None
-        return Response(data)
+        loop = data.pop("_loop_seconds", None)
+        response = Response(data)
+        if loop is not None:
+            # What this page cost the scheduler's loop (its steps summed), for benchmarks.
+            response["Server-Timing"] = f"loop;dur={loop * 1000:.3f}"
+        return response
 
 
 class QueueRequestDetailView(ApiView):
@@ -188,10 +222,11 @@ class QueueRequestDetailView(ApiView):
 
     @extend_schema(
         operation_id="queue_requests_retrieve",
-        responses={200: QueueRequestSerializer, **errors(404)},
+        parameters=[_param("replica", OpenApiTypes.STR, "scale-out: look on this replica only")],
+        responses={200: QueueRequestSerializer, **errors(400, 404)},
     )
     def get(self, request: Request, request_id: str) -> Response:
-        row = async_to_sync(_find_on_loop)(request_id)
+        row = async_to_sync(_find_on_loop)(request_id, request.query_params.get("replica"))
         if row is None:
             raise NotFound(f"no queued or running request {request_id}")
         return Response(row)
@@ -207,20 +242,23 @@ class QueueRequestCancelView(ApiView):
     )
     def post(self, request: Request, request_id: str) -> Response:
         note = _note(request.data)
+        replica = request.data.get("replica") if isinstance(request.data, dict) else None
+        if replica is not None and not isinstance(replica, str):
+            raise _invalid("replica", "must be a string")
         reason = queue_requests.operator_reason(_who(request), note)
-        row = async_to_sync(_cancel_one_on_loop)(request_id, reason)
-        if row is None:
+        rows = async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
+        if not rows:
             raise NotFound(f"no queued or running request {request_id}")
         services.operator_cancel_record(
             author=request.user,
             source=_source(request),
             request_id=request_id,
-            matched=1,
-            cancelled=1,
+            matched=len(rows),
+            cancelled=len(rows),
             note=note,
-            replicas=[row["replica"]],
+            replicas=[row["replica"] for row in rows],
         )
-        return Response(row)
+        return Response(rows[0])
 
 
 class QueueCancelView(ApiView):
@@ -248,7 +286,9 @@ class QueueCancelView(ApiView):
             raise _invalid("non_field_errors", "give at least tenant, or search or regex")
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
-        matched, cancelled = async_to_sync(_cancel_matching_on_loop)(flt, reason, dry_run)
+        matched, cancelled, took_part, missing = async_to_sync(_cancel_matching_on_loop)(
+            flt, reason, dry_run
+        )
         if not dry_run:
             services.operator_cancel_record(
                 author=request.user,
@@ -257,6 +297,9 @@ class QueueCancelView(ApiView):
                 matched=matched,
                 cancelled=cancelled,
                 note=note,
-                replicas=[_replica()],
+                replicas=took_part,
             )
-        return Response({"matched": matched, "cancelled": cancelled})
+        answer: dict[str, Any] = {"matched": matched, "cancelled": cancelled}
+        if len(took_part) > 1 or missing:
+            answer.update(replicas=took_part, replicas_missing=missing)
+        return Response(answer)

@@ -180,8 +180,9 @@ export class DrillPanel {
     this.order = order;
     const more = section.total > order.length;
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
-    setText(this.$("drill-note"), section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
-      "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.");
+    const where = section.local_only ? ` On replica ${section.local_only} only: each replica holds its own queue (the REST API lists every replica's).` : "";
+    setText(this.$("drill-note"), (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
+      "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     this.$("drill-empty").hidden = order.length > 0;
     this.render();

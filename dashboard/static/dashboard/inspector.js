@@ -456,4 +456,5 @@ if (layoutForm) {
 }
 
 window.inspectorClient = client;
+window.inspectorDrill = drill; // for the benchmark (tests/load/drilldown_bench.py)
 client.connect();

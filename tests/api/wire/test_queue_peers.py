@@ -1,0 +1,87 @@
+"""QueuePeers: two replicas' hosts on one in-memory channel layer, asking each other."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from api.wire import queue_peers
+from api.wire.queue_peers import QueuePeers, merged
+from api.wire.queue_rows import RequestFilter
+from scheduler_core.model import Request
+from scheduler_core.runtime import SchedulerRuntime
+from tests.fakes import FakeClock
+
+
+class Host:
+    def __init__(self) -> None:
+        self.runtime = SchedulerRuntime(clock=FakeClock(100.0))
+
+    def frontends(self) -> list[Any]:
+        return []
+
+
+@pytest.fixture
+async def pair(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    hosts = {"r-a": Host(), "r-b": Host()}
+    peers = {}
+    for name, host in hosts.items():
+        p = QueuePeers(host)
+        p.own = name
+        peers[name] = p
+    tasks = [asyncio.create_task(p.serve()) for p in peers.values()]
+    while not all(p.channel for p in peers.values()):
+        await asyncio.sleep(0)
+    monkeypatch.setattr(queue_peers, "live_peers", lambda: ["r-b"])
+    monkeypatch.setenv("QUEUE_PEER_TIMEOUT", "0.5")
+    yield hosts, peers
+    for task in tasks:
+        task.cancel()
+    channel_layers.backends.clear()
+
+
+def fill(host: Host, prefix: str, n: int) -> None:
+    for i in range(n):
+        host.runtime.enqueue(Request(id=f"{prefix}{i}", tenant_id="t", query=f"q {prefix}{i}"))
+
+
+async def test_a_merged_page_takes_each_replica_in_turn_and_counts_them_all(pair: Any) -> None:
+    hosts, peers = pair
+    fill(hosts["r-a"], "a", 3)
+    fill(hosts["r-b"], "b", 2)
+    page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 4)
+    assert [r["id"] for r in page["results"]] == ["a0", "a1", "a2", "b0"]
+    assert [r["replica"] for r in page["results"]] == ["r-a"] * 3 + ["r-b"]
+    assert page["total"] == 5 and page["replicas"] == ["r-a", "r-b"]
+    rest = await merged.page(peers["r-a"], RequestFilter(tenant="t"), page["next"], 4)
+    assert [r["id"] for r in rest["results"]] == ["b1"] and rest["next"] is None
+
+
+async def test_cancels_reach_the_replica_holding_the_request(pair: Any) -> None:
+    hosts, peers = pair
+    fill(hosts["r-a"], "a", 2)
+    fill(hosts["r-b"], "b", 2)
+    rows, missing = await merged.cancel_one(peers["r-a"], "b1", "by op", None)
+    assert [r["replica"] for r in rows] == ["r-b"] and missing == []
+    assert len(hosts["r-b"].runtime.queue) == 1
+    found, _ = await merged.find(peers["r-a"], "b0", None)
+    assert found is not None and found["replica"] == "r-b"
+    counts = await merged.cancel_matching(peers["r-a"], RequestFilter(tenant="t"), "op", False)
+    assert counts == (3, 3, ["r-a", "r-b"], [])
+
+
+async def test_a_replica_that_does_not_answer_is_named(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts, peers = pair
+    fill(hosts["r-a"], "a", 1)
+    monkeypatch.setattr(queue_peers, "live_peers", lambda: ["r-b", "r-gone"])
+    page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 10)
+    assert page["replicas_missing"] == ["r-gone"]
+    assert [r["id"] for r in page["results"]] == ["a0"]

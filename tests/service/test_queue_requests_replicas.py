@@ -1,0 +1,169 @@
+"""queue/requests/ across two real replicas over real Redis (and PostgreSQL).
+
+Each replica holds its own queue; asking either one lists both (each row
+naming its replica), pages across them, cancels a request the other replica
+holds (its frontend is told), cancels by filter on both, and names a replica
+that does not answer in time in `replicas_missing`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from loadgen.daphne_process import DaphneProcess
+from loadgen.wsclients import ws_connect
+from tests.service.replica_pair import replica, require_servers, scale_out_env
+
+NOW = time.time()
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    with scale_out_env() as env:
+        redis_url = require_servers()[1]
+        extra = {"REDIS_URL": redis_url, "QUEUE_PEER_TIMEOUT": "1"}
+        a, b = replica(env, "replica-a", **extra), replica(env, "replica-b", **extra)
+        try:
+            a.start()
+            b.start()
+            yield a, b
+        finally:
+            a.cleanup()
+            b.cleanup()
+
+
+@pytest.fixture(scope="module")
+def tokens(pair: tuple[DaphneProcess, DaphneProcess]) -> dict[str, str]:
+    a, _ = pair
+    return {role: a.issue_token(role, name=f"rp-{role}") for role in ("editor", "frontend")}
+
+
+def call(server: DaphneProcess, token: str, path: str, body: Any = None) -> tuple[int, Any]:
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="GET" if body is None else "POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=15) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+async def acall(server: DaphneProcess, token: str, path: str, body: Any = None) -> Any:
+    return await asyncio.to_thread(call, server, token, path, body)
+
+
+class Frontend:
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+        self.outcomes: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        async for raw in self.ws:
+            msg = json.loads(raw)
+            await (self.outcomes if msg["type"] in ("failed", "result") else self.replies).put(msg)
+
+    async def enqueue(self, rid: str, tenant: str, query: str) -> None:
+        msg = {"type": "enqueue", "id": rid, "tenant": tenant, "query": query}
+        await self.ws.send(json.dumps(msg | {"start": NOW - 600, "end": NOW, "step": 15}))
+        assert (await asyncio.wait_for(self.replies.get(), 10))["type"] == "enqueued"
+
+
+async def until_both_seen(server: DaphneProcess, token: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        status, body = await acall(server, token, "queue/requests/?tenant=none")
+        if set(body.get("replicas", ())) == {"replica-a", "replica-b"}:
+            return
+        assert time.monotonic() < deadline, body
+        await asyncio.sleep(0.3)
+
+
+async def test_either_replica_lists_pages_and_cancels_across_both(
+    pair: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = pair
+    editor = tokens["editor"]
+    on_a = Frontend(await ws_connect(f"{a.ws_url}/ws/frontend/", tokens["frontend"]))
+    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    for i in range(3):
+        await on_a.enqueue(f"a{i}", "shared", f"rate(a_side_{i}[1m])")
+        await on_b.enqueue(f"b{i}", "shared", f"rate(b_side_{i}[1m])")
+    await until_both_seen(a, editor)
+
+    for server in (a, b):
+        status, page = await acall(server, editor, "queue/requests/?tenant=shared")
+        assert status == 200 and page["total"] == 6 and page["replicas_missing"] == [], page
+        # Replica by replica, each in its own dequeue order.
+        assert [(r["replica"], r["client_id"]) for r in page["results"]] == [
+            ("replica-a", "a0"), ("replica-a", "a1"), ("replica-a", "a2"),
+            ("replica-b", "b0"), ("replica-b", "b1"), ("replica-b", "b2"),
+        ]  # fmt: skip
+    seen, cursor = [], ""
+    while True:
+        status, page = await acall(
+            a,
+            editor,
+            "queue/requests/?tenant=shared&limit=4" + (f"&cursor={cursor}" if cursor else ""),
+        )
+        seen += [r["client_id"] for r in page["results"]]
+        cursor = page["next"] or ""
+        if not cursor:
+            break
+    assert seen == ["a0", "a1", "a2", "b0", "b1", "b2"]
+
+    # A cancel through replica A of a request replica B holds reaches B's frontend.
+    status, page = await acall(a, editor, "queue/requests/?tenant=shared&search=b_side_1")
+    (row,) = page["results"]
+    status, cancelled = await acall(
+        a, editor, f"queue/requests/{row['id']}/cancel/", {"note": "x", "replica": "replica-b"}
+    )
+    assert status == 200 and cancelled["replica"] == "replica-b"
+    failed = await asyncio.wait_for(on_b.outcomes.get(), 10)
+    assert failed == {
+        "type": "failed",
+        "id": "b1",
+        "error": "cancelled by operator token:rp-editor: x",
+    }
+
+    status, counts = await acall(
+        a, editor, "queue/cancel/", {"tenant": "shared", "regex": "side_[02]"}
+    )
+    assert counts == {
+        "matched": 4,
+        "cancelled": 4,
+        "replicas": ["replica-a", "replica-b"],
+        "replicas_missing": [],
+    }
+    told = [await asyncio.wait_for(q.outcomes.get(), 10) for q in (on_a, on_a, on_b, on_b)]
+    assert sorted(m["id"] for m in told) == ["a0", "a2", "b0", "b2"]
+    status, page = await acall(b, editor, "queue/requests/?tenant=shared")
+    assert [r["client_id"] for r in page["results"]] == ["a1"] and page["total"] == 1
+
+    # A replica that stops answering is named, never silently left out.
+    assert b.proc is not None
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    try:
+        status, page = await acall(a, editor, "queue/requests/?tenant=shared")
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    assert status == 200 and [r["client_id"] for r in page["results"]] == ["a1"]
+    assert page["replicas_missing"] == ["replica-b"]
+    for frontend in (on_a, on_b):
+        await frontend.ws.close()
+        frontend.reader.cancel()
