@@ -148,6 +148,9 @@ async def test_a_websocket_frontends_request_runs_on_the_cortex_querier(
         msg = make_request(random.Random(5), 1)
         await ws.send(json.dumps({**msg, "tenant": "loadgen-grpc-bridge"}))
         replies = [json.loads(await asyncio.wait_for(ws.recv(), DEADLINE)) for _ in range(2)]
+        # The querier counts its answer once its QueryResult call and "done"
+        # have returned, which may be after the frontend already has the result.
+        await until(lambda: demo.counts["answered"], "the querier to count its answer")
     finally:
         await ws.close()
         await demo.close()
