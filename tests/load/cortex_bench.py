@@ -127,6 +127,7 @@ class Options:
     replicas: int = 1
     scheduler_host: str = "query-scheduler.cortex-bench.test"
     variants: dict[str, dict[str, str]] = field(default_factory=dict)
+    cortex_flags: list[str] = field(default_factory=list)
     workdir: Path = field(default_factory=Path)
     profiled: bool = False
     cluster: ScaleOut | None = None
@@ -308,6 +309,7 @@ def cortex_all_in_one_flags(
         f"-blocks-storage.filesystem.dir={data / 'blocks'}",
         f"-blocks-storage.tsdb.dir={data / 'tsdb'}",
         f"-blocks-storage.bucket-store.sync-dir={data / 'sync'}",
+        *opts.cortex_flags,
     ]
 
 
@@ -665,6 +667,14 @@ def main(argv: list[str] | None = None) -> int:
         "(e.g. grpcio:GRPC_SERVER=grpcio)",
     )
     parser.add_argument(
+        "--cortex-flag",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="one more flag for the all-in-one Cortex (e.g. "
+        "-querier.frontend-client.grpc-compression=gzip)",
+    )
+    parser.add_argument(
         "--replicas",
         type=int,
         default=1,
@@ -694,6 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         replicas=max(1, args.replicas),
         scheduler_host=args.scheduler_host,
         variants=dict(parse_variant(v) for v in args.variant),
+        cortex_flags=list(args.cortex_flag),
     )
     if opts.replicas > 1 and not resolves_to_replicas(opts.scheduler_host, opts.replicas):
         print(

@@ -285,6 +285,7 @@ class GrpcConnection(Http2Connection):
         super().__init__(batch_writes=server.batch_writes)
         self.server = server
         self._auth: dict[str, list[bytes]] | None = None
+        self._encodings_seen: set[str] = set()
 
     def stream_opened(self, stream: Http2Stream, headers: dict[str, str], end: bool) -> None:
         method = self.server.methods.get(headers.get(":path", ""))
@@ -308,6 +309,9 @@ class GrpcConnection(Http2Connection):
                 f"grpc-encoding {encoding} is not supported (use gzip or none)",
             )
             return
+        if encoding != "identity" and encoding not in self._encodings_seen:
+            self._encodings_seen.add(encoding)
+            log.info("%s sends %s-compressed messages", self.peer(), encoding)
         if end:
             call.ended = True
         call.task = self.loop.create_task(_run(call, method))
