@@ -51,6 +51,10 @@ MAX_ROWS = 500
 LONGEST_ROWS = 10
 SCAN_BUDGET = 20_000
 _SOURCES = {"rule": "r", "default": "d", "disabled": "x"}
+# Encoded rows of recent ticks, by what can change in a row: a request shown
+# tick after tick is serialised once. Cleared whole when it grows past the bound.
+_ENCODED: dict[tuple[Any, ...], str] = {}
+_ENCODED_MAX = 50_000
 _FILTER_KEYS = (
     "tenant",
     "component",
@@ -149,6 +153,28 @@ def _row(
     ]
 
 
+def _encoded(
+    request: Request,
+    flight: InFlight | None,
+    offset: float,
+    names: Mapping[str, str],
+    replica: str,
+) -> str:
+    key = (
+        request.id,
+        request.enqueued_at,
+        request.attempts,
+        None if flight is None else (flight.querier_id, flight.worker_id, flight.since),
+        replica,
+    )
+    text = _ENCODED.get(key)
+    if text is None:
+        if len(_ENCODED) >= _ENCODED_MAX:
+            _ENCODED.clear()
+        text = _ENCODED[key] = _dumps(_row(request, flight, offset, names, replica))
+    return text
+
+
 def build_page(
     runtime: SchedulerRuntime, params: DrillParams, names: Mapping[str, str], replica: str
 ) -> dict[str, Any]:
@@ -170,9 +196,11 @@ def build_page(
         if listing is not None:
             got, done = take_page(listing, params.limit, predicate, SCAN_BUDGET)
             complete = done or len(got) >= params.limit
-            rows += [(r.id, _dumps(_row(r, None, offset, names, replica))) for r in got]
+            rows += [(r.id, _encoded(r, None, offset, names, replica)) for r in got]
         if predicate is None:
             queued_total = queue.listing().queued_count(**node)
+        elif listing is not None and done:
+            queued_total = len(got)  # the page walked the whole node: every match
         else:
             scan = MatchScan(queue.listing(), predicate=predicate, **node)
             complete = scan.step(SCAN_BUDGET) and complete
@@ -184,7 +212,7 @@ def build_page(
         running_total = len(flights)
         room = params.limit - len(rows)
         rows += [
-            (f.request.id, _dumps(_row(f.request, f, offset, names, replica)))
+            (f.request.id, _encoded(f.request, f, offset, names, replica))
             for f in flights[: max(0, room)]
         ]
     return {"rows": rows, "total": queued_total + running_total, "exact": complete}

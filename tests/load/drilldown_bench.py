@@ -171,7 +171,8 @@ async def run(args: argparse.Namespace) -> None:
         await load.start()
         await asyncio.sleep(args.warmup * 2)
         before = await load.rate(args.seconds)
-        print(f"  (no browser: server CPU {100 * load.last_cpu:.0f}% of a core)")
+        before_cpu = load.last_cpu
+        print(f"  (no browser: server CPU {100 * before_cpu:.0f}% of a core)")
         print("listing pages over REST, with traffic flowing:")
         await listing_pages(server, token, args.deep, args.tenants)
         async with async_playwright() as playwright:
@@ -180,6 +181,17 @@ async def run(args: argparse.Namespace) -> None:
             )
             context = await browser.new_context(viewport={"width": 1400, "height": 900})
             pages = await open_inspectors(context, server.base_url, args.inspectors)
+            await asyncio.sleep(args.warmup)
+            for page in pages:
+                await page.evaluate(RESET)
+            started = time.perf_counter()
+            plain = await load.rate(args.seconds)
+            plain_cpu = load.last_cpu
+            plain_elapsed = time.perf_counter() - started
+            plain_bytes = [(await page.evaluate(READ))["bytes"] / plain_elapsed for page in pages]
+            print(
+                f"  ({len(pages)} open, no drill-down: server CPU {100 * plain_cpu:.0f}% of a core)"
+            )
             for n, page in enumerate(pages):
                 tenant = DEEP if n % 4 == 0 else f"tenant-{(n * 397) % args.tenants:05d}"
                 search = ("needle_" if tenant == DEEP else "rate(") if n % 2 else ""
@@ -189,6 +201,7 @@ async def run(args: argparse.Namespace) -> None:
                 await page.evaluate(RESET)
             started = time.perf_counter()
             watched = await load.rate(args.seconds)
+            watched_cpu = load.last_cpu
             elapsed = time.perf_counter() - started
             readings = [await page.evaluate(READ) for page in pages]
             rows = [
@@ -199,6 +212,7 @@ async def run(args: argparse.Namespace) -> None:
             await browser.close()
         await asyncio.sleep(args.warmup)
         after = await load.rate(args.seconds)
+        after_cpu = load.last_cpu
         await load.stop()
         await deep.close()
     finally:
@@ -213,6 +227,18 @@ async def run(args: argparse.Namespace) -> None:
         f"no browser: dispatch rate {before:.0f}/s before and {after:.0f}/s after "
         f"(mean {alone:.0f}/s is the baseline)"
     )
+
+    def per_request(cpu: float, rate: float) -> float:
+        return 1e6 * cpu / rate if rate else float("nan")
+
+    alone_us = (per_request(before_cpu, before) + per_request(after_cpu, after)) / 2
+    print(f"  server CPU per dispatched request: {alone_us:.0f} us")
+    print(f"{len(readings)} inspectors open, no drill-down:")
+    print(
+        f"  bytes/s per browser: mean {statistics.mean(plain_bytes) / 1000:.1f} KB/s; "
+        f"dispatch rate {plain:.0f}/s: ratio to no browser {plain / alone:.3f}; "
+        f"server CPU per request {per_request(plain_cpu, plain):.0f} us"
+    )
     print(
         f"{len(readings)} inspectors drilled in (rows shown: min {min(rows)}, max {max(rows)}), "
         "half of them searching:"
@@ -223,7 +249,8 @@ async def run(args: argparse.Namespace) -> None:
     )
     print(
         f"  dispatch rate {watched:.0f}/s: ratio to no browser {watched / alone:.3f} "
-        "(target >= 0.9)"
+        f"(target >= 0.9), to the same inspectors without drill-down {watched / plain:.3f}; "
+        f"server CPU per request {per_request(watched_cpu, watched):.0f} us"
     )
 
 
