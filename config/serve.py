@@ -33,7 +33,8 @@ def install_event_loop(env: os._Environ[str] | dict[str, str]) -> str:
 
 def main() -> None:
     install_event_loop(os.environ)
-    from daphne.cli import CommandLineInterface  # creates the loop: after the policy
+    # Creates the loop when imported, so only after the policy is set.
+    from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
 
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()

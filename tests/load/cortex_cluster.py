@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +184,7 @@ def start_cortex_scheduler(
             cwd=workdir,
         )
         url = f"http://{ip}:{http_port}"
-        wait("Cortex query-scheduler", lambda u=url: _http_ok(u + "/ready"), proc, 60)
+        wait("Cortex query-scheduler", partial(_http_ok, url + "/ready"), proc, 60)
         procs.append(proc)
         urls.append(url + "/metrics")
     return Scheduler(procs, urls, f"{host if replicas > 1 else '127.0.0.1'}:{grpc_port}")
@@ -219,8 +220,8 @@ def start_our_scheduler(
         )
         url = f"http://127.0.0.1:{http_port}"
         # Daphne has no lifespan: the first request starts the runtime and the door.
-        wait("our scheduler", lambda u=url: _http_ok(u + "/healthz"), proc, 120)
-        wait("our gRPC door", lambda a=ip: _tcp_open(a, grpc_port), proc, 60)
+        wait("our scheduler", partial(_http_ok, url + "/healthz"), proc, 120)
+        wait("our gRPC door", partial(_tcp_open, ip, grpc_port), proc, 60)
         procs.append(proc)
         urls.append(url + "/metrics")
     return Scheduler(procs, urls, f"{host if replicas > 1 else '127.0.0.1'}:{grpc_port}")
