@@ -106,12 +106,31 @@ def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
     )
 
 
+def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
+    page: Page, traffic: Traffic
+) -> None:
+    page.locator("#drill-search").fill("")  # the search box keeps its text across nodes
+    page.get_by_role("button", name="Requests of beta").click()
+    expect(page.locator("#drill-title")).to_have_text("Requests of tenant beta")
+    expect(page.locator("#drill-rows > li")).to_have_count(2)
+    page.get_by_role("button", name="Cancel matching…").click()
+    dialog = page.locator("#cancel-dialog")
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 2 queued requests?")
+    page.get_by_role("button", name="Cancel them").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    expect(page.locator("#drill-note")).to_contain_text("Cancelled 2 requests.")
+    page.locator("#drill-close").click()
+
+
 def test_the_cancel_appears_on_the_history_page(page: Page) -> None:
     page.goto("/history/")
     cancels = page.locator("#operator-cancels")
     expect(cancels).to_contain_text("Cancelled request")
     expect(cancels).to_contain_text("by erin via UI")
     expect(cancels).to_contain_text("runaway join")
+    expect(cancels).to_contain_text("Cancelled 2 of 2 matching")
+    expect(cancels).to_contain_text("tenant=beta")
     page.goto("/")
     expect(page.locator("#live-state")).to_have_text("live")
 

@@ -257,8 +257,8 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, default=10_000)
-    parser.add_argument("--per-tenant", type=int, default=5)
-    parser.add_argument("--deep", type=int, default=50_000)
+    parser.add_argument("--per-tenant", type=int, default=2)
+    parser.add_argument("--deep", type=int, default=90_000)
     parser.add_argument("--inspectors", type=int, default=20)
     parser.add_argument("--queriers", type=int, default=4)
     parser.add_argument("--workers", type=int, default=8)

@@ -181,7 +181,8 @@ export class DrillPanel {
     const more = section.total > order.length;
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
     const where = section.local_only ? ` On replica ${section.local_only} only: each replica holds its own queue (the REST API lists every replica's).` : "";
-    setText(this.$("drill-note"), (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
+    const flash = this.flash && this.flash.until > Date.now() ? `${this.flash.text} ` : "";
+    setText(this.$("drill-note"), flash + (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     this.$("drill-empty").hidden = order.length > 0;
@@ -377,7 +378,9 @@ export class DrillPanel {
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
-    setText(this.$("drill-note"), pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`);
+    const text = pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
+    this.flash = { text, until: Date.now() + 10000 }; // kept over the next updates
+    setText(this.$("drill-note"), text);
   }
 
   async post(path, body) {
