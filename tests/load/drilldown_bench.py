@@ -105,17 +105,23 @@ async def listing_pages(server: DaphneProcess, token: str, deep: int, tenants: i
     walk: list[float] = []
     cursor = ""
     seen = 0
+    first_total = None
     while True:
         query = f"tenant={DEEP}&component=ingester&limit=50" + (
             f"&cursor={cursor}" if cursor else ""
         )
         ms, body = await asyncio.to_thread(page_loop_ms, server, token, query)
         walk.append(ms)
+        if first_total is None:
+            first_total = body["total"]
         seen += len(body["results"])
         cursor = body["next"] or ""
         if not cursor:
             break
-    print(f"  deep leaf: {seen} rows walked (about {deep} queued in that one leaf)")
+    print(
+        f"  deep leaf: {first_total} queued in that one leaf when the walk began "
+        f"({deep} were sent), {seen} rows walked"
+    )
     print_pages("deep leaf, head to end by cursor, 50 a page", walk)
     searches = []
     for needle in ("needle_7_", "needle_", "nothing-matches"):
