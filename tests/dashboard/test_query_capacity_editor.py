@@ -1,4 +1,4 @@
-"""The tenant editor: `max_query_capacity` saved and validated on its field; explain (queriers, actor)."""
+"""The tenant editor: `max_query_capacity` on its field; explain (queriers, actor)."""
 
 from __future__ import annotations
 

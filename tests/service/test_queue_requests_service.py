@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -30,6 +30,18 @@ from scheduler_core.pb import schedulerpb_pb2 as pb
 from tests.service.test_websocket_service import Frontend
 
 RANGE = "/prometheus/api/v1/query_range"
+
+
+@pytest.fixture(scope="module")
+def daphne_server() -> Iterator[DaphneProcess]:
+    """A Daphne of this module's own: a querier here takes any tenant's work, so
+    requests other tests leave on the shared server would reach it."""
+    server = DaphneProcess()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
 
 
 @pytest.fixture(scope="module")

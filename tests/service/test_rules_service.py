@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,6 +33,18 @@ RULES: dict[str, Any] = {
     },
     "query_rejection": {"enabled": True, "query_attributes": [{"regex": "expensive"}]},
 }
+
+
+@pytest.fixture(scope="module")
+def daphne_server() -> Iterator[DaphneProcess]:
+    """A Daphne of this module's own: a querier here takes any tenant's work, so
+    requests other tests leave on the shared server would reach it."""
+    server = DaphneProcess()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
 
 
 @pytest.fixture(scope="module")

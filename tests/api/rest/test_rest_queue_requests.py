@@ -197,9 +197,7 @@ def test_one_request_and_404_once_it_left(viewer_api, runtime):
     assert viewer_api.get("/api/v1/queue/requests/ws:c1:3/").status_code == 404
 
 
-def test_an_editor_cancels_one_request_its_frontend_is_told_and_it_is_recorded(
-    editor_api, runtime
-):
+def test_an_editor_cancels_one_request_its_frontend_is_told_and_it_is_recorded(editor_api, runtime):
     handle = runtime.queue.listing().find("ws:c1:2")[0].payload
     response = editor_api.post(
         "/api/v1/queue/requests/ws:c1:2/cancel/", {"note": "runaway"}, format="json"
@@ -229,9 +227,7 @@ def test_cancel_by_filter_previews_then_cancels_exactly_the_matching_queued_requ
     preview = editor_api.post("/api/v1/queue/cancel/", {**body, "dry_run": True}, format="json")
     assert preview.json() == {"matched": 2, "cancelled": 0}
     assert len(runtime.queue) == 5 and not OperatorCancel.objects.exists()
-    handles = {
-        rid: runtime.queue.listing().find(rid)[0].payload for rid in ("ws:c1:0", "ws:c1:4")
-    }
+    handles = {rid: runtime.queue.listing().find(rid)[0].payload for rid in ("ws:c1:0", "ws:c1:4")}
     done = editor_api.post("/api/v1/queue/cancel/", body, format="json")
     assert done.json() == {"matched": 2, "cancelled": 2}
     remaining = {r.id for r in runtime.queue.listing().queued()}
@@ -253,9 +249,7 @@ def test_cancel_by_filter_previews_then_cancels_exactly_the_matching_queued_requ
         ({"tenant": "acme", "dry_run": "yes"}, "dry_run"),
     ],
 )
-def test_a_cancel_by_filter_without_a_narrow_enough_filter_is_400(
-    editor_api, runtime, body, field
-):
+def test_a_cancel_by_filter_without_a_narrow_enough_filter_is_400(editor_api, runtime, body, field):
     response = editor_api.post("/api/v1/queue/cancel/", body, format="json")
     assert response.status_code == 400 and field in response.json()
     assert len(runtime.queue) == 5 and not OperatorCancel.objects.exists()
