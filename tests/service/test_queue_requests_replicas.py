@@ -1,9 +1,10 @@
-"""queue/requests/ across two real replicas over real Redis (and PostgreSQL).
+"""queue/requests/ and rule-stats/ across two real replicas over real Redis (and PostgreSQL).
 
 Each replica holds its own queue; asking either one lists both (each row
 naming its replica), pages across them, cancels a request the other replica
 holds (its frontend is told), cancels by filter on both, and names a replica
-that does not answer in time in `replicas_missing`.
+that does not answer in time in `replicas_missing`. Each replica counts its
+own rule hits; either one's rule-stats sums both, with a `replicas` breakdown.
 """
 
 from __future__ import annotations
@@ -78,10 +79,12 @@ class Frontend:
             msg = json.loads(raw)
             await (self.outcomes if msg["type"] in ("failed", "result") else self.replies).put(msg)
 
-    async def enqueue(self, rid: str, tenant: str, query: str) -> None:
+    async def enqueue(self, rid: str, tenant: str, query: str) -> dict[str, Any]:
         msg = {"type": "enqueue", "id": rid, "tenant": tenant, "query": query}
         await self.ws.send(json.dumps(msg | {"start": NOW - 600, "end": NOW, "step": 15}))
-        assert (await asyncio.wait_for(self.replies.get(), 10))["type"] == "enqueued"
+        reply = await asyncio.wait_for(self.replies.get(), 10)
+        assert reply["type"] == "enqueued", reply
+        return reply
 
 
 async def until_both_seen(server: DaphneProcess, token: str) -> None:
@@ -164,6 +167,74 @@ async def test_either_replica_lists_pages_and_cancels_across_both(
         os.kill(b.proc.pid, signal.SIGCONT)
     assert status == 200 and [r["client_id"] for r in page["results"]] == ["a1"]
     assert page["replicas_missing"] == ["replica-b"]
+    for frontend in (on_a, on_b):
+        await frontend.ws.close()
+        frontend.reader.cancel()
+
+
+RANKED: dict[str, Any] = {
+    "query_priority": {
+        "enabled": True,
+        "default_priority": 0,
+        "priorities": [{"priority": 5, "query_attributes": [{"regex": ".*hot.*"}]}],
+    }
+}
+
+
+async def until_ranked(frontend: Frontend, side: str) -> None:
+    """Config reaches each replica by its reconcile loop: probe until it ranks.
+
+    Probes classified before the config arrived were counted under the old
+    limits, which the stats leave out; the one that ranks 5 counts as `hot`.
+    """
+    deadline = time.monotonic() + 20
+    for n in range(1_000):
+        if (await frontend.enqueue(f"{side}-probe-{n}", "ranked", "hot_probe"))["priority"] == 5:
+            return
+        assert time.monotonic() < deadline, "the priority rule never applied"
+        await asyncio.sleep(0.2)
+
+
+async def test_either_replica_sums_both_replicas_rule_hits_with_a_breakdown(
+    pair: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = pair
+    request = urllib.request.Request(
+        f"{a.base_url}/api/v1/tenants/ranked/",
+        data=json.dumps(RANKED).encode(),
+        method="PUT",
+        headers={"Authorization": f"Bearer {tokens['editor']}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        assert response.status in (200, 201)
+    on_a = Frontend(await ws_connect(f"{a.ws_url}/ws/frontend/", tokens["frontend"]))
+    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    await until_ranked(on_a, "a")
+    await until_ranked(on_b, "b")
+    for i in range(3):
+        await on_a.enqueue(f"ra{i}", "ranked", f"sum(hot_{i})")
+    await on_a.enqueue("ra-cold", "ranked", "up")
+    await on_b.enqueue("rb-cold-0", "ranked", "up")
+    await on_b.enqueue("rb-cold-1", "ranked", "down")
+
+    # Counts cross replicas every few seconds: wait until each sees the other's.
+    expected_totals = {"replica-a": 5, "replica-b": 3}
+    for server, own in ((a, "replica-a"), (b, "replica-b")):
+        deadline = time.monotonic() + 30
+        while True:
+            status, stats = await acall(server, tokens["editor"], "tenants/ranked/rule-stats/")
+            assert status == 200, stats
+            breakdown = {r["replica"]: r["total"]["5m"] for r in stats["replicas"]}
+            if breakdown == expected_totals:
+                break
+            assert time.monotonic() < deadline, stats
+            await asyncio.sleep(0.5)
+        assert stats["replicas"][0]["replica"] == own  # its own counts come first
+        assert all(r["current"] for r in stats["replicas"])
+        (rule,) = stats["priorities"]
+        assert rule["matched"]["5m"] == rule["attributes"][0]["matched"]["5m"] == 5
+        assert stats["default"]["matched"]["5m"] == 3
+        assert stats["total"]["5m"] == stats["total"]["1h"] == stats["total"]["version"] == 8
     for frontend in (on_a, on_b):
         await frontend.ws.close()
         frontend.reader.cancel()
