@@ -2,7 +2,9 @@
 
 A websocket frontend sends `X-Loki-Actor-Path` in its enqueue's headers and a
 Cortex gRPC frontend as a forwarded HTTP header; the tree shows the actor
-levels under the tenant's component, in both projections, live.
+levels under the tenant's component, in both projections, live, and the
+drill-down lists an actor's requests, shows each row's actor and filters by
+any actor path typed in.
 """
 
 from __future__ import annotations
@@ -86,5 +88,27 @@ def test_actor_levels_from_both_protocols_show_under_the_tenant(
         expect(treeitem(page, "actor joe: 2 queued")).to_be_visible()
         traffic.enqueue("loki", headers={"X-Loki-Actor-Path": "users|joe"})
         expect(treeitem(page, "actor joe: 3 queued")).to_be_visible(timeout=2_000)
+
+        # The drill-down from an actor node: that actor's requests, and its path.
+        page.get_by_role("button", name="Requests of joe").click()
+        expect(page.locator("#drill-title")).to_have_text(
+            "Requests of tenant loki / ingester / actor users|joe"
+        )
+        expect(page.locator("#drill-actor")).to_have_value("users|joe")
+        rows = page.locator("#drill-rows > li")
+        expect(rows).to_have_count(3)
+        for i in range(3):
+            expect(rows.nth(i).locator(".meta")).to_contain_text("actor users|joe")
+        # A typed path widens or moves the filter: a level and everything below it.
+        page.locator("#drill-actor").fill("users")
+        expect(rows).to_have_count(4)
+        expect(page.locator("#drill-count")).to_have_text("4 of 4")
+        page.locator("#drill-actor").fill("apps|grafana")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator(".meta")).to_contain_text("gRPC")
+        page.locator("#drill-actor").fill("")
+        expect(rows).to_have_count(6)
+        expect(page.locator("#drill-title")).to_have_text("Requests of tenant loki / ingester")
+        page.screenshot(path=str(SCREENSHOTS / "inspector-actor-drilldown.png"))
     finally:
         traffic.run(frontend.close())

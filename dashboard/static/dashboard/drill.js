@@ -19,7 +19,7 @@ export function decodeRow(a) {
     source: SOURCES[a[6]] || "default", line: a[7], more: a[8], api_type: a[9], start: a[10],
     end: a[11], step: a[12], state: a[13] === "f" ? "in_flight" : "queued", since: a[14],
     attempts: a[15], querier: a[16], worker: a[17], running_since: a[18],
-    frontend: { transport: a[19], address: a[20], name: a[21] }, replica: a[22],
+    frontend: { transport: a[19], address: a[20], name: a[21] }, replica: a[22], actor: a[23] || "",
   };
 }
 
@@ -74,6 +74,7 @@ export function describe(filter) {
   if (filter.tenant) bits.push(`tenant ${filter.tenant}`);
   if (filter.component) bits.push(filter.component);
   if (filter.priority !== undefined && filter.priority !== null && filter.priority !== "") bits.push(`priority ${filter.priority}`);
+  if (filter.actor) bits.push(`actor ${filter.actor}`);
   return bits.length ? bits.join(" / ") : "the whole queue";
 }
 
@@ -100,7 +101,7 @@ export class DrillPanel {
   wire() {
     let timer = null;
     const changed = () => { clearTimeout(timer); timer = setTimeout(() => this.send(), 250); };
-    for (const id of ["drill-search", "drill-priority", "drill-min-wait"]) this.$(id).addEventListener("input", changed);
+    for (const id of ["drill-search", "drill-actor", "drill-priority", "drill-min-wait"]) this.$(id).addEventListener("input", changed);
     for (const id of ["drill-regex", "drill-state"]) this.$(id).addEventListener("change", () => this.send());
     this.$("drill-form").addEventListener("submit", (e) => { e.preventDefault(); this.send(); });
     this.$("drill-close").addEventListener("click", () => this.close());
@@ -121,6 +122,10 @@ export class DrillPanel {
     const f = { ...this.node };
     const text = this.$("drill-search").value.trim();
     if (text) f[this.$("drill-regex").checked ? "regex" : "search"] = text;
+    // The actor box starts at the node's path and may narrow or widen it.
+    const actor = this.$("drill-actor").value.trim();
+    if (actor) f.actor = actor;
+    else delete f.actor;
     const state = this.$("drill-state").value;
     if (state) f.state = state;
     const priority = this.$("drill-priority").value.trim();
@@ -140,8 +145,8 @@ export class DrillPanel {
     this.rows.clear();
     this.order = [];
     this.open.clear();
+    this.$("drill-actor").value = node.actor || "";
     this.card.hidden = false;
-    setText(this.$("drill-title"), `Requests of ${describe(node)}`);
     this.list.replaceChildren();
     this.send();
     this.onOpen();
@@ -150,6 +155,8 @@ export class DrillPanel {
 
   send() {
     const message = this.message();
+    // The title names what is listed: the node as narrowed or widened by the boxes.
+    if (this.node) setText(this.$("drill-title"), `Requests of ${describe(this.filter())}`);
     this.client.setDrill(message);
   }
 
@@ -248,6 +255,7 @@ export class DrillPanel {
       row.id, `${row.tenant} / ${row.component}`, ruleText(row), rangeText(row, this.now()),
       frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
       row.attempts > 1 ? `attempt ${row.attempts} (a retry)` : `attempts ${row.attempts}`,
+      row.actor ? `actor ${row.actor}` : "",
       row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
       row.replica ? `replica ${row.replica}` : "",
     ].filter(Boolean).join(" · ");
@@ -313,6 +321,7 @@ export class DrillPanel {
       const now = Date.now() / 1000;
       const pairs = [
         ["Tenant / component", `${detail.tenant} / ${detail.component}`],
+        ["Actor", detail.actor || "(none)"],
         ["Priority", `${detail.priority} (${ruleText({ source: detail.source, rule: detail.rule && [detail.rule.priority_index, detail.rule.attribute_index] })})`],
         ["State", detail.state === "in_flight" ? `running on ${detail.querier} worker ${detail.worker} for ${formatWait(detail.running_seconds)}` : "queued"],
         ["Waited", formatWait(detail.wait_seconds)],

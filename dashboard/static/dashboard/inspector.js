@@ -59,14 +59,21 @@ const drill = new DrillPanel(client, { editor: root.dataset.editor === "1", csrf
 
 // A tree node's key names its tenant and component (dashboard/wire.py): the
 // drill-down lists that node's requests.
-function nodeFilter(key) {
+// An actor node drills into its leaf with the actor path of the actor nodes
+// above it and itself (the leaf is the node just above the first actor).
+function nodeFilter(key, chain = []) {
+  const top = chain.findIndex((n) => n.kind === "actor");
+  if (top > 0) {
+    const actor = chain.slice(top).filter((n) => n.kind === "actor").map((n) => n.name).join("|");
+    return { ...nodeFilter(chain[top - 1].key), actor };
+  }
   const [prefix, rest] = [key.slice(0, 1), key.slice(2)];
   const cut = rest.lastIndexOf("/");
   const [first, second] = cut < 0 ? [rest, null] : [rest.slice(0, cut), rest.slice(cut + 1)];
   if (prefix === "c") return second === null ? { component: first } : { component: first, tenant: second };
   return second === null ? { tenant: first } : { tenant: first, component: second };
 }
-tree.onDrill = (key) => drill.show(nodeFilter(key));
+tree.onDrill = (key, chain) => drill.show(nodeFilter(key, chain));
 
 function resubscribe(resetPage) {
   if (resetPage) params.page = 0;

@@ -15,7 +15,7 @@ export class TreeView {
     this.expanded = new Map(); // key -> bool, only where the user chose
     this.focusKey = null;
     this.stuckAfter = null; // seconds; set from the header
-    this.onDrill = null; // (node key) => void, set by the inspector
+    this.onDrill = null; // (node key, nodes from the top down to it) => void, set by the inspector
     root.addEventListener("keydown", (e) => this.onKey(e));
     root.addEventListener("click", (e) => this.onClick(e));
     root.addEventListener("focusin", (e) => {
@@ -96,6 +96,7 @@ export class TreeView {
   // an update writes only what changed: the wait cell ticks on every update,
   // the rest only when the row's counts or expansion change.
   update(li, node, level) {
+    li._node = node;
     const hasChildren = (node.fanout || 0) > 0;
     const open = hasChildren && this.isExpanded(node, level);
     const prios = priorityText(node.by_priority);
@@ -138,14 +139,13 @@ export class TreeView {
       group.setAttribute("role", "group");
       li.append(group);
     }
-    li._node = node;
     if (open) this.reconcile(group, node.children || [], level + 1);
     else if (group.firstChild) group.replaceChildren();
   }
 
-  // A "requests" button on tenant and component nodes opens the drill-down.
+  // A "requests" button on tenant, component and actor nodes opens the drill-down.
   drillButton(cell, node) {
-    const wanted = this.onDrill && (node.kind === "tenant" || node.kind === "component");
+    const wanted = this.onDrill && (node.kind === "tenant" || node.kind === "component" || node.kind === "actor");
     let button = cell.firstElementChild;
     if (!wanted) { if (button) button.remove(); return; }
     if (!button) {
@@ -157,6 +157,16 @@ export class TreeView {
     }
     button.setAttribute("aria-label", `Requests of ${node.name}`);
     button.title = `List the requests of ${node.name} in dequeue order`;
+  }
+
+  // The nodes from the top of the tree down to `li` (an actor's path is the
+  // names of the actor nodes on the way).
+  chain(li) {
+    const nodes = [];
+    for (let at = li; at && this.root.contains(at); at = at.parentElement.closest('[role="treeitem"]')) {
+      if (at._node) nodes.unshift(at._node);
+    }
+    return nodes;
   }
 
   drawBar(bar, node) {
@@ -230,7 +240,7 @@ export class TreeView {
     const li = e.target.closest('[role="treeitem"]');
     if (!li || !this.root.contains(li)) return;
     if (e.target.closest("button.drill")) {
-      if (this.onDrill) this.onDrill(keyOf(li));
+      if (this.onDrill) this.onDrill(keyOf(li), this.chain(li));
       return;
     }
     this.setFocus(li);
