@@ -242,8 +242,10 @@ class RequestFilter:
         return lambda r: all(test(r) for test in tests)
 
 
+# An empty string is no number: `?priority=` is refused, not read as "any",
+# so a client whose filter lost its value is told so.
 def _integer(value: Any, name: str) -> int | None:
-    if value is None or value == "":
+    if value is None:
         return None
     if isinstance(value, bool):
         raise FilterError(name, "must be an integer")
@@ -255,7 +257,7 @@ def _integer(value: Any, name: str) -> int | None:
 
 
 def _seconds(value: Any, name: str) -> float | None:
-    if value is None or value == "":
+    if value is None:
         return None
     if isinstance(value, bool):
         raise FilterError(name, "must be a number of seconds")

@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 
 from api.rest.content import LimitedJSONParser
 from api.rest.query_params import bool_param
+from api.store.exceptions import ConfigValidationError
+from api.store.import_plan import tenant_id_errors
 from api.store.models import ConfigRevision
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "IF_MATCH_REQUIRED",
     "IF_NONE_MATCH",
     "ApiView",
+    "check_tenant_id",
     "errors",
     "flag",
 ]
@@ -62,6 +65,14 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
         code: OpenApiResponse(response=OpenApiTypes.OBJECT, description=_ERROR_TEXT[code])
         for code in (401, 403, *codes)
     }
+
+
+def check_tenant_id(tenant_id: str) -> None:
+    """A path tenant ID Cortex could never send is a 400 naming `tenant_id`
+    (on endpoints that answer for any tenant, configured or not)."""
+    problems = tenant_id_errors(tenant_id)
+    if problems:
+        raise ConfigValidationError(problems)
 
 
 def flag(request: Request, name: str) -> bool:

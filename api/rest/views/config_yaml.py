@@ -26,11 +26,10 @@ from api.rest.serializers_yaml import (
     CompareSerializer,
     TenantYamlSerializer,
 )
-from api.rest.views.base import ApiView, errors
+from api.rest.views.base import ApiView, check_tenant_id, errors
 from api.store import selectors
 from api.store.config_yaml import parse_tenant_block, tenant_block_yaml
 from api.store.exceptions import ConfigValidationError
-from api.store.import_plan import tenant_id_errors
 from api.store.revision_states import CONFIG, OVERRIDES, SETTINGS, Scope, compare_revisions
 from scheduler_core.errors import FieldError
 
@@ -65,16 +64,15 @@ class TenantYamlView(ApiView):
         description=(
             "Read a pasted block for this tenant (which need not exist). Syntax and "
             "validation problems are answered in `errors` with their lines (200); "
-            "other Cortex limits in `ignored`. Any role; nothing is written."
+            "other Cortex limits in `ignored`. A tenant ID Cortex could not send is a "
+            "400 naming `tenant_id`. Any role; nothing is written."
         ),
         responses={200: BlockParseSerializer, **errors(400, 413, 415)},
     )
     def post(self, request: Request, tenant_id: str) -> Response:
+        check_tenant_id(tenant_id)
         parsed = parse_tenant_block(_yaml_text(request.data))
-        problems = [
-            {"path": e.path, "message": e.message, "line": None}
-            for e in tenant_id_errors(tenant_id)
-        ] + [{"path": p.path, "message": p.message, "line": p.line} for p in parsed.problems]
+        problems = [{"path": p.path, "message": p.message, "line": p.line} for p in parsed.problems]
         body = {
             "tenant_id": tenant_id,
             "pasted_tenant": parsed.pasted_tenant,
@@ -100,6 +98,10 @@ def _yaml_text(data: Any) -> str:
     return str(text)
 
 
+# What `_revision_param` accepts: digits only.
+_REVISION_ID = {"type": "integer", "minimum": 0}
+
+
 def _revision_param(request: Request, name: str, errs: list[FieldError]) -> Any:
     raw = request.query_params.get(name, "")
     if not raw:
@@ -117,8 +119,8 @@ class RevisionCompareView(ApiView):
     @extend_schema(
         operation_id="revisions_compare",
         parameters=[
-            OpenApiParameter("from", OpenApiTypes.INT, required=True, description="revision id"),
-            OpenApiParameter("to", OpenApiTypes.INT, required=True, description="revision id"),
+            OpenApiParameter("from", _REVISION_ID, required=True, description="revision id"),
+            OpenApiParameter("to", _REVISION_ID, required=True, description="revision id"),
             OpenApiParameter("tenant", OpenApiTypes.STR, description="compare this tenant's block"),
             OpenApiParameter(
                 "scope",

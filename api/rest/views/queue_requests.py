@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.cluster.replica_board import get_board
+from api.rest.query_params import int_param, int_parameter
 from api.rest.serializers_queue import (
     CancelByFilterSerializer,
     CancelCountsSerializer,
@@ -65,10 +66,7 @@ def _filter(raw: Any) -> RequestFilter:
 
 
 def _limit(request: Request) -> int:
-    raw = request.query_params.get("limit", str(DEFAULT_LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise _invalid("limit", f"an integer from 1 to {MAX_LIMIT}")
-    return int(raw)
+    return int_param(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
 
 
 def _who(request: Request) -> str:
@@ -185,11 +183,16 @@ _LIST_PARAMETERS = [
     ),
     _param("search", OpenApiTypes.STR, "substring of the query text (any case)"),
     _param("regex", OpenApiTypes.STR, "RE2 regex searched in the query text (unanchored)"),
-    _param("min_wait", OpenApiTypes.NUMBER, "only requests queued at least this many seconds"),
+    OpenApiParameter(
+        "min_wait",
+        {"type": "number", "minimum": 0},
+        OpenApiParameter.QUERY,
+        description="only requests queued at least this many seconds",
+    ),
     _param("frontend", OpenApiTypes.STR, "substring of the frontend's transport, address or name"),
     _param("actor", OpenApiTypes.STR, 'an actor path ("users|joe"): its sub-queue and below'),
     _param("cursor", OpenApiTypes.STR, "the `next` of the previous page"),
-    _param("limit", OpenApiTypes.INT, f"rows, 1..{MAX_LIMIT} (default {DEFAULT_LIMIT})"),
+    int_parameter("limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT, description="rows"),
 ]
 
 

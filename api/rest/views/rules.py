@@ -24,7 +24,7 @@ from api.cluster import replica_rules
 from api.rest.dry_run import offloaded, tenant_reports
 from api.rest.permissions import AnyRole
 from api.rest.serializers import DryRunReportSerializer, RuleStatsSerializer, TenantConfigSerializer
-from api.rest.views.base import ApiView, errors
+from api.rest.views.base import ApiView, check_tenant_id, errors
 from api.store.exceptions import ConfigValidationError
 from api.store.models import Tenant
 from api.wire import rule_reports
@@ -49,6 +49,7 @@ def _limits(raw: Mapping[str, Any]) -> TenantLimits:
 
 def rule_stats_of(tenant_id: str) -> dict[str, Any]:
     """The rule-stats body of one tenant (unconfigured tenants: the defaults)."""
+    check_tenant_id(tenant_id)
     version, config = _saved(tenant_id)
     limits = _limits(config)
     replicas = replica_rules.tenant_counts(tenant_id, rule_reports.local_counts(tenant_id))
@@ -60,6 +61,7 @@ def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
 
     Raises `ConfigValidationError` (400, with field paths) for a bad draft.
     """
+    check_tenant_id(tenant_id)
     if not isinstance(draft, Mapping):
         raise ConfigValidationError([FieldError("(root)", "a tenant block must be a mapping")])
     try:
@@ -77,7 +79,7 @@ class TenantRuleStatsView(ApiView):
     """Hit counts of one tenant's rules over real traffic."""
 
     @extend_schema(
-        operation_id="tenants_rule_stats", responses={200: RuleStatsSerializer, **errors()}
+        operation_id="tenants_rule_stats", responses={200: RuleStatsSerializer, **errors(400)}
     )
     def get(self, request: Request, tenant_id: str) -> Response:
         return Response(rule_stats_of(tenant_id))

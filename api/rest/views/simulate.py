@@ -23,7 +23,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +31,7 @@ from rest_framework.response import Response
 from api.rest.abandon import ABANDONED
 from api.rest.errors import nested_errors, split_path
 from api.rest.permissions import AnyRole
+from api.rest.query_params import int_param, int_parameter
 from api.rest.serializers_simulate import (
     SimulateRequestSerializer,
     SimulateResponseSerializer,
@@ -167,10 +168,12 @@ class RecordingView(ApiView):
     @extend_schema(
         operation_id="recording_retrieve",
         parameters=[
-            OpenApiParameter(
+            int_parameter(
                 "window_seconds",
-                OpenApiTypes.INT,
-                description=f"the last N seconds, {WINDOW_RANGE[0]}..{WINDOW_RANGE[1]} (900)",
+                default=900,
+                minimum=WINDOW_RANGE[0],
+                maximum=WINDOW_RANGE[1],
+                description="the last N seconds",
             )
         ],
         responses={
@@ -180,11 +183,9 @@ class RecordingView(ApiView):
         },
     )
     def get(self, request: Request) -> Response:
-        raw = request.query_params.get("window_seconds", "900")
         low, high = WINDOW_RANGE
-        if not raw.isdigit() or not low <= int(raw) <= high:
-            return Response({"window_seconds": [f"an integer from {low} to {high}"]}, status=400)
-        capture = async_to_sync(capture_on_loop)(int(raw))
+        window = int_param(request, "window_seconds", default=900, minimum=low, maximum=high)
+        capture = async_to_sync(capture_on_loop)(window)
         if capture is None:
             detail = "no traffic is recorded here: the scheduler has not started in this process"
             return Response({"detail": detail, "code": "no_traffic"}, status=409)
