@@ -16,10 +16,14 @@ from scheduler_core.listing_walks import COMPONENT_INDEX, Anchor, LeafWalk, Sele
 from scheduler_core.model import COMPONENTS, QueueConfig, Request
 from scheduler_core.nodes import Node, TenantState
 
-__all__ = ["ListingSource", "Predicate", "QueuedListing", "StaleCursor", "take_page"]
+__all__ = ["BULK_FACTOR", "ListingSource", "Predicate", "QueuedListing", "StaleCursor", "take_page"]
 
 Predicate = Callable[[Request], bool]
 _N = len(COMPONENTS)
+# How much further a budget goes on a listing read in bulk (measured: a
+# chunked leaf walk with a substring test costs about a tenth per request).
+BULK_FACTOR = 8
+_CHUNK = 4_096
 
 
 class ListingSource(Protocol):
@@ -71,7 +75,10 @@ class QueuedListing:
     An iterator; `position()` is the resume point just after the last
     request returned (JSON-ready), to pass back as `after`. `residual` is
     the part of the filter the walk itself does not apply (the priority of
-    a band spanning several leaves), for `take_page` to apply.
+    a band spanning several leaves), for `take_page` to apply. A leaf, or a
+    tenant with one leaf, can also be read in bulk (`chunk`, which
+    `take_page` uses): after a full page the listing is spent, so resume
+    from `position()`.
     """
 
     def __init__(
@@ -86,6 +93,9 @@ class QueuedListing:
         self._listing = listing
         self.aging = listing.config.priority_aging_seconds
         self.residual: Predicate | None = None
+        # Bulk reading (set by the plan where the walk allows it).
+        self.chunk: Callable[[int], list[Request]] | None = None
+        self._stop_at: Callable[[Request], None] | None = None
         if priority is not None and not (tenant is not None and component is not None):
             self.residual = _priority_is(priority)
         self.kind, self._iter = self._plan(tenant, component, priority, after)
@@ -128,6 +138,11 @@ class QueuedListing:
             return kind, self._rounds(component, state)
         return kind, self._replay(state)
 
+    def stop_at(self, request: Request) -> None:
+        """After a bulk page: stand just after its last row (`take_page` only)."""
+        assert self._stop_at is not None
+        self._stop_at(request)
+
     def position(self) -> list[Any]:
         if self._where is not None:
             return [self.kind, *self._where()]
@@ -148,15 +163,14 @@ class QueuedListing:
         walk = LeafWalk(
             leaf, self.aging, priority=priority, after=after, locate=self._listing.ids.get
         )
-        return self._leaf_steps(walk)
 
-    def _leaf_steps(self, walk: LeafWalk) -> Iterator[Request]:
         def where() -> list[Any]:
             anchor = walk.anchor()
             return [list(anchor) if anchor is not None else None]
 
         self._where = where
-        yield from walk
+        self.chunk, self._stop_at = walk.chunk, walk.stop_at
+        return iter(walk)
 
     # -- one tenant ------------------------------------------------------------
     def _tenant_walk(
@@ -194,10 +208,13 @@ class QueuedListing:
         if owner is None or not owner.children:
             return iter(())
         walk = self._tenant_walk(owner, pointer, anchors)
+        self._where = walk.position
+        single = walk.single
+        if single is not None:
+            self.chunk, self._stop_at = walk.chunk, single.stop_at
         return self._tenant_steps(walk)
 
     def _tenant_steps(self, walk: SelectWalk) -> Iterator[Request]:
-        self._where = walk.position
         take = walk.take
         while (request := take()) is not None:
             yield request
@@ -328,8 +345,17 @@ def take_page(
 
     Stops early (returning False) once `budget` requests were examined, so
     a rare match cannot hold the loop; resume from `listing.position()`.
+    A listing read in bulk examines `BULK_FACTOR` times as many for the
+    same budget: each costs about that much less (a C-level slice and one
+    test, not a generator step per request).
     """
     residual = listing.residual
+    if listing.chunk is not None:
+        test = predicate
+        if residual is not None:
+            test = residual if predicate is None else _both(residual, predicate)
+        scaled = None if budget is None else budget * BULK_FACTOR
+        return _take_bulk(listing, listing.chunk, limit, test, scaled)
     rows: list[Request] = []
     for examined, request in enumerate(listing, 1):
         if (residual is None or residual(request)) and (predicate is None or predicate(request)):
@@ -339,3 +365,34 @@ def take_page(
         if budget is not None and examined >= budget:
             return rows, False
     return rows, True
+
+
+def _both(first: Predicate, second: Predicate) -> Predicate:
+    return lambda r: first(r) and second(r)
+
+
+def _take_bulk(
+    listing: QueuedListing,
+    chunk: Callable[[int], list[Request]],
+    limit: int,
+    test: Predicate | None,
+    budget: int | None,
+) -> tuple[list[Request], bool]:
+    rows: list[Request] = []
+    examined = 0
+    while True:
+        n = _CHUNK if budget is None else min(_CHUNK, budget - examined)
+        if n <= 0:
+            return rows, False
+        got = chunk(n)
+        examined += len(got)
+        matched = got if test is None else list(filter(test, got))
+        room = limit - len(rows)
+        if len(matched) >= room:
+            rows += matched[:room]
+            if rows:
+                listing.stop_at(rows[-1])
+            return rows, False
+        rows += matched
+        if len(got) < n:
+            return rows, True

@@ -201,6 +201,29 @@ class LeafWalk:
             self.last = request
         return request
 
+    def chunk(self, n: int) -> list[Request]:
+        """The next `n` requests at most, as `n` takes return them, in one C-level slice.
+
+        Not to be mixed with iterating the walk: a chunk takes from the same stream.
+        """
+        first = self._next
+        out = [] if first is None else [first]
+        if n > len(out):
+            out += islice(self._it, n - len(out))
+        self._next = next(self._it, None)
+        if out:
+            self.last = out[-1]
+        return out
+
+    def stop_at(self, request: Request) -> None:
+        """Stand just after `request`, which the last chunk returned; the walk is spent.
+
+        A bulk page reads past its last row; its position must not.
+        """
+        self.last = request
+        self._next = None
+        self._it = iter(())
+
     def anchor(self) -> Anchor | None:
         last = self.last
         if last is None:
@@ -272,6 +295,22 @@ class SelectWalk:
         if self._mode != "first":
             self.pointer = (j + 1) % _N
         return walk.take()
+
+    @property
+    def single(self) -> LeafWalk | None:
+        """The one leaf walk, when the tenant has one leaf (then chunks can be taken)."""
+        return None if self._only is None else self.walks[self._only]
+
+    def chunk(self, n: int) -> list[Request]:
+        """`LeafWalk.chunk` of the single leaf, the pointer moved as takes move it."""
+        only = self._only
+        assert only is not None, "chunks need a tenant with one leaf"
+        walk = self.walks[only]
+        assert walk is not None
+        got = walk.chunk(n)
+        if got and self._mode != "first":
+            self.pointer = (only + 1) % _N
+        return got
 
     def position(self) -> list[Any]:
         anchors = [w.anchor() if w is not None else None for w in self.walks]

@@ -48,6 +48,7 @@ __all__ = [
 
 # Requests examined per loop step while filling a page or counting matches.
 PAGE_BUDGET = 2_000
+_EVERY = 1 << 62  # a page limit no node reaches: take every match
 
 
 class CursorError(ValueError):
@@ -195,9 +196,13 @@ async def list_page(
             if done or len(rows) >= limit:
                 break
             await timer.yield_loop()
+        if cursor is None and predicate is not None:
+            # A first page counts its matches by walking on from where it
+            # stopped: one pass over the node, not a second scan from the top.
+            queued_seen = len(rows)
+            if not done:
+                queued_seen += await _count_on(queue, flt, position, predicate, timer)
         if done:
-            if cursor is None and predicate is not None:
-                queued_seen = len(rows)
             if flt.state is None:
                 phase, position = "f", 0
             else:
@@ -222,6 +227,24 @@ async def list_page(
     if not exhausted and returned < total:
         following = encode_cursor(fingerprint, phase, position, returned)
     return Page(rows, following, total, timer.stop())
+
+
+async def _count_on(
+    queue: Any, flt: RequestFilter, position: Any, predicate: Predicate, timer: _LoopTimer
+) -> int:
+    """Matches after `position` in the node's dequeue order, in bounded steps."""
+    count = 0
+    while True:
+        try:
+            listing = queue.listing().queued(after=position, **_node(flt))
+        except StaleCursor:  # pragma: no cover - the layout changed between steps
+            return count
+        got, done = take_page(listing, _EVERY, predicate, PAGE_BUDGET)
+        count += len(got)
+        if done:
+            return count
+        position = listing.position()
+        await timer.yield_loop()
 
 
 def find_row(
