@@ -386,7 +386,12 @@ def _take_bulk(
             return rows, False
         got = chunk(n)
         examined += len(got)
-        matched = got if test is None else list(filter(test, got))
+        if test is None:
+            matched = got
+        else:
+            # A predicate may carry a `batch` form (list -> matching list).
+            batch = getattr(test, "batch", None)
+            matched = batch(got) if batch is not None else list(filter(test, got))
         room = limit - len(rows)
         if len(matched) >= room:
             rows += matched[:room]

@@ -214,8 +214,7 @@ class RequestFilter:
             if priority is not None:
                 tests.append(lambda r: r.priority == priority)
         if self.search:
-            needle = self.search.casefold()
-            tests.append(lambda r: needle in r.query.casefold())
+            tests.append(_substring(self.search.casefold()))
         if self.regex:
             search = compile_regex(self.regex).search
             tests.append(lambda r: search(r.query) is not None)
@@ -240,6 +239,20 @@ class RequestFilter:
         if len(tests) == 1:
             return tests[0]
         return lambda r: all(test(r) for test in tests)
+
+
+def _substring(needle: str) -> Predicate:
+    """The query contains `needle` (casefolded), with a batch form for bulk walks."""
+
+    def contains(r: Request) -> bool:
+        return needle in r.query.casefold()
+
+    def batch(requests: list[Request]) -> list[Request]:
+        # One comprehension instead of a call per request: about half the cost.
+        return [r for r in requests if needle in r.query.casefold()]
+
+    contains.batch = batch  # type: ignore[attr-defined]
+    return contains
 
 
 # An empty string is no number: `?priority=` is refused, not read as "any",
