@@ -153,6 +153,49 @@ def _row(
     ]
 
 
+def row_key(replica: str, request_id: str) -> str:
+    """A row's key on the wire (and in the browser): request ids are unique per replica."""
+    return f"{replica}/{request_id}"
+
+
+def encode_api_row(row: Mapping[str, Any], queued_since: float, running_since: float | None) -> str:
+    """A REST row (`api.wire.queue_rows.request_row`: a peer's answer) as a drill row.
+
+    `queued_since` and `running_since` are wall-clock instants, as `_row` gives.
+    """
+    line, more = _first_line(row["query"])
+    rule = row.get("rule")
+    frontend = row["frontend"]
+    return _dumps(
+        [
+            row["id"],
+            row["client_id"],
+            row["tenant"],
+            row["component"],
+            row["priority"],
+            None if rule is None else [rule["priority_index"], rule["attribute_index"]],
+            _SOURCES.get(row["source"], "d"),
+            line,
+            more or bool(row.get("query_truncated")),
+            row["api_type"],
+            row["start"],
+            row["end"],
+            row["step"],
+            "f" if row["state"] == "in_flight" else "q",
+            queued_since,
+            row["attempts"],
+            row["querier"],
+            row["worker"],
+            running_since,
+            frontend["transport"],
+            frontend["address"],
+            frontend["name"],
+            row["replica"],
+            row.get("actor", ""),
+        ]
+    )
+
+
 def _encoded(
     request: Request,
     flight: InFlight | None,
@@ -196,7 +239,9 @@ def build_page(
         if listing is not None:
             got, done = take_page(listing, params.limit, predicate, SCAN_BUDGET)
             complete = done or len(got) >= params.limit
-            rows += [(r.id, _encoded(r, None, offset, names, replica)) for r in got]
+            rows += [
+                (row_key(replica, r.id), _encoded(r, None, offset, names, replica)) for r in got
+            ]
         if predicate is None:
             queued_total = queue.listing().queued_count(**node)
         elif listing is not None and done:
@@ -205,6 +250,7 @@ def build_page(
             scan = MatchScan(queue.listing(), predicate=predicate, **node)
             complete = scan.step(SCAN_BUDGET) and complete
             queued_total = scan.count
+    queued_rows = len(rows)
     running_total = 0
     if flt.state != "queued":
         test = flt.predicate(now, names, node=True)
@@ -212,10 +258,15 @@ def build_page(
         running_total = len(flights)
         room = params.limit - len(rows)
         rows += [
-            (f.request.id, _encoded(f.request, f, offset, names, replica))
+            (row_key(replica, f.request.id), _encoded(f.request, f, offset, names, replica))
             for f in flights[: max(0, room)]
         ]
-    return {"rows": rows, "total": queued_total + running_total, "exact": complete}
+    return {
+        "rows": rows,
+        "queued_rows": queued_rows,
+        "total": queued_total + running_total,
+        "exact": complete,
+    }
 
 
 def longest_running(snapshot: QueueSnapshot, owners: list[str] | None, wall: float) -> list[Any]:
@@ -276,8 +327,9 @@ class DrillState:
             sent[rid] = text
         self._sent = sent
         head = {**head, "total": page["total"], "exact": page["exact"]}
-        if page.get("local_only"):
-            head["local_only"] = page["local_only"]
+        for extra in ("replicas_missing", "replicas_pending"):
+            if page.get(extra):
+                head[extra] = page[extra]
         body = _dumps(head)
         return f'{body[:-1]},"rows":[{",".join(parts)}]}}'
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from api.cluster.replicas import MergedView, local_stats, merge_stats
 from api.wire.frontends import FrontendRow
+from dashboard.peer_drills import PeerDrills
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = ["RuntimeSource", "stats_summary"]
@@ -30,6 +31,7 @@ class RuntimeSource:
     def __init__(self) -> None:
         self._merged: MergedView | None = None
         self._frontends: list[FrontendRow] = []
+        self._peer_drills = PeerDrills()
 
     def snapshot(self) -> QueueSnapshot | None:
         from api.cluster.replica_board import get_board
@@ -80,11 +82,11 @@ class RuntimeSource:
         names = {row.address: row.name for row in self._frontends if row.transport == "grpc"}
         board = get_board()
         page = build_page(runtime_host.get_runtime(), params, names, board.own_id)
-        if self._merged is not None:
-            # Scale-out: the drill-down lists this replica's queue (the REST
-            # API merges every replica's); the page says so.
-            page["local_only"] = board.own_id
-        return page
+        if self._merged is None:
+            return page
+        # Scale-out: the peers' rows too, from their last answers (asked in the background).
+        peers = runtime_host.get_host().queue_peers
+        return self._peer_drills.merge(params, page, board.own_id, peers)
 
 
 def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:

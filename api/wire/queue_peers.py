@@ -36,7 +36,7 @@ from channels.layers import get_channel_layer
 
 from api.cluster.replica_board import get_board
 from api.wire import queue_requests
-from api.wire.queue_rows import RequestFilter
+from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
 __all__ = ["QUEUE_GROUP", "QueuePeers", "live_peers", "merged"]
 
@@ -53,6 +53,13 @@ def _timeout() -> float:
 def live_peers() -> list[str]:
     """Peer replicas publishing a fresh summary (empty in single-replica mode)."""
     return sorted(p.replica for p in get_board().fresh_peers(time.time()))
+
+
+def _query_limit(raw: Any) -> int:
+    """How much query text a page's rows carry (the inspector wants the first line only)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= QUERY_TEXT_LIMIT:
+        return raw
+    return QUERY_TEXT_LIMIT
 
 
 class QueuePeers:
@@ -134,6 +141,7 @@ class QueuePeers:
                     limit=int(args["limit"]),
                     replica=self.own,
                     names=names,
+                    query_limit=_query_limit(args.get("query_limit")),
                 )
             except queue_requests.CursorError as exc:
                 return {"error": str(exc)}

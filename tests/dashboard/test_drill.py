@@ -73,7 +73,7 @@ def rows(frame: dict[str, Any], known: dict[str, list[Any]]) -> list[list[Any]]:
     out = []
     for row in frame["drill"]["rows"]:
         full = known[row[1]] if row[0] == "=" and len(row) == 2 else row
-        known[full[0]] = full
+        known[f"{full[22]}/{full[0]}"] = full  # rows are keyed by replica and id
         out.append(full)
     return out
 
@@ -99,7 +99,8 @@ async def test_a_drill_lists_the_tenant_s_requests_in_dequeue_order_then_referen
     source.enqueue("r4", "acme")
     broadcaster.tick()
     update = await socket.receive_json_from()
-    assert update["drill"]["rows"][:2] == [["=", "r2"], ["=", "r1"]]  # unchanged: references
+    unchanged = [["=", "replica-1/r2"], ["=", "replica-1/r1"]]
+    assert update["drill"]["rows"][:2] == unchanged  # unchanged: references
     assert [r[0] for r in rows(update, known)] == ["r2", "r1", "r4"]
 
 

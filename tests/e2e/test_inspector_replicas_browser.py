@@ -3,7 +3,8 @@
 Replica A serves the page; a frontend connects to each replica. The
 frontends panel lists both, each labelled with its replica, and goes back to
 the single-replica table (no replica column) once replica B stops and its
-summary is withdrawn. Without TEST_DATABASE_URL and TEST_REDIS_URL the
+summary is withdrawn. The drill-down on A lists B's requests too, expands
+and cancels them there. Without TEST_DATABASE_URL and TEST_REDIS_URL the
 module fails, saying so (`tests.service.replica_pair`).
 """
 
@@ -108,6 +109,42 @@ def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
     expect(page.locator("#frontends-count")).to_have_text("2 total · 2 outstanding")
     expect(page.locator("#frontends-missing")).to_be_hidden()
     page.locator(".frontends-card").screenshot(path=str(tmp_path / "frontends-two-replicas.png"))
+
+
+def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_holding_it(
+    page: Page, traffic_a: Traffic, traffic_b: Traffic
+) -> None:
+    traffic_a.enqueue("merged-tenant", "sum(rate(on_a[5m]))")
+    page.get_by_role("button", name="Requests of merged-tenant").click()
+    rows = page.locator("#drill-rows > li")
+    # A's own row at once, B's two once B has answered (asked in the background).
+    expect(rows).to_have_count(3, timeout=PEERS_WITHIN)
+    expect(page.locator("#drill-count")).to_have_text("3 of 3")
+    expect(rows.nth(0).locator(".meta")).to_contain_text("replica replica-a")
+    for i in (1, 2):
+        expect(rows.nth(i).locator(".meta")).to_contain_text("replica replica-b")
+    expect(page.locator("#drill-note")).not_to_contain_text("Not answering")
+    # B's request, expanded from A: its text comes from B.
+    rows.nth(1).locator(".expand").click()
+    expect(rows.nth(1).locator(".full pre")).to_have_text("up")
+    # Cancelled from A, answered on B's frontend, gone from A's list.
+    rid = rows.nth(2).get_attribute("data-id")
+    rows.nth(2).get_by_role("button", name="Cancel…").click()
+    page.locator("#cancel-note").fill("from a")
+    page.get_by_role("button", name="Cancel them").click()
+    expect(rows).to_have_count(2, timeout=PEERS_WITHIN)
+    expect(page.locator("#drill-count")).to_have_text("2 of 2")
+    told = {"type": "failed", "error": "cancelled by operator erin: from a"}
+    for _ in range(50):  # the reply reaches B's frontend over its own socket
+        if any(told.items() <= r.items() for r in traffic_b.replies):
+            break
+        page.wait_for_timeout(100)
+    assert any(told.items() <= r.items() for r in traffic_b.replies), (rid, traffic_b.replies)
+    # A's own request is cancelled here, so A's frontend ends with nothing outstanding.
+    rows.nth(0).get_by_role("button", name="Cancel…").click()
+    page.get_by_role("button", name="Cancel them").click()
+    expect(rows).to_have_count(1, timeout=PEERS_WITHIN)
+    page.locator("#drill-close").click()
 
 
 def test_when_replica_b_stops_the_panel_is_the_single_replica_one_again(

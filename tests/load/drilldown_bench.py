@@ -88,6 +88,17 @@ def page_loop_ms(server: DaphneProcess, token: str, query: str) -> tuple[float, 
     return float(timing.split("dur=")[1]), body
 
 
+async def until_queued(server: DaphneProcess, token: str, wanted: int) -> int:
+    """Wait (up to two minutes) until the server has taken every deep request in."""
+    query = f"tenant={DEEP}&component=ingester&limit=1"
+    deadline = time.monotonic() + 120
+    while True:
+        _, body = await asyncio.to_thread(page_loop_ms, server, token, query)
+        if body["total"] >= wanted or time.monotonic() > deadline:
+            return int(body["total"])
+        await asyncio.sleep(0.5)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))]
@@ -167,6 +178,8 @@ async def run(args: argparse.Namespace) -> None:
         await deep.start()
         for i in range(args.deep):
             await deep.send(deep_message(i))
+        filled = await until_queued(server, token, args.deep)
+        print(f"  ({filled} queued in the deep leaf before the load started)")
         load = ClosedLoad(
             server,
             args.per_tenant,
@@ -264,7 +277,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, default=10_000)
     parser.add_argument("--per-tenant", type=int, default=2)
-    parser.add_argument("--deep", type=int, default=90_000)
+    parser.add_argument("--deep", type=int, default=100_000)
     parser.add_argument("--inspectors", type=int, default=20)
     parser.add_argument("--queriers", type=int, default=4)
     parser.add_argument("--workers", type=int, default=8)

@@ -20,6 +20,8 @@ export function decodeRow(a) {
     end: a[11], step: a[12], state: a[13] === "f" ? "in_flight" : "queued", since: a[14],
     attempts: a[15], querier: a[16], worker: a[17], running_since: a[18],
     frontend: { transport: a[19], address: a[20], name: a[21] }, replica: a[22], actor: a[23] || "",
+    // Request ids are unique per replica only: rows are keyed by both (the server's row_key).
+    key: `${a[22] || ""}/${a[0]}`,
   };
 }
 
@@ -179,15 +181,17 @@ export class DrillPanel {
     for (const raw of section.rows) {
       const row = raw.length === 2 && raw[0] === "=" ? this.rows.get(raw[1]) : decodeRow(raw);
       if (!row) continue; // a reference we never had: the next full frame brings it
-      this.rows.set(row.id, row);
+      this.rows.set(row.key, row);
       order.push(row);
     }
-    const ids = new Set(order.map((r) => r.id));
+    const ids = new Set(order.map((r) => r.key));
     for (const id of this.rows.keys()) if (!ids.has(id)) { this.rows.delete(id); this.texts.delete(id); }
     this.order = order;
     const more = section.total > order.length;
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
-    const where = section.local_only ? ` On replica ${section.local_only} only: each replica holds its own queue (the REST API lists every replica's).` : "";
+    const missing = section.replicas_missing || [];
+    const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
+      (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
     const flash = this.flash && this.flash.until > Date.now() ? `${this.flash.text} ` : "";
     setText(this.$("drill-note"), flash + (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
@@ -199,11 +203,11 @@ export class DrillPanel {
   now() { return Date.now() / 1000 - this.skew; }
 
   render() {
-    const keys = new Set(this.order.map((r) => r.id));
-    const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.id);
+    const keys = new Set(this.order.map((r) => r.key));
+    const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
     for (const li of stale) li.remove();
     const wanted = this.order.map((row, i) => {
-      const li = kept.get(row.id) || this.create(row);
+      const li = kept.get(row.key) || this.create(row);
       this.update(li, row, i);
       return li;
     });
@@ -213,6 +217,7 @@ export class DrillPanel {
   create(row) {
     const li = document.createElement("li");
     li.className = "drill-row";
+    li.dataset.key = row.key;
     li.dataset.id = row.id;
     li.innerHTML =
       '<div class="line"><span class="pos"></span><button type="button" class="expand" aria-expanded="false"></button>' +
@@ -241,13 +246,13 @@ export class DrillPanel {
     if (li._q !== sig) { li._q = sig; highlight(cells.q, row.line + (row.more ? " …" : ""), f.search, f.regex); }
     setText(cells.prio, `p${row.priority}`);
     cells.prio.title = ruleText(row);
-    const open = this.open.has(row.id);
+    const open = this.open.has(row.key);
     setText(cells.expand, open ? "▾" : "▸");
     cells.expand.setAttribute("aria-expanded", open ? "true" : "false");
     cells.expand.setAttribute("aria-label", `${open ? "Hide" : "Show"} the full query of ${row.id}`);
     cells.full.hidden = !open;
     if (open) {
-      const text = this.texts.get(row.id);
+      const text = this.texts.get(row.key);
       const fsig = `${text}|${sig}`;
       if (text !== undefined && li._full !== fsig) { li._full = fsig; highlight(cells.pre, text, f.search, f.regex); }
     }
@@ -274,7 +279,7 @@ export class DrillPanel {
   tick() {
     if (!this.node || this.client.paused) return; // paused with the inspector
     for (const li of this.list.children) {
-      const row = this.rows.get(li.dataset.id);
+      const row = this.rows.get(li.dataset.key);
       if (row && li._cells) this.updateWait(li, row);
     }
   }
@@ -282,16 +287,16 @@ export class DrillPanel {
   async onClick(e) {
     const li = e.target.closest(".drill-row");
     if (!li) return;
-    const row = this.rows.get(li.dataset.id);
+    const row = this.rows.get(li.dataset.key);
     if (!row) return;
     if (e.target.closest(".cancel-one")) { this.askCancelOne(row); return; }
     if (!e.target.closest(".expand")) return;
-    if (this.open.has(row.id)) this.open.delete(row.id);
+    if (this.open.has(row.key)) this.open.delete(row.key);
     else {
-      this.open.add(row.id);
-      if (!this.texts.has(row.id)) {
-        const detail = await this.fetchRequest(row.id);
-        this.texts.set(row.id, detail ? detail.query + (detail.query_truncated ? "\n… (cut: the full text is longer)" : "") : "(this request has left the queue)");
+      this.open.add(row.key);
+      if (!this.texts.has(row.key)) {
+        const detail = await this.fetchRequest(row.id, row.replica);
+        this.texts.set(row.key, detail ? detail.query + (detail.query_truncated ? "\n… (cut: the full text is longer)" : "") : "(this request has left the queue)");
       }
     }
     this.render();
@@ -299,8 +304,9 @@ export class DrillPanel {
 
   // -- one request (also opened from a busy worker) --------------------------
 
-  async fetchRequest(id) {
-    const response = await fetch(`${this.apiBase()}requests/${encodeURIComponent(id)}/`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  async fetchRequest(id, replica) {
+    const where = replica ? `?replica=${encodeURIComponent(replica)}` : "";
+    const response = await fetch(`${this.apiBase()}requests/${encodeURIComponent(id)}/${where}`, { credentials: "same-origin", headers: { Accept: "application/json" } });
     return response.ok ? response.json() : null;
   }
 
@@ -344,7 +350,7 @@ export class DrillPanel {
 
   askCancelOne(row) {
     if (!row || !this.editor) return;
-    this.pending = { kind: "one", id: row.id };
+    this.pending = { kind: "one", id: row.id, replica: row.replica };
     setText(this.$("cancel-title"), "Cancel this request?");
     setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
     this.openCancel();
@@ -376,7 +382,7 @@ export class DrillPanel {
     if (!pending) return;
     const note = this.$("cancel-note").value.trim();
     const result = pending.kind === "one"
-      ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, { note })
+      ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
       : await this.post("cancel/", { ...pending.filter, note });
     if (!result.ok) {
       this.$("cancel-error").hidden = false;
