@@ -19,46 +19,65 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 import hpack
 
+from api.wire.grpc.http2_frames import (
+    ACK,
+    CONTINUATION,
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    FRAME_HEADER,
+    GOAWAY,
+    HEADERS,
+    MAX_WINDOW,
+    PADDED,
+    PING,
+    PREFACE,
+    PRIORITY_FLAG,
+    RST_STREAM,
+    S_INITIAL_WINDOW_SIZE,
+    S_MAX_FRAME_SIZE,
+    SETTING,
+    SETTINGS,
+    WINDOW_UPDATE,
+    encode_headers,
+    frame,
+)
+
 __all__ = [
+    "ACK",
+    "CONTINUATION",
+    "DATA",
+    "END_HEADERS",
+    "END_STREAM",
+    "HEADERS",
+    "PING",
+    "RST_STREAM",
+    "SETTINGS",
+    "SETTINGS_INITIAL_WINDOW_SIZE",
+    "WINDOW_UPDATE",
     "ClientConnection",
     "GrpcCallError",
     "ServerConnection",
     "Stream",
     "StreamReset",
     "encode_headers",
+    "frame",
     "grpc_message",
 ]
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
-    0,
-    1,
-    3,
-    4,
-    6,
-    7,
-    8,
-    9,
-)
-END_STREAM = ACK = 0x1
-END_HEADERS = 0x4
-PADDED = 0x8
-PRIORITY_FLAG = 0x20
-SETTINGS_INITIAL_WINDOW_SIZE = 0x4
-SETTINGS_MAX_FRAME_SIZE = 0x5
-
-_HEADER = struct.Struct(">IBI")  # length<<8 | type, flags, stream id
-_MAX_WINDOW = 2**31 - 1
+# The wire basics are the lean door's own (one definition of RFC 9113's numbers).
+SETTINGS_INITIAL_WINDOW_SIZE = S_INITIAL_WINDOW_SIZE
+SETTINGS_MAX_FRAME_SIZE = S_MAX_FRAME_SIZE
+_HEADER = FRAME_HEADER
+_MAX_WINDOW = MAX_WINDOW
 # Ask for a window update once this much of a receive window is used: far
 # from exhausting it, so the peer never stalls on us.
 _REFILL = 1 << 24
-_OUR_SETTINGS = struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, _MAX_WINDOW) + struct.pack(
-    ">HI", 0x2, 0
-)
+_OUR_SETTINGS = SETTING.pack(SETTINGS_INITIAL_WINDOW_SIZE, _MAX_WINDOW) + SETTING.pack(0x2, 0)
 
 
 class GrpcCallError(Exception):
@@ -73,37 +92,9 @@ class StreamReset(Exception):
     """The peer reset the stream, or the connection went away under it."""
 
 
-def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    return _HEADER.pack(len(payload) << 8 | kind, flags, stream_id) + payload
-
-
 def grpc_message(payload: bytes) -> bytes:
     """gRPC's length-prefixed message: uncompressed flag, length, bytes."""
     return b"\x00" + len(payload).to_bytes(4, "big") + payload
-
-
-def encode_headers(headers: Sequence[tuple[str, str]]) -> bytes:
-    """A header block of literals without indexing, new names, no Huffman."""
-    out = bytearray()
-    for name, value in headers:
-        out.append(0)
-        for text in (name.encode(), value.encode()):
-            out += _hpack_int(len(text), 7)
-            out += text
-    return bytes(out)
-
-
-def _hpack_int(value: int, prefix_bits: int) -> bytes:
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes((value,))
-    out = bytearray((limit,))
-    value -= limit
-    while value >= 128:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class Stream:
