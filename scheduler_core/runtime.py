@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, UnknownQuerier
+from scheduler_core.loops import running_loop
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
@@ -80,7 +81,7 @@ class SchedulerRuntime:
         if self._tasks:
             return
         for coro in (self._dispatch_loop(), self._forget_loop()):
-            task = asyncio.get_running_loop().create_task(coro)
+            task = running_loop().create_task(coro)
             task.add_done_callback(self._log_task_death)
             self._tasks.append(task)
 
@@ -196,7 +197,7 @@ class SchedulerRuntime:
         """
         fut = self._cancellations.get(request_id)
         if fut is None:
-            fut = asyncio.get_running_loop().create_future()
+            fut = running_loop().create_future()
             self._cancellations[request_id] = fut
         return fut
 
@@ -223,7 +224,7 @@ class SchedulerRuntime:
                 wait = max(0.0, self.clock() - request.enqueued_at)
                 self._notify("on_dispatched", request, querier_id, worker_id, wait)
                 return request
-            fut: asyncio.Future[Handoff] = asyncio.get_running_loop().create_future()
+            fut: asyncio.Future[Handoff] = running_loop().create_future()
             self._waiters[key] = fut
             try:
                 request, wait = await fut

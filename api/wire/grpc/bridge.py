@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 import grpc
 
 from api.wire.bounded_json import loads_bounded
+from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
@@ -107,7 +108,7 @@ class ForeignRequests:
             log.error("request %s has no way to receive a querier's result", request.id)
             return
         delivery = on_result(request, status, _decoded(body), out.querier_id, out.queue_seconds)
-        task = asyncio.get_running_loop().create_task(delivery)
+        task = running_loop().create_task(delivery)
         self._tasks.add(task)
         task.add_done_callback(self._delivered)
 

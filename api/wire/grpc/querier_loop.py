@@ -22,6 +22,7 @@ from api.wire.grpc.admission import GrpcReplyHandle
 from api.wire.grpc.bridge import ForeignRequests
 from api.wire.grpc.streams import checked_read
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
+from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
@@ -126,7 +127,7 @@ class QuerierLoopServicer:
         costs less per request than asyncio.wait. A "done" that was already
         read when the cancellation came wins: the result reached the frontend.
         """
-        reply = asyncio.ensure_future(checked_read(context))
+        reply = running_loop().create_task(checked_read(context))
 
         def stop_reading(_: asyncio.Future[None]) -> None:
             reply.cancel()

@@ -19,6 +19,7 @@ import grpc
 from api.wire.grpc.admission import GrpcReplyHandle
 from api.wire.grpc.lean_client import GrpcCallError, LeanChannels
 from api.wire.grpc.tls import ClientTls, dial
+from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 
@@ -81,7 +82,7 @@ class ResultReporter:
             headers=[httpgrpc_pb2.Header(key="Content-Type", values=[content_type])],
             body=body,
         )
-        task = asyncio.get_running_loop().create_task(self.send(handle, response))
+        task = running_loop().create_task(self.send(handle, response))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -148,7 +149,7 @@ class ResultReporter:
         self._channels[address] = channel
         while len(self._channels) > _MAX_CHANNELS:
             _, oldest = self._channels.popitem(last=False)
-            task = asyncio.get_running_loop().create_task(oldest.close())
+            task = running_loop().create_task(oldest.close())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return channel
