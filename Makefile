@@ -95,7 +95,7 @@ test: test-deps venv assets
 
 # Refreshes docs/screenshots/ from the browser tests (a plain test run does not).
 screenshots: test-deps venv assets
-	UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/e2e/test_inspector_browser.py tests/e2e/test_editor_yaml_browser.py tests/e2e/test_queue_drilldown_browser.py
+	UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/e2e/test_inspector_browser.py tests/e2e/test_editor_yaml_browser.py tests/e2e/test_queue_drilldown_browser.py tests/e2e/test_actor_tree_browser.py
 
 # Regenerates scheduler_core/pb/ from protos/ (the generated modules are committed).
 protos: venv

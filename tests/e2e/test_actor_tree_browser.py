@@ -99,6 +99,7 @@ def test_actor_levels_from_both_protocols_show_under_the_tenant(
         expect(rows).to_have_count(3)
         for i in range(3):
             expect(rows.nth(i).locator(".meta")).to_contain_text("actor users|joe")
+        page.locator("#drill").screenshot(path=str(SCREENSHOTS / "inspector-actor-drilldown.png"))
         # A typed path widens or moves the filter: a level and everything below it.
         page.locator("#drill-actor").fill("users")
         expect(rows).to_have_count(4)
@@ -109,6 +110,5 @@ def test_actor_levels_from_both_protocols_show_under_the_tenant(
         page.locator("#drill-actor").fill("")
         expect(rows).to_have_count(6)
         expect(page.locator("#drill-title")).to_have_text("Requests of tenant loki / ingester")
-        page.screenshot(path=str(SCREENSHOTS / "inspector-actor-drilldown.png"))
     finally:
         traffic.run(frontend.close())
