@@ -25,7 +25,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
 from scheduler_core.model import Request
@@ -115,42 +115,75 @@ def _first_line(query: str) -> tuple[str, bool]:
     return cut, bool(newline) or len(line) > QUERY_LINE_LIMIT
 
 
+class _WireRow(NamedTuple):
+    """A drill row on the wire: a positional array, in this order (decodeRow in drill.js).
+
+    Built from a request here (`_row`) or from a peer replica's REST row
+    (`encode_api_row`); both name their fields, so the order is said once.
+    """
+
+    id: str
+    client_id: Any
+    tenant: str
+    component: str
+    priority: int
+    rule: list[int] | None
+    source: str  # "r" rule, "d" default, "x" disabled
+    line: str
+    more: bool
+    api_type: str
+    start: float | None
+    end: float | None
+    step: float | None
+    state: str  # "q" queued, "f" in flight
+    since: float
+    attempts: int
+    querier: str | None
+    worker: int | None
+    running_since: float | None
+    transport: str
+    address: str
+    name: str
+    replica: str
+    actor: str
+
+
 def _row(
     request: Request,
     flight: InFlight | None,
     offset: float,
     names: Mapping[str, str],
     replica: str,
-) -> list[Any]:
+) -> _WireRow:
     frontend, client_id = frontend_of(request.payload, names)
     line, more = _first_line(request.query)
     rule = request.priority_rule
-    return [
-        request.id,
-        client_id,
-        request.tenant_id,
-        request.component,
-        request.priority,
-        list(rule) if rule is not None else None,
-        _SOURCES.get(request.priority_source, "d"),
-        line,
-        more,
-        request.api_type,
-        request.start,
-        request.end,
-        request.step,
-        "q" if flight is None else "f",
-        round(request.enqueued_at + offset, 2),
-        request.attempts,
-        flight.querier_id if flight is not None else None,
-        flight.worker_id if flight is not None else None,
-        round(flight.since + offset, 2) if flight is not None else None,
-        frontend["transport"],
-        frontend["address"],
-        frontend["name"],
-        replica,
-        "|".join(request.actor_path),
-    ]
+    return _WireRow(
+        id=request.id,
+        client_id=client_id,
+        tenant=request.tenant_id,
+        component=request.component,
+        priority=request.priority,
+        rule=list(rule) if rule is not None else None,
+        source=_SOURCES.get(request.priority_source, "d"),
+        line=line,
+        more=more,
+        api_type=request.api_type,
+        start=request.start,
+        end=request.end,
+        step=request.step,
+        state="q" if flight is None else "f",
+        since=round(request.enqueued_at + offset, 2),
+        attempts=request.attempts,
+        querier=flight.querier_id if flight is not None else None,
+        worker=flight.worker_id if flight is not None else None,
+        running_since=round(flight.since + offset, 2) if flight is not None else None,
+        transport=frontend["transport"],
+        address=frontend["address"],
+        name=frontend["name"],
+        replica=replica,
+        actor="|".join(request.actor_path),
+    )
 
 
 def row_key(replica: str, request_id: str) -> str:
@@ -167,32 +200,32 @@ def encode_api_row(row: Mapping[str, Any], queued_since: float, running_since: f
     rule = row.get("rule")
     frontend = row["frontend"]
     return _dumps(
-        [
-            row["id"],
-            row["client_id"],
-            row["tenant"],
-            row["component"],
-            row["priority"],
-            None if rule is None else [rule["priority_index"], rule["attribute_index"]],
-            _SOURCES.get(row["source"], "d"),
-            line,
-            more or bool(row.get("query_truncated")),
-            row["api_type"],
-            row["start"],
-            row["end"],
-            row["step"],
-            "f" if row["state"] == "in_flight" else "q",
-            queued_since,
-            row["attempts"],
-            row["querier"],
-            row["worker"],
-            running_since,
-            frontend["transport"],
-            frontend["address"],
-            frontend["name"],
-            row["replica"],
-            row.get("actor", ""),
-        ]
+        _WireRow(
+            id=row["id"],
+            client_id=row["client_id"],
+            tenant=row["tenant"],
+            component=row["component"],
+            priority=row["priority"],
+            rule=None if rule is None else [rule["priority_index"], rule["attribute_index"]],
+            source=_SOURCES.get(row["source"], "d"),
+            line=line,
+            more=more or bool(row.get("query_truncated")),
+            api_type=row["api_type"],
+            start=row["start"],
+            end=row["end"],
+            step=row["step"],
+            state="f" if row["state"] == "in_flight" else "q",
+            since=queued_since,
+            attempts=row["attempts"],
+            querier=row["querier"],
+            worker=row["worker"],
+            running_since=running_since,
+            transport=frontend["transport"],
+            address=frontend["address"],
+            name=frontend["name"],
+            replica=row["replica"],
+            actor=row.get("actor", ""),
+        )
     )
 
 

@@ -88,7 +88,7 @@ class PeerDrills:
                 entry.asked = now
         split = local.get("queued_rows", len(local["rows"]))
         parts = dict(entry.rows)
-        parts[own] = (list(local["rows"][:split]), list(local["rows"][split:]))
+        parts[own] = (local["rows"][:split], local["rows"][split:])
         order = sorted(parts)
         rows = [row for r in order for row in parts[r][0]]
         rows += [row for r in order for row in parts[r][1]]
