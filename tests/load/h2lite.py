@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 
 import hpack
 
+# The wire basics are the lean door's own (one definition of RFC 9113's numbers).
 from api.wire.grpc.http2_frames import (
     ACK,
     CONTINUATION,
@@ -57,7 +58,7 @@ __all__ = [
     "PING",
     "RST_STREAM",
     "SETTINGS",
-    "SETTINGS_INITIAL_WINDOW_SIZE",
+    "S_INITIAL_WINDOW_SIZE",
     "WINDOW_UPDATE",
     "ClientConnection",
     "GrpcCallError",
@@ -69,15 +70,10 @@ __all__ = [
     "grpc_message",
 ]
 
-# The wire basics are the lean door's own (one definition of RFC 9113's numbers).
-SETTINGS_INITIAL_WINDOW_SIZE = S_INITIAL_WINDOW_SIZE
-SETTINGS_MAX_FRAME_SIZE = S_MAX_FRAME_SIZE
-_HEADER = FRAME_HEADER
-_MAX_WINDOW = MAX_WINDOW
 # Ask for a window update once this much of a receive window is used: far
 # from exhausting it, so the peer never stalls on us.
 _REFILL = 1 << 24
-_OUR_SETTINGS = SETTING.pack(SETTINGS_INITIAL_WINDOW_SIZE, _MAX_WINDOW) + SETTING.pack(0x2, 0)
+_OUR_SETTINGS = SETTING.pack(S_INITIAL_WINDOW_SIZE, MAX_WINDOW) + SETTING.pack(0x2, 0)
 
 
 class GrpcCallError(Exception):
@@ -217,13 +213,13 @@ class _Connection(asyncio.Protocol):
         inbox += data
         offset = 0
         while len(inbox) - offset >= 9:
-            word, flags, stream_id = _HEADER.unpack_from(inbox, offset)
+            word, flags, stream_id = FRAME_HEADER.unpack_from(inbox, offset)
             length = word >> 8
             if len(inbox) - offset - 9 < length:
                 break
             payload = bytes(inbox[offset + 9 : offset + 9 + length])
             offset += 9 + length
-            self._frame(word & 0xFF, flags, stream_id & _MAX_WINDOW, payload)
+            self._frame(word & 0xFF, flags, stream_id & MAX_WINDOW, payload)
         del inbox[:offset]
 
     # -- sending ---------------------------------------------------------------
@@ -302,7 +298,7 @@ class _Connection(asyncio.Protocol):
                 code = int.from_bytes(payload[:4], "big")
                 self._forget(stream, StreamReset(f"reset by peer (code {code})"))
         elif kind == GOAWAY:
-            last = int.from_bytes(payload[:4], "big") & _MAX_WINDOW
+            last = int.from_bytes(payload[:4], "big") & MAX_WINDOW
             for sid in [s for s in self.streams if s > last]:
                 self._forget(self.streams[sid], StreamReset("connection going away"))
 
@@ -358,18 +354,18 @@ class _Connection(asyncio.Protocol):
             return
         for i in range(0, len(payload) - 5, 6):
             key, value = struct.unpack_from(">HI", payload, i)
-            if key == SETTINGS_INITIAL_WINDOW_SIZE:
+            if key == S_INITIAL_WINDOW_SIZE:
                 delta = value - self._peer_initial_window
                 self._peer_initial_window = value
                 for stream in self.streams.values():
                     stream.send_window += delta
-            elif key == SETTINGS_MAX_FRAME_SIZE:
+            elif key == S_MAX_FRAME_SIZE:
                 self._peer_max_frame = value
         self.write(frame(SETTINGS, ACK, 0))
         self._flush_blocked()
 
     def _on_window_update(self, stream_id: int, payload: bytes) -> None:
-        increment = int.from_bytes(payload[:4], "big") & _MAX_WINDOW
+        increment = int.from_bytes(payload[:4], "big") & MAX_WINDOW
         if stream_id == 0:
             self._send_window += increment
         elif (stream := self.streams.get(stream_id)) is not None:
@@ -378,7 +374,7 @@ class _Connection(asyncio.Protocol):
 
     def open_settings(self) -> bytes:
         """Our SETTINGS plus a connection window as large as the protocol allows."""
-        grow = (_MAX_WINDOW - 65_535).to_bytes(4, "big")
+        grow = (MAX_WINDOW - 65_535).to_bytes(4, "big")
         return frame(SETTINGS, 0, 0, _OUR_SETTINGS) + frame(WINDOW_UPDATE, 0, 0, grow)
 
 

@@ -18,8 +18,8 @@ from tests.load.h2lite import (
     HEADERS,
     PING,
     RST_STREAM,
+    S_INITIAL_WINDOW_SIZE,
     SETTINGS,
-    SETTINGS_INITIAL_WINDOW_SIZE,
     WINDOW_UPDATE,
     ClientConnection,
     GrpcCallError,
@@ -114,7 +114,7 @@ async def test_the_stream_ends_cleanly_on_trailers_with_status_zero() -> None:
 
 async def test_data_beyond_the_peers_window_waits_for_its_window_update() -> None:
     conn, transport = connection()
-    conn.data_received(frame(SETTINGS, 0, 0, struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, 8)))
+    conn.data_received(frame(SETTINGS, 0, 0, struct.pack(">HI", S_INITIAL_WINDOW_SIZE, 8)))
     stream = conn.open_stream("/svc/Method")
     transport.frames()
     stream.send(b"0123456789")  # 15 bytes framed: more than the 8 the stream may send
