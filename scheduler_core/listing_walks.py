@@ -58,24 +58,27 @@ def _after_anchor(
 ) -> int:
     """Index just after the anchor in its own FIFO.
 
-    A still-queued anchor is found by identity (a C-level scan up to it),
-    exact even where a front re-queue left the FIFO out of time order;
-    one that left is placed by binary search on `enqueued_at`, the order
-    requests are appended in.
+    Requests are appended in time order, so a binary search on `enqueued_at`
+    places the anchor, and identity among the equal times confirms it. A
+    still-queued anchor the search misses (a front re-queue left the FIFO
+    out of time order) is found by a C-level scan up to it, which is exact
+    but costs its index: a search stepping through a 100,000-request leaf
+    resumed with that scan 6 times a page, 7 ms of its 20. One that left
+    resumes at its time (may repeat equal-time rows).
     """
     found = locate(rid) if locate is not None else None
-    if isinstance(found, Request):
-        try:
-            return fifo.index(found, 0, size) + 1
-        except ValueError:
-            pass
     i = bisect_left(fifo, at, 0, size, key=_enqueued_at)
     j = i
     while j < size and fifo[j].enqueued_at == at:
         if fifo[j].id == rid:
             return j + 1
         j += 1
-    return i  # the anchor left: resume at its time (may repeat equal-time rows)
+    if isinstance(found, Request):
+        try:
+            return fifo.index(found, 0, size) + 1
+        except ValueError:
+            pass
+    return i
 
 
 def _start(

@@ -271,6 +271,12 @@ async def run(args: argparse.Namespace) -> None:
         f"(target >= 0.9), to the same inspectors without drill-down {watched / plain:.3f}; "
         f"server CPU per request {per_request(watched_cpu, watched):.0f} us"
     )
+    # The rate ratio is the target; this one says whether the server or the
+    # load clients set the rate (1.0 would mean browsers cost the server nothing).
+    print(
+        f"  server CPU per request, no browser / {len(readings)} drilling: "
+        f"{alone_us / per_request(watched_cpu, watched):.3f}"
+    )
 
 
 def main() -> None:
