@@ -207,7 +207,9 @@ async def run(args: argparse.Namespace) -> None:
             plain = await load.rate(args.seconds)
             plain_cpu = load.last_cpu
             plain_elapsed = time.perf_counter() - started
-            plain_bytes = [(await page.evaluate(READ))["bytes"] / plain_elapsed for page in pages]
+            plain_reads = [await page.evaluate(READ) for page in pages]
+            plain_bytes = [r["bytes"] / plain_elapsed for r in plain_reads]
+            plain_frames = statistics.mean(r["frames"] for r in plain_reads) / plain_elapsed
             print(
                 f"  ({len(pages)} open, no drill-down: server CPU {100 * plain_cpu:.0f}% of a core)"
             )
@@ -238,6 +240,7 @@ async def run(args: argparse.Namespace) -> None:
         server.cleanup()
     alone = (before + after) / 2
     per_browser = [r["bytes"] / elapsed for r in readings]
+    frames = statistics.mean(r["frames"] for r in readings) / elapsed
     print(
         f"{args.tenants} tenants x {args.per_tenant} outstanding + {args.deep} in one leaf; "
         f"{args.seconds:.0f} s per phase"
@@ -254,7 +257,8 @@ async def run(args: argparse.Namespace) -> None:
     print(f"  server CPU per dispatched request: {alone_us:.0f} us")
     print(f"{len(readings)} inspectors open, no drill-down:")
     print(
-        f"  bytes/s per browser: mean {statistics.mean(plain_bytes) / 1000:.1f} KB/s; "
+        f"  bytes/s per browser: mean {statistics.mean(plain_bytes) / 1000:.1f} KB/s "
+        f"in {plain_frames:.2f} frames/s; "
         f"dispatch rate {plain:.0f}/s: ratio to no browser {plain / alone:.3f}; "
         f"server CPU per request {per_request(plain_cpu, plain):.0f} us"
     )
@@ -264,7 +268,7 @@ async def run(args: argparse.Namespace) -> None:
     )
     print(
         f"  bytes/s per browser: mean {statistics.mean(per_browser) / 1000:.1f} KB/s, "
-        f"max {max(per_browser) / 1000:.1f} KB/s (target <= 60 KB/s)"
+        f"max {max(per_browser) / 1000:.1f} KB/s (target <= 60 KB/s), in {frames:.2f} frames/s"
     )
     print(
         f"  dispatch rate {watched:.0f}/s: ratio to no browser {watched / alone:.3f} "
