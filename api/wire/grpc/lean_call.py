@@ -1,0 +1,274 @@
+"""One gRPC call of the lean server (`lean_server.py`): the servicer's context.
+
+`LeanCall` is what grpcio's `ServicerContext` is to a servicer: `read()` (a
+message, or `grpc.aio.EOF`), `write()`, `abort()`, `auth_context()` and
+`invocation_metadata()`; plus the 5-byte message framing, `gzip`/`deflate`
+decompression, the receive and send size limits, flow control held back
+while too much is unread, and the status trailers that end the call.
+
+`serve_inline` is the lean server's own extension, for a stream whose every
+message gets exactly one reply computed without awaiting (Cortex's
+FrontendLoop): the reply is made inside `data_received`, with no task
+wake-up, future or loop turn per message.
+
+Imports: `http2_frames` and grpc's status codes only (the connection is typed,
+not imported, to keep `lean_server` -> `lean_call` one way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import grpc
+
+from api.wire.grpc.http2_frames import NO_ERROR, STREAM_WINDOW, Http2Stream, encode_headers
+
+if TYPE_CHECKING:
+    from api.wire.grpc.lean_server import GrpcConnection
+
+__all__ = ["ENCODINGS", "AbortError", "LeanCall", "Method"]
+
+log = logging.getLogger(__name__)
+
+ENCODINGS = ("gzip", "deflate")
+_ACCEPT_ENCODING = "identity,deflate,gzip"
+_HEADERS = encode_headers(
+    [
+        (":status", "200"),
+        ("content-type", "application/grpc"),
+        ("grpc-accept-encoding", _ACCEPT_ENCODING),
+    ]
+)
+_OK_TRAILERS = encode_headers([("grpc-status", "0")])
+_EOF = grpc.aio.EOF
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One served method: stream-stream (`handler(call, call)`) or unary-unary."""
+
+    path: str
+    streaming: bool
+    deserialize: Callable[[bytes], Any]
+    serialize: Callable[[Any], bytes]
+    handler: Callable[[Any, Any], Awaitable[Any]]
+
+
+class AbortError(Exception):
+    """Ends the call with `code` and `details` (what `context.abort` raises)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        super().__init__(details)
+        self.code = code
+        self.details = details
+
+
+class LeanCall:
+    """One call: the servicer's context and its message stream."""
+
+    __slots__ = (
+        "_buffer",
+        "_conn",
+        "_encoding",
+        "_error",
+        "_held",
+        "_messages",
+        "_method",
+        "_sent_headers",
+        "_unread",
+        "_waiter",
+        "ended",
+        "headers",
+        "stream",
+        "task",
+    )
+
+    def __init__(
+        self, conn: GrpcConnection, stream: Http2Stream, method: Method, headers: dict[str, str]
+    ) -> None:
+        self._conn = conn
+        self.stream = stream
+        self._method = method
+        self.headers = headers
+        self._encoding = headers.get("grpc-encoding", "identity")
+        self._buffer = bytearray()
+        self._messages: deque[tuple[int, bytes]] = deque()  # (compressed flag, payload)
+        # Bytes of whole messages not yet read, and bytes received but not yet
+        # granted back to the peer's windows (held while too much is unread).
+        self._unread = 0
+        self._held = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._sent_headers = False
+        self._error: AbortError | None = None
+        self.ended = False
+        self.task: asyncio.Task[None] | None = None
+
+    # -- grpc.aio.ServicerContext, the parts the servicers use ---------------------
+
+    async def read(self) -> Any:
+        """The next message, or grpc.aio.EOF once the peer half-closed."""
+        while not self._messages:
+            if self._error is not None:
+                raise self._error
+            if self.ended:
+                return _EOF
+            self._waiter = self._conn.loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        flag, payload = self._messages.popleft()
+        self._unread -= len(payload) + 5
+        if self._held and self._unread <= STREAM_WINDOW:
+            held, self._held = self._held, 0
+            self._conn.consumed(self.stream, held)
+        if flag:
+            payload = self._decompress(payload)
+        return self._method.deserialize(payload)
+
+    async def write(self, message: Any) -> None:
+        data = self._method.serialize(message)
+        limit = self._conn.server.max_message
+        if len(data) > limit:
+            raise AbortError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"response of {len(data)} bytes is larger than the limit of {limit}",
+            )
+        conn, stream = self._conn, self.stream
+        if not self._sent_headers:
+            self._sent_headers = True
+            conn.send_headers(stream, _HEADERS)
+        if not conn.send_data(stream, b"\x00" + len(data).to_bytes(4, "big") + data):
+            await conn.wait_sent()
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
+        raise AbortError(code, details)
+
+    def auth_context(self) -> dict[str, list[bytes]]:
+        return self._conn.auth_context()
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return tuple((k, v) for k, v in self.headers.items() if not k.startswith(":"))
+
+    def peer(self) -> str:
+        return self._conn.peer()
+
+    def __aiter__(self) -> LeanCall:
+        return self
+
+    async def __anext__(self) -> Any:
+        message = await self.read()
+        if message is _EOF:
+            raise StopAsyncIteration
+        return message
+
+    # -- from the connection ----------------------------------------------------------
+
+    def data(self, payload: bytes, end: bool) -> None:
+        """Bytes of the stream; whole messages queue for `read`.
+
+        The peer's windows are re-opened as bytes arrive (a message may be
+        larger than a window) unless more than a window of whole messages
+        waits unread: then they re-open as `read` takes them, so a peer that
+        sends faster than the servicer reads is held back.
+        """
+        if payload:
+            self._receive(payload)
+            if self._unread <= STREAM_WINDOW:
+                self._conn.consumed(self.stream, self._held + len(payload))
+                self._held = 0
+            else:
+                self._held += len(payload)
+        if end:
+            self.ended = True
+        self._wake()
+
+    def _receive(self, payload: bytes) -> None:
+        buf = self._buffer
+        if (
+            not buf
+            and len(payload) >= 5
+            and int.from_bytes(payload[1:5], "big") == len(payload) - 5
+        ):
+            self._take(payload[0], payload[5:])  # one whole message per frame: no copy
+        else:
+            buf += payload
+            while len(buf) >= 5:
+                size = int.from_bytes(buf[1:5], "big")
+                if size > self._conn.server.max_message:
+                    self._too_large(size)
+                    return
+                if len(buf) < 5 + size:
+                    break
+                self._take(buf[0], bytes(buf[5 : 5 + size]))
+                del buf[: 5 + size]
+
+    def _take(self, flag: int, payload: bytes) -> None:
+        if len(payload) > self._conn.server.max_message:
+            self._too_large(len(payload))
+            return
+        self._messages.append((flag, payload))
+        self._unread += len(payload) + 5
+
+    def _too_large(self, size: int) -> None:
+        limit = self._conn.server.max_message
+        self.finish(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"received message larger than max ({size} vs. {limit})",
+        )
+        if self.task is not None:
+            self.task.cancel()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _decompress(self, payload: bytes) -> bytes:
+        if self._encoding not in ENCODINGS:
+            raise AbortError(grpc.StatusCode.INTERNAL, "compressed message without a grpc-encoding")
+        limit = self._conn.server.max_message
+        inflater = zlib.decompressobj(31 if self._encoding == "gzip" else 15)
+        try:
+            data = inflater.decompress(payload, limit + 1)
+        except zlib.error as exc:
+            raise AbortError(
+                grpc.StatusCode.INTERNAL, f"bad {self._encoding} data: {exc}"
+            ) from None
+        if len(data) > limit:
+            raise AbortError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"received message larger than max after decompression (limit {limit})",
+            )
+        return data
+
+    def finish(self, code: grpc.StatusCode, details: str = "") -> None:
+        """Send the status (trailers-only if nothing was sent); reset a still-open peer side."""
+        conn, stream = self._conn, self.stream
+        if stream.local_closed:
+            return
+        if code is grpc.StatusCode.OK and self._sent_headers:
+            block = _OK_TRAILERS
+        else:
+            fields = (
+                []
+                if self._sent_headers
+                else [(":status", "200"), ("content-type", "application/grpc")]
+            )
+            fields.append(("grpc-status", str(code.value[0])))
+            if details:
+                fields.append(
+                    ("grpc-message", quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~"))
+                )
+            block = encode_headers(fields)
+        conn.send_headers(stream, block, end=True)
+        if not stream.remote_closed:
+            # The client may still be sending: tell it to stop (as grpc-go does).
+            conn.reset(stream, NO_ERROR)
