@@ -84,7 +84,8 @@ class WaitHistogram:
 
     def add(self, seconds: float) -> None:
         self.counts[_bucket(seconds)] += 1
-        self.max = max(self.max, seconds)
+        if seconds > self.max:
+            self.max = seconds
 
     def merge(self, other: WaitHistogram) -> None:
         self.counts.update(other.counts)
@@ -154,8 +155,16 @@ class RollingStats:
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         bucket = self._current()
         bucket.events["dispatched"] += 1
-        bucket.by_component.setdefault(request.component, WaitHistogram()).add(wait)
-        bucket.by_priority.setdefault(request.priority, WaitHistogram()).add(wait)
+        # Looked up before creating: setdefault(k, WaitHistogram()) built and
+        # dropped two histograms (two Counters) per dispatched request.
+        by_component = bucket.by_component.get(request.component)
+        if by_component is None:
+            by_component = bucket.by_component[request.component] = WaitHistogram()
+        by_component.add(wait)
+        by_priority = bucket.by_priority.get(request.priority)
+        if by_priority is None:
+            by_priority = bucket.by_priority[request.priority] = WaitHistogram()
+        by_priority.add(wait)
 
     def on_completed(self, request: Request) -> None:
         self._current().events["completed"] += 1

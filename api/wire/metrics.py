@@ -37,6 +37,7 @@ from api.wire import runtime_host
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
+from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
@@ -175,13 +176,19 @@ JANITOR.on_forget(_forget_tenant)
 _counted_runtime: list[Any] = [None]
 
 
-def _same_runtime() -> None:
+def _same_runtime(runtime: SchedulerRuntime | None) -> None:
     """The janitor's counts belong to one runtime; a new one starts them again."""
-    runtime = runtime_host.get_runtime() if runtime_host.started() else None
     if runtime is not None and runtime is not _counted_runtime[0]:
         if _counted_runtime[0] is not None:
             JANITOR.restart()
         _counted_runtime[0] = runtime
+
+
+def _note_priority(tenant: str, priority: str) -> None:
+    seen = _PRIORITIES.get(tenant)
+    if seen is None:
+        seen = _PRIORITIES[tenant] = set()
+    seen.add(priority)
 
 
 class MetricsObserver:
@@ -190,16 +197,18 @@ class MetricsObserver:
     def on_enqueued(self, request: Request) -> None:
         tenant, priority = request.tenant_id, str(request.priority)
         _ENQUEUED.get(tenant, priority).inc()
-        _PRIORITIES.setdefault(tenant, set()).add(priority)
-        _same_runtime()
+        _note_priority(tenant, priority)
+        # Once per request: the runtime looked up once, no set built to be dropped.
+        runtime = runtime_host.get_runtime() if runtime_host.started() else None
+        _same_runtime(runtime)
         JANITOR.started(tenant)
-        if runtime_host.started():
-            PEAKS.note(tenant, runtime_host.get_runtime().queue.tenant_length(tenant))
+        if runtime is not None:
+            PEAKS.note(tenant, runtime.queue.tenant_length(tenant))
 
     def on_rejected(self, request: Request, reason: str) -> None:
         tenant, priority = request.tenant_id, str(request.priority)
         DISCARDED.labels(tenant, priority).inc()
-        _PRIORITIES.setdefault(tenant, set()).add(priority)
+        _note_priority(tenant, priority)
         JANITOR.seen(tenant)
 
     def on_cancelled(self, request: Request) -> None:
@@ -340,6 +349,6 @@ async def metrics_view(request: HttpRequest) -> HttpResponse:
         if not user.is_authenticated:
             return HttpResponse("login required\n", status=401, content_type="text/plain")
     # Before the counters are read: idle tenants' series are gone from this scrape.
-    _same_runtime()
+    _same_runtime(runtime_host.get_runtime() if runtime_host.started() else None)
     JANITOR.maybe_sweep()
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -25,7 +25,7 @@ from api.wire.grpc.admission import (
     QueryRejected,
     request_id,
 )
-from api.wire.grpc.streams import checked_read
+from api.wire.grpc.streams import AbortError, answer_each, checked_read
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
@@ -164,17 +164,16 @@ class FrontendLoopServicer:
         self._registry.connect(address, peer_identity(context))
         try:
             await context.write(_OK)
-            while (msg := await checked_read(context)) is not grpc.aio.EOF:
-                if msg.type not in (pb.ENQUEUE, pb.CANCEL):
-                    await context.abort(
-                        grpc.StatusCode.INVALID_ARGUMENT, f"unknown request type {msg.type}"
-                    )
-                await context.write(self._reply(msg, address))
+            # Each reply is computed without awaiting: on the lean door it is
+            # made as the message arrives, with no task wake-up per ENQUEUE.
+            await answer_each(context, lambda msg: self._reply(msg, address))
         finally:
             for rid in self._registry.disconnect(address):
                 self._runtime.cancel(rid)
 
     def _reply(self, msg: pb.FrontendToScheduler, address: str) -> pb.SchedulerToFrontend:
+        if msg.type not in (pb.ENQUEUE, pb.CANCEL):
+            raise AbortError(grpc.StatusCode.INVALID_ARGUMENT, f"unknown request type {msg.type}")
         if msg.type == pb.CANCEL:
             self._runtime.cancel(request_id(address, msg.queryID))
             return _OK

@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from api.wire.grpc.http2_frames import NO_ERROR, STREAM_WINDOW, Http2Stream, encode_headers
+from api.wire.grpc.streams import AbortError
 
 if TYPE_CHECKING:
     from api.wire.grpc.lean_server import GrpcConnection
@@ -61,15 +63,6 @@ class Method:
     handler: Callable[[Any, Any], Awaitable[Any]]
 
 
-class AbortError(Exception):
-    """Ends the call with `code` and `details` (what `context.abort` raises)."""
-
-    def __init__(self, code: grpc.StatusCode, details: str) -> None:
-        super().__init__(details)
-        self.code = code
-        self.details = details
-
-
 class LeanCall:
     """One call: the servicer's context and its message stream."""
 
@@ -79,9 +72,11 @@ class LeanCall:
         "_encoding",
         "_error",
         "_held",
+        "_inline",
         "_messages",
         "_method",
         "_sent_headers",
+        "_stalled",
         "_unread",
         "_waiter",
         "ended",
@@ -107,6 +102,10 @@ class LeanCall:
         self._waiter: asyncio.Future[None] | None = None
         self._sent_headers = False
         self._error: AbortError | None = None
+        # serve_inline's answer, and whether its last reply waits on the
+        # peer's window (then messages queue until it has gone).
+        self._inline: Callable[[Any], Any] | None = None
+        self._stalled = False
         self.ended = False
         self.task: asyncio.Task[None] | None = None
 
@@ -124,6 +123,10 @@ class LeanCall:
                 await self._waiter
             finally:
                 self._waiter = None
+        return self._next()
+
+    def _next(self) -> Any:
+        """Take the first queued message: re-open held windows, decompress, decode."""
         flag, payload = self._messages.popleft()
         self._unread -= len(payload) + 5
         if self._held and self._unread <= STREAM_WINDOW:
@@ -134,6 +137,11 @@ class LeanCall:
         return self._method.deserialize(payload)
 
     async def write(self, message: Any) -> None:
+        if not self._put(message):
+            await self._conn.wait_sent()
+
+    def _put(self, message: Any) -> bool:
+        """Frame and send one message; False while it waits on the peer's window."""
         data = self._method.serialize(message)
         limit = self._conn.server.max_message
         if len(data) > limit:
@@ -145,8 +153,7 @@ class LeanCall:
         if not self._sent_headers:
             self._sent_headers = True
             conn.send_headers(stream, _HEADERS)
-        if not conn.send_data(stream, b"\x00" + len(data).to_bytes(4, "big") + data):
-            await conn.wait_sent()
+        return conn.send_data(stream, b"\x00" + len(data).to_bytes(4, "big") + data)
 
     async def abort(self, code: grpc.StatusCode, details: str = "") -> None:
         raise AbortError(code, details)
@@ -159,6 +166,59 @@ class LeanCall:
 
     def peer(self) -> str:
         return self._conn.peer()
+
+    # -- the lean server's extension (streams.answer_each) -----------------------------
+
+    async def serve_inline(self, answer: Callable[[Any], Any]) -> None:
+        """Reply to every further message with `answer(message)` as it arrives.
+
+        The reply is made inside the connection's `data_received`: no task
+        wake-up, future or loop turn per message, and the reply joins that
+        turn's write. Messages already queued are answered first, so order is
+        kept. Returns when the peer half-closes; raises what ended the call
+        (`answer`'s AbortError, a malformed message as INVALID_ARGUMENT, any
+        other error as UNKNOWN). While a reply waits on the peer's window,
+        later messages queue, and hold that window back, until it has gone.
+        """
+        self._inline = answer
+        try:
+            while True:
+                self._answer_queued()
+                if self._error is not None:
+                    raise self._error
+                if self._stalled:
+                    await self._conn.wait_sent()
+                    self._stalled = False
+                    continue
+                if self.ended and not self._messages:
+                    return
+                self._waiter = self._conn.loop.create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+        finally:
+            self._inline = None
+
+    def _answer_queued(self) -> None:
+        answer = self._inline
+        if answer is None:
+            return
+        while self._messages and not self._stalled and self._error is None:
+            try:
+                self._stalled = not self._put(answer(self._next()))
+            except AbortError as exc:
+                self._error = exc
+            except DecodeError as exc:
+                self._error = AbortError(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"malformed message: {exc}"
+                )
+            except Exception as exc:
+                # Raised inside data_received: it must end this call, not the connection.
+                log.exception("gRPC method %s failed", self.headers.get(":path"))
+                self._error = AbortError(grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}")
+        if self._error is not None or self._stalled:
+            self._wake()
 
     def __aiter__(self) -> LeanCall:
         return self
@@ -186,6 +246,8 @@ class LeanCall:
                 self._held = 0
             else:
                 self._held += len(payload)
+        if self._inline is not None and not self._stalled:
+            self._answer_queued()
         if end:
             self.ended = True
         self._wake()
