@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from scheduler_core.bounds import duration_error, timestamp_error
@@ -26,6 +27,7 @@ from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY
 __all__ = [
     "FORWARDED_HEADERS",
     "READ_HEADERS",
+    "TARGET_CACHE_SIZE",
     "ForwardedQuery",
     "api_type_of_path",
     "component_hint",
@@ -148,6 +150,30 @@ def parse_forwarded_request(
     return parse_forwarded(method, url, _headers_by_lower_name(headers), body, now=now)
 
 
+class _Target(NamedTuple):
+    """What a request's method, URL and body say, whatever the time and headers.
+
+    `at_now`: an instant query without `time`, evaluated at the caller's now.
+    """
+
+    api_type: str
+    query: str
+    start: float | None
+    end: float | None
+    step: float | None
+    matchers: tuple[str, ...]
+    at_now: bool
+
+
+# Parsed targets by (method, URL, content type, body), oldest evicted first.
+# Dashboards and rulers send the same URL over and over (Grafana aligns
+# ranges to the step, and an instant query without `time` has nothing that
+# changes); parsing one cost more than the queue's own work per request.
+TARGET_CACHE_SIZE = 4096
+_CACHED_BYTES = 4096  # a longer URL plus body is parsed every time, never kept
+_targets: dict[tuple[str, str, str, bytes], _Target] = {}
+
+
 def parse_forwarded(
     method: str,
     url: str,
@@ -159,10 +185,38 @@ def parse_forwarded(
     """`parse_forwarded_request` with the headers already read: lower-cased
     name -> first value, as Go's Header.Get sees them (only READ_HEADERS
     matter)."""
+    content_type = headers.get("content-type", "")
+    key = (method, url, content_type, body)
+    target = _targets.get(key)
+    if target is None:
+        target = _target(method, url, content_type, body)
+        if len(url) + len(body) <= _CACHED_BYTES:
+            if len(_targets) >= TARGET_CACHE_SIZE:
+                del _targets[next(iter(_targets))]
+            _targets[key] = target
+    kept = {}
+    for lower, canonical in _CANONICAL.items():
+        value = headers.get(lower)
+        if value:
+            kept[canonical] = value
+    at_now = target.at_now
+    return ForwardedQuery(
+        api_type=target.api_type,
+        query=target.query,
+        start=now if at_now else target.start,
+        end=now if at_now else target.end,
+        step=target.step,
+        headers=kept,
+        matchers=target.matchers,
+    )
+
+
+def _target(method: str, url: str, content_type: str, body: bytes) -> _Target:
     split = urlsplit(url)
-    params = _form_params(method, split.query, headers.get("content-type", ""), body)
+    params = _form_params(method, split.query, content_type, body)
     api_type = api_type_of_path(split.path)
-    start, end = _time_range(api_type, params, now)
+    at_now = api_type == "query" and not _first(params, "time")
+    start, end = (None, None) if at_now else _time_range(api_type, params)
     matchers: tuple[str, ...] = ()
     if api_type in ("query", "query_range"):
         query = _first(params, "query")
@@ -170,28 +224,12 @@ def parse_forwarded(
         matchers = tuple(params.get("match[]", ()))
         query = ",".join(matchers)
     step = parse_duration_seconds(_first(params, "step")) if api_type == "query_range" else None
-    kept = {}
-    for lower, canonical in _CANONICAL.items():
-        value = headers.get(lower)
-        if value:
-            kept[canonical] = value
-    return ForwardedQuery(
-        api_type=api_type,
-        query=query,
-        start=start,
-        end=end,
-        step=step,
-        headers=kept,
-        matchers=matchers,
-    )
+    return _Target(api_type, query, start, end, step, matchers, at_now)
 
 
-def _time_range(
-    api_type: str, params: dict[str, list[str]], now: float
-) -> tuple[float | None, float | None]:
+def _time_range(api_type: str, params: dict[str, list[str]]) -> tuple[float | None, float | None]:
     if api_type == "query":
-        raw = _first(params, "time")
-        instant = parse_prometheus_time(raw) if raw else now
+        instant = parse_prometheus_time(_first(params, "time"))
         return instant, instant
     return (
         parse_prometheus_time(_first(params, "start")),

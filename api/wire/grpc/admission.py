@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from api.wire.queue_rows import priority_origin
-from scheduler_core.actor_path import actor_path_from_pairs
+from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 from scheduler_core.classify import Classification, classify
@@ -131,14 +131,31 @@ def forwarded_query(http: httpgrpc_pb2.HTTPRequest, now: float) -> ForwardedQuer
     few it reads are taken out of the protobuf message: copying every
     header's values into Python lists cost more than the rest of the parse.
     """
+    found, _ = _read_headers(http, "")
+    return parse_forwarded(http.method, http.url, found, http.body, now=now)
+
+
+def _read_headers(
+    http: httpgrpc_pb2.HTTPRequest, actor_header: str
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The headers the parse reads (first value each) and the actor path, in one pass.
+
+    `actor_header` is lower-cased; as `actor_path_from_pairs`, the first
+    header of that name with a value names the path.
+    """
     found: dict[str, str] = {}
+    actor: tuple[str, ...] | None = None
     for header in http.headers:
         lower = header.key.lower()
         if lower in READ_HEADERS and lower not in found:
             values = header.values
             if values:
                 found[lower] = values[0]
-    return parse_forwarded(http.method, http.url, found, http.body, now=now)
+        if actor is None and lower == actor_header:
+            values = header.values
+            if values:
+                actor = parse_actor_path(values[0])
+    return found, actor or ()
 
 
 def classify_forwarded(
@@ -224,31 +241,35 @@ class Admission:
             raise InvalidEnqueue("protobuf-encoded requests are not supported; send httpRequest")
         if not msg.HasField("httpRequest"):
             raise InvalidEnqueue("enqueue without httpRequest")
-        tenants = _tenant_ids(msg.userID)
+        # Each field read once: a protobuf attribute costs a lookup per read.
+        user = msg.userID
+        query_id = msg.queryID
+        tenants = _tenant_ids(user)
         now = self._wall_clock()
         http = msg.httpRequest
-        forwarded = forwarded_query(http, now)
+        found, actor = _read_headers(http, self._host.config.actor_path_header.lower())
+        forwarded = parse_forwarded(http.method, http.url, found, http.body, now=now)
         component, info = self._classification(forwarded, now)
         component = component_hint(list(msg.additionalQueueDimensions)) or component
-        limits = self._limits(msg.userID, tenants)
+        limits = self._limits(user, tenants)
         handle = GrpcReplyHandle(
             frontend_address=frontend_address,
-            query_id=msg.queryID,
-            user_id=msg.userID,
+            query_id=query_id,
+            user_id=user,
             stats_enabled=msg.statsEnabled,
             http_request=http,
             reporter=self.results,
         )
-        rid = request_id(frontend_address, msg.queryID)
+        rid = request_id(frontend_address, query_id)
         verdict = judge(limits, info, now)
         if self.admission_log is not None:
-            self.admission_log.record(msg.userID, limits, verdict, info, component, now, rid)
+            self.admission_log.record(user, limits, verdict, info, component, now, rid)
         if verdict.rejected_by is not None:
-            raise QueryRejected(handle, rejection_error(msg.userID, verdict.rejected_by))
+            raise QueryRejected(handle, rejection_error(user, verdict.rejected_by))
         rule, source = priority_origin(limits, verdict)
         return Request(
             id=rid,
-            tenant_id=msg.userID,
+            tenant_id=user,
             component=component,
             priority=verdict.priority,
             priority_rule=rule,
@@ -260,9 +281,7 @@ class Admission:
             step=forwarded.step,
             headers=forwarded.headers,
             payload=handle,
-            actor_path=actor_path_from_pairs(
-                ((h.key, h.values) for h in http.headers), self._host.config.actor_path_header
-            ),
+            actor_path=actor,
         )
 
     def _classification(self, forwarded: ForwardedQuery, now: float) -> tuple[str, QueryInfo]:

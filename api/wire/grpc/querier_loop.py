@@ -22,6 +22,7 @@ from api.wire.grpc.admission import GrpcReplyHandle
 from api.wire.grpc.bridge import ForeignRequests
 from api.wire.grpc.streams import checked_read
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
+from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
@@ -131,7 +132,8 @@ class QuerierLoopServicer:
         server stopping) still ends the call. A "done" that was already read
         when the cancellation came wins: the result reached the frontend.
         """
-        task = asyncio.current_task()
+        # With the loop given, current_task skips asyncio's getpid() lookup.
+        task = asyncio.current_task(running_loop())
         assert task is not None
         reading, ours = True, False
 

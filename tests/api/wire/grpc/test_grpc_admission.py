@@ -139,3 +139,17 @@ async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_o
         assert runtime.observer.observers == (door.frontends, door.reporter, door.foreign)
     finally:
         await door.stop(0)
+
+
+def test_the_actor_path_comes_from_the_configured_header_whatever_its_case() -> None:
+    host = Host({})
+    admission = Admission(host, wall_clock=lambda: NOW)
+    message = enqueue("t")
+    message.httpRequest.headers.add(key="x-loki-actor-path", values=["apps|grafana"])
+
+    assert admission.build(message, "fe:1").actor_path == ("apps", "grafana")
+    host.config = QueueConfig(actor_path_header="X-Team")
+    assert admission.build(message, "fe:2").actor_path == ()
+    message.httpRequest.headers.add(key="X-TEAM", values=[])
+    message.httpRequest.headers.add(key="x-team", values=["search|alice"])
+    assert admission.build(message, "fe:3").actor_path == ("search", "alice")
