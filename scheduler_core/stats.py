@@ -111,6 +111,18 @@ class WaitHistogram:
         return WaitSummary(self.total(), self.quantile(0.5), self.quantile(0.99), self.max)
 
 
+K = TypeVar("K", str, int)
+
+
+def _histogram(table: dict[K, WaitHistogram], key: K) -> WaitHistogram:
+    # Looked up before creating: setdefault(key, WaitHistogram()) built and
+    # dropped two histograms (two Counters) per dispatched request.
+    found = table.get(key)
+    if found is None:
+        found = table[key] = WaitHistogram()
+    return found
+
+
 @dataclass(slots=True)
 class _Second:
     """Everything that happened in one whole second of the clock."""
@@ -155,16 +167,8 @@ class RollingStats:
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         bucket = self._current()
         bucket.events["dispatched"] += 1
-        # Looked up before creating: setdefault(k, WaitHistogram()) built and
-        # dropped two histograms (two Counters) per dispatched request.
-        by_component = bucket.by_component.get(request.component)
-        if by_component is None:
-            by_component = bucket.by_component[request.component] = WaitHistogram()
-        by_component.add(wait)
-        by_priority = bucket.by_priority.get(request.priority)
-        if by_priority is None:
-            by_priority = bucket.by_priority[request.priority] = WaitHistogram()
-        by_priority.add(wait)
+        _histogram(bucket.by_component, request.component).add(wait)
+        _histogram(bucket.by_priority, request.priority).add(wait)
 
     def on_completed(self, request: Request) -> None:
         self._current().events["completed"] += 1
@@ -260,9 +264,6 @@ class RollingStats:
         self._expire(now)
         oldest = now - int(math.ceil(self._span(window))) + 1
         return [b for b in self._seconds if b.second >= oldest]
-
-
-K = TypeVar("K", str, int)
 
 
 def _summaries(maps: Iterable[dict[K, WaitHistogram]]) -> dict[K, WaitSummary]:
