@@ -26,6 +26,10 @@ __all__ = ["Command"]
 TARGET_RATIO = 0.5
 TARGET_RPS = 1000.0
 TARGET_P99_MS = 20.0
+# Issue 17's goals, printed beside the targets `--check` enforces (which stay
+# what they were, for the checks that run it).
+GOAL_RATIO = 0.8
+GOAL_P99_MS = 5.0
 
 
 class Results(NamedTuple):
@@ -129,13 +133,14 @@ class Command(BaseCommand):
             f"dispatched requests/s (scheduler): {r.scheduler.throughput:.0f}  "
             f"(target >= {TARGET_RPS:.0f})",
             f"relay requests/s: {relay_rps:.0f}; ratio scheduler/relay: {ratio:.2f}  "
-            f"(target >= {TARGET_RATIO}); with unaligned ranges (no classification "
-            f"cache hits): {unaligned_ratio:.2f}",
+            f"(target >= {TARGET_RATIO}; issue 17: >= {GOAL_RATIO}); "
+            f"with unaligned ranges (no classification cache hits): {unaligned_ratio:.2f}",
             f"server CPU per request: relay {relay_cpu:.0f} us, scheduler "
             f"{r.scheduler.cpu_per_request_us:.0f} us, unaligned "
             f"{r.unaligned.cpu_per_request_us:.0f} us (CPU ratio {cpu_ratio:.2f})",
             f"scheduler overhead at {r.latency.throughput:.0f} req/s: p50 {p50:.2f} ms, "
-            f"p99 {p99:.2f} ms  (target p99 < {TARGET_P99_MS:.0f} ms)",
+            f"p99 {p99:.2f} ms  (target p99 < {TARGET_P99_MS:.0f} ms; issue 17: < "
+            f"{GOAL_P99_MS:.0f} ms at a quarter of capacity)",
             f"relay at the same rate: p50 {r.relay_latency.overhead_ms(0.5):.2f} ms, "
             f"p99 {r.relay_latency.overhead_ms(0.99):.2f} ms",
             f"lost requests: {lost}  (must be 0)",
