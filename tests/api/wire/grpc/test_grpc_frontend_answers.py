@@ -112,6 +112,26 @@ async def test_an_unknown_message_type_ends_the_stream_after_the_replies_before_
     assert door.runtime.queue.tenant_length("t") == 0  # the stream's requests went with it
 
 
+async def test_a_malformed_message_after_init_ends_the_stream_as_invalid_argument(
+    door: GrpcFrontDoor,
+) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{door.port}") as channel:
+        call = channel.stream_stream(
+            FRONTEND_LOOP, request_serializer=lambda b: b, response_deserializer=lambda b: b
+        )()
+        await call.write(init().SerializeToString())
+        await call.write(enqueue(1).SerializeToString())
+        await call.write(b"\x12\x05ab")  # a string field cut short
+        await call.done_writing()
+        replies = [await call.read(), await call.read()]
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await call.read()
+
+    assert [pb.SchedulerToFrontend.FromString(r).status for r in replies] == [pb.OK, pb.OK]
+    assert ended.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed" in (ended.value.details() or "")
+
+
 def h2(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
     return frame(kind, flags, stream, payload)
 
