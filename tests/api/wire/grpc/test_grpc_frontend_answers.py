@@ -106,7 +106,9 @@ async def test_an_unknown_message_type_ends_the_stream_after_the_replies_before_
     door: GrpcFrontDoor,
 ) -> None:
     unknown = pb.FrontendToScheduler(type=pb.INIT, frontendAddress="fe:1")
-    got = await replies_to(door, init(), enqueue(1), unknown, enqueue(2))
+    # Nothing is written after it: the lean door may end the call before a
+    # later write lands, and grpcio's client then fails that write instead.
+    got = await replies_to(door, init(), enqueue(1), unknown)
 
     assert got == [pb.OK, pb.OK, grpc.StatusCode.INVALID_ARGUMENT]
     assert door.runtime.queue.tenant_length("t") == 0  # the stream's requests went with it
