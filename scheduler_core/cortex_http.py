@@ -186,11 +186,15 @@ def parse_forwarded(
     name -> first value, as Go's Header.Get sees them (only READ_HEADERS
     matter)."""
     content_type = headers.get("content-type", "")
-    key = (method, url, content_type, body)
-    target = _targets.get(key)
-    if target is None:
+    target: _Target | None
+    if len(url) + len(body) > _CACHED_BYTES:
+        # Never kept, so not looked up either: hashing a long body costs.
         target = _target(method, url, content_type, body)
-        if len(url) + len(body) <= _CACHED_BYTES:
+    else:
+        key = (method, url, content_type, body)
+        target = _targets.get(key)
+        if target is None:
+            target = _target(method, url, content_type, body)
             if len(_targets) >= TARGET_CACHE_SIZE:
                 del _targets[next(iter(_targets))]
             _targets[key] = target
