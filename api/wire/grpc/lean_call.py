@@ -11,8 +11,9 @@ message gets exactly one reply computed without awaiting (Cortex's
 FrontendLoop): the reply is made inside `data_received`, with no task
 wake-up, future or loop turn per message.
 
-Imports: `http2_frames` and grpc's status codes only (the connection is typed,
-not imported, to keep `lean_server` -> `lean_call` one way).
+Imports: `http2_frames`, `streams` (AbortError, malformed) and grpc's status
+codes; the connection is typed, not imported, to keep `lean_server` ->
+`lean_call` one way.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from api.wire.grpc.http2_frames import NO_ERROR, STREAM_WINDOW, Http2Stream, encode_headers
-from api.wire.grpc.streams import AbortError
+from api.wire.grpc.streams import AbortError, malformed
 
 if TYPE_CHECKING:
     from api.wire.grpc.lean_server import GrpcConnection
@@ -210,9 +211,7 @@ class LeanCall:
             except AbortError as exc:
                 self._error = exc
             except DecodeError as exc:
-                self._error = AbortError(
-                    grpc.StatusCode.INVALID_ARGUMENT, f"malformed message: {exc}"
-                )
+                self._error = malformed(exc)
             except Exception as exc:
                 # Raised inside data_received: it must end this call, not the connection.
                 log.exception("gRPC method %s failed", self.headers.get(":path"))

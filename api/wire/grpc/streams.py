@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-__all__ = ["AbortError", "answer_each", "checked_read"]
+__all__ = ["AbortError", "answer_each", "checked_read", "malformed"]
 
 
 class AbortError(Exception):
@@ -31,12 +31,18 @@ class AbortError(Exception):
         self.details = details
 
 
+def malformed(exc: DecodeError) -> AbortError:
+    """How a message that does not decode ends its call."""
+    return AbortError(grpc.StatusCode.INVALID_ARGUMENT, f"malformed message: {exc}")
+
+
 async def checked_read(context: grpc.aio.ServicerContext[Any, Any]) -> Any:
     """One message (or grpc.aio.EOF); a malformed one aborts the stream."""
     try:
         return await context.read()
     except DecodeError as exc:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed message: {exc}")
+        refused = malformed(exc)
+        await context.abort(refused.code, refused.details)
 
 
 async def answer_each(
