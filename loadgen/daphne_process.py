@@ -155,7 +155,13 @@ class DaphneProcess:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> DaphneProcess:
-        return self.start()
+        # A start that fails leaves no process or temporary folder behind:
+        # __exit__ does not run for a failed __enter__.
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
 
     def __exit__(self, *exc: Any) -> None:
         self.cleanup()

@@ -25,12 +25,8 @@ pytest_plugins = ["tests.servers"]
 
 @pytest.fixture(scope="session")
 def daphne_server() -> Iterator[DaphneProcess]:
-    server = DaphneProcess()
-    try:
-        server.start()
+    with DaphneProcess() as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.fixture

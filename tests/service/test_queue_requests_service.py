@@ -36,12 +36,8 @@ RANGE = "/prometheus/api/v1/query_range"
 def daphne_server() -> Iterator[DaphneProcess]:
     """A Daphne of this module's own: a querier here takes any tenant's work, so
     requests other tests leave on the shared server would reach it."""
-    server = DaphneProcess()
-    try:
-        server.start()
+    with DaphneProcess() as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.fixture(scope="module")
