@@ -369,23 +369,34 @@ class SchedulerRuntime:
             self._dispatch_pass()
 
     def _dispatch_pass(self) -> None:
-        for key, fut in list(self._waiters.items()):
-            if not len(self.queue):
-                return
-            if fut.done():
-                self._waiters.pop(key, None)
-                continue
-            try:
-                request = self._try_dequeue(key)
-            except (QuerierShuttingDown, UnknownQuerier) as exc:
+        # Walks the waiters in place and drops the served ones afterwards:
+        # copying the whole dict first cost more than the hand-off itself
+        # with hundreds of idle workers, and one enqueue usually ends the
+        # walk at the first waiter. Nothing below adds or removes waiters
+        # synchronously (futures run their callbacks on a later loop turn).
+        served: list[WorkerKey] = []
+        queue = self.queue
+        try:
+            for key, fut in self._waiters.items():
+                if not len(queue):
+                    return
+                if fut.done():
+                    served.append(key)
+                    continue
+                try:
+                    request = self._try_dequeue(key)
+                except (QuerierShuttingDown, UnknownQuerier) as exc:
+                    served.append(key)
+                    fut.set_exception(exc)
+                    continue
+                if request is not None:
+                    served.append(key)
+                    self._handed[key] = request
+                    # The wait is measured now: the worker resumes a loop turn later.
+                    fut.set_result((request, max(0.0, self.clock() - request.enqueued_at)))
+        finally:
+            for key in served:
                 del self._waiters[key]
-                fut.set_exception(exc)
-                continue
-            if request is not None:
-                del self._waiters[key]
-                self._handed[key] = request
-                # The wait is measured now: the worker resumes a loop turn later.
-                fut.set_result((request, max(0.0, self.clock() - request.enqueued_at)))
 
     async def _forget_loop(self) -> None:
         while True:
