@@ -42,6 +42,10 @@ class TenantSeriesJanitor:
         self._idle_since: dict[str, float] = {}
         self._forget: list[Forget] = []
         self._last_sweep: float | None = None
+        # When the next event-driven sweep is due, fixed at each sweep: the
+        # check runs on every accepted request, and reading the delay (a
+        # Django setting) there cost more than the rest of the bookkeeping.
+        self._due = 0.0
 
     @property
     def idle_seconds(self) -> float:
@@ -51,7 +55,7 @@ class TenantSeriesJanitor:
     @property
     def sweep_interval(self) -> float:
         """A fifth of the delay (at most 3 minutes, Cortex's check period)."""
-        return min(180.0, self.idle_seconds / 5)
+        return _sweep_interval(self.idle_seconds)
 
     def on_forget(self, callback: Forget) -> None:
         """Call `callback(tenant_id)` for each tenant whose series go."""
@@ -97,18 +101,24 @@ class TenantSeriesJanitor:
     def maybe_sweep(self) -> list[str]:
         """`sweep` if one is due (or the clock went back: a new clock, in tests)."""
         now, last = self._clock(), self._last_sweep
-        if last is not None and last <= now < last + self.sweep_interval:
+        if last is not None and last <= now < self._due:
             return []
         return self.sweep()
 
     def sweep(self) -> list[str]:
         """Forget every tenant idle for at least the delay; their IDs."""
         now = self._clock()
+        idle = self.idle_seconds
         self._last_sweep = now
-        cutoff = now - self.idle_seconds
+        self._due = now + _sweep_interval(idle)
+        cutoff = now - idle
         gone = [tenant for tenant, since in self._idle_since.items() if since <= cutoff]
         for tenant in gone:
             del self._idle_since[tenant]
             for forget in self._forget:
                 forget(tenant)
         return gone
+
+
+def _sweep_interval(idle_seconds: float) -> float:
+    return min(180.0, idle_seconds / 5)
