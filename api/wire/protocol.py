@@ -110,9 +110,14 @@ Message = Enqueue | Cancel | Hello | QuerierResult | Shutdown
 Parser = Callable[[Mapping[str, Any]], Message]
 
 
+# Built once: `json.dumps` with any non-default option builds a new encoder
+# per call, about a microsecond of each of the four frames a request sends.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
 def dumps(message: Mapping[str, Any]) -> str:
     """Compact JSON: the protocol is machine-to-machine."""
-    return json.dumps(message, separators=(",", ":"), allow_nan=False)
+    return _ENCODE(message)
 
 
 def decode(text: str | None) -> Mapping[str, Any]:
