@@ -1,0 +1,187 @@
+"""The websocket consumers' own work per request, in one process, scheduler vs relay.
+
+Run `python -m tests.load.ws_consumers_bench` from the repository root.
+`manage.py loadtest` measures the whole server, where Daphne's framing and
+the machine's noise (the clients share its two cores) move every figure by
+tens of percent between runs; that is too coarse to tell whether a change
+to the scheduler's path saved a few microseconds. Here the real consumers
+(`FrontendConsumer`, `QuerierConsumer`, and the loadtest's relay pair) run
+on one event loop with no socket: each `send` only keeps the text frame it
+would write, and the benchmark plays the frontend and the querier by
+feeding the consumers the frames they would receive. Both sides do the same
+client work, so the difference is what the scheduler's path costs over the
+relay's (parsing and validation, classification, admission records, the
+queue, its observers, the worker tasks).
+
+Phases alternate relay, scheduler, relay, scheduler... (`--rounds`), each
+of `--requests` requests in batches (closed loop, `--batch` outstanding,
+with 200 idle workers as in the loadtest); it prints the CPU microseconds
+(thread time) per request of each phase, the medians, and their difference.
+The in-process figures are about half what the same code costs inside the
+loaded server (see docs/performance.md, issue 17 session 6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["main"]
+
+QUERIES = (
+    "sum by (job) (rate(http_requests_total{job=~'api.*'}[5m]))",
+    "histogram_quantile(0.99, sum by (le) (rate(request_duration_seconds_bucket[5m])))",
+    "count(up == 0)",
+)
+
+
+class _Pair:
+    """A frontend and a querier consumer with their frames captured, not written."""
+
+    def __init__(self, frontend: Any, querier: Any) -> None:
+        self.frontend, self.querier = frontend, querier
+        self.to_querier: list[str] = []
+        self.to_frontend = 0
+        for consumer, sink in ((frontend, self._frontend_frame), (querier, self.to_querier.append)):
+            consumer.scope = {"type": "websocket", "headers": [], "query_string": b""}
+            consumer.connection_id = f"bench-{id(consumer)}"
+            consumer.send = _capture(sink)
+
+    def _frontend_frame(self, text: str) -> None:
+        self.to_frontend += 1
+
+    async def open(self, workers: int) -> None:
+        await self.frontend.opened()
+        await self.querier.opened()
+        hello = {"type": "hello", "querier_id": "bench-q", "workers": workers}
+        await self.querier.receive(text_data=json.dumps(hello))
+        for _ in range(3):
+            await asyncio.sleep(0)  # workers start waiting
+        self.to_querier.clear()
+
+    async def close(self) -> None:
+        await self.frontend.disconnect(1000)
+        await self.querier.disconnect(1000)
+
+
+def _capture(sink: Callable[[str], None]) -> Callable[..., Any]:
+    async def send(text_data: str | None = None, **_: Any) -> None:
+        if text_data is not None:
+            sink(text_data)
+
+    return send
+
+
+async def _phase(pair: _Pair, frames: list[str], batch: int) -> float:
+    """Thread-CPU microseconds per request for every frame of `frames`."""
+    answered = 0
+    began = time.thread_time()
+    for first in range(0, len(frames), batch):
+        for text in frames[first : first + batch]:
+            await pair.frontend.receive(text_data=text)
+        for _ in range(3):
+            await asyncio.sleep(0)  # dispatched workers send their requests
+        sent, pair.to_querier[:] = list(pair.to_querier), []
+        for text in sent:
+            request = json.loads(text)
+            result = {"type": "result", "worker": request["worker"], "id": request["id"]}
+            await pair.querier.receive(text_data=json.dumps({**result, "status": 200}))
+        for _ in range(3):
+            await asyncio.sleep(0)  # results reach the frontend
+        answered += len(sent)
+    took = time.thread_time() - began
+    if answered != len(frames):
+        raise SystemExit(f"only {answered} of {len(frames)} requests were answered")
+    return took / answered * 1e6
+
+
+def _frames(n: int, offset: int) -> list[str]:
+    now = time.time()
+    now -= now % 60  # step-aligned, as Grafana sends and the loadtest's default
+    return [
+        json.dumps(
+            {
+                "type": "enqueue",
+                "id": offset + i,
+                "tenant": f"tenant-{i % 10}",
+                "query": QUERIES[i % len(QUERIES)],
+                "start": now - 3600,
+                "end": now,
+                "step": 60,
+                "headers": {"X-Loadtest-Id": f"0:{offset + i}"},
+            }
+        )
+        for i in range(n)
+    ]
+
+
+async def _run(args: argparse.Namespace) -> tuple[list[float], list[float]]:
+    from api.wire import metrics, runtime_host
+    from api.wire.consumers.frontend import FrontendConsumer
+    from api.wire.consumers.querier import QuerierConsumer
+    from api.wire.consumers.relay import RelayFrontendConsumer, RelayQuerierConsumer
+
+    assert metrics.REGISTRY is not None  # imported: its observer is on the runtime, as served
+    await runtime_host.ensure_started()
+    relay: list[float] = []
+    scheduler: list[float] = []
+    sides = [
+        ((RelayFrontendConsumer, RelayQuerierConsumer), relay),
+        ((FrontendConsumer, QuerierConsumer), scheduler),
+    ]
+    if args.only:
+        sides = [sides[args.only == "scheduler"]]
+    for round_ in range(args.rounds):
+        for kinds, out in sides:
+            pair = _Pair(kinds[0](), kinds[1]())
+            await pair.open(args.workers)
+            frames = _frames(args.requests, round_ * args.requests)
+            out.append(await _phase(pair, frames, args.batch))
+            await pair.close()
+            print(
+                f"round {round_ + 1} {'relay' if out is relay else 'scheduler'}: "
+                f"{out[-1]:.1f} us CPU per request",
+                flush=True,
+            )
+    await runtime_host.shutdown(drain_timeout=0)
+    return relay, scheduler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=20_000, help="per phase")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=20, help="outstanding requests")
+    parser.add_argument("--workers", type=int, default=200, help="querier workers")
+    parser.add_argument(
+        "--only", choices=("relay", "scheduler"), help="one side only (to profile it)"
+    )
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    database = os.path.join(tempfile.mkdtemp(prefix="ws-bench-"), "db.sqlite3")
+    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    relay, scheduler = asyncio.run(_run(args))
+    if args.only:
+        return
+    r, s = statistics.median(relay), statistics.median(scheduler)
+    print(
+        f"\nmedian CPU per request in-process: relay {r:.1f} us, scheduler {s:.1f} us; "
+        f"the scheduler's path costs {s - r:.1f} us more ({s / r:.2f}x the relay's)"
+    )
+
+
+if __name__ == "__main__":
+    main()
