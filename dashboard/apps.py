@@ -15,6 +15,10 @@ class DashboardConfig(AppConfig):
         # (the login page's is set in urls.py).
         from django.contrib import admin
 
+        from api.wire.metrics import REGISTRY
         from dashboard import login_throttle
+        from dashboard.live_metrics import LiveViewsCollector
 
         admin.site.login_form = login_throttle.ThrottledAdminAuthenticationForm
+        # What the inspector costs, beside the scheduler's own series.
+        REGISTRY.register(LiveViewsCollector())

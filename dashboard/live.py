@@ -307,6 +307,9 @@ class Broadcaster:
         self.current: Tick | None = None
         self.ticks = 0
         self.interval = TICK_SECONDS
+        # Loop seconds its ticks and their frames took, ever (what
+        # `queue_inspector_live_loop_seconds_total` reports).
+        self.loop_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def source(self) -> SnapshotSource | None:
@@ -397,6 +400,7 @@ class Broadcaster:
             except Exception:
                 log.exception("inspector broadcast tick failed")
             cost = loop.time() - started + self._sends_cost()
+            self.loop_seconds += cost
             self.interval = max(TICK_SECONDS, round(cost / LOOP_BUDGET, 2))
             # A fixed cadence, not a fixed pause: a slow tick does not slow the rate.
             next_at = max(next_at + self.interval, loop.time())

@@ -38,6 +38,7 @@ from tests.load.inspector_bench import (
     RESET,
     USER,
     Load,
+    live_share,
     niced_chromium,
     open_inspectors,
     pin_server_apart,
@@ -205,7 +206,7 @@ async def run(args: argparse.Namespace) -> None:
                 await page.evaluate(RESET)
             started = time.perf_counter()
             plain = await load.rate(args.seconds)
-            plain_cpu = load.last_cpu
+            plain_cpu, plain_live = load.last_cpu, load.last_live
             plain_elapsed = time.perf_counter() - started
             plain_reads = [await page.evaluate(READ) for page in pages]
             plain_bytes = [r["bytes"] / plain_elapsed for r in plain_reads]
@@ -222,7 +223,7 @@ async def run(args: argparse.Namespace) -> None:
                 await page.evaluate(RESET)
             started = time.perf_counter()
             watched = await load.rate(args.seconds)
-            watched_cpu = load.last_cpu
+            watched_cpu, watched_live = load.last_cpu, load.last_live
             elapsed = time.perf_counter() - started
             readings = [await page.evaluate(READ) for page in pages]
             rows = [
@@ -262,6 +263,7 @@ async def run(args: argparse.Namespace) -> None:
         f"dispatch rate {plain:.0f}/s: ratio to no browser {plain / alone:.3f}; "
         f"server CPU per request {per_request(plain_cpu, plain):.0f} us"
     )
+    print("  " + live_share(plain_live, plain / alone, plain_cpu))
     print(
         f"{len(readings)} inspectors drilled in (rows shown: min {min(rows)}, max {max(rows)}), "
         "half of them searching:"
@@ -275,6 +277,7 @@ async def run(args: argparse.Namespace) -> None:
         f"(target >= 0.9), to the same inspectors without drill-down {watched / plain:.3f}; "
         f"server CPU per request {per_request(watched_cpu, watched):.0f} us"
     )
+    print("  " + live_share(watched_live, watched / alone, watched_cpu))
     # The rate ratio is the target; this one says whether the server or the
     # load clients set the rate (1.0 would mean browsers cost the server nothing).
     print(
