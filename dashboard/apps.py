@@ -15,10 +15,11 @@ class DashboardConfig(AppConfig):
         # (the login page's is set in urls.py).
         from django.contrib import admin
 
+        from api.wire.loop_metrics import register_loop_bound
         from api.wire.metrics import REGISTRY
         from dashboard import login_throttle
         from dashboard.live_metrics import LiveViewsCollector
 
         admin.site.login_form = login_throttle.ThrottledAdminAuthenticationForm
         # What the inspector costs, beside the scheduler's own series.
-        REGISTRY.register(LiveViewsCollector())
+        register_loop_bound(REGISTRY, LiveViewsCollector())

@@ -10,40 +10,39 @@ operator (and the benchmarks) see that share and the cadence it bought:
 - `queue_inspector_live_interval_seconds`: seconds between ticks now.
 
 Registered into the scheduler's registry (`api.wire.metrics.REGISTRY`) when
-the dashboard app is ready; read at scrape time, so nothing is counted per
-event.
+the dashboard app is ready; read on the loop at scrape time
+(`api.wire.loop_metrics`), so nothing is counted per event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
 
+from api.wire.loop_metrics import Build, LoopBoundCollector
 from dashboard import live
 
 __all__ = ["LiveViewsCollector"]
 
 
-class LiveViewsCollector(Collector):
+class LiveViewsCollector(LoopBoundCollector):
     """The process broadcaster's counters, read when Prometheus scrapes."""
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def take(self) -> Build:
         broadcaster = live.get_broadcaster()
         spent = CounterMetricFamily(
             "queue_inspector_live_loop_seconds",
             "Event-loop seconds the live inspector views took (ticks and their frames).",
         )
         spent.add_metric([], broadcaster.loop_seconds)
-        yield spent
-        yield GaugeMetricFamily(
+        viewers = GaugeMetricFamily(
             "queue_inspector_live_viewers",
             "Live inspector views open on this replica.",
             value=len(broadcaster.viewers),
         )
-        yield GaugeMetricFamily(
+        interval = GaugeMetricFamily(
             "queue_inspector_live_interval_seconds",
             "Seconds between live inspector ticks now (longer when a tick costs more).",
             value=broadcaster.interval,
         )
+        families = [spent, viewers, interval]
+        return lambda: families

@@ -5,7 +5,8 @@ apply, reconcile, SIGTERM drain); `observers` fans its one observer slot
 out; `protocol` and `consumers/` are the JSON websocket protocol
 (docs/protocol.md); `grpc/` is Cortex's `schedulerpb` door
 (docs/protocol-grpc.md); `frontends` lists connected frontends; `metrics`
-and `health` are the endpoints monitoring polls.
+(with `rule_metrics` and `loop_metrics`) and `health` are the endpoints
+monitoring polls.
 
 May import: `scheduler_core`, `api.store`, `api.cluster`. Never `api.rest`.
 """

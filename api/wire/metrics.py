@@ -22,18 +22,17 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter as Tally
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import generate_latest
-from prometheus_client.registry import Collector
 
 from api.cluster import replica_board
 from api.wire import runtime_host
+from api.wire.loop_metrics import Build, LoopBoundCollector, register_loop_bound, render
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
@@ -231,7 +230,7 @@ def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricF
 
 def signal_families(
     snap: QueueSnapshot | None,
-    peaks: QueuePeaks,
+    peaks: list[tuple[str, int]],
     replicas: list[tuple[str, bool]],
 ) -> list[GaugeMetricFamily]:
     """Mimir's newest queue signals plus the gauges our alert rules need.
@@ -262,11 +261,9 @@ def signal_families(
         "stopped publishing without a graceful withdrawal (remembered 15 minutes).",
         ["replica"],
     )
-    standing: dict[str, int] = {}
     oldest = None
     if snap is not None:
         for leaf in snap.leaves:
-            standing[leaf.tenant_id] = standing.get(leaf.tenant_id, 0) + leaf.length
             if leaf.length and (oldest is None or leaf.oldest_enqueued_at < oldest):
                 oldest = leaf.oldest_enqueued_at
         for querier in snap.queriers:
@@ -274,7 +271,7 @@ def signal_families(
                 idle_since = max(w.since for w in querier.workers)
                 reserved_idle.add_metric([querier.querier_id], max(0.0, snap.taken_at - idle_since))
     max_wait.add_metric([], 0.0 if oldest is None or snap is None else snap.taken_at - oldest)
-    for tenant, value in peaks.collect(standing):
+    for tenant, value in peaks:
         peak.add_metric([tenant], value)
     for replica, up in replicas:
         replica_up.add_metric([replica], 1.0 if up else 0.0)
@@ -321,24 +318,38 @@ def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeM
     return [length, queriers, frontend_gauge, inflight]
 
 
-class SnapshotCollector(Collector):
-    """Gauges read from the running scheduler at scrape time."""
+def _standing(snap: QueueSnapshot | None) -> dict[str, int]:
+    """Each tenant's queued requests in a snapshot."""
+    standing: dict[str, int] = {}
+    for leaf in snap.leaves if snap is not None else ():
+        standing[leaf.tenant_id] = standing.get(leaf.tenant_id, 0) + leaf.length
+    return standing
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+
+class SnapshotCollector(LoopBoundCollector):
+    """Gauges read from the running scheduler at scrape time.
+
+    The snapshot, the peaks' reseed and the replicas are read on the loop;
+    the families are built from them (an immutable snapshot) wherever the
+    scrape is formatted.
+    """
+
+    def take(self) -> Build:
         snap, frontends = None, 0
         if runtime_host.started():
             host = runtime_host.get_host()
             snap = host.runtime.snapshot()
             frontends = host.frontend_clients
-        yield from snapshot_families(snap, frontends)
-        yield from signal_families(snap, PEAKS, replica_board.get_board().replica_states())
+        peaks = PEAKS.collect(_standing(snap))
+        replicas = replica_board.get_board().replica_states()
+        return lambda: [
+            *snapshot_families(snap, frontends),
+            *signal_families(snap, peaks, replicas),
+        ]
 
-    def describe(self) -> list[Any]:
-        return []  # unchecked collector: its families depend on the queue
 
-
-REGISTRY.register(SnapshotCollector())
-REGISTRY.register(RuleStatsCollector())
+register_loop_bound(REGISTRY, SnapshotCollector())
+register_loop_bound(REGISTRY, RuleStatsCollector())
 runtime_host.add_observer(MetricsObserver())
 
 
@@ -351,4 +362,5 @@ async def metrics_view(request: HttpRequest) -> HttpResponse:
     # Before the counters are read: idle tenants' series are gone from this scrape.
     _same_runtime(runtime_host.get_runtime() if runtime_host.started() else None)
     JANITOR.maybe_sweep()
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+    # Read on the loop, formatted in a worker thread (api.wire.loop_metrics).
+    return HttpResponse(await render(REGISTRY), content_type=CONTENT_TYPE_LATEST)

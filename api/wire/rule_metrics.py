@@ -12,13 +12,12 @@ config changes, so the counters never go down.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily
-from prometheus_client.registry import Collector
 
 from api.wire import runtime_host
+from api.wire.loop_metrics import Build, LoopBoundCollector
 
 __all__ = ["RuleStatsCollector", "rule_families"]
 
@@ -43,12 +42,10 @@ def rule_families(stats: Any) -> list[CounterMetricFamily]:
     return [matches, rejected]
 
 
-class RuleStatsCollector(Collector):
+class RuleStatsCollector(LoopBoundCollector):
     """This replica's rule counters (each replica counts what it admitted)."""
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def take(self) -> Build:
         stats = runtime_host.get_host().admission_log.stats if runtime_host.started() else None
-        yield from rule_families(stats)
-
-    def describe(self) -> list[Any]:
-        return []
+        families = rule_families(stats)  # read here: the loop records into these counts
+        return lambda: families
