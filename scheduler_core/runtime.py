@@ -369,33 +369,34 @@ class SchedulerRuntime:
             self._dispatch_pass()
 
     def _dispatch_pass(self) -> None:
-        # Walks the waiters in place and drops the served ones afterwards:
+        # Walks the waiters in place and drops the ended ones afterwards:
         # copying the whole dict first cost more than the hand-off itself
         # with hundreds of idle workers, and one enqueue usually ends the
         # walk at the first waiter. Nothing below adds or removes waiters
         # synchronously (futures run their callbacks on a later loop turn).
-        served: list[WorkerKey] = []
+        # Served, failed, or already done (a cancelled wait): no longer waiting.
+        ended: list[WorkerKey] = []
         queue = self.queue
         try:
             for key, fut in self._waiters.items():
                 if not len(queue):
                     return
                 if fut.done():
-                    served.append(key)
+                    ended.append(key)
                     continue
                 try:
                     request = self._try_dequeue(key)
                 except (QuerierShuttingDown, UnknownQuerier) as exc:
-                    served.append(key)
+                    ended.append(key)
                     fut.set_exception(exc)
                     continue
                 if request is not None:
-                    served.append(key)
+                    ended.append(key)
                     self._handed[key] = request
                     # The wait is measured now: the worker resumes a loop turn later.
                     fut.set_result((request, max(0.0, self.clock() - request.enqueued_at)))
         finally:
-            for key in served:
+            for key in ended:
                 del self._waiters[key]
 
     async def _forget_loop(self) -> None:
