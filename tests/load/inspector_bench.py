@@ -106,7 +106,6 @@ class Load:
         # The live views' loop seconds are read from /metrics just before and
         # just after the window, so the scrapes' own cost stays outside it.
         live_before = await asyncio.to_thread(live_loop_seconds, self.server)
-        scraped = time.perf_counter()
         before, started = self.served, time.perf_counter()
         cpu_before = server_cpu(self.server)
         await asyncio.sleep(seconds)
@@ -114,7 +113,7 @@ class Load:
         self.last_cpu = (server_cpu(self.server) - cpu_before) / elapsed
         served = self.served - before
         live_after = await asyncio.to_thread(live_loop_seconds, self.server)
-        self.last_live = (live_after - live_before) / (time.perf_counter() - scraped)
+        self.last_live = (live_after - live_before) / (time.perf_counter() - started)
         return served / elapsed
 
     async def stop(self) -> None:

@@ -43,7 +43,11 @@ QUERIES = (
 
 
 class _Pair:
-    """A frontend and a querier consumer with their frames captured, not written."""
+    """A frontend and a querier consumer with their frames captured, not written.
+
+    The querier's frames are kept (the benchmark answers them); the
+    frontend's are counted.
+    """
 
     def __init__(self, frontend: Any, querier: Any) -> None:
         self.frontend, self.querier = frontend, querier
@@ -99,6 +103,8 @@ async def _phase(pair: _Pair, frames: list[str], batch: int) -> float:
     took = time.thread_time() - began
     if answered != len(frames):
         raise SystemExit(f"only {answered} of {len(frames)} requests were answered")
+    if pair.to_frontend != 2 * answered:  # the `enqueued` ack and the result of each
+        raise SystemExit(f"{pair.to_frontend} frames reached the frontend for {answered}")
     return took / answered * 1e6
 
 
