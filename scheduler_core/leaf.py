@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
+from math import inf
 from typing import TYPE_CHECKING, Any
 
 from scheduler_core.actor_queue import SubQueue
@@ -290,11 +291,34 @@ class Leaf(deque[Request]):
         assert queues is not None
         return tuple((-neg, queues[-neg].live) for neg in prios)
 
-    def snapshot_row(self) -> tuple[tuple[tuple[int, int], ...], float]:
-        """`by_priority()` and `oldest_enqueued_at()` in one call (snapshots)."""
-        if self.prios is None and self.length:
-            return ((self.prio, self.length),), self[0].enqueued_at
-        return self.by_priority(), self.oldest_enqueued_at()
+    def snapshot_row(self) -> tuple[tuple[tuple[int, int], ...], float, bool]:
+        """`by_priority()`, `oldest_enqueued_at()` and `has_actors` in one pass (snapshots).
+
+        One walk over the priorities instead of three: a snapshot runs this
+        for every multi-priority leaf, ten thousand of them at 10,000 tenants.
+        """
+        if not self.length:
+            return (), 0.0, False
+        prios = self.prios
+        if prios is None:
+            return ((self.prio, self.length),), self[0].enqueued_at, False
+        queues = self.queues
+        assert queues is not None
+        rows: list[tuple[int, int]] = []
+        oldest = inf
+        actors = False
+        for neg in prios:
+            fifo = queues[-neg]
+            rows.append((-neg, fifo.live))
+            if fifo.ring is None:
+                # A plain FIFO's head is live and its oldest (module invariant).
+                head = fifo[0].enqueued_at
+            else:
+                actors = True
+                head = fifo.oldest()
+            if head < oldest:
+                oldest = head
+        return tuple(rows), oldest, actors
 
     def oldest_enqueued_at(self) -> float:
         """The earliest `enqueued_at` among the heads (0.0 when empty).

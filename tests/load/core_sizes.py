@@ -41,7 +41,10 @@ def untimed_gc(fn: Callable[[], _T]) -> _T:
 
 
 def _loaded_queue(tenants: int, per_tenant: int, queriers: int) -> RequestQueue:
-    """Tenants with work in two components, and busy and idle workers."""
+    """Tenants with work in two components, and busy and idle workers.
+
+    Past two requests per tenant, each further pair has the next priority.
+    """
     queue = RequestQueue(
         QueueConfig(max_outstanding_requests_per_tenant=1 << 30), clock=time.monotonic
     )
@@ -52,16 +55,22 @@ def _loaded_queue(tenants: int, per_tenant: int, queriers: int) -> RequestQueue:
         queue.set_tenant_limits(f"tenant-{t}", TenantLimits(max_queriers=2))
     for i in range(tenants * per_tenant):
         component = COMPONENTS[i // tenants % 2]
-        queue.enqueue(Request(id=f"s{i}", tenant_id=f"tenant-{i % tenants}", component=component))
+        priority = i // (2 * tenants)
+        tenant = f"tenant-{i % tenants}"
+        queue.enqueue(Request(id=f"s{i}", tenant_id=tenant, component=component, priority=priority))
     last = -1
     for q in range(queriers):
         _, last = queue.dequeue(f"querier-{q}", 0, last)
     return queue
 
 
-def measure_snapshot(tenants: int, repeats: int, queriers: int = 8) -> float:
-    """Minimum seconds of one `snapshot()` with `tenants` tenants queued."""
-    queue = _loaded_queue(tenants, 2, queriers)
+def measure_snapshot(tenants: int, repeats: int, queriers: int = 8, priorities: int = 1) -> float:
+    """Minimum seconds of one `snapshot()` with `tenants` tenants queued.
+
+    With `priorities` > 1 every leaf holds that many priorities (the
+    multi-priority form a tenant with priority rules is in).
+    """
+    queue = _loaded_queue(tenants, 2 * priorities, queriers)
     best = float("inf")
     for _ in range(repeats):
         best = min(best, untimed_gc(partial(_time_snapshot, queue)))

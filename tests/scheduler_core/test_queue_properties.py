@@ -423,6 +423,14 @@ class QueueMachine(RuleBasedStateMachine):
             # Few actors here, so the snapshot lists every one, exactly.
             assert {a.path: a.length for a in leaf.actors} == dict(+actors)
             assert all(a.others == 0 for a in leaf.actors)
+            # The snapshot's one pass agrees with the leaf's separate readings.
+            live = self.q._tenants[leaf.tenant_id].children[leaf.component]  # noqa: SLF001
+            assert leaf.oldest_enqueued_at == live.oldest_enqueued_at()
+            assert live.snapshot_row() == (
+                live.by_priority(),
+                leaf.oldest_enqueued_at,
+                live.has_actors,
+            )
         busy = {
             w.request_id: (w.querier_id, w.worker_id)
             for view in snap.queriers
