@@ -19,18 +19,26 @@ with 200 idle workers as in the loadtest); it prints the CPU microseconds
 (thread time) per request of each phase, the medians, and their difference.
 The in-process figures are about half what the same code costs inside the
 loaded server (see docs/performance.md, issue 17 session 6).
+
+`--ablate` then runs the scheduler again with parts of its work taken off
+(the runtime's observers; admission records, i.e. rule hit counts and the
+traffic sample; classification, memoized per query text), one at a time and
+all together, alternating with the whole path: what each part costs, and
+how far above the relay the path stays without any of them. The parts are
+taken off by swapping them out in this process only; nothing served changes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["main"]
@@ -128,6 +136,73 @@ def _frames(n: int, offset: int) -> list[str]:
     ]
 
 
+# What `--ablate` can take off the scheduler's path, each alone and all at once.
+PARTS = ("observers", "admission records", "classification")
+
+
+@contextlib.contextmanager
+def _without(host: Any, parts: tuple[str, ...]) -> Iterator[None]:
+    """The scheduler's path with `parts` swapped out, put back on exit."""
+    from api.wire.consumers import frontend
+
+    fan = host.runtime.observer
+    calls = fan._calls  # noqa: SLF001 - the fan-out's hook lists, emptied and refilled
+    saved = {hook: list(methods) for hook, methods in calls.items()}
+    record, classify = host.admission_log.record, frontend.classify
+    memo: dict[str, Any] = {}
+
+    def memoized(**fields: Any) -> Any:
+        found = memo.get(fields["query"])
+        if found is None:
+            found = memo[fields["query"]] = classify(**fields)
+        return found
+
+    if "observers" in parts:
+        for methods in calls.values():
+            methods.clear()
+    if "admission records" in parts:
+        host.admission_log.record = lambda *args: None
+    if "classification" in parts:
+        frontend.classify = memoized
+    try:
+        yield
+    finally:
+        for hook, methods in saved.items():
+            calls[hook][:] = methods
+        host.admission_log.record, frontend.classify = record, classify
+
+
+async def _ablate(args: argparse.Namespace, relay: float) -> None:
+    from api.wire import runtime_host
+    from api.wire.consumers.frontend import FrontendConsumer
+    from api.wire.consumers.querier import QuerierConsumer
+
+    host = await runtime_host.ensure_started()
+    variants = [(), *((part,) for part in PARTS), PARTS]
+    costs: dict[tuple[str, ...], list[float]] = {v: [] for v in variants}
+    offset = 10 * args.rounds * args.requests  # fresh client ids
+    for _ in range(args.rounds):
+        for variant in variants:
+            pair = _Pair(FrontendConsumer(), QuerierConsumer())
+            await pair.open(args.workers)
+            offset += args.requests
+            with _without(host, variant):
+                costs[variant].append(
+                    await _phase(pair, _frames(args.requests, offset), args.batch)
+                )
+            await pair.close()
+    whole = statistics.median(costs[()])
+    print(f"\nablation (median of {args.rounds}, us CPU per request in-process):")
+    print(f"  whole path {whole:.1f} us")
+    for variant in variants[1:]:
+        cost = statistics.median(costs[variant])
+        name = "all three" if variant == PARTS else variant[0]
+        print(
+            f"  without {name}: {cost:.1f} us ({whole - cost:.1f} us less); "
+            f"{cost - relay:.1f} us above the relay's {relay:.1f} us"
+        )
+
+
 async def _run(args: argparse.Namespace) -> tuple[list[float], list[float]]:
     from api.wire import metrics, runtime_host
     from api.wire.consumers.frontend import FrontendConsumer
@@ -156,6 +231,8 @@ async def _run(args: argparse.Namespace) -> tuple[list[float], list[float]]:
                 f"{out[-1]:.1f} us CPU per request",
                 flush=True,
             )
+    if args.ablate and relay:
+        await _ablate(args, statistics.median(relay))
     await runtime_host.shutdown(drain_timeout=0)
     return relay, scheduler
 
@@ -168,6 +245,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=200, help="querier workers")
     parser.add_argument(
         "--only", choices=("relay", "scheduler"), help="one side only (to profile it)"
+    )
+    parser.add_argument(
+        "--ablate", action="store_true", help="then what each part of the path costs"
     )
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
