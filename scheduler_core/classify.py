@@ -43,6 +43,11 @@ _HOUR = 3600.0
 _NEGATIVE_AT = re2.compile(r"@\s*-")
 # Go's int64 milliseconds span about 292 million years either side of 1970.
 _MAX_SECONDS = 9.2e15
+# Longer query texts are parsed on every request and never kept. A websocket
+# frame may carry a 1 MB query and a gRPC message 16 MB, so caching any text
+# would let a few thousand distinct long queries pin gigabytes; dashboards'
+# queries are far shorter.
+_CACHED_QUERY_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +146,19 @@ def _ms(seconds: float) -> int:
     return round(seconds * 1000.0)
 
 
-@functools.lru_cache(maxsize=8192)
 def _spans_of(query: str) -> tuple[_Span, ...] | None:
     """The relative spans of every selector in `query`; None if unparseable.
 
     Parsing is most of the cost of admitting a request, so it is cached by
-    query text alone; everything time-dependent is applied afterwards.
+    query text alone (texts up to `_CACHED_QUERY_CHARS`); everything
+    time-dependent is applied afterwards.
     """
+    if len(query) > _CACHED_QUERY_CHARS:
+        return _parse_spans(query)
+    return _cached_spans(query)
+
+
+def _parse_spans(query: str) -> tuple[_Span, ...] | None:
     negative_at = _NEGATIVE_AT.search(query) is not None
     try:
         expr = _guarded(promql_parser.parse, query)
@@ -159,6 +170,9 @@ def _spans_of(query: str) -> tuple[_Span, ...] | None:
         return spans
     except _Unclassifiable:
         return None
+
+
+_cached_spans = functools.lru_cache(maxsize=8192)(_parse_spans)
 
 
 def _guarded(call: Callable[[str], Any], arg: str) -> Any:
