@@ -23,6 +23,7 @@ from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue_listing import InFlight, Predicate
 from scheduler_core.regex import compile_regex, regex_error
 from scheduler_core.rejection import Verdict
+from scheduler_core.validation import MAX_REGEX_LENGTH
 
 __all__ = [
     "QUERY_LINE_LIMIT",
@@ -168,6 +169,9 @@ class RequestFilter:
         if state is not None and state not in STATES:
             raise FilterError("state", "queued or in_flight")
         regex = text("regex")
+        if len(regex) > MAX_REGEX_LENGTH:
+            # Compiled patterns are cached process-wide; a rule's limit bounds them.
+            raise FilterError("regex", f"at most {MAX_REGEX_LENGTH} characters")
         if regex:
             problem = regex_error(regex)
             if problem is not None:

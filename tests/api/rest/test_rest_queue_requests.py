@@ -174,6 +174,7 @@ def test_running_requests_name_their_querier_worker_and_time(viewer_api, runtime
         {"component": "disk"},
         {"state": "done"},
         {"regex": "a("},
+        {"regex": "a" * 1001},
         {"min_wait": "-1"},
         {"priority": "high"},
         {"cursor": "garbage"},
