@@ -295,9 +295,19 @@ def component_for(
     return BOTH
 
 
-def _header(headers: Mapping[str, str], name: str) -> str:
-    wanted = name.lower()
-    return next((v for k, v in headers.items() if k.lower() == wanted), "")
+# What priority matching reads of a request's headers, by lower-case name.
+_CLIENT_HEADERS = {"user-agent": 0, "x-dashboard-uid": 1, "x-panel-id": 2}
+
+
+def _client_headers(headers: Mapping[str, str]) -> tuple[str, str, str]:
+    """User-Agent, X-Dashboard-Uid and X-Panel-Id in one pass, any case; the first one wins."""
+    found: list[str | None] = [None, None, None]
+    for name, value in headers.items():
+        slot = _CLIENT_HEADERS.get(name.lower())
+        if slot is not None and found[slot] is None:
+            found[slot] = value
+    user_agent, dashboard_uid, panel_id = found
+    return user_agent or "", dashboard_uid or "", panel_id or ""
 
 
 def select_pair(info: QueryInfo) -> tuple[float, float] | None:
@@ -328,6 +338,27 @@ def query_info(
     if api_type == "query":
         at = start if start is not None else end if end is not None else now
         start = end = at
+    user_agent, dashboard_uid, panel_id = _client_headers(headers)
+    fields = (query, api_type, start, end, step, user_agent, dashboard_uid, panel_id)
+    if matchers is None and sum(map(len, (query, user_agent, dashboard_uid, panel_id))) <= (
+        _CACHED_QUERY_CHARS
+    ):
+        return _cached_info(*fields, lookback_delta)
+    return _build_info(*fields, lookback_delta, matchers)
+
+
+def _build_info(
+    query: str,
+    api_type: str,
+    start: float | None,
+    end: float | None,
+    step: float | None,
+    user_agent: str,
+    dashboard_uid: str,
+    panel_id: str,
+    lookback_delta: float,
+    matchers: Sequence[str] | None = None,
+) -> QueryInfo:
     select = select_range(query, api_type, start, end, lookback_delta)
     return QueryInfo(
         query=query,
@@ -337,11 +368,19 @@ def query_info(
         step=step,
         select_start=select[0] if select else None,
         select_end=select[1] if select else None,
-        user_agent=_header(headers, "User-Agent"),
-        dashboard_uid=_header(headers, "X-Dashboard-Uid"),
-        panel_id=_header(headers, "X-Panel-Id"),
+        user_agent=user_agent,
+        dashboard_uid=dashboard_uid,
+        panel_id=panel_id,
         matchers=None if matchers is None else tuple(matchers),
     )
+
+
+# Dashboards ask the same query over the same step-aligned range many times
+# (each refresh, each viewer), so the whole QueryInfo is kept per input. It
+# depends on nothing else once an instant query's time is resolved (`now`
+# only fills that in), and it is immutable, so a hit is exact. `typed`
+# keeps 60 and 60.0 apart: the info hands back the numbers it was given.
+_cached_info = functools.lru_cache(maxsize=4096, typed=True)(_build_info)
 
 
 def classify(

@@ -294,35 +294,6 @@ def test_classify_puts_requests_on_the_component_their_data_lives_on(
     assert result.component == expected
 
 
-def test_one_parse_of_a_query_serves_every_time_range_it_is_asked_for() -> None:
-    from scheduler_core import classify as module
-
-    module._cached_spans.cache_clear()
-    query = "sum(rate(cached_metric_total[5m] offset 1h)) and cached_other @ end()"
-    first = select_range(query, "query_range", 10_000.0, 20_000.0)
-    second = select_range(query, "query_range", 50_000.0, 90_000.0)
-    info = module._cached_spans.cache_info()
-    assert (info.misses, info.hits) == (1, 1)
-    assert first == (10_000.0 - 3600 - 300 + MS, 20_000.0)
-    assert second == (50_000.0 - 3600 - 300 + MS, 90_000.0)
-
-
-def test_a_query_too_long_to_keep_is_parsed_every_time_and_never_cached() -> None:
-    from scheduler_core import classify as module
-
-    module._cached_spans.cache_clear()
-    # Three hundred selectors: the text is past the cache's limit.
-    selectors = [f"long_metric_{i}_total[5m]" for i in range(300)]
-    query = "sum(rate(" + ")) + sum(rate(".join(selectors) + "))"
-    assert len(query) > module._CACHED_QUERY_CHARS
-    for _ in range(2):
-        assert select_range(query, "query_range", 10_000.0, 20_000.0) == (
-            10_000.0 - 300 + MS,
-            20_000.0,
-        )
-    assert module._cached_spans.cache_info().currsize == 0
-
-
 def test_a_select_pair_needs_both_ends_of_the_range() -> None:
     assert select_pair(QueryInfo(select_start=1.0, select_end=2.0)) == (1.0, 2.0)
     assert select_pair(QueryInfo(select_start=1.0)) is None
