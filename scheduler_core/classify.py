@@ -335,14 +335,15 @@ def query_info(
     `matchers` are a metadata call's `match[]` selectors, when the caller
     has them apart (a forwarded HTTP request); see `QueryInfo.matchers`.
     """
+    # Evaluated at `now` (a new time on every call), a query is not worth keeping.
+    repeats = api_type != "query" or start is not None or end is not None
     if api_type == "query":
         at = start if start is not None else end if end is not None else now
         start = end = at
     user_agent, dashboard_uid, panel_id = _client_headers(headers)
     fields = (query, api_type, start, end, step, user_agent, dashboard_uid, panel_id)
-    if matchers is None and sum(map(len, (query, user_agent, dashboard_uid, panel_id))) <= (
-        _CACHED_QUERY_CHARS
-    ):
+    kept = sum(map(len, (query, user_agent, dashboard_uid, panel_id)))
+    if repeats and matchers is None and kept <= _CACHED_QUERY_CHARS:
         return _cached_info(*fields, lookback_delta)
     return _build_info(*fields, lookback_delta, matchers)
 

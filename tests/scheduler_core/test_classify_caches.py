@@ -63,7 +63,8 @@ def test_a_repeated_request_is_answered_from_the_cache_with_what_a_fresh_build_g
     assert module._cached_info.cache_info().misses == 3
 
 
-def test_an_instant_query_without_a_time_is_evaluated_at_each_now_despite_the_cache() -> None:
+def test_an_instant_query_without_a_time_is_evaluated_at_each_now_and_never_kept() -> None:
+    module._cached_info.cache_clear()
     first = query_info(
         query="up", api_type="query", start=None, end=None, step=None, headers={}, now=T
     )
@@ -72,6 +73,7 @@ def test_an_instant_query_without_a_time_is_evaluated_at_each_now_despite_the_ca
     )
     assert (first.start, later.start) == (T, T + 60)
     assert (first.select_end, later.select_end) == (T, T + 60)
+    assert module._cached_info.cache_info().currsize == 0
 
 
 def test_the_cache_hands_back_the_numbers_it_was_given_int_or_float() -> None:
