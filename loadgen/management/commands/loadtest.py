@@ -155,6 +155,7 @@ class Command(BaseCommand):
             f"{GOAL_P99_MS:.0f} ms at a quarter of capacity)",
             f"relay at the same rate: p50 {r.relay_latency.overhead_ms(0.5):.2f} ms, "
             f"p99 {r.relay_latency.overhead_ms(0.99):.2f} ms",
+            _budget_line(relay_cpu, r.scheduler.cpu_per_request_us),
             f"lost requests: {lost}  (must be 0)",
         ]
         self.stdout.write("\n".join(["", "== loadtest summary ==", *lines]))
@@ -168,3 +169,17 @@ class Command(BaseCommand):
         if lost:
             missed.append(f"{lost} requests lost")
         return missed
+
+
+def _budget_line(relay_cpu: float, scheduler_cpu: float) -> str:
+    """What issue 17's ratio allows the scheduler, in server CPU per request.
+
+    The server is the bottleneck in both phases, so the rates' ratio follows
+    the CPU's: at GOAL_RATIO the scheduler may cost relay / GOAL_RATIO.
+    """
+    allowed = relay_cpu / GOAL_RATIO
+    return (
+        f"issue 17's {GOAL_RATIO} allows the scheduler {allowed:.0f} us of server CPU per "
+        f"request ({allowed - relay_cpu:.0f} us above the relay); it took {scheduler_cpu:.0f} us "
+        f"({scheduler_cpu - relay_cpu:.0f} us above)"
+    )
