@@ -31,6 +31,7 @@ __all__ = [
     "EXPRESSION_API_TYPES",
     "Classification",
     "classify",
+    "client_headers",
     "component_for",
     "query_info",
     "select_pair",
@@ -299,7 +300,7 @@ def component_for(
 _CLIENT_HEADERS = {"user-agent": 0, "x-dashboard-uid": 1, "x-panel-id": 2}
 
 
-def _client_headers(headers: Mapping[str, str]) -> tuple[str, str, str]:
+def client_headers(headers: Mapping[str, str]) -> tuple[str, str, str]:
     """User-Agent, X-Dashboard-Uid and X-Panel-Id in one pass, any case; the first one wins."""
     found: list[str | None] = [None, None, None]
     for name, value in headers.items():
@@ -340,7 +341,7 @@ def query_info(
     if api_type == "query":
         at = start if start is not None else end if end is not None else now
         start = end = at
-    user_agent, dashboard_uid, panel_id = _client_headers(headers)
+    user_agent, dashboard_uid, panel_id = client_headers(headers)
     fields = (query, api_type, start, end, step, user_agent, dashboard_uid, panel_id)
     kept = sum(map(len, (query, user_agent, dashboard_uid, panel_id)))
     if repeats and matchers is None and kept <= _CACHED_QUERY_CHARS:

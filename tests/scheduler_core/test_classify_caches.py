@@ -118,7 +118,7 @@ def test_the_client_headers_are_the_first_of_each_name_in_any_case(headers) -> N
     def first(name: str) -> str:
         return next((v for k, v in headers.items() if k.lower() == name), "")
 
-    assert module._client_headers(headers) == (
+    assert module.client_headers(headers) == (
         first("user-agent"),
         first("x-dashboard-uid"),
         first("x-panel-id"),

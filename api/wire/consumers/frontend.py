@@ -26,7 +26,7 @@ from api.wire.protocol import (
 )
 from api.wire.queue_rows import priority_origin
 from scheduler_core.actor_path import actor_path_from_headers
-from scheduler_core.classify import classify
+from scheduler_core.classify import classify, client_headers
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
 from scheduler_core.model import QueryInfo, Request, TenantLimits
 from scheduler_core.rejection import REJECTION_STATUS, Verdict, judge, rejection_error
@@ -86,16 +86,16 @@ def judge_enqueue(
         and not limits.query_rejection.enabled
     ):
         # Not parsed (nothing needs it now); kept whole for the traffic sample.
-        headers = {k.lower(): v for k, v in msg.headers.items()}
+        user_agent, dashboard_uid, panel_id = client_headers(msg.headers)
         bare = QueryInfo(
             query=msg.query,
             api_type=msg.api_type,
             start=msg.start,
             end=msg.end,
             step=msg.step,
-            user_agent=headers.get("user-agent", ""),
-            dashboard_uid=headers.get("x-dashboard-uid", ""),
-            panel_id=headers.get("x-panel-id", ""),
+            user_agent=user_agent,
+            dashboard_uid=dashboard_uid,
+            panel_id=panel_id,
         )
         return msg.component, judge(limits, bare, now), bare, limits
     config = runtime.config
