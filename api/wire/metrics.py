@@ -319,11 +319,8 @@ def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeM
 
 
 def _standing(snap: QueueSnapshot | None) -> dict[str, int]:
-    """Each tenant's queued requests in a snapshot."""
-    standing: dict[str, int] = {}
-    for leaf in snap.leaves if snap is not None else ():
-        standing[leaf.tenant_id] = standing.get(leaf.tenant_id, 0) + leaf.length
-    return standing
+    """Each tenant's queued requests in a snapshot (its tenant row's length)."""
+    return {t.tenant_id: t.length for t in snap.tenants} if snap is not None else {}
 
 
 class SnapshotCollector(LoopBoundCollector):

@@ -415,6 +415,11 @@ class QueueMachine(RuleBasedStateMachine):
         }
         assert {(s.tenant_id, s.component): list(s.by_priority) for s in snap.leaves} == expected
         assert all(s.length == sum(n for _, n in s.by_priority) for s in snap.leaves)
+        # A tenant row's length is its leaves' sum (/metrics reads the rows).
+        per_tenant: Counter[str] = Counter()
+        for s in snap.leaves:
+            per_tenant[s.tenant_id] += s.length
+        assert {t.tenant_id: t.length for t in snap.tenants if t.length} == dict(+per_tenant)
         for leaf in snap.leaves:
             actors: Counter[Path] = Counter()
             for (t, c, _), tree in self.fifo.items():
