@@ -72,7 +72,9 @@ class ForeignRequests:
     """Non-gRPC requests currently out on gRPC querier workers, by local id.
 
     Ids leave when the request completes, is cancelled or fails (observer
-    hooks), or when its result arrives, whichever is first.
+    hooks), or when its result arrives, whichever is first. A request whose
+    result arrived stays `answered` until it ends: its worker may still
+    leave before saying "done", and the request must then end, not run again.
     """
 
     def __init__(self, own_address: str) -> None:
@@ -80,6 +82,7 @@ class ForeignRequests:
         self._ids = itertools.count(1)
         self._by_local: dict[int, _Out] = {}
         self._local_of: dict[str, int] = {}
+        self._answered: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def message_for(
@@ -103,6 +106,7 @@ class ForeignRequests:
             return  # late result of a request that was cancelled or failed
         request = out.request
         del self._local_of[request.id]
+        self._answered.add(request.id)
         on_result = getattr(request.payload, "on_result", None)
         if on_result is None:
             log.error("request %s has no way to receive a querier's result", request.id)
@@ -117,7 +121,12 @@ class ForeignRequests:
         if not task.cancelled() and task.exception() is not None:
             log.error("delivering a querier's result failed", exc_info=task.exception())
 
+    def answered(self, request_id: str) -> bool:
+        """The request's result reached its frontend through us."""
+        return request_id in self._answered
+
     def forget(self, request: Request, *_: Any) -> None:
+        self._answered.discard(request.id)
         local = self._local_of.pop(request.id, None)
         if local is not None:
             self._by_local.pop(local, None)

@@ -239,12 +239,7 @@ class QuerierWorker:
         self, msg: pb.SchedulerToQuerier, code: int = 200, body: bytes = b"{}"
     ) -> None:
         """Send the result to the frontend, then tell the scheduler "done"."""
-        stub = self._stubs.get(msg.frontendAddress)
-        if stub is None:
-            channel = dial(msg.frontendAddress, self._client_tls)
-            self._frontends[msg.frontendAddress] = channel
-            stub = self._stubs[msg.frontendAddress] = FrontendForQuerierStub(channel)
-        await stub.QueryResult(
+        await self.stub_for(msg).QueryResult(
             frontendv2pb_pb2.QueryResultRequest(
                 queryID=msg.queryID,
                 httpResponse=httpgrpc_pb2.HTTPResponse(Code=code, body=body),
@@ -252,6 +247,15 @@ class QuerierWorker:
             metadata=(("x-scope-orgid", msg.userID),),
         )
         await self.done()
+
+    def stub_for(self, msg: pb.SchedulerToQuerier) -> FrontendForQuerierStub:
+        """The `FrontendForQuerier` client of the frontend that sent `msg`."""
+        stub = self._stubs.get(msg.frontendAddress)
+        if stub is None:
+            channel = dial(msg.frontendAddress, self._client_tls)
+            self._frontends[msg.frontendAddress] = channel
+            stub = self._stubs[msg.frontendAddress] = FrontendForQuerierStub(channel)
+        return stub
 
     async def done(self) -> None:
         await self.call.write(pb.QuerierToScheduler())

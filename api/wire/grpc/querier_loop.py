@@ -111,13 +111,29 @@ class QuerierLoopServicer:
             waited = max(0.0, self._runtime.clock() - request.enqueued_at)
             message = to_querier_message(request, self._foreign, querier_id, waited)
             await context.write(message)
-            outcome = await self._worker_outcome(cancelled, context)
+            try:
+                outcome = await self._worker_outcome(cancelled, context)
+            except BaseException:
+                self._end_if_answered(request)
+                raise
             if outcome is _Outcome.CANCELLED:
                 await context.abort(grpc.StatusCode.CANCELLED, "query cancelled")
             if outcome is _Outcome.ENDED:
                 # The request stays in flight so the caller's disconnect
                 # re-queues it once or fails it to its frontend.
+                self._end_if_answered(request)
                 return
+            self._runtime.complete(request.id)
+
+    def _end_if_answered(self, request: Request) -> None:
+        """Complete a websocket frontend's request whose result already came back.
+
+        A querier sends its result before its "done", and may leave between
+        the two. Left in flight, the disconnect would re-queue the request:
+        it would run a second time, and stay listed (and counted) as queued
+        after its frontend had its answer.
+        """
+        if self._foreign.answered(request.id):
             self._runtime.complete(request.id)
 
     async def _worker_outcome(self, cancelled: asyncio.Future[None], context: _Context) -> _Outcome:

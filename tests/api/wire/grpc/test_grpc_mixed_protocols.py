@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 from api.wire.grpc.bridge import http_request_for
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from scheduler_core.model import Request
+from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from tests.api.wire.grpc.conftest import NOW, Scheduler
 
 
@@ -107,3 +108,48 @@ async def test_a_websocket_querier_answers_a_cortex_frontend_through_the_reply_h
     result = await frontend.result(3)
     assert (result.code, result.body, result.org_id) == (200, b'{"data": [1]}', "tenant-w")
     await frontend.close()
+
+
+async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websocket_request(
+    scheduler: Scheduler,
+) -> None:
+    """The result reached the frontend, so the request ends there: it is not re-queued."""
+    handle = WebsocketLikeHandle()
+    request = Request(id="ws:9", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
+    request.payload = handle
+    scheduler.runtime.enqueue(request)
+    worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+    msg = await worker.next()
+    await worker.stub_for(msg).QueryResult(
+        frontendv2pb_pb2.QueryResultRequest(
+            queryID=msg.queryID, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"{}")
+        )
+    )
+    await asyncio.wait_for(handle.results.get(), 5.0)
+
+    worker.break_stream()  # gone before its "done"
+
+    assert [r.id for r in await scheduler.recorder.wait_for("completed")] == ["ws:9"]
+    assert len(scheduler.runtime.queue) == 0
+    assert scheduler.recorder.of("failed") == []
+    assert len(scheduler.door.foreign) == 0
+    await worker.close()
+
+
+async def test_a_cortex_querier_leaving_before_its_result_still_gives_the_request_another_go(
+    scheduler: Scheduler,
+) -> None:
+    request = Request(id="ws:10", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
+    request.payload = WebsocketLikeHandle()
+    scheduler.runtime.enqueue(request)
+    first = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+    await first.next()
+
+    first.break_stream()
+
+    second = await QuerierWorker(scheduler.channel(), "cortex-querier-2").open()
+    again = await second.next()
+    assert again.userID == "t"
+    assert scheduler.recorder.of("completed") == []
+    await first.close()
+    await second.close()
