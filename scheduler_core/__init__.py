@@ -27,6 +27,7 @@ from scheduler_core.model import (
     TimeRange,
 )
 from scheduler_core.queue import RequestQueue
+from scheduler_core.queue_counts import QueueCounts
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import QueueSnapshot
 
@@ -42,6 +43,7 @@ __all__ = [
     "QueryPriority",
     "QueryRejection",
     "QueueConfig",
+    "QueueCounts",
     "QueueSnapshot",
     "Request",
     "RequestQueue",

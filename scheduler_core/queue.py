@@ -28,6 +28,7 @@ from scheduler_core.model import (
     Request,
     TenantLimits,
 )
+from scheduler_core.queue_counts import QueueCounts, build_counts
 from scheduler_core.queue_listing import Predicate, QueueListing
 from scheduler_core.queue_snapshot import build_snapshot
 from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, QueueState, check_config
@@ -342,6 +343,15 @@ class RequestQueue(QueueState):
         return build_snapshot(
             taken_at=self._clock(),
             config=self._config,
+            tenants=self._tenants,
+            assignment=self._assignment,
+            total=self._total,
+        )
+
+    def counts(self) -> QueueCounts:
+        """The snapshot's counts alone, far cheaper: what a metrics scrape reads."""
+        return build_counts(
+            taken_at=self._clock(),
             tenants=self._tenants,
             assignment=self._assignment,
             total=self._total,

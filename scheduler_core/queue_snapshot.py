@@ -28,7 +28,7 @@ from scheduler_core.snapshot import (
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
 
-__all__ = ["actor_rows", "build_snapshot"]
+__all__ = ["actor_rows", "build_snapshot", "querier_rows"]
 
 
 def build_snapshot(
@@ -48,10 +48,13 @@ def build_snapshot(
         total=total,
         leaves=_leaves(ordered),
         tenants=_tenants(ordered, assignment),
-        queriers=tuple(
-            _querier(assignment.queriers[q], assignment) for q in sorted(assignment.queriers)
-        ),
+        queriers=querier_rows(assignment),
     )
+
+
+def querier_rows(assignment: TenantQuerierAssignment) -> tuple[QuerierSnapshot, ...]:
+    """Every known querier's row, by id."""
+    return tuple(_querier(assignment.queriers[q], assignment) for q in sorted(assignment.queriers))
 
 
 # tuple.__new__ skips the NamedTuple's Python-level __new__: rows are built

@@ -36,8 +36,8 @@ from api.wire.loop_metrics import Build, LoopBoundCollector, register_loop_bound
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
+from scheduler_core.queue_counts import QueueCounts
 from scheduler_core.runtime import SchedulerRuntime
-from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
     "JANITOR",
@@ -229,7 +229,7 @@ def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricF
 
 
 def signal_families(
-    snap: QueueSnapshot | None,
+    counts: QueueCounts | None,
     peaks: list[tuple[str, int]],
     replicas: list[tuple[str, bool]],
 ) -> list[GaugeMetricFamily]:
@@ -262,15 +262,15 @@ def signal_families(
         ["replica"],
     )
     oldest = None
-    if snap is not None:
-        for leaf in snap.leaves:
-            if leaf.length and (oldest is None or leaf.oldest_enqueued_at < oldest):
-                oldest = leaf.oldest_enqueued_at
-        for querier in snap.queriers:
+    if counts is not None:
+        oldest = counts.oldest_enqueued_at
+        for querier in counts.queriers:
             if querier.reserved_idle and querier.connected and querier.workers:
                 idle_since = max(w.since for w in querier.workers)
-                reserved_idle.add_metric([querier.querier_id], max(0.0, snap.taken_at - idle_since))
-    max_wait.add_metric([], 0.0 if oldest is None or snap is None else snap.taken_at - oldest)
+                reserved_idle.add_metric(
+                    [querier.querier_id], max(0.0, counts.taken_at - idle_since)
+                )
+    max_wait.add_metric([], 0.0 if oldest is None or counts is None else counts.taken_at - oldest)
     for tenant, value in peaks:
         peak.add_metric([tenant], value)
     for replica, up in replicas:
@@ -278,8 +278,8 @@ def signal_families(
     return [max_wait, peak, reserved_idle, replica_up]
 
 
-def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeMetricFamily]:
-    """The scrape-time gauges of one snapshot (all zero before the runtime starts)."""
+def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[GaugeMetricFamily]:
+    """The scrape-time gauges of the queue's counts (all zero before the runtime starts)."""
     length = _gauge(
         "cortex_query_scheduler_queue_length",
         "Requests queued, by tenant, priority and queue type (fifo or priority).",
@@ -299,18 +299,15 @@ def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeM
         ["query_component"],
     )
     frontend_gauge.add_metric([], frontends)
-    if snap is None:
+    if counts is None:
         queriers.add_metric([], 0)
         return [length, queriers, frontend_gauge, inflight]
-    priority_type = {t.tenant_id: t.priority_enabled for t in snap.tenants}
-    per_priority: Tally[tuple[str, int]] = Tally()
-    for leaf in snap.leaves:
-        for priority, count in leaf.by_priority:
-            per_priority[(leaf.tenant_id, priority)] += count
-    for (tenant, priority), count in sorted(per_priority.items()):
-        kind = "priority" if priority_type.get(tenant) else "fifo"
-        length.add_metric([tenant, str(priority), kind], count)
-    workers = [w for q in snap.queriers if q.connected for w in q.workers]
+    per_priority: Tally[tuple[str, int, bool]] = Tally()
+    for row in counts.by_priority:
+        per_priority[(row.tenant_id, row.priority, row.priority_enabled)] += row.length
+    for (tenant, priority, enabled), count in sorted(per_priority.items()):
+        length.add_metric([tenant, str(priority), "priority" if enabled else "fifo"], count)
+    workers = [w for q in counts.queriers if q.connected for w in q.workers]
     queriers.add_metric([], len(workers))
     busy: Tally[str] = Tally(w.component for w in workers if w.request_id and w.component)
     for component, count in sorted(busy.items()):
@@ -318,30 +315,25 @@ def snapshot_families(snap: QueueSnapshot | None, frontends: int) -> list[GaugeM
     return [length, queriers, frontend_gauge, inflight]
 
 
-def _standing(snap: QueueSnapshot | None) -> dict[str, int]:
-    """Each tenant's queued requests in a snapshot (its tenant row's length)."""
-    return {t.tenant_id: t.length for t in snap.tenants} if snap is not None else {}
-
-
 class SnapshotCollector(LoopBoundCollector):
     """Gauges read from the running scheduler at scrape time.
 
-    The snapshot, the peaks' reseed and the replicas are read on the loop;
-    the families are built from them (an immutable snapshot) wherever the
-    scrape is formatted.
+    The queue's counts (not a whole snapshot: see `scheduler_core.queue_counts`),
+    the peaks' reseed and the replicas are read on the loop; the families
+    are built from them (immutable) wherever the scrape is formatted.
     """
 
     def take(self) -> Build:
-        snap, frontends = None, 0
+        counts, frontends = None, 0
         if runtime_host.started():
             host = runtime_host.get_host()
-            snap = host.runtime.snapshot()
+            counts = host.runtime.queue.counts()
             frontends = host.frontend_clients
-        peaks = PEAKS.collect(_standing(snap))
+        peaks = PEAKS.collect(counts.queued if counts is not None else {})
         replicas = replica_board.get_board().replica_states()
         return lambda: [
-            *snapshot_families(snap, frontends),
-            *signal_families(snap, peaks, replicas),
+            *snapshot_families(counts, frontends),
+            *signal_families(counts, peaks, replicas),
         ]
 
 

@@ -33,6 +33,7 @@ from scheduler_core.model import (
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
+from scheduler_core.snapshot import QueueSnapshot
 from scheduler_core.tenant_querier_assignment import reserved_queriers, shuffle_shard
 
 TENANTS = ("a", "b", "c", "d")
@@ -436,6 +437,7 @@ class QueueMachine(RuleBasedStateMachine):
                 leaf.oldest_enqueued_at,
                 live.has_actors,
             )
+        self.counts_agree_with(snap)
         busy = {
             w.request_id: (w.querier_id, w.worker_id)
             for view in snap.queriers
@@ -443,6 +445,20 @@ class QueueMachine(RuleBasedStateMachine):
             if w.request_id is not None
         }
         assert busy == self.in_flight
+
+    def counts_agree_with(self, snap: QueueSnapshot) -> None:
+        """`counts()` (what /metrics reads) says what the snapshot says."""
+        counts = self.q.counts()
+        enabled = {t.tenant_id: t.priority_enabled for t in snap.tenants}
+        assert sorted(counts.by_priority) == sorted(
+            (s.tenant_id, s.component, p, n, enabled[s.tenant_id])
+            for s in snap.leaves
+            for p, n in s.by_priority
+        )
+        assert dict(counts.queued) == {t.tenant_id: t.length for t in snap.tenants if t.length}
+        heads = [s.oldest_enqueued_at for s in snap.leaves if s.length]
+        assert counts.oldest_enqueued_at == (min(heads) if heads else None)
+        assert (counts.total, counts.queriers) == (snap.total, snap.queriers)
 
 
 QueueMachine.TestCase.settings = settings(
