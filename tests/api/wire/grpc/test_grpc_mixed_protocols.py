@@ -132,7 +132,7 @@ async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websock
     assert [r.id for r in await scheduler.recorder.wait_for("completed")] == ["ws:9"]
     assert len(scheduler.runtime.queue) == 0
     assert scheduler.recorder.of("failed") == []
-    assert len(scheduler.door.foreign) == 0
+    assert len(scheduler.door.foreign) == 0 and not scheduler.door.foreign.answered("ws:9")
     await worker.close()
 
 
