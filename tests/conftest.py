@@ -6,17 +6,20 @@ service, e2e and gRPC tests; see `loadgen.daphne_process.DaphneProcess` for its
 helpers: `base_url`, `ws_url`, `port`, `grpc_port`, `env`, `manage(...)`,
 `run_python(code)`, `issue_token(role)`, `create_user(name, password, group)`.
 It is started once per test session and stopped with SIGTERM at the end.
+`host` is this process's runtime host, started for one test (no gRPC port).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
 
+from api.wire import runtime_host
 from loadgen.daphne_process import DaphneProcess
 
 # Throwaway PostgreSQL and Redis for the tests that need them.
@@ -27,6 +30,15 @@ pytest_plugins = ["tests.servers"]
 def daphne_server() -> Iterator[DaphneProcess]:
     with DaphneProcess() as server:
         yield server
+
+
+@pytest.fixture
+async def host(settings: Any, transactional_db: None) -> AsyncIterator[runtime_host.RuntimeHost]:
+    """The process's runtime host, started for one test and shut down after it."""
+    settings.GRPC_PORT = 0
+    started = await runtime_host.ensure_started()
+    yield started
+    await runtime_host.shutdown(drain_timeout=0)
 
 
 @pytest.fixture

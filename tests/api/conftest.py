@@ -1,9 +1,6 @@
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
-from api.wire import runtime_host
 
 
 @pytest.fixture
@@ -23,12 +20,3 @@ def rules() -> dict[str, Any]:
             ],
         },
     }
-
-
-@pytest.fixture
-async def host(settings: Any, transactional_db: None) -> AsyncIterator[runtime_host.RuntimeHost]:
-    """The process's runtime host, started for one test and shut down after it."""
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)

@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+from tests.load.in_process_django import setup_django
 
 __all__ = ["main"]
 
@@ -125,15 +125,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scrapes", type=int, default=7)
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    database = os.path.join(tempfile.mkdtemp(prefix="scrape-bench-"), "db.sqlite3")
-    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    setup_django("scrape-bench-")
     asyncio.run(run(args))
 
 

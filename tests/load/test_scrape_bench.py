@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 
 from api.wire import runtime_host
 from tests.load.scrape_bench import fill, scrape_stalls
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-async def host(settings: Any) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 @pytest.mark.parametrize(("two_priorities", "per_tenant"), [(False, 2), (True, 4)])

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 
 from api.wire import runtime_host
@@ -14,14 +11,6 @@ from api.wire.consumers.querier import QuerierConsumer
 from tests.load.ws_consumers_bench import PARTS, _frames, _Pair, _phase, _without
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-async def host(settings: Any) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def run_phase(requests: int, offset: int) -> float:

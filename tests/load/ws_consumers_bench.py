@@ -34,12 +34,12 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from tests.load.in_process_django import setup_django
 
 __all__ = ["main"]
 
@@ -250,15 +250,7 @@ def main() -> None:
         "--ablate", action="store_true", help="then what each part of the path costs"
     )
     args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    database = os.path.join(tempfile.mkdtemp(prefix="ws-bench-"), "db.sqlite3")
-    os.environ["DATABASE_URL"] = f"sqlite:///{database}"
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    setup_django("ws-bench-")
     relay, scheduler = asyncio.run(_run(args))
     if args.only:
         return

@@ -27,6 +27,17 @@ class WebsocketLikeHandle:
         await self.results.put((status, body, querier_id))
 
 
+def enqueue_websocket_request(scheduler: Scheduler, request_id: str) -> WebsocketLikeHandle:
+    """Queue an instant query as a websocket frontend would; its handle gets the result."""
+    handle = WebsocketLikeHandle()
+    request = Request(
+        id=request_id, tenant_id="t", query="up", api_type="query", start=NOW, end=NOW
+    )
+    request.payload = handle
+    scheduler.runtime.enqueue(request)
+    return handle
+
+
 def test_a_websocket_request_becomes_the_equivalent_prometheus_call() -> None:
     request = Request(
         id="ws:1",
@@ -58,10 +69,7 @@ def test_a_websocket_request_becomes_the_equivalent_prometheus_call() -> None:
 async def test_a_cortex_querier_runs_a_websocket_request_and_its_result_reaches_that_frontend(
     scheduler: Scheduler,
 ) -> None:
-    handle = WebsocketLikeHandle()
-    request = Request(id="ws:7", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
-    request.payload = handle
-    scheduler.runtime.enqueue(request)
+    handle = enqueue_websocket_request(scheduler, "ws:7")
     worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
 
     msg = await worker.next()
@@ -79,10 +87,7 @@ async def test_a_cortex_querier_runs_a_websocket_request_and_its_result_reaches_
 async def test_a_cortex_queriers_result_nested_too_deep_still_reaches_the_frontend_as_text(
     scheduler: Scheduler,
 ) -> None:
-    handle = WebsocketLikeHandle()
-    request = Request(id="ws:8", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
-    request.payload = handle
-    scheduler.runtime.enqueue(request)
+    handle = enqueue_websocket_request(scheduler, "ws:8")
     worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
     deep = b"[" * 5_000 + b"]" * 5_000  # json.loads would raise RecursionError
 
@@ -114,10 +119,7 @@ async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websock
     scheduler: Scheduler,
 ) -> None:
     """The result reached the frontend, so the request ends there: it is not re-queued."""
-    handle = WebsocketLikeHandle()
-    request = Request(id="ws:9", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
-    request.payload = handle
-    scheduler.runtime.enqueue(request)
+    handle = enqueue_websocket_request(scheduler, "ws:9")
     worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
     msg = await worker.next()
     await worker.stub_for(msg).QueryResult(
@@ -139,9 +141,7 @@ async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websock
 async def test_a_cortex_querier_leaving_before_its_result_still_gives_the_request_another_go(
     scheduler: Scheduler,
 ) -> None:
-    request = Request(id="ws:10", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
-    request.payload = WebsocketLikeHandle()
-    scheduler.runtime.enqueue(request)
+    enqueue_websocket_request(scheduler, "ws:10")
     first = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
     await first.next()
 
