@@ -16,11 +16,11 @@ common small message is checked with two `str.count` calls only.
 
 from __future__ import annotations
 
-import json
 import re
 from itertools import accumulate
 from typing import Any
 
+from api.wire import json_codec
 from scheduler_core.bounds import MAX_DOCUMENT_DEPTH
 
 __all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "json_depth", "loads_bounded"]
@@ -71,6 +71,6 @@ def loads_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> Any:
         if depth > limit:
             raise JsonTooDeep(depth, limit)
     try:
-        return json.loads(text)
+        return json_codec.loads(text)
     except RecursionError as exc:  # cannot happen after the check; never a crash
         raise JsonTooDeep(limit + 1, limit) from exc

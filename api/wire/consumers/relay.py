@@ -5,8 +5,9 @@ is acknowledged with an `enqueued` frame, as the scheduler does, and goes
 to the next idle querier worker (or waits in one FIFO); the querier's
 `result` goes straight back. That is the scheduler's five frames per
 request without classification, limits, the queue tree and its observers.
-Both sides use the same base consumer as the real endpoints, so the ratio
-printed by `manage.py loadtest` measures the scheduler, not the framework.
+Both sides use the same base consumer and the same JSON codec as the real
+endpoints, so the ratio printed by `manage.py loadtest` measures the
+scheduler, not the framework.
 
 `?ack=0` on the frontend URL leaves the ack out (four frames per request):
 the relay earlier benchmarks compared against, still printed beside it.
@@ -14,11 +15,11 @@ the relay earlier benchmarks compared against, still printed beside it.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from typing import Any
 
 from api.wire.consumers.base import MachineConsumer
+from api.wire.json_codec import compact_dumps, loads
 
 __all__ = ["RelayFrontendConsumer", "RelayHub", "RelayQuerierConsumer", "hub"]
 
@@ -63,11 +64,11 @@ class RelayFrontendConsumer(MachineConsumer):
         self.open = False
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        msg = json.loads(text_data or "{}")
+        msg = loads(text_data or "{}")
         if self.ack:
             # The scheduler's ack, with what a relay knows of it.
             ack = {"type": "enqueued", "id": msg.get("id"), "component": "", "priority": 0}
-            await self.send(text_data=json.dumps(ack))
+            await self.send(text_data=compact_dumps(ack))
         await hub.submit(self, msg)
 
 
@@ -86,13 +87,13 @@ class RelayQuerierConsumer(MachineConsumer):
         hub.seq += 1
         self.running[worker] = (frontend, msg.get("id"))
         request = dict(msg, type="request", worker=worker, id=f"relay:{hub.seq}")
-        await self.send(text_data=json.dumps(request))
+        await self.send(text_data=compact_dumps(request))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        msg = json.loads(text_data or "{}")
+        msg = loads(text_data or "{}")
         if msg.get("type") == "hello":
             workers = list(range(max(4, int(msg.get("workers", 4)))))
-            await self.send(text_data=json.dumps({"type": "welcome", "workers": workers}))
+            await self.send(text_data=compact_dumps({"type": "welcome", "workers": workers}))
             for worker in workers:
                 await hub.ready(self, worker)
             return
@@ -109,5 +110,5 @@ class RelayQuerierConsumer(MachineConsumer):
                 "querier": "relay",
                 "queue_seconds": 0.0,
             }
-            await frontend.send(text_data=json.dumps(reply))
+            await frontend.send(text_data=compact_dumps(reply))
         await hub.ready(self, worker)
