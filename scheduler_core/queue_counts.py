@@ -37,6 +37,8 @@ class PriorityCount(NamedTuple):
 
 
 class QueueCounts(NamedTuple):
+    """The counts of a snapshot taken at `taken_at`, without its rows."""
+
     taken_at: float
     total: int
     # Unordered, non-zero counts only; summing a tenant's components is left
