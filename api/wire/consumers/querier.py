@@ -39,6 +39,7 @@ class _Worker:
     worker_id: int
     request: Request | None = None
     reply: asyncio.Future[tuple[int, Any]] | None = None
+    queue_seconds: float = 0.0  # how long `request` waited, measured at the hand-off
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -138,21 +139,25 @@ class QuerierConsumer(MachineConsumer):
                 request = await self.runtime.next_request(querier_id, worker.worker_id)
             except (QuerierShuttingDown, UnknownQuerier):
                 return
-            queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
+            worker.queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
             worker.request = request
             worker.reply = loop.create_future()
             await self.send_message(request_message(request, worker.worker_id))
-            status, body = await worker.reply
-            worker.request = worker.reply = None
-            if self.runtime.complete(request.id) is None:
-                continue  # cancelled by its frontend while it ran
-            on_result = getattr(request.payload, "on_result", None)
-            if on_result is None:
-                continue
-            try:
-                await on_result(request, status, body, querier_id, queue_seconds)
-            except Exception:
-                log.exception("delivering the result of %s failed", request.id)
+            await self._finish(worker, *await worker.reply)
+
+    async def _finish(self, worker: _Worker, status: int, body: Any) -> None:
+        """The worker's result arrived: complete its request and answer the frontend."""
+        request, worker.request, worker.reply = worker.request, None, None
+        assert request is not None and self.querier_id is not None
+        if self.runtime.complete(request.id) is None:
+            return  # cancelled by its frontend while it ran
+        on_result = getattr(request.payload, "on_result", None)
+        if on_result is None:
+            return
+        try:
+            await on_result(request, status, body, self.querier_id, worker.queue_seconds)
+        except Exception:
+            log.exception("delivering the result of %s failed", request.id)
 
     async def disconnect(self, code: int) -> None:
         if self.querier_id is None:
@@ -163,6 +168,13 @@ class QuerierConsumer(MachineConsumer):
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        # A result read just before the close, whose worker was cancelled
+        # before it could take it (the two frames came in one read): the
+        # querier did the work, so it is delivered, not run again.
+        for worker in self.workers.values():
+            reply = worker.reply
+            if reply is not None and reply.done() and not reply.cancelled():
+                await self._finish(worker, *reply.result())
         # Each in-flight request goes back to the front of its queue once,
         # then fails to its frontend (the runtime decides which).
         for worker_id in sorted(self.workers):

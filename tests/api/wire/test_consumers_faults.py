@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import channels.consumer as consumer_module
 import pytest
 from channels.testing import WebsocketCommunicator
 
@@ -147,6 +148,33 @@ async def test_a_querier_whose_frame_raises_leaves_and_its_request_goes_back(
     retried = await again.receive_json_from(timeout=5)
     assert (retried["type"], retried["tenant"]) == ("request", "t1")
     await again.disconnect()
+    await f.disconnect()
+
+
+async def test_a_result_read_together_with_the_close_is_delivered_not_run_again(
+    host: Any, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both frames in one read: the close is handled before the worker task
+    resumes with the result (nothing in between yields to it)."""
+
+    async def no_hop() -> None:
+        return None  # Channels' per-handler housekeeping would yield once
+
+    monkeypatch.setattr(consumer_module, "aclose_old_connections", no_hop)
+    f = await connect("/ws/frontend/", tokens["frontend"])
+    q = await start_querier(tokens["querier"])
+    await f.send_json_to(enqueue("r"))
+    await f.receive_json_from(timeout=5)
+    request = await q.receive_json_from(timeout=5)
+    result = {"type": "result", "worker": request["worker"], "id": request["id"], "status": 200}
+    q.input_queue.put_nowait({"type": "websocket.receive", "text": json.dumps(result)})
+    q.input_queue.put_nowait({"type": "websocket.disconnect", "code": 1000})
+    await q.wait(5)
+
+    answer = await f.receive_json_from(timeout=5)
+    assert (answer["type"], answer["id"], answer["status"]) == ("result", "r", 200)
+    assert len(host.runtime.queue) == 0 and host.runtime.queue.in_flight_count() == 0
+    assert querier_ids(host) == []
     await f.disconnect()
 
 
