@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import channels.consumer as consumer_module
@@ -32,14 +31,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def tokens(transactional_db: None) -> dict[str, str]:
     return {role: api_token_issue(name=role, role=role)[1] for role in ("frontend", "querier")}
-
-
-@pytest.fixture
-async def host(settings: Any, tokens: dict[str, str]) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def connect(path: str, token: str) -> WebsocketCommunicator:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from channels.testing import WebsocketCommunicator
 
 from api.store.models import ConfigRevision
 from api.store.services import api_token_issue, tenant_put
-from api.wire import runtime_host
 from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,14 +34,6 @@ def limited_tenant(transactional_db: None) -> None:
         author=None,
         source=ConfigRevision.Source.CLI,
     )
-
-
-@pytest.fixture
-async def host(settings: Any, tokens: dict[str, str]) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def connect(path: str, token: str | None, *, header: bool = True) -> WebsocketCommunicator:

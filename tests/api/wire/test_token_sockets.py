@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,14 +28,6 @@ def tokens(transactional_db: None) -> dict[str, tuple[int, str]]:
         token, plaintext = api_token_issue(name=name, role=role)
         issued[name] = (token.pk, plaintext)
     return issued
-
-
-@pytest.fixture
-async def host(settings: Any, tokens: Any) -> AsyncIterator[runtime_host.RuntimeHost]:
-    settings.GRPC_PORT = 0
-    started = await runtime_host.ensure_started()
-    yield started
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def connect(path: str, plaintext: str) -> WebsocketCommunicator:
