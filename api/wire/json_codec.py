@@ -29,32 +29,24 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-# No circular-reference markers: every message is a tree, built by us or
-# parsed from JSON, and a shared markers dict would keep entries after an
-# error mid-encode and refuse every later message.
-_C_ENCODER = (
-    encoder.c_make_encoder(
-        None, _refuse, encoder.encode_basestring_ascii, None, ":", ",", False, False, False
-    )
-    if encoder.c_make_encoder is not None
-    else None
+# CPython always builds `_json`, the C half of the json module, so both
+# objects exist. No circular-reference markers: every message is a tree,
+# built by us or parsed from JSON, and a shared markers dict would keep
+# entries after an error mid-encode and refuse every later message.
+_C_ENCODER = encoder.c_make_encoder(
+    None, _refuse, encoder.encode_basestring_ascii, None, ":", ",", False, False, False
 )
-_PY_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
 # The C scanner clears its memo after every call, so one can serve all.
-_SCAN = scanner.c_make_scanner(json.JSONDecoder()) if scanner.c_make_scanner is not None else None
+_SCAN = scanner.c_make_scanner(json.JSONDecoder())
 
 
 def compact_dumps(value: Any) -> str:
     """Compact JSON (no spaces), refusing NaN and infinities with ValueError."""
-    if _C_ENCODER is None:
-        return _PY_ENCODE(value)
     return "".join(_C_ENCODER(value, 0))
 
 
 def loads(text: str) -> Any:
     """`json.loads(text)`: a document that fills the whole text is scanned at once."""
-    if _SCAN is None:
-        return json.loads(text)
     try:
         value, end = _SCAN(text, 0)
     except StopIteration:
