@@ -1,5 +1,11 @@
 """Shapes of the REST API's bodies, for the OpenAPI schema and for output.
 
+Here: durations, tenant blocks, scheduler settings, rule statistics, dry
+runs, imports and revisions. `serializers_explain` shapes `explain/`,
+`serializers_snapshot` the queue and querier snapshots, `serializers_queue`
+the queue's requests, `serializers_simulate` the what-if runs and
+`serializers_yaml` the YAML bodies.
+
 Tenant blocks and scheduler settings are validated only by
 `scheduler_core.validation` (through the services), never here: the tenant
 serializers below describe Cortex's per-tenant override block for the schema
@@ -10,9 +16,6 @@ one set of rules. Fields are nullable where the validator treats null as
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -23,30 +26,20 @@ from scheduler_core.bounds import (
     INT64_MIN,
     MAX_DURATION_SECONDS,
     MAX_DURATION_TEXT,
-    MAX_TENANT_ID_LENGTH,
-    MAX_TIMESTAMP,
-    MIN_TIMESTAMP,
-    request_times_error,
-    timestamp_error,
 )
-from scheduler_core.model import API_TYPES, COMPONENTS
-from scheduler_core.validation import InvalidDuration, parse_duration
+from scheduler_core.model import API_TYPES
 
 __all__ = [
     "DurationField",
-    "ExplainRequestSerializer",
-    "ExplainResponseSerializer",
-    "FrontendRowSerializer",
     "DryRunReportSerializer",
     "ImportResultSerializer",
-    "QueriersSnapshotSerializer",
-    "QueueSnapshotSerializer",
     "RevisionDetailSerializer",
     "RevisionSerializer",
     "RollbackResultSerializer",
     "RuleStatsSerializer",
     "SettingsSerializer",
     "TenantConfigSerializer",
+    "TenantBlockField",
     "TenantListItemSerializer",
 ]
 
@@ -200,283 +193,6 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     stuck_threshold = SettingDurationField(
         required=False, help_text="the inspector marks nodes whose oldest request waited longer"
     )
-
-
-@extend_schema_field(
-    {
-        "oneOf": [
-            {"type": "number", "minimum": MIN_TIMESTAMP, "maximum": MAX_TIMESTAMP},
-            {"type": "string", "format": "date-time"},
-        ],
-        "nullable": True,
-        "example": 1700000000,
-    }
-)
-class TimestampField(serializers.Field):  # type: ignore[type-arg]
-    """Unix seconds or RFC 3339, as the Prometheus HTTP API accepts; gives seconds."""
-
-    def to_representation(self, value: Any) -> Any:
-        return value
-
-    def to_internal_value(self, data: Any) -> float | None:
-        if data is None:
-            return None
-        if isinstance(data, str):
-            try:
-                return _finite(float(data))
-            except ValueError:
-                pass
-            try:
-                return datetime.fromisoformat(data.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                self.fail("invalid")
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return _finite(data)
-
-    default_error_messages = {"invalid": "must be unix seconds or an RFC 3339 time"}
-
-
-class StepField(DurationField):
-    """A step as a Prometheus duration or seconds; gives seconds."""
-
-    def to_internal_value(self, data: Any) -> float | None:
-        if data is None:
-            return None
-        try:
-            seconds = parse_duration(data)
-        except InvalidDuration as exc:
-            raise serializers.ValidationError(str(exc)) from exc
-        if seconds < 0:
-            raise serializers.ValidationError("must not be negative")
-        return seconds
-
-
-def _finite(value: float) -> float:
-    """Unix seconds Prometheus' API accepts (an int of any size is compared exactly)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise serializers.ValidationError("must be a finite number")
-    problem = timestamp_error(value)
-    if problem is not None:
-        raise serializers.ValidationError(problem)
-    return float(value)
-
-
-class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    """One request to explain; unknown fields are errors, as in tenant blocks."""
-
-    tenant = serializers.CharField(min_length=1, max_length=MAX_TENANT_ID_LENGTH)
-    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
-    api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
-    start = TimestampField(required=False, default=None)
-    end = TimestampField(required=False, default=None)
-    step = StepField(required=False, default=None)
-    headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True, max_length=4096), default=dict
-    )
-    now = TimestampField(required=False, default=None, help_text="evaluate as of; default now")
-    tenant_config = TenantBlockField(
-        required=False, default=None, allow_null=True, help_text="explain against a draft block"
-    )
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
-        return super().to_internal_value(data)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        # The check enqueue makes on both protocols, so explain never answers
-        # for a request the scheduler would refuse (start after end, a zero step).
-        problem = request_times_error(attrs.get("start"), attrs.get("end"), attrs.get("step"))
-        if problem is not None:
-            raise serializers.ValidationError({problem.field: [problem.message]})
-        return attrs
-
-
-class ReasonSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    rule_index = serializers.IntegerField(allow_null=True)
-    attribute_index = serializers.IntegerField(allow_null=True)
-    field = serializers.CharField()
-    matched = serializers.BooleanField()
-    message = serializers.CharField()
-
-
-class RuleVerdictSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    rule_index = serializers.IntegerField()
-    priority = serializers.IntegerField()
-    matched = serializers.BooleanField()
-    evaluated = serializers.BooleanField(help_text="false: a rule before it matched first")
-    reasons = ReasonSerializer(many=True)
-
-
-class SelectRangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    start = serializers.FloatField()
-    end = serializers.FloatField()
-
-
-class QuerierShareSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    max_queriers_per_tenant = serializers.IntegerField()
-    max_query_capacity = serializers.FloatField()
-    known = serializers.IntegerField(
-        allow_null=True, help_text="queriers this replica's shards are drawn from"
-    )
-    may_use = serializers.IntegerField(allow_null=True)
-    decided_by = serializers.ChoiceField(
-        choices=["max_queriers_per_tenant", "max_query_capacity"], allow_null=True
-    )
-    summary = serializers.CharField(help_text='e.g. "this tenant may use 3 of 10 queriers"')
-
-
-class ActorPlacementSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    header = serializers.CharField(help_text="the settings' actor_path_header")
-    path = serializers.ListField(child=serializers.CharField(), help_text="as the header names it")
-    placed = serializers.ListField(
-        child=serializers.CharField(),
-        help_text="the sub-queue it would wait in ([]: the leaf's own)",
-    )
-    max_queue_hierarchy_levels = serializers.IntegerField()
-    summary = serializers.CharField()
-
-
-class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    tenant = serializers.CharField()
-    tenant_configured = serializers.BooleanField()
-    now = serializers.FloatField()
-    component = serializers.ChoiceField(choices=list(COMPONENTS))
-    select_range = SelectRangeSerializer(allow_null=True)
-    priority = serializers.IntegerField()
-    source = serializers.ChoiceField(choices=["disabled", "default", "rule"])
-    rule_index = serializers.IntegerField(allow_null=True)
-    attribute_index = serializers.IntegerField(allow_null=True)
-    rules = RuleVerdictSerializer(many=True)
-    reasons = ReasonSerializer(many=True)
-    rejected_by = serializers.IntegerField(
-        allow_null=True,
-        help_text="index of the query_rejection attribute that rejects the request (422)",
-    )
-    rejection_reasons = ReasonSerializer(
-        many=True, help_text="why each rejection attribute did (not) match"
-    )
-    queriers = QuerierShareSerializer()
-    actor = ActorPlacementSerializer()
-
-
-class ActorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    path = serializers.ListField(
-        child=serializers.CharField(allow_blank=True),
-        help_text='actor path below the leaf; an "others" row ends in ""',
-    )
-    length = serializers.IntegerField()
-    oldest_wait_seconds = serializers.FloatField()
-    others = serializers.IntegerField(help_text="> 0: this many more sub-queues summed here")
-
-
-class LeafRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    component = serializers.CharField()
-    length = serializers.IntegerField()
-    by_priority = serializers.DictField(child=serializers.IntegerField())
-    oldest_wait_seconds = serializers.FloatField()
-    actors = ActorRowSerializer(many=True)
-
-
-class TenantRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    tenant_id = serializers.CharField()
-    length = serializers.IntegerField()
-    max_outstanding = serializers.IntegerField()
-    shard = serializers.ListField(child=serializers.CharField(), allow_null=True)
-    priority_enabled = serializers.BooleanField()
-    reservations = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
-    components = LeafRowSerializer(many=True)
-
-
-class OthersSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    tenants = serializers.IntegerField()
-    length = serializers.IntegerField()
-    by_component = serializers.DictField(child=serializers.IntegerField())
-
-
-class ReplicasSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    count = serializers.IntegerField()
-    ids = serializers.ListField(child=serializers.CharField())
-    peers_max_age = serializers.FloatField(help_text="seconds since the oldest peer summary")
-    note = serializers.CharField()
-
-
-class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    running = serializers.BooleanField()
-    taken_at = serializers.FloatField(allow_null=True)
-    layout = serializers.CharField()
-    component_selection = serializers.CharField()
-    total = serializers.IntegerField()
-    by_component = serializers.DictField(child=serializers.IntegerField())
-    tenant_count = serializers.IntegerField(help_text="tenants matching the filter")
-    tenants = TenantRowSerializer(many=True)
-    others = OthersSerializer()
-    replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
-
-
-class WorkerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    worker_id = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=["busy", "idle", "waiting"])
-    request_id = serializers.CharField(allow_null=True)
-    tenant_id = serializers.CharField(allow_null=True)
-    component = serializers.CharField(allow_null=True)
-    priority = serializers.IntegerField(allow_null=True)
-    seconds_in_state = serializers.FloatField()
-
-
-class ReservationRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    tenant_id = serializers.CharField()
-    priority = serializers.IntegerField()
-
-
-class QuerierRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    querier_id = serializers.CharField()
-    replica = serializers.CharField(required=False, help_text="the replica of this connection")
-    connected = serializers.BooleanField()
-    shutting_down = serializers.BooleanField()
-    reserved_idle = serializers.BooleanField()
-    busy_workers = serializers.IntegerField()
-    reservations = ReservationRowSerializer(many=True)
-    workers = WorkerRowSerializer(many=True)
-
-
-class FrontendRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    transport = serializers.ChoiceField(choices=["websocket", "grpc"])
-    address = serializers.CharField()
-    name = serializers.CharField(
-        allow_blank=True,
-        help_text="token name (websocket), or client certificate common name (gRPC, mutual TLS)",
-    )
-    streams = serializers.IntegerField()
-    outstanding = serializers.IntegerField(help_text="its requests queued or in flight")
-    connected_for = serializers.FloatField(allow_null=True, help_text="seconds")
-    replica = serializers.CharField(
-        required=False, help_text="the replica it is connected to (only with peer replicas)"
-    )
-
-
-class QueriersSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    running = serializers.BooleanField()
-    taken_at = serializers.FloatField(allow_null=True)
-    count = serializers.IntegerField()
-    reserved_idle = serializers.ListField(child=serializers.CharField())
-    queriers = QuerierRowSerializer(many=True)
-    frontends = FrontendRowSerializer(
-        many=True,
-        help_text=(
-            "connected to this replica; with peer replicas also each peer's top 50 "
-            "by outstanding, every row naming its replica"
-        ),
-    )
-    frontends_missing = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="live peer replicas that publish no frontends (only with peer replicas)",
-    )
-    replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
 
 
 class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]

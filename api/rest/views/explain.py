@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.rest.permissions import AnyRole
-from api.rest.serializers import ExplainRequestSerializer, ExplainResponseSerializer
+from api.rest.serializers_explain import ExplainRequestSerializer, ExplainResponseSerializer
 from api.rest.views.base import ApiView, errors
 from api.store import selectors
 from api.wire import runtime_host

@@ -29,7 +29,7 @@ from rest_framework.response import Response
 from api.cluster.replica_board import get_board
 from api.cluster.replicas import MergedView
 from api.rest.query_params import bool_parameter, choice_param, int_param, int_parameter
-from api.rest.serializers import QueriersSnapshotSerializer, QueueSnapshotSerializer
+from api.rest.serializers_snapshot import QueriersSnapshotSerializer, QueueSnapshotSerializer
 from api.rest.views.base import ApiView, errors, flag
 from api.store import selectors
 from api.wire import runtime_host

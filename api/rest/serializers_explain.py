@@ -1,0 +1,192 @@
+"""Shapes of `explain/` (why a request would get its component and priority).
+
+The request body is validated here, as DRF serializers do: times as Unix
+seconds or RFC 3339, a step as a Prometheus duration, unknown fields
+refused, and the same time checks enqueue makes on both protocols
+(`scheduler_core.bounds`). The response describes `scheduler_core`'s
+explanation for the schema.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from api.rest.serializers import DurationField, TenantBlockField
+from scheduler_core.bounds import (
+    MAX_TENANT_ID_LENGTH,
+    MAX_TIMESTAMP,
+    MIN_TIMESTAMP,
+    request_times_error,
+    timestamp_error,
+)
+from scheduler_core.model import API_TYPES, COMPONENTS
+from scheduler_core.validation import InvalidDuration, parse_duration
+
+__all__ = ["ExplainRequestSerializer", "ExplainResponseSerializer"]
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "number", "minimum": MIN_TIMESTAMP, "maximum": MAX_TIMESTAMP},
+            {"type": "string", "format": "date-time"},
+        ],
+        "nullable": True,
+        "example": 1700000000,
+    }
+)
+class TimestampField(serializers.Field):  # type: ignore[type-arg]
+    """Unix seconds or RFC 3339, as the Prometheus HTTP API accepts; gives seconds."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def to_internal_value(self, data: Any) -> float | None:
+        if data is None:
+            return None
+        if isinstance(data, str):
+            try:
+                return _finite(float(data))
+            except ValueError:
+                pass
+            try:
+                return datetime.fromisoformat(data.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                self.fail("invalid")
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return _finite(data)
+
+    default_error_messages = {"invalid": "must be unix seconds or an RFC 3339 time"}
+
+
+class StepField(DurationField):
+    """A step as a Prometheus duration or seconds; gives seconds."""
+
+    def to_internal_value(self, data: Any) -> float | None:
+        if data is None:
+            return None
+        try:
+            seconds = parse_duration(data)
+        except InvalidDuration as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+        if seconds < 0:
+            raise serializers.ValidationError("must not be negative")
+        return seconds
+
+
+def _finite(value: float) -> float:
+    """Unix seconds Prometheus' API accepts (an int of any size is compared exactly)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise serializers.ValidationError("must be a finite number")
+    problem = timestamp_error(value)
+    if problem is not None:
+        raise serializers.ValidationError(problem)
+    return float(value)
+
+
+class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """One request to explain; unknown fields are errors, as in tenant blocks."""
+
+    tenant = serializers.CharField(min_length=1, max_length=MAX_TENANT_ID_LENGTH)
+    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
+    api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
+    start = TimestampField(required=False, default=None)
+    end = TimestampField(required=False, default=None)
+    step = StepField(required=False, default=None)
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=4096), default=dict
+    )
+    now = TimestampField(required=False, default=None, help_text="evaluate as of; default now")
+    tenant_config = TenantBlockField(
+        required=False, default=None, allow_null=True, help_text="explain against a draft block"
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The check enqueue makes on both protocols, so explain never answers
+        # for a request the scheduler would refuse (start after end, a zero step).
+        problem = request_times_error(attrs.get("start"), attrs.get("end"), attrs.get("step"))
+        if problem is not None:
+            raise serializers.ValidationError({problem.field: [problem.message]})
+        return attrs
+
+
+class ReasonSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    rule_index = serializers.IntegerField(allow_null=True)
+    attribute_index = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField()
+    matched = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+class RuleVerdictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    rule_index = serializers.IntegerField()
+    priority = serializers.IntegerField()
+    matched = serializers.BooleanField()
+    evaluated = serializers.BooleanField(help_text="false: a rule before it matched first")
+    reasons = ReasonSerializer(many=True)
+
+
+class SelectRangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+
+
+class QuerierShareSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    max_queriers_per_tenant = serializers.IntegerField()
+    max_query_capacity = serializers.FloatField()
+    known = serializers.IntegerField(
+        allow_null=True, help_text="queriers this replica's shards are drawn from"
+    )
+    may_use = serializers.IntegerField(allow_null=True)
+    decided_by = serializers.ChoiceField(
+        choices=["max_queriers_per_tenant", "max_query_capacity"], allow_null=True
+    )
+    summary = serializers.CharField(help_text='e.g. "this tenant may use 3 of 10 queriers"')
+
+
+class ActorPlacementSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    header = serializers.CharField(help_text="the settings' actor_path_header")
+    path = serializers.ListField(child=serializers.CharField(), help_text="as the header names it")
+    placed = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the sub-queue it would wait in ([]: the leaf's own)",
+    )
+    max_queue_hierarchy_levels = serializers.IntegerField()
+    summary = serializers.CharField()
+
+
+class ExplainResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    tenant = serializers.CharField()
+    tenant_configured = serializers.BooleanField()
+    now = serializers.FloatField()
+    component = serializers.ChoiceField(choices=list(COMPONENTS))
+    select_range = SelectRangeSerializer(allow_null=True)
+    priority = serializers.IntegerField()
+    source = serializers.ChoiceField(choices=["disabled", "default", "rule"])
+    rule_index = serializers.IntegerField(allow_null=True)
+    attribute_index = serializers.IntegerField(allow_null=True)
+    rules = RuleVerdictSerializer(many=True)
+    reasons = ReasonSerializer(many=True)
+    rejected_by = serializers.IntegerField(
+        allow_null=True,
+        help_text="index of the query_rejection attribute that rejects the request (422)",
+    )
+    rejection_reasons = ReasonSerializer(
+        many=True, help_text="why each rejection attribute did (not) match"
+    )
+    queriers = QuerierShareSerializer()
+    actor = ActorPlacementSerializer()
