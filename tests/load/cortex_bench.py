@@ -43,8 +43,6 @@ import os
 import re
 import shutil
 import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,10 +50,20 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.load.bench_processes import (
+    Processes,
+    free_port,
+    gauge,
+    group_cpu_seconds,
+    http_get,
+    http_ok,
+    thread_cpu_seconds,
+    wait_until,
+)
 from tests.load.cortex_cluster import (
     ScaleOut,
     Scheduler,
@@ -67,6 +75,7 @@ from tests.load.cortex_cluster import (
     start_cortex_scheduler,
     start_our_scheduler,
 )
+from tests.load.cortex_report import PhaseResult, WrkResult, phase_line, report
 
 __all__ = ["PhaseResult", "main"]
 
@@ -81,34 +90,6 @@ QUERIES = (
     "histogram_quantile(0.99, sum by (le) (rate(request_duration_seconds_bucket[1m])))",
     "count by (job) (up)",
 )
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass
-class WrkResult:
-    requests: int
-    seconds: float
-    p50_ms: float
-    p99_ms: float
-    non_2xx: int
-    socket_errors: int
-
-    @property
-    def rate(self) -> float:
-        return self.requests / self.seconds if self.seconds else 0.0
-
-
-@dataclass
-class PhaseResult:
-    kind: str  # "cortex", or a label of ours ("ours", or a --variant's)
-    load: WrkResult
-    light: WrkResult
-    scheduler_cpu: float
-    cortex_cpu: float
-    per_replica: list[int] = field(default_factory=list)  # requests each replica dispatched
-
-    def cpu_us(self, seconds: float) -> float:
-        return seconds / self.load.requests * 1e6 if self.load.requests else float("nan")
 
 
 @dataclass
@@ -135,136 +116,6 @@ class Options:
     def labels(self) -> list[str]:
         """The phases of one round: Cortex, ours, then each variant of ours."""
         return ["cortex", "ours", *self.variants]
-
-
-# --- processes --------------------------------------------------------------
-
-
-LOGS: dict[int, Path] = {}  # pid -> the file its output goes to
-
-
-class Processes:
-    """Children started in their own process groups, all stopped on close."""
-
-    def __init__(self) -> None:
-        self.running: list[subprocess.Popen[bytes]] = []
-
-    def start(
-        self,
-        argv: list[str],
-        log: Path,
-        *,
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-    ) -> subprocess.Popen[bytes]:
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.running.append(proc)
-        LOGS[proc.pid] = log
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
-        """SIGTERM to the group, SIGKILL after `timeout` seconds."""
-        if proc in self.running:
-            self.running.remove(proc)
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
-
-    def close(self) -> None:
-        for proc in reversed(list(self.running)):
-            self.stop(proc)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """utime + stime of every live process in the process group."""
-    ticks = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if int(fields[2]) != pgid:
-                continue
-        except OSError:
-            continue
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / CLOCK_TICK
-
-
-def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
-    """Per thread of `pid`: its name (comm) and utime + stime."""
-    threads = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(OSError):
-            stat = (task / "stat").read_text()
-            fields = stat[stat.rfind(")") + 2 :].split()
-            name = stat[stat.find("(") + 1 : stat.rfind(")")]
-            threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLOCK_TICK)
-    return threads
-
-
-def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, response.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode(errors="replace")
-
-
-def wait_until(
-    what: str, check: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float
-) -> None:
-    """Polls `check()` until true; fails if `proc` exits or time runs out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what}: exited with {proc.returncode}{_log_tail(proc)}")
-        with contextlib.suppress(OSError, ValueError):
-            if check():
-                return
-        time.sleep(0.25)
-    raise RuntimeError(f"{what}: not ready after {timeout:.0f}s{_log_tail(proc)}")
-
-
-def _log_tail(proc: subprocess.Popen[bytes], lines: int = 20) -> str:
-    log = LOGS.get(proc.pid)
-    if log is None or not log.exists():
-        return ""
-    tail = log.read_text(errors="replace").splitlines()[-lines:]
-    return f"; last lines of {log.name}:\n" + "\n".join(tail)
-
-
-def http_ok(url: str) -> bool:
-    return http_get(url)[0] == 200
-
-
-def gauge(text: str, name: str) -> float:
-    match = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.MULTILINE)
-    return float(match.group(1)) if match else 0.0
 
 
 # --- the three kinds of process ---------------------------------------------
@@ -522,106 +373,6 @@ def dispatch_count(metrics_url: str) -> int:
     return int(sum(float(m) for m in re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M)))
 
 
-# --- report ----------------------------------------------------------------------
-
-
-def phase_line(index: int, r: PhaseResult) -> str:
-    return (
-        f"phase {index} {label(r.kind):<6}: {r.load.requests} queries in {r.load.seconds:.1f}s = "
-        f"{r.load.rate:,.0f} q/s; p50 {r.load.p50_ms:.2f} ms, p99 {r.load.p99_ms:.2f} ms; "
-        f"errors: non-2xx {r.load.non_2xx}, socket {r.load.socket_errors}; CPU/query: scheduler "
-        f"{r.cpu_us(r.scheduler_cpu):.0f} us, all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; "
-        f"light p50 {r.light.p50_ms:.2f} ms, p99 {r.light.p99_ms:.2f} ms"
-        + (
-            f"; dispatched per replica {', '.join(map(str, r.per_replica))}"
-            if r.per_replica
-            else ""
-        )
-    )
-
-
-@dataclass
-class Totals:
-    rate: float
-    p50: float
-    p99: float
-    errors: int
-    non_2xx: int
-    socket: int
-    sched_us: float
-    cortex_us: float
-    light_p50: float
-    light_p99: float
-    light_rate: float
-
-
-def totals(results: list[PhaseResult]) -> Totals:
-    queries = sum(r.load.requests for r in results)
-    per_query = 1e6 / queries if queries else float("nan")
-    return Totals(
-        rate=queries / sum(r.load.seconds for r in results),
-        p50=statistics.mean(r.load.p50_ms for r in results),
-        p99=statistics.mean(r.load.p99_ms for r in results),
-        errors=sum(r.load.non_2xx + r.load.socket_errors for r in results),
-        non_2xx=sum(r.load.non_2xx for r in results),
-        socket=sum(r.load.socket_errors for r in results),
-        sched_us=sum(r.scheduler_cpu for r in results) * per_query,
-        cortex_us=sum(r.cortex_cpu for r in results) * per_query,
-        light_p50=statistics.mean(r.light.p50_ms for r in results),
-        light_p99=statistics.mean(r.light.p99_ms for r in results),
-        light_rate=sum(r.light.requests for r in results) / sum(r.light.seconds for r in results),
-    )
-
-
-def label(kind: str) -> str:
-    return "Cortex" if kind == "cortex" else kind
-
-
-def report(opts: Options, results: list[PhaseResult]) -> None:
-    theirs = totals([r for r in results if r.kind == "cortex"])
-    for kind in opts.labels()[1:]:
-        report_one(opts, results, kind, theirs)
-
-
-def report_one(opts: Options, results: list[PhaseResult], kind: str, theirs: Totals) -> None:
-    ours = totals([r for r in results if r.kind == kind])
-    rows = [
-        ("queries/s (saturating)", theirs.rate, ours.rate, "{:,.0f}"),
-        ("p50 latency ms", theirs.p50, ours.p50, "{:.2f}"),
-        ("p99 latency ms", theirs.p99, ours.p99, "{:.2f}"),
-        ("scheduler CPU us/query", theirs.sched_us, ours.sched_us, "{:.0f}"),
-        ("all-in-one CPU us/query", theirs.cortex_us, ours.cortex_us, "{:.0f}"),
-        ("light load p50 ms", theirs.light_p50, ours.light_p50, "{:.2f}"),
-        ("light load p99 ms", theirs.light_p99, ours.light_p99, "{:.2f}"),
-        ("light load queries/s", theirs.light_rate, ours.light_rate, "{:,.0f}"),
-    ]
-    name = label(kind)
-    print()
-    title = f"totals over {opts.rounds} rounds"
-    print(f"{title:<26}{'Cortex':>12}{name:>12}{name + '/Cortex':>16}")
-    for row, a, b, fmt in rows:
-        ratio = b / a if a else float("nan")
-        print(f"{row:<26}{fmt.format(a):>12}{fmt.format(b):>12}{ratio:>16.2f}")
-    for who, t in (("Cortex", theirs), (name, ours)):
-        print(f"errors {who}: {t.errors} (non-2xx {t.non_2xx}, socket {t.socket})")
-    print(
-        "latency percentiles are wrk's, averaged over the rounds; rates and CPU are "
-        "totals over the rounds; CPU is utime+stime from /proc over the saturating window"
-        + (f", summed over {opts.replicas} replicas" if opts.replicas > 1 else "")
-    )
-    pairs = zip(
-        [r for r in results if r.kind == "cortex"],
-        [r for r in results if r.kind == kind],
-        strict=False,
-    )
-    for i, (c, o) in enumerate(pairs, 1):
-        print(
-            f"round {i} {name}/Cortex: queries/s {o.load.rate / c.load.rate:.2f}, "
-            f"p99 {o.load.p99_ms / c.load.p99_ms:.2f}, scheduler CPU/query "
-            f"{o.cpu_us(o.scheduler_cpu) / c.cpu_us(c.scheduler_cpu):.2f}"
-        )
-
-
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
     name, _, assignments = text.partition(":")
     env = dict(pair.split("=", 1) for pair in assignments.split(",") if "=" in pair)
@@ -745,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
                 print(phase_line(index, result), flush=True)
             procs.close()
-        report(opts, results)
+        report(results, opts.labels()[1:], opts.rounds, opts.replicas)
     finally:
         procs.close()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -25,6 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tests.load.bench_processes import free_port, http_ok
+
 __all__ = [
     "ScaleOut",
     "Scheduler",
@@ -92,9 +94,9 @@ def resolves_to_replicas(name: str, replicas: int) -> bool:
 @contextmanager
 def scale_out() -> Iterator[ScaleOut]:
     """A throwaway PostgreSQL and Redis for the run, stopped and removed after it."""
-    from tests.servers import _free_port, _start_postgres, _start_redis
+    from tests.servers import _start_postgres, _start_redis
 
-    pg_port, redis_port = _free_port(), _free_port()
+    pg_port, redis_port = free_port(), free_port()
     out = ScaleOut(
         database_url=f"postgres://qi@127.0.0.1:{pg_port}/qi",
         redis_url=f"redis://127.0.0.1:{redis_port}/0",
@@ -166,10 +168,10 @@ def start_cortex_scheduler(
     start: Start, wait: Wait, cortex: str, workdir: Path, logs: Path, replicas: int, host: str
 ) -> Scheduler:
     """Cortex's `-target=query-scheduler`, one process per replica address."""
-    grpc_port = _free_port()
+    grpc_port = free_port()
     procs, urls = [], []
     for i, ip in enumerate(replica_hosts(replicas)):
-        http_port = _free_port()
+        http_port = free_port()
         proc = start(
             [
                 cortex,
@@ -184,7 +186,7 @@ def start_cortex_scheduler(
             cwd=workdir,
         )
         url = f"http://{ip}:{http_port}"
-        wait("Cortex query-scheduler", partial(_http_ok, url + "/ready"), proc, 60)
+        wait("Cortex query-scheduler", partial(http_ok, url + "/ready"), proc, 60)
         procs.append(proc)
         urls.append(url + "/metrics")
     return Scheduler(procs, urls, f"{host if replicas > 1 else '127.0.0.1'}:{grpc_port}")
@@ -203,13 +205,13 @@ def start_our_scheduler(
     cluster: ScaleOut | None = None,
 ) -> Scheduler:
     """Our Daphne (as `make serve` runs it), one per replica address."""
-    grpc_port = _free_port()
+    grpc_port = free_port()
     # config.serve is Daphne's command line, with EVENT_LOOP honoured.
     python = str(project / ".venv" / "bin" / "python")
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     procs, urls = [], []
     for i, ip in enumerate(replica_hosts(replicas)):
-        http_port = _free_port()
+        http_port = free_port()
         env = our_env(workdir, grpc_port, extra=extra, cluster=cluster, replica=i, prefix=prefix)
         proc = start(
             [python, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(http_port)]
@@ -220,24 +222,11 @@ def start_our_scheduler(
         )
         url = f"http://127.0.0.1:{http_port}"
         # Daphne has no lifespan: the first request starts the runtime and the door.
-        wait("our scheduler", partial(_http_ok, url + "/healthz"), proc, 120)
+        wait("our scheduler", partial(http_ok, url + "/healthz"), proc, 120)
         wait("our gRPC door", partial(_tcp_open, ip, grpc_port), proc, 60)
         procs.append(proc)
         urls.append(url + "/metrics")
     return Scheduler(procs, urls, f"{host if replicas > 1 else '127.0.0.1'}:{grpc_port}")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _http_ok(url: str) -> bool:
-    import urllib.request
-
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return bool(response.status == 200)
 
 
 def _tcp_open(host: str, port: int) -> bool:

@@ -1,0 +1,153 @@
+"""Child processes and the few HTTP and /proc reads `cortex_bench` needs.
+
+Children start in process groups of their own, so a stop takes whatever
+they started too (Cortex's and Daphne's workers); CPU is read from /proc as
+utime + stime, per process group or per thread. Only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from loadgen.daphne_process import free_port
+
+__all__ = [
+    "Processes",
+    "free_port",
+    "gauge",
+    "group_cpu_seconds",
+    "http_get",
+    "http_ok",
+    "thread_cpu_seconds",
+    "wait_until",
+]
+
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+LOGS: dict[int, Path] = {}  # pid -> the file its output goes to
+
+
+class Processes:
+    """Children started in their own process groups, all stopped on close."""
+
+    def __init__(self) -> None:
+        self.running: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self,
+        argv: list[str],
+        log: Path,
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        with log.open("ab") as out:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.running.append(proc)
+        LOGS[proc.pid] = log
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+        """SIGTERM to the group, SIGKILL after `timeout` seconds."""
+        if proc in self.running:
+            self.running.remove(proc)
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
+
+    def close(self) -> None:
+        for proc in reversed(list(self.running)):
+            self.stop(proc)
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """utime + stime of every live process in the process group."""
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if int(fields[2]) != pgid:
+                continue
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / CLOCK_TICK
+
+
+def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """Per thread of `pid`: its name (comm) and utime + stime."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            stat = (task / "stat").read_text()
+            fields = stat[stat.rfind(")") + 2 :].split()
+            name = stat[stat.find("(") + 1 : stat.rfind(")")]
+            threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLOCK_TICK)
+    return threads
+
+
+def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def wait_until(
+    what: str, check: Callable[[], bool], proc: subprocess.Popen[bytes], timeout: float
+) -> None:
+    """Polls `check()` until true; fails if `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what}: exited with {proc.returncode}{_log_tail(proc)}")
+        with contextlib.suppress(OSError, ValueError):
+            if check():
+                return
+        time.sleep(0.25)
+    raise RuntimeError(f"{what}: not ready after {timeout:.0f}s{_log_tail(proc)}")
+
+
+def _log_tail(proc: subprocess.Popen[bytes], lines: int = 20) -> str:
+    log = LOGS.get(proc.pid)
+    if log is None or not log.exists():
+        return ""
+    tail = log.read_text(errors="replace").splitlines()[-lines:]
+    return f"; last lines of {log.name}:\n" + "\n".join(tail)
+
+
+def http_ok(url: str) -> bool:
+    return http_get(url)[0] == 200
+
+
+def gauge(text: str, name: str) -> float:
+    match = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+]+)$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
