@@ -24,7 +24,6 @@ import contextvars
 import logging
 import os
 import signal
-import threading
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -33,15 +32,16 @@ from django.conf import settings
 
 from api.cluster import replica_board
 from api.store import config_events, selectors
-from api.store.config_delta import ConfigDelta, config_changes_since
 from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
+from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
+from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.observers import FanOutObserver
 from api.wire.queue_peers import QueuePeers
 from scheduler_core.admission_log import AdmissionLog
-from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.model import QueueConfig
 from scheduler_core.rule_stats import RuleStats
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
@@ -72,27 +72,6 @@ def _setting(name: str, default: float) -> float:
     return float(value)
 
 
-def _load_config() -> tuple[int, QueueConfig, dict[str, TenantLimits]]:
-    """The version first, so data read after it is at least that new."""
-    version = selectors.config_version_get()
-    return version, selectors.queue_config_get(), selectors.tenant_limits_all()
-
-
-FullConfig = tuple[int, QueueConfig, dict[str, TenantLimits]]
-
-
-def _load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | None]:
-    """What changed since `applied`: a delta, or (when that cannot be) everything.
-
-    One call, so a reconcile costs one thread hop either way.
-    """
-    current, delta = config_changes_since(applied)
-    if delta is not None:
-        return current, delta, None
-    full = _load_config()
-    return full[0], None, full
-
-
 class RuntimeHost:
     """The process's runtime plus what keeps it in step with the database."""
 
@@ -114,14 +93,14 @@ class RuntimeHost:
         self.applied_version = -1
         self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
-        self._limits: dict[str, TenantLimits] = {}
+        self._config = ConfigApplier(self.runtime)
         self._reconcile_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._layer_channel: str | None = None
         self._loop = asyncio.get_running_loop()
         self._stopping = False
-        self._previous_handlers: dict[signal.Signals, Any] = {}
-        self._detached: set[asyncio.Task[None]] = set()
+        # Not among `_tasks`: stop() cancels those, and the drain runs stop().
+        self._signals = SignalDrain(self._loop, self._drain_then_exit)
 
     # -- start / stop ---------------------------------------------------------
 
@@ -141,7 +120,7 @@ class RuntimeHost:
             summaries = replica_board.publish_loop(self, settings.REDIS_URL, prefix)
             self._spawn(summaries, "replica summaries")
         await self._start_grpc()
-        self._install_signal_handlers()
+        self._signals.install()
         log.info("scheduler runtime started at config version %d", self.applied_version)
 
     async def stop(self, drain_timeout: float) -> None:
@@ -149,7 +128,7 @@ class RuntimeHost:
         if self._stopping:
             return
         self._stopping = True
-        self._restore_signal_handlers()
+        self._signals.restore()
         config_events.unsubscribe(self._on_local_change)
         config_events.unsubscribe_token_revoked(self._on_local_revocation)
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
@@ -181,43 +160,21 @@ class RuntimeHost:
         async with self._reconcile_lock:
             if version is not None and version <= self.applied_version:
                 return
-            current, delta, full = await database_sync_to_async(_load_update)(self.applied_version)
+            current, delta, full = await database_sync_to_async(load_update)(self.applied_version)
             if current == self.applied_version:
                 return
             if full is not None:
-                self._apply(full[1], full[2])
+                self._config.apply_full(full[1], full[2])
                 log.info("applied scheduler config version %d (full reload)", current)
             else:
                 assert delta is not None
-                self._apply_delta(delta)
+                self._config.apply_delta(delta)
                 log.info("applied scheduler config version %d", current)
             self.applied_version = current
 
-    def _apply(self, config: QueueConfig, limits: dict[str, TenantLimits]) -> None:
-        if self.runtime.config != config:
-            self.runtime.set_config(config)
-        for tenant_id in set(self._limits) - set(limits):
-            self.runtime.remove_tenant_limits(tenant_id)
-        for tenant_id, tenant_limits in limits.items():
-            if self._limits.get(tenant_id) != tenant_limits:
-                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
-        self._limits = dict(limits)
-
     def tenant_configured(self, tenant_id: str) -> bool:
         """Whether the applied config has a block for this tenant."""
-        return tenant_id in self._limits
-
-    def _apply_delta(self, delta: ConfigDelta) -> None:
-        """Only what changed: a one-tenant write touches one tenant here."""
-        if delta.queue_config is not None and self.runtime.config != delta.queue_config:
-            self.runtime.set_config(delta.queue_config)
-        for tenant_id, tenant_limits in delta.tenants.items():
-            if tenant_limits is None:
-                if self._limits.pop(tenant_id, None) is not None:
-                    self.runtime.remove_tenant_limits(tenant_id)
-            elif self._limits.get(tenant_id) != tenant_limits:
-                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
-                self._limits[tenant_id] = tenant_limits
+        return self._config.configured(tenant_id)
 
     def _on_local_change(self, version: int) -> None:
         # Called after commit, from whichever thread committed: usually a
@@ -345,51 +302,16 @@ class RuntimeHost:
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
 
-    def _install_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous = signal.getsignal(sig)
-            try:
-                self._loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                log.warning("cannot handle %s on this loop; no graceful drain", sig.name)
-                continue
-            self._previous_handlers[sig] = previous
-
-    def _restore_signal_handlers(self) -> None:
-        """Give the signals back to whoever had them (Daphne's Twisted reactor)."""
-        for sig, previous in self._previous_handlers.items():
-            self._loop.remove_signal_handler(sig)
-            if previous is not None:
-                signal.signal(sig, previous)
-        self._previous_handlers.clear()
-
-    def _on_signal(self, sig: signal.Signals) -> None:
-        """Drain first, then re-raise the signal so the server exits as usual."""
-        self._restore_signal_handlers()
+    async def _drain_then_exit(self, sig: signal.Signals) -> None:
         drain = _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0)
         log.info("%s: draining the queue for up to %.0fs before exiting", sig.name, drain)
-
-        async def drain_then_exit() -> None:
-            try:
-                await self.stop(drain)
-                # Every request still queued or running has been failed back
-                # (websocket `failed`, Cortex QueryResult); now each socket
-                # sends what it still had to and closes with a close frame,
-                # rather than dropping when the process exits.
-                closed = await close_all(CLOSE_SHUTDOWN)
-                log.info("%s: closed %d websocket connections", sig.name, closed)
-            finally:
-                signal.raise_signal(sig)
-
-        self._spawn_detached(drain_then_exit())
-
-    def _spawn_detached(self, coro: Any) -> None:
-        # Not in _tasks: stop() cancels those, and this one runs stop().
-        task = self._loop.create_task(coro)
-        self._detached.add(task)
-        task.add_done_callback(self._detached.discard)
+        await self.stop(drain)
+        # Every request still queued or running has been failed back
+        # (websocket `failed`, Cortex QueryResult); now each socket sends
+        # what it still had to and closes with a close frame, rather than
+        # dropping when the process exits.
+        closed = await close_all(CLOSE_SHUTDOWN)
+        log.info("%s: closed %d websocket connections", sig.name, closed)
 
 
 def _log_death(task: asyncio.Task[Any]) -> None:

@@ -1,0 +1,70 @@
+"""SIGTERM and SIGINT: drain the scheduler first, then exit as the server would have.
+
+Daphne's Twisted reactor owns both signals. `SignalDrain.install` takes
+them on the event loop (main thread only: elsewhere, or on a loop that
+cannot, the server exits on them as before, without a drain) and keeps the
+previous handlers. The first signal gives them back, runs the drain, and
+raises the same signal again, so the reactor shuts down as usual once every
+request was answered and every socket closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["SignalDrain"]
+
+log = logging.getLogger(__name__)
+
+
+class SignalDrain:
+    """Runs `drain(sig)` on SIGTERM or SIGINT, then re-raises the signal."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        drain: Callable[[signal.Signals], Awaitable[None]],
+    ) -> None:
+        self._loop = loop
+        self._drain = drain
+        self._previous: dict[signal.Signals, Any] = {}
+        # The drain's task is kept here: the loop holds tasks only weakly.
+        self._running: set[asyncio.Task[None]] = set()
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            try:
+                self._loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                log.warning("cannot handle %s on this loop; no graceful drain", sig.name)
+                continue
+            self._previous[sig] = previous
+
+    def restore(self) -> None:
+        """Give the signals back to whoever had them (Daphne's Twisted reactor)."""
+        for sig, previous in self._previous.items():
+            self._loop.remove_signal_handler(sig)
+            if previous is not None:
+                signal.signal(sig, previous)
+        self._previous.clear()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self.restore()
+
+        async def drain_then_exit() -> None:
+            try:
+                await self._drain(sig)
+            finally:
+                signal.raise_signal(sig)
+
+        task = self._loop.create_task(drain_then_exit())
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)

@@ -1,0 +1,79 @@
+"""A SIGTERM drains first, gives the signal back, then raises it again for the server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from api.wire.drain_signals import SignalDrain
+
+
+@pytest.fixture
+def server_handler() -> Iterator[list[str]]:
+    """Stands for Daphne's own SIGTERM handler; records what it saw."""
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: seen.append("server"))
+    yield seen
+    signal.signal(signal.SIGTERM, previous)
+
+
+async def until(predicate: Any, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < deadline, "condition never became true"
+        await asyncio.sleep(0.01)
+
+
+async def test_the_drain_runs_before_the_servers_own_handler_sees_the_signal(
+    server_handler: list[str],
+) -> None:
+    events = server_handler
+    release = asyncio.Event()
+
+    async def drain(sig: signal.Signals) -> None:
+        events.append(f"drain {sig.name}")
+        await release.wait()  # the drain takes its time; the server must wait for it
+        events.append("drained")
+
+    signals = SignalDrain(asyncio.get_running_loop(), drain)
+    signals.install()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: events == ["drain SIGTERM"])
+    await asyncio.sleep(0.05)
+    assert events == ["drain SIGTERM"]
+    release.set()
+    await until(lambda: events == ["drain SIGTERM", "drained", "server"])
+
+
+async def test_restore_gives_the_signal_back_without_draining(server_handler: list[str]) -> None:
+    drains: list[signal.Signals] = []
+
+    async def drain(sig: signal.Signals) -> None:
+        drains.append(sig)
+
+    signals = SignalDrain(asyncio.get_running_loop(), drain)
+    signals.install()
+    signals.restore()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: server_handler == ["server"])
+    assert drains == []
+
+
+async def test_off_the_main_thread_nothing_is_taken(server_handler: list[str]) -> None:
+    loop = asyncio.get_running_loop()
+
+    async def drain(sig: signal.Signals) -> None:
+        raise AssertionError("no drain off the main thread")
+
+    worker = threading.Thread(target=SignalDrain(loop, drain).install)
+    worker.start()
+    worker.join()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: server_handler == ["server"])
