@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections import deque
 from typing import Any
 
 from api.wire import runtime_host
@@ -125,6 +126,8 @@ class FrontendConsumer(MachineConsumer):
         self.pending: dict[ClientId, Request] = {}
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        # `failed` frames not written yet (see `deliver_failure`), oldest first.
+        self._outbox: deque[dict[str, Any]] = deque()
         self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
         self.host.websocket_frontends.opened(self)
         self.listed = True
@@ -197,9 +200,20 @@ class FrontendConsumer(MachineConsumer):
         await self.send_message({"type": "cancelled", "id": msg.id})
 
     async def flush(self) -> None:
-        """Wait for the `failed` replies still being sent (before a shutdown closes)."""
+        """Write the `failed` replies still waiting (before a shutdown closes)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._write_outbox()
+
+    async def send_message(self, message: dict[str, Any]) -> None:
+        if self._outbox:
+            await self._write_outbox()
+        await super().send_message(message)
+
+    async def _write_outbox(self) -> None:
+        # Popped before each write, so a frame is written once whoever writes it.
+        while self._outbox:
+            await super().send_message(self._outbox.popleft())
 
     def _take(self, client_id: ClientId, request: Request) -> bool:
         """Forget a finished request; False if it was already answered or cancelled.
@@ -234,12 +248,19 @@ class FrontendConsumer(MachineConsumer):
         )
 
     def deliver_failure(self, client_id: ClientId, request: Request, reason: str) -> None:
-        # Called synchronously from the runtime's observer, so the send runs
-        # as a task; the set keeps it alive until it is done.
+        """Answer `failed`; called synchronously from the runtime's observer.
+
+        The frame cannot be written here, so it waits in the outbox for a
+        task, or for this consumer's next frame, which writes it first: the
+        client sees every end before anything this socket says after it.
+        Written by the task alone, it could follow a frame sent before the
+        task ran, such as the `enqueued` of the same id accepted again.
+        """
         if not self._take(client_id, request):
             return
-        task = asyncio.get_running_loop().create_task(
-            self.send_message({"type": "failed", "id": client_id, "error": reason})
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._outbox.append({"type": "failed", "id": client_id, "error": reason})
+        if len(self._outbox) == 1:
+            # The set keeps the task alive until it is done.
+            task = asyncio.get_running_loop().create_task(self._write_outbox())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)

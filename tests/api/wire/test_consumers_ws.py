@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -262,3 +263,20 @@ async def test_a_frontend_cancel_of_a_running_request_drops_its_late_result(
     assert (await q.receive_json_from(timeout=5))["type"] == "request"
     await f.disconnect()
     await q.disconnect()
+
+
+async def test_a_failed_end_reaches_the_client_before_the_same_id_accepted_again(
+    host: Any, tokens: dict[str, str]
+) -> None:
+    # Found by test_consumers_chaos: the `failed` frame, written by a task,
+    # came after the `enqueued` of the same id enqueued again in that turn.
+    comm = await connect("/ws/frontend/", tokens["frontend"])
+    await comm.send_json_to(enqueue(1))
+    assert (await comm.receive_json_from(timeout=5))["type"] == "enqueued"
+    [request] = list(host.runtime.queue.listing().queued())
+    # The enqueue again is read first, then the request fails, in one turn.
+    await comm.send_input({"type": "websocket.receive", "text": json.dumps(enqueue(1))})
+    host.runtime.fail(request.id, "cancelled by an operator")
+    frames = [await comm.receive_json_from(timeout=5) for _ in range(2)]
+    assert [(f["type"], f["id"]) for f in frames] == [("failed", 1), ("enqueued", 1)]
+    await comm.disconnect()
