@@ -1,0 +1,268 @@
+"""Seeded chaos runs over the real websocket frontend consumer, for any kind of querier.
+
+`ChaosRun` opens frontends through the real ASGI application (routing,
+token auth, `FrontendConsumer`, the process's runtime) with Channels'
+communicators and takes random steps: enqueue, cancel, an id enqueued
+again while pending, a frontend that goes away with requests out, and the
+querier side's steps, which subclasses provide (`open_querier`, `answer`,
+`close_querier`, `hostile_querier`, `read_queriers`, `finish_by_answering`),
+with a random number of loop turns between steps so events meet in every
+order. What it checks:
+
+- on every frame: an end (`result`, `failed`, `cancelled`) only for an
+  acknowledged request not ended yet, `cancelled` only when asked, and an
+  id accepted again only after its end (docs/protocol.md);
+- after every step: what the runtime holds (queued or running) for
+  websocket frontends is exactly what their consumers still wait for;
+- at the end (`verify`): nothing queued or running, every frontend still
+  open has an end for each acceptance, and no request whose result a querier
+  sent was handed out again (subclasses report hand-outs by the
+  `X-Chaos-Send` header each enqueue carries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.testing import WebsocketCommunicator
+
+from api.wire import runtime_host
+from api.wire.consumers.frontend import FrontendConsumer, WebsocketReplyHandle
+from config.asgi import application
+
+__all__ = ["SEND_HEADER", "ChaosRun", "Frontend"]
+
+TENANTS = ("t1", "t2", "t3")
+ENDS = frozenset({"result", "failed", "cancelled"})
+# Each enqueue's serial, so a querier side can tell one acceptance from another.
+SEND_HEADER = "X-Chaos-Send"
+
+
+@dataclass
+class Frontend:
+    comm: WebsocketCommunicator
+    open: bool = True
+    # A client may enqueue an id again once it ended: each acceptance counts.
+    acks: Counter[int] = field(default_factory=Counter)
+    ends: Counter[int] = field(default_factory=Counter)
+    cancels: set[int] = field(default_factory=set)
+    duplicates: set[int] = field(default_factory=set)  # ids enqueued again while pending
+
+    def unfinished(self) -> list[int]:
+        return sorted(i for i, n in self.acks.items() if self.ends[i] < n)
+
+
+class ChaosRun:
+    """One seeded run; `log` says what happened, for the failure message."""
+
+    def __init__(self, seed: int, tokens: dict[str, str], host: Any) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.tokens = tokens
+        self.runtime = host.runtime
+        self.frontends: list[Frontend] = []
+        self.sends = 0  # enqueues sent, for SEND_HEADER
+        self.rid = 0  # the last new client id
+        self.answered: set[str] = set()  # X-Chaos-Send of requests a querier answered
+        self.handed_after_answer: list[str] = []
+        self.log: list[str] = []
+        # Every frontend consumer that opened, to compare with the runtime.
+        self.consumers: list[FrontendConsumer] = []
+        registry = host.websocket_frontends
+        opened = registry.opened
+
+        def record(consumer: FrontendConsumer) -> None:
+            self.consumers.append(consumer)
+            opened(consumer)
+
+        registry.opened = record
+
+    # -- what a querier side provides -------------------------------------------
+
+    def live_queriers(self) -> list[Any]:
+        raise NotImplementedError
+
+    async def open_querier(self) -> None:
+        raise NotImplementedError
+
+    def read_queriers(self) -> None:
+        raise NotImplementedError
+
+    async def answer(self, *, then_close: bool = False) -> None:
+        raise NotImplementedError
+
+    async def close_querier(self) -> None:
+        raise NotImplementedError
+
+    async def hostile_querier(self) -> None:
+        raise NotImplementedError
+
+    async def finish_by_answering(self) -> None:
+        raise NotImplementedError
+
+    def handed(self, send: str) -> None:
+        """A querier got the request of enqueue `send`."""
+        if send in self.answered:
+            self.handed_after_answer.append(send)
+
+    # -- frontends ----------------------------------------------------------------
+
+    async def connect(self, path: str, role: str) -> WebsocketCommunicator:
+        headers = [(b"authorization", f"Bearer {self.tokens[role]}".encode())]
+        comm = WebsocketCommunicator(application, path, headers=headers)
+        connected, _ = await comm.connect(timeout=5)
+        assert connected
+        return comm
+
+    async def open_frontend(self) -> None:
+        self.frontends.append(Frontend(await self.connect("/ws/frontend/", "frontend")))
+        self.log.append(f"frontend {len(self.frontends) - 1} opens")
+
+    def live_frontends(self) -> list[Frontend]:
+        return [f for f in self.frontends if f.open]
+
+    async def turns(self, n: int) -> None:
+        for _ in range(n):
+            await asyncio.sleep(0)
+        self.read_all()
+
+    def read_all(self) -> None:
+        """Take every frame written so far, without waiting."""
+        for f in self.live_frontends():
+            while not f.comm.output_queue.empty():
+                self.on_frontend_frame(f, f.comm.output_queue.get_nowait())
+        self.read_queriers()
+
+    def on_frontend_frame(self, f: Frontend, output: dict[str, Any]) -> None:
+        assert output["type"] == "websocket.send", output
+        frame = json.loads(output["text"])
+        kind, rid = frame["type"], frame.get("id")
+        if kind == "enqueued":
+            assert f.ends[rid] == f.acks[rid], f"{rid} accepted again before it ended"
+            f.acks[rid] += 1
+        elif kind in ENDS:
+            assert f.ends[rid] < f.acks[rid], f"{kind} for {rid}, which has no acceptance left"
+            assert kind != "cancelled" or rid in f.cancels, f"cancelled {rid} unasked"
+            f.ends[rid] += 1
+        elif kind != "rejected":
+            # An `error` answers a cancel that came after the end, or an id
+            # enqueued again while pending: nothing else.
+            assert kind == "error" and rid in f.cancels | f.duplicates, frame
+
+    def check_holdings(self) -> None:
+        """The runtime's websocket requests are exactly the consumers' pending ones."""
+        queue = self.runtime.queue
+        held = [*queue.listing().queued(), *queue.in_flight_requests()]
+        for request in held:
+            handle = request.payload
+            assert isinstance(handle, WebsocketReplyHandle), request
+            assert handle.consumer.pending.get(handle.client_id) is request, (
+                f"{request.id} is held for a frontend that no longer waits for it"
+            )
+        ids = {id(request) for request in held}
+        for consumer in self.consumers:
+            for client_id, request in consumer.pending.items():
+                assert id(request) in ids, f"{client_id} ({request.id}) is waited for but gone"
+
+    async def enqueue(self, f: Frontend, rid: int) -> None:
+        self.sends += 1
+        msg = {
+            "type": "enqueue",
+            "id": rid,
+            "tenant": self.rng.choice(TENANTS),
+            "query": "up",
+            "headers": {SEND_HEADER: str(self.sends)},
+        }
+        await f.comm.send_json_to(msg)
+        self.log.append(f"frontend {self.frontends.index(f)} enqueues {rid} (send {self.sends})")
+
+    async def cancel(self) -> None:
+        candidates = [(f, i) for f in self.live_frontends() for i in f.unfinished()]
+        if not candidates:
+            return
+        f, rid = self.rng.choice(candidates)
+        f.cancels.add(rid)
+        await f.comm.send_json_to({"type": "cancel", "id": rid})
+        self.log.append(f"frontend {self.frontends.index(f)} cancels {rid}")
+
+    async def hostile(self) -> None:
+        """A pending id enqueued again (refused, or taken once it ended), or a querier's."""
+        pending = [(f, i) for f in self.live_frontends() for i in f.unfinished()]
+        if pending and self.rng.random() < 0.5:
+            f, rid = self.rng.choice(pending)
+            f.duplicates.add(rid)
+            await self.enqueue(f, rid)
+        else:
+            await self.hostile_querier()
+
+    async def close_frontend(self) -> None:
+        f = self.rng.choice(self.live_frontends())
+        self.read_all()
+        f.open = False
+        await f.comm.send_input({"type": "websocket.disconnect", "code": 1000})
+        self.log.append(f"frontend {self.frontends.index(f)} closes with {f.unfinished()}")
+
+    # -- the run --------------------------------------------------------------------
+
+    async def step(self) -> None:
+        live = len(self.live_frontends())
+        if live < 1 or (live < 3 and self.rng.random() < 0.02):
+            await self.open_frontend()
+        queriers = len(self.live_queriers())
+        if queriers < 1 or (queriers < 3 and self.rng.random() < 0.03):
+            await self.open_querier()
+        roll = self.rng.random()
+        if roll < 0.40:
+            self.rid += 1
+            await self.enqueue(self.rng.choice(self.live_frontends()), self.rid)
+        elif roll < 0.48:
+            await self.cancel()
+        elif roll < 0.80:
+            await self.answer()
+        elif roll < 0.86:
+            await self.answer(then_close=True)
+        elif roll < 0.91:
+            await self.close_querier()
+        elif roll < 0.94:
+            await self.close_frontend()
+        elif roll < 0.97:
+            await self.hostile()
+        await self.turns(self.rng.choice((0, 0, 1, 1, 2, 5)))
+        self.check_holdings()
+
+    async def play(self, steps: int) -> str:
+        """The steps, then an ending: answering what is left, or a shutdown."""
+        for _ in range(steps):
+            await self.step()
+        if self.seed % 3 == 0:
+            await runtime_host.shutdown(drain_timeout=0)
+            await self.turns(10)
+            return "shutdown"
+        await self.finish_by_answering()
+        return "answering"
+
+    def settled(self) -> bool:
+        return not len(self.runtime.queue) and not self.runtime.queue.in_flight_count()
+
+    def verify(self, ending: str) -> None:
+        self.read_all()
+        self.check_holdings()
+        why = f"seed {self.seed}, ending by {ending}; last steps:\n" + "\n".join(self.log[-40:])
+        assert self.settled(), why
+        assert self.handed_after_answer == [], why
+        for n, f in enumerate(self.frontends):
+            # Each frame was checked as it came (no end without an acceptance);
+            # a frontend still open has an end for every acceptance.
+            if f.open:
+                assert f.unfinished() == [], f"frontend {n}: no end for {f.unfinished()}; {why}"
+
+    async def close_frontends(self) -> None:
+        for f in self.frontends:
+            # A consumer that died of an error fails here, naming it.
+            await f.comm.send_input({"type": "websocket.disconnect", "code": 1000})
+            await f.comm.wait(timeout=5)
