@@ -2,11 +2,14 @@
 
 `ChaosRun` opens frontends through the real ASGI application (routing,
 token auth, `FrontendConsumer`, the process's runtime) with Channels'
-communicators and takes random steps: enqueue, cancel, an id enqueued
-again while pending, a frontend that goes away with requests out, and the
+communicators and takes random steps: enqueue (some queries rejected or
+prioritized by the tenant's limits of the moment), cancel, an id enqueued
+again while pending, a frontend that goes away with requests out, a
+tenant's limits changing (shard, outstanding limit, reserved priority,
+rejection), and the
 querier side's steps, which subclasses provide (`live_queriers`,
 `open_querier`, `answer`, `close_querier`, `hostile_querier`,
-`read_queriers`, `finish_by_answering`),
+`shutdown_querier`, `read_queriers`, `finish_by_answering`),
 with a random number of loop turns between steps so events meet in every
 order. What it checks:
 
@@ -39,11 +42,35 @@ from channels.testing import WebsocketCommunicator
 from api.wire import runtime_host
 from api.wire.consumers.frontend import FrontendConsumer, WebsocketReplyHandle
 from config.asgi import application
-from scheduler_core.model import Request
+from scheduler_core.model import Request, TenantLimits
+from scheduler_core.validation import tenant_limits_from_dict
 
 __all__ = ["SEND_HEADER", "ChaosRun", "Frontend"]
 
 TENANTS = ("t1", "t2", "t3")
+QUERIES = ("up", "sum(rate(requests_total[5m]))", "count(reject_me)")
+# What a tenant's limits may change to mid-run (None: back to the defaults):
+# a one-querier shard, a tight outstanding limit (429s), a reserved
+# priority, rejection of a query (422s).
+RETUNES: tuple[TenantLimits | None, ...] = (
+    None,
+    tenant_limits_from_dict({"max_queriers_per_tenant": 1}),
+    tenant_limits_from_dict({"max_outstanding_requests_per_tenant": 3}),
+    tenant_limits_from_dict(
+        {
+            "max_queriers_per_tenant": 2,
+            "query_priority": {
+                "enabled": True,
+                "priorities": [
+                    {"priority": 5, "reserved_queriers": 1, "query_attributes": [{"regex": "up"}]}
+                ],
+            },
+        }
+    ),
+    tenant_limits_from_dict(
+        {"query_rejection": {"enabled": True, "query_attributes": [{"regex": ".*reject_me.*"}]}}
+    ),
+)
 ENDS = frozenset({"result", "failed", "cancelled"})
 # Each enqueue's serial, so a querier side can tell one acceptance from another.
 SEND_HEADER = "X-Chaos-Send"
@@ -77,6 +104,7 @@ class ChaosRun:
         self.answered: set[str] = set()  # X-Chaos-Send of requests a querier answered
         self.handed_after_answer: list[str] = []
         self.log: list[str] = []
+        self.leaving: set[str] = set()  # queriers that said they are shutting down
         # Every frontend consumer that opened, to compare with the runtime.
         self.consumers: list[FrontendConsumer] = []
         registry = host.websocket_frontends
@@ -107,6 +135,23 @@ class ChaosRun:
 
     async def hostile_querier(self) -> None:
         raise NotImplementedError
+
+    async def shutdown_querier(self) -> None:
+        """A querier says it is leaving (no new work); `leave` closes it once idle."""
+        raise NotImplementedError
+
+    def is_busy(self, querier: Any) -> bool:
+        raise NotImplementedError
+
+    async def close(self, querier: Any) -> None:
+        raise NotImplementedError
+
+    async def leave(self) -> None:
+        """Queriers that said they are shutting down close once they run nothing, as Cortex's do."""
+        for q in self.live_queriers():
+            if q.name in self.leaving and not self.is_busy(q):
+                self.log.append(f"{q.name} has shut down")
+                await self.close(q)
 
     async def finish_by_answering(self) -> None:
         raise NotImplementedError
@@ -193,7 +238,7 @@ class ChaosRun:
             "type": "enqueue",
             "id": rid,
             "tenant": self.rng.choice(TENANTS),
-            "query": "up",
+            "query": self.rng.choice(QUERIES),
             "headers": {SEND_HEADER: str(self.sends)},
         }
         await f.comm.send_json_to(msg)
@@ -218,6 +263,15 @@ class ChaosRun:
         else:
             await self.hostile_querier()
 
+    def retune(self) -> None:
+        """A tenant's limits change while its requests are queued and running."""
+        tenant, limits = self.rng.choice(TENANTS), self.rng.choice(RETUNES)
+        if limits is None:
+            self.runtime.remove_tenant_limits(tenant)
+        else:
+            self.runtime.set_tenant_limits(tenant, limits)
+        self.log.append(f"{tenant}'s limits become {limits}")
+
     async def close_frontend(self) -> None:
         f = self.rng.choice(self.live_frontends())
         self.read_all()
@@ -231,26 +285,31 @@ class ChaosRun:
         live = len(self.live_frontends())
         if live < 1 or (live < 3 and self.rng.random() < 0.02):
             await self.open_frontend()
-        queriers = len(self.live_queriers())
+        queriers = len([q for q in self.live_queriers() if q.name not in self.leaving])
         if queriers < 1 or (queriers < 3 and self.rng.random() < 0.03):
             await self.open_querier()
         roll = self.rng.random()
-        if roll < 0.40:
+        if roll < 0.38:
             self.rid += 1
             await self.enqueue(self.rng.choice(self.live_frontends()), self.rid)
-        elif roll < 0.48:
+        elif roll < 0.44:
             await self.cancel()
-        elif roll < 0.80:
+        elif roll < 0.74:
             await self.answer()
-        elif roll < 0.86:
+        elif roll < 0.80:
             await self.answer(then_close=True)
-        elif roll < 0.91:
+        elif roll < 0.85:
             await self.close_querier()
-        elif roll < 0.94:
+        elif roll < 0.88:
             await self.close_frontend()
-        elif roll < 0.97:
+        elif roll < 0.91:
             await self.hostile()
+        elif roll < 0.95:
+            self.retune()
+        elif roll < 0.97:
+            await self.shutdown_querier()
         await self.turns(self.rng.choice((0, 0, 1, 1, 2, 5)))
+        await self.leave()
         self.check_holdings()
 
     async def play(self, steps: int) -> str:

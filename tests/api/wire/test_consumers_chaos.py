@@ -121,18 +121,29 @@ class WebsocketQueriers(ChaosRun):
             await q.comm.send_json_to(result)
             self.log.append(f"{q.name} answers a request it never got")
 
+    async def shutdown_querier(self) -> None:
+        if self.live_queriers():
+            q = self.rng.choice(self.live_queriers())
+            await q.comm.send_json_to({"type": "shutdown"})
+            self.leaving.add(q.name)
+            self.log.append(f"{q.name} says it is shutting down")
+
+    def is_busy(self, querier: Querier) -> bool:
+        return bool(querier.running)
+
     async def finish_by_answering(self) -> None:
         """A fresh querier joins, and every request handed out is answered until none is left."""
         await self.open_querier(workers=3)
         for _ in range(2_000):
             await self.turns(3)
+            await self.leave()
             busy = [q for q in self.live_queriers() if q.running]
             if not busy and self.settled():
                 return
             for q in busy:
                 for worker in list(q.running):
                     await self.send_result(q, worker)
-        raise AssertionError("requests still queued or running after the drain")
+        raise AssertionError(f"not settled after the drain; {self.log[-20:]}")
 
     async def close_all(self) -> None:
         await self.close_frontends()

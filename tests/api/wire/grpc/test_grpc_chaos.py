@@ -198,6 +198,16 @@ class GrpcQueriers(ChaosRun):
         )
         self.log.append("a result comes for a query id nobody sent")
 
+    async def shutdown_querier(self) -> None:
+        if self.live_queriers():
+            q = self.rng.choice(self.live_queriers())
+            await q.workers[0].client.notify_shutdown()
+            self.leaving.add(q.name)
+            self.log.append(f"{q.name} says it is shutting down")
+
+    def is_busy(self, querier: Querier) -> bool:
+        return any(w.running for w in querier.workers)
+
     async def finish_by_answering(self) -> None:
         """A fresh querier joins, and every query handed out is answered until none is left."""
         await self.open_querier(workers=3)
@@ -213,6 +223,7 @@ class GrpcQueriers(ChaosRun):
                 await self.send_result(worker)
                 await self.done(worker)
             await self.revive()
+            await self.leave()
         raise AssertionError(f"not settled after {SETTLE_SECONDS:.0f}s; {self.log[-20:]}")
 
     def unended(self) -> list[int]:
