@@ -111,6 +111,11 @@ class QuerierConsumer(MachineConsumer):
             raise ProtocolError("worker", f"no worker {msg.worker} on this connection", msg.id)
         if worker.request is None or worker.request.id != msg.id or worker.reply is None:
             raise ProtocolError("id", f"worker {msg.worker} is not running {msg.id}", msg.id)
+        if worker.reply.cancelled():
+            # The worker stopped waiting before this frame was read (its
+            # token was revoked; the close follows). The querier did the
+            # work: the disconnect delivers this result, not a second run.
+            worker.reply = asyncio.get_running_loop().create_future()
         if not worker.reply.done():
             worker.reply.set_result((msg.status, msg.body))
 

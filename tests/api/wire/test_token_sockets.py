@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -94,6 +95,31 @@ async def test_revoking_a_querier_token_closes_it_and_its_running_request_is_req
     snap = host.runtime.snapshot()
     assert len(host.runtime.queue) == 1  # back at the front of its queue, not lost
     assert not any(q.connected for q in snap.queriers if q.querier_id == "q-revoked")
+    await frontend.disconnect()
+
+
+async def test_a_result_read_after_a_querier_token_is_revoked_still_counts(
+    host: Any, tokens: Any
+) -> None:
+    # Found by test_consumers_chaos: the revocation stopped the worker's
+    # wait, so a result already on the socket was dropped and the request
+    # ran again on another querier.
+    token_id, plaintext = tokens["querier"]
+    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
+    querier = await connect("/ws/querier/", plaintext)
+    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 1})
+    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
+    await frontend.send_json_to(enqueue("r1"))
+    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
+    request = await querier.receive_json_from(timeout=5)
+    result = {"type": "result", "worker": request["worker"], "id": request["id"], "status": 200}
+    # On the socket, not read yet, when the registry closes it.
+    await querier.send_input({"type": "websocket.receive", "text": json.dumps(result)})
+    await token_sockets.registry.close_tokens([token_id])
+    await closed_for_revocation(querier)
+    answer = await frontend.receive_json_from(timeout=5)
+    assert (answer["type"], answer["id"], answer["status"]) == ("result", "r1", 200)
+    assert len(host.runtime.queue) == 0 and host.runtime.queue.in_flight_count() == 0
     await frontend.disconnect()
 
 
