@@ -6,7 +6,7 @@ communicators and takes random steps: enqueue (some queries rejected or
 prioritized by the tenant's limits of the moment), cancel, an id enqueued
 again while pending, a frontend that goes away with requests out, a
 tenant's limits changing (shard, outstanding limit, reserved priority,
-rejection), and the
+rejection), a frontend's token revoked, and the
 querier side's steps, which subclasses provide (`live_queriers`,
 `open_querier`, `answer`, `close_querier`, `hostile_querier`,
 `shutdown_querier`, `read_queriers`, `finish_by_answering`),
@@ -140,6 +140,9 @@ class ChaosRun:
         """A querier says it is leaving (no new work); `leave` closes it once idle."""
         raise NotImplementedError
 
+    async def revoke_querier(self) -> None:
+        """A querier's token is revoked (nothing to do where queriers have none)."""
+
     def is_busy(self, querier: Any) -> bool:
         raise NotImplementedError
 
@@ -263,6 +266,15 @@ class ChaosRun:
         else:
             await self.hostile_querier()
 
+    async def revoke(self) -> None:
+        """A socket's token is revoked: it closes as the registry closes it, then disconnects."""
+        f = self.rng.choice(self.live_frontends())
+        self.read_all()
+        f.open = False
+        await self.consumers[self.frontends.index(f)].token_revoked()
+        await f.comm.send_input({"type": "websocket.disconnect", "code": 4001})
+        self.log.append(f"frontend {self.frontends.index(f)}'s token is revoked")
+
     def retune(self) -> None:
         """A tenant's limits change while its requests are queued and running."""
         tenant, limits = self.rng.choice(TENANTS), self.rng.choice(RETUNES)
@@ -308,6 +320,10 @@ class ChaosRun:
             self.retune()
         elif roll < 0.97:
             await self.shutdown_querier()
+        elif roll < 0.98:
+            await self.revoke()
+        elif roll < 0.99:
+            await self.revoke_querier()
         await self.turns(self.rng.choice((0, 0, 1, 1, 2, 5)))
         await self.leave()
         self.check_holdings()

@@ -23,6 +23,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from api.store.services import api_token_issue
+from api.wire import token_sockets
 from tests.api.wire.chaos import SEND_HEADER, ChaosRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,6 +37,20 @@ STEPS = 250
 @pytest.fixture
 def tokens(transactional_db: None) -> dict[str, str]:
     return {role: api_token_issue(name=role, role=role)[1] for role in ("frontend", "querier")}
+
+
+@pytest.fixture
+def sockets(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every machine socket added to the token registry, in order."""
+    seen: list[Any] = []
+    add = token_sockets.registry.add
+
+    def record(token_id: int, socket: Any) -> None:
+        seen.append(socket)
+        add(token_id, socket)
+
+    monkeypatch.setattr(token_sockets.registry, "add", record)
+    return seen
 
 
 @pytest.fixture(autouse=True)
@@ -56,9 +71,11 @@ class Querier:
 
 
 class WebsocketQueriers(ChaosRun):
-    def __init__(self, *args: Any) -> None:
+    def __init__(self, *args: Any, sockets: list[Any]) -> None:
         super().__init__(*args)
         self.queriers: list[Querier] = []
+        # Every machine socket the token registry saw, to find a querier's consumer.
+        self.sockets = sockets
 
     def live_queriers(self) -> list[Querier]:
         return [q for q in self.queriers if q.open]
@@ -131,6 +148,19 @@ class WebsocketQueriers(ChaosRun):
     def is_busy(self, querier: Querier) -> bool:
         return bool(querier.running)
 
+    async def revoke_querier(self) -> None:
+        if self.live_queriers():
+            q = self.rng.choice(self.live_queriers())
+            found = [c for c in self.sockets if getattr(c, "querier_id", None) == q.name]
+            if not found:
+                return  # its hello is not handled yet
+            [consumer] = found
+            q.open = False
+            await consumer.token_revoked()
+            await q.comm.send_input({"type": "websocket.disconnect", "code": 4001})
+            running = sorted(q.running.values())
+            self.log.append(f"{q.name}'s token is revoked with {running} running")
+
     async def finish_by_answering(self) -> None:
         """A fresh querier joins, and every request handed out is answered until none is left."""
         await self.open_querier(workers=3)
@@ -154,8 +184,8 @@ class WebsocketQueriers(ChaosRun):
 
 @pytest.mark.parametrize("seed", SEEDS)
 async def test_every_acknowledged_request_ends_exactly_once_whatever_the_order(
-    host: Any, tokens: dict[str, str], seed: int
+    host: Any, tokens: dict[str, str], sockets: list[Any], seed: int
 ) -> None:
-    run = WebsocketQueriers(seed, tokens, host)
+    run = WebsocketQueriers(seed, tokens, host, sockets=sockets)
     run.verify(await run.play(STEPS))
     await run.close_all()
