@@ -159,9 +159,9 @@ class ChaosRun:
     async def finish_by_answering(self) -> None:
         raise NotImplementedError
 
-    def handed(self, send: str) -> None:
-        """A querier got the request of enqueue `send`."""
-        if send in self.answered:
+    def handed(self, send: str | None) -> None:
+        """A querier got the request of enqueue `send` (None: not a websocket frontend's)."""
+        if send is not None and send in self.answered:
             self.handed_after_answer.append(send)
 
     # -- frontends ----------------------------------------------------------------
@@ -223,7 +223,8 @@ class ChaosRun:
         held = [*queue.listing().queued(), *queue.in_flight_requests()]
         for request in held:
             handle = request.payload
-            assert isinstance(handle, WebsocketReplyHandle), request
+            if not isinstance(handle, WebsocketReplyHandle):
+                continue  # a Cortex frontend's: `ChaosRun` follows websocket frontends only
             waited = handle.consumer.pending.get(handle.client_id) is request
             assert waited or self.answered_elsewhere(request), (
                 f"{request.id} is held for a frontend that no longer waits for it"

@@ -6,7 +6,12 @@ door (`QuerierLoop`), each request bridged (`api.wire.grpc.bridge`). A
 querier's workers answer as Cortex's do (the result to the frontend's
 `QueryResult`, then "done" on the stream), one sends its result and breaks
 its stream before "done", a querier's streams break with requests running,
-or a result comes for a query id nobody sent. Messages cross real sockets,
+or a result comes for a query id nobody sent. Cortex query-frontends
+(FrontendLoop streams with their own QueryResult servers) enqueue, cancel
+and break their streams beside the websocket frontends: each query they
+still wait for is answered, none is handed to queriers more than twice
+(docs/protocol-grpc.md says when twice), and a broken stream's queries
+leave the queue. Messages cross real sockets,
 so a run's order depends on timing as well as on its seed; the checks hold
 for every order.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,12 +30,18 @@ import pytest
 
 from api.store.services import api_token_issue
 from api.wire import runtime_host
-from api.wire.grpc.clients import QuerierWorker
+from api.wire.grpc.clients import (
+    CortexFrontend,
+    FrontendLoop,
+    QuerierWorker,
+    ReceivedResult,
+    get_request,
+)
 from loadgen.daphne_process import free_port
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.api.wire.chaos import SEND_HEADER, ChaosRun
+from tests.api.wire.chaos import QUERIES, SEND_HEADER, TENANTS, ChaosRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,11 +92,27 @@ class Querier:
     open: bool = True
 
 
-def send_of(msg: pb.SchedulerToQuerier) -> str:
+def send_of(msg: pb.SchedulerToQuerier) -> str | None:
+    """The websocket enqueue a query came from; None for a Cortex frontend's."""
     for header in msg.httpRequest.headers:
         if header.key == SEND_HEADER:
             return str(header.values[0])
-    raise AssertionError(f"query {msg.queryID} carries no {SEND_HEADER}")
+    return None
+
+
+@dataclass
+class CortexSide:
+    """A Cortex query-frontend: its QueryResult server and one FrontendLoop stream."""
+
+    frontend: CortexFrontend
+    loop: FrontendLoop
+    open: bool = True
+    enqueued: set[int] = field(default_factory=set)  # answered OK
+    cancelled: set[int] = field(default_factory=set)
+    results: Counter[int] = field(default_factory=Counter)
+
+    def unanswered(self) -> list[int]:
+        return sorted(q for q in self.enqueued - self.cancelled if not self.results[q])
 
 
 class GrpcQueriers(ChaosRun):
@@ -95,6 +123,9 @@ class GrpcQueriers(ChaosRun):
         self.door = host.grpc_door
         self.channel = self.door_channel()
         self.queriers: list[Querier] = []
+        self.cortex: list[CortexSide] = []
+        self.query_ids = 0
+        self.cortex_handouts: Counter[int] = Counter()  # by query id
 
     def door_channel(self) -> grpc.aio.Channel:
         return grpc.aio.insecure_channel(f"127.0.0.1:{self.door.port}")
@@ -117,7 +148,79 @@ class GrpcQueriers(ChaosRun):
 
     async def step(self) -> None:
         await self.revive()
+        roll = self.rng.random()
+        if roll < 0.12:
+            await self.cortex_enqueue()
+        elif roll < 0.15:
+            await self.cortex_cancel()
+        elif roll < 0.16:
+            self.cortex_break()
         await super().step()
+
+    # -- Cortex frontends ------------------------------------------------------------
+
+    async def cortex_side(self) -> CortexSide:
+        live = [c for c in self.cortex if c.open]
+        if live and (len(live) > 1 or self.rng.random() < 0.95):
+            return self.rng.choice(live)
+        frontend = await CortexFrontend(f"127.0.0.1:{self.door.port}").start()
+        side = CortexSide(frontend, await frontend.open_loop())
+
+        def count(result: ReceivedResult) -> None:
+            side.results[result.query_id] += 1
+
+        frontend.on_result = count
+        self.cortex.append(side)
+        self.log.append(f"Cortex frontend {len(self.cortex) - 1} opens")
+        return side
+
+    async def cortex_enqueue(self) -> None:
+        side = await self.cortex_side()
+        self.query_ids += 1
+        tenant = self.rng.choice(TENANTS)
+        query = [("query", self.rng.choice(QUERIES)), ("time", "1700000000")]
+        status = await side.loop.enqueue(
+            self.query_ids, tenant, get_request("/prometheus/api/v1/query", query)
+        )
+        if status == pb.OK:
+            side.enqueued.add(self.query_ids)
+        self.log.append(f"Cortex frontend enqueues query {self.query_ids}: {status}")
+
+    async def cortex_cancel(self) -> None:
+        candidates = [(c, q) for c in self.cortex if c.open for q in c.unanswered()]
+        if candidates:
+            side, query_id = self.rng.choice(candidates)
+            side.cancelled.add(query_id)
+            await side.loop.cancel(query_id)
+            self.log.append(f"Cortex frontend cancels query {query_id}")
+
+    def cortex_break(self) -> None:
+        live = [c for c in self.cortex if c.open]
+        if live:
+            side = self.rng.choice(live)
+            side.open = False
+            side.loop.call.cancel()
+            self.log.append(f"a Cortex frontend's stream breaks with {side.unanswered()} out")
+
+    async def settle_cortex(self) -> None:
+        """Every query a Cortex frontend still waits for gets its answer, within a bound."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_SECONDS
+        while any(c.unanswered() for c in self.cortex if c.open):
+            assert loop.time() < deadline, f"Cortex queries unanswered; {self.log[-20:]}"
+            await asyncio.sleep(0.005)
+            self.read_all()
+            for worker in [w for q in self.live_queriers() for w in q.workers if w.running]:
+                await self.send_result(worker)
+                await self.done(worker)
+        # A query is handed to queriers at most twice: once more if its
+        # querier left between its result and its "done" (docs/protocol-grpc.md),
+        # or left while running it. (Its frontend may get more than one answer
+        # then, and takes the first, as Cortex's does.)
+        thrice = sorted(q for q, n in self.cortex_handouts.items() if n > 2)
+        assert not thrice, f"Cortex queries handed out more than twice: {thrice}"
+        for side in self.cortex:
+            assert set(side.results) <= side.enqueued, "a result for a query never enqueued"
 
     async def revive(self) -> None:
         """A stream the scheduler ended (its query was cancelled) is opened again, as Cortex's."""
@@ -137,6 +240,8 @@ class GrpcQueriers(ChaosRun):
                     assert worker.running is None, f"{q.name}: a second query on one stream"
                     send = send_of(msg)
                     self.handed(send)
+                    if send is None:
+                        self.cortex_handouts[msg.queryID] += 1
                     worker.running = (msg, send)
 
     async def send_result(self, worker: Worker) -> None:
@@ -180,7 +285,7 @@ class GrpcQueriers(ChaosRun):
     async def close_querier(self) -> None:
         if self.live_queriers():
             q = self.rng.choice(self.live_queriers())
-            running = sorted(w.running[1] for w in q.workers if w.running)
+            running = sorted(str(w.running[1]) for w in q.workers if w.running)
             self.log.append(f"{q.name} breaks its streams with sends {running} running")
             await self.close(q)
 
@@ -208,8 +313,23 @@ class GrpcQueriers(ChaosRun):
     def is_busy(self, querier: Querier) -> bool:
         return any(w.running for w in querier.workers)
 
+    async def forgotten_when_gone(self) -> None:
+        """A Cortex frontend whose stream broke has nothing left queued or running."""
+        gone = {c.frontend.address for c in self.cortex if not c.open}
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_SECONDS
+        while True:
+            queue = self.runtime.queue
+            held = [*queue.listing().queued(), *queue.in_flight_requests()]
+            left = [r.id for r in held if getattr(r.payload, "frontend_address", None) in gone]
+            if not left:
+                return
+            assert loop.time() < deadline, f"{left} still held for gone Cortex frontends"
+            await asyncio.sleep(0.005)
+
     async def finish_by_answering(self) -> None:
         """A fresh querier joins, and every query handed out is answered until none is left."""
+        await self.forgotten_when_gone()
         await self.open_querier(workers=3)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SETTLE_SECONDS
@@ -217,7 +337,7 @@ class GrpcQueriers(ChaosRun):
             await asyncio.sleep(0.005)  # real sockets: the messages take real time
             self.read_all()
             busy = [w for q in self.live_queriers() for w in q.workers if w.running]
-            if not busy and self.settled() and not self.unended():
+            if not busy and self.settled() and not self.unended() and not self.cortex_waiting():
                 return
             for worker in busy:
                 await self.send_result(worker)
@@ -225,6 +345,9 @@ class GrpcQueriers(ChaosRun):
             await self.revive()
             await self.leave()
         raise AssertionError(f"not settled after {SETTLE_SECONDS:.0f}s; {self.log[-20:]}")
+
+    def cortex_waiting(self) -> bool:
+        return any(c.unanswered() for c in self.cortex if c.open)
 
     def unended(self) -> list[int]:
         return [i for f in self.live_frontends() for i in f.unfinished()]
@@ -234,6 +357,9 @@ class GrpcQueriers(ChaosRun):
         for q in self.live_queriers():
             await self.close(q)
         await self.channel.close()
+        for side in self.cortex:
+            side.loop.call.cancel()
+            await side.frontend.close()
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -241,5 +367,7 @@ async def test_every_acknowledged_request_ends_exactly_once_across_protocols(
     grpc_host: Any, tokens: dict[str, str], seed: int
 ) -> None:
     run = GrpcQueriers(seed, tokens, grpc_host)
-    run.verify(await run.play(STEPS))
+    ending = await run.play(STEPS)
+    await run.settle_cortex()
+    run.verify(ending)
     await run.close_all()
