@@ -56,6 +56,21 @@ def enqueue(rid: str) -> dict[str, Any]:
             "end": NOW, "step": 15}  # fmt: skip
 
 
+async def querier_running_r1(
+    tokens: Any,
+) -> tuple[WebsocketCommunicator, WebsocketCommunicator, dict[str, Any]]:
+    """A frontend, and querier "q-revoked" running its request "r1" (the `request` frame)."""
+    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
+    querier = await connect("/ws/querier/", tokens["querier"][1])
+    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 1})
+    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
+    await frontend.send_json_to(enqueue("r1"))
+    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
+    request = await querier.receive_json_from(timeout=5)
+    assert request["type"] == "request"
+    return frontend, querier, request
+
+
 async def test_revoking_a_frontend_token_closes_its_socket_and_cancels_its_queued_work(
     host: Any, tokens: Any
 ) -> None:
@@ -80,15 +95,8 @@ async def test_revoking_a_frontend_token_closes_its_socket_and_cancels_its_queue
 async def test_revoking_a_querier_token_closes_it_and_its_running_request_is_requeued(
     host: Any, tokens: Any
 ) -> None:
-    token_id, plaintext = tokens["querier"]
-    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
-    querier = await connect("/ws/querier/", plaintext)
-    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 4})
-    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
-    await frontend.send_json_to(enqueue("r1"))
-    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
-    request = await querier.receive_json_from(timeout=5)
-    assert request["type"] == "request"
+    token_id = tokens["querier"][0]
+    frontend, querier, _ = await querier_running_r1(tokens)
 
     await database_sync_to_async(api_token_revoke)(token_id=token_id)
     await closed_for_revocation(querier)
@@ -104,14 +112,8 @@ async def test_a_result_read_after_a_querier_token_is_revoked_still_counts(
     # Found by test_consumers_chaos: the revocation stopped the worker's
     # wait, so a result already on the socket was dropped and the request
     # ran again on another querier.
-    token_id, plaintext = tokens["querier"]
-    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
-    querier = await connect("/ws/querier/", plaintext)
-    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 1})
-    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
-    await frontend.send_json_to(enqueue("r1"))
-    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
-    request = await querier.receive_json_from(timeout=5)
+    token_id = tokens["querier"][0]
+    frontend, querier, request = await querier_running_r1(tokens)
     result = {"type": "result", "worker": request["worker"], "id": request["id"], "status": 200}
     # On the socket, not read yet, when the registry closes it.
     await querier.send_input({"type": "websocket.receive", "text": json.dumps(result)})
