@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import grpc
+import websockets
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from api.store.services import api_token_issue
@@ -94,8 +95,13 @@ class Command(BaseCommand):
                 f"loadgen: Cortex gRPC clients at {', '.join(options['grpc'])} "
                 f"send {options['grpc_share']:.0%} of requests"
             )
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(self._run(ws, frontend_token, querier_token, options))
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(self._run(ws, frontend_token, querier_token, options))
+        except websockets.ConnectionClosed as exc:
+            # The scheduler shut down or restarted under it (a drain closes
+            # every socket): say so in a line, not with a traceback.
+            raise CommandError(f"the scheduler closed the connection ({exc}); stopping") from None
         self.stdout.write("loadgen stopped")
 
     async def _run(self, ws: list[str], frontend_token: str, querier_token: str, opts: Any) -> None:
