@@ -38,7 +38,12 @@ class _Worker:
 
     worker_id: int
     request: Request | None = None
-    reply: asyncio.Future[tuple[int, Any]] | None = None
+    # The querier's (status, body) for `request`, once it came. Kept here, not
+    # in `woken`, which only wakes the task: cancelling the task (a close read
+    # in the same turn, a revoked token) cancels the future it awaits, and the
+    # disconnect still finds the result and delivers it, not a second run.
+    result: tuple[int, Any] | None = None
+    woken: asyncio.Future[None] | None = None
     queue_seconds: float = 0.0  # how long `request` waited, measured at the hand-off
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -109,15 +114,13 @@ class QuerierConsumer(MachineConsumer):
         worker = self.workers.get(msg.worker)
         if worker is None:
             raise ProtocolError("worker", f"no worker {msg.worker} on this connection", msg.id)
-        if worker.request is None or worker.request.id != msg.id or worker.reply is None:
+        if worker.request is None or worker.request.id != msg.id:
             raise ProtocolError("id", f"worker {msg.worker} is not running {msg.id}", msg.id)
-        if worker.reply.cancelled():
-            # The worker stopped waiting before this frame was read (its
-            # token was revoked; the close follows). The querier did the
-            # work: the disconnect delivers this result, not a second run.
-            worker.reply = asyncio.get_running_loop().create_future()
-        if not worker.reply.done():
-            worker.reply.set_result((msg.status, msg.body))
+        if worker.result is not None:
+            return  # a second result for the same run: the first one counts
+        worker.result = (msg.status, msg.body)
+        if worker.woken is not None and not worker.woken.done():
+            worker.woken.set_result(None)
 
     async def on_shutdown(self, msg: Shutdown) -> None:
         if self.querier_id is None:
@@ -146,14 +149,17 @@ class QuerierConsumer(MachineConsumer):
                 return
             worker.queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
             worker.request = request
-            worker.reply = loop.create_future()
+            worker.woken = loop.create_future()
             await self.send_message(request_message(request, worker.worker_id))
-            await self._finish(worker, *await worker.reply)
+            await worker.woken
+            await self._finish(worker)
 
-    async def _finish(self, worker: _Worker, status: int, body: Any) -> None:
+    async def _finish(self, worker: _Worker) -> None:
         """The worker's result arrived: complete its request and answer the frontend."""
-        request, worker.request, worker.reply = worker.request, None, None
-        assert request is not None and self.querier_id is not None
+        request, result = worker.request, worker.result
+        worker.request = worker.result = worker.woken = None
+        assert request is not None and result is not None and self.querier_id is not None
+        status, body = result
         if self.runtime.complete(request.id) is None:
             return  # cancelled by its frontend while it ran
         on_result = getattr(request.payload, "on_result", None)
@@ -173,13 +179,12 @@ class QuerierConsumer(MachineConsumer):
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        # A result read just before the close, whose worker was cancelled
-        # before it could take it (the two frames came in one read): the
-        # querier did the work, so it is delivered, not run again.
+        # A result read before the close whose worker task was cancelled
+        # first (the two frames came in one read; a revoked token stopped
+        # the task): the querier did the work, so it is delivered, not run again.
         for worker in self.workers.values():
-            reply = worker.reply
-            if reply is not None and reply.done() and not reply.cancelled():
-                await self._finish(worker, *reply.result())
+            if worker.result is not None:
+                await self._finish(worker)
         # Each in-flight request goes back to the front of its queue once,
         # then fails to its frontend (the runtime decides which).
         for worker_id in sorted(self.workers):
