@@ -7,11 +7,11 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from api.wire.drain_signals import SignalDrain
+from tests.polling import until
 
 
 @pytest.fixture
@@ -21,14 +21,6 @@ def server_handler() -> Iterator[list[str]]:
     previous = signal.signal(signal.SIGTERM, lambda *_: seen.append("server"))
     yield seen
     signal.signal(signal.SIGTERM, previous)
-
-
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < deadline, "condition never became true"
-        await asyncio.sleep(0.01)
 
 
 async def test_the_drain_runs_before_the_servers_own_handler_sees_the_signal(

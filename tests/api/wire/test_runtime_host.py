@@ -12,15 +12,9 @@ from api.store.models import ConfigRevision
 from api.store.services import settings_update, tenant_put
 from api.wire import runtime_host
 from scheduler_core.model import Request
+from tests.polling import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.01)
 
 
 def put_tenant(tenant_id: str, config: dict[str, Any], version: int | None) -> Any:

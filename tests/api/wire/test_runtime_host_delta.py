@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -11,16 +10,10 @@ from channels.db import database_sync_to_async
 from api.store import selectors, services
 from api.store.models import ConfigRevision, Tenant
 from scheduler_core.model import TenantLimits
+from tests.polling import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CLI = ConfigRevision.Source.CLI
-
-
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "condition never became true"
-        await asyncio.sleep(0.01)
 
 
 def put(tenant_id: str, config: dict[str, Any]) -> Tenant:
