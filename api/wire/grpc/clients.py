@@ -239,6 +239,13 @@ class QuerierWorker:
         self, msg: pb.SchedulerToQuerier, code: int = 200, body: bytes = b"{}"
     ) -> None:
         """Send the result to the frontend, then tell the scheduler "done"."""
+        await self.send_result(msg, code, body)
+        await self.done()
+
+    async def send_result(
+        self, msg: pb.SchedulerToQuerier, code: int = 200, body: bytes = b"{}"
+    ) -> None:
+        """Only the result, to the frontend that sent `msg` (no "done" yet)."""
         await self.stub_for(msg).QueryResult(
             frontendv2pb_pb2.QueryResultRequest(
                 queryID=msg.queryID,
@@ -246,7 +253,6 @@ class QuerierWorker:
             ),
             metadata=(("x-scope-orgid", msg.userID),),
         )
-        await self.done()
 
     def stub_for(self, msg: pb.SchedulerToQuerier) -> FrontendForQuerierStub:
         """The `FrontendForQuerier` client of the frontend that sent `msg`."""

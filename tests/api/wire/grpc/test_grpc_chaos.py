@@ -39,7 +39,6 @@ from api.wire.grpc.clients import (
 )
 from loadgen.daphne_process import free_port
 from scheduler_core.model import Request
-from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from tests.api.wire.chaos import QUERIES, SEND_HEADER, TENANTS, ChaosRun
 
@@ -247,13 +246,7 @@ class GrpcQueriers(ChaosRun):
     async def send_result(self, worker: Worker) -> None:
         assert worker.running is not None
         (msg, send), worker.running = worker.running, None
-        await worker.client.stub_for(msg).QueryResult(
-            frontendv2pb_pb2.QueryResultRequest(
-                queryID=msg.queryID,
-                httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b'"ok"'),
-            ),
-            metadata=(("x-scope-orgid", msg.userID),),
-        )
+        await worker.client.send_result(msg, body=b'"ok"')
         self.answered.add(send)
 
     async def answer(self, *, then_close: bool = False) -> None:
@@ -294,13 +287,10 @@ class GrpcQueriers(ChaosRun):
         if not self.live_queriers():
             return
         worker = self.rng.choice(self.live_queriers()).workers[0]
-        ours = pb.SchedulerToQuerier(frontendAddress=self.door.foreign.own_address)
-        await worker.client.stub_for(ours).QueryResult(
-            frontendv2pb_pb2.QueryResultRequest(
-                queryID=10**9, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200)
-            ),
-            metadata=(("x-scope-orgid", "t1"),),
+        nobodys = pb.SchedulerToQuerier(
+            queryID=10**9, frontendAddress=self.door.foreign.own_address, userID="t1"
         )
+        await worker.client.send_result(nobodys)
         self.log.append("a result comes for a query id nobody sent")
 
     async def shutdown_querier(self) -> None:

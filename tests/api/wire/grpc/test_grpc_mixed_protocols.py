@@ -9,7 +9,6 @@ from urllib.parse import parse_qsl, urlsplit
 from api.wire.grpc.bridge import http_request_for
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from scheduler_core.model import Request
-from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from tests.api.wire.grpc.conftest import NOW, Scheduler
 
 
@@ -122,11 +121,7 @@ async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websock
     handle = enqueue_websocket_request(scheduler, "ws:9")
     worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
     msg = await worker.next()
-    await worker.stub_for(msg).QueryResult(
-        frontendv2pb_pb2.QueryResultRequest(
-            queryID=msg.queryID, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"{}")
-        )
-    )
+    await worker.send_result(msg)
     await asyncio.wait_for(handle.results.get(), 5.0)
 
     worker.break_stream()  # gone before its "done"
