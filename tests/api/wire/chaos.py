@@ -7,9 +7,9 @@ prioritized by the tenant's limits of the moment), cancel, an id enqueued
 again while pending, a frontend that goes away with requests out, a
 tenant's limits changing (shard, outstanding limit, reserved priority,
 rejection), a frontend's token revoked, and the
-querier side's steps, which subclasses provide (`live_queriers`,
-`open_querier`, `answer`, `close_querier`, `hostile_querier`,
-`shutdown_querier`, `read_queriers`, `finish_by_answering`),
+querier side's steps, which subclasses provide (`open_querier`,
+`read_queriers`, `running_of`, `answer`, `close`, `announce_shutdown`,
+`hostile_querier`, `finish_by_answering`),
 with a random number of loop turns between steps so events meet in every
 order. What it checks:
 
@@ -99,6 +99,7 @@ class ChaosRun:
         self.tokens = tokens
         self.runtime = host.runtime
         self.frontends: list[Frontend] = []
+        self.queriers: list[Any] = []  # the querier side's, see below
         self.sends = 0  # enqueues sent, for SEND_HEADER
         self.rid = 0  # the last new client id
         self.answered: set[str] = set()  # X-Chaos-Send of requests a querier answered
@@ -117,9 +118,7 @@ class ChaosRun:
         registry.opened = record
 
     # -- what a querier side provides -------------------------------------------
-
-    def live_queriers(self) -> list[Any]:
-        raise NotImplementedError
+    # Its queriers (in `self.queriers`) have a `name` and an `open` flag.
 
     async def open_querier(self) -> None:
         raise NotImplementedError
@@ -127,37 +126,54 @@ class ChaosRun:
     def read_queriers(self) -> None:
         raise NotImplementedError
 
+    def running_of(self, querier: Any) -> list[str]:
+        """What the querier runs now, as the log names it."""
+        raise NotImplementedError
+
     async def answer(self, *, then_close: bool = False) -> None:
         raise NotImplementedError
 
-    async def close_querier(self) -> None:
+    async def close(self, querier: Any) -> None:
+        """The querier goes away: its socket or streams end."""
+        raise NotImplementedError
+
+    async def announce_shutdown(self, querier: Any) -> None:
+        """The querier says it is leaving (no new work for it; it may still answer)."""
         raise NotImplementedError
 
     async def hostile_querier(self) -> None:
         raise NotImplementedError
 
-    async def shutdown_querier(self) -> None:
-        """A querier says it is leaving (no new work); `leave` closes it once idle."""
-        raise NotImplementedError
-
     async def revoke_querier(self) -> None:
         """A querier's token is revoked (nothing to do where queriers have none)."""
 
-    def is_busy(self, querier: Any) -> bool:
+    async def finish_by_answering(self) -> None:
         raise NotImplementedError
 
-    async def close(self, querier: Any) -> None:
-        raise NotImplementedError
+    # -- queriers ----------------------------------------------------------------
+
+    def live_queriers(self) -> list[Any]:
+        return [q for q in self.queriers if q.open]
+
+    async def close_querier(self) -> None:
+        if self.live_queriers():
+            q = self.rng.choice(self.live_queriers())
+            self.log.append(f"{q.name} goes away with {self.running_of(q)} running")
+            await self.close(q)
+
+    async def shutdown_querier(self) -> None:
+        if self.live_queriers():
+            q = self.rng.choice(self.live_queriers())
+            await self.announce_shutdown(q)
+            self.leaving.add(q.name)
+            self.log.append(f"{q.name} says it is shutting down")
 
     async def leave(self) -> None:
         """Queriers that said they are shutting down close once they run nothing, as Cortex's do."""
         for q in self.live_queriers():
-            if q.name in self.leaving and not self.is_busy(q):
+            if q.name in self.leaving and not self.running_of(q):
                 self.log.append(f"{q.name} has shut down")
                 await self.close(q)
-
-    async def finish_by_answering(self) -> None:
-        raise NotImplementedError
 
     def handed(self, send: str | None) -> None:
         """A querier got the request of enqueue `send` (None: not a websocket frontend's)."""

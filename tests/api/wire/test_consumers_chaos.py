@@ -73,12 +73,8 @@ class Querier:
 class WebsocketQueriers(ChaosRun):
     def __init__(self, *args: Any, sockets: list[Any]) -> None:
         super().__init__(*args)
-        self.queriers: list[Querier] = []
         # Every machine socket the token registry saw, to find a querier's consumer.
         self.sockets = sockets
-
-    def live_queriers(self) -> list[Querier]:
-        return [q for q in self.queriers if q.open]
 
     async def open_querier(self, workers: int | None = None) -> None:
         name = f"q{len(self.queriers)}"
@@ -125,11 +121,8 @@ class WebsocketQueriers(ChaosRun):
         q.open = False
         await q.comm.send_input({"type": "websocket.disconnect", "code": 1000})
 
-    async def close_querier(self) -> None:
-        if self.live_queriers():
-            q = self.rng.choice(self.live_queriers())
-            self.log.append(f"{q.name} closes with {sorted(q.running.values())} running")
-            await self.close(q)
+    def running_of(self, querier: Querier) -> list[str]:
+        return sorted(rid for rid, _ in querier.running.values())
 
     async def hostile_querier(self) -> None:
         if self.live_queriers():
@@ -138,15 +131,8 @@ class WebsocketQueriers(ChaosRun):
             await q.comm.send_json_to(result)
             self.log.append(f"{q.name} answers a request it never got")
 
-    async def shutdown_querier(self) -> None:
-        if self.live_queriers():
-            q = self.rng.choice(self.live_queriers())
-            await q.comm.send_json_to({"type": "shutdown"})
-            self.leaving.add(q.name)
-            self.log.append(f"{q.name} says it is shutting down")
-
-    def is_busy(self, querier: Querier) -> bool:
-        return bool(querier.running)
+    async def announce_shutdown(self, querier: Querier) -> None:
+        await querier.comm.send_json_to({"type": "shutdown"})
 
     async def revoke_querier(self) -> None:
         if self.live_queriers():
@@ -158,8 +144,7 @@ class WebsocketQueriers(ChaosRun):
             q.open = False
             await consumer.token_revoked()
             await q.comm.send_input({"type": "websocket.disconnect", "code": 4001})
-            running = sorted(q.running.values())
-            self.log.append(f"{q.name}'s token is revoked with {running} running")
+            self.log.append(f"{q.name}'s token is revoked with {self.running_of(q)} running")
 
     async def finish_by_answering(self) -> None:
         """A fresh querier joins, and every request handed out is answered until none is left."""

@@ -121,7 +121,6 @@ class GrpcQueriers(ChaosRun):
         super().__init__(seed, tokens, host)
         self.door = host.grpc_door
         self.channel = self.door_channel()
-        self.queriers: list[Querier] = []
         self.cortex: list[CortexSide] = []
         self.query_ids = 0
         self.cortex_handouts: Counter[int] = Counter()  # by query id
@@ -132,9 +131,6 @@ class GrpcQueriers(ChaosRun):
     def answered_elsewhere(self, request: Request) -> bool:
         # Answered through the bridge; the runtime lets go at the worker's "done".
         return bool(self.door.foreign.answered(request.id))
-
-    def live_queriers(self) -> list[Querier]:
-        return [q for q in self.queriers if q.open]
 
     async def open_querier(self, workers: int | None = None) -> None:
         name = f"q{len(self.queriers)}"
@@ -275,12 +271,8 @@ class GrpcQueriers(ChaosRun):
             if worker.reader is not None:
                 worker.reader.cancel()
 
-    async def close_querier(self) -> None:
-        if self.live_queriers():
-            q = self.rng.choice(self.live_queriers())
-            running = sorted(str(w.running[1]) for w in q.workers if w.running)
-            self.log.append(f"{q.name} breaks its streams with sends {running} running")
-            await self.close(q)
+    def running_of(self, querier: Querier) -> list[str]:
+        return sorted(f"query {w.running[0].queryID}" for w in querier.workers if w.running)
 
     async def hostile_querier(self) -> None:
         """A result for a query id the scheduler never sent: dropped, nothing changes."""
@@ -293,15 +285,8 @@ class GrpcQueriers(ChaosRun):
         await worker.client.send_result(nobodys)
         self.log.append("a result comes for a query id nobody sent")
 
-    async def shutdown_querier(self) -> None:
-        if self.live_queriers():
-            q = self.rng.choice(self.live_queriers())
-            await q.workers[0].client.notify_shutdown()
-            self.leaving.add(q.name)
-            self.log.append(f"{q.name} says it is shutting down")
-
-    def is_busy(self, querier: Querier) -> bool:
-        return any(w.running for w in querier.workers)
+    async def announce_shutdown(self, querier: Querier) -> None:
+        await querier.workers[0].client.notify_shutdown()
 
     async def forgotten_when_gone(self) -> None:
         """A Cortex frontend whose stream broke has nothing left queued or running."""
