@@ -200,10 +200,12 @@ class FrontendConsumer(MachineConsumer):
         await self.send_message({"type": "cancelled", "id": msg.id})
 
     async def flush(self) -> None:
-        """Write the `failed` replies still waiting (before a shutdown closes)."""
+        """Write the `failed` replies still waiting (before a shutdown closes).
+
+        A waiting reply always has a task to write it (`deliver_failure`).
+        """
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        await self._write_outbox()
 
     async def send_message(self, message: dict[str, Any]) -> None:
         if self._outbox:
