@@ -1,4 +1,4 @@
-"""One validator for tenant limits and scheduler settings, whatever their source.
+"""One validator for tenant limits, whatever their source.
 
 The browser form, the REST API and Cortex runtime-config YAML all hand us the
 same raw shape (Cortex's per-tenant overrides), so a single parse pass both
@@ -6,17 +6,19 @@ collects every `FieldError` and builds the model values: validation and
 construction can never disagree. Paths are dotted and indexed
 (`query_priority.priorities[1].query_attributes[0].regex`) so a UI can put
 each message next to its field.
+
+Scheduler settings are read the same way in queue_settings.py; their public
+names, and the duration and regex helpers, are re-exported here so callers
+import every config validator from this one module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 from scheduler_core import fields as f
-from scheduler_core.actor_path import HEADER_NAME, MAX_HIERARCHY_LEVELS
 from scheduler_core.durations import InvalidDuration, format_duration, parse_duration
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import (
@@ -25,9 +27,13 @@ from scheduler_core.model import (
     QueryAttribute,
     QueryPriority,
     QueryRejection,
-    QueueConfig,
     TenantLimits,
     TimeRange,
+)
+from scheduler_core.queue_settings import (
+    queue_config_from_dict,
+    queue_config_to_dict,
+    validate_queue_settings,
 )
 from scheduler_core.regex import compile_regex, regex_error
 
@@ -61,8 +67,6 @@ TENANT_KEYS = (
     "max_query_capacity",
     "query_rejection",
 )
-_LAYOUTS = ("tenant-first", "component-first")
-_SELECTIONS = ("round-robin", "querier-worker-priority")
 
 
 def _regex(value: object, path: str, errs: f.Collector) -> str | None:
@@ -329,118 +333,3 @@ def tenant_limits_to_dict(limits: TenantLimits) -> dict[str, Any]:
             "query_attributes": [_attribute_out(a) for a in qr.query_attributes],
         }
     return out
-
-
-def _hierarchy_levels(value: object, path: str, errs: f.Collector) -> int | None:
-    """Loki's `max_queue_hierarchy_levels`: 0 turns actor sub-queues off."""
-    levels = f.integer(value, path, errs, 0)
-    if levels is not None and levels > MAX_HIERARCHY_LEVELS:
-        errs.add(path, f"must be at most {MAX_HIERARCHY_LEVELS}, got {levels}")
-        return None
-    return levels
-
-
-def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
-    """The header carrying actor paths: an HTTP header name."""
-    name = f.text(value, path, errs)
-    if name is None:
-        if value == "":
-            errs.add(path, "must not be empty")
-        return None
-    if not HEADER_NAME.fullmatch(name):
-        errs.add(path, f"must be an HTTP header name (letters, digits, -), got {name!r}")
-        return None
-    return name
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[object, str, f.Collector], object]:
-    def check(value: object, path: str, errs: f.Collector) -> object:
-        if value not in options:
-            errs.add(path, f"must be one of {', '.join(options)}, got {value!r}")
-            return None
-        return value
-
-    return check
-
-
-# raw key -> (QueueConfig attribute, parser); durations are seconds in the model.
-_QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, f.Collector], object]]] = {
-    "layout": ("layout", _choice(_LAYOUTS)),
-    "component_selection": ("component_selection", _choice(_SELECTIONS)),
-    "max_outstanding_requests_per_tenant": (
-        "max_outstanding_requests_per_tenant",
-        partial(f.integer, minimum=1),
-    ),
-    "querier_forget_delay": ("querier_forget_delay", f.duration),
-    "priority_aging": ("priority_aging_seconds", f.duration),
-    "query_ingesters_within": ("query_ingesters_within", partial(f.duration, positive=True)),
-    "query_store_after": ("query_store_after", partial(f.duration, positive=True)),
-    "max_queue_hierarchy_levels": ("max_queue_hierarchy_levels", _hierarchy_levels),
-    "actor_path_header": ("actor_path_header", _header_name),
-    "stuck_threshold": ("stuck_threshold_seconds", partial(f.duration, positive=True)),
-}
-
-
-def _queue_changes(
-    raw_value: object, base: QueueConfig | None, errs: f.Collector
-) -> dict[str, Any]:
-    raw = f.mapping(raw_value, "", errs)
-    if raw is None:
-        return {}
-    f.unknown(raw, tuple(_QUEUE_FIELDS), "", errs)
-    changes: dict[str, Any] = {}
-    for key, (attr, parse) in _QUEUE_FIELDS.items():
-        if key in raw:
-            before = len(errs.errors)
-            value = parse(raw[key], key, errs)
-            if len(errs.errors) == before:
-                changes[attr] = value
-    windows = {"query_ingesters_within", "query_store_after"}
-    if (base is not None and windows & changes.keys()) or windows <= changes.keys():
-        merged = replace(base or QueueConfig(), **changes)
-        if merged.query_store_after >= merged.query_ingesters_within:
-            # Mimir rejects this too: some recent data would be on neither component.
-            errs.add(
-                "query_store_after",
-                f"must be less than query_ingesters_within "
-                f"({format_duration(merged.query_store_after)} >= "
-                f"{format_duration(merged.query_ingesters_within)})",
-            )
-    return changes
-
-
-def validate_queue_settings(
-    raw: Mapping[str, Any], base: QueueConfig | None = None
-) -> list[FieldError]:
-    """Every problem in a (possibly partial) scheduler-settings dict.
-
-    With `base`, the keys not given are taken from it for cross-field checks.
-    """
-    errs = f.Collector()
-    _queue_changes(raw, base, errs)
-    return errs.errors
-
-
-def queue_config_from_dict(raw: Mapping[str, Any], base: QueueConfig) -> QueueConfig:
-    """`base` with only the given keys changed (PATCH); raises `ConfigInvalid`."""
-    errs = f.Collector()
-    changes = _queue_changes(raw, base, errs)
-    if errs.errors:
-        raise ConfigInvalid(errs.errors)
-    return replace(base, **changes)
-
-
-def queue_config_to_dict(cfg: QueueConfig) -> dict[str, Any]:
-    """Every scheduler setting in raw form, durations as strings."""
-    return {
-        "layout": cfg.layout,
-        "component_selection": cfg.component_selection,
-        "max_outstanding_requests_per_tenant": cfg.max_outstanding_requests_per_tenant,
-        "querier_forget_delay": format_duration(cfg.querier_forget_delay),
-        "priority_aging": format_duration(cfg.priority_aging_seconds),
-        "query_ingesters_within": format_duration(cfg.query_ingesters_within),
-        "query_store_after": format_duration(cfg.query_store_after),
-        "max_queue_hierarchy_levels": cfg.max_queue_hierarchy_levels,
-        "actor_path_header": cfg.actor_path_header,
-        "stuck_threshold": format_duration(cfg.stuck_threshold_seconds),
-    }

@@ -1,0 +1,103 @@
+"""Scheduler-settings validation: every error at its key, PATCHes onto a base, the raw form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_core.errors import ConfigInvalid
+from scheduler_core.model import QueueConfig
+from scheduler_core.queue_settings import (
+    queue_config_from_dict,
+    queue_config_to_dict,
+    validate_queue_settings,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "fragment"),
+    [
+        ({"layout": "tree"}, "layout", "tenant-first, component-first"),
+        ({"component_selection": "random"}, "component_selection", "round-robin"),
+        ({"max_outstanding_requests_per_tenant": 0}, "max_outstanding_requests_per_tenant", ">= 1"),
+        ({"querier_forget_delay": "-1m"}, "querier_forget_delay", "not a valid duration"),
+        ({"querier_forget_delay": -1}, "querier_forget_delay", ">= 0"),
+        ({"priority_aging": "soon"}, "priority_aging", "not a valid duration"),
+        ({"priority_aging_seconds": 5}, "priority_aging_seconds", "unknown field"),
+        ({"query_ingesters_within": "0s"}, "query_ingesters_within", "> 0"),
+        ({"query_store_after": 0}, "query_store_after", "> 0"),
+        (
+            {"query_store_after": "13h", "query_ingesters_within": "13h"},
+            "query_store_after",
+            "must be less than query_ingesters_within",
+        ),
+        ("layout", "(root)", "mapping"),
+    ],
+)
+def test_each_bad_scheduler_setting_is_reported_at_its_key(
+    raw: Any, path: str, fragment: str
+) -> None:
+    errors = validate_queue_settings(raw)
+    assert [e.path for e in errors] == [path], errors
+    assert fragment in errors[0].message
+
+
+def test_a_partial_settings_dict_changes_only_the_given_keys() -> None:
+    base = QueueConfig(max_outstanding_requests_per_tenant=7, querier_forget_delay=30.0)
+    cfg = queue_config_from_dict({"layout": "component-first", "priority_aging": "1m"}, base)
+    assert cfg == QueueConfig(
+        layout="component-first",
+        max_outstanding_requests_per_tenant=7,
+        querier_forget_delay=30.0,
+        priority_aging_seconds=60.0,
+    )
+
+
+def test_a_patch_is_checked_against_the_base_for_the_component_windows() -> None:
+    base = QueueConfig()  # 13h ingesters, 12h store
+    assert [e.path for e in validate_queue_settings({"query_store_after": "14h"}, base)] == [
+        "query_store_after"
+    ]
+    with pytest.raises(ConfigInvalid):
+        queue_config_from_dict({"query_store_after": "14h"}, base)
+    assert queue_config_from_dict({"query_store_after": "1h"}, base).query_store_after == 3600.0
+
+
+def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
+    cfg = QueueConfig(
+        layout="component-first",
+        component_selection="querier-worker-priority",
+        max_outstanding_requests_per_tenant=250,
+        querier_forget_delay=90.0,
+        priority_aging_seconds=10.0,
+        query_ingesters_within=2 * 86400.0,
+        query_store_after=86400.0,
+        max_queue_hierarchy_levels=2,
+        actor_path_header="X-Actor",
+        stuck_threshold_seconds=150.0,
+    )
+    raw = queue_config_to_dict(cfg)
+    assert raw == {
+        "layout": "component-first",
+        "component_selection": "querier-worker-priority",
+        "max_outstanding_requests_per_tenant": 250,
+        "querier_forget_delay": "1m30s",
+        "priority_aging": "10s",
+        "query_ingesters_within": "2d",
+        "query_store_after": "1d",
+        "max_queue_hierarchy_levels": 2,
+        "actor_path_header": "X-Actor",
+        "stuck_threshold": "2m30s",
+    }
+    assert queue_config_from_dict(raw, QueueConfig()) == cfg
+
+
+def test_the_stuck_threshold_is_a_positive_duration() -> None:
+    errors = validate_queue_settings({"stuck_threshold": "0s"})
+    assert [e.path for e in errors] == ["stuck_threshold"]
+    assert validate_queue_settings({"stuck_threshold": "soon"})[0].path == "stuck_threshold"
+    assert (
+        queue_config_from_dict({"stuck_threshold": "5m"}, QueueConfig()).stuck_threshold_seconds
+        == 300
+    )
