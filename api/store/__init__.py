@@ -2,8 +2,10 @@
 
 Writes live in `services` (validated by `scheduler_core.validation`,
 versioned, recorded as revisions, published after commit through
-`config_events`), reads in `selectors`; `import_plan` and `diff` are pure
-helpers, `tokens` and `roles` say who may do what.
+`config_events`; the runtime-config import is in `services_import`, the
+revision record every write shares in `services_record`), reads in
+`selectors`; `import_plan` and `diff` are pure helpers, `tokens` and
+`roles` say who may do what.
 
 May import: `scheduler_core`, Django. Never `api.rest`, `api.wire` or
 `api.cluster`.

@@ -1,5 +1,12 @@
 """Every write to the config store goes through these functions.
 
+Here: one tenant (put, patch, delete), the scheduler settings, rollback of
+any revision, and the operator-cancel audit record. Importing a whole
+runtime-config lives in `services_import`, API tokens in `tokens`; both
+are re-exported here, so callers import every write from this module.
+The settings lock and revision record all of them share are in
+`services_record`.
+
 Each write, in one transaction: validates the whole resulting config with
 `scheduler_core.validation` (a rejected change writes nothing), checks the
 caller's expected version, locks the settings row (which serialises all
@@ -13,6 +20,9 @@ For `tenant_put`, None means "create: the tenant must not exist". For
 patch, delete and settings, None means "unconditional" (the REST layer
 decides whether to demand If-Match). A write that changes nothing records
 no revision and bumps nothing.
+
+May import: `api.store` models, exceptions, `import_plan`, `tokens`,
+`services_record`, `services_import`, `scheduler_core`, Django.
 """
 
 from __future__ import annotations
@@ -20,14 +30,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from api.store import config_events
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.store.import_plan import Author, ImportResult, plan_import, validate_tenant
-from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
-from api.store.selectors import overrides_version_get
+from api.store.import_plan import Author, ImportResult, validate_tenant
+from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
+from api.store.services_import import _overrides_apply, runtime_config_import
+from api.store.services_record import Kind, Source, _author_fields, _lock_settings, _record
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import QueueConfig
@@ -51,50 +60,6 @@ __all__ = [
     "tenant_patch",
     "tenant_put",
 ]
-
-Source = ConfigRevision.Source
-Kind = ConfigRevision.Kind
-
-
-def _lock_settings() -> SchedulerSettings:
-    row, _ = SchedulerSettings.objects.select_for_update().get_or_create(pk=SETTINGS_PK)
-    return row
-
-
-def _author_fields(author: Author | None) -> dict[str, Any]:
-    if author is None or not getattr(author, "is_authenticated", False):
-        return {"author": None, "author_name": ""}
-    user = author if isinstance(author, get_user_model()) else None
-    return {"author": user, "author_name": author.get_username()}
-
-
-def _record(
-    row: SchedulerSettings,
-    *,
-    kind: str,
-    key: str,
-    before: Any,
-    after: Any,
-    author: Author | None,
-    source: str,
-    message: str,
-) -> ConfigRevision:
-    """Bump the global version, store the revision, publish after commit."""
-    row.config_version += 1
-    row.save(update_fields=["config_version", "updated_at"])
-    version = row.config_version
-    revision = ConfigRevision.objects.create(
-        kind=kind,
-        key=key,
-        before=before,
-        after=after,
-        version=version,
-        source=source,
-        message=message[:500],
-        **_author_fields(author),
-    )
-    transaction.on_commit(lambda: config_events.publish(version))
-    return revision
 
 
 def _check_existing(tenant: Tenant | None, expected: int | None) -> Tenant:
@@ -291,91 +256,6 @@ def settings_update(
     current = queue_config_from_dict(row.config, QueueConfig())
     config = _settings_normalised(changes, current)
     return _settings_apply(row, config=config, author=author, source=source, message=message)
-
-
-def _overrides_apply(
-    row: SchedulerSettings,
-    *,
-    overrides: Mapping[str, Any],
-    author: Author | None,
-    source: str,
-    message: str,
-    dry_run: bool,
-) -> ImportResult:
-    existing = {t.tenant_id: t for t in Tenant.objects.select_for_update()}
-    plan = plan_import(overrides, {tid: t.config for tid, t in existing.items()})
-    if dry_run or not plan.has_changes:
-        return plan
-    before = {tid: t.config for tid, t in sorted(existing.items())}
-    revision = _record(
-        row,
-        kind=Kind.RUNTIME_CONFIG,
-        key="",
-        before=before,
-        after=plan.overrides,
-        author=author,
-        source=source,
-        message=message,
-    )
-    _tenants_bulk_write(plan, revision.version)
-    return plan.committed(revision.version, revision.pk)
-
-
-def _tenants_bulk_write(plan: ImportResult, version: int) -> None:
-    """A whole import's rows in two statements, not one per tenant.
-
-    A thousand single-row saves cost a second of ORM work in the request,
-    and `bulk_update`'s CASE per row is quadratic; an upsert on `tenant_id`
-    keeps each existing row's primary key and `created_at`.
-    """
-    Tenant.objects.filter(tenant_id__in=plan.deleted).delete()
-    rows = [
-        Tenant(tenant_id=tenant_id, config=plan.overrides[tenant_id], version=version)
-        for tenant_id in plan.created + plan.changed
-    ]
-    Tenant.objects.bulk_create(
-        rows,
-        batch_size=500,
-        update_conflicts=True,
-        unique_fields=["tenant_id"],
-        update_fields=["config", "version", "updated_at"],
-    )
-
-
-@transaction.atomic
-def runtime_config_import(
-    *,
-    overrides: Mapping[str, Any],
-    author: Author | None,
-    source: str = Source.YAML,
-    dry_run: bool = False,
-    message: str = "",
-    expected_version: int | None = None,
-    require_empty: bool = False,
-) -> ImportResult:
-    """Replace the whole set of tenant overrides with a runtime-config's.
-
-    Tenants absent from `overrides` are deleted: the file is the complete
-    desired state, as Cortex's runtime-config is. Every tenant is validated
-    first and one error rejects the whole import. Fields the scheduler does
-    not use (other Cortex limits) are dropped and listed in `ignored`.
-
-    `expected_version` (None: unconditional) is the tenant set's version
-    the caller last read (`selectors.overrides_version_get`, the export's
-    ETag); `require_empty` accepts the import only while no tenant exists.
-    Either check fails with `VersionConflict`, checked under the settings
-    lock, so two GitOps writers can never silently overwrite each other.
-    """
-    row = _lock_settings()
-    if expected_version is not None or require_empty:
-        current = overrides_version_get()
-        if expected_version is not None and expected_version != current:
-            raise VersionConflict(current)
-        if require_empty and Tenant.objects.exists():
-            raise VersionConflict(current)
-    return _overrides_apply(
-        row, overrides=overrides, author=author, source=source, message=message, dry_run=dry_run
-    )
 
 
 @transaction.atomic

@@ -1,0 +1,71 @@
+"""What every config write shares: the settings lock and the revision record.
+
+A write takes `_lock_settings()` first (the one row lock that serialises
+all config writers, so global versions are gap-free and increasing) and
+ends each change with `_record`, which bumps the global version, stores
+the `ConfigRevision` and publishes the version after commit. Kept apart
+from `services` so that `services` (which re-exports `services_import`'s
+public names) and `services_import` can both use them without importing
+each other in a circle.
+
+Package-private: only the `api.store.services*` modules import it.
+May import: `api.store` models, `import_plan` (for `Author`), `config_events`,
+Django.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from api.store import config_events
+from api.store.import_plan import Author
+from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings
+
+__all__ = ["Kind", "Source", "_author_fields", "_lock_settings", "_record"]
+
+Source = ConfigRevision.Source
+Kind = ConfigRevision.Kind
+
+
+def _lock_settings() -> SchedulerSettings:
+    row, _ = SchedulerSettings.objects.select_for_update().get_or_create(pk=SETTINGS_PK)
+    return row
+
+
+def _author_fields(author: Author | None) -> dict[str, Any]:
+    if author is None or not getattr(author, "is_authenticated", False):
+        return {"author": None, "author_name": ""}
+    user = author if isinstance(author, get_user_model()) else None
+    return {"author": user, "author_name": author.get_username()}
+
+
+def _record(
+    row: SchedulerSettings,
+    *,
+    kind: str,
+    key: str,
+    before: Any,
+    after: Any,
+    author: Author | None,
+    source: str,
+    message: str,
+) -> ConfigRevision:
+    """Bump the global version, store the revision, publish after commit."""
+    row.config_version += 1
+    row.save(update_fields=["config_version", "updated_at"])
+    version = row.config_version
+    revision = ConfigRevision.objects.create(
+        kind=kind,
+        key=key,
+        before=before,
+        after=after,
+        version=version,
+        source=source,
+        message=message[:500],
+        **_author_fields(author),
+    )
+    transaction.on_commit(lambda: config_events.publish(version))
+    return revision
