@@ -36,7 +36,7 @@ from api.store.exceptions import ConfigValidationError, NotFound, VersionConflic
 from api.store.import_plan import Author, ImportResult, validate_tenant
 from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from api.store.services_import import _overrides_apply, runtime_config_import
-from api.store.services_record import Kind, Source, _author_fields, _lock_settings, _record
+from api.store.services_record import Kind, Source, author_fields, lock_settings, record_revision
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import QueueConfig
@@ -84,7 +84,7 @@ def _tenant_write(
     before = tenant.config if tenant is not None else None
     if before == config:
         return tenant
-    revision = _record(
+    revision = record_revision(
         row,
         kind=Kind.TENANT,
         key=tenant_id,
@@ -122,7 +122,7 @@ def tenant_put(
 ) -> Tenant:
     """Create the tenant (expected_version None) or replace its whole config."""
     clean = validate_tenant(tenant_id, config)
-    row = _lock_settings()
+    row = lock_settings()
     tenant = _locked_tenant(tenant_id)
     current = tenant.version if tenant is not None else None
     if current != expected_version:
@@ -164,7 +164,7 @@ def tenant_patch(
     message: str = "",
 ) -> Tenant:
     """Apply a JSON merge patch to an existing tenant's config."""
-    row = _lock_settings()
+    row = lock_settings()
     tenant = _check_existing(_locked_tenant(tenant_id), expected_version)
     clean = validate_tenant(tenant_id, merge_patch(tenant.config, changes))
     saved = _tenant_write(
@@ -190,7 +190,7 @@ def tenant_delete(
     message: str = "",
 ) -> None:
     """Delete a tenant; its queued work then falls back to the default limits."""
-    row = _lock_settings()
+    row = lock_settings()
     tenant = _check_existing(_locked_tenant(tenant_id), expected_version)
     _tenant_write(
         row,
@@ -213,7 +213,7 @@ def _settings_apply(
 ) -> SchedulerSettings:
     if row.config == config:
         return row
-    revision = _record(
+    revision = record_revision(
         row,
         kind=Kind.SETTINGS,
         key="",
@@ -250,7 +250,7 @@ def settings_update(
     message: str = "",
 ) -> SchedulerSettings:
     """Change some scheduler settings; the stored dict becomes complete and canonical."""
-    row = _lock_settings()
+    row = lock_settings()
     if expected_version is not None and expected_version != row.version:
         raise VersionConflict(row.version)
     current = queue_config_from_dict(row.config, QueueConfig())
@@ -271,7 +271,7 @@ def revision_rollback(
     Returns the new revision, or None when that state is already current.
     The restored state is validated again, since rules may have tightened.
     """
-    row = _lock_settings()
+    row = lock_settings()
     try:
         target = ConfigRevision.objects.get(pk=revision_id)
     except ConfigRevision.DoesNotExist as exc:
@@ -330,5 +330,5 @@ def operator_cancel_record(
         cancelled=cancelled,
         note=note[:500],
         replicas=list(replicas or []),
-        **_author_fields(author),
+        **author_fields(author),
     )

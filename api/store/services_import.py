@@ -21,7 +21,7 @@ from api.store.exceptions import VersionConflict
 from api.store.import_plan import Author, ImportResult, plan_import
 from api.store.models import SchedulerSettings, Tenant
 from api.store.selectors import overrides_version_get
-from api.store.services_record import Kind, Source, _lock_settings, _record
+from api.store.services_record import Kind, Source, lock_settings, record_revision
 
 __all__ = ["runtime_config_import"]
 
@@ -40,7 +40,7 @@ def _overrides_apply(
     if dry_run or not plan.has_changes:
         return plan
     before = {tid: t.config for tid, t in sorted(existing.items())}
-    revision = _record(
+    revision = record_revision(
         row,
         kind=Kind.RUNTIME_CONFIG,
         key="",
@@ -99,7 +99,7 @@ def runtime_config_import(
     Either check fails with `VersionConflict`, checked under the settings
     lock, so two GitOps writers can never silently overwrite each other.
     """
-    row = _lock_settings()
+    row = lock_settings()
     if expected_version is not None or require_empty:
         current = overrides_version_get()
         if expected_version is not None and expected_version != current:

@@ -1,8 +1,8 @@
 """What every config write shares: the settings lock and the revision record.
 
-A write takes `_lock_settings()` first (the one row lock that serialises
+A write takes `lock_settings()` first (the one row lock that serialises
 all config writers, so global versions are gap-free and increasing) and
-ends each change with `_record`, which bumps the global version, stores
+ends each change with `record_revision`, which bumps the global version, stores
 the `ConfigRevision` and publishes the version after commit. Kept apart
 from `services` so that `services` (which re-exports `services_import`'s
 public names) and `services_import` can both use them without importing
@@ -24,25 +24,25 @@ from api.store import config_events
 from api.store.import_plan import Author
 from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings
 
-__all__ = ["Kind", "Source", "_author_fields", "_lock_settings", "_record"]
+__all__ = ["Kind", "Source", "author_fields", "lock_settings", "record_revision"]
 
 Source = ConfigRevision.Source
 Kind = ConfigRevision.Kind
 
 
-def _lock_settings() -> SchedulerSettings:
+def lock_settings() -> SchedulerSettings:
     row, _ = SchedulerSettings.objects.select_for_update().get_or_create(pk=SETTINGS_PK)
     return row
 
 
-def _author_fields(author: Author | None) -> dict[str, Any]:
+def author_fields(author: Author | None) -> dict[str, Any]:
     if author is None or not getattr(author, "is_authenticated", False):
         return {"author": None, "author_name": ""}
     user = author if isinstance(author, get_user_model()) else None
     return {"author": user, "author_name": author.get_username()}
 
 
-def _record(
+def record_revision(
     row: SchedulerSettings,
     *,
     kind: str,
@@ -65,7 +65,7 @@ def _record(
         version=version,
         source=source,
         message=message[:500],
-        **_author_fields(author),
+        **author_fields(author),
     )
     transaction.on_commit(lambda: config_events.publish(version))
     return revision
