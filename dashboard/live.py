@@ -1,43 +1,53 @@
 """The per-process broadcaster of live inspector views.
 
 One `Broadcaster` per process ticks at `TICK_SECONDS` while any inspector is
-open: it takes one runtime snapshot, aggregates it once (`SnapshotIndex`),
-and hands every `Viewer` a frame built for its own view parameters (identical
+open: it takes one runtime snapshot, aggregates it once (a `Tick`), and
+hands every `Viewer` a frame built for its own view parameters (identical
 parameters share one built, serialised tree per tick). Nothing here ever
 awaits a browser: a viewer whose last send has not finished, or which has not
 acknowledged recent frames (`ACK_WINDOW`), simply skips ticks. A skipped tick
 is not a gap: each update carries the sections that changed since the last
 frame that viewer *was sent*, and `seq` counts sent frames, so the client
 sees a gap only if a frame really went missing, and then asks for a resync.
+
+What a tick holds (`Tick`, the chart's `ChartHistory`) is `dashboard.live_tick`;
+its names are re-exported here, the one place the live view is imported from.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
-from api.cluster.replicas import MergedView
-from api.wire.frontends import FrontendRow
-from dashboard.drill import DrillParams, DrillState, longest_running, stuck_summary
-from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
-from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
-from dashboard.querier_view import build_queriers
+from dashboard.drill import DrillState
+from dashboard.live_tick import (
+    CHART_POINTS,
+    CHART_SECONDS,
+    SECTIONS,
+    TICK_SECONDS,
+    ChartHistory,
+    Tick,
+    chart_point,
+)
+from dashboard.projections import ViewParams
 from dashboard.runtime_source import RuntimeSource, stats_summary
-from dashboard.wire import frontends_to_wire, queriers_to_wire, tree_to_wire
+from dashboard.wire import dumps
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
     "ACK_WINDOW",
+    "CHART_POINTS",
+    "CHART_SECONDS",
     "LOOP_BUDGET",
     "EPOCH",
+    "SECTIONS",
     "TICK_SECONDS",
     "Broadcaster",
+    "ChartHistory",
     "SnapshotSource",
     "Tick",
     "Viewer",
@@ -48,7 +58,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.25
 # Share of the event loop the broadcaster may use: when a tick (snapshot,
 # views, drill pages) and the frames it sent cost more than this share of
 # TICK_SECONDS, the cadence stretches so that a huge queue slows the
@@ -57,9 +66,6 @@ TICK_SECONDS = 0.25
 LOOP_BUDGET = 0.05
 # Frames a viewer may have unacknowledged before it starts skipping ticks.
 ACK_WINDOW = 2
-CHART_POINTS = 300  # five minutes at one point per second
-CHART_SECONDS = 1.0
-SECTIONS = ("header", "tree", "queriers", "frontends", "longest")
 # Changes on every process start, so a browser that reconnects to a restarted
 # server (or another replica) knows its seq numbers mean nothing any more.
 EPOCH = f"{os.getpid():x}-{int(time.time() * 1000):x}"
@@ -76,97 +82,6 @@ class SnapshotSource(Protocol):
     # with the peers' frontends), `frontends() -> Sequence[FrontendRow]`
     # (this replica's own frontends), `stuck_threshold() -> float` and
     # `drill_page(DrillParams) -> page | None` (the drill-down, dashboard.drill).
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
-
-
-class Tick:
-    """One snapshot, aggregated once, with serialised sections cached per view."""
-
-    def __init__(
-        self,
-        number: int,
-        snapshot: QueueSnapshot,
-        stats: Mapping[str, Any] | None,
-        interval: float = TICK_SECONDS,
-        wall_time: float | None = None,
-        replicas: MergedView | None = None,
-        frontends: Sequence[FrontendRow] = (),
-        stuck_threshold: float | None = None,
-        drill_source: Callable[[DrillParams], Any] | None = None,
-    ) -> None:
-        self.number = number
-        self.wall_time = time.time() if wall_time is None else wall_time
-        self.index = SnapshotIndex.build(snapshot)
-        self.replicas = replicas
-        header = build_header(self.index, stats)
-        header["interval"] = interval
-        if replicas is not None:
-            header["replicas"] = replicas.header()
-        if stuck_threshold is not None:
-            header["stuck"] = stuck_summary(snapshot, stuck_threshold)
-        self.header = _dumps(header)
-        owners = replicas.querier_replicas if replicas is not None else None
-        self.longest = _dumps(longest_running(snapshot, owners, self.wall_time))
-        self._drill_source = drill_source
-        # One drill page per distinct drill and tick, shared by its viewers.
-        self._drills: dict[DrillParams, Any] = {}
-        self.frontend_rows = tuple(frontends)
-        self._queriers: str | None = None
-        self._frontends_panel: dict[str, Any] | None = None
-        self._frontends: str | None = None
-        self._trees: dict[ViewParams, str] = {}
-
-    @property
-    def queriers(self) -> str:
-        if self._queriers is None:
-            owners = self.replicas.querier_replicas if self.replicas is not None else None
-            panel = build_queriers(self.index.snapshot, owners)
-            self._queriers = _dumps(queriers_to_wire(panel))
-        return self._queriers
-
-    @property
-    def frontends_panel(self) -> dict[str, Any]:
-        if self._frontends_panel is None:
-            merged = self.replicas
-            if merged is None:
-                self._frontends_panel = build_frontends(self.frontend_rows)
-            else:
-                local = local_frontends(merged.local, self.frontend_rows)
-                self._frontends_panel = build_merged_frontends(
-                    local, merged.peer_frontends, merged.frontends_missing
-                )
-        return self._frontends_panel
-
-    @property
-    def frontends(self) -> str:
-        if self._frontends is None:
-            self._frontends = _dumps(frontends_to_wire(self.frontends_panel))
-        return self._frontends
-
-    def tree(self, params: ViewParams) -> str:
-        cached = self._trees.get(params)
-        if cached is None:
-            cached = self._trees[params] = _dumps(tree_to_wire(build_tree(self.index, params)))
-        return cached
-
-    def sections(self, params: ViewParams) -> dict[str, str]:
-        return {
-            "header": self.header,
-            "tree": self.tree(params),
-            "queriers": self.queriers,
-            "frontends": self.frontends,
-            "longest": self.longest,
-        }
-
-    def drill_page(self, params: DrillParams) -> Any:
-        """The drill page for these params this tick (None without a local runtime)."""
-        if params not in self._drills:
-            source = self._drill_source
-            self._drills[params] = source(params) if source is not None else None
-        return self._drills[params]
 
 
 class Viewer:
@@ -229,8 +144,8 @@ class Viewer:
         kind = "snapshot" if full else "update"
         body = ",".join(f'"{k}":{v}' for k, v in changed.items())
         head = f'{{"type":"{kind}","epoch":"{EPOCH}","seq":{self.seq},"ts":{tick.wall_time:.3f}'
-        params = _dumps(self.params.as_dict())
-        return f'{head},"params":{params},"chart":{_dumps(points)}{"," if body else ""}{body}}}'
+        params = dumps(self.params.as_dict())
+        return f'{head},"params":{params},"chart":{dumps(points)}{"," if body else ""}{body}}}'
 
     def offer(self, tick: Tick, chart: ChartHistory, *, force: bool = False) -> bool:
         """Start sending this tick's frame unless paused or busy; True if sent."""
@@ -253,40 +168,6 @@ class Viewer:
             await self._send(text)
         finally:
             self.send_seconds += time.thread_time() - started
-
-
-class ChartHistory:
-    """The last `CHART_POINTS` points of [time, queued, oldest wait, p50, p99]."""
-
-    def __init__(self) -> None:
-        self._points: deque[list[Any]] = deque(maxlen=CHART_POINTS)
-        self.end = 0  # absolute index one past the newest point
-
-    @property
-    def last_time(self) -> float:
-        return float(self._points[-1][0]) if self._points else float("-inf")
-
-    def append(self, point: list[Any]) -> None:
-        self._points.append(point)
-        self.end += 1
-
-    def since(self, start: int) -> list[list[Any]]:
-        first = self.end - len(self._points)
-        return list(self._points)[max(start, first) - first :]
-
-
-def _chart_point(tick: Tick, stats: Mapping[str, Any] | None) -> list[Any]:
-    index = tick.index
-    oldest = index.all_tenants.oldest_enqueued_at
-    wait = None if oldest is None else round(max(0.0, index.snapshot.taken_at - oldest), 2)
-    waits = (stats or {}).get("wait") or {}
-    return [
-        round(tick.wall_time, 1),
-        index.snapshot.total,
-        wait,
-        waits.get("p50"),
-        waits.get("p99"),
-    ]
 
 
 class Broadcaster:
@@ -362,7 +243,7 @@ class Broadcaster:
             drill_source=drill_source,
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
-            self.chart.append(_chart_point(tick, stats))
+            self.chart.append(chart_point(tick, stats))
         self.current = tick
         return tick
 

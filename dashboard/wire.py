@@ -20,13 +20,16 @@ Frontend: [transport, address, name, streams, outstanding, for, replica?];
 transport "w" websocket, "g" gRPC; the replica ID is appended only in the
 merged (several replicas) panel, whose panel object also gains `replicas`
 and `missing`, so a single-replica frame is byte for byte what it was.
+Every section and frame is JSON without spaces (`dumps`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = [
+    "dumps",
     "frontends_from_wire",
     "frontends_to_wire",
     "queriers_to_wire",
@@ -49,6 +52,10 @@ _TRANSPORTS = {"websocket": "w", "grpc": "g"}
 _TRANSPORT_NAMES = {v: k for k, v in _TRANSPORTS.items()}
 _FRONTEND_FIELDS = ("transport", "address", "name", "streams", "outstanding", "for")
 _MERGED_FRONTEND_FIELDS = (*_FRONTEND_FIELDS, "replica")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _node(node: dict[str, Any]) -> list[Any]:
