@@ -20,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from api.store import selectors
 from dashboard.access import page, role_required
 from dashboard.forms import settings_from_post, tenant_config_from_post
-from scheduler_core.model import COMPONENTS
+from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
 
@@ -64,7 +64,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
         "windows": WINDOWS,
         "scenarios": SCENARIO_NAMES,
         "components": COMPONENTS,
-        "layouts": ("tenant-first", "component-first"),
-        "selections": ("round-robin", "querier-worker-priority"),
+        "layouts": LAYOUTS,
+        "selections": COMPONENT_SELECTIONS,
     }
     return page(request, "dashboard/simulate.html", context)

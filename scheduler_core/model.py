@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 # Rule data is defined beside the code that reads it and re-exported here,
 # so every plain value can still be imported from this one module.
@@ -20,7 +20,9 @@ __all__ = [
     "API_TYPES",
     "BOTH",
     "COMPONENTS",
+    "COMPONENT_SELECTIONS",
     "INGESTER",
+    "LAYOUTS",
     "STORE_GATEWAY",
     "UNKNOWN",
     "ComponentSelection",
@@ -57,6 +59,9 @@ API_TYPES: tuple[str, ...] = (
 
 Layout = Literal["tenant-first", "component-first"]
 ComponentSelection = Literal["round-robin", "querier-worker-priority"]
+# The same values for checks at run time, so a new one is added in one place.
+LAYOUTS: tuple[str, ...] = get_args(Layout)
+COMPONENT_SELECTIONS: tuple[str, ...] = get_args(ComponentSelection)
 
 
 @dataclass(slots=True, eq=False)

@@ -19,12 +19,9 @@ from scheduler_core import fields as f
 from scheduler_core.actor_path import HEADER_NAME, MAX_HIERARCHY_LEVELS
 from scheduler_core.durations import format_duration
 from scheduler_core.errors import ConfigInvalid, FieldError
-from scheduler_core.model import QueueConfig
+from scheduler_core.model import COMPONENT_SELECTIONS, LAYOUTS, QueueConfig
 
 __all__ = ["queue_config_from_dict", "queue_config_to_dict", "validate_queue_settings"]
-
-_LAYOUTS = ("tenant-first", "component-first")
-_SELECTIONS = ("round-robin", "querier-worker-priority")
 
 
 def _hierarchy_levels(value: object, path: str, errs: f.Collector) -> int | None:
@@ -61,8 +58,8 @@ def _choice(options: tuple[str, ...]) -> Callable[[object, str, f.Collector], ob
 
 # raw key -> (QueueConfig attribute, parser); durations are seconds in the model.
 _QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, f.Collector], object]]] = {
-    "layout": ("layout", _choice(_LAYOUTS)),
-    "component_selection": ("component_selection", _choice(_SELECTIONS)),
+    "layout": ("layout", _choice(LAYOUTS)),
+    "component_selection": ("component_selection", _choice(COMPONENT_SELECTIONS)),
     "max_outstanding_requests_per_tenant": (
         "max_outstanding_requests_per_tenant",
         partial(f.integer, minimum=1),

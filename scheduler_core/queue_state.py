@@ -16,7 +16,14 @@ from collections.abc import Callable
 from scheduler_core.actor_path import placed_path
 from scheduler_core.component_selection import QuerierWorkerPriority, TenantComponentSelection
 from scheduler_core.leaf import Leaf
-from scheduler_core.model import COMPONENTS, QueueConfig, Request, TenantLimits
+from scheduler_core.model import (
+    COMPONENT_SELECTIONS,
+    COMPONENTS,
+    LAYOUTS,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.round_robin import RoundRobin
 from scheduler_core.tenant_querier_assignment import Shard, TenantQuerierAssignment, WorkerState
 from scheduler_core.tenant_rotation import TenantOrder, TenantRotation
@@ -24,8 +31,6 @@ from scheduler_core.tree import TenantState, Tree
 
 __all__ = ["FAST_NONE", "FAST_QWQP", "FAST_TENANT_FIRST", "QueueState", "check_config"]
 
-_LAYOUTS = ("tenant-first", "component-first")
-_SELECTIONS = ("round-robin", "querier-worker-priority")
 # Which fused dequeue path the running layout allows (see RequestQueue.dequeue).
 FAST_NONE, FAST_TENANT_FIRST, FAST_QWQP = 0, 1, 2
 
@@ -161,7 +166,7 @@ class QueueState:
 
 
 def check_config(config: QueueConfig) -> None:
-    if config.layout not in _LAYOUTS:
+    if config.layout not in LAYOUTS:
         raise ValueError(f"unknown layout {config.layout!r}")
-    if config.component_selection not in _SELECTIONS:
+    if config.component_selection not in COMPONENT_SELECTIONS:
         raise ValueError(f"unknown component selection {config.component_selection!r}")

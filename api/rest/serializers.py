@@ -27,7 +27,7 @@ from scheduler_core.bounds import (
     MAX_DURATION_SECONDS,
     MAX_DURATION_TEXT,
 )
-from scheduler_core.model import API_TYPES
+from scheduler_core.model import API_TYPES, COMPONENT_SELECTIONS, LAYOUTS
 
 __all__ = [
     "DurationField",
@@ -168,10 +168,8 @@ class TenantListItemSerializer(serializers.Serializer):  # type: ignore[type-arg
 class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """Queue-wide scheduler settings; PATCH sends any subset."""
 
-    layout = serializers.ChoiceField(choices=["tenant-first", "component-first"], required=False)
-    component_selection = serializers.ChoiceField(
-        choices=["round-robin", "querier-worker-priority"], required=False
-    )
+    layout = serializers.ChoiceField(choices=LAYOUTS, required=False)
+    component_selection = serializers.ChoiceField(choices=COMPONENT_SELECTIONS, required=False)
     max_outstanding_requests_per_tenant = serializers.IntegerField(
         required=False, min_value=1, max_value=INT64_MAX
     )
