@@ -21,13 +21,13 @@ comes from the REST detail when a row is expanded).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
+from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
@@ -70,10 +70,6 @@ _FILTER_KEYS = (
 
 class InvalidDrill(ValueError):
     """A drill message the server cannot serve; the text says which field."""
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +195,7 @@ def encode_api_row(row: Mapping[str, Any], queued_since: float, running_since: f
     line, more = _first_line(row["query"])
     rule = row.get("rule")
     frontend = row["frontend"]
-    return _dumps(
+    return dumps(
         _WireRow(
             id=row["id"],
             client_id=row["client_id"],
@@ -247,7 +243,7 @@ def _encoded(
     if text is None:
         if len(_ENCODED) >= _ENCODED_MAX:
             _ENCODED.clear()
-        text = _ENCODED[key] = _dumps(_row(request, flight, offset, names, replica))
+        text = _ENCODED[key] = dumps(_row(request, flight, offset, names, replica))
     return text
 
 
@@ -352,18 +348,18 @@ class DrillState:
             "limit": self.params.limit,
         }
         if page is None:
-            return _dumps({**head, "unavailable": True, "rows": [], "total": 0, "exact": True})
+            return dumps({**head, "unavailable": True, "rows": [], "total": 0, "exact": True})
         parts: list[str] = []
         sent: dict[str, str] = {}
         for rid, text in page["rows"]:
-            parts.append(_dumps(["=", rid]) if self._sent.get(rid) == text else text)
+            parts.append(dumps(["=", rid]) if self._sent.get(rid) == text else text)
             sent[rid] = text
         self._sent = sent
         head = {**head, "total": page["total"], "exact": page["exact"]}
         for extra in ("replicas_missing", "replicas_pending"):
             if page.get(extra):
                 head[extra] = page[extra]
-        body = _dumps(head)
+        body = dumps(head)
         return f'{body[:-1]},"rows":[{",".join(parts)}]}}'
 
 

@@ -27,7 +27,6 @@ from dashboard.drill import DrillState
 from dashboard.live_tick import (
     CHART_POINTS,
     CHART_SECONDS,
-    SECTIONS,
     TICK_SECONDS,
     ChartHistory,
     Tick,
@@ -44,7 +43,6 @@ __all__ = [
     "CHART_SECONDS",
     "LOOP_BUDGET",
     "EPOCH",
-    "SECTIONS",
     "TICK_SECONDS",
     "Broadcaster",
     "ChartHistory",

@@ -27,7 +27,6 @@ from scheduler_core.snapshot import QueueSnapshot
 __all__ = [
     "CHART_POINTS",
     "CHART_SECONDS",
-    "SECTIONS",
     "TICK_SECONDS",
     "ChartHistory",
     "Tick",
@@ -37,7 +36,6 @@ __all__ = [
 TICK_SECONDS = 0.25  # the cadence while ticks are cheap; `dashboard.live` stretches it
 CHART_POINTS = 300  # five minutes at one point per second
 CHART_SECONDS = 1.0
-SECTIONS = ("header", "tree", "queriers", "frontends", "longest")
 
 
 class Tick:
