@@ -205,8 +205,12 @@ def _headers(data: Mapping[str, Any], rid: ClientId) -> Mapping[str, str]:
 def _choice(
     data: Mapping[str, Any], key: str, options: tuple[str, ...], rid: ClientId, default: str | None
 ) -> str | None:
-    value = data.get(key, default)
-    if value is None or value in options:
+    # A null is "not given", as for every optional field: the default, not
+    # a None that an `api_type` has no meaning for.
+    value = data.get(key)
+    if value is None:
+        return default
+    if value in options:
         return value  # type: ignore[no-any-return]
     raise ProtocolError(key, f"{key} must be one of {', '.join(options)}", rid)
 

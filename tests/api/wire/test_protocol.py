@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from api.wire.json_codec import compact_dumps
 from api.wire.protocol import (
     FRONTEND_PARSERS,
     MIN_WORKERS,
@@ -52,6 +55,13 @@ def test_a_step_without_an_api_type_means_a_range_query() -> None:
         frontend({"type": "enqueue", "id": 1, "tenant": "t", "step": 15}).api_type == "query_range"
     )
     assert frontend({"type": "enqueue", "id": 1, "tenant": "t"}).api_type == "query"
+
+
+def test_a_null_api_type_takes_the_default_like_every_optional_field() -> None:
+    # It once reached an assertion, which the socket answered as a 500.
+    message = {"type": "enqueue", "id": 0, "tenant": "t", "api_type": None}
+    assert frontend(message).api_type == "query"
+    assert frontend(message | {"step": 15}).api_type == "query_range"
 
 
 @pytest.mark.parametrize(
@@ -135,3 +145,39 @@ def test_a_result_needs_worker_and_id_and_a_real_status() -> None:
 def test_non_finite_numbers_are_refused() -> None:
     with pytest.raises(ProtocolError):
         frontend(json.loads('{"type": "enqueue", "id": 1, "tenant": "t", "start": NaN}'))
+
+
+_KEYS = (
+    "type", "id", "tenant", "query", "api_type", "start", "end", "step", "headers",
+    "component", "querier_id", "workers", "worker", "status", "body",
+)  # fmt: skip
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | st.sampled_from(("query", "query_range", "ingester", "unknown", "")),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_MESSAGES = st.builds(
+    lambda kind, fields: {"type": kind, **fields},
+    st.sampled_from(("enqueue", "cancel", "hello", "result", "shutdown")),
+    st.dictionaries(st.sampled_from(_KEYS[1:]), _JSON, max_size=9),
+)
+
+
+@settings(max_examples=600)
+@given(_MESSAGES)
+def test_any_json_object_is_either_a_message_or_a_protocol_error_with_a_json_reply(
+    data: dict[str, Any],
+) -> None:
+    for parsers in (FRONTEND_PARSERS, QUERIER_PARSERS):
+        try:
+            parse(data, parsers)
+        except ProtocolError as exc:
+            assert exc.field is None or exc.field in _KEYS
+            compact_dumps(error_message(exc))
