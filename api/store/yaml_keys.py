@@ -1,4 +1,7 @@
-"""YAML mappings that give a key twice are refused, with the key's path.
+"""The strict YAML loader: what Cortex's loader refuses is refused here, saying where.
+
+Mappings that give a key twice are refused, with the key's path, and so is
+a scalar whose explicit tag it cannot be read as (see `_UNREADABLE`).
 
 PyYAML silently keeps the last of two equal keys; Cortex loads its
 runtime-config with Go's strict YAML decoder, which refuses them ("key
@@ -18,11 +21,19 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 __all__ = ["DuplicateKey", "duplicate_key_path", "strict_keys_loader"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# What PyYAML's safe constructors raise, instead of a YAMLError, for a scalar
+# its explicit tag does not fit: `!!int ''` and `!!float ''` (IndexError),
+# `!!bool ''` (KeyError), `!!timestamp x` (AttributeError). Left alone they
+# escape every caller's `except yaml.YAMLError` as a server error. ValueError
+# (`!!int 1x`, a date like 2024-13-45) is not here: callers already report
+# it with its own reason.
+_UNREADABLE = (IndexError, KeyError, AttributeError, TypeError)
 
 
 class DuplicateKey(yaml.YAMLError):
@@ -35,9 +46,18 @@ class DuplicateKey(yaml.YAMLError):
 
 
 def strict_keys_loader(base: Any) -> Any:
-    """A subclass of the loader class `base` that raises `DuplicateKey`."""
+    """A subclass of the loader class `base` that raises `DuplicateKey` and bad scalars."""
 
     class StrictKeysLoader(base):  # type: ignore[misc,valid-type]
+        def construct_object(self, node: Node, deep: bool = False) -> Any:
+            try:
+                return super().construct_object(node, deep)
+            except _UNREADABLE as exc:
+                # The innermost node that failed is the one named: outer
+                # levels see a YAMLError and let it through.
+                problem = f"!!{node.tag.rsplit(':', 1)[-1]} cannot read {node.value!r}"
+                raise ConstructorError(None, None, problem, node.start_mark) from exc
+
         def construct_mapping(self, node: MappingNode, deep: bool = False) -> Any:
             seen: set[Any] = set()
             for key_node, _ in node.value:

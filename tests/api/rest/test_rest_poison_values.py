@@ -134,6 +134,18 @@ def test_an_impossible_yaml_date_is_a_400_not_a_500(editor_api: Any) -> None:
     assert "cannot be read" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("scalar", ["!!int ''", "!!bool ''", "!!timestamp x", "!!float ''"])
+def test_a_tagged_scalar_its_type_cannot_read_is_a_400_not_a_500(
+    editor_api: Any, scalar: str
+) -> None:
+    # PyYAML's constructors raise IndexError, KeyError or AttributeError here.
+    body = f"overrides:\n  t:\n    max_queriers_per_tenant: {scalar}\n"
+    response = editor_api.put("/api/v1/runtime-config/", body, content_type="text/yaml")
+    assert response.status_code == 400, response.content
+    assert "cannot read" in response.json()["detail"]
+    assert "line 3" in response.json()["detail"]
+
+
 @pytest.mark.parametrize(
     "value", [1e308, "99999999999999999h", 2**70, 10**30], ids=["1e308", "17h", "2**70", "10**30"]
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from api.store.config_yaml import (
     MAX_BLOCK_NODES,
@@ -177,3 +179,30 @@ def test_a_pasted_block_nested_too_deep_is_refused_before_its_lines_are_walked()
 def test_a_value_its_constructor_refuses_is_a_problem_not_an_exception():
     parsed = parse_tenant_block("max_queriers_per_tenant: 2024-13-45\n")
     assert parsed.syntax is not None and "cannot be read" in parsed.syntax.message
+
+
+@pytest.mark.parametrize(
+    "scalar", ["!!int ''", "!!bool ''", "!!timestamp x", "!!float ''", "!!int"]
+)
+def test_a_tagged_scalar_its_type_cannot_read_is_a_problem_at_its_line(scalar: str) -> None:
+    parsed = parse_tenant_block(f"query_priority:\n  enabled: {scalar}\n")
+    assert parsed.config is None and parsed.syntax is not None
+    assert "cannot read" in parsed.syntax.message
+    assert parsed.syntax.line == 2
+
+
+_YAML_PIECES = (
+    "\n", "  ", "- ", ": ", "? ", "&a ", "*a", "<<", "!!int ", "!!float ", "!!bool ", "!!str ",
+    "!!timestamp ", "!!binary ", "!!set ", "!!omap ", "!foo ", "{", "}", "[", "]", ",", "'", '"',
+    "|", ">", "#", "---", "...", "~", "true", "9" * 30, "1e400", "0x1f", "2024-13-45", "5m",
+    "overrides", "t1", "query_priority", "enabled", "priorities", "query_attributes", "regex",
+)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(_YAML_PIECES) | st.text(max_size=3), max_size=30).map("".join))
+def test_any_text_pasted_as_a_block_gives_an_answer_never_an_exception(text: str) -> None:
+    parsed = parse_tenant_block(text)
+    # A body to use, or a problem saying where; a syntax problem comes alone.
+    assert (parsed.config is None) == (parsed.syntax is not None)
+    assert parsed.syntax is None or not parsed.errors
