@@ -215,10 +215,26 @@ def parse_forwarded(
     )
 
 
+def _path_and_query(url: str) -> tuple[str, str]:
+    """The URL's path and query string, for any text.
+
+    `urlsplit` refuses some authorities with ValueError (an unclosed `[`, a
+    host that changes under NFKC). Raised here, that would end the Cortex
+    frontend's whole stream and every query on it; such a URL is split at
+    its first `?` instead (the path then still ends with the API's name).
+    """
+    try:
+        split = urlsplit(url)
+    except ValueError:
+        path, _, query = url.partition("#")[0].partition("?")
+        return path, query
+    return split.path, split.query
+
+
 def _target(method: str, url: str, content_type: str, body: bytes) -> _Target:
-    split = urlsplit(url)
-    params = _form_params(method, split.query, content_type, body)
-    api_type = api_type_of_path(split.path)
+    path, query_string = _path_and_query(url)
+    params = _form_params(method, query_string, content_type, body)
+    api_type = api_type_of_path(path)
     at_now = api_type == "query" and not _first(params, "time")
     start, end = (None, None) if at_now else _time_range(api_type, params)
     matchers: tuple[str, ...] = ()

@@ -80,6 +80,16 @@ def test_range_query_reads_query_start_end_and_step_from_the_query_string() -> N
     assert (parsed.start, parsed.end, parsed.step) == (100.0, 200.0, 15.0)
 
 
+@pytest.mark.parametrize("prefix", ["//[::1", "http://[bad", "//ex\uff03ample"])
+def test_a_url_urlsplit_refuses_is_read_from_its_path_and_query_string(prefix: str) -> None:
+    url = f"{prefix}/prometheus/api/v1/query_range?query=up&start=100&end=200&step=15#x"
+
+    parsed = parse_forwarded_request("GET", url, [], b"", now=NOW)
+
+    assert (parsed.api_type, parsed.query) == ("query_range", "up")
+    assert (parsed.start, parsed.end, parsed.step) == (100.0, 200.0, 15.0)
+
+
 def test_post_reads_the_form_encoded_body_before_the_query_string() -> None:
     body = urlencode({"query": "up", "start": "10", "end": "20", "step": "5"}).encode()
 

@@ -127,6 +127,27 @@ async def test_enqueue_errors_are_answered_in_order_on_a_stream_that_goes_on(
     await frontend.close()
 
 
+@pytest.mark.parametrize(
+    "url", ["//[::1/api/v1/query?query=up", "http://[bad/api/v1/query_range?query=up&step=60"]
+)
+async def test_a_url_urlsplit_refuses_is_still_queued_and_its_stream_goes_on(
+    scheduler: Scheduler, url: str
+) -> None:
+    # urlsplit raises ValueError for an unclosed "[": it once ended the stream.
+    frontend = await CortexFrontend(scheduler.address).start()
+    loop = await frontend.open_loop()
+    odd = httpgrpc_pb2.HTTPRequest(method="GET", url=url)
+
+    assert await loop.enqueue(1, "t", odd) == pb.OK
+    assert await loop.enqueue(2, "t", UP) == pb.OK
+    worker = await QuerierWorker(scheduler.channel(), "q-odd").open()
+    first = (await worker.next()).queryID
+    await worker.done()
+    assert {first, (await worker.next()).queryID} == {1, 2}
+    await worker.close()
+    await frontend.close()
+
+
 async def test_a_malformed_querier_message_fails_only_that_worker(scheduler: Scheduler) -> None:
     code = await status_of(raw_stream(scheduler.channel(), QUERIER_LOOP), b"\x0a\x09short")
 
