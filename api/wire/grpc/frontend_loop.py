@@ -180,7 +180,7 @@ class FrontendLoopServicer:
         if self._runtime.stopping:
             return _SHUTTING_DOWN
         try:
-            request = self._admission.build(msg, address)
+            request = self._build(msg, address)
             self._runtime.enqueue(request)
         except TooManyRequests:
             return _TOO_MANY
@@ -195,6 +195,20 @@ class FrontendLoopServicer:
             return pb.SchedulerToFrontend(status=pb.ERROR, error=error)
         self._registry.track(address, request.id)
         return _OK
+
+    def _build(self, msg: pb.FrontendToScheduler, address: str) -> Request:
+        """The admission's request; a bug in it fails this query, not the stream.
+
+        Raised out of `_reply`, any other exception would end the stream and
+        cancel every query the frontend has on it.
+        """
+        try:
+            return self._admission.build(msg, address)
+        except (InvalidEnqueue, QueryRejected):
+            raise
+        except Exception as exc:
+            log.exception("admitting query %s of %s failed", msg.queryID, address)
+            raise InvalidEnqueue(f"internal error admitting the query: {exc}") from exc
 
     def _rejected(self, exc: QueryRejected) -> pb.SchedulerToFrontend:
         """Accept the ENQUEUE, then answer the query itself with 422.

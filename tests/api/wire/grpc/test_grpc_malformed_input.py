@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 
+from api.wire.grpc import admission
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from api.wire.grpc.server import MAX_MESSAGE_BYTES
 from scheduler_core.pb import httpgrpc_pb2
@@ -145,6 +148,34 @@ async def test_a_url_urlsplit_refuses_is_still_queued_and_its_stream_goes_on(
     await worker.done()
     assert {first, (await worker.next()).queryID} == {1, 2}
     await worker.close()
+    await frontend.close()
+
+
+async def test_a_bug_admitting_one_query_fails_that_query_not_its_stream(
+    scheduler: Scheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = admission.parse_forwarded
+
+    def parse_or_break(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if "break" in url:
+            raise RuntimeError("a bug")
+        return real(method, url, *args, **kwargs)
+
+    monkeypatch.setattr(admission, "parse_forwarded", parse_or_break)
+    frontend = await CortexFrontend(scheduler.address).start()
+    loop = await frontend.open_loop()
+    assert await loop.enqueue(1, "t", UP) == pb.OK
+
+    broken = await loop.send(
+        pb.FrontendToScheduler(
+            type=pb.ENQUEUE, queryID=2, userID="t", httpRequest=get_request("/break", [])
+        )
+    )
+
+    assert broken.status == pb.ERROR and "internal error" in broken.error
+    assert await loop.enqueue(3, "t", UP) == pb.OK
+    queued = [r for kind, r, _ in scheduler.recorder.events if kind == "enqueued"]
+    assert len(queued) == 2  # 1 and 3; the broken one was never queued
     await frontend.close()
 
 
