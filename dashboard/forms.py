@@ -59,29 +59,41 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "stuck_threshold",
 )
 _NUMERIC_SETTINGS = frozenset({"max_outstanding_requests_per_tenant", "max_queue_hierarchy_levels"})
-_RULE_KEY = re.compile(r"query_priority\.priorities\[(\d+)\]\.(.+)")
-_ATTR_KEY = re.compile(r"query_attributes\[(\d+)\]\.(.+)")
-_REJECT_KEY = re.compile(r"query_rejection\.query_attributes\[(\d+)\]\.(.+)")
-_INT = re.compile(r"-?\d+")
-_NUMBER = re.compile(r"-?\d+(\.\d+)?|-?\.\d+")
+# Indices of at most six ASCII digits: the form never sends more, and a
+# longer one (thousands of digits) is past what int() converts, a 500.
+_INDEX = r"\[([0-9]{1,6})\]"
+_RULE_KEY = re.compile(rf"query_priority\.priorities{_INDEX}\.(.+)")
+_ATTR_KEY = re.compile(rf"query_attributes{_INDEX}\.(.+)")
+_REJECT_KEY = re.compile(rf"query_rejection\.query_attributes{_INDEX}\.(.+)")
+_ACTION_INDEX = re.compile(r"[0-9]{1,6}")
+_INT = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?|-?\.[0-9]+")
 
 
 def _number(text: str) -> Any:
     """An int or float when the text is one, else the text (the validator says why)."""
     text = text.strip()
-    if _INT.fullmatch(text):
-        return int(text)
-    if _NUMBER.fullmatch(text):
-        return float(text)
+    try:
+        if _INT.fullmatch(text):
+            return int(text)
+        if _NUMBER.fullmatch(text):
+            return float(text)
+    except ValueError:
+        pass  # more digits than int() converts: no limit takes it; left as text
     return text
 
 
 def _put(target: dict[str, Any], dotted: str, value: Any) -> None:
     head, _, rest = dotted.partition(".")
-    if rest:
-        _put(target.setdefault(head, {}), rest, value)
-    else:
+    if not rest:
         target[head] = value
+        return
+    inner = target.get(head)
+    if not isinstance(inner, dict):
+        # A post naming both `time_window` and `time_window.start` (no form
+        # of ours does): the structured one is kept, never a crash.
+        inner = target[head] = {}
+    _put(inner, rest, value)
 
 
 def _attribute(fields: Mapping[str, str]) -> dict[str, Any]:
@@ -166,7 +178,11 @@ class EditorAction:
     def __init__(self, raw: str) -> None:
         parts = raw.split(":")
         self.verb = parts[0]
-        self.args = [int(p) for p in parts[1:] if p.isdigit()]
+        # Every index or none: skipping a bad one would shift the others
+        # onto the wrong rule. (`isdigit` also takes "²", which int() refuses.)
+        indices = parts[1:]
+        valid = all(_ACTION_INDEX.fullmatch(p) for p in indices)
+        self.args = [int(p) for p in indices] if valid else []
 
 
 def apply_action(config: dict[str, Any], action: EditorAction) -> None:

@@ -36,6 +36,7 @@ from dashboard.querier_view import build_queriers
 from dashboard.tenant_draft import review_token
 from dashboard.tenant_review import settings_review
 from dashboard.views_history import diff_mode, history_rows, mode_links, rollback_confirm
+from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS
 from scheduler_core.validation import (
     queue_config_from_dict,
@@ -56,7 +57,7 @@ STALE = (
 
 def _version(request: HttpRequest) -> int | None:
     text = request.POST.get("version", "")
-    return int(text) if text.isdigit() else None
+    return parse_decimal(text)
 
 
 def _params(request: HttpRequest, running_layout: str) -> ViewParams:
@@ -64,8 +65,9 @@ def _params(request: HttpRequest, running_layout: str) -> ViewParams:
     query = request.GET
     raw: dict[str, Any] = {"projection": query.get("projection") or running_layout}
     raw["search"] = query.get("search", "")
-    if query.get("page", "").isdigit():
-        raw["page"] = int(query["page"])
+    page = parse_decimal(query.get("page", ""))
+    if page is not None:
+        raw["page"] = page
     if raw["projection"] == "component-first":
         raw["expanded"] = [f"c:{component}" for component in COMPONENTS]
     try:

@@ -29,6 +29,7 @@ from api.store.revision_states import (
 )
 from dashboard.access import page, role_required
 from dashboard.line_diff import MODES, UNIFIED, line_diff
+from scheduler_core.bounds import parse_decimal
 
 __all__ = ["compare", "diff_mode", "history_rows", "mode_links", "rollback_confirm"]
 
@@ -70,10 +71,11 @@ def history_rows(revisions: Iterable[ConfigRevision], mode: str) -> list[dict[st
 
 
 def _revision(raw: str | None) -> ConfigRevision | None:
-    if not raw or not raw.isascii() or not raw.isdigit():
+    revision_id = parse_decimal(raw or "")
+    if revision_id is None:
         return None
     try:
-        return selectors.revision_get(revision_id=int(raw))
+        return selectors.revision_get(revision_id=revision_id)
     except NotFound:
         return None
 

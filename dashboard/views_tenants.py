@@ -36,7 +36,7 @@ from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_to
 from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE
 from dashboard.views_rules import default_shares, dry_run_box
-from scheduler_core.bounds import request_times_error
+from scheduler_core.bounds import parse_decimal, request_times_error
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import (
@@ -323,7 +323,7 @@ def _post(
 
 def _version(request: HttpRequest) -> int | None:
     text = request.POST.get("version", "")
-    return int(text) if text.isdigit() else None
+    return parse_decimal(text)
 
 
 @role_required

@@ -16,6 +16,7 @@ protocols) and explain apply to a request's start, end and step.
 from __future__ import annotations
 
 import math
+import re
 
 __all__ = [
     "INT64_MAX",
@@ -29,6 +30,7 @@ __all__ = [
     "TimesError",
     "duration_error",
     "int64_error",
+    "parse_decimal",
     "request_times_error",
     "timestamp_error",
 ]
@@ -51,6 +53,25 @@ MAX_TENANT_ID_LENGTH = 150
 # files). Far deeper than any real one (a tenant block nests 9 levels), far
 # shallower than where Python's recursion would give out in what walks it.
 MAX_DOCUMENT_DEPTH = 100
+
+
+# Far past int64's 19 digits, far short of the 4,300 past which int() raises.
+_DECIMAL = re.compile(r"[0-9]{1,40}")
+
+
+def parse_decimal(text: str, *, signed: bool = False) -> int | None:
+    """The integer a plain decimal text names, else None.
+
+    ASCII digits only (with `signed`, after one `+` or `-`), at most 40 of
+    them. `str.isdigit` also says yes to "²" and to "٣", which int() refuses
+    or reads, and int() raises on a text of thousands of digits; a query
+    parameter or form field read with `isdigit` and `int` answered either
+    with a 500. Callers check the range they need (`int64_error`).
+    """
+    digits = text[1:] if signed and text[:1] in ("+", "-") else text
+    if _DECIMAL.fullmatch(digits) is None:
+        return None
+    return int(text)
 
 
 def int64_error(value: int) -> str | None:

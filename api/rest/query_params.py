@@ -16,6 +16,8 @@ from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
+from scheduler_core.bounds import parse_decimal
+
 __all__ = [
     "FALSE",
     "TRUE",
@@ -43,10 +45,9 @@ def int_param(
     if not raw:
         return default
     bounds = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
-    sign = raw[1:] if raw[:1] in "+-" else raw
-    if not (sign.isascii() and sign.isdigit()):
+    value = parse_decimal(raw, signed=True)
+    if value is None:
         raise _refuse(name, f"must be an integer {bounds}, got {raw[:40]!r}")
-    value = int(raw)
     if value < minimum or (maximum is not None and value > maximum):
         raise _refuse(name, f"must be an integer {bounds}, got {value}")
     return value

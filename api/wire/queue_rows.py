@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scheduler_core.actor_path import parse_actor_path
+from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue_listing import InFlight, Predicate
 from scheduler_core.regex import compile_regex, regex_error
@@ -268,9 +269,10 @@ def _integer(value: Any, name: str) -> int | None:
         raise FilterError(name, "must be an integer")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    raise FilterError(name, "must be an integer")
+    parsed = parse_decimal(value.strip(), signed=True) if isinstance(value, str) else None
+    if parsed is None:
+        raise FilterError(name, "must be an integer")
+    return parsed
 
 
 def _seconds(value: Any, name: str) -> float | None:

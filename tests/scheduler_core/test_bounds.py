@@ -13,6 +13,7 @@ from scheduler_core.bounds import (
     MAX_DURATION_SECONDS,
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
+    parse_decimal,
     request_times_error,
 )
 from scheduler_core.classify import classify
@@ -244,3 +245,27 @@ def test_a_forwarded_time_at_prometheus_max_time_is_kept() -> None:
 @pytest.mark.parametrize("value", ["1e300", "99999999999999999h", "293y", "inf", "nan"])
 def test_a_forwarded_step_beyond_go_time_duration_is_unknown(value: str) -> None:
     assert parse_duration_seconds(value) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "signed", "value"),
+    [
+        ("42", False, 42),
+        ("007", False, 7),
+        ("-3", True, -3),
+        ("+3", True, 3),
+        ("-3", False, None),
+        ("--3", True, None),
+        ("", False, None),
+        ("\u00b2", False, None),  # isdigit() says yes; int() refuses it
+        ("\u0663", False, None),  # an Arabic-Indic 3: int() would read it
+        (" 4", False, None),
+        ("9" * 40, False, int("9" * 40)),
+        ("9" * 41, False, None),
+        ("9" * 5000, True, None),  # int() raises past 4,300 digits
+    ],
+)
+def test_a_decimal_is_ascii_digits_of_bounded_length(
+    text: str, signed: bool, value: int | None
+) -> None:
+    assert parse_decimal(text, signed=signed) == value

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 
 from api.rest.errors import PreconditionRequired
 from api.store.exceptions import VersionConflict
+from scheduler_core.bounds import parse_decimal
 
 __all__ = [
     "Preconditions",
@@ -51,10 +52,8 @@ def _tags(header: str | None) -> tuple[tuple[int | None, ...] | None, bool]:
     versions: list[int | None] = []
     for raw in header.split(","):
         tag = raw.strip()
-        if len(tag) >= 2 and tag[0] == tag[-1] == '"' and tag[1:-1].isdigit():
-            versions.append(int(tag[1:-1]))
-        else:
-            versions.append(None)
+        quoted = len(tag) >= 2 and tag[0] == tag[-1] == '"'
+        versions.append(parse_decimal(tag[1:-1]) if quoted else None)
     return tuple(versions), False
 
 

@@ -31,6 +31,7 @@ from api.store import selectors
 from api.store.config_yaml import parse_tenant_block, tenant_block_yaml
 from api.store.exceptions import ConfigValidationError
 from api.store.revision_states import CONFIG, OVERRIDES, SETTINGS, Scope, compare_revisions
+from scheduler_core.bounds import parse_decimal
 from scheduler_core.errors import FieldError
 
 __all__ = ["RevisionCompareView", "TenantYamlView"]
@@ -107,10 +108,10 @@ def _revision_param(request: Request, name: str, errs: list[FieldError]) -> Any:
     if not raw:
         errs.append(FieldError(name, "required: a revision id"))
         return None
-    if not raw.isascii() or not raw.isdigit():
-        errs.append(FieldError(name, f"must be a revision id, got {raw!r}"))
-        return None
-    return int(raw)
+    value = parse_decimal(raw)
+    if value is None:
+        errs.append(FieldError(name, f"must be a revision id, got {raw[:40]!r}"))
+    return value
 
 
 class RevisionCompareView(ApiView):

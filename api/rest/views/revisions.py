@@ -19,14 +19,16 @@ from api.store import selectors, services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.store.revision_states import revision_comparison
+from scheduler_core.bounds import parse_decimal
 
 REVISION_ID = OpenApiParameter("revision_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
 def _revision_id(raw: str) -> int:
-    if not raw.isascii() or not raw.isdigit():
-        raise NotFound(f"no revision {raw!r}")
-    return int(raw)
+    value = parse_decimal(raw)
+    if value is None:
+        raise NotFound(f"no revision {raw[:40]!r}")
+    return value
 
 
 __all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]

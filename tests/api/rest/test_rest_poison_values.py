@@ -244,3 +244,34 @@ def test_explain_refuses_exactly_the_request_times_enqueue_refuses(
     else:
         assert response.status_code == 400
         assert enqueue_field in response.json(), (response.json(), enqueue_field)
+
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        (f"/api/v1/queue/requests/?limit={HUGE}", 400),
+        (f"/api/v1/revisions/{HUGE}/", 404),
+        ("/api/v1/revisions/\u00b2/", 404),
+        (f"/api/v1/revisions/compare/?from={HUGE}&to=1", 400),
+        (f"/api/v1/queue/requests/?priority={HUGE}", 400),
+        ("/api/v1/queue/requests/?priority=--5", 400),
+        ("/api/v1/queue/requests/?priority=\u00b2", 400),
+    ],
+)
+def test_an_integer_past_what_int_reads_is_a_client_error(
+    editor_api: Any, url: str, status: int
+) -> None:
+    # isdigit() accepts "²" and int() raises past 4,300 digits: both were 500s.
+    assert editor_api.get(url).status_code == status
+
+
+def test_an_if_match_of_digits_int_cannot_read_matches_no_version(editor_api: Any) -> None:
+    editor_api.put("/api/v1/tenants/t1/", {"max_queriers_per_tenant": 1}, format="json")
+    for tag in ('"\u00b2"', f'"{HUGE}"'):
+        response = editor_api.put(
+            "/api/v1/tenants/t1/", {"max_queriers_per_tenant": 2}, format="json", HTTP_IF_MATCH=tag
+        )
+        assert response.status_code == 412, response.content
