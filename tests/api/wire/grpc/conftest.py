@@ -95,3 +95,16 @@ async def scheduler(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
         await channel.close()
     await sched.door.stop(0)
     await sched.runtime.stop(drain_timeout=0)
+
+
+@pytest.fixture
+async def door() -> AsyncIterator[GrpcFrontDoor]:
+    """The lean door alone on a bare runtime (a module may define its own `door`)."""
+    runtime = SchedulerRuntime(QueueConfig(), forget_check_interval=3600.0)
+    await runtime.start()
+    door = await start_grpc_server(
+        runtime, port=0, admission=Admission(runtime, wall_clock=lambda: NOW), implementation="lean"
+    )
+    yield door
+    await door.stop(0)
+    await runtime.stop(drain_timeout=0)

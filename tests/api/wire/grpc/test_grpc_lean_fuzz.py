@@ -18,20 +18,14 @@ import asyncio
 import os
 import random
 import struct
-from collections.abc import AsyncIterator
 from typing import Any
 
 import hpack
-import pytest
 
-from api.wire.grpc.admission import Admission
 from api.wire.grpc.clients import CortexFrontend, get_request
 from api.wire.grpc.http2_frames import PREFACE
-from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
-from scheduler_core.model import QueueConfig
+from api.wire.grpc.server import GrpcFrontDoor
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from scheduler_core.runtime import SchedulerRuntime
-from tests.api.wire.grpc.conftest import NOW
 
 SEEDS = int(os.environ.get("FUZZ_SEEDS", "300"))
 PATHS = (
@@ -114,18 +108,6 @@ def random_stream(rng: random.Random) -> bytes:
     if rng.random() < 0.2:
         del out[rng.randrange(len(PREFACE), len(out) + 1) :]  # cut mid-frame
     return bytes(out)
-
-
-@pytest.fixture
-async def door() -> AsyncIterator[GrpcFrontDoor]:
-    runtime = SchedulerRuntime(QueueConfig(), forget_check_interval=3600.0)
-    await runtime.start()
-    door = await start_grpc_server(
-        runtime, port=0, admission=Admission(runtime, wall_clock=lambda: NOW), implementation="lean"
-    )
-    yield door
-    await door.stop(0)
-    await runtime.stop(drain_timeout=0)
 
 
 async def test_random_http2_byte_streams_never_raise_out_of_the_lean_door(

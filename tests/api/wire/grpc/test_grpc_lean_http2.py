@@ -8,36 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
-from api.wire.grpc.admission import Admission
 from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, post_request
 from api.wire.grpc.http2_frames import ENHANCE_YOUR_CALM, PREFACE, PROTOCOL_ERROR, STREAM_WINDOW
 from api.wire.grpc.lean_client import GrpcCallError, LeanChannels
-from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
-from scheduler_core.model import QueueConfig
+from api.wire.grpc.server import GrpcFrontDoor
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from scheduler_core.pb.schedulerpb_pb2_grpc import SchedulerForFrontendStub
-from scheduler_core.runtime import SchedulerRuntime
-from tests.api.wire.grpc.conftest import NOW
 
 GOAWAY = 7
-
-
-@pytest.fixture
-async def door() -> AsyncIterator[GrpcFrontDoor]:
-    runtime = SchedulerRuntime(QueueConfig(), forget_check_interval=3600.0)
-    await runtime.start()
-    door = await start_grpc_server(
-        runtime, port=0, admission=Admission(runtime, wall_clock=lambda: NOW), implementation="lean"
-    )
-    yield door
-    await door.stop(0)
-    await runtime.stop(drain_timeout=0)
 
 
 def address(door: GrpcFrontDoor) -> str:
