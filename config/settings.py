@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from api.wire.grpc.implementations import implementation_from_env
 from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
+from scheduler_core.bounds import parse_decimal
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -42,9 +43,10 @@ def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    if not raw.isdigit():
+    value = parse_decimal(raw)
+    if value is None:
         raise ImproperlyConfigured(f"{name} must be a whole number of at least 0, not {raw!r}")
-    return int(raw)
+    return value
 
 
 def proxy_ssl_header(name: str) -> tuple[str, str] | None:

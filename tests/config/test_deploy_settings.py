@@ -73,6 +73,7 @@ def test_the_proxy_header_is_read_as_django_wants_it() -> None:
         ("SECURE_PROXY_SSL_HEADER", "X Forwarded: https"),
         ("SECURE_HSTS_SECONDS", "a year"),
         ("LOGIN_LOCKOUT_SECONDS", "-5"),
+        ("LOGIN_LOCKOUT_SECONDS", "\u00b2"),  # isdigit() says yes; int() raised
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:
