@@ -178,7 +178,8 @@ class PeerSummary:
             return cls(
                 replica, float(raw["at"]), int(raw["total"]), leaves, queriers, stats, frontends
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            # OverflowError: int() of an infinity, which json.loads reads from "Infinity".
             raise MalformedSummary(f"bad replica summary: {exc}") from exc
 
 

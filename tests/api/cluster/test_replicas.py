@@ -221,6 +221,7 @@ def test_merged_stats_sum_rates_and_frontends_and_show_the_worst_waits() -> None
         {"v": 1, "id": "b", "at": WALL, "total": 1, "leaves": [["t", "c"]], "queriers": []},
         {"v": 1, "id": "b", "at": "soon", "total": 0, "leaves": [], "queriers": []},
         {"v": 1, "id": "b", "at": WALL, "total": 0, "leaves": [], "queriers": [[1, 2]]},
+        {"v": 1, "id": "b", "at": WALL, "total": float("inf"), "leaves": [], "queriers": []},
     ],
 )
 def test_a_malformed_summary_is_refused(raw: Any) -> None:
