@@ -36,6 +36,10 @@ def api_token_issue(*, name: str, role: str) -> tuple[ApiToken, str]:
     """A new token and its plaintext, which is never stored and never shown again."""
     if role not in ApiToken.Role.values:
         raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
+    limit = ApiToken._meta.get_field("name").max_length
+    if not name.strip() or len(name) > limit or "\x00" in name:
+        # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
+        raise ValueError(f"a token name is 1 to {limit} characters, with no NUL")
     plaintext = "qi_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         name=name, role=role, token_hash=_token_hash(plaintext), prefix=plaintext[:8]

@@ -3,9 +3,10 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from api.management.commands.seed_demo_config import DEMO_TENANTS
-from api.store.models import ConfigRevision, Tenant
+from api.store.models import ApiToken, ConfigRevision, Tenant
 from api.store.roles import role_of
 from api.store.selectors import tenant_limits_all
 from api.store.services import api_token_authenticate
@@ -23,6 +24,13 @@ def test_issue_token_prints_a_working_token_of_the_role() -> None:
     plaintext = run("issue_token", "querier-1", "--role", "querier").strip()
     token = api_token_authenticate(plaintext)
     assert token is not None and (token.name, token.role) == ("querier-1", "querier")
+
+
+@pytest.mark.parametrize("name", ["x" * 201, " ", "a\x00b"])
+def test_issue_token_refuses_a_name_the_store_cannot_keep_and_issues_nothing(name: str) -> None:
+    with pytest.raises(CommandError, match="name"):
+        run("issue_token", name, "--role", "querier")
+    assert not ApiToken.objects.exists()
 
 
 def test_create_demo_user_is_idempotent_and_prints_a_working_editor_login() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from api.store.models import ApiToken
 from api.store.services import api_token_issue
@@ -20,7 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("--role", required=True, choices=ApiToken.Role.values)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        token, plaintext = api_token_issue(name=options["name"], role=options["role"])
+        try:
+            token, plaintext = api_token_issue(name=options["name"], role=options["role"])
+        except ValueError as exc:
+            raise CommandError(f"name: {exc}") from exc
         self.stderr.write(
             f"Issued {token.role} token #{token.pk} {token.name!r}; it is shown once:"
         )
