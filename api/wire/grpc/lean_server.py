@@ -21,10 +21,12 @@ import ssl
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from api.wire.grpc.http2 import Http2Connection
 from api.wire.grpc.http2_frames import CANCEL, NO_ERROR, Http2Stream, encode_headers
 from api.wire.grpc.lean_call import ENCODINGS, AbortError, LeanCall, Method
+from api.wire.grpc.streams import malformed
 
 __all__ = ["AbortError", "LeanCall", "LeanGrpcServer", "Method"]
 
@@ -131,6 +133,10 @@ async def _run(call: LeanCall, method: Method) -> None:
             await call.write(response)
     except AbortError as exc:
         code, details = exc.code, exc.details
+    except DecodeError as exc:
+        # A unary request that is not its message: the client's error, as on a stream.
+        refused = malformed(exc)
+        code, details = refused.code, refused.details
     except asyncio.CancelledError:
         # Reset by the peer, its connection gone, or the server stopping.
         if not call.stream.local_closed:

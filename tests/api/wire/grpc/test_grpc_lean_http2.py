@@ -168,3 +168,19 @@ async def test_the_lean_client_reports_an_unreachable_or_unknown_method_by_statu
     finally:
         channels.close()
     assert (unreachable.value.code, unknown.value.code) == (14, 12)
+
+
+async def test_a_unary_request_that_does_not_decode_is_invalid_argument(
+    door: GrpcFrontDoor,
+) -> None:
+    # It was a logged traceback and UNKNOWN; streams already said INVALID_ARGUMENT.
+    async with grpc.aio.insecure_channel(address(door)) as channel:
+        call = channel.unary_unary(
+            "/schedulerpb.SchedulerForQuerier/NotifyQuerierShutdown",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call(b"\xff\xff\xff")
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed message" in (refused.value.details() or "")
