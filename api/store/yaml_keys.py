@@ -33,7 +33,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 # escape every caller's `except yaml.YAMLError` as a server error. ValueError
 # (`!!int 1x`, a date like 2024-13-45) is not here: callers already report
 # it with its own reason.
-_UNREADABLE = (IndexError, KeyError, AttributeError, TypeError)
+_UNREADABLE = (IndexError, KeyError, AttributeError)
 
 
 class DuplicateKey(yaml.YAMLError):
