@@ -44,7 +44,15 @@ from scheduler_core.validation import (
     validate_queue_settings,
 )
 
-__all__ = ["history", "inspector", "layout_switch", "rollback", "settings_page"]
+__all__ = [
+    "STALE",
+    "history",
+    "inspector",
+    "layout_switch",
+    "posted_version",
+    "rollback",
+    "settings_page",
+]
 
 UI = ConfigRevision.Source.UI
 # Operator cancels listed under the revisions on the History page, newest first.
@@ -55,9 +63,9 @@ STALE = (
 )
 
 
-def _version(request: HttpRequest) -> int | None:
-    text = request.POST.get("version", "")
-    return parse_decimal(text)
+def posted_version(request: HttpRequest) -> int | None:
+    """The form's `version` (the ETag it was rendered at), or None if it is not one."""
+    return parse_decimal(request.POST.get("version", ""))
 
 
 def _params(request: HttpRequest, running_layout: str) -> ViewParams:
@@ -106,7 +114,7 @@ def inspector(request: HttpRequest) -> HttpResponse:
 def layout_switch(request: HttpRequest) -> HttpResponse:
     """Switch the running layout; asks to confirm unless the form said so."""
     layout = request.POST.get("layout", "")
-    version = _version(request)
+    version = posted_version(request)
     if request.POST.get("confirm") != "yes":
         return page(
             request, "dashboard/confirm_layout.html", {"layout": layout, "version": version}
@@ -192,7 +200,7 @@ def _settings_review(
     that exactly as it always has.
     """
     base = selectors.queue_config_get()
-    if _version(request) != version or validate_queue_settings(changes, base):
+    if posted_version(request) != version or validate_queue_settings(changes, base):
         return None
     before = queue_config_to_dict(base)
     after = queue_config_to_dict(queue_config_from_dict(changes, base))
@@ -223,7 +231,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         try:
             services.settings_update(
                 changes=changes,
-                expected_version=_version(request),
+                expected_version=posted_version(request),
                 author=request.user,
                 source=UI,
                 message=request.POST.get("message", ""),

@@ -34,9 +34,9 @@ from dashboard.access import current_tick, editor_required, forbidden, page, rol
 from dashboard.forms import EditorAction, apply_action, editor_model
 from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_token
 from dashboard.tenant_review import review_context, views_context
-from dashboard.views import STALE
+from dashboard.views import STALE, posted_version
 from dashboard.views_rules import default_shares, dry_run_box
-from scheduler_core.bounds import parse_decimal, request_times_error
+from scheduler_core.bounds import request_times_error
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import (
@@ -321,16 +321,11 @@ def _post(
     return _render_editor(request, config=draft, **show)
 
 
-def _version(request: HttpRequest) -> int | None:
-    text = request.POST.get("version", "")
-    return parse_decimal(text)
-
-
 @role_required
 def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     """One tenant's limits and rules; viewers see them read-only."""
     if request.method == "POST":
-        return _post(request, tenant_id, _version(request))
+        return _post(request, tenant_id, posted_version(request))
     try:
         tenant = selectors.tenant_get(tenant_id=tenant_id)
     except NotFound as exc:
@@ -388,7 +383,10 @@ def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
 def tenant_delete(request: HttpRequest, tenant_id: str) -> HttpResponse:
     try:
         services.tenant_delete(
-            tenant_id=tenant_id, expected_version=_version(request), author=request.user, source=UI
+            tenant_id=tenant_id,
+            expected_version=posted_version(request),
+            author=request.user,
+            source=UI,
         )
     except VersionConflict as exc:
         messages.error(request, STALE.format(current=exc.current_version))
