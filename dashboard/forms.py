@@ -61,11 +61,12 @@ SETTINGS_FIELDS: tuple[str, ...] = (
 _NUMERIC_SETTINGS = frozenset({"max_outstanding_requests_per_tenant", "max_queue_hierarchy_levels"})
 # Indices of at most six ASCII digits: the form never sends more, and a
 # longer one (thousands of digits) is past what int() converts, a 500.
-_INDEX = r"\[([0-9]{1,6})\]"
+_INDEX_DIGITS = "[0-9]{1,6}"
+_INDEX = rf"\[({_INDEX_DIGITS})\]"
 _RULE_KEY = re.compile(rf"query_priority\.priorities{_INDEX}\.(.+)")
 _ATTR_KEY = re.compile(rf"query_attributes{_INDEX}\.(.+)")
 _REJECT_KEY = re.compile(rf"query_rejection\.query_attributes{_INDEX}\.(.+)")
-_ACTION_INDEX = re.compile(r"[0-9]{1,6}")
+_ACTION_INDEX = re.compile(_INDEX_DIGITS)  # the same bound on an editor action's indices
 _INT = re.compile(r"-?[0-9]+")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?|-?\.[0-9]+")
 
