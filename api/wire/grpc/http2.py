@@ -24,6 +24,12 @@ three wake-ups per message). Only what a gRPC server needs of RFC 9113:
 We checked the `h2` package for this layer: on this machine it spent about
 38 us to take in one DATA frame and 19 us to send one, against 1-3 us
 here, and a query crosses four DATA frames (docs/performance.md).
+
+This module reads the socket, parses and dispatches frames, takes in DATA
+and header blocks and keeps the streams; the sending half is in
+`http2_send.py`, the control frames (SETTINGS, PING, WINDOW_UPDATE,
+RST_STREAM, our GOAWAY) in `http2_control.py`, the wire constants in
+`http2_frames.py`.
 """
 
 from __future__ import annotations
@@ -35,8 +41,8 @@ from typing import cast
 
 import hpack
 
+from api.wire.grpc.http2_control import Http2Control
 from api.wire.grpc.http2_frames import (
-    ACK,
     CANCEL,
     COMPRESSION_ERROR,
     CONNECTION_WINDOW,
@@ -55,12 +61,10 @@ from api.wire.grpc.http2_frames import (
     MAX_CONCURRENT_STREAMS,
     MAX_HEADER_LIST,
     MAX_WINDOW,
-    NO_ERROR,
     OUR_SETTINGS,
     PADDED,
     PING,
     PING_INTERVAL,
-    PING_STRIKES,
     PREFACE,
     PRIORITY,
     PRIORITY_FLAG,
@@ -68,12 +72,7 @@ from api.wire.grpc.http2_frames import (
     PUSH_PROMISE,
     REFUSED_STREAM,
     RST_STREAM,
-    S_HEADER_TABLE_SIZE,
-    S_INITIAL_WINDOW_SIZE,
-    S_MAX_FRAME_SIZE,
-    SETTING,
     SETTINGS,
-    STREAM_WINDOW,
     WINDOW_UPDATE,
     Http2Stream,
     ProtocolError,
@@ -84,7 +83,7 @@ from api.wire.grpc.http2_send import Http2Sending
 __all__ = ["Http2Connection"]
 
 
-class Http2Connection(Http2Sending, asyncio.Protocol):
+class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
     """A server connection; subclasses handle streams.
 
     Hooks: `stream_opened(stream, headers, end)`, `stream_data(stream,
@@ -184,38 +183,6 @@ class Http2Connection(Http2Sending, asyncio.Protocol):
 
     # -- our side --------------------------------------------------------------
 
-    def reset(self, stream: Http2Stream, code: int) -> None:
-        """RST_STREAM from our side; the stream is forgotten."""
-        if not self._closed and self.streams.get(stream.id) is stream:
-            self.write(frame(RST_STREAM, 0, stream.id, code.to_bytes(4, "big")))
-        stream.local_closed = stream.remote_closed = True
-        self.streams.pop(stream.id, None)
-        self._maybe_close()
-
-    def consumed(self, stream: Http2Stream, size: int) -> None:
-        """The application took `size` bytes of this stream: re-open windows.
-
-        Granted in halves of a window, so a WINDOW_UPDATE goes out once per
-        512 KiB read, not once per message.
-        """
-        self._give_back(size)
-        if stream.remote_closed:
-            return
-        stream.credit += size
-        if stream.credit >= STREAM_WINDOW // 2:
-            self.write(frame(WINDOW_UPDATE, 0, stream.id, stream.credit.to_bytes(4, "big")))
-            stream.recv_window += stream.credit
-            stream.credit = 0
-
-    def goaway(self, code: int = NO_ERROR, debug: bytes = b"") -> None:
-        """No new streams; open ones may finish (the peer dials again for more)."""
-        if self._closed:
-            return
-        self._going_away = True
-        last = 0 if self._client else self._last_stream_id  # the peer's streams we saw
-        payload = last.to_bytes(4, "big") + code.to_bytes(4, "big") + debug
-        self.write(frame(GOAWAY, 0, 0, payload))
-
     def close(self) -> None:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
@@ -292,13 +259,6 @@ class Http2Connection(Http2Sending, asyncio.Protocol):
             self.streams.pop(stream_id, None)
             self._maybe_close()
 
-    def _give_back(self, size: int) -> None:
-        self._recv_unacked += size
-        if self._recv_unacked >= CONNECTION_WINDOW // 2:
-            self.write(frame(WINDOW_UPDATE, 0, 0, self._recv_unacked.to_bytes(4, "big")))
-            self._recv_window += self._recv_unacked
-            self._recv_unacked = 0
-
     def _on_headers(self, kind: int, flags: int, stream_id: int, payload: bytes) -> None:
         if kind == HEADERS:
             if not stream_id:
@@ -361,74 +321,6 @@ class Http2Connection(Http2Sending, asyncio.Protocol):
         self.streams[stream_id] = stream
         stream.remote_closed = end
         self.stream_opened(stream, dict(fields), end)
-
-    def _on_window_update(self, stream_id: int, payload: bytes) -> None:
-        if len(payload) != 4:
-            raise ProtocolError(FRAME_SIZE_ERROR, "WINDOW_UPDATE of the wrong size")
-        increment = int.from_bytes(payload, "big") & MAX_WINDOW
-        if stream_id == 0:
-            if not increment:
-                raise ProtocolError(PROTOCOL_ERROR, "zero WINDOW_UPDATE")
-            self._send_window += increment
-            if self._send_window > MAX_WINDOW:
-                raise ProtocolError(FLOW_CONTROL_ERROR, "connection window overflow")
-        elif (stream := self.streams.get(stream_id)) is not None:
-            stream.send_window += increment
-            if not increment or stream.send_window > MAX_WINDOW:
-                self.reset(stream, PROTOCOL_ERROR if not increment else FLOW_CONTROL_ERROR)
-                self.stream_reset(stream, FLOW_CONTROL_ERROR)
-                return
-        self._flush_blocked()
-
-    def _on_ping(self, flags: int, stream_id: int, payload: bytes) -> None:
-        if stream_id or len(payload) != 8:
-            raise ProtocolError(PROTOCOL_ERROR if stream_id else FRAME_SIZE_ERROR, "bad PING")
-        if flags & ACK:
-            return
-        now = self.loop.time()
-        if now - self._last_ping < PING_INTERVAL:
-            self._ping_strikes += 1
-            if self._ping_strikes > PING_STRIKES:
-                self.goaway(ENHANCE_YOUR_CALM, b"too_many_pings")
-                self.close()
-                self._closed = True
-                return
-        self._last_ping = now
-        self.write(frame(PING, ACK, 0, payload))
-
-    def _on_settings(self, flags: int, stream_id: int, payload: bytes) -> None:
-        if stream_id:
-            raise ProtocolError(PROTOCOL_ERROR, "SETTINGS on a stream")
-        if flags & ACK:
-            if payload:
-                raise ProtocolError(FRAME_SIZE_ERROR, "SETTINGS ack with a payload")
-            return
-        if len(payload) % 6:
-            raise ProtocolError(FRAME_SIZE_ERROR, "SETTINGS of the wrong size")
-        for i in range(0, len(payload), 6):
-            key, value = SETTING.unpack_from(payload, i)
-            if key == S_INITIAL_WINDOW_SIZE:
-                if value > MAX_WINDOW:
-                    raise ProtocolError(FLOW_CONTROL_ERROR, "initial window too large")
-                delta = value - self._peer_initial_window
-                self._peer_initial_window = value
-                for stream in self.streams.values():
-                    stream.send_window += delta
-            elif key == S_MAX_FRAME_SIZE:
-                if not DEFAULT_FRAME <= value <= 16_777_215:
-                    raise ProtocolError(PROTOCOL_ERROR, "bad MAX_FRAME_SIZE")
-                self._peer_max_frame = value
-            elif key == S_HEADER_TABLE_SIZE:
-                pass  # our encoder never indexes, so any table size suits it
-        self.write(frame(SETTINGS, ACK, 0))
-        self._flush_blocked()
-
-    def _on_rst(self, stream_id: int, payload: bytes) -> None:
-        if not stream_id or len(payload) != 4:
-            raise ProtocolError(PROTOCOL_ERROR, "bad RST_STREAM")
-        stream = self.streams.get(stream_id)
-        if stream is not None:
-            self._drop(stream, int.from_bytes(payload, "big"))
 
     def _drop(self, stream: Http2Stream, code: int) -> None:
         stream.local_closed = stream.remote_closed = True
