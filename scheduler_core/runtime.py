@@ -7,12 +7,14 @@ waiting workers whenever something changed that could let one of them
 proceed (an enqueue, a new waiter, a querier coming or going, a config
 change). Waiting workers are served in the order they started waiting, so
 no worker of a busy querier starves another.
+
+`stop`, the drain at shutdown, comes from `RuntimeDrain` (runtime_drain.py);
+`SHUTTING_DOWN`, what it fails the leftovers with, is re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, Unknow
 from scheduler_core.loops import running_loop
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
+from scheduler_core.runtime_drain import SHUTTING_DOWN, RuntimeDrain
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
 
 __all__ = ["SHUTTING_DOWN", "SchedulerRuntime"]
@@ -36,11 +39,9 @@ Handoff = tuple[Request, float]
 # A request is handed to queriers at most this many times: once, plus one
 # retry after its querier vanished mid-request.
 MAX_ATTEMPTS = 2
-# What every request still queued or running at the drain deadline fails with.
-SHUTTING_DOWN = "scheduler shutting down"
 
 
-class SchedulerRuntime:
+class SchedulerRuntime(RuntimeDrain):
     """Owns the queue, the waiting workers and the periodic forget check."""
 
     def __init__(
@@ -84,50 +85,6 @@ class SchedulerRuntime:
             task = running_loop().create_task(coro)
             task.add_done_callback(self._log_task_death)
             self._tasks.append(task)
-
-    async def stop(self, *, drain_timeout: float = 30.0) -> list[Request]:
-        """Stop accepting, let queriers drain the queue and finish, fail what is left.
-
-        Waits until nothing is queued or running, up to `drain_timeout`.
-        Returns the requests still queued or running at the deadline, queued
-        ones first; each was released from its worker (whose transport is
-        told through `cancellation`, as for a cancel) and reported to the
-        observer as failed with `SHUTTING_DOWN`, so every frontend gets an
-        answer and nothing is silently dropped. A result arriving later for
-        a running one finds it gone and is dropped.
-        """
-        self._stopping = True
-        if len(self.queue) or self.queue.in_flight_count():
-            self._emptied.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._emptied.wait(), drain_timeout)
-        leftovers = self.queue.drain() + self._release_running()
-        for request in leftovers:
-            self._notify("on_failed", request, SHUTTING_DOWN)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks.clear()
-        return leftovers
-
-    def _release_running(self) -> list[Request]:
-        """Take every in-flight request off its worker, for stop to fail it."""
-        handed = {id(request): key for key, request in self._handed.items()}
-        running = []
-        for request in self.queue.in_flight_requests():
-            self.queue.cancel(request.id)
-            key = handed.get(id(request))
-            if key is not None:
-                # Handed to a wait that never resumed: no querier ran it.
-                del self._handed[key]
-                request.attempts -= 1
-            cancelled = self._cancellations.pop(request.id, None)
-            if cancelled is not None and not cancelled.done():
-                cancelled.set_result(None)
-            running.append(request)
-        return running
 
     def _log_task_death(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -406,7 +363,7 @@ class SchedulerRuntime:
                 self._wake.set()
 
     def _note_if_empty(self) -> None:
-        # What stop's drain waits for: nothing queued and nothing running.
+        # What stop's drain (runtime_drain.py) waits for: nothing queued, nothing running.
         if not len(self.queue) and not self.queue.in_flight_count():
             self._emptied.set()
 
