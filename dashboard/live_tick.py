@@ -31,6 +31,7 @@ __all__ = [
     "ChartHistory",
     "Tick",
     "chart_point",
+    "oldest_queued",
 ]
 
 TICK_SECONDS = 0.25  # the cadence while ticks are cheap; `dashboard.live` stretches it
@@ -145,16 +146,27 @@ class ChartHistory:
         return list(self._points)[max(start, first) - first :]
 
 
-def chart_point(tick: Tick, stats: Mapping[str, Any] | None) -> list[Any]:
-    """The tick's point for `ChartHistory`."""
-    index = tick.index
-    oldest = index.all_tenants.oldest_enqueued_at
-    wait = None if oldest is None else round(max(0.0, index.snapshot.taken_at - oldest), 2)
+def chart_point(
+    wall_time: float,
+    snapshot: QueueSnapshot,
+    oldest_enqueued_at: float | None,
+    stats: Mapping[str, Any] | None,
+) -> list[Any]:
+    """A point for `ChartHistory`: [time, queued, oldest wait, p50, p99]."""
+    wait = (
+        None
+        if oldest_enqueued_at is None
+        else round(max(0.0, snapshot.taken_at - oldest_enqueued_at), 2)
+    )
     waits = (stats or {}).get("wait") or {}
-    return [
-        round(tick.wall_time, 1),
-        index.snapshot.total,
-        wait,
-        waits.get("p50"),
-        waits.get("p99"),
-    ]
+    return [round(wall_time, 1), snapshot.total, wait, waits.get("p50"), waits.get("p99")]
+
+
+def oldest_queued(snapshot: QueueSnapshot) -> float | None:
+    """When the snapshot's oldest queued request arrived (None: nothing queued).
+
+    What a tick reads from its index (`all_tenants`), for a point taken
+    without one.
+    """
+    heads = [leaf.oldest_enqueued_at for leaf in snapshot.leaves]
+    return min((at for at in heads if at is not None), default=None)

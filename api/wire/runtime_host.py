@@ -24,6 +24,7 @@ import contextvars
 import logging
 import os
 import signal
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -50,6 +51,7 @@ from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, Traffi
 __all__ = [
     "CONFIG_GROUP",
     "RuntimeHost",
+    "add_background",
     "add_observer",
     "ensure_started",
     "frontends",
@@ -115,6 +117,8 @@ class RuntimeHost:
         self._spawn(self.queue_peers.serve(), "queue requests")
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
+        for name, factory in _backgrounds.items():
+            self._spawn(factory(), name)
         if getattr(settings, "REDIS_URL", ""):
             prefix = getattr(settings, "CHANNEL_PREFIX", "asgi")
             summaries = replica_board.publish_loop(self, settings.REDIS_URL, prefix)
@@ -322,6 +326,9 @@ def _log_death(task: asyncio.Task[Any]) -> None:
 _host: RuntimeHost | None = None
 _starting: asyncio.Future[RuntimeHost] | None = None
 _pending_observers: list[Any] = []
+# Loops other apps run beside the runtime (the inspector's chart history),
+# by name: started with the host, cancelled at its stop like its own tasks.
+_backgrounds: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
 
 
 async def ensure_started() -> RuntimeHost:
@@ -373,6 +380,19 @@ def add_observer(observer: Any) -> None:
         _pending_observers.append(observer)
     if _host is not None:
         _host.observer.add(observer)
+
+
+def add_background(name: str, factory: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run `factory()` as a task of every host from its start to its stop.
+
+    Registered once per name (an app's `ready()` may run again in tests); a
+    host that is already running starts it at once.
+    """
+    if name in _backgrounds:
+        return
+    _backgrounds[name] = factory
+    if _host is not None:
+        _host._spawn(factory(), name)  # noqa: SLF001 - the module owns its host
 
 
 async def shutdown(drain_timeout: float | None = None) -> None:

@@ -231,6 +231,47 @@ async def test_chart_points_accumulate_once_per_second_and_arrive_once(
     assert [p[1] for p in update["chart"]] == [1]
 
 
+def test_with_no_inspector_open_the_chart_still_gains_a_point_a_second(
+    source: QueueSource, broadcaster: Broadcaster, wall: WallClock
+) -> None:
+    for queued in range(1, 4):
+        source.enqueue(f"r{queued}", "acme")
+        assert broadcaster.sample_history() > 0
+        assert broadcaster.sample_history() == 0  # a point this second already
+        wall.now += 1.0
+    assert [point[1] for point in broadcaster.chart.since(0)] == [1, 2, 3]
+    source.now += 5.0
+    source.enqueue("r4", "acme")
+    broadcaster.sample_history()
+    # The oldest wait is read from the leaves, as a tick reads it from its index.
+    assert broadcaster.chart.since(0)[-1][1:3] == [4, 5.0]
+
+
+async def test_an_inspector_opened_later_gets_the_minutes_before_it_then_only_new_points(
+    viewer_socket: WebsocketCommunicator,
+    source: QueueSource,
+    broadcaster: Broadcaster,
+    wall: WallClock,
+) -> None:
+    for queued in range(1, 4):
+        source.enqueue(f"r{queued}", "acme")
+        broadcaster.sample_history()
+        wall.now += 1.0
+    await viewer_socket.send_json_to({"type": "subscribe"})
+    first = await viewer_socket.receive_json_from()
+    assert [p[1] for p in first["chart"]] == [1, 2, 3, 3]
+    await viewer_socket.send_json_to({"type": "ack", "seq": 1})
+    await viewer_socket.send_json_to({"type": "pause"})
+    await viewer_socket.receive_nothing(timeout=0.05)
+    wall.now += 1.0
+    source.enqueue("r4", "acme")
+    assert broadcaster.tick() is None  # paused: no tick, but the history goes on
+    broadcaster.sample_history()
+    await viewer_socket.send_json_to({"type": "resume"})
+    resumed = await viewer_socket.receive_json_from()
+    assert [p[1] for p in resumed["chart"]][-1] == 4
+
+
 async def test_bad_messages_get_an_error_and_keep_the_connection(
     viewer_socket: WebsocketCommunicator,
 ) -> None:

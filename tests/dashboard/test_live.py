@@ -44,3 +44,10 @@ async def test_the_cpu_a_viewers_sends_take_is_charged_to_the_broadcaster_once()
     assert charged > 0
     assert viewer.send_seconds == 0
     assert broadcaster._sends_cost() == 0
+
+
+def test_the_dashboard_keeps_the_charts_history_beside_every_runtime() -> None:
+    from api.wire import runtime_host
+    from dashboard.live import keep_history
+
+    assert runtime_host._backgrounds["inspector chart history"] is keep_history

@@ -6,9 +6,11 @@ build on each other the way an operator's session would.
 
 from __future__ import annotations
 
+import json
 import re
+import time
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocket, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
@@ -194,3 +196,26 @@ def test_inspector_screenshot_with_busy_and_reserved_queriers(page: Page, traffi
     finally:
         traffic.close(slow)
         traffic.close(reserved)
+
+
+def test_the_charts_show_the_minutes_before_the_page_was_opened(
+    page: Page, traffic: Traffic
+) -> None:
+    page.goto("/history/")  # no inspector open anywhere
+    traffic.enqueue("unwatched", count=7)
+    queued_at = time.time()
+    page.wait_for_timeout(3_500)  # the server keeps a point a second meanwhile
+    frames: list[str] = []
+
+    def listen(socket: WebSocket) -> None:
+        socket.on("framereceived", lambda payload: frames.append(payload))
+
+    page.on("websocket", listen)
+    opened_at = time.time()
+    page.goto("/")
+    expect(page.locator("#live-state")).to_have_text("live")
+    page.remove_listener("websocket", listen)
+    snapshots = [json.loads(f) for f in frames if '"type":"snapshot"' in f]
+    before = [p for p in snapshots[0]["chart"] if queued_at <= p[0] < opened_at]
+    assert len(before) >= 2
+    assert all(queued >= 7 for _, queued, *_ in before)

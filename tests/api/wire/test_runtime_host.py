@@ -69,3 +69,31 @@ async def test_shutdown_fails_the_queued_requests_back_through_their_handles(set
     await runtime_host.shutdown(drain_timeout=0)
     assert failures == [("left", "scheduler shutting down")]
     assert not runtime_host.started()
+
+
+async def test_a_registered_background_loop_runs_from_the_hosts_start_to_its_stop(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.GRPC_PORT = 0
+    monkeypatch.setattr(runtime_host, "_backgrounds", dict(runtime_host._backgrounds))
+    passes: dict[str, list[str]] = {"early": [], "late": []}
+
+    def loop(name: str) -> Any:
+        async def run() -> None:
+            try:
+                while True:
+                    passes[name].append("pass")
+                    await asyncio.sleep(0.01)
+            finally:
+                passes[name].append("stopped")
+
+        return run
+
+    runtime_host.add_background("early", loop("early"))
+    runtime_host.add_background("early", loop("late"))  # one loop per name
+    await runtime_host.ensure_started()
+    runtime_host.add_background("late", loop("late"))  # a running host starts it at once
+    await until(lambda: len(passes["early"]) >= 2 and len(passes["late"]) >= 2)
+    await runtime_host.shutdown(drain_timeout=0)
+    assert passes["early"][-1] == passes["late"][-1] == "stopped"
+    assert passes["late"].count("stopped") == 1
