@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
 
@@ -57,6 +57,9 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
             re.compile(r"p99 for priority 5: no requests -> [0-9.e-]+ s")
         )
         expect(page.locator("#sim-verdicts")).to_contain_text("p99 for priority 0: ")
+        expect(page.locator("#sim-verdict-summary")).to_contain_text("priorities' p99 change.")
+        changed = page.locator("#sim-verdicts li", has_text="priority 5")
+        expect(changed).not_to_contain_text("(unchanged)")
         live = page.locator("#col-live")
         proposed = page.locator("#col-proposed")
         expect(live).to_contain_text("Queue wait by priority")
@@ -91,3 +94,35 @@ def test_a_long_run_shows_progress_and_can_be_cancelled(page: Page) -> None:
     expect(page.locator("#sim-verdicts li").first).to_contain_text(
         "p99 for priority 2", timeout=30_000
     )
+    # Nothing proposed: both sides are the live config, so every line reads the same.
+    expect(page.locator("#sim-verdict-summary")).to_have_text(
+        "The proposed config leaves every priority's p99 as it is on this workload."
+    )
+    expect(page.locator("#sim-verdicts li:not(.unchanged)")).to_have_count(0)
+    expect(page.locator("#sim-verdicts li").first).to_contain_text("(unchanged)")
+    expect(page.locator("#col-live")).to_contain_text(re.compile(r"\d (µs|ms|s)\b"))
+
+
+def test_a_progress_answer_that_arrives_after_the_run_leaves_its_done_line(page: Page) -> None:
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        if route.request.method == "GET":
+            held.append(route)  # answered below, once the run's own answer is shown
+        else:
+            route.continue_()
+
+    page.goto("/simulate/")
+    page.route(re.compile(r"/api/v1/simulate/[^/]+/$"), hold)
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    page.get_by_label("Duration, s (blank: the window)").fill("1200")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
+    assert held, "the run ended before its first progress poll"
+    for route in held:
+        route.fulfill(
+            json={"progress": 0.5, "elapsed_seconds": 1.0, "time_limit_seconds": 60},
+        )
+    page.unroute(re.compile(r"/api/v1/simulate/[^/]+/$"))
+    page.wait_for_timeout(200)  # the late answers' handlers run
+    expect(page.locator("#sim-status")).to_contain_text("Done in")

@@ -5,6 +5,7 @@
 // from this site's static files (uPlot is bundled at setup from the npm
 // registry); nothing is fetched from elsewhere.
 
+import { formatSeconds } from "./format.js";
 import uPlot from "./vendor/uplot.js";
 
 const form = document.getElementById("sim-form");
@@ -154,8 +155,9 @@ function running(on) {
 async function pollProgress(runId) {
   try {
     const response = await fetch(`${form.dataset.url}${runId}/`, { credentials: "same-origin" });
-    if (response.ok) {
-      const state = await response.json();
+    const state = response.ok ? await response.json() : null;
+    // A poll answered after its run ended must not write over "Done" or "Cancelled".
+    if (state && current && current.runId === runId) {
       progress.value = state.progress;
       statusLine.textContent = `Simulating… ${Math.round(state.progress * 100)}% (${state.elapsed_seconds.toFixed(1)} s of at most ${state.time_limit_seconds} s)`;
     }
@@ -191,7 +193,13 @@ async function run(event) {
     const answer = await response.json().catch(() => ({}));
     if (response.ok) {
       statusLine.textContent = `Done in ${answer.workload.elapsed_seconds} s.`;
-      render(answer);
+      // A page that cannot show the answer says so, not that the server was away.
+      try {
+        render(answer);
+      } catch (error) {
+        results.hidden = true;
+        statusLine.textContent = `The answer arrived but could not be shown (${error.message}); reload the page.`;
+      }
     } else if (response.status === 400) {
       statusLine.textContent = "Nothing was simulated: fix the fields below.";
       showErrors(flatten(answer));
@@ -253,7 +261,8 @@ function table(caption, head, rows) {
   return t;
 }
 
-const waitRow = (label, s) => [label, seconds(s.mean), seconds(s.p50), seconds(s.p99), seconds(s.max), s.count];
+// Waits span microseconds to minutes: each with its unit, as on the inspector.
+const waitRow = (label, s) => [label, ...[s.mean, s.p50, s.p99, s.max].map(formatSeconds), s.count];
 const WAIT_HEAD = ["", "mean", "p50", "p99", "max", "count"];
 
 function column(element, result) {
@@ -271,9 +280,9 @@ function column(element, result) {
     (result.reserved_queriers.length ? ` (${result.reserved_queriers.join(", ")})` : " (none reserved)") +
     `; last request done at ${seconds(result.makespan_seconds)} s.`;
   body.replaceChildren(
-    table("Queue wait by priority (s)", WAIT_HEAD, priorities.map((p) => waitRow(`priority ${p}`, result.by_priority[p]))),
-    table("Queue wait by component (s)", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
-    table("Five worst tenants by p99 (s)", WAIT_HEAD, result.worst_tenants.map((s) => waitRow(s.tenant, s))),
+    table("Queue wait by priority", WAIT_HEAD, priorities.map((p) => waitRow(`priority ${p}`, result.by_priority[p]))),
+    table("Queue wait by component", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
+    table("Five worst tenants by p99", WAIT_HEAD, result.worst_tenants.map((s) => waitRow(s.tenant, s))),
     table("Worker utilisation by component", ["", "busy"], util.map(([c, u]) => [c, `${(u * 100).toFixed(1)}%`])),
     table("Rejected (429 and rules) by tenant", ["", "count"], rejected),
     facts,
@@ -282,13 +291,24 @@ function column(element, result) {
 
 function render(answer) {
   results.hidden = false;
-  document.getElementById("sim-verdicts").replaceChildren(
-    ...answer.verdicts.map((line) => {
-      const li = document.createElement("li");
-      li.textContent = line;
-      return li;
-    }),
-  );
+  // A line whose two sides read the same is kept (every priority is listed)
+  // but set apart, so the lines that changed are the ones that stand out.
+  const same = answer.verdicts.map((line) => {
+    const [before, after] = line.slice(line.indexOf(": ") + 2).split(" -> ");
+    return before === after;
+  });
+  const lines = answer.verdicts.map((line, i) => {
+    const li = document.createElement("li");
+    li.textContent = same[i] ? `${line} (unchanged)` : line;
+    if (same[i]) li.className = "unchanged";
+    return li;
+  });
+  const summary = document.getElementById("sim-verdict-summary");
+  const changed = same.filter((s) => !s).length;
+  summary.textContent = changed
+    ? `${changed} of ${same.length} priorities' p99 change.`
+    : "The proposed config leaves every priority's p99 as it is on this workload.";
+  document.getElementById("sim-verdicts").replaceChildren(...lines);
   const w = answer.workload;
   document.getElementById("sim-workload-line").textContent =
     `${w.kind === "recent" ? `recent ${w.window_seconds} s` : w.name}: ${w.requests} requests, ` +
