@@ -28,7 +28,7 @@ from django.views.decorators.http import require_POST
 from api.rest.views.explain import actor_body, known_queriers, queriers_body
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.store.import_plan import validate_tenant
+from api.store.import_plan import tenant_id_errors, validate_tenant
 from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.forms import EditorAction, apply_action, editor_model
@@ -166,6 +166,9 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_ALREADY_EXISTS = FieldError("tenant_id", "a tenant with this ID already exists")
+
+
 def _render_editor(
     request: HttpRequest,
     *,
@@ -185,6 +188,12 @@ def _render_editor(
 ) -> HttpResponse:
     context = {
         "tenant_id": tenant_id,
+        # The ID in the page's links, once it is one a URL can carry: a new
+        # tenant's refused ID (say "a/b") is shown with its error, not routed.
+        "url_tenant": tenant_id if tenant_id and not tenant_id_errors(tenant_id) else None,
+        "tenant_id_errors": [e.message for e in errors if e.path == "tenant_id"],
+        # A review step's page keeps the note typed before it.
+        "message": request.POST.get("message", ""),
         "is_new": is_new,
         "version": version,
         "editor": editor_model(config, list(errors)),
@@ -227,7 +236,10 @@ def _review(
             messages.error(request, f"A tenant {tenant_id} already exists; nothing was saved.")
         else:
             messages.error(request, STALE.format(current=current))
-        return _render_editor(request, config=config, status=409, view=draft.view, **show)
+        taken = [_ALREADY_EXISTS] if is_new else []
+        return _render_editor(
+            request, config=config, errors=taken, status=409, view=draft.view, **show
+        )
     if request.POST.get("reviewed") == review_token(tenant_id, version, config):
         return None
     inputs = _explain_inputs(request.POST)
@@ -283,6 +295,7 @@ def _save(
             tenant_id=tenant_id,
             config=draft,
             version=version,
+            errors=[_ALREADY_EXISTS] if is_new else [],
             status=409,
             is_new=is_new,
             view=reviewed.view,

@@ -46,6 +46,10 @@ class Author(Protocol):
     def get_username(self) -> str: ...
 
 
+# Spelled out: "!-_" would read as a range of characters.
+_ALLOWED_TEXT = "letters, digits and ! - _ . * ' ( )"
+
+
 def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldError]:
     """Problems with a tenant ID under Cortex's rules (at most 150 characters)."""
     if not isinstance(tenant_id, str) or not tenant_id:
@@ -58,9 +62,7 @@ def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldEr
         {c for c in tenant_id if not (c.isascii() and c.isalnum()) and c not in _TENANT_ID_EXTRA}
     )
     if bad:
-        return [
-            FieldError(path, f"invalid characters {''.join(bad)!r}; allowed: A-Z a-z 0-9 !-_.*'()")
-        ]
+        return [FieldError(path, f"invalid characters {''.join(bad)!r}; allowed: {_ALLOWED_TEXT}")]
     return []
 
 

@@ -127,6 +127,39 @@ def test_new_tenant_is_created_and_a_duplicate_is_refused(
     assert again.status_code == 409
 
 
+@pytest.mark.parametrize("tenant_id", ["a/b", "bad id/with space", "..", "x" * 151])
+def test_a_new_tenant_id_no_url_can_carry_is_refused_on_its_field(
+    editor_client: Client, tenant_id: str
+) -> None:
+    for action in ("save", "explain"):
+        data = form(None, "x", tenant_id=tenant_id, action=action, explain_query="up")
+        response = editor_client.post("/tenants/new/", data)
+        assert response.status_code in (200, 400)
+    saved = editor_client.post("/tenants/new/", form(None, "x", tenant_id=tenant_id))
+    assert saved.status_code == 400
+    assert 'id="tenant_id-err"' in saved.content.decode()
+    assert not Tenant.objects.exists()
+
+
+def test_a_taken_tenant_id_is_marked_on_its_field(editor_client: Client, acme: Tenant) -> None:
+    again = editor_client.post("/tenants/new/", form(None, "x", tenant_id="acme"))
+    page = again.content.decode()
+    assert again.status_code == 409
+    assert 'id="tenant_id-err">a tenant with this ID already exists<' in page
+
+
+def test_the_change_note_typed_before_save_is_kept_on_the_review_step(
+    editor_client: Client, acme: Tenant
+) -> None:
+    data = form(acme.version, "y", message="page the on-call <b>less</b>")
+    review = editor_client.post("/tenants/acme/", data).content.decode()
+    assert 'value="page the on-call &lt;b&gt;less&lt;/b&gt;"' in review
+    settings = editor_client.post(
+        "/settings/", {"layout": "component-first", "message": "try it", "version": "0"}
+    )
+    assert 'value="try it"' in settings.content.decode()
+
+
 def test_rollback_from_history_writes_a_new_revision(editor_client: Client, acme: Tenant) -> None:
     confirm(editor_client, "/tenants/acme/", form(acme.version, "down"))
     latest = ConfigRevision.objects.first()
