@@ -15,6 +15,7 @@ the box says is what the scheduler will do.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -37,6 +38,7 @@ from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE, posted_version
 from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.bounds import request_times_error
+from scheduler_core.classify import EXPRESSION_API_TYPES, parses
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import (
@@ -92,18 +94,26 @@ def _explain_inputs(post: Any) -> dict[str, str]:
     return {k: post.get(f"explain_{k}", EXPLAIN_DEFAULTS.get(k, "")) for k in EXPLAIN_FIELDS}
 
 
-def _ago(text: str, now: float) -> float | None:
-    return now - parse_duration(text) if text.strip() else None
+# The explain box's duration fields, by the label the page shows.
+_DURATIONS = (("start", "Start (ago)"), ("end", "End (ago)"), ("step", "Step"))
 
 
 def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """The explain box's content for a draft block and a sample request."""
     now = time.time()
-    try:
-        start, end = _ago(inputs["start"], now), _ago(inputs["end"], now)
-        step = parse_duration(inputs["step"]) if inputs["step"].strip() else None
-    except InvalidDuration as exc:
-        return {"problem": f"Time range: {exc}"}
+    if not inputs["query"].strip():
+        return {"problem": "Type a query to explain."}
+    spans: dict[str, float | None] = {}
+    for key, label in _DURATIONS:
+        try:
+            spans[key] = parse_duration(inputs[key]) if inputs[key].strip() else None
+        except InvalidDuration as exc:
+            return {"problem": f"{label}: {exc}"}
+    start, end, step = (
+        None if spans["start"] is None else now - spans["start"],
+        None if spans["end"] is None else now - spans["end"],
+        spans["step"],
+    )
     # The same check as enqueue's on both protocols and the REST explain's.
     times = request_times_error(start, end, step)
     if times is not None:
@@ -131,7 +141,15 @@ def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) 
         return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
     config = selectors.queue_config_get()
     actor = actor_body({config.actor_path_header: inputs["actor_path"]}, config)
-    return {**_explanation(found, draft), "actor": actor}
+    # Classification reads the query's selectors; one it cannot parse reads
+    # unknown data, which the page says rather than leave "unknown" unexplained.
+    unparsed = inputs["api_type"] in EXPRESSION_API_TYPES and not parses(inputs["query"])
+    return {**_explanation(found, draft), "actor": actor, "unparsed": unparsed}
+
+
+def _ago_text(seconds: float) -> str:
+    """A span back from now, to the second: the select range's milliseconds are noise here."""
+    return format_duration(round(seconds) if math.isfinite(seconds) and seconds >= 1 else seconds)
 
 
 def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +171,7 @@ def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
         "component": found.component,
         "select": None
         if select is None
-        else (format_duration(found.now - select[0]), format_duration(found.now - select[1])),
+        else (_ago_text(found.now - select[0]), _ago_text(found.now - select[1])),
         "priority": match.priority,
         "source": match.source,
         "rule_index": match.rule_index,

@@ -33,6 +33,7 @@ __all__ = [
     "classify",
     "client_headers",
     "component_for",
+    "parses",
     "query_info",
     "select_pair",
     "select_range",
@@ -145,6 +146,11 @@ def _ms(seconds: float) -> int:
     if not math.isfinite(seconds) or abs(seconds) > _MAX_SECONDS:
         raise _Unclassifiable(f"time out of range: {seconds!r}")
     return round(seconds * 1000.0)
+
+
+def parses(query: str) -> bool:
+    """Whether the scheduler can read `query` as PromQL (else its component is unknown)."""
+    return _spans_of(query) is not None
 
 
 def _spans_of(query: str) -> tuple[_Span, ...] | None:

@@ -117,6 +117,36 @@ def test_explain_uses_the_unsaved_draft(editor_client: Client, acme: Tenant) -> 
     assert "not found in query" in html
 
 
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"explain_step": "5x"}, "Step: "),
+        ({"explain_start": "soon"}, "Start (ago): "),
+        ({"explain_end": "-"}, "End (ago): "),
+        ({"explain_query": "  "}, "Type a query to explain."),
+    ],
+)
+def test_explain_names_the_field_it_cannot_read(
+    editor_client: Client, acme: Tenant, fields: dict[str, str], problem: str
+) -> None:
+    data = {**form(None, "rate", explain_query="up", explain_api_type="query_range"), **fields}
+    html = editor_client.post("/tenants/acme/explain/", data).content.decode()
+    assert f'<p class="error">{problem}' in html
+
+
+def test_explain_says_when_a_query_does_not_parse_and_reads_whole_seconds(
+    editor_client: Client, acme: Tenant
+) -> None:
+    data = form(None, "rate", explain_query="sum(rate(foo[5m]", explain_api_type="query")
+    html = editor_client.post("/tenants/acme/explain/", data).content.decode()
+    assert 'id="explain-unparsed"' in html
+    data = form(None, "rate", explain_query="up", explain_start="1h", explain_end="0s")
+    html = editor_client.post("/tenants/acme/explain/", {**data, "explain_step": "30s"})
+    text = html.content.decode()
+    assert 'id="explain-unparsed"' not in text
+    assert "ms ago" not in text
+
+
 def test_new_tenant_is_created_and_a_duplicate_is_refused(
     editor_client: Client, acme: Tenant
 ) -> None:

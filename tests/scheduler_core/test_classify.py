@@ -10,6 +10,7 @@ from scheduler_core.classify import (
     Classification,
     classify,
     component_for,
+    parses,
     query_info,
     select_pair,
     select_range,
@@ -298,3 +299,16 @@ def test_a_select_pair_needs_both_ends_of_the_range() -> None:
     assert select_pair(QueryInfo(select_start=1.0, select_end=2.0)) == (1.0, 2.0)
     assert select_pair(QueryInfo(select_start=1.0)) is None
     assert select_pair(QueryInfo(select_end=2.0)) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "readable"),
+    [
+        ("up", True),
+        ("sum(rate(x[5m]))", True),
+        ("sum(rate(foo[5m]", False),
+        ("x[100000000y]", False),
+    ],
+)
+def test_parses_says_whether_classification_can_read_the_query(query: str, readable: bool) -> None:
+    assert parses(query) is readable
