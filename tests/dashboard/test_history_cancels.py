@@ -42,3 +42,17 @@ def test_history_says_when_nobody_cancelled_anything(viewer_client: Client) -> N
     assert (
         "No operator has cancelled a query yet." in viewer_client.get("/history/").content.decode()
     )
+
+
+def test_a_filter_that_matches_no_revision_says_so_and_the_cancels_say_they_are_all_listed(
+    viewer_client: Client,
+) -> None:
+    services.tenant_put(
+        tenant_id="acme", config={}, expected_version=None, author=None, source="cli"
+    )
+    page = viewer_client.get("/history/?key=nobody").content.decode()
+    assert "No revision matches these filters." in page
+    assert "No change has been made yet." not in page
+    assert "every cancel is listed" in page
+    unfiltered = viewer_client.get("/history/").content.decode()
+    assert "every cancel is listed" not in unfiltered and 'id="no-revisions"' not in unfiltered
