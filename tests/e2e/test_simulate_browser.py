@@ -57,7 +57,9 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
             re.compile(r"p99 for priority 5: no requests -> [0-9.e-]+ s")
         )
         expect(page.locator("#sim-verdicts")).to_contain_text("p99 for priority 0: ")
-        expect(page.locator("#sim-verdict-summary")).to_contain_text("priorities' p99 change.")
+        expect(page.locator("#sim-verdict-summary")).to_contain_text(
+            "Only the proposed one has requests at priority 5."
+        )
         changed = page.locator("#sim-verdicts li", has_text="priority 5")
         expect(changed).not_to_contain_text("(unchanged)")
         live = page.locator("#col-live")

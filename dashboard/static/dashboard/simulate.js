@@ -289,25 +289,39 @@ function column(element, result) {
   );
 }
 
+// How a verdict line spells a side with no requests at its priority (scheduler_core.whatif).
+const NONE = "no requests";
+
 function render(answer) {
   results.hidden = false;
   // A line whose two sides read the same is kept (every priority is listed)
   // but set apart, so the lines that changed are the ones that stand out.
-  const same = answer.verdicts.map((line) => {
+  // A priority only one side uses is a move of requests, not a change of wait.
+  const sides = answer.verdicts.map((line) => {
     const [before, after] = line.slice(line.indexOf(": ") + 2).split(" -> ");
-    return before === after;
+    const level = line.slice("p99 for priority ".length, line.indexOf(": "));
+    return { before, after, level };
   });
   const lines = answer.verdicts.map((line, i) => {
     const li = document.createElement("li");
-    li.textContent = same[i] ? `${line} (unchanged)` : line;
-    if (same[i]) li.className = "unchanged";
+    const same = sides[i].before === sides[i].after;
+    li.textContent = same ? `${line} (unchanged)` : line;
+    if (same) li.className = "unchanged";
     return li;
   });
-  const summary = document.getElementById("sim-verdict-summary");
-  const changed = same.filter((s) => !s).length;
-  summary.textContent = changed
-    ? `${changed} of ${same.length} priorities' p99 change.`
+  const both = sides.filter((s) => s.before !== NONE && s.after !== NONE);
+  const changed = both.filter((s) => s.before !== s.after).length;
+  const onlyLive = sides.filter((s) => s.after === NONE).map((s) => s.level);
+  const onlyProposed = sides.filter((s) => s.before === NONE).map((s) => s.level);
+  let summary = changed
+    ? `${changed} of ${both.length} priorities' p99 change.`
     : "The proposed config leaves every priority's p99 as it is on this workload.";
+  if (changed === 0 && (onlyLive.length || onlyProposed.length)) {
+    summary = `No priority both configs use changes its p99 (${both.length} of them).`;
+  }
+  if (onlyLive.length) summary += ` Only the live config has requests at priority ${onlyLive.join(", ")}.`;
+  if (onlyProposed.length) summary += ` Only the proposed one has requests at priority ${onlyProposed.join(", ")}.`;
+  document.getElementById("sim-verdict-summary").textContent = summary;
   document.getElementById("sim-verdicts").replaceChildren(...lines);
   const w = answer.workload;
   document.getElementById("sim-workload-line").textContent =
