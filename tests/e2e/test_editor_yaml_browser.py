@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from tests.e2e.conftest import EDITOR, SCREENSHOTS
 
@@ -181,3 +181,33 @@ def test_the_inspector_charts_label_their_axes_and_show_values_under_the_cursor(
     expect(page.locator("#chart-queued .u-legend .u-series").nth(1)).to_have_text(
         re.compile(r"queued\s*\d")
     )
+
+
+def test_an_edit_button_keeps_the_editors_place_and_leaving_with_edits_asks_first(
+    page: Page,
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 600})
+    page.goto("/tenants/acme/")
+    add = page.get_by_role("button", name="+ Attribute").first
+    add.scroll_into_view_if_needed()
+    before = page.evaluate("window.scrollY")
+    assert before > 0
+    with page.expect_navigation():
+        add.click()
+    expect(page.get_by_role("group", name=re.compile("^Attribute 2"))).to_be_attached()
+    assert abs(page.evaluate("window.scrollY") - before) <= 2
+    asked: list[str] = []
+
+    def stay(dialog: Dialog) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()
+
+    page.once("dialog", stay)
+    page.get_by_role("link", name="History").click()
+    page.wait_for_timeout(300)  # a dismissed leave leaves the page where it is
+    expect(page).to_have_url(re.compile(r"/tenants/acme/$"))
+    assert asked == ["beforeunload"]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("link", name="History").click()
+    expect(page).to_have_url(re.compile(r"/history/"))
+    page.set_viewport_size({"width": 1500, "height": 1000})

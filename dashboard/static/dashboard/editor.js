@@ -1,6 +1,8 @@
 // Tenant editor: the Explain button asks the server about the rules as they
 // stand in the form (saved or not) and shows the answer in place. Without
 // this script the same button re-renders the whole page with the answer.
+// It also keeps the editor's place across the server-side edit buttons and
+// asks before a page with unsaved edits is left.
 
 import "./yaml_view.js";
 
@@ -40,3 +42,29 @@ document.getElementById("explain_query").addEventListener("keydown", (e) => {
 
 const firstError = document.querySelector('[aria-invalid="true"]');
 if (firstError) firstError.focus();
+
+// The rule and attribute buttons re-render the page on the server (the form
+// works without this script); the editor comes back where it was rather
+// than at the top. Save is left out: its review is shown at the top.
+const PLACE = "tenant-editor-place";
+let submitting = false;
+form.addEventListener("submit", (event) => {
+  submitting = true;
+  const action = event.submitter ? event.submitter.value : "";
+  if (action && action !== "save") {
+    sessionStorage.setItem(PLACE, JSON.stringify({ path: location.pathname, y: window.scrollY }));
+  }
+});
+const place = JSON.parse(sessionStorage.getItem(PLACE) || "null");
+sessionStorage.removeItem(PLACE);
+if (place && place.path === location.pathname && !firstError) window.scrollTo(0, place.y);
+
+// Leaving with unsaved edits asks first. A page the server rendered from a
+// post (an edit button, a refused save, the review) is itself an unsaved draft.
+let dirty = form.dataset.draft !== undefined;
+form.addEventListener("input", () => {
+  dirty = true;
+});
+window.addEventListener("beforeunload", (event) => {
+  if (dirty && !submitting) event.preventDefault();
+});
