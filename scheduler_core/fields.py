@@ -22,6 +22,7 @@ __all__ = [
     "mapping",
     "number",
     "sequence",
+    "shown",
     "text",
     "unknown",
 ]
@@ -46,7 +47,7 @@ def mapping(value: object, path: str, errs: Collector) -> Mapping[str, Any] | No
         return {}
     if isinstance(value, Mapping):
         return cast(Mapping[str, Any], value)
-    errs.add(path, f"must be a mapping, got {type(value).__name__}")
+    errs.add(path, f"must be a mapping, got {shown(value)}")
     return None
 
 
@@ -55,8 +56,22 @@ def sequence(value: object, path: str, errs: Collector) -> Sequence[Any] | None:
         return []
     if isinstance(value, list | tuple):
         return value
-    errs.add(path, f"must be a list, got {type(value).__name__}")
+    errs.add(path, f"must be a list, got {shown(value)}")
     return None
+
+
+def shown(value: object) -> str:
+    """A refused value as an error names it: text quoted (cut at 40 characters), else its type.
+
+    "got 'abc'" tells the person who typed abc in a number field what was
+    wrong; "got str" only tells a programmer.
+    """
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else f"{value[:40]!r}…"
+    if value is None:
+        return "null"
+    named = {dict: "a mapping", list: "a list", bool: repr(value)}
+    return named.get(type(value), type(value).__name__)
 
 
 def unknown(raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Collector) -> None:
@@ -67,7 +82,7 @@ def unknown(raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Col
 
 def integer(value: object, path: str, errs: Collector, minimum: int | None = None) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
-        errs.add(path, f"must be an integer, got {type(value).__name__}")
+        errs.add(path, f"must be an integer, got {shown(value)}")
         return None
     # Cortex keeps every count and priority in an int64: a larger one is a
     # file it cannot load, so it is refused here rather than exported.
@@ -114,6 +129,6 @@ def text(value: object, path: str, errs: Collector) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        errs.add(path, f"must be a string, got {type(value).__name__}")
+        errs.add(path, f"must be a string, got {shown(value)}")
         return None
     return value or None

@@ -70,7 +70,7 @@ def _bounded(
     """A number in [low, high] ((low, high] when `open_low`), or None after saying why."""
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errs.add(path, f"must be {kind}, got {type(value).__name__}")
+        errs.add(path, f"must be {kind}, got {f.shown(value)}")
         return None
     if integer and not isinstance(value, int):
         errs.add(path, f"must be {kind}, got {value!r}")

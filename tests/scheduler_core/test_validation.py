@@ -364,3 +364,19 @@ def test_the_seed_example_comes_back_in_canonical_form() -> None:
 def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
     assert set(TENANT_KEYS) == set(CANONICAL)
     assert set(tenant_limits_to_dict(TenantLimits())) < set(TENANT_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("abc", "got 'abc'"),
+        ("9" * 60, f"got {'9' * 40!r}…"),
+        (None, "got null"),
+        (True, "got True"),
+        ([1], "got a list"),
+        (1.5, "got float"),
+    ],
+)
+def test_a_refused_value_is_named_as_the_person_typed_it(value: object, named: str) -> None:
+    errors = validate_tenant_config({"max_queriers_per_tenant": value})
+    assert [e.message for e in errors] == [f"must be an integer, {named}"]
