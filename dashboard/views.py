@@ -23,7 +23,7 @@ from api.store.diff import structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
+from dashboard.forms import SETTINGS_FIELDS, SETTINGS_TEXT, errors_by_path, settings_from_post
 from dashboard.live import Tick
 from dashboard.projections import (
     PROJECTIONS,
@@ -185,7 +185,13 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
 def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
     return {
         "fields": [
-            {"name": k, "value": config.get(k, ""), "errors": errors.get(k, [])}
+            {
+                "name": k,
+                "label": SETTINGS_TEXT[k][0],
+                "help": SETTINGS_TEXT[k][1],
+                "value": config.get(k, ""),
+                "errors": errors.get(k, []),
+            }
             for k in SETTINGS_FIELDS
         ]
     }

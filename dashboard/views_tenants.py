@@ -86,7 +86,13 @@ def tenants(request: HttpRequest) -> HttpResponse:
                 "default_share": shares.get(tenant.tenant_id),
             }
         )
-    context = {"rows": rows, "page_obj": chunk, "search": search, "live": tick is not None}
+    context = {
+        "rows": rows,
+        "page_obj": chunk,
+        "search": search,
+        "live": tick is not None,
+        "default_outstanding": selectors.queue_config_get().max_outstanding_requests_per_tenant,
+    }
     return page(request, "dashboard/tenants.html", context)
 
 
@@ -210,6 +216,9 @@ def _render_editor(
         # tenant's refused ID (say "a/b") is shown with its error, not routed.
         "url_tenant": tenant_id if tenant_id and not tenant_id_errors(tenant_id) else None,
         "tenant_id_errors": [e.message for e in errors if e.path == "tenant_id"],
+        # What a blank limit means: the scheduler setting's value now.
+        "outstanding_label": "Max outstanding requests (blank = the setting, now "
+        f"{selectors.queue_config_get().max_outstanding_requests_per_tenant})",
         # A review step's page keeps the note typed before it.
         "message": request.POST.get("message", ""),
         "is_new": is_new,

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils.html import escape
 
 from api.store import selectors, services
 from api.store.models import ConfigRevision, Tenant
+from dashboard.forms import SETTINGS_FIELDS, SETTINGS_TEXT
 from tests.dashboard.saving import confirm
 
 pytestmark = pytest.mark.django_db
@@ -222,6 +224,29 @@ def test_settings_save_is_validated_and_version_checked(editor_client: Client) -
     assert selectors.queue_config_get().querier_forget_delay == 30.0
     stale = editor_client.post("/settings/", {"version": version, "priority_aging": "10s"})
     assert stale.status_code == 409
+
+
+def test_every_setting_is_labelled_and_says_what_it_does(viewer_client: Client) -> None:
+    page = viewer_client.get("/settings/").content.decode()
+    for name in SETTINGS_FIELDS:
+        label, help_text = SETTINGS_TEXT[name]
+        assert f'{label} <code class="muted">{name}</code></label>' in page
+        assert f'<p class="help">{escape(help_text)}</p>' in page
+
+
+def test_a_blank_outstanding_limit_shows_the_settings_value_it_stands_for(
+    editor_client: Client, acme: Tenant
+) -> None:
+    services.settings_update(
+        changes={"max_outstanding_requests_per_tenant": 250},
+        expected_version=None,
+        author=None,
+        source=ConfigRevision.Source.CLI,
+    )
+    listing = editor_client.get("/tenants/").content.decode()
+    assert "default (250)" in listing
+    editor = editor_client.get("/tenants/acme/").content.decode()
+    assert "Max outstanding requests (blank = the setting, now 250)" in editor
 
 
 def test_layout_switch_asks_to_confirm_then_switches(editor_client: Client) -> None:
