@@ -50,6 +50,12 @@ PAIR_FIELDS: tuple[tuple[str, str, tuple[str, str]], ...] = (
 # What the settings page says of each setting beside its name: a label, and
 # where it comes from and what it does (the Cortex, Mimir or Loki flag it
 # mirrors, when there is one).
+# The placeholders of each pair's two fields: values an operator might use.
+PAIR_EXAMPLES: dict[str, tuple[str, str]] = {
+    "time_window": ("1h", "0s"),  # from an hour ago to now
+    "time_range_limit": ("6h", "7d"),
+    "query_step_limit": ("1m", "5m"),
+}
 SETTINGS_TEXT: dict[str, tuple[str, str]] = {
     "layout": (
         "Queue layout",
@@ -306,19 +312,17 @@ def _attribute_model(
         for key, label in ATTRIBUTE_FIELDS
     ]
     pairs = []
-    for key, label, (low, high) in PAIR_FIELDS:
+    for key, label, ends in PAIR_FIELDS:
         raw = attr.get(key) or {}
         raw = raw if isinstance(raw, Mapping) else {}
-        pairs.append(
-            {
-                "label": label,
-                "group": _field(f"{path}.{key}", None, errors, placed),
-                "low": dict(_field(f"{path}.{key}.{low}", raw.get(low), errors, placed), label=low),
-                "high": dict(
-                    _field(f"{path}.{key}.{high}", raw.get(high), errors, placed), label=high
-                ),
-            }
-        )
+        pair: dict[str, Any] = {
+            "label": label,
+            "group": _field(f"{path}.{key}", None, errors, placed),
+        }
+        for side, end, example in zip(("low", "high"), ends, PAIR_EXAMPLES[key], strict=True):
+            field = _field(f"{path}.{key}.{end}", raw.get(end), errors, placed)
+            pair[side] = dict(field, label=end, placeholder=f"e.g. {example}")
+        pairs.append(pair)
     api_type = _field(f"{path}.api_type", attr.get("api_type"), errors, placed)
     return {
         "path": path,

@@ -16,7 +16,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         ThrottledLoginView.as_view(template_name="login.html", redirect_authenticated_user=True),
         name="login",
     ),
-    path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="/login/?logged_out=1"), name="logout"),
     path("", views.inspector, name="inspector"),
     path("layout/", views.layout_switch, name="layout"),
     path("tenants/", views_tenants.tenants, name="tenants"),

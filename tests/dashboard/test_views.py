@@ -53,6 +53,19 @@ def test_login_page_logs_in_and_lands_on_the_inspector(client: Client, viewer: A
     assert b'role="tree"' in page.content and b"victor" in page.content
 
 
+def test_logging_out_says_so_and_a_refused_password_starts_again_in_the_password(
+    client: Client, viewer: Any
+) -> None:
+    client.post("/login/", {"username": "victor", "password": "pw-victor-123"})
+    out = client.post("/logout/", follow=True)
+    assert out.redirect_chain[-1][0] == "/login/?logged_out=1"
+    assert "You are logged out." in out.content.decode()
+    assert "You are logged out." not in client.get("/login/").content.decode()
+    refused = client.post("/login/", {"username": "victor", "password": "wrong"}).content.decode()
+    assert 'type="password" autocomplete="current-password" autofocus' in refused
+    assert 'autocomplete="username" autofocus' not in refused
+
+
 def test_viewer_sees_pages_but_cannot_save(viewer_client: Client, acme: Tenant) -> None:
     for url in ["/", "/tenants/", "/tenants/acme/", "/history/", "/settings/"]:
         assert viewer_client.get(url).status_code == 200
@@ -232,6 +245,14 @@ def test_every_setting_is_labelled_and_says_what_it_does(viewer_client: Client) 
         label, help_text = SETTINGS_TEXT[name]
         assert f'{label} <code class="muted">{name}</code></label>' in page
         assert f'<p class="help">{escape(help_text)}</p>' in page
+
+
+def test_each_range_field_suggests_a_value_of_its_own_kind(
+    editor_client: Client, acme: Tenant
+) -> None:
+    page = editor_client.get("/tenants/acme/").content.decode()
+    for suggestion in ("e.g. 1h", "e.g. 0s", "e.g. 6h", "e.g. 7d", "e.g. 1m", "e.g. 5m"):
+        assert f'placeholder="{suggestion}"' in page
 
 
 def test_a_blank_outstanding_limit_shows_the_settings_value_it_stands_for(
