@@ -57,8 +57,11 @@ def simulate(request: HttpRequest) -> HttpResponse:
     origin = ""
     if request.method == "POST":
         proposal, origin = _carried(request, live)
+    # The live side of what the proposal changes: beside a tenant's draft,
+    # the block it would replace (none for a tenant not saved yet).
+    stored = selectors.tenant_configs(list(proposal["tenants"]))
     context = {
-        "live_settings": live,
+        "live_view": {"settings": live, "tenants": stored},
         "proposal": proposal,
         "origin": origin,
         "windows": WINDOWS,

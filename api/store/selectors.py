@@ -37,6 +37,7 @@ __all__ = [
     "runtime_config_export",
     "settings_get",
     "tenant_get",
+    "tenant_configs",
     "tenant_limits_all",
     "tenant_list",
 ]
@@ -58,6 +59,12 @@ def tenant_list(*, search: str | None = None) -> QuerySet[Tenant]:
     if search:
         tenants = tenants.filter(tenant_id__icontains=search)
     return tenants
+
+
+def tenant_configs(tenant_ids: list[str]) -> dict[str, Any]:
+    """The stored blocks of those of `tenant_ids` that exist, by tenant ID."""
+    rows = Tenant.objects.filter(tenant_id__in=tenant_ids).values_list("tenant_id", "config")
+    return dict(sorted(rows))
 
 
 def tenant_limits_all() -> dict[str, TenantLimits]:

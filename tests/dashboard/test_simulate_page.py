@@ -11,12 +11,15 @@ from api.store import services
 from api.store.models import ConfigRevision
 
 
-def _proposal(response: Any) -> dict[str, Any]:
+def _script(response: Any, script_id: str) -> dict[str, Any]:
     html = response.content.decode()
-    start = html.index('<script id="sim-proposal" type="application/json">') + len(
-        '<script id="sim-proposal" type="application/json">'
-    )
+    opening = f'<script id="{script_id}" type="application/json">'
+    start = html.index(opening) + len(opening)
     return dict(json.loads(html[start : html.index("</script>", start)]))
+
+
+def _proposal(response: Any) -> dict[str, Any]:
+    return _script(response, "sim-proposal")
 
 
 def test_a_viewer_opens_the_page_with_every_workload_and_the_chart_library(viewer_client):
@@ -81,3 +84,19 @@ def test_the_editor_and_the_settings_page_offer_the_simulation(editor_client, ru
 def test_anonymous_visitors_are_sent_to_log_in():
     response = Client().get("/simulate/")
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_the_live_side_shows_the_saved_block_of_each_tenant_the_proposal_changes(
+    editor_client: Client, rules: dict[str, Any]
+) -> None:
+    services.tenant_put(
+        tenant_id="team-b", config=rules, expected_version=None, author=None, source="cli"
+    )
+    carried = {"simulate_from": "tenant:team-b", "max_queriers_per_tenant": "7"}
+    live = _script(editor_client.post("/simulate/", carried), "sim-live")
+    assert live["tenants"] == {"team-b": rules}
+    assert live["settings"]["layout"] == "tenant-first"
+    fresh = _script(
+        editor_client.post("/simulate/", {"simulate_from": "tenant:new-one"}), "sim-live"
+    )
+    assert fresh["tenants"] == {}

@@ -21,7 +21,7 @@ const quickLayout = document.getElementById("quick-layout");
 const quickSelection = document.getElementById("quick-selection");
 const results = document.getElementById("sim-results");
 const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
-const liveSettings = JSON.parse(document.getElementById("sim-live").textContent);
+const liveConfig = JSON.parse(document.getElementById("sim-live").textContent);
 const COLORS = { live: "#3867d6", proposed: "#d9822b" };
 
 let current = null; // { runId, controller, timer }
@@ -32,7 +32,7 @@ proposedBox.value = JSON.stringify(
   null,
   2,
 );
-document.getElementById("live-config").textContent = JSON.stringify(liveSettings, null, 2);
+document.getElementById("live-config").textContent = JSON.stringify(liveConfig, null, 2);
 
 function readProposed() {
   const text = proposedBox.value.trim();
