@@ -8,6 +8,7 @@ the first live update, for people, screen readers and tests alike.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import template
@@ -15,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 
 __all__ = [
     "config_value",
+    "field_label",
     "format_wait",
     "frontend_label",
     "frontends_count",
@@ -147,3 +149,24 @@ def config_value(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(", ", ": "))
     return json.dumps(value) if isinstance(value, bool) else str(value)
+
+
+# A rule or attribute index with the dots around it; other dots stay, since a
+# tenant ID may hold one ("team.a" in a whole-config path).
+_INDEXED = re.compile(r"\.?(?:query_priority\.)?(priorities|query_attributes)\[(\d+)\]\.?")
+_INDEX_NAMES = {"priorities": "rule", "query_attributes": "attribute"}
+
+
+@register.filter
+def field_label(path: str) -> str:
+    """A config path as the editor numbers it: "rule 1 › attribute 2 › regex".
+
+    The stored path counts rules and attributes from 0 and reads
+    `query_priority.priorities[0].query_attributes[1].regex`; the editor
+    shows "Rule 1" and "Attribute 2". Key names stay as in the YAML.
+    Pages show the stored path as the label's title.
+    """
+    if not isinstance(path, str):
+        return path
+    named = _INDEXED.sub(lambda m: f" › {_INDEX_NAMES[m[1]]} {int(m[2]) + 1} › ", path)
+    return " › ".join(part.strip() for part in named.split(" › ") if part.strip())

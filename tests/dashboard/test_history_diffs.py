@@ -57,8 +57,9 @@ def test_each_revision_shows_its_yaml_line_diff_with_long_unchanged_parts_folded
     assert "regex: <mark>old</mark>_regex" in page and "regex: <mark>new</mark>_regex" in page
     assert '<details class="fold"><summary>⋯ ' in page
     assert (
-        "1 changed field: <code>query_priority.priorities[11].query_attributes[0].regex</code>"
-        in page
+        "1 changed field: <code"
+        ' title="query_priority.priorities[11].query_attributes[0].regex">'
+        "rule 12 › attribute 1 › regex</code>" in page
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dashboard.templatetags.dashboard_tags import config_value
+import pytest
+
+from dashboard.templatetags.dashboard_tags import config_value, field_label
 
 
 def test_revision_values_are_spelled_as_config_not_as_python() -> None:
@@ -13,3 +15,25 @@ def test_revision_values_are_spelled_as_config_not_as_python() -> None:
     assert config_value(False) == "false"
     assert config_value("2h") == "2h"
     assert config_value(None) == "—"
+
+
+@pytest.mark.parametrize(
+    ("path", "label"),
+    [
+        ("query_priority.priorities[0].query_attributes[1].regex", "rule 1 › attribute 2 › regex"),
+        ("query_priority.priorities[11]", "rule 12"),
+        (
+            "query_rejection.query_attributes[0].time_window.start",
+            "query_rejection › attribute 1 › time_window.start",
+        ),
+        ("query_priority.default_priority", "query_priority.default_priority"),
+        (
+            "tenants.team.a.query_priority.priorities[2].priority",
+            "tenants.team.a › rule 3 › priority",
+        ),
+    ],
+)
+def test_a_config_path_is_labelled_as_the_editor_numbers_rules_and_attributes(
+    path: str, label: str
+) -> None:
+    assert field_label(path) == label
