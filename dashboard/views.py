@@ -59,7 +59,7 @@ UI = ConfigRevision.Source.UI
 OPERATOR_CANCELS_SHOWN = 50
 STALE = (
     "Someone saved a change since you loaded this page (now version {current}). "
-    "Nothing was saved: reload to see their change, then edit again."
+    "Nothing was saved: reload to see their change (History lists it), then edit again."
 )
 
 
