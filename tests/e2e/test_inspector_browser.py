@@ -219,3 +219,25 @@ def test_the_charts_show_the_minutes_before_the_page_was_opened(
     before = [p for p in snapshots[0]["chart"] if queued_at <= p[0] < opened_at]
     assert len(before) >= 2
     assert all(queued >= 7 for _, queued, *_ in before)
+
+
+def test_focus_moves_to_the_nearest_row_when_the_focused_row_empties(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    page.goto("/?projection=tenant-first")
+    expect(page.locator("#live-state")).to_have_text("live")
+    blinking = traffic.another_frontend(server.issue_token("frontend", "fe-blink"))
+    traffic.enqueue("focus-a")
+    traffic.enqueue("focus-b", via=blinking)
+    traffic.enqueue("focus-c")
+    treeitem(page, "focus-b: 1 queued").focus()
+    traffic.close(blinking)  # its pending request is cancelled: the row goes
+    expect(treeitem(page, "focus-b")).to_have_count(0)
+    expect(treeitem(page, "focus-c: 1 queued")).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(treeitem(page, "focus-a: 1 queued")).to_be_focused()
+    traffic.enqueue("focus-a", count=30)  # deepest now: the row moves to the top
+    expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
+        "focus-a: 31 queued"
+    )
+    expect(treeitem(page, "focus-a: 31 queued")).to_be_focused()

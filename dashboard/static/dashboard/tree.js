@@ -42,8 +42,47 @@ export class TreeView {
   }
 
   render(nodes) {
+    // Rows come and go several times a second as short queues empty and
+    // refill. Removing (or moving) the focused row drops focus to the body,
+    // where arrow keys do nothing: focus then returns to the same node, or
+    // to the nearest one that is still there.
+    const active = document.activeElement;
+    const inside = this.root.contains(active);
+    const item = inside ? active.closest('[role="treeitem"]') : null;
+    const near = item ? this.nearKeys(item) : [];
     this.reconcile(this.root, nodes, 1);
     this.ensureTabStop();
+    // The tree itself holds focus only while it has no rows (refocus).
+    if (inside && (active === this.root || !this.root.contains(document.activeElement))) this.refocus(near);
+  }
+
+  // `li`'s key, then its siblings' (the next ones first: the row that takes
+  // its place), then its parent's and the parent's siblings', up the tree.
+  nearKeys(li) {
+    const keys = [];
+    for (let at = li; at && this.root.contains(at); at = at.parentElement.closest('[role="treeitem"]')) {
+      keys.push(keyOf(at));
+      for (let s = at.nextElementSibling; s; s = s.nextElementSibling) keys.push(keyOf(s));
+      for (let s = at.previousElementSibling; s; s = s.previousElementSibling) keys.push(keyOf(s));
+    }
+    return keys;
+  }
+
+  refocus(keys) {
+    const shown = new Map(this.visibleItems().map((li) => [keyOf(li), li]));
+    const near = keys.find((key) => shown.has(key));
+    if (near !== undefined) {
+      this.setFocus(shown.get(near));
+      return;
+    }
+    const first = this.visibleItems()[0];
+    if (first) {
+      this.setFocus(first);
+      return;
+    }
+    // No row is left at all: the tree itself keeps focus until rows come back.
+    this.root.tabIndex = -1;
+    this.root.focus();
   }
 
   reconcile(container, nodes, level) {
