@@ -241,3 +241,24 @@ def test_focus_moves_to_the_nearest_row_when_the_focused_row_empties(
         "focus-a: 31 queued"
     )
     expect(treeitem(page, "focus-a: 31 queued")).to_be_focused()
+
+
+# The wait chart fits its box and overlaps nothing, the wait tables included.
+CHART_FITS = """() => {
+  const box = document.getElementById("chart-wait");
+  const plot = box.plot;
+  // clientWidth rounds the box's width where the plot takes it floored.
+  if (!plot || Math.abs(plot.width - box.clientWidth) > 1) return false;
+  const r = plot.root.getBoundingClientRect();
+  const w = document.querySelector(".waits").getBoundingClientRect();
+  return r.right <= w.left || w.right <= r.left || r.bottom <= w.top || w.bottom <= r.top;
+}"""
+
+
+def test_the_charts_follow_their_box_as_the_window_grows_and_shrinks(page: Page) -> None:
+    widths = []
+    for width, height in ((1920, 1080), (1280, 800), (1024, 768), (1500, 1000)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_function(CHART_FITS)
+        widths.append(page.evaluate("document.getElementById('chart-wait').plot.width"))
+    assert widths[0] > widths[1] and widths[3] > widths[1]
