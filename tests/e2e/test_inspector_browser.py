@@ -262,3 +262,22 @@ def test_the_charts_follow_their_box_as_the_window_grows_and_shrinks(page: Page)
         page.wait_for_function(CHART_FITS)
         widths.append(page.evaluate("document.getElementById('chart-wait').plot.width"))
     assert widths[0] > widths[1] and widths[3] > widths[1]
+
+
+def test_header_labels_wrap_and_tree_names_show_whole_at_1280(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.get_by_text("component → tenant").click()
+    both = page.locator('#tree [data-key="c:ingester-and-store-gateway"] > .row .name')
+    expect(both).to_have_text("ingester-and-store-gateway")
+    cut = page.evaluate(
+        """() => Array.from(document.querySelectorAll(".fig .k, #tree .name, #tree .prios"))
+          .filter((el) => el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight)
+          .filter((el) => el.title !== el.textContent)
+          .map((el) => el.textContent)"""
+    )
+    assert cut == []  # nothing is cut short without a title holding it whole
+    fits = "(el) => el.scrollWidth <= el.clientWidth && el.scrollHeight <= el.clientHeight"
+    assert both.evaluate(fits)
+    for label in page.locator(".fig .k").all():
+        assert label.evaluate(fits), label.text_content()
+    page.get_by_text("tenant → component").click()

@@ -153,10 +153,14 @@ export class TreeView {
       if (li.className !== cls) li.className = cls;
       if (li.dataset.kind !== node.kind) li.dataset.kind = node.kind;
       setAttr(li, "aria-label", nodeLabel(node));
-      setText(cells[1], nodeName(node));
+      const name = nodeName(node);
+      setText(cells[1], name);
+      // Either may be cut short in a narrow row: the title has it whole.
+      setAttr(cells[1], "title", name);
       setText(cells[2], String(node.length));
       this.drawBar(cells[3], node);
       setText(cells[4], prios);
+      setAttr(cells[4], "title", prios);
       this.drillButton(cells[6], node);
       if (hasChildren) setAttr(li, "aria-expanded", open ? "true" : "false");
       else if (li.hasAttribute("aria-expanded")) li.removeAttribute("aria-expanded");
