@@ -20,6 +20,7 @@ __all__ = [
     "API_TYPES",
     "BOTH",
     "COMPONENTS",
+    "CancelReason",
     "COMPONENT_SELECTIONS",
     "INGESTER",
     "LAYOUTS",
@@ -46,6 +47,20 @@ UNKNOWN = "unknown"
 # to the (w % n)-th of the n components present at the root, in this order,
 # so the order is part of the contract.
 COMPONENTS: tuple[str, ...] = (INGESTER, STORE_GATEWAY, BOTH, UNKNOWN)
+
+
+class CancelReason(str):
+    """The reason of a failure that is a cancel: someone took the request back.
+
+    An operator's cancel ends a request through `on_failed`, because its
+    frontend still waits and must be told why; to every transport this is
+    the plain reason text. Observers that count how requests end
+    (`scheduler_core.stats.RollingStats`) count it with the frontends'
+    cancels: it left the queue because someone cancelled it.
+    """
+
+    __slots__ = ()
+
 
 API_TYPES: tuple[str, ...] = (
     "query",

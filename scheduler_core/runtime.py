@@ -22,7 +22,7 @@ from typing import Any
 
 from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, UnknownQuerier
 from scheduler_core.loops import running_loop
-from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.model import CancelReason, QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime_drain import SHUTTING_DOWN, RuntimeDrain
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
@@ -129,17 +129,18 @@ class SchedulerRuntime(RuntimeDrain):
         """
         request = self.queue.cancel(request_id)
         if request is not None:
-            self._fail_removed(request, reason)
+            self._fail_removed(request, CancelReason(reason))
         return request
 
     def fail_matching(self, reason: str, **node: Any) -> list[Request]:
         """`fail` every queued request `RequestQueue.cancel_matching(**node)` matches."""
         requests = self.queue.cancel_matching(**node)
+        cancel = CancelReason(reason)
         for request in requests:
-            self._fail_removed(request, reason)
+            self._fail_removed(request, cancel)
         return requests
 
-    def _fail_removed(self, request: Request, reason: str) -> None:
+    def _fail_removed(self, request: Request, reason: CancelReason) -> None:
         cancelled = self._cancellations.pop(request.id, None)
         if cancelled is not None and not cancelled.done():
             cancelled.set_result(None)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
-from scheduler_core.model import Request
+from scheduler_core.model import CancelReason, Request
 
 __all__ = [
     "EVENTS",
@@ -177,7 +177,10 @@ class RollingStats:
         self._current().events["cancelled"] += 1
 
     def on_failed(self, request: Request, reason: str) -> None:
-        self._current().events["failed"] += 1
+        # An operator's cancel is told to its frontend as a failure, yet the
+        # request did not fail: it was cancelled, as a frontend's cancel is.
+        kind = "cancelled" if isinstance(reason, CancelReason) else "failed"
+        self._current().events[kind] += 1
 
     def record_queue_length(self, length: int) -> None:
         """Sample the queue length; the host calls this about once a second."""

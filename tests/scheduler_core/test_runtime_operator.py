@@ -6,6 +6,7 @@ import asyncio
 
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.stats import RollingStats
 from tests.fakes import FakeClock
 from tests.scheduler_core.test_runtime import Recorder
 
@@ -55,4 +56,19 @@ async def test_failing_by_filter_fails_exactly_the_matching_queued_requests() ->
     assert sorted(r.id for r in failed) == ["r1", "r3"]
     assert [rid for kind, rid, _ in recorder.events if kind == "failed"] == ["r1", "r3"]
     assert len(runtime.queue) == 2
+    await runtime.stop(drain_timeout=0)
+
+
+async def test_the_rolling_stats_count_an_operators_cancels_as_cancels() -> None:
+    clock = FakeClock()
+    stats = RollingStats(clock=clock)
+    runtime = SchedulerRuntime(QueueConfig(), clock=clock, observer=stats)
+    await runtime.start()
+    for i in range(21):
+        runtime.enqueue(Request(id=f"r{i}", tenant_id="a" if i < 19 else "b"))
+    runtime.fail_matching("cancelled by operator alice", tenant="a")
+    runtime.fail("r19", "cancelled by operator alice")
+    runtime.cancel("r20")  # its frontend gave up
+    counts = stats.counts(60)
+    assert (counts["cancelled"], counts["failed"]) == (21, 0)
     await runtime.stop(drain_timeout=0)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from scheduler_core.model import Request
+from scheduler_core.model import CancelReason, Request
 from scheduler_core.stats import EVENTS, HistoryPoint, RollingStats, WaitHistogram
 from tests.fakes import FakeClock
 
@@ -35,6 +35,14 @@ def test_counts_cover_every_event_kind_within_the_window() -> None:
         "failed": 1,
     }
     assert set(stats.counts(60)) == set(EVENTS)
+
+
+def test_a_failure_that_is_a_cancel_counts_as_cancelled() -> None:
+    stats = RollingStats(clock=FakeClock(1000.0))
+    stats.on_failed(_req(), CancelReason("cancelled by operator alice"))
+    stats.on_failed(_req(), "querier q disconnected while running the request")
+    counts = stats.counts(60)
+    assert (counts["cancelled"], counts["failed"]) == (1, 1)
 
 
 def test_events_older_than_the_asked_window_are_not_counted() -> None:
