@@ -281,3 +281,41 @@ def test_header_labels_wrap_and_tree_names_show_whole_at_1280(page: Page) -> Non
     for label in page.locator(".fig .k").all():
         assert label.evaluate(fits), label.text_content()
     page.get_by_text("tenant → component").click()
+
+
+TICKS = """async () => {
+  const plot = document.getElementById("chart-wait").plot;
+  const now = Math.floor(Date.now() / 1000);
+  const t = [];
+  for (let s = now - 300; s <= now; s++) t.push(s);
+  plot.setData([t, t.map((s) => s % 7), t.map(() => 0.5)]);
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const axis = plot.axes[0];
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = axis.font[0];
+  const left = plot.bbox.left / devicePixelRatio;
+  const clipped = axis._splits.filter((s, i) => {
+    const x = left + plot.valToPos(s, "x");
+    const half = ctx.measureText(axis._values[i]).width / 2;
+    return x - half < 0 || x + half > plot.width;
+  });
+  return { labels: axis._values, clipped: clipped.length };
+}"""
+
+
+def test_five_minutes_of_chart_tick_every_minute_with_a_24_hour_legend(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.get_by_role("button", name="Pause").click()  # no frame redraws the test's data
+    try:
+        ticks = page.evaluate(TICKS)
+        assert len(ticks["labels"]) >= 4, ticks
+        assert all(re.fullmatch(r"\d\d:\d\d", label) for label in ticks["labels"]), ticks
+        assert ticks["clipped"] == 0, ticks
+        page.evaluate(
+            "() => { const p = document.getElementById('chart-wait').plot;"
+            " p.setCursor({ left: p.bbox.width / devicePixelRatio / 2, top: 20 }); }"
+        )
+        time_value = page.locator("#chart-wait .u-legend .u-series").first.locator(".u-value")
+        expect(time_value).to_have_text(re.compile(r"^\d\d:\d\d:\d\d$"))
+    finally:
+        page.get_by_role("button", name="Resume").click()

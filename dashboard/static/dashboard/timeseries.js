@@ -19,10 +19,27 @@ function shortNumber(v) {
   return Number.isInteger(v) ? String(v) : v.toFixed(a < 10 ? 2 : 1);
 }
 
-function clock(t) {
+function clock(t, withSeconds = true) {
   const d = new Date(t * 1000);
   const pad = (n) => String(n).padStart(2, "0");
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const minutes = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return withSeconds ? `${minutes}:${pad(d.getSeconds())}` : minutes;
+}
+
+// Pixels between time ticks. uPlot's steps go from one minute straight to
+// five, so a 300-pixel chart of five minutes got a single tick: ticks a
+// minute apart need room only for "05:07", while ticks seconds apart carry
+// the seconds too and need room for "05:07:30".
+const MINUTE_TICKS = 36;
+const SECOND_TICKS = 64;
+// Steps the ticks may take, in seconds (uPlot's own lack two minutes).
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600];
+// Room right of the plot for half a tick label, so the last is not clipped.
+const RIGHT_ROOM = 30;
+
+function tickSpace(u, axis, min, max, width) {
+  const perMinute = (width * 60) / Math.max(1, max - min);
+  return perMinute >= SECOND_TICKS ? SECOND_TICKS : MINUTE_TICKS;
 }
 
 export class TimeChart {
@@ -45,6 +62,7 @@ export class TimeChart {
     return {
       width,
       height: HEIGHT,
+      padding: [null, RIGHT_ROOM, null, null],
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
       scales: {
@@ -56,7 +74,14 @@ export class TimeChart {
       },
       axes: [
         // One line per tick (uPlot's default adds a date row under the clock).
-        { label: "time", labelSize: 14, size: 36, space: 80, values: (u, ticks) => ticks.map(clock) },
+        {
+          label: "time",
+          labelSize: 14,
+          size: 36,
+          space: tickSpace,
+          incrs: TIME_STEPS,
+          values: (u, ticks, axis, space, step) => ticks.map((t) => clock(t, step < 60)),
+        },
         {
           label: this.yLabel,
           labelSize: 16,
@@ -65,7 +90,8 @@ export class TimeChart {
         },
       ],
       series: [
-        { label: "time" },
+        // The legend's time in the axis's 24-hour clock (uPlot's own says "5:07am").
+        { label: "time", value: (u, t) => (t === null || t === undefined ? "–" : clock(t)) },
         ...this.series.map((s) => ({
           label: s.label,
           stroke: s.color,
