@@ -16,7 +16,7 @@ runs: both are views of the same leaves, (tenant, component) queues.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -291,6 +291,7 @@ def _others_node(
 
 def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
     matching = _matching(index.tenant_rows(), params.search)
+    params = _on_a_page(params, len(matching))
     total = index.all_tenants if not params.search else None
     leaves_of = index.tenant_leaves_of
     rows, others, rest = _page(matching, params, total, leaves_of)
@@ -313,15 +314,20 @@ def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[
         agg = _merge(row[0], leaves)
         nodes.append(_node("tenant", key, agg, now, children=children, fanout=len(leaves)))
     nodes += _others_node("t", others, rest, now)
-    return {"nodes": nodes, "matching": len(matching), "pages": _pages(len(matching), params)}
+    return {
+        "nodes": nodes,
+        "matching": len(matching),
+        "page": params.page,
+        "pages": _pages(len(matching), params),
+    }
 
 
 def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
-    most = 0
-    for component in COMPONENTS:
-        matching = _matching(index.component_rows(component), params.search)
-        most = max(most, len(matching))
+    matchings = {c: _matching(index.component_rows(c), params.search) for c in COMPONENTS}
+    most = max(len(m) for m in matchings.values())
+    params = _on_a_page(params, most)
+    for component, matching in matchings.items():
         total = index.components[component] if not params.search else None
         key = f"c:{component}"
         children: list[dict[str, Any]] = []
@@ -345,11 +351,21 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
         else:
             shown = index.components[component]
         nodes.append(_node("component", key, shown, now, children=children, fanout=len(matching)))
-    return {"nodes": nodes, "matching": most, "pages": _pages(most, params)}
+    return {"nodes": nodes, "matching": most, "page": params.page, "pages": _pages(most, params)}
 
 
 def _pages(matching: int, params: ViewParams) -> int:
     return max(1, -(-matching // params.page_size))
+
+
+def _on_a_page(params: ViewParams, matching: int) -> ViewParams:
+    """`params` on its last page when it asks for one past the end.
+
+    A bookmarked `?page=7`, or a page that emptied as tenants drained,
+    shows the last rows there are rather than "page 8 of 1" and no rows.
+    """
+    last = _pages(matching, params) - 1
+    return params if params.page <= last else replace(params, page=last)
 
 
 def build_tree(index: SnapshotIndex, params: ViewParams) -> dict[str, Any]:
@@ -364,7 +380,6 @@ def build_tree(index: SnapshotIndex, params: ViewParams) -> dict[str, Any]:
     else:
         tree = _tenant_first(index, params, now)
     tree["projection"] = params.projection
-    tree["page"] = params.page
     return tree
 
 

@@ -134,6 +134,22 @@ def test_pages_walk_the_depth_order_without_overlap(queue: RequestQueue) -> None
     assert seen == [f"t{t:02d}" for t in range(24, -1, -1)]
 
 
+def test_a_page_past_the_end_shows_the_last_page_in_both_projections(
+    queue: RequestQueue,
+) -> None:
+    for t in range(25):
+        enqueue(queue, f"r{t}", f"t{t:02d}", INGESTER)
+    index = index_of(queue)
+    last = build_tree(index, ViewParams(page=2, page_size=10))
+    past = build_tree(index, ViewParams(page=7, page_size=10))
+    assert (past["page"], past["pages"]) == (2, 3)
+    assert past["nodes"] == last["nodes"]
+    expanded = frozenset({"c:ingester"})
+    by_component = build_tree(index, ViewParams("component-first", 0, 7, 10, expanded))
+    assert (by_component["page"], by_component["pages"]) == (2, 3)
+    assert len(by_component["nodes"][0]["children"]) == 5 + 1  # the last five, then others
+
+
 def test_search_filters_tenants_case_insensitively_in_both_projections(
     queue: RequestQueue,
 ) -> None:

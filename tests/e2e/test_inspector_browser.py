@@ -319,3 +319,12 @@ def test_five_minutes_of_chart_tick_every_minute_with_a_24_hour_legend(page: Pag
         expect(time_value).to_have_text(re.compile(r"^\d\d:\d\d:\d\d$"))
     finally:
         page.get_by_role("button", name="Resume").click()
+
+
+def test_a_page_past_the_end_shows_the_last_page(page: Page) -> None:
+    page.goto("/?projection=tenant-first&page=7")
+    expect(page.locator("#page-info")).to_have_text("page 1 of 1")  # as rendered
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page).to_have_url(re.compile(r"[?&]page=0(&|$)"))
+    expect(page.locator("#page-info")).to_have_text("page 1 of 1")
+    expect(page.locator("#prev-page")).to_be_disabled()

@@ -79,6 +79,10 @@ function resubscribe(resetPage) {
   if (resetPage) params.page = 0;
   params.expanded = tree.openKeys(defaults());
   client.subscribe({ ...params });
+  showInUrl();
+}
+
+function showInUrl() {
   const url = new URL(location.href);
   url.searchParams.set("projection", params.projection);
   if (params.search) url.searchParams.set("search", params.search);
@@ -89,7 +93,7 @@ function resubscribe(resetPage) {
 
 function applyFrame(msg, full) {
   if (msg.header) applyHeader(msg.header);
-  if (msg.tree) applyTree(decodeTree(msg.tree));
+  if (msg.tree) applyTree(decodeTree(msg.tree), msg.params);
   if (msg.queriers) applyQueriers(decodeQueriers(msg.queriers));
   if (msg.frontends) applyFrontends(decodeFrontends(msg.frontends));
   if (msg.longest) applyLongest(msg.longest, msg.ts);
@@ -234,9 +238,16 @@ document.addEventListener("keydown", (e) => {
   if (target && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); drill.showRequest(target.dataset.request); }
 });
 
-function applyTree(t) {
+function applyTree(t, asked) {
   tree.render(t.nodes);
   pages = t.pages;
+  // The server shows the last page for one past the end (a stale link, a
+  // page that drained); the pager and the URL follow it. Only for a frame
+  // built for the page asked for: an older frame must not undo a click.
+  if (asked.page === params.page && t.page !== params.page) {
+    params.page = t.page;
+    showInUrl();
+  }
   setText("page-info", `page ${t.page + 1} of ${t.pages}`);
   setProp("prev-page", "disabled", t.page <= 0);
   setProp("next-page", "disabled", t.page + 1 >= t.pages);
