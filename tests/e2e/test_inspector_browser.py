@@ -328,3 +328,16 @@ def test_a_page_past_the_end_shows_the_last_page(page: Page) -> None:
     expect(page).to_have_url(re.compile(r"[?&]page=0(&|$)"))
     expect(page.locator("#page-info")).to_have_text("page 1 of 1")
     expect(page.locator("#prev-page")).to_be_disabled()
+
+
+def test_a_search_that_matches_no_tenant_says_so(page: Page) -> None:
+    empty = page.locator("#tree-empty")
+    page.locator("#search").fill("zzz")
+    expect(empty).to_have_text("No tenant matches “zzz”.")
+    expect(empty).to_be_visible()
+    page.locator("#search").fill("")
+    expect(empty).to_be_hidden()
+    page.goto("/?projection=tenant-first&search=zzz")
+    expect(empty).to_have_text("No tenant matches “zzz”.")  # as rendered, and kept live
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(empty).to_have_text("No tenant matches “zzz”.")

@@ -33,6 +33,12 @@ export function nodeName(node) {
   return node.name;
 }
 
+// What an empty tree says (the template says the same): a search that
+// matches no tenant is not an empty queue.
+export function emptyTreeText(search, matching) {
+  return search && !matching ? `No tenant matches “${search}”.` : "Nothing queued.";
+}
+
 export function priorityClass(priority) {
   return `pc-${Math.max(0, Math.min(priority, 5))}`;
 }

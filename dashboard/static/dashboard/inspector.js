@@ -5,8 +5,8 @@
 import { TimeChart } from "./timeseries.js";
 import { placeChildren, setAttr, setText as writeText, splitKeyed } from "./dom.js";
 import {
-  formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount, frontendsMissing,
-  querierState, transportLabel, workerText,
+  emptyTreeText, formatRate, formatSeconds, formatWait, frontendLabel, frontendsCount,
+  frontendsMissing, querierState, transportLabel, workerText,
 } from "./format.js";
 import { DrillPanel } from "./drill.js";
 import { LiveClient } from "./live.js";
@@ -252,6 +252,7 @@ function applyTree(t, asked) {
   setProp("prev-page", "disabled", t.page <= 0);
   setProp("next-page", "disabled", t.page + 1 >= t.pages);
   setProp("tree-empty", "hidden", t.nodes.some((n) => n.length > 0));
+  setText("tree-empty", emptyTreeText(asked.search, t.matching));
   setAttr(byId("tree"), "aria-label", `Queue tree (${t.projection})`);
 }
 
