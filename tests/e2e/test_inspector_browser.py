@@ -157,6 +157,8 @@ def test_switching_the_running_layout_reshapes_the_tree(page: Page) -> None:
     page.get_by_role("button", name="Switch to component-first…").click()
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text("Switch the running layout to component-first?")
+    # A stray Enter must not switch every querier's layout: Cancel has the focus.
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
     dialog.get_by_role("button", name="Switch to component-first").click()
     expect(page.locator(".msg-success")).to_contain_text("component-first layout")
     expect(page.locator("#running-layout")).to_have_text("component-first")
