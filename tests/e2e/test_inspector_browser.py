@@ -192,6 +192,11 @@ def test_inspector_screenshot_with_busy_and_reserved_queriers(page: Page, traffi
     reserved = traffic.querier("q-a-reserved", workers=4, latency=lambda _: 30.0)
     try:
         expect(page.locator('[data-querier="q-slow"]')).to_contain_text("4/4 busy")
+        # Longest running leads each line with how long it has run, ticking.
+        running_for = page.locator("#longest li .run-for").first
+        expect(running_for).to_have_text(re.compile(r"^\d+\.\d s$"))
+        first = running_for.text_content()
+        expect(running_for).not_to_have_text(first or "", timeout=3_000)
         treeitem(page, "checkout").click()
         page.wait_for_timeout(2_500)  # let the charts collect a few points
         page.screenshot(path=str(SCREENSHOTS / "inspector.png"), full_page=True)

@@ -209,10 +209,11 @@ function applyLongest(rows, ts) {
     let li = list.children[i];
     if (!li) {
       li = document.createElement("li");
-      li.innerHTML = '<button type="button" class="link open-request"></button> <span class="muted"></span>';
+      li.innerHTML =
+        '<span class="run-for"></span> <button type="button" class="link open-request"></button> <span class="muted"></span>';
       list.append(li);
     }
-    const button = li.firstElementChild;
+    const button = li.querySelector(".open-request");
     button.dataset.request = r[0];
     writeText(button, r[0]);
     button.setAttribute("aria-label", `Open running request ${r[0]}`);
@@ -221,11 +222,14 @@ function applyLongest(rows, ts) {
   setProp("longest-empty", "hidden", rows.length > 0);
   tickLongest();
 }
+// How long each has run is the point of the list, so it leads each line.
 function tickLongest() {
   const now = Date.now() / 1000 - longestSkew;
   Array.from(byId("longest").children).forEach((li, i) => {
     const r = longestRows[i];
-    if (r) li.title = `running for ${formatWait(now - r[6])}`;
+    if (!r) return;
+    writeText(li.firstElementChild, formatWait(now - r[6]));
+    li.firstElementChild.title = `running for ${formatWait(now - r[6])}`;
   });
 }
 setInterval(() => { if (!client.paused) tickLongest(); }, 1000);
