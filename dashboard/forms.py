@@ -22,7 +22,6 @@ __all__ = [
     "ATTRIBUTE_FIELDS",
     "PAIR_FIELDS",
     "SETTINGS_FIELDS",
-    "SETTINGS_TEXT",
     "EditorAction",
     "apply_action",
     "editor_model",
@@ -47,69 +46,11 @@ PAIR_FIELDS: tuple[tuple[str, str, tuple[str, str]], ...] = (
     ("time_range_limit", "Time range limit", ("min", "max")),
     ("query_step_limit", "Query step limit", ("min", "max")),
 )
-# What the settings page says of each setting beside its name: a label, and
-# where it comes from and what it does (the Cortex, Mimir or Loki flag it
-# mirrors, when there is one).
 # The placeholders of each pair's two fields: values an operator might use.
 PAIR_EXAMPLES: dict[str, tuple[str, str]] = {
     "time_window": ("1h", "0s"),  # from an hour ago to now
     "time_range_limit": ("6h", "7d"),
     "query_step_limit": ("1m", "5m"),
-}
-SETTINGS_TEXT: dict[str, tuple[str, str]] = {
-    "layout": (
-        "Queue layout",
-        "Which level of the queue tree comes first (Mimir's queue layouts); "
-        "switching rebuilds the tree and keeps every queued request.",
-    ),
-    "component_selection": (
-        "Component selection",
-        "How a querier worker picks among ingester and store-gateway queues: in turn, "
-        "or by Mimir's querier-worker queue priority (QWQP), which spreads workers "
-        "over the components.",
-    ),
-    "max_outstanding_requests_per_tenant": (
-        "Max outstanding requests per tenant",
-        "Queued requests a tenant may have before more are refused with 429 "
-        "(-query-scheduler.max-outstanding-requests-per-tenant); a tenant's own limit "
-        "overrides it.",
-    ),
-    "querier_forget_delay": (
-        "Querier forget delay",
-        "How long a querier that went away keeps its place in tenants' shards, so a "
-        "restart does not reshuffle them (-query-scheduler.querier-forget-delay; 0s: "
-        "at once).",
-    ),
-    "priority_aging": (
-        "Priority aging",
-        "Not in Cortex: each priority level is worth this much waiting, so low "
-        "priorities cannot starve (0s: off, strict priority order).",
-    ),
-    "query_ingesters_within": (
-        "Query ingesters within",
-        "Data newer than this is read from ingesters (-querier.query-ingesters-within); "
-        "it decides a request's component.",
-    ),
-    "query_store_after": (
-        "Query store after",
-        "Data older than this is read from store-gateways (-querier.query-store-after); "
-        "it decides a request's component.",
-    ),
-    "max_queue_hierarchy_levels": (
-        "Max queue hierarchy levels",
-        "Levels of a request's actor path that get sub-queues of their own "
-        "(Loki's max_queue_hierarchy_levels; 0: actor paths are ignored).",
-    ),
-    "actor_path_header": (
-        "Actor path header",
-        "The request header that carries the actor path, levels separated by | "
-        "(Loki's header by default).",
-    ),
-    "stuck_threshold": (
-        "Stuck threshold",
-        "The inspector marks a queue stuck when its oldest request waited longer than "
-        "this; the scheduler itself ignores it.",
-    ),
 }
 SETTINGS_FIELDS: tuple[str, ...] = (
     "layout",

@@ -23,7 +23,7 @@ from api.store.diff import structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.forms import SETTINGS_FIELDS, SETTINGS_TEXT, errors_by_path, settings_from_post
+from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
 from dashboard.live import Tick
 from dashboard.projections import (
     PROJECTIONS,
@@ -33,6 +33,7 @@ from dashboard.projections import (
     build_tree,
 )
 from dashboard.querier_view import build_queriers
+from dashboard.settings_text import SETTINGS_TEXT
 from dashboard.tenant_draft import review_token
 from dashboard.tenant_review import settings_review
 from dashboard.views_history import diff_mode, history_rows, mode_links, rollback_confirm

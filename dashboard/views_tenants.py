@@ -15,8 +15,6 @@ the box says is what the scheduler will do.
 
 from __future__ import annotations
 
-import math
-import time
 from typing import Any
 
 from django.contrib import messages
@@ -26,43 +24,24 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from api.rest.views.explain import actor_body, known_queriers, queriers_body
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import tenant_id_errors, validate_tenant
 from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
+from dashboard.explain_box import explain_inputs, run_explain
 from dashboard.forms import EditorAction, apply_action, editor_model
 from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_token
 from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE, posted_version
 from dashboard.views_rules import default_shares, dry_run_box
-from scheduler_core.bounds import request_times_error
-from scheduler_core.classify import EXPRESSION_API_TYPES, parses
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
-from scheduler_core.validation import (
-    InvalidDuration,
-    format_duration,
-    parse_duration,
-    validate_tenant_config,
-)
+from scheduler_core.validation import validate_tenant_config
 
 __all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants"]
 
 UI = ConfigRevision.Source.UI
-EXPLAIN_FIELDS = (
-    "query",
-    "api_type",
-    "start",
-    "end",
-    "step",
-    "user_agent",
-    "dashboard_uid",
-    "panel_id",
-    "actor_path",
-)
-EXPLAIN_DEFAULTS = {"api_type": "query_range", "start": "1h", "end": "0s", "step": "30s"}
 
 
 @role_required
@@ -94,100 +73,6 @@ def tenants(request: HttpRequest) -> HttpResponse:
         "default_outstanding": selectors.queue_config_get().max_outstanding_requests_per_tenant,
     }
     return page(request, "dashboard/tenants.html", context)
-
-
-def _explain_inputs(post: Any) -> dict[str, str]:
-    return {k: post.get(f"explain_{k}", EXPLAIN_DEFAULTS.get(k, "")) for k in EXPLAIN_FIELDS}
-
-
-# The explain box's duration fields, by the label the page shows.
-_DURATIONS = (("start", "Start (ago)"), ("end", "End (ago)"), ("step", "Step"))
-
-
-def _run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
-    """The explain box's content for a draft block and a sample request."""
-    now = time.time()
-    if not inputs["query"].strip():
-        return {"problem": "Type a query to explain."}
-    spans: dict[str, float | None] = {}
-    for key, label in _DURATIONS:
-        try:
-            spans[key] = parse_duration(inputs[key]) if inputs[key].strip() else None
-        except InvalidDuration as exc:
-            return {"problem": f"{label}: {exc}"}
-    start, end, step = (
-        None if spans["start"] is None else now - spans["start"],
-        None if spans["end"] is None else now - spans["end"],
-        spans["step"],
-    )
-    # The same check as enqueue's on both protocols and the REST explain's.
-    times = request_times_error(start, end, step)
-    if times is not None:
-        return {"problem": f"Time range: {times.message}."}
-    if inputs["api_type"] not in API_TYPES:
-        return {"problem": f"Unknown API type {inputs['api_type']!r}."}
-    headers = {
-        "User-Agent": inputs["user_agent"],
-        "X-Dashboard-Uid": inputs["dashboard_uid"],
-        "X-Panel-Id": inputs["panel_id"],
-    }
-    try:
-        found = selectors.query_explain(
-            tenant_id=tenant_id,
-            query=inputs["query"],
-            api_type=inputs["api_type"],
-            start=start,
-            end=end,
-            step=step,
-            headers={k: v for k, v in headers.items() if v},
-            now=now,
-            draft_config=draft,
-        )
-    except ConfigValidationError as exc:
-        return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
-    config = selectors.queue_config_get()
-    actor = actor_body({config.actor_path_header: inputs["actor_path"]}, config)
-    # Classification reads the query's selectors; one it cannot parse reads
-    # unknown data, which the page says rather than leave "unknown" unexplained.
-    unparsed = inputs["api_type"] in EXPRESSION_API_TYPES and not parses(inputs["query"])
-    return {**_explanation(found, draft), "actor": actor, "unparsed": unparsed}
-
-
-def _ago_text(seconds: float) -> str:
-    """A span back from now, to the second: the select range's milliseconds are noise here."""
-    return format_duration(round(seconds) if math.isfinite(seconds) and seconds >= 1 else seconds)
-
-
-def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
-    match, rejection = found.match, found.rejection
-    rules: dict[int, dict[str, Any]] = {}
-    general = []
-    levels = [p.priority for p in found.limits.query_priority.priorities]
-    for reason in match.reasons:
-        if reason.rule_index is None:
-            general.append(reason)
-            continue
-        rule = rules.setdefault(
-            reason.rule_index,
-            {"index": reason.rule_index, "priority": levels[reason.rule_index], "reasons": []},
-        )
-        rule["reasons"].append(reason)
-    select = found.select_range
-    return {
-        "component": found.component,
-        "select": None
-        if select is None
-        else (_ago_text(found.now - select[0]), _ago_text(found.now - select[1])),
-        "priority": match.priority,
-        "source": match.source,
-        "rule_index": match.rule_index,
-        "attribute_index": match.attribute_index,
-        "rules": [rules[i] for i in sorted(rules)],
-        "general": general,
-        "queriers": queriers_body(found.limits, known_queriers()),
-        "rejected_by": rejection.attribute_index if rejection is not None else None,
-        "rejection_reasons": list(rejection.reasons) if rejection is not None else [],
-    }
 
 
 _ALREADY_EXISTS = FieldError("tenant_id", "a tenant with this ID already exists")
@@ -224,7 +109,7 @@ def _render_editor(
         "is_new": is_new,
         "version": version,
         "editor": editor_model(config, list(errors)),
-        "explain_inputs": _explain_inputs(request.POST),
+        "explain_inputs": explain_inputs(request.POST),
         "explained": explained,
         "api_types": API_TYPES,
         "review": review,
@@ -269,7 +154,7 @@ def _review(
         )
     if request.POST.get("reviewed") == review_token(tenant_id, version, config):
         return None
-    inputs = _explain_inputs(request.POST)
+    inputs = explain_inputs(request.POST)
     tried = inputs["query"].strip()
     review = review_context(
         tenant_id=tenant_id,
@@ -277,8 +162,8 @@ def _review(
         stored=None if stored is None else stored[0],
         config=config,
         query=tried,
-        with_draft=_run_explain(tenant_id, config, inputs) if tried else None,
-        with_saved=_run_explain(tenant_id, stored[0], inputs) if tried and stored else None,
+        with_draft=run_explain(tenant_id, config, inputs) if tried else None,
+        with_saved=run_explain(tenant_id, stored[0], inputs) if tried and stored else None,
     )
     return _render_editor(request, config=config, view=draft.view, review=review, **show)
 
@@ -348,7 +233,7 @@ def _post(
     if action == "save":
         return _save(request, tenant_id, posted, version, is_new)
     if action == "explain":
-        explained = _run_explain(tenant_id, draft, _explain_inputs(request.POST))
+        explained = run_explain(tenant_id, draft, explain_inputs(request.POST))
         return _render_editor(request, config=draft, explained=explained, view=posted.view, **show)
     if action in ("view-yaml", "view-form"):
         view = YAML if action == "view-yaml" else FORM
@@ -414,7 +299,7 @@ def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
     if posted.config is None:
         explained: dict[str, Any] = {"problem": "Fix the YAML first: it is no tenant block."}
     else:
-        explained = _run_explain(tenant_id, posted.config, _explain_inputs(request.POST))
+        explained = run_explain(tenant_id, posted.config, explain_inputs(request.POST))
     return render(request, "dashboard/_explain.html", {"explained": explained})
 
 

@@ -10,7 +10,8 @@ from django.utils.html import escape
 
 from api.store import selectors, services
 from api.store.models import ConfigRevision, Tenant
-from dashboard.forms import SETTINGS_FIELDS, SETTINGS_TEXT
+from dashboard.forms import SETTINGS_FIELDS
+from dashboard.settings_text import SETTINGS_TEXT
 from tests.dashboard.saving import confirm
 
 pytestmark = pytest.mark.django_db

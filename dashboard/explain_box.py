@@ -1,0 +1,130 @@
+"""The tenant editor's explain box: one sample request through the draft's rules.
+
+`run_explain` reads the box's fields (`explain_inputs`), refuses one it
+cannot read by naming it, and runs the draft through the same explain
+selector as the REST API, so what the box says is what the scheduler will
+do. The editor's views (`dashboard.views_tenants`) render the answer.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from api.rest.views.explain import actor_body, known_queriers, queriers_body
+from api.store import selectors
+from api.store.exceptions import ConfigValidationError
+from scheduler_core.bounds import request_times_error
+from scheduler_core.classify import EXPRESSION_API_TYPES, parses
+from scheduler_core.model import API_TYPES
+from scheduler_core.validation import InvalidDuration, format_duration, parse_duration
+
+__all__ = ["EXPLAIN_DEFAULTS", "EXPLAIN_FIELDS", "explain_inputs", "run_explain"]
+
+EXPLAIN_FIELDS = (
+    "query",
+    "api_type",
+    "start",
+    "end",
+    "step",
+    "user_agent",
+    "dashboard_uid",
+    "panel_id",
+    "actor_path",
+)
+EXPLAIN_DEFAULTS = {"api_type": "query_range", "start": "1h", "end": "0s", "step": "30s"}
+
+
+def explain_inputs(post: Any) -> dict[str, str]:
+    return {k: post.get(f"explain_{k}", EXPLAIN_DEFAULTS.get(k, "")) for k in EXPLAIN_FIELDS}
+
+
+# The explain box's duration fields, by the label the page shows.
+_DURATIONS = (("start", "Start (ago)"), ("end", "End (ago)"), ("step", "Step"))
+
+
+def run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
+    """The explain box's content for a draft block and a sample request."""
+    now = time.time()
+    if not inputs["query"].strip():
+        return {"problem": "Type a query to explain."}
+    spans: dict[str, float | None] = {}
+    for key, label in _DURATIONS:
+        try:
+            spans[key] = parse_duration(inputs[key]) if inputs[key].strip() else None
+        except InvalidDuration as exc:
+            return {"problem": f"{label}: {exc}"}
+    start, end, step = (
+        None if spans["start"] is None else now - spans["start"],
+        None if spans["end"] is None else now - spans["end"],
+        spans["step"],
+    )
+    # The same check as enqueue's on both protocols and the REST explain's.
+    times = request_times_error(start, end, step)
+    if times is not None:
+        return {"problem": f"Time range: {times.message}."}
+    if inputs["api_type"] not in API_TYPES:
+        return {"problem": f"Unknown API type {inputs['api_type']!r}."}
+    headers = {
+        "User-Agent": inputs["user_agent"],
+        "X-Dashboard-Uid": inputs["dashboard_uid"],
+        "X-Panel-Id": inputs["panel_id"],
+    }
+    try:
+        found = selectors.query_explain(
+            tenant_id=tenant_id,
+            query=inputs["query"],
+            api_type=inputs["api_type"],
+            start=start,
+            end=end,
+            step=step,
+            headers={k: v for k, v in headers.items() if v},
+            now=now,
+            draft_config=draft,
+        )
+    except ConfigValidationError as exc:
+        return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
+    config = selectors.queue_config_get()
+    actor = actor_body({config.actor_path_header: inputs["actor_path"]}, config)
+    # Classification reads the query's selectors; one it cannot parse reads
+    # unknown data, which the page says rather than leave "unknown" unexplained.
+    unparsed = inputs["api_type"] in EXPRESSION_API_TYPES and not parses(inputs["query"])
+    return {**_explanation(found, draft), "actor": actor, "unparsed": unparsed}
+
+
+def _ago_text(seconds: float) -> str:
+    """A span back from now, to the second: the select range's milliseconds are noise here."""
+    return format_duration(round(seconds) if math.isfinite(seconds) and seconds >= 1 else seconds)
+
+
+def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
+    match, rejection = found.match, found.rejection
+    rules: dict[int, dict[str, Any]] = {}
+    general = []
+    levels = [p.priority for p in found.limits.query_priority.priorities]
+    for reason in match.reasons:
+        if reason.rule_index is None:
+            general.append(reason)
+            continue
+        rule = rules.setdefault(
+            reason.rule_index,
+            {"index": reason.rule_index, "priority": levels[reason.rule_index], "reasons": []},
+        )
+        rule["reasons"].append(reason)
+    select = found.select_range
+    return {
+        "component": found.component,
+        "select": None
+        if select is None
+        else (_ago_text(found.now - select[0]), _ago_text(found.now - select[1])),
+        "priority": match.priority,
+        "source": match.source,
+        "rule_index": match.rule_index,
+        "attribute_index": match.attribute_index,
+        "rules": [rules[i] for i in sorted(rules)],
+        "general": general,
+        "queriers": queriers_body(found.limits, known_queriers()),
+        "rejected_by": rejection.attribute_index if rejection is not None else None,
+        "rejection_reasons": list(rejection.reasons) if rejection is not None else [],
+    }
