@@ -1,0 +1,169 @@
+// The inspector's queriers and frontends panels: built and patched in place,
+// row by keyed row, from the live frames' `queriers` and `frontends` sections
+// (decoded by wire.js).
+
+import { byId, setProp, setText } from "./ids.js";
+import { placeChildren, setAttr, splitKeyed } from "./dom.js";
+import {
+  formatWait, frontendLabel, frontendsCount, frontendsMissing, querierState, transportLabel,
+  workerText,
+} from "./format.js";
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+// A querier article is head (header, reservations, shards) plus the worker
+// list. Worker times tick on every update, so workers are patched item by
+// item; the head is re-parsed only when its markup changes.
+function querierHead(q) {
+  const res = q.reservations.length
+    ? `<p class="res">Reserved for ${q.reservations.map((r) => `<span class="chip">${escapeHtml(r.tenant)} · priority ≥ ${r.priority}</span>`).join("")}</p>`
+    : "";
+  const more = q.shard_tenants > q.shard_sample.length ? ", …" : "";
+  const sample = q.shard_sample.length ? ` (${q.shard_sample.map(escapeHtml).join(", ")}${more})` : "";
+  const unsharded = q.unsharded_tenants ? ` + ${q.unsharded_tenants} unsharded` : "";
+  const state = querierState(q);
+  const replica = q.replica ? `<span class="chip" title="the scheduler replica of this connection">replica ${escapeHtml(q.replica)}</span>` : "";
+  return `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
+    `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>`;
+}
+
+const querierKey = (q) => `${q.id}\u0000${q.replica || ""}`;
+
+function createQuerier(q) {
+  const article = document.createElement("article");
+  article._key = querierKey(q);
+  article.dataset.querier = q.id;
+  if (q.replica) article.dataset.replica = q.replica;
+  const list = document.createElement("ol");
+  list.className = "workers";
+  article.append(list);
+  return article;
+}
+
+function updateQuerier(article, q) {
+  const state = querierState(q);
+  const cls = `querier state-${q.state}`;
+  if (article.className !== cls) article.className = cls;
+  setAttr(article, "aria-label", `querier ${q.id}${q.replica ? ` on replica ${q.replica}` : ""}: ${state}`);
+  const head = querierHead(q);
+  const list = article.lastElementChild;
+  if (article._head !== head) {
+    article._head = head;
+    while (article.firstElementChild !== list) article.firstElementChild.remove();
+    list.insertAdjacentHTML("beforebegin", head);
+  }
+  const items = list.children;
+  while (items.length > q.workers.length) list.lastElementChild.remove();
+  q.workers.forEach((w, i) => {
+    let li = items[i];
+    if (!li) { li = document.createElement("li"); list.append(li); }
+    const wcls = `w w-${w.state}`;
+    if (li.className !== wcls) li.className = wcls;
+    // A busy worker opens its request (click or Enter).
+    const request = w.state === "busy" && w.request ? w.request : "";
+    if ((li.dataset.request || "") !== request) {
+      if (request) {
+        li.dataset.request = request;
+        li.tabIndex = 0;
+        li.setAttribute("role", "button");
+        li.setAttribute("aria-label", `worker ${w.id} runs ${request}: open it`);
+      } else {
+        delete li.dataset.request;
+        li.removeAttribute("tabindex");
+        li.removeAttribute("role");
+        li.removeAttribute("aria-label");
+      }
+    }
+    const text = workerText(w);
+    if (li._text !== text) { li._text = text; li.textContent = text; }
+  });
+}
+
+export function applyQueriers(panel) {
+  const box = byId("queriers");
+  const more = box._more || (box._more = document.createElement("p"));
+  more.className = "muted";
+  more._key = "\u0001more";
+  const keys = new Set(panel.queriers.map(querierKey));
+  if (panel.hidden) keys.add(more._key);
+  const { kept, stale } = splitKeyed(box, keys, (el) => el._key);
+  for (const el of stale) el.remove();
+  const wanted = panel.queriers.map((q) => {
+    const article = kept.get(querierKey(q)) || createQuerier(q);
+    updateQuerier(article, q);
+    return article;
+  });
+  if (panel.hidden) {
+    const text = `${panel.hidden} more queriers not shown.`;
+    if (more.textContent !== text) more.textContent = text;
+    wanted.push(more);
+  }
+  placeChildren(box, wanted);
+  setProp("queriers-empty", "hidden", panel.queriers.length > 0);
+  setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
+}
+
+// Frontend rows are keyed by "transport address" (plus " replica" in the
+// merged panel), the key the server renders into data-frontend, so the
+// first frame adopts the server's rows. Each row remembers its cells' texts
+// and rewrites only the changed ones (the connected-for cell changes on
+// nearly every update, nothing else). The replica column exists only while
+// more than one replica is present; merged rows always carry their replica,
+// so a switch between one and several replicas replaces every row.
+const frontendKey = (f) => (f.replica ? `${f.transport} ${f.address} ${f.replica}` : `${f.transport} ${f.address}`);
+
+function createFrontend(key, withReplica) {
+  const tr = document.createElement("tr");
+  tr.dataset.frontend = key;
+  tr.innerHTML = '<td><span class="badge"></span></td><td class="addr"></td><td class="token"></td>' +
+    '<td class="num"></td><td class="num"></td><td class="num"></td>' +
+    (withReplica ? '<td class="replica"></td>' : "");
+  return tr;
+}
+
+function updateFrontend(tr, f, withReplica) {
+  setAttr(tr, "aria-label", frontendLabel(f));
+  const cells = tr.cells;
+  if (!tr._vals) tr._vals = Array.from(cells, (td) => td.textContent);
+  const vals = [transportLabel(f.transport), f.address, f.name || "–", String(f.streams),
+    String(f.outstanding), formatWait(f.for)];
+  if (withReplica) vals.push(f.replica || "");
+  vals.forEach((text, i) => {
+    if (tr._vals[i] === text) return;
+    tr._vals[i] = text;
+    if (i === 0) {
+      const badge = cells[0].firstElementChild;
+      badge.className = `badge badge-${f.transport}`;
+      badge.textContent = text;
+    } else {
+      cells[i].textContent = text;
+    }
+  });
+}
+
+export function applyFrontends(panel) {
+  const body = byId("frontends");
+  const withReplica = (panel.replicas || []).length > 1;
+  setProp("frontends-replica", "hidden", !withReplica);
+  const keys = new Set(panel.frontends.map(frontendKey));
+  const { kept, stale } = splitKeyed(body, keys, (el) => el.dataset.frontend);
+  for (const el of stale) el.remove();
+  const wanted = panel.frontends.map((f) => {
+    const key = frontendKey(f);
+    const tr = kept.get(key) || createFrontend(key, withReplica);
+    updateFrontend(tr, f, withReplica);
+    return tr;
+  });
+  placeChildren(body, wanted);
+  const any = panel.frontends.length > 0;
+  setProp("frontends-table", "hidden", !any);
+  setProp("frontends-empty", "hidden", any);
+  setProp("frontends-more", "hidden", !panel.hidden);
+  setText("frontends-more", panel.hidden ? `${panel.hidden} more frontends not shown.` : "");
+  setText("frontends-count", frontendsCount(panel));
+  const missing = frontendsMissing(panel);
+  setProp("frontends-missing", "hidden", !missing);
+  setText("frontends-missing", missing);
+}
