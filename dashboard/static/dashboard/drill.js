@@ -7,6 +7,8 @@
 // the server goes in through textContent: nothing is parsed as HTML.
 
 import { placeChildren, setText, splitKeyed } from "./dom.js";
+import { DrillCancels } from "./drill_cancel.js";
+import { describe } from "./drill_text.js";
 import { formatWait } from "./format.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
@@ -71,20 +73,10 @@ export function frontendText(f) {
   return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
 }
 
-export function describe(filter) {
-  const bits = [];
-  if (filter.tenant) bits.push(`tenant ${filter.tenant}`);
-  if (filter.component) bits.push(filter.component);
-  if (filter.priority !== undefined && filter.priority !== null && filter.priority !== "") bits.push(`priority ${filter.priority}`);
-  if (filter.actor) bits.push(`actor ${filter.actor}`);
-  return bits.length ? bits.join(" / ") : "the whole queue";
-}
-
 export class DrillPanel {
   constructor(client, { editor, csrf, onOpen }) {
     this.client = client;
     this.editor = editor;
-    this.csrf = csrf;
     this.onOpen = onOpen || (() => {});
     this.node = null;
     this.limit = STEP;
@@ -97,6 +89,7 @@ export class DrillPanel {
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
     this.wire();
+    this.cancels = editor ? new DrillCancels(this, csrf) : null;
     setInterval(() => this.tick(), 1000);
   }
 
@@ -110,12 +103,6 @@ export class DrillPanel {
     this.$("drill-more").addEventListener("click", () => { this.limit = Math.min(MAX, this.limit + STEP); this.send(); });
     this.list.addEventListener("click", (e) => this.onClick(e));
     this.$("request-close").addEventListener("click", () => this.$("request-dialog").close());
-    if (this.editor) {
-      this.$("drill-cancel-all").addEventListener("click", () => this.askCancelMatching());
-      this.$("request-cancel").addEventListener("click", () => this.askCancelOne(this.shown));
-      this.$("cancel-back").addEventListener("click", () => this.$("cancel-dialog").close());
-      this.$("cancel-confirm").addEventListener("click", () => this.confirmCancel());
-    }
   }
 
   // -- what the server is asked for -------------------------------------------
@@ -289,7 +276,7 @@ export class DrillPanel {
     if (!li) return;
     const row = this.rows.get(li.dataset.key);
     if (!row) return;
-    if (e.target.closest(".cancel-one")) { this.askCancelOne(row); return; }
+    if (e.target.closest(".cancel-one")) { if (this.cancels) this.cancels.askOne(row); return; }
     if (!e.target.closest(".expand")) return;
     if (this.open.has(row.key)) this.open.delete(row.key);
     else {
@@ -344,70 +331,5 @@ export class DrillPanel {
       this.$("request-query").textContent = detail.query;
     }
     if (!dialog.open) dialog.showModal();
-  }
-
-  // -- cancelling --------------------------------------------------------------
-
-  askCancelOne(row) {
-    if (!row || !this.editor) return;
-    this.pending = { kind: "one", id: row.id, replica: row.replica };
-    setText(this.$("cancel-title"), "Cancel this request?");
-    setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
-    this.openCancel();
-  }
-
-  async askCancelMatching() {
-    const filter = { ...this.filter(), state: "queued", dry_run: true };
-    if (!filter.tenant && !filter.search && !filter.regex) {
-      setText(this.$("drill-note"), "Cancelling by filter needs a tenant, or a search or regex.");
-      return;
-    }
-    const preview = await this.post("cancel/", filter);
-    if (!preview.ok) { setText(this.$("drill-note"), preview.error); return; }
-    delete filter.dry_run;
-    this.pending = { kind: "filter", filter };
-    setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
-    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.`);
-    this.openCancel();
-  }
-
-  openCancel() {
-    this.$("cancel-note").value = "";
-    this.$("cancel-error").hidden = true;
-    this.$("cancel-dialog").showModal();
-  }
-
-  async confirmCancel() {
-    const pending = this.pending;
-    if (!pending) return;
-    const note = this.$("cancel-note").value.trim();
-    const result = pending.kind === "one"
-      ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
-      : await this.post("cancel/", { ...pending.filter, note });
-    if (!result.ok) {
-      this.$("cancel-error").hidden = false;
-      setText(this.$("cancel-error"), result.error);
-      return;
-    }
-    this.pending = null;
-    this.$("cancel-dialog").close();
-    const dialog = this.$("request-dialog");
-    if (dialog.open) dialog.close();
-    const text = pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
-    this.flash = { text, until: Date.now() + 10000 }; // kept over the next updates
-    setText(this.$("drill-note"), text);
-  }
-
-  async post(path, body) {
-    const response = await fetch(`${this.apiBase()}${path}`, {
-      method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": this.csrf },
-      body: JSON.stringify(body),
-    });
-    let data = null;
-    try { data = await response.json(); } catch { data = null; }
-    if (response.ok) return { ok: true, body: data };
-    const reason = data ? Object.entries(data).map(([k, v]) => `${k}: ${[].concat(v).join("; ")}`).join(" ") : response.statusText;
-    return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
   }
 }

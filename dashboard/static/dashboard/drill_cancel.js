@@ -1,0 +1,83 @@
+// Cancelling from the drill-down (editors only): one request, from its row
+// or its detail dialog, or every queued request matching the panel's
+// filter, through the REST API. Both ask first in the cancel dialog; a
+// cancel by filter shows the count a dry run found.
+
+import { setText } from "./dom.js";
+import { describe } from "./drill_text.js";
+
+export class DrillCancels {
+  constructor(panel, csrf) {
+    this.panel = panel;
+    this.csrf = csrf;
+    this.pending = null;
+    this.$ = panel.$;
+    this.$("drill-cancel-all").addEventListener("click", () => this.askMatching());
+    this.$("request-cancel").addEventListener("click", () => this.askOne(panel.shown));
+    this.$("cancel-back").addEventListener("click", () => this.$("cancel-dialog").close());
+    this.$("cancel-confirm").addEventListener("click", () => this.confirm());
+  }
+
+  askOne(row) {
+    if (!row) return;
+    this.pending = { kind: "one", id: row.id, replica: row.replica };
+    setText(this.$("cancel-title"), "Cancel this request?");
+    setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
+    this.openDialog();
+  }
+
+  async askMatching() {
+    const filter = { ...this.panel.filter(), state: "queued", dry_run: true };
+    if (!filter.tenant && !filter.search && !filter.regex) {
+      setText(this.$("drill-note"), "Cancelling by filter needs a tenant, or a search or regex.");
+      return;
+    }
+    const preview = await this.post("cancel/", filter);
+    if (!preview.ok) { setText(this.$("drill-note"), preview.error); return; }
+    delete filter.dry_run;
+    this.pending = { kind: "filter", filter };
+    setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
+    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.`);
+    this.openDialog();
+  }
+
+  openDialog() {
+    this.$("cancel-note").value = "";
+    this.$("cancel-error").hidden = true;
+    this.$("cancel-dialog").showModal();
+  }
+
+  async confirm() {
+    const pending = this.pending;
+    if (!pending) return;
+    const note = this.$("cancel-note").value.trim();
+    const result = pending.kind === "one"
+      ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
+      : await this.post("cancel/", { ...pending.filter, note });
+    if (!result.ok) {
+      this.$("cancel-error").hidden = false;
+      setText(this.$("cancel-error"), result.error);
+      return;
+    }
+    this.pending = null;
+    this.$("cancel-dialog").close();
+    const dialog = this.$("request-dialog");
+    if (dialog.open) dialog.close();
+    const text = pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
+    this.panel.flash = { text, until: Date.now() + 10000 }; // kept over the next updates
+    setText(this.$("drill-note"), text);
+  }
+
+  async post(path, body) {
+    const response = await fetch(`${this.panel.apiBase()}${path}`, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": this.csrf },
+      body: JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await response.json(); } catch { data = null; }
+    if (response.ok) return { ok: true, body: data };
+    const reason = data ? Object.entries(data).map(([k, v]) => `${k}: ${[].concat(v).join("; ")}`).join(" ") : response.statusText;
+    return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
+  }
+}
