@@ -85,6 +85,12 @@ class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg
     search = serializers.CharField(required=False, help_text="query substring (any case)")
     regex = serializers.CharField(required=False, help_text="RE2, unanchored, on the query")
     state = serializers.ChoiceField(choices=["queued"], required=False)
+    min_wait = serializers.FloatField(
+        required=False, min_value=0, help_text="only requests queued at least this many seconds"
+    )
+    frontend = serializers.CharField(
+        required=False, help_text="substring of the frontend's transport, address or name"
+    )
     actor = serializers.CharField(
         required=False, help_text='an actor path ("users|joe"): its sub-queue and below'
     )

@@ -106,6 +106,20 @@ def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
     )
 
 
+def test_cancel_matching_with_a_minimum_wait_previews_the_requests_the_panel_shows(
+    page: Page,
+) -> None:
+    page.locator("#drill-search").fill("")
+    page.get_by_role("button", name="Requests of acme").click()
+    expect(page.locator("#drill-rows > li")).to_have_count(3)
+    page.locator("#drill-min-wait").fill("0")
+    expect(page.locator("#drill-count")).to_have_text("3 of 3")
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 3 queued requests?")
+    page.locator("#cancel-back").click()
+    page.locator("#drill-min-wait").fill("")
+
+
 def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
     page: Page, traffic: Traffic
 ) -> None:

@@ -13,6 +13,7 @@ the operator. Without a runtime in this process (a plain test client,
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -51,7 +52,9 @@ __all__ = [
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-_FILTER_KEYS = ("tenant", "component", "priority", "search", "regex", "state")
+# A cancel by filter takes every field a listing does, so what the listing
+# (or the inspector's drill-down) shows is exactly what a cancel can name.
+_FILTER_KEYS = tuple(f.name for f in fields(RequestFilter))
 
 
 def _invalid(field: str, message: str) -> serializers.ValidationError:

@@ -241,11 +241,37 @@ def test_cancel_by_filter_previews_then_cancels_exactly_the_matching_queued_requ
 
 
 @pytest.mark.parametrize(
+    "narrowing",
+    [
+        {"min_wait": 8.5},
+        {"min_wait": "7.5", "search": "up"},
+        {"frontend": "grafana", "component": "ingester"},
+        {"actor": "users"},
+        {"priority": 3},
+    ],
+)
+def test_cancel_by_filter_takes_every_listing_filter_and_cancels_what_the_listing_shows(
+    editor_api, runtime, narrowing
+):
+    body = {"tenant": "acme", **narrowing}
+    listed = ids(editor_api.get("/api/v1/queue/requests/", {**body, "state": "queued"}).json())
+    preview = editor_api.post("/api/v1/queue/cancel/", {**body, "dry_run": True}, format="json")
+    assert preview.status_code == 200, preview.json()
+    assert preview.json() == {"matched": len(listed), "cancelled": 0}
+    done = editor_api.post("/api/v1/queue/cancel/", body, format="json")
+    assert done.json() == {"matched": len(listed), "cancelled": len(listed)}
+    remaining = {r.id for r in runtime.queue.listing().queued()}
+    assert remaining == {f"ws:c1:{i}" for i in range(5)} - set(listed)
+    assert OperatorCancel.objects.get().filter == body
+
+
+@pytest.mark.parametrize(
     "body, field",
     [
         ({"component": "ingester"}, "non_field_errors"),
         ({"tenant": "acme", "state": "in_flight"}, "state"),
         ({"tenant": "acme", "regex": "("}, "regex"),
+        ({"tenant": "acme", "min_wait": -1}, "min_wait"),
         ({"tenant": "acme", "colour": "red"}, "colour"),
         ({"tenant": "acme", "dry_run": "yes"}, "dry_run"),
     ],

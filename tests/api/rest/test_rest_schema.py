@@ -112,6 +112,11 @@ def test_the_schema_states_the_constraints_the_server_enforces(viewer_api):
     assert body["required"] == ["overrides"]
     for name in ("ExplainRequest", "TenantConfig", "PatchedSettings", "QueryAttribute"):
         assert components[name]["additionalProperties"] is False, name
+    # A cancel by filter names its set with the listing's filters, all of them.
+    listing = {p["name"] for p in paths["/api/v1/queue/requests/"]["get"]["parameters"]}
+    cancel = components["CancelByFilter"]["properties"]
+    assert listing - {"cursor", "limit"} <= set(cancel)
+    assert cancel["min_wait"]["minimum"] == 0
     patch = {p["name"]: p for p in paths["/api/v1/settings/"]["patch"]["parameters"]}
     assert patch["If-Match"]["required"] is True
 
