@@ -120,6 +120,22 @@ def test_cancel_matching_with_a_minimum_wait_previews_the_requests_the_panel_sho
     page.locator("#drill-min-wait").fill("")
 
 
+def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -> None:
+    page.locator('.projection input[value="component-first"]').check()
+    page.get_by_role("button", name="Requests of ingester", exact=True).click()
+    expect(page.locator("#drill-title")).to_have_text("Requests of ingester")
+    page.get_by_role("button", name="Cancel matching…").click()
+    message = page.locator("#drill-message")
+    expect(message).to_have_text("Cancelling by filter needs a tenant, or a search or regex.")
+    expect(message).to_have_class(re.compile(r"\bmsg-error\b"))
+    page.wait_for_timeout(1500)  # several live updates later
+    expect(message).to_be_visible()
+    page.locator("#drill-search").fill("rate")  # acting again clears it
+    expect(message).to_be_hidden()
+    page.locator("#drill-search").fill("")
+    page.locator('.projection input[value="tenant-first"]').check()
+
+
 def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
     page: Page, traffic: Traffic
 ) -> None:
@@ -133,7 +149,11 @@ def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
     page.get_by_role("button", name="Cancel them").click()
     expect(dialog).to_be_hidden()
     expect(page.locator("#drill-rows > li")).to_have_count(0)
-    expect(page.locator("#drill-note")).to_contain_text("Cancelled 2 requests.")
+    done = page.locator("#drill-message")
+    expect(done).to_have_text("Cancelled 2 requests.")
+    expect(done).to_have_class(re.compile(r"\bmsg-success\b"))
+    page.wait_for_timeout(1500)  # several live updates later
+    expect(done).to_have_text("Cancelled 2 requests.")
     page.locator("#drill-close").click()
 
 

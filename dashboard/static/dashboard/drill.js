@@ -85,6 +85,7 @@ export class DrillPanel {
     this.open = new Set(); // ids expanded by the user
     this.texts = new Map(); // id -> full query text fetched on expand
     this.skew = 0;
+    this.typing = null; // the pending send of what is being typed in the boxes
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -94,8 +95,7 @@ export class DrillPanel {
   }
 
   wire() {
-    let timer = null;
-    const changed = () => { clearTimeout(timer); timer = setTimeout(() => this.send(), 250); };
+    const changed = () => { clearTimeout(this.typing); this.typing = setTimeout(() => this.send(), 250); };
     for (const id of ["drill-search", "drill-actor", "drill-priority", "drill-min-wait"]) this.$(id).addEventListener("input", changed);
     for (const id of ["drill-regex", "drill-state"]) this.$(id).addEventListener("change", () => this.send());
     this.$("drill-form").addEventListener("submit", (e) => { e.preventDefault(); this.send(); });
@@ -142,7 +142,28 @@ export class DrillPanel {
     this.card.scrollIntoView({ block: "nearest" });
   }
 
+  // What the user's own action led to (a refusal, a cancel's outcome), apart
+  // from the note the live updates rewrite: it stays until the user acts again.
+  say(text, kind = "info") {
+    const el = this.$("drill-message");
+    el.hidden = !text;
+    el.className = `msg msg-${kind} drill-message`;
+    setText(el, text || "");
+  }
+
+  // Sends what the boxes say now if typing in them has not been sent yet: an
+  // action on "what is listed" must act on what the user sees in the boxes,
+  // and a late send must not clear the message that action leaves.
+  flush() {
+    if (this.typing === null) return;
+    clearTimeout(this.typing);
+    this.send();
+  }
+
   send() {
+    clearTimeout(this.typing);
+    this.typing = null;
+    this.say(null); // the user changed what is listed: an earlier outcome no longer applies
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
     if (this.node) setText(this.$("drill-title"), `Requests of ${describe(this.filter())}`);
@@ -150,6 +171,7 @@ export class DrillPanel {
   }
 
   close() {
+    this.say(null);
     this.node = null;
     this.card.hidden = true;
     this.client.setDrill(null);
@@ -179,8 +201,7 @@ export class DrillPanel {
     const missing = section.replicas_missing || [];
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
       (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
-    const flash = this.flash && this.flash.until > Date.now() ? `${this.flash.text} ` : "";
-    setText(this.$("drill-note"), flash + (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
+    setText(this.$("drill-note"), (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     this.$("drill-empty").hidden = order.length > 0;

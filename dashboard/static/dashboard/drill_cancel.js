@@ -20,6 +20,7 @@ export class DrillCancels {
 
   askOne(row) {
     if (!row) return;
+    this.panel.say(null);
     this.pending = { kind: "one", id: row.id, replica: row.replica };
     setText(this.$("cancel-title"), "Cancel this request?");
     setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
@@ -27,13 +28,15 @@ export class DrillCancels {
   }
 
   async askMatching() {
+    this.panel.flush();
+    this.panel.say(null);
     const filter = { ...this.panel.filter(), state: "queued", dry_run: true };
     if (!filter.tenant && !filter.search && !filter.regex) {
-      setText(this.$("drill-note"), "Cancelling by filter needs a tenant, or a search or regex.");
+      this.panel.say("Cancelling by filter needs a tenant, or a search or regex.", "error");
       return;
     }
     const preview = await this.post("cancel/", filter);
-    if (!preview.ok) { setText(this.$("drill-note"), preview.error); return; }
+    if (!preview.ok) { this.panel.say(`Not cancelled: ${preview.error}`, "error"); return; }
     delete filter.dry_run;
     this.pending = { kind: "filter", filter };
     setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
@@ -64,8 +67,7 @@ export class DrillCancels {
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
     const text = pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
-    this.panel.flash = { text, until: Date.now() + 10000 }; // kept over the next updates
-    setText(this.$("drill-note"), text);
+    this.panel.say(text, "success");
   }
 
   async post(path, body) {
