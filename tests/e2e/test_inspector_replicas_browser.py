@@ -131,7 +131,7 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
     rid = rows.nth(2).get_attribute("data-id")
     rows.nth(2).get_by_role("button", name="Cancel…").click()
     page.locator("#cancel-note").fill("from a")
-    page.get_by_role("button", name="Cancel them").click()
+    page.get_by_role("button", name="Cancel the request").click()
     expect(rows).to_have_count(2, timeout=PEERS_WITHIN)
     expect(page.locator("#drill-count")).to_have_text("2 of 2")
     told = {"type": "failed", "error": "cancelled by operator erin: from a"}
@@ -142,7 +142,7 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
     assert any(told.items() <= r.items() for r in traffic_b.replies), (rid, traffic_b.replies)
     # A's own request is cancelled here, so A's frontend ends with nothing outstanding.
     rows.nth(0).get_by_role("button", name="Cancel…").click()
-    page.get_by_role("button", name="Cancel them").click()
+    page.get_by_role("button", name="Cancel the request").click()
     expect(rows).to_have_count(1, timeout=PEERS_WITHIN)
     page.locator("#drill-close").click()
 

@@ -95,9 +95,13 @@ def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
     dialog = page.locator("#cancel-dialog")
     expect(dialog).to_be_visible()
     expect(dialog).to_contain_text(rid)
+    # One request: worded for one, and Enter in the note confirms (never drops it).
+    expect(page.locator("#cancel-confirm")).to_have_text("Cancel the request")
+    expect(page.locator("#cancel-back")).to_have_text("Keep it")
     page.locator("#cancel-note").fill("runaway join")
-    page.get_by_role("button", name="Cancel them").click()
+    page.locator("#cancel-note").press("Enter")
     expect(dialog).to_be_hidden()
+    expect(page.locator("#drill-message")).to_have_text(f"Cancelled {rid}.")
     expect(page.locator("#drill-rows > li")).to_have_count(0)
     expect(treeitem(page, "acme: 3 queued")).to_be_visible()
     failed = [r for r in traffic.replies if r.get("type") == "failed"]
@@ -118,6 +122,21 @@ def test_cancel_matching_with_a_minimum_wait_previews_the_requests_the_panel_sho
     expect(page.locator("#cancel-title")).to_have_text("Cancel 3 queued requests?")
     page.locator("#cancel-back").click()
     page.locator("#drill-min-wait").fill("")
+
+
+def test_cancel_matching_is_for_queued_requests_only_and_says_so(page: Page) -> None:
+    cancel = page.get_by_role("button", name="Cancel matching…")
+    page.locator("#drill-state").select_option("in_flight")
+    expect(cancel).to_be_disabled()
+    expect(page.locator("#drill-cancel-why")).to_be_visible()
+    expect(cancel).to_have_accessible_description(re.compile("Only queued requests"))
+    page.locator("#drill-state").select_option("")
+    expect(cancel).to_be_enabled()
+    expect(page.locator("#drill-cancel-why")).to_be_hidden()
+    cancel.click()
+    expect(page.locator("#cancel-text")).to_contain_text("Running requests are not cancelled")
+    expect(page.locator("#cancel-confirm")).to_have_text("Cancel them")
+    page.locator("#cancel-back").click()
 
 
 def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -> None:

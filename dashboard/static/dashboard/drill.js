@@ -167,6 +167,7 @@ export class DrillPanel {
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
     if (this.node) setText(this.$("drill-title"), `Requests of ${describe(this.filter())}`);
+    if (this.cancels) this.cancels.sync(this.filter());
     this.client.setDrill(message);
   }
 

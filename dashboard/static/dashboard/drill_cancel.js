@@ -15,7 +15,24 @@ export class DrillCancels {
     this.$("drill-cancel-all").addEventListener("click", () => this.askMatching());
     this.$("request-cancel").addEventListener("click", () => this.askOne(panel.shown));
     this.$("cancel-back").addEventListener("click", () => this.$("cancel-dialog").close());
-    this.$("cancel-confirm").addEventListener("click", () => this.confirm());
+    // Confirm is the form's submit button, so Enter in the note confirms as a
+    // click does: the form's own "dialog" submission would close the dialog
+    // and drop the cancel without a word.
+    this.$("cancel-form").addEventListener("submit", (e) => { e.preventDefault(); this.confirm(); });
+  }
+
+  // The panel's filter changed: a running-only list has nothing a cancel by
+  // filter could take (it cancels queued requests only), so say so there
+  // rather than offer to cancel queued requests the list does not show.
+  sync(filter) {
+    const running = filter.state === "in_flight";
+    this.$("drill-cancel-all").disabled = running;
+    this.$("drill-cancel-why").hidden = !running;
+  }
+
+  buttons(confirm, back) {
+    setText(this.$("cancel-confirm"), confirm);
+    setText(this.$("cancel-back"), back);
   }
 
   askOne(row) {
@@ -23,6 +40,7 @@ export class DrillCancels {
     this.panel.say(null);
     this.pending = { kind: "one", id: row.id, replica: row.replica };
     setText(this.$("cancel-title"), "Cancel this request?");
+    this.buttons("Cancel the request", "Keep it");
     setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
     this.openDialog();
   }
@@ -39,8 +57,11 @@ export class DrillCancels {
     if (!preview.ok) { this.panel.say(`Not cancelled: ${preview.error}`, "error"); return; }
     delete filter.dry_run;
     this.pending = { kind: "filter", filter };
+    this.buttons("Cancel them", "Keep them");
+    // Listed with the queued ones, running requests stay: say so beside the count.
+    const running = this.panel.filter().state ? "" : " Running requests are not cancelled by filter.";
     setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
-    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.`);
+    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
     this.openDialog();
   }
 
@@ -53,16 +74,17 @@ export class DrillCancels {
   async confirm() {
     const pending = this.pending;
     if (!pending) return;
+    this.pending = null; // a second Enter while the first is answered cancels nothing more
     const note = this.$("cancel-note").value.trim();
     const result = pending.kind === "one"
       ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
       : await this.post("cancel/", { ...pending.filter, note });
     if (!result.ok) {
+      this.pending = pending; // still asked: the dialog stays open with the reason
       this.$("cancel-error").hidden = false;
       setText(this.$("cancel-error"), result.error);
       return;
     }
-    this.pending = null;
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
