@@ -6,7 +6,8 @@ search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`, `drill`
 min_wait, frontend, limit; see `dashboard.drill`) and `drill_close`.
 Server → browser: `snapshot` (every section) after subscribe, resume or
 resync; then `update` frames with only the sections that changed; both carry
-`epoch` and `seq`; `error` for a bad message. See `dashboard.live`.
+`epoch` and `seq`; `error` for a bad message (for a refused `drill` also
+`drill`: the field and why, and the drill is closed). See `dashboard.live`.
 
 Frames are decoded with the same nesting limit as the machine protocol; any
 exception handling one is contained (`api.wire.consumers.guard`): the viewer
@@ -90,7 +91,10 @@ class InspectorConsumer(GuardedConsumer):
             try:
                 drill = DrillParams.from_message(message)
             except InvalidDrill as exc:
-                await self._error(f"drill {exc}")
+                # The drill shown so far answered another filter: no more of its rows.
+                viewer.drill = None
+                refused = {"field": exc.field, "message": exc.message}
+                await self._error(f"drill {exc}", drill=refused)
                 return
             viewer.drill = DrillState(drill)
             get_broadcaster().send_now(viewer)
@@ -108,5 +112,5 @@ class InspectorConsumer(GuardedConsumer):
     def failure_frame(self) -> str:
         return json.dumps({"type": "error", "message": "internal error; connection closed"})
 
-    async def _error(self, message: str) -> None:
-        await self.send(text_data=json.dumps({"type": "error", "message": message}))
+    async def _error(self, message: str, **extra: Any) -> None:
+        await self.send(text_data=json.dumps({"type": "error", "message": message, **extra}))

@@ -69,7 +69,12 @@ _FILTER_KEYS = (
 
 
 class InvalidDrill(ValueError):
-    """A drill message the server cannot serve; the text says which field."""
+    """A drill message the server cannot serve; `field` names the field, `message` says why."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +89,14 @@ class DrillParams:
         try:
             flt = RequestFilter.parse({k: raw.get(k) for k in _FILTER_KEYS})
         except FilterError as exc:
-            raise InvalidDrill(f"{exc.field}: {exc.message}") from None
+            raise InvalidDrill(exc.field, exc.message) from None
         limit = raw.get("limit", DEFAULT_ROWS)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ROWS:
-            raise InvalidDrill(f"limit: an integer from 1 to {MAX_ROWS}")
+            raise InvalidDrill("limit", f"an integer from 1 to {MAX_ROWS}")
         for name in ("search", "regex", "frontend", "tenant"):
             value = getattr(flt, name) or ""
             if len(value) > 1000:
-                raise InvalidDrill(f"{name}: at most 1000 characters")
+                raise InvalidDrill(name, "at most 1000 characters")
         return cls(flt, limit)
 
 

@@ -105,7 +105,7 @@ async def test_a_drill_lists_the_tenant_s_requests_in_dequeue_order_then_referen
 
 
 async def test_a_searching_drill_counts_only_matches_and_a_bad_regex_is_an_error(
-    socket: WebsocketCommunicator, source: RuntimeSource
+    socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
 ) -> None:
     for i, query in enumerate(["rate(a[1m])", "up", "RATE(b[5m])"]):
         source.enqueue(f"r{i}", "acme", query)
@@ -113,9 +113,16 @@ async def test_a_searching_drill_counts_only_matches_and_a_bad_regex_is_an_error
     frame = await socket.receive_json_from()
     assert [r[0] for r in frame["drill"]["rows"]] == ["r0", "r2"]
     assert frame["drill"]["total"] == 2
-    await socket.send_json_to({"type": "drill", "regex": "a("})
+    await socket.send_json_to({"type": "ack", "seq": frame["seq"]})
+    await socket.send_json_to({"type": "drill", "tenant": "acme", "regex": "a("})
     error = await socket.receive_json_from()
     assert error["type"] == "error" and "regex" in error["message"]
+    # The field is named apart, for the page to mark it, and the old drill is
+    # dropped: its rows would be shown as if they matched the refused filter.
+    assert error["drill"]["field"] == "regex" and error["drill"]["message"]
+    source.enqueue("r9", "acme", "rate(c[1m])")
+    broadcaster.tick()
+    assert "drill" not in await socket.receive_json_from()
 
 
 async def test_stuck_leaves_and_the_oldest_request_are_in_the_header(
@@ -156,6 +163,13 @@ async def test_the_longest_running_list_names_each_busy_worker_s_request(
 def test_drill_parameters_are_checked_field_by_field() -> None:
     with pytest.raises(InvalidDrill, match="limit"):
         DrillParams.from_message({"limit": 501})
-    with pytest.raises(InvalidDrill, match="component"):
+    with pytest.raises(InvalidDrill, match="component") as refused:
         DrillParams.from_message({"component": "disk"})
+    assert refused.value.field == "component"
+    with pytest.raises(InvalidDrill, match="min_wait") as refused:
+        DrillParams.from_message({"min_wait": -5})
+    assert (refused.value.field, refused.value.message) == (
+        "min_wait",
+        "must be a finite number of seconds, 0 or more",
+    )
     assert DrillParams.from_message({"tenant": "acme", "limit": 10}).limit == 10

@@ -139,6 +139,30 @@ def test_cancel_matching_is_for_queued_requests_only_and_says_so(page: Page) -> 
     page.locator("#cancel-back").click()
 
 
+def test_a_filter_the_server_refuses_is_marked_at_its_field_and_lists_nothing(page: Page) -> None:
+    rows, error = page.locator("#drill-rows > li"), page.locator("#drill-filter-error")
+    expect(rows).to_have_count(3)
+    page.locator("#drill-regex").check()
+    page.locator("#drill-search").fill("rate([")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("RE2 regex:")
+    expect(page.locator("#drill-search")).to_have_attribute("aria-invalid", "true")
+    expect(rows).to_have_count(0)  # not the earlier rows, as if they matched
+    expect(page.locator("#drill-count")).to_have_text("")
+    page.locator("#drill-search").fill("rate")
+    expect(error).to_be_hidden()
+    expect(rows).to_have_count(2)
+    page.locator("#drill-regex").uncheck()
+    page.locator("#drill-search").fill("")
+    page.locator("#drill-min-wait").fill("-5")
+    expect(error).to_have_text("Waited ≥: must be a finite number of seconds, 0 or more")
+    expect(page.locator("#drill-min-wait")).to_have_attribute("aria-invalid", "true")
+    expect(rows).to_have_count(0)
+    page.locator("#drill-min-wait").fill("")
+    expect(rows).to_have_count(3)
+    expect(page.locator("#drill-min-wait")).not_to_have_attribute("aria-invalid", "true")
+
+
 def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -> None:
     page.locator('.projection input[value="component-first"]').check()
     page.get_by_role("button", name="Requests of ingester", exact=True).click()

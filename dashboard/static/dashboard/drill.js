@@ -12,6 +12,9 @@ import { describe } from "./drill_text.js";
 import { formatWait } from "./format.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
+// The box of each field the server may refuse, and its name on the page.
+const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
+const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
 const STEP = 50;
 const MAX = 500;
 
@@ -160,10 +163,35 @@ export class DrillPanel {
     this.send();
   }
 
+  // The server refused the filter (`field`: why). Its rows answered the
+  // filter before, so they go; the error sits beside the field it names.
+  refused({ field, message }) {
+    if (!this.node) return;
+    const input = this.$(FIELD_INPUTS[field] || "drill-search");
+    const error = this.$("drill-filter-error");
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", "drill-filter-error");
+    (field === "regex" ? this.$("drill-regex").closest("label") : input).after(error);
+    setText(error, `${FIELD_NAMES[field] || field}: ${message}`);
+    error.hidden = false;
+    this.rows.clear();
+    this.order = [];
+    this.list.replaceChildren();
+    setText(this.$("drill-count"), "");
+    setText(this.$("drill-note"), "Nothing is listed until the filter is fixed.");
+    this.$("drill-more").hidden = true;
+    this.$("drill-empty").hidden = true;
+  }
+
   send() {
     clearTimeout(this.typing);
     this.typing = null;
     this.say(null); // the user changed what is listed: an earlier outcome no longer applies
+    this.$("drill-filter-error").hidden = true;
+    for (const id of Object.values(FIELD_INPUTS)) {
+      this.$(id).removeAttribute("aria-invalid");
+      this.$(id).removeAttribute("aria-describedby");
+    }
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
     if (this.node) setText(this.$("drill-title"), `Requests of ${describe(this.filter())}`);

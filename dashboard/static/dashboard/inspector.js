@@ -51,6 +51,8 @@ const client = new LiveClient(root.dataset.ws, {
   params,
   onFrame: applyFrame,
   onState: showState,
+  // A drill the server refused names the field: the panel marks it.
+  onError: (msg) => { if (msg.drill) drill.refused(msg.drill); },
 });
 
 const csrfInput = document.querySelector('input[name="csrfmiddlewaretoken"]');

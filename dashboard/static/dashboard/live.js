@@ -9,11 +9,12 @@ const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 5000;
 
 export class LiveClient {
-  constructor(path, { params, onFrame, onState }) {
+  constructor(path, { params, onFrame, onState, onError }) {
     this.path = path;
     this.params = params;
     this.onFrame = onFrame;
     this.onState = onState;
+    this.onError = onError || (() => {});
     this.epoch = null;
     this.seq = 0;
     this.paused = false;
@@ -85,6 +86,7 @@ export class LiveClient {
     const msg = JSON.parse(data);
     if (msg.type === "error") {
       console.warn("inspector:", msg.message);
+      this.onError(msg);
       return;
     }
     if (msg.type === "update" && (msg.epoch !== this.epoch || msg.seq !== this.seq + 1)) {
