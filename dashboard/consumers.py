@@ -92,14 +92,14 @@ class InspectorConsumer(GuardedConsumer):
                 drill = DrillParams.from_message(message)
             except InvalidDrill as exc:
                 # The drill shown so far answered another filter: no more of its rows.
-                viewer.drill = None
+                viewer.set_drill(None)
                 refused = {"field": exc.field, "message": exc.message}
                 await self._error(f"drill {exc}", drill=refused)
                 return
-            viewer.drill = DrillState(drill)
+            viewer.set_drill(DrillState(drill))
             get_broadcaster().send_now(viewer)
         elif kind == "drill_close":
-            viewer.drill = None
+            viewer.set_drill(None)
         elif kind == "pause":
             viewer.paused = True
         elif kind in ("resume", "resync"):

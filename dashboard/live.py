@@ -117,6 +117,14 @@ class Viewer:
     def resync(self) -> None:
         self._need_full = True
 
+    def set_drill(self, drill: DrillState | None) -> None:
+        """Opens (None: closes) the drill-down; the next frame carries its section."""
+        self.drill = drill
+        # A new drill starts the browser's rows afresh, so its first section goes
+        # even when it is the text last sent (the same drill closed and reopened
+        # before its rows were ever sent as references).
+        self._sent.pop("drill", None)
+
     def ack(self, seq: int) -> None:
         if self.acked < seq <= self.seq:
             self.acked = seq

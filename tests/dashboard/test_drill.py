@@ -104,6 +104,21 @@ async def test_a_drill_lists_the_tenant_s_requests_in_dequeue_order_then_referen
     assert [r[0] for r in rows(update, known)] == ["r2", "r1", "r4"]
 
 
+async def test_the_same_drill_closed_and_reopened_is_sent_again(
+    socket: WebsocketCommunicator, source: RuntimeSource
+) -> None:
+    source.enqueue("r1", "acme")
+    await socket.send_json_to({"type": "drill", "tenant": "acme"})
+    first = await socket.receive_json_from()
+    await socket.send_json_to({"type": "ack", "seq": first["seq"]})
+    await socket.send_json_to({"type": "drill_close"})
+    # The browser dropped its rows on close: the reopened drill's whole rows,
+    # the same text as the first section, must reach it again.
+    await socket.send_json_to({"type": "drill", "tenant": "acme"})
+    again = await socket.receive_json_from()
+    assert again["drill"]["rows"] == first["drill"]["rows"]
+
+
 async def test_a_searching_drill_counts_only_matches_and_a_bad_regex_is_an_error(
     socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
 ) -> None:
