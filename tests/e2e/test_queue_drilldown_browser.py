@@ -64,6 +64,44 @@ def test_drilling_down_from_a_tenant_lists_its_requests_in_dequeue_order(page: P
     expect(rows.nth(2).locator(".meta")).to_contain_text("websocket")
 
 
+def test_the_panel_opens_with_its_rows_in_view_and_closing_returns_to_its_button(
+    page: Page,
+) -> None:
+    opener = page.get_by_role("button", name="Requests of acme", exact=True)
+    page.locator("#drill-close").click()
+    expect(opener).to_be_focused()
+    page.evaluate("window.scrollTo(0, 0)")
+    opener.click()
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(4)
+    # The panel is the last card on the page: its rows, not just its head, come into view.
+    expect(rows.first).to_be_in_viewport(ratio=1)
+    expect(rows.last).to_be_in_viewport(ratio=1)
+
+
+def test_title_and_note_say_which_requests_are_listed(page: Page) -> None:
+    title, note = page.locator("#drill-title"), page.locator("#drill-note")
+    expect(note).to_contain_text("then running ones")
+    page.locator("#drill-state").select_option("queued")
+    expect(title).to_have_text("Queued requests of tenant acme")
+    expect(note).to_have_text("Queued requests in the order the scheduler will dequeue them.")
+    page.locator("#drill-min-wait").fill("2")
+    page.locator("#drill-search").fill("rate")
+    expect(title).to_have_text(
+        "Queued requests of tenant acme whose query contains “rate”, waited ≥ 2.0 s"
+    )
+    page.locator("#drill-state").select_option("in_flight")
+    expect(title).to_have_text(
+        "Running requests of tenant acme whose query contains “rate”, waited ≥ 2.0 s"
+    )
+    expect(note).to_have_text("Running requests, longest running first.")
+    page.locator("#drill-state").select_option("")
+    page.locator("#drill-min-wait").fill("")
+    page.locator("#drill-search").fill("")
+    expect(title).to_have_text("Requests of tenant acme")
+    expect(page.locator("#drill-rows > li")).to_have_count(4)
+
+
 def test_no_horizontal_scroll_at_1280_and_1920_with_the_drill_down_open(page: Page) -> None:
     for width in (1280, 1920):
         over, wide = no_horizontal_scroll(page, width)

@@ -8,7 +8,7 @@
 
 import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
-import { describe } from "./drill_text.js";
+import { orderNote, title } from "./drill_text.js";
 import { formatWait } from "./format.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
@@ -89,6 +89,8 @@ export class DrillPanel {
     this.texts = new Map(); // id -> full query text fetched on expand
     this.skew = 0;
     this.typing = null; // the pending send of what is being typed in the boxes
+    this.opener = null; // what had the focus when the panel opened
+    this.reveal = false; // scroll the panel into view once its first rows are in
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -138,11 +140,13 @@ export class DrillPanel {
     this.order = [];
     this.open.clear();
     this.$("drill-actor").value = node.actor || "";
+    // Focus goes back here on close: the ≡ button (or link) that opened the panel.
+    if (!this.card.contains(document.activeElement)) this.opener = document.activeElement;
     this.card.hidden = false;
     this.list.replaceChildren();
+    this.reveal = true;
     this.send();
     this.onOpen();
-    this.card.scrollIntoView({ block: "nearest" });
   }
 
   // What the user's own action led to (a refusal, a cancel's outcome), apart
@@ -194,7 +198,7 @@ export class DrillPanel {
     }
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
-    if (this.node) setText(this.$("drill-title"), `Requests of ${describe(this.filter())}`);
+    if (this.node) setText(this.$("drill-title"), title(this.filter()));
     if (this.cancels) this.cancels.sync(this.filter());
     this.client.setDrill(message);
   }
@@ -204,6 +208,8 @@ export class DrillPanel {
     this.node = null;
     this.card.hidden = true;
     this.client.setDrill(null);
+    if (this.opener && this.opener.isConnected) this.opener.focus();
+    this.opener = null;
   }
 
   // -- frames -----------------------------------------------------------------
@@ -213,6 +219,7 @@ export class DrillPanel {
     this.skew = Date.now() / 1000 - ts;
     if (section.unavailable) {
       setText(this.$("drill-note"), "The request list is served by the replica that holds the queue; this one has none running.");
+      this.revealRows();
       return;
     }
     const order = [];
@@ -230,11 +237,21 @@ export class DrillPanel {
     const missing = section.replicas_missing || [];
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
       (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
-    setText(this.$("drill-note"), (section.exact ? "Queued requests in the order the scheduler will dequeue them, then running ones (longest first)." :
+    setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     this.$("drill-empty").hidden = order.length > 0;
     this.render();
+    this.revealRows();
+  }
+
+  // The panel sits at the foot of the page: scrolled into view when it opens
+  // with no rows yet, only its head would show once they arrive. So it is
+  // scrolled to the top of the window with its first rows in it.
+  revealRows() {
+    if (!this.reveal) return;
+    this.reveal = false;
+    this.card.scrollIntoView({ block: "start" });
   }
 
   now() { return Date.now() / 1000 - this.skew; }

@@ -4,7 +4,7 @@
 // cancel by filter shows the count a dry run found.
 
 import { setText } from "./dom.js";
-import { describe } from "./drill_text.js";
+import { describe, narrowing } from "./drill_text.js";
 
 export class DrillCancels {
   constructor(panel, csrf) {
@@ -61,7 +61,7 @@ export class DrillCancels {
     // Listed with the queued ones, running requests stay: say so beside the count.
     const running = this.panel.filter().state ? "" : " Running requests are not cancelled by filter.";
     setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
-    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${filter.search ? ` whose query contains “${filter.search}”` : ""}${filter.regex ? ` whose query matches /${filter.regex}/` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
+    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${narrowing(filter) ? ` ${narrowing(filter)}` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
     this.openDialog();
   }
 
