@@ -261,6 +261,11 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
         expect(dialog).to_be_visible()
         expect(page.locator("#request-title")).to_have_text(f"Request {rid}")
         expect(page.locator("#request-facts")).to_contain_text("running on q-slow")
+        # The open dialog follows its request: the running time goes on.
+        state = page.locator("#request-facts dd").nth(3)
+        shown = state.text_content() or ""
+        expect(state).not_to_have_text(shown, timeout=3_000)
+        expect(state).to_contain_text("running on q-slow")
         page.get_by_role("button", name="Close", exact=True).click()
         expect(page.locator("#longest li").first).to_be_visible()
         # Busy workers' long lines must not widen the page either.

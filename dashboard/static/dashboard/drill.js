@@ -368,6 +368,7 @@ export class DrillPanel {
 
   async showRequest(id) {
     const dialog = this.$("request-dialog");
+    this.shownId = id;
     const detail = await this.fetchRequest(id);
     this.shown = detail;
     setText(this.$("request-title"), `Request ${id}`);
@@ -398,5 +399,20 @@ export class DrillPanel {
       this.$("request-query").textContent = detail.query;
     }
     if (!dialog.open) dialog.showModal();
+    this.followRequest(dialog, id, detail);
+  }
+
+  // While the dialog is open it follows its request, as the list does: a
+  // running one's time goes on, and one that ended says so. Paused with the
+  // inspector; stops when the dialog closes, another request opens or this
+  // one has finished.
+  followRequest(dialog, id, detail) {
+    clearTimeout(this.requestTimer);
+    if (detail === null) return;
+    this.requestTimer = setTimeout(() => {
+      if (!dialog.open || this.shownId !== id) return;
+      if (this.client.paused) this.followRequest(dialog, id, detail);
+      else this.showRequest(id);
+    }, 1000);
   }
 }
