@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
 
@@ -266,7 +266,22 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
         shown = state.text_content() or ""
         expect(state).not_to_have_text(shown, timeout=3_000)
         expect(state).to_contain_text("running on q-slow")
+        # A follow-up still on its way when the dialog closes does not open it again.
+        held: list[Route] = []
+        followed = re.compile(r"/api/v1/queue/requests/[^/?]+/")
+        page.route(followed, lambda route: held.append(route))
+        for _ in range(30):
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the open dialog asked nothing more about its request"
         page.get_by_role("button", name="Close", exact=True).click()
+        expect(dialog).to_be_hidden()
+        for route in held:
+            route.continue_()
+        page.unroute(followed)
+        page.wait_for_timeout(300)  # the late answer's handler runs
+        expect(dialog).to_be_hidden()
         expect(page.locator("#longest li").first).to_be_visible()
         # Busy workers' long lines must not widen the page either.
         for width in (1280, 1920):

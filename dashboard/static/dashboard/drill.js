@@ -366,10 +366,13 @@ export class DrillPanel {
 
   apiBase() { return document.getElementById("inspector").dataset.api; }
 
-  async showRequest(id) {
+  async showRequest(id, following = false) {
     const dialog = this.$("request-dialog");
-    this.shownId = id;
+    if (!following) this.shownId = id;
     const detail = await this.fetchRequest(id);
+    // A follow-up answered after the dialog closed (or turned to another
+    // request) must not open it again.
+    if (following && (!dialog.open || this.shownId !== id)) return;
     this.shown = detail;
     setText(this.$("request-title"), `Request ${id}`);
     const facts = this.$("request-facts");
@@ -412,7 +415,7 @@ export class DrillPanel {
     this.requestTimer = setTimeout(() => {
       if (!dialog.open || this.shownId !== id) return;
       if (this.client.paused) this.followRequest(dialog, id, detail);
-      else this.showRequest(id);
+      else this.showRequest(id, true);
     }, 1000);
   }
 }
