@@ -90,7 +90,7 @@ def run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -
     # Classification reads the query's selectors; one it cannot parse reads
     # unknown data, which the page says rather than leave "unknown" unexplained.
     unparsed = inputs["api_type"] in EXPRESSION_API_TYPES and not parses(inputs["query"])
-    return {**_explanation(found, draft), "actor": actor, "unparsed": unparsed}
+    return {**_explanation(found), "actor": actor, "unparsed": unparsed}
 
 
 def _ago_text(seconds: float) -> str:
@@ -98,7 +98,7 @@ def _ago_text(seconds: float) -> str:
     return format_duration(round(seconds) if math.isfinite(seconds) and seconds >= 1 else seconds)
 
 
-def _explanation(found: Any, draft: dict[str, Any]) -> dict[str, Any]:
+def _explanation(found: Any) -> dict[str, Any]:
     match, rejection = found.match, found.rejection
     rules: dict[int, dict[str, Any]] = {}
     general = []

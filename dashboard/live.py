@@ -315,9 +315,10 @@ class Broadcaster:
         started = time.perf_counter()
         source = self.source()
         snapshot = source.snapshot() if source is not None else None
-        if snapshot is not None:
-            stats = source.stats() if source is not None else None
-            point = chart_point(self._wall_clock(), snapshot, oldest_queued(snapshot), stats)
+        if source is not None and snapshot is not None:
+            point = chart_point(
+                self._wall_clock(), snapshot, oldest_queued(snapshot), source.stats()
+            )
             self.chart.append(point)
         cost = time.perf_counter() - started
         self.loop_seconds += cost

@@ -104,8 +104,6 @@ def _render_editor(
         # What a blank limit means: the scheduler setting's value now.
         "outstanding_label": "Max outstanding requests (blank = the setting, now "
         f"{selectors.queue_config_get().max_outstanding_requests_per_tenant})",
-        # A review step's page keeps the note typed before it.
-        "message": request.POST.get("message", ""),
         "is_new": is_new,
         "version": version,
         "editor": editor_model(config, list(errors)),
