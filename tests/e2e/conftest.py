@@ -36,6 +36,25 @@ EDITOR = ("erin", "pw-erin-e2e-123")
 T = TypeVar("T")
 
 
+def full_page_screenshot(page: Page, name: str) -> None:
+    """Save the whole page as SCREENSHOTS/`name`, leaving the page as it was.
+
+    Not `page.screenshot(full_page=True)`: after one, Chromium's idea of the
+    scroll position can be stale, and the next focus change (the mousedown of
+    the following click) puts it right, moving the page under the pointer
+    between mousedown and mouseup, so that click is lost. The window is grown
+    to the page's height instead, as a real resize, and then put back.
+    """
+    size = page.viewport_size
+    assert size is not None, "the page fixture sets a viewport"
+    scrolled = page.evaluate("window.scrollY")
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(height, size["height"])})
+    page.screenshot(path=str(SCREENSHOTS / name))
+    page.set_viewport_size(size)
+    page.evaluate("(y) => window.scrollTo(0, y)", scrolled)
+
+
 class Traffic:
     """Protocol clients on a private event loop thread, driven from sync tests."""
 

@@ -14,7 +14,7 @@ import re
 
 from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.conftest import EDITOR, SCREENSHOTS
+from tests.e2e.conftest import EDITOR, full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # acme's block in the YAML view: the regex is on this line.
@@ -66,7 +66,7 @@ def test_a_broken_regex_shows_at_its_line_then_fixing_it_clears_it(page: Page) -
     expect(problem).to_have_count(1)
     expect(problem).to_contain_text(f"line {REGEX_LINE}: {REGEX}: RE2 rejects this regex")
     expect(page.locator("#yaml-editor .cm-lint-marker-error")).to_have_count(1)
-    page.screenshot(path=str(SCREENSHOTS / "tenant-yaml-view.png"), full_page=True)
+    full_page_screenshot(page, "tenant-yaml-view.png")
     page.keyboard.press("Backspace")
     expect(problem).to_have_count(0)
     expect(page.locator("#yaml-editor .cm-lint-marker-error")).to_have_count(0)
@@ -86,7 +86,7 @@ def test_save_shows_the_diff_and_the_verdict_then_a_second_click_saves(page: Pag
     expect(page.locator("#verdict-draft")).to_have_text("5")
     expect(page.locator("#verdict-saved")).to_have_text("0")
     expect(page.locator("#confirm-save")).to_be_focused()
-    page.screenshot(path=str(SCREENSHOTS / "tenant-save-review.png"), full_page=True)
+    full_page_screenshot(page, "tenant-save-review.png")
     page.locator("#confirm-save").click()
     expect(page.locator(".msg-success")).to_contain_text("Saved acme")
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("special")
@@ -101,7 +101,7 @@ def test_history_shows_the_line_diff_of_the_change(page: Page) -> None:
     expect(newest.locator(".paths")).to_contain_text("rule 1 › attribute 1 › regex")
     page.get_by_role("link", name="Side by side").click()
     expect(page.locator(".revision").first.locator(".ydiff.split .yl.changed")).to_have_count(1)
-    page.screenshot(path=str(SCREENSHOTS / "history-diff.png"), full_page=True)
+    full_page_screenshot(page, "history-diff.png")
 
 
 def test_two_revisions_compare_when_picked(page: Page) -> None:

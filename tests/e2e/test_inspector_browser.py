@@ -13,7 +13,7 @@ import time
 from playwright.sync_api import Page, WebSocket, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 LIVE_WITHIN = 1_000  # ms: enqueued work must show without a reload within a second
@@ -138,7 +138,7 @@ def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies
     expect(page.locator("#explain-priority")).to_have_text("5")
     expect(page.locator("#explain-source")).to_have_text("rule 1, attribute 1")
     expect(page.locator("#explain-component")).to_have_text("ingester")
-    page.screenshot(path=str(SCREENSHOTS / "tenant-editor.png"), full_page=True)
+    full_page_screenshot(page, "tenant-editor.png")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#review-diff")).to_contain_text("special")  # the diff first
     page.get_by_role("button", name="Confirm and save").click()
@@ -199,7 +199,7 @@ def test_inspector_screenshot_with_busy_and_reserved_queriers(page: Page, traffi
         expect(running_for).not_to_have_text(first or "", timeout=3_000)
         treeitem(page, "checkout").click()
         page.wait_for_timeout(2_500)  # let the charts collect a few points
-        page.screenshot(path=str(SCREENSHOTS / "inspector.png"), full_page=True)
+        full_page_screenshot(page, "inspector.png")
     finally:
         traffic.close(slow)
         traffic.close(reserved)

@@ -10,7 +10,7 @@ import re
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
 
@@ -121,7 +121,7 @@ def test_a_query_expands_to_its_full_text_and_a_search_highlights_matches(page: 
     expect(page.locator("#drill-rows mark").first).to_have_text("needle")
     # Still open after the live updates that followed the search.
     expect(page.locator("#drill-rows > li .full pre")).to_contain_text("group_left")
-    page.screenshot(path=str(SCREENSHOTS / "inspector-drilldown.png"), full_page=True)
+    full_page_screenshot(page, "inspector-drilldown.png")
 
 
 def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(

@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 SEED = """
@@ -59,7 +59,7 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
     expect(row).to_have_count(1)
     expect(row).to_contain_text(re.compile(r"priority 0\s*priority 5\s*4"))
     expect(row).to_contain_text("sum(rate(special_total[5m]))")
-    page.screenshot(path=str(SCREENSHOTS / "tenant-dry-run.png"), full_page=True)
+    full_page_screenshot(page, "tenant-dry-run.png")
 
     _save(page)
     page.goto("/tenants/hits/")

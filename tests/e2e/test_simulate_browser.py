@@ -12,7 +12,7 @@ import time
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 
@@ -70,7 +70,7 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
         expect(proposed).to_contain_text("acme")
         expect(page.locator("#chart-priority canvas")).to_have_count(1)
         expect(page.locator("#chart-queue canvas")).to_have_count(1)
-        page.screenshot(path=str(SCREENSHOTS / "simulate.png"), full_page=True)
+        full_page_screenshot(page, "simulate.png")
         # Nothing was saved: the editor still shows the stored rule.
         page.goto("/tenants/acme/")
         expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
