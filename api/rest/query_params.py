@@ -16,6 +16,8 @@ from rest_framework import serializers
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
+from api.rest.schema import TENANT_ID_PART_PATTERN
+from api.store.import_plan import tenant_id_part_errors
 from scheduler_core.bounds import parse_decimal
 
 __all__ = [
@@ -27,6 +29,8 @@ __all__ = [
     "choice_param",
     "int_param",
     "int_parameter",
+    "tenant_id_part_param",
+    "tenant_id_part_parameter",
 ]
 
 TRUE = frozenset({"1", "true", "yes", "on"})
@@ -74,6 +78,17 @@ def choice_param(request: Request, name: str, choices: list[str]) -> str | None:
     return raw
 
 
+def tenant_id_part_param(request: Request, name: str) -> str | None:
+    """Text that can be part of a tenant ID, or None when absent or empty.
+
+    Read as is, not stripped: the schema's pattern has no spaces either.
+    """
+    raw = request.query_params.get(name) or None
+    if raw is not None and (problems := tenant_id_part_errors(raw, name)):
+        raise _refuse(name, problems[0].message)
+    return raw
+
+
 def int_parameter(
     name: str, *, default: int, minimum: int, maximum: int | None = None, description: str = ""
 ) -> OpenApiParameter:
@@ -87,6 +102,11 @@ def bool_parameter(name: str, description: str = "") -> OpenApiParameter:
     return OpenApiParameter(
         name, {"type": "boolean"}, OpenApiParameter.QUERY, description=description
     )
+
+
+def tenant_id_part_parameter(name: str, description: str = "") -> OpenApiParameter:
+    schema = {"type": "string", "pattern": TENANT_ID_PART_PATTERN}
+    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description)
 
 
 class StrictLimitOffsetPagination(LimitOffsetPagination):

@@ -19,6 +19,7 @@ from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
 __all__ = [
     "NO_NUL_PATTERN",
     "STRICT_COMPONENTS",
+    "TENANT_ID_PART_PATTERN",
     "TENANT_ID_PATTERN",
     "BearerTokenScheme",
     "strict_objects",
@@ -56,8 +57,11 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-unty
         }
 
 
-# Cortex's tenant ID rule (api.store.import_plan.tenant_id_errors) as a regex.
-TENANT_ID_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9!_.*'()-]{1," + str(MAX_TENANT_ID_LENGTH) + "}$"
+# Cortex's tenant ID rule (api.store.import_plan.tenant_id_errors) as a regex,
+# and that of a part of one (tenant_id_part_errors), e.g. a search for one.
+_TENANT_ID_CHARACTER = "[A-Za-z0-9!_.*'()-]"
+TENANT_ID_PATTERN = rf"^(?!\.\.?$){_TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}$"
+TENANT_ID_PART_PATTERN = rf"^{_TENANT_ID_CHARACTER}{{0,{MAX_TENANT_ID_LENGTH}}}$"
 RUNTIME_CONFIG_PATH = "/api/v1/runtime-config/"
 
 

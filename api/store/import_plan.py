@@ -25,6 +25,7 @@ __all__ = [
     "ImportResult",
     "plan_import",
     "tenant_id_errors",
+    "tenant_id_part_errors",
     "validate_tenant",
 ]
 
@@ -54,12 +55,21 @@ def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldEr
     """Problems with a tenant ID under Cortex's rules (at most 150 characters)."""
     if not isinstance(tenant_id, str) or not tenant_id:
         return [FieldError(path, "must be a non-empty string")]
-    if len(tenant_id) > TENANT_ID_MAX_LENGTH:
-        return [FieldError(path, f"at most {TENANT_ID_MAX_LENGTH} characters")]
     if tenant_id in {".", ".."}:
         return [FieldError(path, 'must not be "." or ".."')]
+    return tenant_id_part_errors(tenant_id, path)
+
+
+def tenant_id_part_errors(text: str, path: str) -> list[FieldError]:
+    """Problems with text meant as part of a tenant ID (a search for one).
+
+    Only length and alphabet: "" and "." are parts of IDs. Text that fails
+    can be part of no tenant ID, so a search for it could only find nothing.
+    """
+    if len(text) > TENANT_ID_MAX_LENGTH:
+        return [FieldError(path, f"at most {TENANT_ID_MAX_LENGTH} characters")]
     bad = sorted(
-        {c for c in tenant_id if not (c.isascii() and c.isalnum()) and c not in _TENANT_ID_EXTRA}
+        {c for c in text if not (c.isascii() and c.isalnum()) and c not in _TENANT_ID_EXTRA}
     )
     if bad:
         return [FieldError(path, f"invalid characters {''.join(bad)!r}; allowed: {_ALLOWED_TEXT}")]

@@ -127,14 +127,23 @@ def overrides_version_get() -> int:
 
 
 def revision_list(
-    *, kind: str | None = None, key: str | None = None, since_version: int | None = None
+    *,
+    kind: str | None = None,
+    key: str | None = None,
+    search: str | None = None,
+    since_version: int | None = None,
 ) -> QuerySet[ConfigRevision]:
-    """Revisions, newest first, optionally of one kind/key or after a version."""
+    """Revisions, newest first, optionally of one kind/key or after a version.
+
+    `key` is one key exactly; `search` keeps the keys containing it (any case).
+    """
     revisions = ConfigRevision.objects.select_related("author").order_by("-version")
     if kind:
         revisions = revisions.filter(kind=kind)
     if key is not None:
         revisions = revisions.filter(key=key)
+    if search:
+        revisions = revisions.filter(key__icontains=search)
     if since_version is not None:
         revisions = revisions.filter(version__gt=since_version)
     return revisions

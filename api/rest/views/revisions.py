@@ -8,7 +8,12 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.rest.query_params import StrictLimitOffsetPagination, choice_param
+from api.rest.query_params import (
+    StrictLimitOffsetPagination,
+    choice_param,
+    tenant_id_part_param,
+    tenant_id_part_parameter,
+)
 from api.rest.serializers import (
     RevisionDetailSerializer,
     RevisionSerializer,
@@ -40,7 +45,7 @@ class RevisionPagination(StrictLimitOffsetPagination):
 
 
 class RevisionListView(ApiView):
-    """Revisions, newest first; filter by kind and key (tenant ID)."""
+    """Revisions, newest first; filter by kind, key (a tenant ID) or part of a key."""
 
     # Also tells the schema generator that the list is paged.
     pagination_class = RevisionPagination
@@ -49,7 +54,8 @@ class RevisionListView(ApiView):
         operation_id="revisions_list",
         parameters=[
             OpenApiParameter("kind", OpenApiTypes.STR, enum=list(ConfigRevision.Kind.values)),
-            OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID"),
+            OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID, exactly"),
+            tenant_id_part_parameter("search", "part of the tenant ID (`key`), any case"),
         ],
         responses={200: RevisionSerializer(many=True), **errors(400)},
     )
@@ -57,6 +63,7 @@ class RevisionListView(ApiView):
         revisions = selectors.revision_list(
             kind=choice_param(request, "kind", list(ConfigRevision.Kind.values)),
             key=request.query_params.get("key"),
+            search=tenant_id_part_param(request, "search"),
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(revisions, request, view=self)

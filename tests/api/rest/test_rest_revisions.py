@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 URL = "/api/v1/tenants/t1/"
 
 
@@ -23,6 +25,59 @@ def test_revisions_list_newest_first_and_filter_by_tenant(editor_api, rules):
     assert listed["results"][0]["source"] == "api"
     only_t1 = editor_api.get("/api/v1/revisions/", {"key": "t1", "kind": "tenant"}).json()
     assert only_t1["count"] == 2
+
+
+def _keys(client, **params) -> list[str]:
+    response = client.get("/api/v1/revisions/", params)
+    assert response.status_code == 200, response.content
+    return [r["key"] for r in response.json()["results"]]
+
+
+@pytest.fixture
+def acme_and_others(editor_api, rules) -> None:
+    for tenant in ("acme", "Acme-EU", "acme10", "other"):
+        editor_api.put(f"/api/v1/tenants/{tenant}/", rules, format="json")
+    editor_api.patch("/api/v1/settings/", {"layout": "component-first"}, format="json",
+                     HTTP_IF_MATCH="*")  # fmt: skip
+
+
+def test_key_still_keeps_only_that_tenant_id_exactly(editor_api, acme_and_others):
+    assert _keys(editor_api, key="acme") == ["acme"]
+    assert _keys(editor_api, key="ACME") == []
+    assert _keys(editor_api, key="acm") == []
+
+
+@pytest.mark.parametrize("search", ["acm", "ACME", "cMe"])
+def test_search_keeps_every_tenant_id_containing_it_in_any_case(
+    editor_api, acme_and_others, search
+):
+    assert _keys(editor_api, search=search) == ["acme10", "Acme-EU", "acme"]
+    assert _keys(editor_api, search=search, kind="settings") == []
+
+
+def test_search_and_key_together_keep_the_revisions_matching_both(editor_api, acme_and_others):
+    assert _keys(editor_api, search="ACM", key="acme10") == ["acme10"]
+    assert _keys(editor_api, search="eu", key="acme") == []
+
+
+def test_an_empty_search_keeps_every_revision(editor_api, acme_and_others):
+    assert _keys(editor_api, search="") == ["", "other", "acme10", "Acme-EU", "acme"]
+
+
+@pytest.mark.parametrize(
+    ("search", "message"),
+    [
+        ("acme eu", "invalid characters ' '"),
+        ("acmé", "invalid characters 'é'"),
+        (" acme", "invalid characters ' '"),
+        ("a" * 151, "at most 150 characters"),
+    ],
+)
+def test_a_search_no_tenant_id_can_contain_is_400_naming_search(editor_api, search, message):
+    response = editor_api.get("/api/v1/revisions/", {"search": search})
+    assert response.status_code == 400
+    assert list(response.json()) == ["search"]
+    assert response.json()["search"][0].startswith(message)
 
 
 def test_one_revision_shows_before_after_and_the_changed_fields(editor_api, rules):

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation.modes import GenerationMode
 
+from api.rest.schema import NO_NUL_PATTERN, TENANT_ID_PART_PATTERN
 from api.store.services import api_token_issue
 
 # Small and seeded, so the run stays in about a minute and fails the same way twice.
@@ -117,6 +118,9 @@ def test_the_schema_states_the_constraints_the_server_enforces(viewer_api):
     cancel = components["CancelByFilter"]["properties"]
     assert listing - {"cursor", "limit"} <= set(cancel)
     assert cancel["min_wait"]["minimum"] == 0
+    revisions = {p["name"]: p for p in paths["/api/v1/revisions/"]["get"]["parameters"]}
+    assert revisions["search"]["schema"]["pattern"] == TENANT_ID_PART_PATTERN
+    assert revisions["key"]["schema"] == {"type": "string", "pattern": NO_NUL_PATTERN}
     patch = {p["name"]: p for p in paths["/api/v1/settings/"]["patch"]["parameters"]}
     assert patch["If-Match"]["required"] is True
 
@@ -130,6 +134,7 @@ def test_the_schema_states_the_constraints_the_server_enforces(viewer_api):
         ("/api/v1/tenants/?limit=1001", "limit"),
         ("/api/v1/revisions/?limit=x", "limit"),
         ("/api/v1/revisions/?kind=nope", "kind"),
+        ("/api/v1/revisions/?search=a%20b", "search"),
         ("/api/v1/queriers/?reserved_idle=maybe", "reserved_idle"),
         ("/api/v1/queriers/?limit=0", "limit"),
         ("/api/v1/queue/?component=disk", "component"),
