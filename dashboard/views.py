@@ -36,7 +36,13 @@ from dashboard.querier_view import build_queriers
 from dashboard.settings_text import SETTINGS_TEXT
 from dashboard.tenant_draft import review_token
 from dashboard.tenant_review import settings_review
-from dashboard.views_history import diff_mode, history_rows, mode_links, rollback_confirm
+from dashboard.views_history import (
+    diff_mode,
+    history_rows,
+    mode_links,
+    rollback_confirm,
+    tenant_search,
+)
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS
 from scheduler_core.validation import (
@@ -141,18 +147,25 @@ def layout_switch(request: HttpRequest) -> HttpResponse:
 def history(request: HttpRequest) -> HttpResponse:
     """Revisions, newest first, each with its diff, author, source and rollback."""
     kind = request.GET.get("kind") or None
+    # One tenant exactly, as a link to its history names it; the page's
+    # tenant box sends `search` instead.
     key = request.GET.get("key") or None
-    paginator = Paginator(selectors.revision_list(kind=kind, key=key), 25)
+    search, search_errors = tenant_search(request)
+    found = selectors.revision_list(kind=kind, key=key, search=search)
+    # A search no tenant ID can contain lists nothing rather than every
+    # revision: the operator reads the error, not rows they did not ask for.
+    paginator = Paginator(found.none() if search_errors else found, 25)
     revisions = paginator.get_page(request.GET.get("page"))
     rows = history_rows(revisions, diff_mode(request))
     context = {"rows": rows, "page_obj": revisions, "kind": kind or "", "key": key or ""}
+    context.update(search=search, search_errors=search_errors)
     context["mode_links"] = mode_links(request, request.path)
     context["kinds"] = ConfigRevision.Kind.choices
     context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
     # The pager's links keep the filters and the diff mode.
     kept = urlencode({k: v for k, v in request.GET.items() if k != "page" and v})
     context["query"] = f"{kept}&" if kept else ""
-    return page(request, "dashboard/history.html", context)
+    return page(request, "dashboard/history.html", context, status=400 if search_errors else 200)
 
 
 @editor_required

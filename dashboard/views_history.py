@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from api.store import selectors
 from api.store.exceptions import NotFound
+from api.store.import_plan import tenant_id_part_errors
 from api.store.models import ConfigRevision
 from api.store.revision_states import (
     Comparison,
@@ -31,13 +32,30 @@ from dashboard.access import page, role_required
 from dashboard.line_diff import MODES, UNIFIED, line_diff
 from scheduler_core.bounds import parse_decimal
 
-__all__ = ["compare", "diff_mode", "history_rows", "mode_links", "rollback_confirm"]
+__all__ = [
+    "compare",
+    "diff_mode",
+    "history_rows",
+    "mode_links",
+    "rollback_confirm",
+    "tenant_search",
+]
 
 
 def diff_mode(request: HttpRequest) -> str:
     """Unified (the default) or split, as the page's switch asks."""
     mode = request.GET.get("diff", UNIFIED)
     return mode if mode in MODES else UNIFIED
+
+
+def tenant_search(request: HttpRequest) -> tuple[str, list[str]]:
+    """The tenant box's text (part of a tenant ID, any case) and what is wrong with it.
+
+    Trimmed, unlike the API's `search`: spaces around a pasted ID are not
+    part of what the operator looks for.
+    """
+    text = request.GET.get("search", "").strip()
+    return text, [e.message for e in tenant_id_part_errors(text, "search")]
 
 
 def mode_links(request: HttpRequest, path: str) -> list[dict[str, Any]]:

@@ -1,0 +1,66 @@
+"""The History page's filters: the tenant box matches part of an ID in any case."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from api.store import services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _tenants() -> None:
+    for tenant in ("acme", "Acme-EU", "other"):
+        services.tenant_put(
+            tenant_id=tenant, config={}, expected_version=None, author=None, source="cli"
+        )
+
+
+def _listed(html: str) -> list[str]:
+    """The tenant of each listed revision, newest first."""
+    return re.findall(r'<span class="chip">tenant</span> <a href="[^"]+">([^<]+)</a>', html)
+
+
+@pytest.mark.parametrize("typed", ["acm", "ACME", " cMe "])
+def test_the_tenant_box_finds_every_tenant_whose_id_contains_the_text_in_any_case(
+    viewer_client: Client, typed: str
+) -> None:
+    response = viewer_client.get("/history/", {"search": typed})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert _listed(html) == ["Acme-EU", "acme"]
+    assert f'name="search" type="search" value="{typed.strip()}"' in html
+
+
+def test_the_tenant_box_says_it_matches_part_of_an_id(viewer_client: Client) -> None:
+    html = viewer_client.get("/history/").content.decode()
+    assert 'aria-describedby="h-search-help"' in html
+    assert '<span class="muted" id="h-search-help">matches part of an ID, any case</span>' in html
+
+
+def test_a_link_naming_one_tenant_by_key_still_lists_that_tenant_exactly(
+    viewer_client: Client,
+) -> None:
+    assert _listed(viewer_client.get("/history/?key=acme").content.decode()) == ["acme"]
+    assert _listed(viewer_client.get("/history/?key=ACME").content.decode()) == []
+
+
+def test_a_search_no_tenant_id_could_contain_is_refused_at_the_box_and_lists_nothing(
+    viewer_client: Client,
+) -> None:
+    response = viewer_client.get("/history/", {"search": "acme eu"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    box = re.search(r'<input id="h-search"[^>]*>', html)
+    assert box is not None
+    assert 'aria-invalid="true"' in box.group() and "autofocus" in box.group()
+    assert 'aria-describedby="h-search-help h-search-err"' in box.group()
+    assert (
+        '<p class="field-error" id="h-search-err">Tenant: invalid characters &#x27; &#x27;;' in html
+    )
+    assert _listed(html) == []
+    assert "Nothing is listed until the tenant filter is fixed." in html
