@@ -7,6 +7,12 @@ is about with no mapping table to keep in step. Parsing here never decides
 what is valid: it only turns text into the raw shape (numbers where a number
 was typed, text otherwise) and the validator judges, so the browser and the
 REST API get the same messages. Blank inputs mean "not set".
+
+The number boxes of both pages are text inputs, not `<input type=number>`,
+on purpose: a number input holding text it cannot read ("-", "1e", "--5")
+posts "", which would read here as a box left blank, and the save would
+silently drop the limit. As text, what was typed reaches the validator and
+is refused at its box (tests/e2e/test_number_boxes_browser.py).
 """
 
 from __future__ import annotations

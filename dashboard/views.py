@@ -197,6 +197,9 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
 
 
 def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
+    # The first refused setting takes the focus (the page has no script), so
+    # a refused save lands the operator on what to fix, as the editor does.
+    first = next((k for k in SETTINGS_FIELDS if errors.get(k)), None)
     return {
         "fields": [
             {
@@ -205,9 +208,11 @@ def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> d
                 "help": SETTINGS_TEXT[k][1],
                 "value": config.get(k, ""),
                 "errors": errors.get(k, []),
+                "focus": k == first,
             }
             for k in SETTINGS_FIELDS
-        ]
+        ],
+        "error_count": sum(map(len, errors.values())),
     }
 
 
