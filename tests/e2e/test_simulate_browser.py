@@ -128,3 +128,34 @@ def test_a_progress_answer_that_arrives_after_the_run_leaves_its_done_line(page:
     page.unroute(re.compile(r"/api/v1/simulate/[^/]+/$"))
     page.wait_for_timeout(200)  # the late answers' handlers run
     expect(page.locator("#sim-status")).to_contain_text("Done in")
+
+
+def test_a_number_box_the_browser_cannot_read_is_refused_at_its_field_and_nothing_runs(
+    page: Page,
+) -> None:
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    queriers = page.get_by_label("Queriers (blank: as connected)")
+    factor = page.get_by_label("ingester", exact=True)
+    # A lone "-" reads as "" to the page: blank Queriers would mean "as connected".
+    queriers.press_sequentially("-")
+    factor.fill("")
+    factor.press_sequentially("1e")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_have_text("Nothing was simulated: fix the fields below.")
+    expect(page.locator("#sim-errors li")).to_have_text(
+        ["Queriers: not a number", "Service time × ingester: not a number"]
+    )
+    expect(queriers).to_have_attribute("aria-invalid", "true")
+    expect(queriers).to_be_focused()
+    assert not posts, posts
+    # Put right, the run goes ahead and the marks go.
+    queriers.fill("")
+    factor.fill("1")
+    page.get_by_label("Duration, s (blank: the window)").fill("30")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
+    expect(page.locator("#sim-errors")).to_be_hidden()
+    expect(queriers).not_to_have_attribute("aria-invalid", "true")
