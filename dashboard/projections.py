@@ -21,6 +21,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from dashboard.actor_nodes import actor_nodes
+from dashboard.querier_view import reserved_idle
 from scheduler_core.model import COMPONENTS
 from scheduler_core.snapshot import LeafSnapshot, QueueSnapshot
 
@@ -400,7 +401,7 @@ def build_header(index: SnapshotIndex, stats: Mapping[str, Any] | None) -> dict[
         "queriers": sum(1 for q in snap.queriers if q.connected),
         "workers_busy": busy,
         "workers_total": len(workers),
-        "reserved_idle": sum(1 for q in snap.queriers if q.reserved_idle),
+        "reserved_idle": sum(1 for q in snap.queriers if reserved_idle(q, snap.taken_at)),
     }
     if stats:
         header["stats"] = dict(stats)

@@ -3,8 +3,13 @@
 Pure functions, no Django. Shard membership is inverted once per snapshot
 (tenant → queriers becomes querier → tenants) and only a count plus a few
 names go to the browser, because with 10,000 tenants one querier may sit in
-thousands of shards. Reserved-and-idle queriers are sorted first: they are
-the case operators look for (a querier kept for a priority that never comes).
+thousands of shards.
+
+Cards are in ID order (then replica), an order that changes only as queriers
+come and go: a card being read must not move as its state changes four
+times a second. A reserved querier is flagged "reserved and idle" only once
+it has run nothing for `RESERVED_IDLE_AFTER` (`reserved_idle`): that is the
+case operators look for, a querier kept for a priority that never comes.
 """
 
 from __future__ import annotations
@@ -14,10 +19,35 @@ from typing import Any
 
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot, WorkerSnapshot
 
-__all__ = ["MAX_QUERIERS_SHOWN", "SHARD_SAMPLE", "build_queriers", "shard_members"]
+__all__ = [
+    "MAX_QUERIERS_SHOWN",
+    "RESERVED_IDLE_AFTER",
+    "SHARD_SAMPLE",
+    "build_queriers",
+    "reserved_idle",
+    "shard_members",
+]
 
 MAX_QUERIERS_SHOWN = 200
 SHARD_SAMPLE = 5
+# The snapshot's `reserved_idle` is "no worker busy at this instant". A
+# reserved querier that is working still has every worker idle for a moment
+# between two requests, so at 4 ticks a second that flag came and went for a
+# querier that was serving all along: the header figure flickered and the
+# card changed state. Over a second a querier either ran something or not.
+RESERVED_IDLE_AFTER = 1.0
+
+
+def reserved_idle(querier: QuerierSnapshot, now: float) -> bool:
+    """Whether `querier` holds a reservation and ran nothing in the last `RESERVED_IDLE_AFTER`.
+
+    A worker's `since` is when it last took or finished a request, so the
+    latest of them is when the querier last did anything.
+    """
+    if not querier.reserved_idle:
+        return False
+    last_active = max((w.since for w in querier.workers), default=None)
+    return last_active is None or now - last_active >= RESERVED_IDLE_AFTER
 
 
 def shard_members(snapshot: QueueSnapshot) -> tuple[dict[str, list[str]], int]:
@@ -53,7 +83,11 @@ def _worker(worker: WorkerSnapshot, now: float) -> dict[str, Any]:
 
 
 def _querier(
-    querier: QuerierSnapshot, members: Mapping[str, list[str]], unsharded: int, now: float
+    querier: QuerierSnapshot,
+    held_idle: bool,
+    members: Mapping[str, list[str]],
+    unsharded: int,
+    now: float,
 ) -> dict[str, Any]:
     shard = members.get(querier.querier_id, [])
     workers = [_worker(w, now) for w in querier.workers]
@@ -61,7 +95,7 @@ def _querier(
         state = "shutting-down"
     elif not querier.connected:
         state = "disconnected"
-    elif querier.reserved_idle:
+    elif held_idle:
         state = "reserved-idle"
     elif any(w["state"] == "busy" for w in workers):
         state = "busy"
@@ -74,7 +108,7 @@ def _querier(
         "connected": querier.connected,
         "shutting_down": querier.shutting_down,
         "disconnected_for": None if gone is None else round(max(0.0, now - gone), 1),
-        "reserved_idle": querier.reserved_idle,
+        "reserved_idle": held_idle,
         "reservations": [
             {"tenant": r.tenant_id, "priority": r.priority} for r in querier.reservations
         ],
@@ -86,16 +120,26 @@ def _querier(
     }
 
 
-def _rank(row: tuple[QuerierSnapshot, str | None]) -> tuple[int, str, str]:
-    querier, replica = row
-    return (0 if querier.reserved_idle else 1, querier.querier_id, replica or "")
+# A row: a querier, the replica it is connected to (None on one replica),
+# and whether it is reserved and idle (`reserved_idle`).
+_Row = tuple[QuerierSnapshot, str | None, bool]
+
+
+def _by_id(row: _Row) -> tuple[str, str]:
+    return (row[0].querier_id, row[1] or "")
+
+
+def _idle_first(row: _Row) -> tuple[bool, str, str]:
+    return (not row[2], *_by_id(row))
 
 
 def build_queriers(
     snapshot: QueueSnapshot, replicas: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """The queriers panel: reserved-idle first, then by ID, at most `MAX_QUERIERS_SHOWN`.
+    """The queriers panel in ID order, at most `MAX_QUERIERS_SHOWN`.
 
+    Past that many, the reserved-and-idle queriers are the ones kept, since
+    they are what operators look for; the rows kept are still in ID order.
     With `replicas` (the replica of each of `snapshot.queriers`, from a
     merged scale-out view) each row names its replica; a querier connected
     to every replica then has one row per replica, side by side.
@@ -103,17 +147,20 @@ def build_queriers(
     members, unsharded = shard_members(snapshot)
     now = snapshot.taken_at
     owners = list(replicas) if replicas is not None else [None] * len(snapshot.queriers)
-    ordered = sorted(zip(snapshot.queriers, owners, strict=True), key=_rank)
-    shown = ordered[:MAX_QUERIERS_SHOWN]
+    flags = [reserved_idle(q, now) for q in snapshot.queriers]
+    every: list[_Row] = list(zip(snapshot.queriers, owners, flags, strict=True))
+    shown = sorted(every, key=_idle_first)[:MAX_QUERIERS_SHOWN]
+    shown.sort(key=_by_id)
     rows = []
-    for querier, replica in shown:
-        row = _querier(querier, members, unsharded, now)
+    for querier, replica, held_idle in shown:
+        row = _querier(querier, held_idle, members, unsharded, now)
         if replica is not None:
             row["replica"] = replica
         rows.append(row)
+    idle = sorted((r for r in every if r[2]), key=_by_id)
     return {
-        "total": len(ordered),
-        "hidden": len(ordered) - len(shown),
-        "reserved_idle": list(dict.fromkeys(q.querier_id for q, _ in ordered if q.reserved_idle)),
+        "total": len(every),
+        "hidden": len(every) - len(shown),
+        "reserved_idle": list(dict.fromkeys(q.querier_id for q, _, _ in idle)),
         "queriers": rows,
     }

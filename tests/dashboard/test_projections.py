@@ -14,7 +14,7 @@ from dashboard.projections import (
     build_header,
     build_tree,
 )
-from dashboard.querier_view import build_queriers
+from dashboard.querier_view import RESERVED_IDLE_AFTER
 from dashboard.wire import tree_from_wire, tree_to_wire
 from scheduler_core.model import (
     BOTH,
@@ -166,7 +166,9 @@ def test_search_filters_tenants_case_insensitively_in_both_projections(
     assert store["length"] == 0 and store["children"] == []
 
 
-def test_header_counts_queued_work_queriers_and_reserved_idle(queue: RequestQueue) -> None:
+def test_header_counts_queued_work_queriers_and_reserved_idle(
+    queue: RequestQueue, clock: FakeClock
+) -> None:
     limits = TenantLimits(
         query_priority=QueryPriority(True, 0, [PriorityDef(5, 1, [QueryAttribute(regex="x")])])
     )
@@ -175,63 +177,12 @@ def test_header_counts_queued_work_queriers_and_reserved_idle(queue: RequestQueu
         queue.connect_querier("q-1")
         queue.connect_querier("q-2")
     enqueue(queue, "r1", "plain", INGESTER)
+    clock.now += RESERVED_IDLE_AFTER
     header = build_header(index_of(queue), {"frontends": 2})
     assert header["total"] == 1 and header["tenants_queued"] == 1
     assert header["queriers"] == 2 and header["workers_total"] == 8
     assert header["reserved_idle"] == 1
     assert header["stats"] == {"frontends": 2}
-
-
-def test_reserved_idle_querier_is_listed_first_with_its_reservation(queue: RequestQueue) -> None:
-    limits = TenantLimits(
-        query_priority=QueryPriority(True, 0, [PriorityDef(5, 1, [QueryAttribute(regex="x")])])
-    )
-    queue.set_tenant_limits("gold", limits)
-    for querier in ("q-1", "q-2"):
-        for _ in range(4):
-            queue.connect_querier(querier)
-    panel = build_queriers(queue.snapshot())
-    first = panel["queriers"][0]
-    assert first["state"] == "reserved-idle"
-    assert first["reservations"] == [{"tenant": "gold", "priority": 5}]
-    assert panel["reserved_idle"] == [first["id"]]
-    assert {w["state"] for w in first["workers"]} == {"idle"}
-
-
-def test_busy_worker_shows_tenant_component_priority_and_how_long(
-    queue: RequestQueue, clock: FakeClock
-) -> None:
-    worker = queue.connect_querier("q-1")
-    enqueue(queue, "r1", "acme", STORE_GATEWAY, 2)
-    request, _ = queue.dequeue("q-1", worker)
-    assert request is not None
-    clock.now += 3
-    busy = build_queriers(queue.snapshot())["queriers"][0]["workers"][0]
-    assert busy == {
-        "id": worker,
-        "state": "busy",
-        "tenant": "acme",
-        "component": STORE_GATEWAY,
-        "priority": 2,
-        "request": "r1",
-        "for": 3.0,
-    }
-
-
-def test_shard_membership_counts_sharded_and_unsharded_tenants(queue: RequestQueue) -> None:
-    for querier in ("q-1", "q-2", "q-3"):
-        queue.connect_querier(querier)
-    queue.set_tenant_limits("small", TenantLimits(max_queriers=1))
-    queue.set_tenant_limits("all", TenantLimits())
-    panel = build_queriers(queue.snapshot())["queriers"]
-    assert sum(q["shard_tenants"] for q in panel) == 1
-    assert {q["unsharded_tenants"] for q in panel} == {1}
-
-
-def test_shutting_down_querier_is_marked(queue: RequestQueue) -> None:
-    queue.connect_querier("q-1")
-    queue.notify_querier_shutdown("q-1")
-    assert build_queriers(queue.snapshot())["queriers"][0]["state"] == "shutting-down"
 
 
 @pytest.mark.parametrize(
