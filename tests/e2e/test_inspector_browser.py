@@ -271,6 +271,22 @@ def test_the_charts_follow_their_box_as_the_window_grows_and_shrinks(page: Page)
     assert widths[0] > widths[1] and widths[3] > widths[1]
 
 
+# Each card's box in the page: [left, top, right, bottom].
+BOXES = """(selectors) => selectors.map((s) => {
+  const r = document.querySelector(s).getBoundingClientRect();
+  return [r.left, r.top + scrollY, r.right, r.bottom + scrollY];
+})"""
+
+
+def test_under_1200_px_the_charts_and_the_wait_tables_stack_in_one_column(page: Page) -> None:
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.wait_for_function(CHART_FITS)
+    charts, waits, tree = page.evaluate(BOXES, [".charts", ".waits", ".tree-card"])
+    assert waits[1] >= charts[3]  # below the charts, not beside them
+    assert charts[0] == tree[0] and charts[2] == tree[2]  # as wide as the tree card
+    page.set_viewport_size({"width": 1500, "height": 1000})
+
+
 def test_header_labels_wrap_and_tree_names_show_whole_at_1280(page: Page) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_text("component → tenant").click()
