@@ -10,6 +10,7 @@ import json
 import re
 import time
 
+import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
 from loadgen.daphne_process import DaphneProcess
@@ -285,6 +286,68 @@ def test_under_1200_px_the_charts_and_the_wait_tables_stack_in_one_column(page: 
     assert waits[1] >= charts[3]  # below the charts, not beside them
     assert charts[0] == tree[0] and charts[2] == tree[2]  # as wide as the tree card
     page.set_viewport_size({"width": 1500, "height": 1000})
+
+
+# The wait tables as a busy scheduler fills them, every row as wide as a row
+# gets (format.js formatSeconds): "999 µs", a wait past 100 s, a five-digit
+# count. The rows are dropped at the next frame after Resume (waitRows).
+WIDEST_WAITS = """() => {
+  const tables = {
+    "wait-component": ["ingester", "ingester-and-store-gateway", "store-gateway"],
+    "wait-priority": ["p0", "p1", "p2", "p3", "p5", "p10"],
+  };
+  for (const [id, names] of Object.entries(tables)) {
+    const body = document.getElementById(id);
+    body.replaceChildren(...names.map((name) => {
+      const row = document.createElement("tr");
+      for (const text of [name, "999 µs", "123.4 s", "12345"]) {
+        const cell = document.createElement("td");
+        cell.textContent = text;
+        row.append(cell);
+      }
+      return row;
+    }));
+    body._sig = null;
+  }
+}"""
+# Pixels of the charts card below its charts (beyond its padding), pixels
+# from it down to the tree card, how much wider the page is than the window,
+# and the wait table cells cut short.
+SPACE = """() => {
+  const card = document.querySelector(".charts");
+  const box = card.getBoundingClientRect();
+  const style = getComputedStyle(card);
+  // The charts' boxes, not the figures': the card's grid stretches those.
+  const charts = Array.from(card.querySelectorAll(".chart"), (c) => c.getBoundingClientRect());
+  const chartsEnd = Math.max(...charts.map((r) => r.bottom));
+  const padding = parseFloat(style.paddingBottom) + parseFloat(style.borderBottomWidth);
+  const root = document.documentElement;
+  return {
+    under: box.bottom - padding - chartsEnd,
+    toTree: document.querySelector(".tree-card").getBoundingClientRect().top - box.bottom,
+    sideways: root.scrollWidth - root.clientWidth,
+    cut: Array.from(document.querySelectorAll(".waits td, .waits th"))
+      .filter((el) => el.scrollWidth > el.clientWidth).map((el) => el.textContent),
+  };
+}"""
+
+
+def test_at_1280_1500_and_1920_the_tree_follows_the_charts_and_nothing_is_cut_or_scrolls_sideways(
+    page: Page,
+) -> None:
+    page.get_by_role("button", name="Pause").click()  # no frame rewrites the widest rows
+    try:
+        page.evaluate(WIDEST_WAITS)
+        for width, height in ((1280, 800), (1500, 1000), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_function(CHART_FITS)
+            space = page.evaluate(SPACE)
+            assert space["under"] == pytest.approx(0, abs=1), (width, space)
+            assert space["toTree"] == pytest.approx(12, abs=1), (width, space)  # the cards' gap
+            assert space["sideways"] <= 0 and space["cut"] == [], (width, space)
+    finally:
+        page.get_by_role("button", name="Resume").click()
+        page.set_viewport_size({"width": 1500, "height": 1000})
 
 
 def test_header_labels_wrap_and_tree_names_show_whole_at_1280(page: Page) -> None:
