@@ -3,9 +3,10 @@
 Pure functions over `scheduler_core.snapshot.QueueSnapshot`, no Django: the
 live consumer, the first server-rendered page and the tests all build the
 same view. The work is split in two so that many browsers cost little:
-`SnapshotIndex` aggregates a snapshot once per tick (per-tenant and
-per-component totals, sorted by depth), and `build_tree` then filters and
-pages it for one browser's parameters. A page is bounded (`MAX_PAGE_SIZE`
+`SnapshotIndex` (`dashboard.snapshot_index`, also importable from here)
+aggregates a snapshot once per tick (per-tenant and per-component totals,
+sorted by depth), and `build_tree` then filters and pages it for one
+browser's parameters. A page is bounded (`MAX_PAGE_SIZE`
 tenants per parent plus one "others" row), so a browser watching 10,000
 tenants receives about what it would for 50.
 
@@ -15,21 +16,20 @@ runs: both are views of the same leaves, (tenant, component) queues.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from dashboard.actor_nodes import actor_nodes
 from dashboard.querier_view import reserved_idle
+from dashboard.snapshot_index import Aggregate, LeavesOf, Rank, SnapshotIndex, merge
 from scheduler_core.model import COMPONENTS
-from scheduler_core.snapshot import LeafSnapshot, QueueSnapshot
+from scheduler_core.snapshot import LeafSnapshot
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
     "PROJECTIONS",
-    "Aggregate",
     "InvalidViewParams",
     "SnapshotIndex",
     "ViewParams",
@@ -96,119 +96,8 @@ def _bounded_int(value: object, name: str, low: int, high: int) -> int:
     return value
 
 
-class Aggregate(NamedTuple):
-    """Queued work of one node: total, split by priority (highest first), oldest."""
-
-    key: str
-    length: int
-    by_priority: tuple[tuple[int, int], ...]
-    oldest_enqueued_at: float | None
-
-
-def _merge(key: str, parts: Iterable[Aggregate | LeafSnapshot]) -> Aggregate:
-    counts: dict[int, int] = {}
-    length = 0
-    oldest: float | None = None
-    for part in parts:
-        length += part.length
-        for priority, count in part.by_priority:
-            counts[priority] = counts.get(priority, 0) + count
-        at = part.oldest_enqueued_at
-        if at is not None and (oldest is None or at < oldest):
-            oldest = at
-    return Aggregate(key, length, tuple(sorted(counts.items(), reverse=True)), oldest)
-
-
-# A ranked row: (tenant ID, its length in this scope, ...). Rows are plain
-# tuples because a tick ranks every tenant with work (10,000 and more) while
-# a page shows 50: the leaves of a row are looked up only for shown rows.
-_Rank = tuple[Any, ...]
-_LeavesOf = Callable[[_Rank], Sequence[LeafSnapshot]]
-_BY_LENGTH = itemgetter(1)
-
-
-class SnapshotIndex:
-    """One snapshot grouped for every projection; built once per tick.
-
-    Only one pass over the leaves happens eagerly; the depth orderings of
-    each projection are built on first use and shared by every view of the
-    tick. Aggregates are merged only for rows a page shows, so the cost per
-    view is a page, not the whole queue.
-    """
-
-    def __init__(self, snapshot: QueueSnapshot) -> None:
-        self.snapshot = snapshot
-        tenant_leaves: dict[str, list[LeafSnapshot]] = {}
-        lengths: dict[str, int] = {}
-        component_leaves: dict[str, list[LeafSnapshot]] = {c: [] for c in COMPONENTS}
-        for leaf in snapshot.leaves:
-            length = leaf.length
-            if length <= 0:
-                continue
-            tenant = leaf.tenant_id
-            mine = tenant_leaves.get(tenant)
-            if mine is None:
-                tenant_leaves[tenant] = [leaf]
-                lengths[tenant] = length
-            else:
-                mine.append(leaf)
-                lengths[tenant] += length
-            bucket = component_leaves.get(leaf.component)
-            if bucket is None:
-                component_leaves[leaf.component] = [leaf]
-            else:
-                bucket.append(leaf)
-        self.tenant_leaves = tenant_leaves
-        self.component_leaves = component_leaves
-        self._lengths = lengths
-        self.components = {c: _merge(c, ls) for c, ls in component_leaves.items()}
-        self.all_tenants = _merge("*", self.components.values())
-        self._tenant_rows: list[_Rank] | None = None
-        self._component_rows: dict[str, list[_Rank]] = {}
-
-    @classmethod
-    def build(cls, snapshot: QueueSnapshot) -> SnapshotIndex:
-        return cls(snapshot)
-
-    @property
-    def tenants_queued(self) -> int:
-        return len(self.tenant_leaves)
-
-    def tenant_rows(self) -> list[_Rank]:
-        """(tenant, length) of tenants with queued work, deepest first (ties by ID)."""
-        if self._tenant_rows is None:
-            self._tenant_rows = _by_depth(list(self._lengths.items()))
-        return self._tenant_rows
-
-    def tenant_leaves_of(self, row: _Rank) -> Sequence[LeafSnapshot]:
-        return self.tenant_leaves[row[0]]
-
-    def component_rows(self, component: str) -> list[_Rank]:
-        """(tenant, length, leaf) of one component's leaves, deepest first (ties by ID)."""
-        rows = self._component_rows.get(component)
-        if rows is None:
-            leaves = self.component_leaves.get(component, [])
-            rows = _by_depth([(leaf.tenant_id, leaf.length, leaf) for leaf in leaves])
-            self._component_rows[component] = rows
-        return rows
-
-
-def _component_leaf(row: _Rank) -> Sequence[LeafSnapshot]:
+def _component_leaf(row: Rank) -> Sequence[LeafSnapshot]:
     return (row[2],)
-
-
-def _by_depth(rows: list[_Rank]) -> list[_Rank]:
-    """Deepest first, ties by ID: two C-level stable sorts instead of a key lambda.
-
-    `reverse=True` keeps equal lengths in their ID order (sort stability is
-    preserved under reverse), which is what `(-length, id)` ordering means.
-    """
-    rows.sort(key=_KEY)
-    rows.sort(key=_BY_LENGTH, reverse=True)
-    return rows
-
-
-_KEY = itemgetter(0)
 
 
 def _wait(now: float, oldest: float | None) -> float | None:
@@ -231,7 +120,7 @@ def _node(kind: str, key: str, agg: Aggregate, now: float, **extra: Any) -> dict
     return node
 
 
-def _matching(rows: list[_Rank], needle: str) -> list[_Rank]:
+def _matching(rows: list[Rank], needle: str) -> list[Rank]:
     if not needle:
         return rows
     folded = needle.casefold()
@@ -239,8 +128,8 @@ def _matching(rows: list[_Rank], needle: str) -> list[_Rank]:
 
 
 def _page(
-    rows: list[_Rank], params: ViewParams, total: Aggregate | None, leaves_of: _LeavesOf
-) -> tuple[list[_Rank], Aggregate | None, int]:
+    rows: list[Rank], params: ViewParams, total: Aggregate | None, leaves_of: LeavesOf
+) -> tuple[list[Rank], Aggregate | None, int]:
     """This page's rows and an "others" aggregate of every matching row not on it.
 
     `total` is the precomputed sum of `rows` when known (no search), so the
@@ -253,14 +142,14 @@ def _page(
         return shown, None, 0
     outside = (*rows[:start], *rows[start + params.page_size :])
     if total is None:
-        others = _merge("others", (leaf for r in outside for leaf in leaves_of(r)))
+        others = merge("others", (leaf for r in outside for leaf in leaves_of(r)))
     else:
         others = _subtract(total, shown, outside, leaves_of)
     return shown, others, rest
 
 
 def _subtract(
-    total: Aggregate, shown: list[_Rank], outside: tuple[_Rank, ...], leaves_of: _LeavesOf
+    total: Aggregate, shown: list[Rank], outside: tuple[Rank, ...], leaves_of: LeavesOf
 ) -> Aggregate:
     counts = dict(total.by_priority)
     oldest = total.oldest_enqueued_at
@@ -308,11 +197,11 @@ def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[
                 if leaf_key in params.expanded
                 else []
             )
-            agg = _merge(leaf.component, [leaf])
+            agg = merge(leaf.component, [leaf])
             # Collapsed, a leaf with actors says only that it has children.
             fanout = len(actors) or (1 if leaf.actors else 0)
             children.append(_node("component", leaf_key, agg, now, children=actors, fanout=fanout))
-        agg = _merge(row[0], leaves)
+        agg = merge(row[0], leaves)
         nodes.append(_node("tenant", key, agg, now, children=children, fanout=len(leaves)))
     nodes += _others_node("t", others, rest, now)
     return {
@@ -344,11 +233,11 @@ def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> di
                     else []
                 )
                 fanout = len(actors) or (1 if leaf.actors else 0)
-                agg = _merge(r[0], (leaf,))
+                agg = merge(r[0], (leaf,))
                 children.append(_node("tenant", leaf_key, agg, now, children=actors, fanout=fanout))
             children += _others_node(key, others, rest, now)
         if params.search:
-            shown = _merge(component, (r[2] for r in matching))
+            shown = merge(component, (r[2] for r in matching))
         else:
             shown = index.components[component]
         nodes.append(_node("component", key, shown, now, children=children, fanout=len(matching)))

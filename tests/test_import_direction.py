@@ -64,6 +64,7 @@ FORBIDDEN = [
     ("scheduler_core", ("api", "dashboard", "loadgen", "config", "django")),
     ("api", ("dashboard", "loadgen", "config")),
     ("dashboard", ("loadgen", "config")),
+    ("dashboard.snapshot_index", ("api", "dashboard", "django")),
     ("api.store", ("api.cluster", "api.wire", "api.rest")),
     ("api.cluster", ("api.wire", "api.rest")),
     ("api.wire", ("api.rest",)),
