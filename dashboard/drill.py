@@ -174,7 +174,9 @@ def _row(
         end=request.end,
         step=request.step,
         state="q" if flight is None else "f",
-        since=round(request.enqueued_at + offset, 2),
+        # To the microsecond: the page tells the oldest queued request by it,
+        # and the requests of a burst arrive milliseconds apart.
+        since=round(request.enqueued_at + offset, 6),
         attempts=request.attempts,
         querier=flight.querier_id if flight is not None else None,
         worker=flight.worker_id if flight is not None else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -188,3 +189,14 @@ def test_drill_parameters_are_checked_field_by_field() -> None:
         "must be a finite number of seconds, 0 or more",
     )
     assert DrillParams.from_message({"tenant": "acme", "limit": 10}).limit == 10
+
+
+def test_a_row_s_queued_since_tells_apart_requests_a_millisecond_apart() -> None:
+    source = RuntimeSource()
+    source.enqueue("first", "acme")
+    source.clock.now += 0.001
+    source.enqueue("second", "acme")
+    page = build_page(source.runtime, DrillParams.from_message({"tenant": "acme"}), {}, "r")
+    first, second = (json.loads(text)[14] for _, text in page["rows"])
+    # The page marks the oldest queued request by this instant.
+    assert first < second

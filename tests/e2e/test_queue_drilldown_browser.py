@@ -1,4 +1,4 @@
-"""The drill-down in Chromium: a tenant's requests, a query expanded, searched, cancelled.
+"""The drill-down in Chromium: requests listed, expanded, searched, cancelled, the oldest marked.
 
 A real Daphne and real websocket frontends and queriers (tests/e2e/conftest.py);
 the tests run in file order, as one on-call engineer's session would.
@@ -289,3 +289,59 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
             assert over <= 0, f"{width}px window, queriers busy: {over}px wider: {wide}"
     finally:
         traffic.close(querier)
+
+
+def test_the_oldest_request_link_opens_its_queue_on_that_request_marked_and_focused(
+    page: Page, traffic: Traffic
+) -> None:
+    # Back from the querier that left, acme's requests each went to the front
+    # (the oldest last); a priority 5 one now goes before them all.
+    traffic.enqueue("acme", "never")
+    page.evaluate("window.scrollTo(0, 0)")
+    link = page.locator("#oldest-link")
+    expect(link).to_have_text("acme / ingester")
+    link.click()
+    expect(page.locator("#drill-title")).to_have_text("Requests of tenant acme / ingester")
+    rows, marked = page.locator("#drill-rows > li"), page.locator("#drill-rows > li.oldest")
+    expect(rows).to_have_count(4)
+    expect(rows.first.locator(".q")).to_have_text("never")
+    expect(marked).to_have_count(1)
+    # The first request of the session (its frontend's id 1), wherever it is listed.
+    expect(marked.locator(".meta")).to_contain_text(re.compile(r"· id 1 ·"))
+    expect(marked.locator(".oldest-tag")).to_have_text("oldest")
+    expect(marked).to_be_focused()
+    expect(marked).to_be_in_viewport(ratio=1)
+
+
+def test_the_oldest_mark_follows_the_queue_to_the_next_oldest_or_none(
+    page: Page, traffic: Traffic
+) -> None:
+    rows, marked = page.locator("#drill-rows > li"), page.locator("#drill-rows > li.oldest")
+    marked.get_by_role("button", name="Cancel…").click()
+    page.locator("#cancel-confirm").click()
+    expect(rows).to_have_count(3)
+    expect(marked.locator(".meta")).to_contain_text(re.compile(r"· id 2 ·"))
+    running = page.locator("#drill-rows > li.running")
+    querier = traffic.querier("q-all", workers=4, latency=lambda _: 30.0)
+    try:
+        expect(running).to_have_count(3)
+        expect(marked).to_have_count(0)  # a running request is not queued
+    finally:
+        traffic.close(querier)
+    # Only the one on its first attempt comes back; the retried ones failed.
+    expect(rows).to_have_count(1)
+    expect(marked.locator(".q")).to_have_text("never")
+
+
+def test_the_oldest_of_a_list_cut_short_is_only_the_oldest_listed(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("delta", "up", count=55)
+    page.get_by_role("button", name="Requests of delta").click()
+    expect(page.locator("#drill-count")).to_have_text("50 of 55")
+    tag = page.locator("#drill-rows > li.oldest .oldest-tag")
+    # Five are not listed: one of them could be older, so it does not say "oldest".
+    expect(tag).to_have_text("oldest listed")
+    page.locator("#drill-more").click()
+    expect(page.locator("#drill-count")).to_have_text("55 of 55")
+    expect(tag).to_have_text("oldest")

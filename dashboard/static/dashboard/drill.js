@@ -6,7 +6,7 @@
 // updates; waits tick here from the rows' "since" instants. Every text from
 // the server goes in through textContent: nothing is parsed as HTML.
 
-import { placeChildren, setText, splitKeyed } from "./dom.js";
+import { placeChildren, setAttr, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
 import { orderNote, title } from "./drill_text.js";
 import { formatWait } from "./format.js";
@@ -76,6 +76,17 @@ export function frontendText(f) {
   return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
 }
 
+// The oldest queued row by its enqueue instant, not its place: a higher
+// priority, an actor's turn or a re-queue at the front dequeue newer
+// requests first. Ties go to the one dequeued first; null without any.
+export function oldestQueued(rows) {
+  let oldest = null;
+  for (const row of rows) {
+    if (row.state === "queued" && (oldest === null || row.since < oldest.since)) oldest = row;
+  }
+  return oldest;
+}
+
 export class DrillPanel {
   constructor(client, { editor, csrf, onOpen }) {
     this.client = client;
@@ -90,7 +101,8 @@ export class DrillPanel {
     this.skew = 0;
     this.typing = null; // the pending send of what is being typed in the boxes
     this.opener = null; // what had the focus when the panel opened
-    this.reveal = false; // scroll the panel into view once its first rows are in
+    this.reveal = false; // once its first rows are in: "rows" into view, or the "oldest" row too
+    this.oldest = null; // { key, whole } of the oldest queued row; whole: of every one that matches
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -133,18 +145,21 @@ export class DrillPanel {
     return this.node ? { type: "drill", ...this.filter(), limit: this.limit } : null;
   }
 
-  show(node) {
+  // `oldest`: opened for the oldest queued request (the inspector's link),
+  // whose row gets the focus once it is listed.
+  show(node, { oldest = false } = {}) {
     this.node = node;
     this.limit = STEP;
     this.rows.clear();
     this.order = [];
+    this.oldest = null;
     this.open.clear();
     this.$("drill-actor").value = node.actor || "";
     // Focus goes back here on close: the ≡ button (or link) that opened the panel.
     if (!this.card.contains(document.activeElement)) this.opener = document.activeElement;
     this.card.hidden = false;
     this.list.replaceChildren();
-    this.reveal = true;
+    this.reveal = oldest ? "oldest" : "rows";
     this.send();
     this.onOpen();
   }
@@ -180,6 +195,7 @@ export class DrillPanel {
     error.hidden = false;
     this.rows.clear();
     this.order = [];
+    this.oldest = null;
     this.list.replaceChildren();
     setText(this.$("drill-count"), "");
     setText(this.$("drill-note"), "Nothing is listed until the filter is fixed.");
@@ -233,8 +249,16 @@ export class DrillPanel {
     for (const id of this.rows.keys()) if (!ids.has(id)) { this.rows.delete(id); this.texts.delete(id); }
     this.order = order;
     const more = section.total > order.length;
-    setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
     const missing = section.replicas_missing || [];
+    // The oldest of the rows is the oldest of every queued request that
+    // matches only when all of those are listed: none cut off by the limit
+    // (the queued come first, so a running row listed means they all are),
+    // by a bounded scan, or on a replica not (yet) answering.
+    const whole = section.exact && !section.replicas_pending && !missing.length &&
+      (!more || order.some((r) => r.state === "in_flight"));
+    const oldest = oldestQueued(order);
+    this.oldest = oldest && { key: oldest.key, whole };
+    setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
       (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
     setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :
@@ -247,11 +271,20 @@ export class DrillPanel {
 
   // The panel sits at the foot of the page: scrolled into view when it opens
   // with no rows yet, only its head would show once they arrive. So it is
-  // scrolled to the top of the window with its first rows in it.
+  // scrolled to the top of the window with its first rows in it. Opened for
+  // the oldest request, its row is brought into the list's view too and
+  // takes the focus, so a keyboard or screen reader user lands on it.
   revealRows() {
     if (!this.reveal) return;
+    const toOldest = this.reveal === "oldest";
     this.reveal = false;
     this.card.scrollIntoView({ block: "start" });
+    const li = toOldest && this.oldest && this.list.querySelector(`[data-key="${CSS.escape(this.oldest.key)}"]`);
+    if (!li) return;
+    li.scrollIntoView({ block: "nearest" });
+    li.tabIndex = -1; // focusable from here only, and only until it loses the focus
+    li.addEventListener("blur", () => li.removeAttribute("tabindex"), { once: true });
+    li.focus({ preventScroll: true });
   }
 
   now() { return Date.now() / 1000 - this.skew; }
@@ -276,7 +309,8 @@ export class DrillPanel {
     li.innerHTML =
       '<div class="line"><span class="pos"></span><button type="button" class="expand" aria-expanded="false"></button>' +
       '<code class="q"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
-      '<div class="meta muted"></div><div class="full" hidden><pre class="query-text"></pre></div>';
+      '<div class="meta muted"><span class="badge oldest-tag" hidden></span><span class="meta-text"></span></div>' +
+      '<div class="full" hidden><pre class="query-text"></pre></div>';
     if (this.editor) {
       const b = document.createElement("button");
       b.type = "button";
@@ -291,11 +325,12 @@ export class DrillPanel {
     const f = this.filter();
     const cells = li._cells || (li._cells = {
       pos: li.querySelector(".pos"), expand: li.querySelector(".expand"), q: li.querySelector(".q"),
-      prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta"),
-      full: li.querySelector(".full"), pre: li.querySelector(".full pre"),
+      prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta-text"),
+      tag: li.querySelector(".oldest-tag"), full: li.querySelector(".full"), pre: li.querySelector(".full pre"),
     });
     setText(cells.pos, row.state === "in_flight" ? "▶" : String(i + 1));
     li.classList.toggle("running", row.state === "in_flight");
+    this.markOldest(li, cells.tag, row);
     const sig = `${row.line}|${f.search || ""}|${f.regex || ""}`;
     if (li._q !== sig) { li._q = sig; highlight(cells.q, row.line + (row.more ? " …" : ""), f.search, f.regex); }
     setText(cells.prio, `p${row.priority}`);
@@ -320,6 +355,19 @@ export class DrillPanel {
     ].filter(Boolean).join(" · ");
     setText(cells.meta, tail);
     this.updateWait(li, row);
+  }
+
+  // Said in words ("oldest", or "oldest listed" when some matching queued
+  // requests are not listed and one of them may be older), not by colour only.
+  markOldest(li, tag, row) {
+    const oldest = this.oldest && this.oldest.key === row.key ? this.oldest : null;
+    li.classList.toggle("oldest", oldest !== null);
+    tag.hidden = oldest === null;
+    if (!oldest) return;
+    setText(tag, oldest.whole ? "oldest" : "oldest listed");
+    setAttr(tag, "title", oldest.whole
+      ? "The oldest queued request that matches: every one of them is listed"
+      : "The oldest of the queued requests listed: not every one that matches is, and one further down may be older");
   }
 
   updateWait(li, row) {

@@ -177,7 +177,7 @@ function applyStuck(stuck) {
   }
 }
 $("oldest-link").addEventListener("click", () => {
-  if (oldest) drill.show({ tenant: oldest.tenant, component: oldest.component });
+  if (oldest) drill.show({ tenant: oldest.tenant, component: oldest.component }, { oldest: true });
 });
 
 // Longest running: [request, tenant, component, priority, querier, worker, since, replica].
