@@ -62,6 +62,8 @@ def test_drilling_down_from_a_tenant_lists_its_requests_in_dequeue_order(page: P
     )
     expect(rows.nth(2).locator(".meta")).to_contain_text("acme / ingester")
     expect(rows.nth(2).locator(".meta")).to_contain_text("websocket")
+    # Not yet handed to a querier is every queued request's lot: no "attempts 0".
+    expect(rows.nth(2).locator(".meta")).not_to_contain_text("attempt")
 
 
 def test_the_panel_opens_with_its_rows_in_view_and_closing_returns_to_its_button(
@@ -261,6 +263,8 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
         expect(dialog).to_be_visible()
         expect(page.locator("#request-title")).to_have_text(f"Request {rid}")
         expect(page.locator("#request-facts")).to_contain_text("running on q-slow")
+        # Its first run: no attempts to speak of.
+        expect(page.locator("#request-facts")).not_to_contain_text("Attempts")
         # The open dialog follows its request: the running time goes on.
         state = page.locator("#request-facts dd").nth(3)
         shown = state.text_content() or ""
@@ -289,6 +293,16 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
             assert over <= 0, f"{width}px window, queriers busy: {over}px wider: {wide}"
     finally:
         traffic.close(querier)
+
+
+def test_a_request_re_queued_after_its_querier_disconnected_says_so(page: Page) -> None:
+    page.get_by_role("button", name="Requests of acme").click()
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(3)
+    for i in range(3):
+        expect(rows.nth(i).locator(".meta")).to_contain_text(
+            "re-queued after its querier disconnected (attempt 2 next)"
+        )
 
 
 def test_the_oldest_request_link_opens_its_queue_on_that_request_marked_and_focused(
@@ -325,6 +339,10 @@ def test_the_oldest_mark_follows_the_queue_to_the_next_oldest_or_none(
     querier = traffic.querier("q-all", workers=4, latency=lambda _: 30.0)
     try:
         expect(running).to_have_count(3)
+        retried = running.filter(has_text="count(up)").locator(".meta")
+        expect(retried).to_contain_text("attempt 2: a retry after a querier disconnected")
+        first_run = running.filter(has_text="never").locator(".meta")
+        expect(first_run).not_to_contain_text("attempt")
         expect(marked).to_have_count(0)  # a running request is not queued
     finally:
         traffic.close(querier)

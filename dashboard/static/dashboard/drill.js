@@ -76,6 +76,16 @@ export function frontendText(f) {
   return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
 }
 
+// Attempts count the times a request was handed to a querier
+// (scheduler_core's Request.attempts). It goes back to the queue only when
+// its querier disconnected while running it, so a queued one with any was
+// re-queued, and a running one past its first is that retry. None queued
+// and one running are every request's ordinary course: nothing is said.
+export function attemptText(row) {
+  if (row.state === "in_flight") return row.attempts > 1 ? `attempt ${row.attempts}: a retry after a querier disconnected` : "";
+  return row.attempts > 0 ? `re-queued after its querier disconnected (attempt ${row.attempts + 1} next)` : "";
+}
+
 // The oldest queued row by its enqueue instant, not its place: a higher
 // priority, an actor's turn or a re-queue at the front dequeue newer
 // requests first. Ties go to the one dequeued first; null without any.
@@ -348,7 +358,7 @@ export class DrillPanel {
     const tail = [
       row.id, `${row.tenant} / ${row.component}`, ruleText(row), rangeText(row, this.now()),
       frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
-      row.attempts > 1 ? `attempt ${row.attempts} (a retry)` : `attempts ${row.attempts}`,
+      attemptText(row),
       row.actor ? `actor ${row.actor}` : "",
       row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
       row.replica ? `replica ${row.replica}` : "",
@@ -431,6 +441,7 @@ export class DrillPanel {
     if (cancel) cancel.hidden = detail === null;
     if (detail) {
       const now = Date.now() / 1000;
+      const retry = attemptText(detail);
       const pairs = [
         ["Tenant / component", `${detail.tenant} / ${detail.component}`],
         ["Actor", detail.actor || "(none)"],
@@ -439,7 +450,7 @@ export class DrillPanel {
         ["Waited", formatWait(detail.wait_seconds)],
         ["Type and range", rangeText(detail, now)],
         ["Frontend", `${frontendText(detail.frontend)}${detail.client_id !== null ? ` · id ${detail.client_id}` : ""}`],
-        ["Attempts", String(detail.attempts)],
+        ...(retry ? [["Attempts", retry]] : []),
         ["Replica", detail.replica],
       ];
       for (const [k, v] of pairs) {
