@@ -203,6 +203,30 @@ def test_a_filter_the_server_refuses_is_marked_at_its_field_and_lists_nothing(pa
     expect(page.locator("#drill-min-wait")).not_to_have_attribute("aria-invalid", "true")
 
 
+def test_a_waited_box_the_browser_cannot_read_as_a_number_is_marked_not_dropped(
+    page: Page,
+) -> None:
+    rows, error = page.locator("#drill-rows > li"), page.locator("#drill-filter-error")
+    box = page.locator("#drill-min-wait")
+    expect(rows).to_have_count(3)
+    box.press_sequentially("-")  # the box's value is "" now, as if it were blank
+    expect(error).to_have_text("Waited ≥: must be a number of seconds")
+    expect(box).to_have_attribute("aria-invalid", "true")
+    expect(rows).to_have_count(0)
+    page.wait_for_timeout(1000)  # live updates later: still not the unfiltered rows
+    expect(rows).to_have_count(0)
+    # Nor does cancel by filter take every queued request as if the box were blank.
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#drill-message")).to_have_text(
+        "Not cancelled: first fix the filter box marked above."
+    )
+    expect(page.locator("#cancel-dialog")).to_be_hidden()
+    box.fill("")
+    expect(error).to_be_hidden()
+    expect(rows).to_have_count(3)
+    expect(box).not_to_have_attribute("aria-invalid", "true")
+
+
 def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -> None:
     page.locator('.projection input[value="component-first"]').check()
     page.get_by_role("button", name="Requests of ingester", exact=True).click()

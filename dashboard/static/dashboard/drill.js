@@ -15,6 +15,11 @@ const SOURCES = { r: "rule", d: "default", x: "disabled" };
 // The box of each field the server may refuse, and its name on the page.
 const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
 const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
+// The number boxes, and what each must hold (the server's words, in
+// api/wire/queue_rows.py). Text the browser cannot read as a number (a lone
+// "-", "1e") leaves a box's value empty, as if it were blank: sent so, its
+// filter would be dropped without a word.
+const UNREADABLE = { priority: "must be an integer", min_wait: "must be a number of seconds" };
 const STEP = 50;
 const MAX = 500;
 
@@ -192,8 +197,9 @@ export class DrillPanel {
     this.send();
   }
 
-  // The server refused the filter (`field`: why). Its rows answered the
-  // filter before, so they go; the error sits beside the field it names.
+  // The filter was refused (`field`: why), by the server or here for a box
+  // the browser cannot read. Its rows answered the filter before, so they
+  // go; the error sits beside the field it names.
   refused({ field, message }) {
     if (!this.node) return;
     const input = this.$(FIELD_INPUTS[field] || "drill-search");
@@ -213,6 +219,14 @@ export class DrillPanel {
     this.$("drill-empty").hidden = true;
   }
 
+  // The first number box the browser cannot read, as a refusal ({ field, message }), or null.
+  unreadable() {
+    for (const [field, message] of Object.entries(UNREADABLE)) {
+      if (this.$(FIELD_INPUTS[field]).validity.badInput) return { field, message };
+    }
+    return null;
+  }
+
   send() {
     clearTimeout(this.typing);
     this.typing = null;
@@ -221,6 +235,14 @@ export class DrillPanel {
     for (const id of Object.values(FIELD_INPUTS)) {
       this.$(id).removeAttribute("aria-invalid");
       this.$(id).removeAttribute("aria-describedby");
+    }
+    const bad = this.unreadable();
+    if (bad) {
+      // Refused here, as the server refuses a filter it cannot serve, and
+      // the drill asked before stops: its rows do not answer the boxes now.
+      this.refused(bad);
+      this.client.setDrill(null);
+      return;
     }
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
@@ -241,7 +263,8 @@ export class DrillPanel {
   // -- frames -----------------------------------------------------------------
 
   apply(section, ts) {
-    if (!this.node || !section) return;
+    // A frame already on its way when a box turned unreadable lists nothing either.
+    if (!this.node || !section || this.unreadable()) return;
     this.skew = Date.now() / 1000 - ts;
     if (section.unavailable) {
       setText(this.$("drill-note"), "The request list is served by the replica that holds the queue; this one has none running.");

@@ -47,6 +47,11 @@ export class DrillCancels {
 
   async askMatching() {
     this.panel.flush();
+    // Without the box the browser cannot read, "every matching" would be more.
+    if (this.panel.unreadable()) {
+      this.panel.say("Not cancelled: first fix the filter box marked above.", "error");
+      return;
+    }
     this.panel.say(null);
     const filter = { ...this.panel.filter(), state: "queued", dry_run: true };
     if (!filter.tenant && !filter.search && !filter.regex) {
