@@ -117,7 +117,7 @@ def _first_line(query: str) -> tuple[str, bool]:
 
 
 class _WireRow(NamedTuple):
-    """A drill row on the wire: a positional array, in this order (decodeRow in drill.js).
+    """A drill row on the wire: a positional array, in this order (decodeRow in drill_rows.js).
 
     Built from a request here (`_row`) or from a peer replica's REST row
     (`encode_api_row`); both name their fields, so the order is said once.

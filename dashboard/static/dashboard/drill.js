@@ -1,17 +1,21 @@
 // The drill-down panel: one node's requests in dequeue order, live at the
 // inspector's cadence (the server sends a `drill` section; see
 // dashboard/drill.py), with the full query text, cancel one and cancel by
-// filter through the REST API. Rows are keyed by request id and patched in
-// place, so the list keeps its scroll position and open rows across
-// updates; waits tick here from the rows' "since" instants. Every text from
-// the server goes in through textContent: nothing is parsed as HTML.
+// filter through the REST API, and the request dialog. Here are its filter
+// boxes, its frames and what they list; each row's <li> is drill_rows.js.
+// Rows are keyed by request id and patched in place, so the list keeps its
+// scroll position and open rows across updates; waits tick here from the
+// rows' "since" instants. Every text from the server goes in through
+// textContent: nothing is parsed as HTML.
 
-import { placeChildren, setAttr, setText, splitKeyed } from "./dom.js";
+import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
+import {
+  attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
+} from "./drill_rows.js";
 import { orderNote, title } from "./drill_text.js";
 import { formatWait } from "./format.js";
 
-const SOURCES = { r: "rule", d: "default", x: "disabled" };
 // The box of each field the server may refuse, and its name on the page.
 const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
 const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
@@ -22,85 +26,6 @@ const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", stat
 const UNREADABLE = { priority: "must be an integer", min_wait: "must be a number of seconds" };
 const STEP = 50;
 const MAX = 500;
-
-export function decodeRow(a) {
-  return {
-    id: a[0], client_id: a[1], tenant: a[2], component: a[3], priority: a[4], rule: a[5],
-    source: SOURCES[a[6]] || "default", line: a[7], more: a[8], api_type: a[9], start: a[10],
-    end: a[11], step: a[12], state: a[13] === "f" ? "in_flight" : "queued", since: a[14],
-    attempts: a[15], querier: a[16], worker: a[17], running_since: a[18],
-    frontend: { transport: a[19], address: a[20], name: a[21] }, replica: a[22], actor: a[23] || "",
-    // Request ids are unique per replica only: rows are keyed by both (the server's row_key).
-    key: `${a[22] || ""}/${a[0]}`,
-  };
-}
-
-// Fills `el` with `text`, the matches of `search` (any case) or of `regex`
-// wrapped in <mark>. A regex JavaScript cannot read (RE2 and JS differ at
-// the edges) is simply not highlighted.
-export function highlight(el, text, search, regex) {
-  el.replaceChildren();
-  let pattern = null;
-  try {
-    if (regex) pattern = new RegExp(regex, "g");
-    else if (search) pattern = new RegExp(search.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
-  } catch { pattern = null; }
-  if (!pattern) { el.textContent = text; return; }
-  let last = 0;
-  for (const m of text.matchAll(pattern)) {
-    if (!m[0]) { pattern.lastIndex += 1; continue; }
-    if (m.index > last) el.append(text.slice(last, m.index));
-    const mark = document.createElement("mark");
-    mark.textContent = m[0];
-    el.append(mark);
-    last = m.index + m[0].length;
-  }
-  if (last < text.length) el.append(text.slice(last));
-}
-
-export function ruleText(row) {
-  if (row.source === "rule" && row.rule) return `rule ${row.rule[0] + 1}, attribute ${row.rule[1] + 1}`;
-  return row.source === "disabled" ? "priorities disabled" : "default priority";
-}
-
-function agoText(now, t) {
-  if (t === null || t === undefined) return "?";
-  const d = now - t;
-  return d <= 1 ? "now" : `${formatWait(d)} ago`;
-}
-
-export function rangeText(row, now) {
-  const parts = [row.api_type];
-  if (row.start !== null || row.end !== null) parts.push(`${agoText(now, row.start)} → ${agoText(now, row.end)}`);
-  if (row.step) parts.push(`step ${row.step}s`);
-  return parts.join(" · ");
-}
-
-export function frontendText(f) {
-  const who = f.name ? ` (${f.name})` : "";
-  return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
-}
-
-// Attempts count the times a request was handed to a querier
-// (scheduler_core's Request.attempts). It goes back to the queue only when
-// its querier disconnected while running it, so a queued one with any was
-// re-queued, and a running one past its first is that retry. None queued
-// and one running are every request's ordinary course: nothing is said.
-export function attemptText(row) {
-  if (row.state === "in_flight") return row.attempts > 1 ? `attempt ${row.attempts}: a retry after a querier disconnected` : "";
-  return row.attempts > 0 ? `re-queued after its querier disconnected (attempt ${row.attempts + 1} next)` : "";
-}
-
-// The oldest queued row by its enqueue instant, not its place: a higher
-// priority, an actor's turn or a re-queue at the front dequeue newer
-// requests first. Ties go to the one dequeued first; null without any.
-export function oldestQueued(rows) {
-  let oldest = null;
-  for (const row of rows) {
-    if (row.state === "queued" && (oldest === null || row.since < oldest.since)) oldest = row;
-  }
-  return oldest;
-}
 
 export class DrillPanel {
   constructor(client, { editor, csrf, onOpen }) {
@@ -326,96 +251,21 @@ export class DrillPanel {
     const keys = new Set(this.order.map((r) => r.key));
     const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
     for (const li of stale) li.remove();
+    const view = { filter: this.filter(), oldest: this.oldest, now: this.now() };
     const wanted = this.order.map((row, i) => {
-      const li = kept.get(row.key) || this.create(row);
-      this.update(li, row, i);
+      const li = kept.get(row.key) || createRow(row, this.editor);
+      updateRow(li, row, i, { ...view, open: this.open.has(row.key), text: this.texts.get(row.key) });
       return li;
     });
     placeChildren(this.list, wanted);
   }
 
-  create(row) {
-    const li = document.createElement("li");
-    li.className = "drill-row";
-    li.dataset.key = row.key;
-    li.dataset.id = row.id;
-    li.innerHTML =
-      '<div class="line"><span class="pos"></span><button type="button" class="expand" aria-expanded="false"></button>' +
-      '<code class="q"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
-      '<div class="meta muted"><span class="badge oldest-tag" hidden></span><span class="meta-text"></span></div>' +
-      '<div class="full" hidden><pre class="query-text"></pre></div>';
-    if (this.editor) {
-      const b = document.createElement("button");
-      b.type = "button";
-      b.className = "small danger cancel-one";
-      b.textContent = "Cancel…";
-      li.querySelector(".acts").append(b);
-    }
-    return li;
-  }
-
-  update(li, row, i) {
-    const f = this.filter();
-    const cells = li._cells || (li._cells = {
-      pos: li.querySelector(".pos"), expand: li.querySelector(".expand"), q: li.querySelector(".q"),
-      prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta-text"),
-      tag: li.querySelector(".oldest-tag"), full: li.querySelector(".full"), pre: li.querySelector(".full pre"),
-    });
-    setText(cells.pos, row.state === "in_flight" ? "▶" : String(i + 1));
-    li.classList.toggle("running", row.state === "in_flight");
-    this.markOldest(li, cells.tag, row);
-    const sig = `${row.line}|${f.search || ""}|${f.regex || ""}`;
-    if (li._q !== sig) { li._q = sig; highlight(cells.q, row.line + (row.more ? " …" : ""), f.search, f.regex); }
-    setText(cells.prio, `p${row.priority}`);
-    cells.prio.title = ruleText(row);
-    const open = this.open.has(row.key);
-    setText(cells.expand, open ? "▾" : "▸");
-    cells.expand.setAttribute("aria-expanded", open ? "true" : "false");
-    cells.expand.setAttribute("aria-label", `${open ? "Hide" : "Show"} the full query of ${row.id}`);
-    cells.full.hidden = !open;
-    if (open) {
-      const text = this.texts.get(row.key);
-      const fsig = `${text}|${sig}`;
-      if (text !== undefined && li._full !== fsig) { li._full = fsig; highlight(cells.pre, text, f.search, f.regex); }
-    }
-    const tail = [
-      row.id, `${row.tenant} / ${row.component}`, ruleText(row), rangeText(row, this.now()),
-      frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
-      attemptText(row),
-      row.actor ? `actor ${row.actor}` : "",
-      row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
-      row.replica ? `replica ${row.replica}` : "",
-    ].filter(Boolean).join(" · ");
-    setText(cells.meta, tail);
-    this.updateWait(li, row);
-  }
-
-  // Said in words ("oldest", or "oldest listed" when some matching queued
-  // requests are not listed and one of them may be older), not by colour only.
-  markOldest(li, tag, row) {
-    const oldest = this.oldest && this.oldest.key === row.key ? this.oldest : null;
-    li.classList.toggle("oldest", oldest !== null);
-    tag.hidden = oldest === null;
-    if (!oldest) return;
-    setText(tag, oldest.whole ? "oldest" : "oldest listed");
-    setAttr(tag, "title", oldest.whole
-      ? "The oldest queued request that matches: every one of them is listed"
-      : "The oldest of the queued requests listed: not every one that matches is, and one further down may be older");
-  }
-
-  updateWait(li, row) {
-    const now = this.now();
-    const text = row.state === "in_flight"
-      ? `ran ${formatWait(now - row.running_since)} · waited ${formatWait(row.running_since - row.since)}`
-      : `waiting ${formatWait(now - row.since)}`;
-    setText(li._cells.wait, text);
-  }
-
   tick() {
     if (!this.node || this.client.paused) return; // paused with the inspector
+    const now = this.now();
     for (const li of this.list.children) {
       const row = this.rows.get(li.dataset.key);
-      if (row && li._cells) this.updateWait(li, row);
+      if (row && li._cells) updateWait(li, row, now);
     }
   }
 
