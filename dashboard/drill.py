@@ -27,28 +27,27 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
+from dashboard.snapshot_summaries import longest_running, stuck_summary
 from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
-from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
     "DEFAULT_ROWS",
-    "LONGEST_ROWS",
     "MAX_ROWS",
     "SCAN_BUDGET",
     "DrillParams",
     "DrillState",
     "InvalidDrill",
     "build_page",
+    # Moved to dashboard.snapshot_summaries; still here for dashboard.live_tick.
     "longest_running",
     "stuck_summary",
 ]
 
 DEFAULT_ROWS = 50
 MAX_ROWS = 500
-LONGEST_ROWS = 10
 SCAN_BUDGET = 20_000
 _SOURCES = {"rule": "r", "default": "d", "disabled": "x"}
 # Encoded rows of recent ticks, by what can change in a row: a request shown
@@ -305,35 +304,6 @@ def build_page(
     }
 
 
-def longest_running(snapshot: QueueSnapshot, owners: list[str] | None, wall: float) -> list[Any]:
-    """The `LONGEST_ROWS` longest-running requests across every querier (from the snapshot).
-
-    Rows: [request id, tenant, component, priority, querier, worker, running
-    since (wall clock), replica or None].
-    """
-    offset = wall - snapshot.taken_at
-    busy = []
-    replicas = owners if owners is not None else [None] * len(snapshot.queriers)
-    for querier, owner in zip(snapshot.queriers, replicas, strict=False):
-        for w in querier.workers:
-            if w.request_id is not None:
-                busy.append((w.since, w, querier.querier_id, owner))
-    busy.sort(key=lambda item: (item[0], item[1].request_id))
-    return [
-        [
-            w.request_id,
-            w.tenant_id,
-            w.component,
-            w.priority,
-            querier_id,
-            w.worker_id,
-            round(since + offset, 1),
-            owner,
-        ]
-        for since, w, querier_id, owner in busy[:LONGEST_ROWS]
-    ]
-
-
 class DrillState:
     """One viewer's drill: its params and the rows it was last sent (for references)."""
 
@@ -372,36 +342,3 @@ class DrillState:
 
 def _filter_dict(flt: RequestFilter) -> dict[str, Any]:
     return {k: getattr(flt, k) for k in _FILTER_KEYS}
-
-
-def stuck_summary(snapshot: QueueSnapshot, threshold: float) -> dict[str, Any]:
-    """Leaves (and tenants) whose oldest request waited longer than `threshold`, and the oldest.
-
-    `oldest` names the tenant and component holding the oldest queued
-    request (the inspector links to that leaf's drill-down).
-    """
-    now = snapshot.taken_at
-    stuck_leaves = 0
-    tenants: set[str] = set()
-    oldest: Any = None
-    for leaf in snapshot.leaves:
-        if leaf.length <= 0:
-            continue
-        if oldest is None or leaf.oldest_enqueued_at < oldest.oldest_enqueued_at:
-            oldest = leaf
-        if now - leaf.oldest_enqueued_at > threshold:
-            stuck_leaves += 1
-            tenants.add(leaf.tenant_id)
-    summary: dict[str, Any] = {
-        "threshold": threshold,
-        "leaves": stuck_leaves,
-        "tenants": len(tenants),
-        "oldest": None,
-    }
-    if oldest is not None:
-        summary["oldest"] = {
-            "tenant": oldest.tenant_id,
-            "component": oldest.component,
-            "wait": round(max(0.0, now - oldest.oldest_enqueued_at), 1),
-        }
-    return summary
