@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
-from dashboard.snapshot_summaries import longest_running, stuck_summary
 from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
@@ -42,8 +41,6 @@ __all__ = [
     "InvalidDrill",
     "build_page",
     # Moved to dashboard.snapshot_summaries; still here for dashboard.live_tick.
-    "longest_running",
-    "stuck_summary",
 ]
 
 DEFAULT_ROWS = 50

@@ -17,10 +17,11 @@ from typing import Any
 
 from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
-from dashboard.drill import DrillParams, longest_running, stuck_summary
+from dashboard.drill import DrillParams
 from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
+from dashboard.snapshot_summaries import longest_running, stuck_summary
 from dashboard.wire import dumps, frontends_to_wire, queriers_to_wire, tree_to_wire
 from scheduler_core.snapshot import QueueSnapshot
 

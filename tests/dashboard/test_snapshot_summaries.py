@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dashboard import drill
 from dashboard.snapshot_summaries import LONGEST_ROWS, longest_running, stuck_summary
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.runtime import SchedulerRuntime
@@ -36,7 +35,3 @@ def test_the_longest_running_list_keeps_the_longest_first_with_their_replica() -
     assert [r[0] for r in rows] == [f"r{i}" for i in range(LONGEST_ROWS)]
     querier, since, replica = rows[0][4], rows[0][6], rows[0][7]
     assert (querier, since, replica) == ("q-1", 988.0, "replica-a")
-
-
-def test_the_summaries_are_still_importable_from_the_drill_module() -> None:
-    assert (drill.longest_running, drill.stuck_summary) == (longest_running, stuck_summary)
