@@ -40,7 +40,6 @@ __all__ = [
     "DrillState",
     "InvalidDrill",
     "build_page",
-    # Moved to dashboard.snapshot_summaries; still here for dashboard.live_tick.
 ]
 
 DEFAULT_ROWS = 50
