@@ -36,6 +36,13 @@ EDITOR = ("erin", "pw-erin-e2e-123")
 T = TypeVar("T")
 
 
+def log_in(page: Page) -> None:
+    """Log in as EDITOR on the login form the page shows (callers check where it lands)."""
+    page.get_by_label("User name").fill(EDITOR[0])
+    page.get_by_label("Password").fill(EDITOR[1])
+    page.get_by_role("button", name="Log in").click()
+
+
 def full_page_screenshot(page: Page, name: str) -> None:
     """Save the whole page as SCREENSHOTS/`name`, leaving the page as it was.
 

@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from api.wire.grpc.clients import CortexFrontend, get_request
 from loadgen.daphne_process import DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic, log_in
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +50,7 @@ def test_actor_levels_from_both_protocols_show_under_the_tenant(
     page: Page, server: DaphneProcess, traffic: Traffic
 ) -> None:
     page.goto("/login/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
 
     traffic.enqueue("loki", count=2, headers={"X-Loki-Actor-Path": "users|joe"})

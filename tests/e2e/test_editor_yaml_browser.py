@@ -14,7 +14,7 @@ import re
 
 from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.conftest import EDITOR, full_page_screenshot
+from tests.e2e.conftest import full_page_screenshot, log_in
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # acme's block in the YAML view: the regex is on this line.
@@ -27,9 +27,7 @@ def editor_line(page: Page, number: int):
 
 def test_login(page: Page) -> None:
     page.goto("/login/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page).to_have_url(re.compile(r"/$"))
 
 

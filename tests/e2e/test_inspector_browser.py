@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, WebSocket, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 LIVE_WITHIN = 1_000  # ms: enqueued work must show without a reload within a second
@@ -27,9 +27,7 @@ def treeitem(page: Page, label: str) -> object:
 def test_login_then_the_inspector_is_live(page: Page) -> None:
     page.goto("/")
     expect(page).to_have_url(re.compile(r"/login/"))
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     expect(page.get_by_role("tree")).to_be_attached()
 

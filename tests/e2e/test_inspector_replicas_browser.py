@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, Traffic
+from tests.e2e.conftest import EDITOR, Traffic, log_in
 from tests.service.replica_pair import replica, require_servers, scale_out_env
 
 PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a busy machine
@@ -74,9 +74,7 @@ def frontend_row(page: Page, traffic: Traffic, replica_id: str | None) -> tuple[
 
 def test_login_on_replica_a(page: Page) -> None:
     page.goto("/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     expect(page.locator("#replicas-note")).to_contain_text("2 replicas", timeout=PEERS_WITHIN)
 

@@ -14,7 +14,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR
+from tests.e2e.conftest import log_in
 
 MESSAGE = "must be an integer, got '-'"
 
@@ -27,9 +27,7 @@ def config_version(server: DaphneProcess) -> str:
 
 def test_login(page: Page) -> None:
     page.goto("/login/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page).to_have_url(re.compile(r"/$"))
 
 

@@ -10,7 +10,7 @@ import re
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
 
@@ -36,9 +36,7 @@ def no_horizontal_scroll(page: Page, width: int) -> tuple[int, str]:
 
 def test_login_and_queue_some_work(page: Page, traffic: Traffic) -> None:
     page.goto("/login/?next=/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     traffic.enqueue("acme", "rate(http_requests_total[1m])", count=2)
     traffic.enqueue("acme", SLOW)

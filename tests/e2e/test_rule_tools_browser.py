@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 SEED = """
@@ -20,9 +20,7 @@ services.tenant_put(tenant_id="hits", expected_version=None, author=None, source
 
 def _login(page: Page) -> None:
     page.goto("/login/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
 
 

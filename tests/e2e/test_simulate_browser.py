@@ -12,16 +12,14 @@ import time
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import EDITOR, Traffic, full_page_screenshot
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 
 
 def test_login(page: Page) -> None:
     page.goto("/login/")
-    page.get_by_label("User name").fill(EDITOR[0])
-    page.get_by_label("Password").fill(EDITOR[1])
-    page.get_by_role("button", name="Log in").click()
+    log_in(page)
     expect(page).not_to_have_url(re.compile(r"/login/"))
 
 
