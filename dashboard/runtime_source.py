@@ -53,7 +53,8 @@ class RuntimeSource:
         if not runtime_host.started():
             return None
         # Frontends, not their streams: the header and the panel count alike.
-        local = stats_summary(runtime_host.get_host().stats, frontends=len(self._frontends))
+        host = runtime_host.get_host()
+        local = stats_summary(host.stats, frontends=len(self._frontends), load=host.load())
         if self._merged is None:
             return local
         return merge_stats(local, get_board().fresh_peers(time.time()))
@@ -89,13 +90,19 @@ class RuntimeSource:
         return self._peer_drills.merge(params, page, board.own_id, peers)
 
 
-def stats_summary(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
+def stats_summary(
+    stats: Any,
+    *,
+    frontends: int,
+    window: float = 60.0,
+    load: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Header figures from a `RollingStats`: rates, waits by component and priority.
 
     The chart's wait line is the worst component's p99, the figure that
     tells an on-call engineer something is backing up.
     """
-    summary = local_stats(stats, frontends=frontends, window=window)
+    summary = local_stats(stats, frontends=frontends, window=window, load=load)
     worst = max(summary["wait_by_component"].values(), key=lambda row: row[1], default=None)
     summary["wait"] = None if worst is None else {"p50": worst[0], "p99": worst[1]}
     return summary

@@ -155,6 +155,10 @@ class RollingStats:
         self._seconds: deque[_Second] = deque()
         # The last length sampled in a bucket that has since expired.
         self._before_window = 0
+        # Every request handed to a querier since this object was made, for
+        # rates between two arbitrary instants (api.wire.loop_load's CPU per
+        # query), which whole-second buckets cannot give.
+        self.dispatched_total = 0
 
     # -- observer hooks (SchedulerRuntime calls these) ------------------------
 
@@ -167,6 +171,7 @@ class RollingStats:
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         bucket = self._current()
         bucket.events["dispatched"] += 1
+        self.dispatched_total += 1
         _histogram(bucket.by_component, request.component).add(wait)
         _histogram(bucket.by_priority, request.priority).add(wait)
 

@@ -154,7 +154,7 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
     """Publish our summary, then read every registered peer's (two round trips)."""
     wall = time.time()
     frontends = host.frontends()
-    stats = local_stats(host.stats, frontends=len(frontends))
+    stats = local_stats(host.stats, frontends=len(frontends), load=host.load())
     summary = summarize(
         host.runtime.snapshot(),
         replica=board.own_id,

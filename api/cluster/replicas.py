@@ -40,6 +40,7 @@ from api.cluster.replica_frontends import (
     frontends_block,
     parse_frontends_block,
 )
+from api.cluster.replica_load import busiest
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -386,11 +387,21 @@ def merge_stats(
         "wait_by_component": by_component,
         "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
         "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
+        "load": busiest(s.get("load") for s in every),
     }
 
 
-def local_stats(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str, Any]:
-    """A replica's own figures from its `RollingStats`, in the header's stats shape."""
+def local_stats(
+    stats: Any,
+    *,
+    frontends: int,
+    window: float = 60.0,
+    load: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A replica's own figures from its `RollingStats`, in the header's stats shape.
+
+    `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none.
+    """
 
     def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
         return {str(k): [round(s.p50, 6), round(s.p99, 6), s.samples] for k, s in summaries.items()}
@@ -401,4 +412,5 @@ def local_stats(stats: Any, *, frontends: int, window: float = 60.0) -> dict[str
         "wait_by_component": waits(stats.wait_by_component(window)),
         "wait_by_priority": waits(stats.wait_by_priority(window)),
         "frontends": frontends,
+        "load": dict(load or {}),
     }

@@ -27,11 +27,20 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import GaugeMetricFamily
 
 from api.cluster import replica_board
 from api.wire import runtime_host
+from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import Build, LoopBoundCollector, register_loop_bound, render
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
@@ -339,6 +348,19 @@ class SnapshotCollector(LoopBoundCollector):
 
 register_loop_bound(REGISTRY, SnapshotCollector())
 register_loop_bound(REGISTRY, RuleStatsCollector())
+
+
+def _loop_load() -> LoopLoad | None:
+    return runtime_host.get_host().loop_load if runtime_host.started() else None
+
+
+register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
+# What every Prometheus client exports, as Cortex's scheduler does (process_*;
+# python_* in place of go_*): process_cpu_seconds_total over dispatched
+# requests is the scheduler's CPU per query.
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)
 runtime_host.add_observer(MetricsObserver())
 
 

@@ -39,6 +39,7 @@ from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
+from api.wire.loop_load import LoopLoad, load_block
 from api.wire.observers import FanOutObserver
 from api.wire.queue_peers import QueuePeers
 from scheduler_core.admission_log import AdmissionLog
@@ -81,6 +82,7 @@ class RuntimeHost:
         self.observer = FanOutObserver()
         self.stats = RollingStats()
         self.observer.add(self.stats)
+        self.loop_load = LoopLoad(dispatched=lambda: self.stats.dispatched_total)
         # Rule hit counts and the recent-traffic sample both doors feed
         # (bounds: TRAFFIC_SAMPLE_PER_TENANT, TRAFFIC_SAMPLE_MAX_BYTES).
         self.admission_log = AdmissionLog(
@@ -117,6 +119,7 @@ class RuntimeHost:
         self._spawn(self.queue_peers.serve(), "queue requests")
         self._spawn(self._reconcile_loop(), "config reconcile")
         self._spawn(self._stats_loop(), "stats sampler")
+        self._spawn(self.loop_load.run(), "loop load")
         for name, factory in _backgrounds.items():
             self._spawn(factory(), name)
         if getattr(settings, "REDIS_URL", ""):
@@ -271,6 +274,10 @@ class RuntimeHost:
         while True:
             self.stats.record_queue_length(len(self.runtime.queue))
             await asyncio.sleep(1.0)
+
+    def load(self) -> dict[str, Any]:
+        """This process's event loop over the last seconds (`api.wire.loop_load`)."""
+        return load_block(self.loop_load)
 
     # -- frontends -------------------------------------------------------------
 

@@ -123,6 +123,16 @@ class FakeHost:
         self.runtime = runtime
         self.stats = RollingStats(clock=lambda: 100.0)
 
+    def load(self) -> dict[str, float | None]:
+        return {
+            "window": 10.0,
+            "busy": 0.25,
+            "process_cpu": 0.3,
+            "lag_max": 0.001,
+            "dispatched": 0.0,
+            "cpu_per_query_us": None,
+        }
+
 
 def test_the_runtime_source_merges_peers_and_sums_their_rates(
     monkeypatch: pytest.MonkeyPatch,
@@ -143,6 +153,8 @@ def test_the_runtime_source_merges_peers_and_sums_their_rates(
     stats = source.stats()
     assert stats is not None
     assert stats["rates"]["dispatched"] == 3.0 and stats["frontends"] == 3
+    # The peer published no loop figures (an older version): this replica's stand.
+    assert stats["load"]["busy"] == 0.25
     replicas = source.replicas()  # type: ignore[attr-defined]
     assert replicas is not None and replicas.replicas == ("a", "b")
     assert source.frontends() == rows  # type: ignore[attr-defined]

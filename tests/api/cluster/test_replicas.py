@@ -213,6 +213,31 @@ def test_merged_stats_sum_rates_and_frontends_and_show_the_worst_waits() -> None
     assert merged["window"] == 60.0
 
 
+def load(busy: float) -> dict[str, Any]:
+    return {
+        "window": 10.0,
+        "busy": busy,
+        "process_cpu": busy,
+        "lag_max": 0.001,
+        "dispatched": 100.0,
+        "cpu_per_query_us": busy * 1e4,
+    }
+
+
+def test_merged_stats_show_the_busiest_replicas_loop_not_a_sum() -> None:
+    local = local_stats(RollingStats(clock=lambda: 100.0), frontends=0, load=load(0.3))
+    assert local["load"] == load(0.3)
+    busy_peer = peer("b", snapshot(1.0, []), published=WALL, stats={"load": load(0.8)})
+    quiet_peer = peer("c", snapshot(1.0, []), published=WALL, stats={"load": load(0.1)})
+    merged = merge_stats(local, [busy_peer, quiet_peer])
+    assert merged is not None
+    assert merged["load"] == load(0.8)
+    garbled = peer("d", snapshot(1.0, []), published=WALL, stats={"load": {"busy": "all"}})
+    merged = merge_stats(local, [garbled])
+    assert merged is not None
+    assert merged["load"] == load(0.3)
+
+
 @pytest.mark.parametrize(
     "raw",
     [

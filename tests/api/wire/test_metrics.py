@@ -127,3 +127,28 @@ async def test_a_reserved_idle_querier_reports_how_long_it_has_been_idle(host: A
     assert 'queue_inspector_reserved_querier_idle_seconds{querier="m-res-q1"}' in text
     assert 'querier="m-res-q2"' not in text
     assert f'queue_inspector_replica_up{{replica="{replica_id()}"}} 1.0' in text
+
+
+async def test_the_process_and_its_event_loop_are_exported_as_every_prometheus_target_is(
+    host: Any,
+) -> None:
+    worker = host.runtime.connect_querier("m-cost")
+    host.runtime.enqueue(Request(id="m-cost-1", tenant_id="m-cost"))
+    await host.runtime.next_request("m-cost", worker)
+    assert host.stats.dispatched_total == 1
+    text = await scrape()
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "python_gc_objects_collected_total",
+        "python_info",
+        "queue_inspector_event_loop_cpu_seconds_total",
+        "queue_inspector_event_loop_lag_seconds_count",
+    ):
+        assert f"\n{name}" in text, name
+    loop_cpu = next(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("queue_inspector_event_loop_cpu_seconds_total ")
+    )
+    assert loop_cpu > 0.0

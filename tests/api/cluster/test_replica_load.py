@@ -1,0 +1,44 @@
+"""Across replicas the header shows the busiest event loop, and ignores garbled peers."""
+
+from __future__ import annotations
+
+import math
+
+from api.cluster.replica_load import busiest
+
+
+def block(load: float, **extra: object) -> dict[str, object]:
+    return {
+        "window": 10.0,
+        "busy": load,
+        "process_cpu": load + 0.1,
+        "lag_max": 0.001,
+        "dispatched": 500.0,
+        "cpu_per_query_us": 240.0,
+        **extra,
+    }
+
+
+def test_the_busiest_replicas_block_is_shown_whole() -> None:
+    assert busiest([block(0.2), block(0.9, lag_max=0.2), block(0.5)]) == block(0.9, lag_max=0.2)
+
+
+def test_no_blocks_or_none_well_formed_give_an_empty_block() -> None:
+    assert busiest([]) == {}
+    assert busiest([None, {}, "busy", block(0.4, busy="high")]) == {}
+
+
+def test_a_peer_from_another_version_or_with_garbled_numbers_is_passed_over() -> None:
+    garbled = [
+        block(0.99, busy=True),
+        block(0.99, busy=math.nan),
+        block(0.99, process_cpu=math.inf),
+        block(0.99, cpu_per_query_us="fast"),
+        {"busy": 0.99},  # fields this version writes are missing
+    ]
+    assert busiest([*garbled, block(0.3)]) == block(0.3)
+
+
+def test_a_replica_with_no_dispatches_has_no_cost_per_query_and_still_counts() -> None:
+    idle = block(0.7, cpu_per_query_us=None)
+    assert busiest([block(0.1), idle]) == idle
