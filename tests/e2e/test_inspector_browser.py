@@ -425,3 +425,19 @@ def test_a_search_that_matches_no_tenant_says_so(page: Page) -> None:
     expect(empty).to_have_text("No tenant matches “zzz”.")  # as rendered, and kept live
     expect(page.locator("#live-state")).to_have_text("live")
     expect(empty).to_have_text("No tenant matches “zzz”.")
+
+
+def test_the_scheduler_loop_card_shows_its_share_of_a_core_and_its_cpu_per_query(
+    page: Page, traffic: Traffic
+) -> None:
+    page.goto("/")
+    busy, cost = page.locator("#f-load"), page.locator("#f-load-cost")
+    expect(busy).to_have_text(re.compile(r"^\d{1,3}%$"))  # sampled twice a second from start-up
+    querier = traffic.querier("q-load", latency=lambda _: 0.0)
+    try:
+        traffic.enqueue("load", count=60)
+        # Shown once a second or more was dispatched over the last ten seconds.
+        expect(cost).to_have_text(re.compile(r"^\d+ (µs|ms)/query$"), timeout=5_000)
+    finally:
+        traffic.close(querier)
+    assert "Scheduler loop" in (page.locator("#fig-load .k").first.text_content() or "")

@@ -13,6 +13,17 @@ export function formatRate(perSecond) {
   return perSecond >= 100 ? perSecond.toFixed(0) : perSecond.toFixed(1);
 }
 
+// The header's "Scheduler loop": its share of a core, and CPU per dispatched request.
+export function loadText(load) {
+  if (!load || typeof load.busy !== "number") return { busy: "–", cost: "" };
+  const cost = typeof load.cpu_per_query_us === "number" ? `${formatMicros(load.cpu_per_query_us)}/query` : "";
+  return { busy: `${Math.round(load.busy * 100)}%`, cost };
+}
+
+function formatMicros(us) {
+  return us >= 10000 ? `${(us / 1000).toFixed(0)} ms` : `${us.toFixed(0)} µs`;
+}
+
 export function formatSeconds(seconds) {
   if (seconds === null || seconds === undefined) return "–";
   if (seconds < 0.001) return `${(seconds * 1e6).toFixed(0)} µs`;

@@ -4,7 +4,7 @@
 
 import { TimeChart } from "./timeseries.js";
 import { setAttr, setText as writeText } from "./dom.js";
-import { emptyTreeText, formatRate, formatSeconds, formatWait } from "./format.js";
+import { emptyTreeText, formatRate, formatSeconds, formatWait, loadText } from "./format.js";
 import { DrillPanel } from "./drill.js";
 import { byId, setProp, setText } from "./ids.js";
 import { LiveClient } from "./live.js";
@@ -126,8 +126,21 @@ function applyHeader(h) {
   setText("f-rejected", formatRate(s.rates.rejected));
   setText("f-cancelled", formatRate(s.rates.cancelled));
   setText("f-frontends", String(s.frontends));
+  applyLoad(s.load);
   waitRows("wait-component", s.wait_by_component, (k) => k);
   waitRows("wait-priority", s.wait_by_priority, (k) => `p${k}`);
+}
+
+// Past this share of a core the loop, not the queriers, is what requests wait for.
+const LOOP_BUSY_WARN = 0.85;
+
+function applyLoad(load) {
+  const text = loadText(load);
+  setText("f-load", text.busy);
+  setText("f-load-cost", text.cost);
+  const warn = Boolean(load && load.busy >= LOOP_BUSY_WARN);
+  const fig = byId("fig-load");
+  if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);
 }
 
 let runningShown = null;
