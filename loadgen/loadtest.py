@@ -24,13 +24,21 @@ import contextlib
 import itertools
 import os
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from loadgen.wsclients import FrontendClient, QuerierClient
 
-__all__ = ["PhaseResult", "PhaseSpec", "percentile", "process_cpu_seconds", "run_phase"]
+__all__ = [
+    "PhaseResult",
+    "PhaseSpec",
+    "loop_cpu_seconds",
+    "percentile",
+    "process_cpu_seconds",
+    "run_phase",
+]
 
 _TERMINAL = frozenset({"result", "failed", "rejected", "error"})
 _QUERIES = (
@@ -79,6 +87,9 @@ class PhaseResult:
     lost: int = 0
     overhead: list[float] = field(default_factory=list)
     server_cpu: float = 0.0  # seconds of server CPU over the whole phase
+    # The server's event loop thread: its CPU seconds per second over the
+    # whole phase (from /metrics), None if it could not be read.
+    loop_busy: float | None = None
 
     @property
     def cpu_per_request_us(self) -> float:
@@ -195,6 +206,22 @@ async def _open_loop(phase: _Phase, clients: list[FrontendClient], rate: float) 
         await asyncio.sleep(0.001)
 
 
+_LOOP_CPU = "queue_inspector_event_loop_cpu_seconds_total "
+
+
+def loop_cpu_seconds(base_url: str) -> float | None:
+    """The server's event-loop thread CPU from its /metrics; None if unreadable."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(_LOOP_CPU):
+            return float(line.removeprefix(_LOOP_CPU))
+    return None
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU of a process (Linux /proc; 0 elsewhere)."""
     try:
@@ -205,12 +232,24 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_phase(spec: PhaseSpec, server_pid: int | None = None) -> PhaseResult:
-    """Connect, load for warmup + seconds, stop sending, drain, count."""
+async def run_phase(
+    spec: PhaseSpec, server_pid: int | None = None, base_url: str | None = None
+) -> PhaseResult:
+    """Connect, load for warmup + seconds, stop sending, drain, count.
+
+    With `base_url`, the server's /metrics is read before and after, for how
+    busy its event loop was over the phase (`loop_busy`).
+    """
     cpu_before = process_cpu_seconds(server_pid) if server_pid else 0.0
+    loop_before = await asyncio.to_thread(loop_cpu_seconds, base_url) if base_url else None
+    began = time.perf_counter()
     result = await _run_phase(spec)
     if server_pid:
         result.server_cpu = process_cpu_seconds(server_pid) - cpu_before
+    if loop_before is not None and base_url:
+        loop_after = await asyncio.to_thread(loop_cpu_seconds, base_url)
+        if loop_after is not None:
+            result.loop_busy = (loop_after - loop_before) / (time.perf_counter() - began)
     return result
 
 

@@ -7,7 +7,9 @@ request is parsed afresh, and the relay once without the `enqueued` ack, the
 four-frame baseline of earlier runs), then both at a quarter of the
 scheduler's throughput (queriers not saturated; issue 17's "25% load") for the
 overhead percentiles. It also prints the server's CPU per request, which a
-busy machine disturbs less than rates. See loadgen/loadtest.py for what
+busy machine disturbs less than rates, and how busy the server's event loop
+was in each phase (from its /metrics), which says whether the loop was what
+saturated. See loadgen/loadtest.py for what
 "overhead" and "lost" mean. Exits non-zero if a target is missed with
 `--check`.
 """
@@ -82,6 +84,7 @@ class Command(BaseCommand):
                 seconds=options["seconds"],
             )
             assert server.proc is not None
+            self.base_url = server.base_url
             results = asyncio.run(self._run(base, server.ws_url, server.proc.pid))
         missed = self._report(results)
         if missed and options["check"]:
@@ -116,9 +119,10 @@ class Command(BaseCommand):
             f"phase {spec.name}: {spec.queriers} queriers x {spec.workers} workers, "
             f"{spec.frontends} frontends, {mode}, {spec.seconds:.0f}s"
         )
-        r = await run_phase(spec, pid)
+        r = await run_phase(spec, pid, self.base_url)
         self.stdout.write(
             f"  {r.throughput:7.0f} req/s  server CPU {r.cpu_per_request_us:4.0f} us/req  "
+            f"event loop busy {_percent(r.loop_busy)}  "
             f"sent {r.sent} results {r.completed} rejected {r.rejected} failed {r.failed} "
             f"errors {r.errors} lost {r.lost}  overhead p50 {r.overhead_ms(0.5):.2f} ms "
             f"p99 {r.overhead_ms(0.99):.2f} ms (n={len(r.overhead)})"
@@ -156,6 +160,10 @@ class Command(BaseCommand):
             f"relay at the same rate: p50 {r.relay_latency.overhead_ms(0.5):.2f} ms, "
             f"p99 {r.relay_latency.overhead_ms(0.99):.2f} ms",
             _budget_line(relay_cpu, r.scheduler.cpu_per_request_us),
+            f"server event loop busy (its thread's CPU per second, from /metrics): scheduler "
+            f"{_percent(r.scheduler.loop_busy)} saturated, {_percent(r.latency.loop_busy)} "
+            f"at a quarter; relay {_percent(r.relay[0].loop_busy)} saturated, "
+            f"{_percent(r.relay_latency.loop_busy)} at a quarter",
             f"lost requests: {lost}  (must be 0)",
         ]
         self.stdout.write("\n".join(["", "== loadtest summary ==", *lines]))
@@ -169,6 +177,10 @@ class Command(BaseCommand):
         if lost:
             missed.append(f"{lost} requests lost")
         return missed
+
+
+def _percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{share * 100:.0f}%"
 
 
 def _budget_line(relay_cpu: float, scheduler_cpu: float) -> str:
