@@ -345,10 +345,12 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
             return ours, group_cpu_seconds(cortex.pid)
 
         cpu_before = cpu()
+        reported_before = [reported_cost(url) for url in scheduler.metrics_urls]
         with spy or contextlib.nullcontext():
             load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
         opts.profiled = opts.profiled or profile
         cpu_after = cpu()
+        reported_after = [reported_cost(url) for url in scheduler.metrics_urls]
         dispatched = [dispatch_count(url) for url in scheduler.metrics_urls]
         light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
     finally:
@@ -363,7 +365,26 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
         scheduler_cpu=cpu_after[0] - cpu_before[0],
         cortex_cpu=cpu_after[1] - cpu_before[1],
         per_replica=dispatched if len(dispatched) > 1 else [],
+        reported_us=_reported_us(reported_before, reported_after),
     )
+
+
+def reported_cost(metrics_url: str) -> tuple[float, int]:
+    """What the scheduler's own /metrics says: its process CPU and its dispatches so far.
+
+    Both schedulers export `process_cpu_seconds_total` (Go's and Python's
+    clients alike) and the queue-duration count, so the figure an operator
+    would graph is computed the same way for both.
+    """
+    _, text = http_get(metrics_url)
+    found = re.search(r"^process_cpu_seconds_total (\S+)$", text, re.M)
+    return (float(found.group(1)) if found else float("nan")), dispatch_count(metrics_url)
+
+
+def _reported_us(before: list[tuple[float, int]], after: list[tuple[float, int]]) -> float:
+    cpu = sum(a[0] - b[0] for a, b in zip(after, before, strict=True))
+    dispatched = sum(a[1] - b[1] for a, b in zip(after, before, strict=True))
+    return cpu / dispatched * 1e6 if dispatched else float("nan")
 
 
 def dispatch_count(metrics_url: str) -> int:
