@@ -57,7 +57,8 @@ class RuntimeSource:
         local = stats_summary(host.stats, frontends=len(self._frontends), load=host.load())
         if self._merged is None:
             return local
-        return merge_stats(local, get_board().fresh_peers(time.time()))
+        board = get_board()
+        return merge_stats(local, board.fresh_peers(time.time()), board.own_id)
 
     def replicas(self) -> MergedView | None:
         return self._merged

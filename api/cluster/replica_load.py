@@ -17,14 +17,21 @@ __all__ = ["busiest"]
 _NUMBERS = ("window", "busy", "process_cpu", "lag_max", "dispatched")
 
 
-def busiest(blocks: Iterable[Any]) -> dict[str, Any]:
-    """Of several replicas' `load` blocks, the busiest well-formed one (`{}` for none).
+def busiest(blocks: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Of (replica, `load` block) pairs, the busiest well-formed block (`{}` for none).
 
+    With more than one well-formed block, the chosen one names its `replica`.
     A peer's block comes from Redis and may be from another version, so
     anything but the fields this version writes is passed over.
     """
-    valid = [b for b in blocks if _well_formed(b)]
-    return dict(max(valid, key=lambda b: b["busy"])) if valid else {}
+    valid = [(replica, block) for replica, block in blocks if _well_formed(block)]
+    if not valid:
+        return {}
+    replica, block = max(valid, key=lambda pair: pair[1]["busy"])
+    chosen = {k: block[k] for k in (*_NUMBERS, "cpu_per_query_us") if k in block}
+    if len(valid) > 1:
+        chosen["replica"] = replica
+    return chosen
 
 
 def _well_formed(block: Any) -> bool:

@@ -363,13 +363,14 @@ def _worst_waits(tables: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
 
 
 def merge_stats(
-    local: Mapping[str, Any] | None, peers: Sequence[PeerSummary]
+    local: Mapping[str, Any] | None, peers: Sequence[PeerSummary], own_id: str = ""
 ) -> dict[str, Any] | None:
     """Header stats for the whole service: rates and frontends summed, waits worst-of.
 
     Percentiles cannot be summed from summaries, so each wait row shows the
     worst replica's p50 and p99 (an upper bound, the figure on-call needs)
-    and the total sample count.
+    and the total sample count. The event loop's load is the busiest
+    replica's (`own_id` names this one).
     """
     if local is None:
         return None
@@ -387,7 +388,9 @@ def merge_stats(
         "wait_by_component": by_component,
         "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
         "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
-        "load": busiest(s.get("load") for s in every),
+        "load": busiest(
+            [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
+        ),
     }
 
 

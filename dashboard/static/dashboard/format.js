@@ -14,10 +14,12 @@ export function formatRate(perSecond) {
 }
 
 // The header's "Scheduler loop": its share of a core, and CPU per dispatched request.
+// With several replicas it is the busiest one's, and names it.
 export function loadText(load) {
-  if (!load || typeof load.busy !== "number") return { busy: "–", cost: "" };
+  if (!load || typeof load.busy !== "number") return { busy: "–", cost: "", replica: "" };
   const cost = typeof load.cpu_per_query_us === "number" ? `${formatMicros(load.cpu_per_query_us)}/query` : "";
-  return { busy: `${Math.round(load.busy * 100)}%`, cost };
+  const replica = typeof load.replica === "string" ? `the busiest replica: ${load.replica}` : "";
+  return { busy: `${Math.round(load.busy * 100)}%`, cost, replica };
 }
 
 function formatMicros(us) {

@@ -138,6 +138,9 @@ function applyLoad(load) {
   const text = loadText(load);
   setText("f-load", text.busy);
   setText("f-load-cost", text.cost);
+  const value = byId("f-load");
+  if (text.replica) setAttr(value, "title", text.replica);
+  else if (value.hasAttribute("title")) value.removeAttribute("title");
   const warn = Boolean(load && load.busy >= LOOP_BUSY_WARN);
   const fig = byId("fig-load");
   if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);

@@ -19,13 +19,26 @@ def block(load: float, **extra: object) -> dict[str, object]:
     }
 
 
-def test_the_busiest_replicas_block_is_shown_whole() -> None:
-    assert busiest([block(0.2), block(0.9, lag_max=0.2), block(0.5)]) == block(0.9, lag_max=0.2)
+def named(*blocks: object) -> list[tuple[str, object]]:
+    return [(f"r{i}", b) for i, b in enumerate(blocks)]
+
+
+def test_the_busiest_replicas_block_is_shown_whole_and_named() -> None:
+    shown = busiest(named(block(0.2), block(0.9, lag_max=0.2), block(0.5)))
+    assert shown == block(0.9, lag_max=0.2, replica="r1")
+
+
+def test_a_single_replica_is_not_named() -> None:
+    assert busiest(named(block(0.6), None)) == block(0.6)
 
 
 def test_no_blocks_or_none_well_formed_give_an_empty_block() -> None:
     assert busiest([]) == {}
-    assert busiest([None, {}, "busy", block(0.4, busy="high")]) == {}
+    assert busiest(named(None, {}, "busy", block(0.4, busy="high"))) == {}
+
+
+def test_fields_this_version_does_not_write_are_left_out() -> None:
+    assert busiest(named(block(0.5, extra="<script>"))) == block(0.5)
 
 
 def test_a_peer_from_another_version_or_with_garbled_numbers_is_passed_over() -> None:
@@ -36,9 +49,9 @@ def test_a_peer_from_another_version_or_with_garbled_numbers_is_passed_over() ->
         block(0.99, cpu_per_query_us="fast"),
         {"busy": 0.99},  # fields this version writes are missing
     ]
-    assert busiest([*garbled, block(0.3)]) == block(0.3)
+    assert busiest(named(*garbled, block(0.3))) == block(0.3)
 
 
 def test_a_replica_with_no_dispatches_has_no_cost_per_query_and_still_counts() -> None:
     idle = block(0.7, cpu_per_query_us=None)
-    assert busiest([block(0.1), idle]) == idle
+    assert busiest(named(block(0.1), idle)) == {**idle, "replica": "r1"}

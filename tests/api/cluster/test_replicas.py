@@ -229,13 +229,13 @@ def test_merged_stats_show_the_busiest_replicas_loop_not_a_sum() -> None:
     assert local["load"] == load(0.3)
     busy_peer = peer("b", snapshot(1.0, []), published=WALL, stats={"load": load(0.8)})
     quiet_peer = peer("c", snapshot(1.0, []), published=WALL, stats={"load": load(0.1)})
-    merged = merge_stats(local, [busy_peer, quiet_peer])
+    merged = merge_stats(local, [busy_peer, quiet_peer], "a")
     assert merged is not None
-    assert merged["load"] == load(0.8)
+    assert merged["load"] == {**load(0.8), "replica": "b"}
     garbled = peer("d", snapshot(1.0, []), published=WALL, stats={"load": {"busy": "all"}})
-    merged = merge_stats(local, [garbled])
+    merged = merge_stats(local, [garbled], "a")
     assert merged is not None
-    assert merged["load"] == load(0.3)
+    assert merged["load"] == load(0.3)  # the only well-formed one: not named
 
 
 @pytest.mark.parametrize(
