@@ -37,11 +37,17 @@ def busiest(blocks: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 def _well_formed(block: Any) -> bool:
     if not isinstance(block, Mapping):
         return False
-    if not all(_is_number(block.get(k)) for k in _NUMBERS):
+    if not all(_is_number(block.get(k)) for k in _NUMBERS) or block["busy"] > 1:
         return False
     per_query = block.get("cpu_per_query_us")
     return per_query is None or _is_number(per_query)
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number, not negative: every figure of the block is a rate or a share."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )

@@ -47,6 +47,8 @@ def test_a_peer_from_another_version_or_with_garbled_numbers_is_passed_over() ->
         block(0.99, busy=math.nan),
         block(0.99, process_cpu=math.inf),
         block(0.99, cpu_per_query_us="fast"),
+        block(1.5),  # more than the whole of one core
+        block(0.99, lag_max=-1.0),
         {"busy": 0.99},  # fields this version writes are missing
     ]
     assert busiest(named(*garbled, block(0.3))) == block(0.3)
