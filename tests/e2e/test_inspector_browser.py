@@ -433,6 +433,8 @@ def test_the_scheduler_loop_card_shows_its_share_of_a_core_and_its_cpu_per_query
     page.goto("/")
     busy, cost = page.locator("#f-load"), page.locator("#f-load-cost")
     expect(busy).to_have_text(re.compile(r"^\d{1,3}%$"))  # sampled twice a second from start-up
+    lag = r"^the loop's worst delay over the last \d+ s: \d+(\.\d+)? (µs|ms|s)$"
+    expect(busy).to_have_attribute("title", re.compile(lag))  # one replica: none named
     querier = traffic.querier("q-load", latency=lambda _: 0.0)
     try:
         traffic.enqueue("load", count=60)

@@ -16,10 +16,12 @@ export function formatRate(perSecond) {
 // The header's "Scheduler loop": its share of a core, and CPU per dispatched request.
 // With several replicas it is the busiest one's, and names it.
 export function loadText(load) {
-  if (!load || typeof load.busy !== "number") return { busy: "–", cost: "", replica: "" };
+  if (!load || typeof load.busy !== "number") return { busy: "–", cost: "", title: "" };
   const cost = typeof load.cpu_per_query_us === "number" ? `${formatMicros(load.cpu_per_query_us)}/query` : "";
-  const replica = typeof load.replica === "string" ? `the busiest replica: ${load.replica}` : "";
-  return { busy: `${Math.round(load.busy * 100)}%`, cost, replica };
+  const notes = [];
+  if (typeof load.lag_max === "number") notes.push(`the loop's worst delay over the last ${Math.max(1, Math.round(load.window))} s: ${formatSeconds(load.lag_max)}`);
+  if (typeof load.replica === "string") notes.push(`the busiest replica: ${load.replica}`);
+  return { busy: `${Math.round(load.busy * 100)}%`, cost, title: notes.join("; ") };
 }
 
 function formatMicros(us) {

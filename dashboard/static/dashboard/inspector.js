@@ -139,7 +139,7 @@ function applyLoad(load) {
   setText("f-load", text.busy);
   setText("f-load-cost", text.cost);
   const value = byId("f-load");
-  if (text.replica) setAttr(value, "title", text.replica);
+  if (text.title) setAttr(value, "title", text.title);
   else if (value.hasAttribute("title")) value.removeAttribute("title");
   const warn = Boolean(load && load.busy >= LOOP_BUSY_WARN);
   const fig = byId("fig-load");
