@@ -6,7 +6,9 @@ communicators and takes random steps: enqueue (some queries rejected or
 prioritized by the tenant's limits of the moment), cancel, an id enqueued
 again while pending, a frontend that goes away with requests out, a
 tenant's limits changing (shard, outstanding limit, reserved priority,
-rejection), a frontend's token revoked, and the
+rejection), a frontend's token revoked, an operator's cancel of one queued or
+running request or of a tenant's queued ones (`api.wire.queue_requests`, as
+the drill-down and the REST API cancel), the running layout switched, and the
 querier side's steps, which subclasses provide (`open_querier`,
 `read_queriers`, `running_of`, `answer`, `close`, `announce_shutdown`,
 `hostile_querier`, `finish_by_answering`),
@@ -31,6 +33,7 @@ order. What it checks:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 from collections import Counter
@@ -41,6 +44,8 @@ from channels.testing import WebsocketCommunicator
 
 from api.wire import runtime_host
 from api.wire.consumers.frontend import FrontendConsumer, WebsocketReplyHandle
+from api.wire.queue_requests import cancel_matching, cancel_one, operator_reason
+from api.wire.queue_rows import RequestFilter
 from config.asgi import application
 from scheduler_core.model import Request, TenantLimits
 from scheduler_core.validation import tenant_limits_from_dict
@@ -301,6 +306,31 @@ class ChaosRun:
             self.runtime.set_tenant_limits(tenant, limits)
         self.log.append(f"{tenant}'s limits become {limits}")
 
+    async def operator_cancel(self) -> None:
+        """An operator cancels one held request, or every queued request of a tenant.
+
+        Its frontend is told `failed`, which ends the request as any end does.
+        """
+        queue = self.runtime.queue
+        held = [*queue.listing().queued(), *queue.in_flight_requests()]
+        reason = operator_reason("chaos")
+        if held and self.rng.random() < 0.6:
+            request = self.rng.choice(held)
+            cancel_one(self.runtime, request.id, reason, replica="", names={})
+            self.log.append(f"an operator cancels {request.id}")
+            return
+        tenant = self.rng.choice(TENANTS)
+        flt = RequestFilter(tenant=tenant)
+        matched, _ = await cancel_matching(self.runtime, flt, reason, dry_run=False, names={})
+        self.log.append(f"an operator cancels {tenant}'s {matched} queued")
+
+    def switch_layout(self) -> None:
+        """The running layout flips while requests are queued and running."""
+        config = self.runtime.config
+        layout = "component-first" if config.layout == "tenant-first" else "tenant-first"
+        self.runtime.set_config(dataclasses.replace(config, layout=layout))
+        self.log.append(f"the layout becomes {layout}")
+
     async def close_frontend(self) -> None:
         f = self.rng.choice(self.live_frontends())
         self.read_all()
@@ -323,8 +353,10 @@ class ChaosRun:
             await self.enqueue(self.rng.choice(self.live_frontends()), self.rid)
         elif roll < 0.44:
             await self.cancel()
-        elif roll < 0.74:
+        elif roll < 0.71:
             await self.answer()
+        elif roll < 0.74:
+            await self.operator_cancel()
         elif roll < 0.80:
             await self.answer(then_close=True)
         elif roll < 0.85:
@@ -341,6 +373,8 @@ class ChaosRun:
             await self.revoke()
         elif roll < 0.99:
             await self.revoke_querier()
+        else:
+            self.switch_layout()
         await self.turns(self.rng.choice((0, 0, 1, 1, 2, 5)))
         await self.leave()
         self.check_holdings()
