@@ -8,7 +8,8 @@ again while pending, a frontend that goes away with requests out, a
 tenant's limits changing (shard, outstanding limit, reserved priority,
 rejection), a frontend's token revoked, an operator's cancel of one queued or
 running request or of a tenant's queued ones (`api.wire.queue_requests`, as
-the drill-down and the REST API cancel), the running layout switched, and the
+the drill-down and the REST API cancel), the running layout switched or the
+actor sub-queues' depth changed (some requests carry actor paths), and the
 querier side's steps, which subclasses provide (`open_querier`,
 `read_queriers`, `running_of`, `answer`, `close`, `announce_shutdown`,
 `hostile_querier`, `finish_by_answering`),
@@ -76,6 +77,11 @@ RETUNES: tuple[TenantLimits | None, ...] = (
         {"query_rejection": {"enabled": True, "query_attributes": [{"regex": ".*reject_me.*"}]}}
     ),
 )
+# Who inside a tenant sent a request (Loki's actor path; "" for none): the
+# deepest is cut by the queue to `max_queue_hierarchy_levels`, which
+# `reconfigure` changes mid-run.
+ACTOR_HEADER = "X-Loki-Actor-Path"
+ACTORS = ("", "", "alice", "bob|web", "bob|cli|x|y")
 ENDS = frozenset({"result", "failed", "cancelled"})
 # Each enqueue's serial, so a querier side can tell one acceptance from another.
 SEND_HEADER = "X-Chaos-Send"
@@ -259,12 +265,16 @@ class ChaosRun:
 
     async def enqueue(self, f: Frontend, rid: int) -> None:
         self.sends += 1
+        headers = {SEND_HEADER: str(self.sends)}
+        actor = self.rng.choice(ACTORS)
+        if actor:
+            headers[ACTOR_HEADER] = actor
         msg = {
             "type": "enqueue",
             "id": rid,
             "tenant": self.rng.choice(TENANTS),
             "query": self.rng.choice(QUERIES),
-            "headers": {SEND_HEADER: str(self.sends)},
+            "headers": headers,
         }
         await f.comm.send_json_to(msg)
         self.log.append(f"frontend {self.frontends.index(f)} enqueues {rid} (send {self.sends})")
@@ -324,12 +334,17 @@ class ChaosRun:
         matched, _ = await cancel_matching(self.runtime, flt, reason, dry_run=False, names={})
         self.log.append(f"an operator cancels {tenant}'s {matched} queued")
 
-    def switch_layout(self) -> None:
-        """The running layout flips while requests are queued and running."""
+    def reconfigure(self) -> None:
+        """The running layout flips, or the actor levels change, with requests held."""
         config = self.runtime.config
-        layout = "component-first" if config.layout == "tenant-first" else "tenant-first"
-        self.runtime.set_config(dataclasses.replace(config, layout=layout))
-        self.log.append(f"the layout becomes {layout}")
+        if self.rng.random() < 0.5:
+            layout = "component-first" if config.layout == "tenant-first" else "tenant-first"
+            self.runtime.set_config(dataclasses.replace(config, layout=layout))
+            self.log.append(f"the layout becomes {layout}")
+            return
+        levels = self.rng.randrange(4)
+        self.runtime.set_config(dataclasses.replace(config, max_queue_hierarchy_levels=levels))
+        self.log.append(f"actor sub-queues become {levels} levels deep")
 
     async def close_frontend(self) -> None:
         f = self.rng.choice(self.live_frontends())
@@ -374,7 +389,7 @@ class ChaosRun:
         elif roll < 0.99:
             await self.revoke_querier()
         else:
-            self.switch_layout()
+            self.reconfigure()
         await self.turns(self.rng.choice((0, 0, 1, 1, 2, 5)))
         await self.leave()
         self.check_holdings()
