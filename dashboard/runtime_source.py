@@ -11,7 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api.cluster.replicas import MergedView, local_stats, merge_stats
+from api.cluster.replica_stats import local_stats, merge_stats
+from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
 from dashboard.peer_drills import PeerDrills
 from scheduler_core.snapshot import QueueSnapshot

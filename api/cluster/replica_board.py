@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.cluster import replica_rules
+from api.cluster.replica_stats import local_stats
 from api.cluster.replicas import (
     MalformedSummary,
     MergedView,
     PeerSummary,
-    local_stats,
     merge,
     replica_id,
     summarize,

@@ -21,7 +21,8 @@ still read; the merge then names that replica as one whose frontends are
 not listed.
 
 Everything here is pure and unit-tested: the summary format (`summarize`,
-`PeerSummary.parse`) and the merge (`merge`, `merge_stats`);
+`PeerSummary.parse`) and the merge (`merge`; the header's stats,
+`api.cluster.replica_stats`);
 `api.cluster.replica_board` holds the peers read from Redis and runs the publish
 and read loop on the runtime's event loop.
 """
@@ -40,7 +41,6 @@ from api.cluster.replica_frontends import (
     frontends_block,
     parse_frontends_block,
 )
-from api.cluster.replica_load import busiest
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -55,9 +55,7 @@ __all__ = [
     "MalformedSummary",
     "MergedView",
     "PeerSummary",
-    "local_stats",
     "merge",
-    "merge_stats",
     "replica_id",
     "summarize",
 ]
@@ -348,72 +346,3 @@ def _with_queued_peers(
         if tid not in known and n > 0
     )
     return tenants + extra
-
-
-def _worst_waits(tables: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for table in tables:
-        for key, (p50, p99, n) in table.items():
-            seen = out.get(key)
-            if seen is None:
-                out[key] = [p50, p99, n]
-            else:
-                out[key] = [max(seen[0], p50), max(seen[1], p99), seen[2] + n]
-    return dict(sorted(out.items()))
-
-
-def merge_stats(
-    local: Mapping[str, Any] | None, peers: Sequence[PeerSummary], own_id: str = ""
-) -> dict[str, Any] | None:
-    """Header stats for the whole service: rates and frontends summed, waits worst-of.
-
-    Percentiles cannot be summed from summaries, so each wait row shows the
-    worst replica's p50 and p99 (an upper bound, the figure on-call needs)
-    and the total sample count. The event loop's load is the busiest
-    replica's (`own_id` names this one).
-    """
-    if local is None:
-        return None
-    every = [dict(local), *(dict(p.stats) for p in peers if p.stats)]
-    rates: dict[str, float] = {}
-    for stats in every:
-        for kind, rate in (stats.get("rates") or {}).items():
-            rates[kind] = round(rates.get(kind, 0.0) + float(rate), 2)
-    by_component = _worst_waits(s.get("wait_by_component") or {} for s in every)
-    worst = max(by_component.values(), key=lambda row: row[1], default=None)
-    return {
-        **local,
-        "rates": rates,
-        "frontends": sum(int(s.get("frontends") or 0) for s in every),
-        "wait_by_component": by_component,
-        "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
-        "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
-        "load": busiest(
-            [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
-        ),
-    }
-
-
-def local_stats(
-    stats: Any,
-    *,
-    frontends: int,
-    window: float = 60.0,
-    load: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A replica's own figures from its `RollingStats`, in the header's stats shape.
-
-    `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none.
-    """
-
-    def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
-        return {str(k): [round(s.p50, 6), round(s.p99, 6), s.samples] for k, s in summaries.items()}
-
-    return {
-        "window": window,
-        "rates": {k: round(v, 2) for k, v in stats.rates(window).items()},
-        "wait_by_component": waits(stats.wait_by_component(window)),
-        "wait_by_priority": waits(stats.wait_by_priority(window)),
-        "frontends": frontends,
-        "load": dict(load or {}),
-    }

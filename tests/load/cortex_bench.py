@@ -76,6 +76,7 @@ from tests.load.cortex_cluster import (
     start_our_scheduler,
 )
 from tests.load.cortex_report import PhaseResult, WrkResult, phase_line, report
+from tests.load.scheduler_metrics import dispatch_count, reported_cost, reported_us
 
 __all__ = ["PhaseResult", "main"]
 
@@ -365,33 +366,8 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
         scheduler_cpu=cpu_after[0] - cpu_before[0],
         cortex_cpu=cpu_after[1] - cpu_before[1],
         per_replica=dispatched if len(dispatched) > 1 else [],
-        reported_us=_reported_us(reported_before, reported_after),
+        reported_us=reported_us(reported_before, reported_after),
     )
-
-
-def reported_cost(metrics_url: str) -> tuple[float, int]:
-    """What the scheduler's own /metrics says: its process CPU and its dispatches so far.
-
-    Both schedulers export `process_cpu_seconds_total` (Go's and Python's
-    clients alike) and the queue-duration count, so the figure an operator
-    would graph is computed the same way for both.
-    """
-    _, text = http_get(metrics_url)
-    found = re.search(r"^process_cpu_seconds_total (\S+)$", text, re.M)
-    return (float(found.group(1)) if found else float("nan")), dispatch_count(metrics_url)
-
-
-def _reported_us(before: list[tuple[float, int]], after: list[tuple[float, int]]) -> float:
-    cpu = sum(a[0] - b[0] for a, b in zip(after, before, strict=True))
-    dispatched = sum(a[1] - b[1] for a, b in zip(after, before, strict=True))
-    return cpu / dispatched * 1e6 if dispatched else float("nan")
-
-
-def dispatch_count(metrics_url: str) -> int:
-    """Requests the scheduler handed to queriers so far (its queue-duration count)."""
-    _, text = http_get(metrics_url)
-    name = "cortex_query_scheduler_queue_duration_seconds_count"
-    return int(sum(float(m) for m in re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M)))
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:

@@ -14,12 +14,11 @@ import pytest
 
 from api.cluster.replica_board import MISSING_MEMORY_SECONDS, STALE_SECONDS, ReplicaBoard
 from api.cluster.replica_frontends import ReplicaFrontends
+from api.cluster.replica_stats import local_stats, merge_stats
 from api.cluster.replicas import (
     MalformedSummary,
     PeerSummary,
-    local_stats,
     merge,
-    merge_stats,
     summarize,
 )
 from api.wire.frontends import FrontendRow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from api.cluster.replica_load import busiest
+from api.cluster.replica_stats import busiest
 
 
 def block(load: float, **extra: object) -> dict[str, object]:

@@ -1,0 +1,127 @@
+"""The inspector header's stats across replicas: rates summed, waits worst-of, the busiest loop.
+
+Each replica publishes its own figures (`local_stats`) with its summary; the
+reader merges them with its own (`merge_stats`). Percentiles cannot be summed
+from summaries, and loads do not add up: a service of replicas saturates
+where its busiest event loop does, so the merged header shows that replica's
+`load` block (`api.wire.loop_load.load_block`, passed in by the host) and
+names it. A peer's figures come from Redis and may be from another version,
+so a block with anything but the fields this version writes is passed over.
+Pure and unit-tested, like `api.cluster.replicas`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from api.cluster.replicas import PeerSummary
+
+__all__ = ["busiest", "local_stats", "merge_stats"]
+
+
+def _worst_waits(tables: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for table in tables:
+        for key, (p50, p99, n) in table.items():
+            seen = out.get(key)
+            if seen is None:
+                out[key] = [p50, p99, n]
+            else:
+                out[key] = [max(seen[0], p50), max(seen[1], p99), seen[2] + n]
+    return dict(sorted(out.items()))
+
+
+def merge_stats(
+    local: Mapping[str, Any] | None, peers: Sequence[PeerSummary], own_id: str = ""
+) -> dict[str, Any] | None:
+    """Header stats for the whole service: rates and frontends summed, waits worst-of.
+
+    Percentiles cannot be summed from summaries, so each wait row shows the
+    worst replica's p50 and p99 (an upper bound, the figure on-call needs)
+    and the total sample count. The event loop's load is the busiest
+    replica's (`own_id` names this one).
+    """
+    if local is None:
+        return None
+    every = [dict(local), *(dict(p.stats) for p in peers if p.stats)]
+    rates: dict[str, float] = {}
+    for stats in every:
+        for kind, rate in (stats.get("rates") or {}).items():
+            rates[kind] = round(rates.get(kind, 0.0) + float(rate), 2)
+    by_component = _worst_waits(s.get("wait_by_component") or {} for s in every)
+    worst = max(by_component.values(), key=lambda row: row[1], default=None)
+    return {
+        **local,
+        "rates": rates,
+        "frontends": sum(int(s.get("frontends") or 0) for s in every),
+        "wait_by_component": by_component,
+        "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
+        "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
+        "load": busiest(
+            [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
+        ),
+    }
+
+
+def local_stats(
+    stats: Any,
+    *,
+    frontends: int,
+    window: float = 60.0,
+    load: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A replica's own figures from its `RollingStats`, in the header's stats shape.
+
+    `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none.
+    """
+
+    def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
+        return {str(k): [round(s.p50, 6), round(s.p99, 6), s.samples] for k, s in summaries.items()}
+
+    return {
+        "window": window,
+        "rates": {k: round(v, 2) for k, v in stats.rates(window).items()},
+        "wait_by_component": waits(stats.wait_by_component(window)),
+        "wait_by_priority": waits(stats.wait_by_priority(window)),
+        "frontends": frontends,
+        "load": dict(load or {}),
+    }
+
+
+_NUMBERS = ("window", "busy", "process_cpu", "lag_max", "dispatched")
+
+
+def busiest(blocks: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Of (replica, `load` block) pairs, the busiest well-formed block (`{}` for none).
+
+    With more than one well-formed block, the chosen one names its `replica`.
+    """
+    valid = [(replica, block) for replica, block in blocks if _well_formed(block)]
+    if not valid:
+        return {}
+    replica, block = max(valid, key=lambda pair: pair[1]["busy"])
+    chosen = {k: block[k] for k in (*_NUMBERS, "cpu_per_query_us") if k in block}
+    if len(valid) > 1:
+        chosen["replica"] = replica
+    return chosen
+
+
+def _well_formed(block: Any) -> bool:
+    if not isinstance(block, Mapping):
+        return False
+    if not all(_is_number(block.get(k)) for k in _NUMBERS) or block["busy"] > 1:
+        return False
+    per_query = block.get("cpu_per_query_us")
+    return per_query is None or _is_number(per_query)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite number, not negative: every figure of the block is a rate or a share."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
