@@ -287,10 +287,15 @@ def build_header(index: SnapshotIndex, stats: Mapping[str, Any] | None) -> dict[
         "by_priority": [list(p) for p in index.all_tenants.by_priority],
         "oldest_wait": _wait(snap.taken_at, index.all_tenants.oldest_enqueued_at),
         "components": {c: index.components[c].length for c in COMPONENTS},
-        "queriers": sum(1 for q in snap.queriers if q.connected),
+        # Queriers, not connections: merged across replicas, a querier
+        # connected to every replica has a row on each (the panel shows them
+        # side by side, and names a reserved idle one once, as here).
+        "queriers": len({q.querier_id for q in snap.queriers if q.connected}),
         "workers_busy": busy,
         "workers_total": len(workers),
-        "reserved_idle": sum(1 for q in snap.queriers if reserved_idle(q, snap.taken_at)),
+        "reserved_idle": len(
+            {q.querier_id for q in snap.queriers if reserved_idle(q, snap.taken_at)}
+        ),
     }
     if stats:
         header["stats"] = dict(stats)

@@ -94,7 +94,10 @@ def test_a_tick_of_a_merged_view_counts_replicas_and_attributes_queriers() -> No
     assert header["replicas"]["note"] == "2 replicas, peers' data ≤1 s old"
     panel = json.loads(tick.queriers)
     assert [(q["id"], q["replica"]) for q in panel["queriers"]] == [("q-1", "a"), ("q-1", "b")]
-    assert panel["total"] == 2
+    assert panel["total"] == 2  # rows: one per replica it is connected to
+    # The header counts queriers: q-1 on both replicas is one.
+    assert header["queriers"] == 1
+    assert header["workers_total"] == 2  # its workers on each replica add up
 
 
 def test_the_broadcaster_takes_the_replica_view_from_its_source() -> None:
