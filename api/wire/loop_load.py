@@ -30,6 +30,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import takewhile
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
@@ -143,16 +144,11 @@ class LoopLoad:
         if len(samples) < 2:
             return None
         last = samples[-1]
-        first = samples[-2]
-        lag_max = last.lag
         # Newest first: the walk stops at the window's edge, not at the deque's end.
-        for sample in reversed(samples):
-            if last.at - sample.at > window:
-                break
-            first = sample
-            lag_max = max(lag_max, sample.lag)
-        if first is last:
-            first = samples[-2]
+        inside = list(takewhile(lambda s: last.at - s.at <= window, reversed(samples)))
+        # A window shorter than one interval still spans the last two samples.
+        first = inside[-1] if len(inside) > 1 else samples[-2]
+        lag_max = max(s.lag for s in inside)
         span = last.at - first.at
         if span <= 0:
             return None

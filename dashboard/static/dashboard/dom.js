@@ -74,6 +74,9 @@ export function setText(node, text) {
   }
 }
 
+// A null value removes the attribute (getAttribute's answer for one not set).
 export function setAttr(node, name, value) {
-  if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+  if (node.getAttribute(name) === value) return;
+  if (value === null) node.removeAttribute(name);
+  else node.setAttribute(name, value);
 }

@@ -111,9 +111,7 @@ function applyHeader(h) {
   setText("f-queriers", String(h.queriers));
   setText("f-workers", `${h.workers_busy}/${h.workers_total}`);
   setText("f-reserved", String(h.reserved_idle));
-  const warn = h.reserved_idle > 0;
-  const fig = byId("fig-reserved");
-  if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);
+  markWarn("fig-reserved", h.reserved_idle > 0);
   applyStuck(h.stuck);
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
@@ -138,11 +136,13 @@ function applyLoad(load) {
   const text = loadText(load);
   setText("f-load", text.busy);
   setText("f-load-cost", text.cost);
-  const value = byId("f-load");
-  if (text.title) setAttr(value, "title", text.title);
-  else if (value.hasAttribute("title")) value.removeAttribute("title");
-  const warn = Boolean(load && load.busy >= LOOP_BUSY_WARN);
-  const fig = byId("fig-load");
+  setAttr(byId("f-load"), "title", text.title || null);
+  markWarn("fig-load", Boolean(load && load.busy >= LOOP_BUSY_WARN));
+}
+
+// A header figure's warning colour, touched only when it changes.
+function markWarn(id, warn) {
+  const fig = byId(id);
   if (fig.classList.contains("warn") !== warn) fig.classList.toggle("warn", warn);
 }
 
@@ -183,8 +183,7 @@ function applyStuck(stuck) {
   tree.stuckAfter = stuck.threshold;
   setText("f-stuck", String(stuck.leaves));
   byId("f-stuck-label").title = `queues whose oldest request waited over ${formatWait(stuck.threshold)} (${stuck.tenants} tenant${stuck.tenants === 1 ? "" : "s"}); the threshold is a setting`;
-  const fig = byId("fig-stuck");
-  if (fig.classList.contains("warn") !== stuck.leaves > 0) fig.classList.toggle("warn", stuck.leaves > 0);
+  markWarn("fig-stuck", stuck.leaves > 0);
   oldest = stuck.oldest;
   setProp("oldest-note", "hidden", !oldest);
   if (oldest) {
