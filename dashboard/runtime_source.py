@@ -8,10 +8,10 @@ frontend registry exactly once however many viewers it serves.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from api.cluster.replica_stats import local_stats, merge_stats
+from api.cluster.replica_stats import grpc_frontend_addresses, local_stats, merge_stats
 from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
 from dashboard.peer_drills import PeerDrills
@@ -55,7 +55,12 @@ class RuntimeSource:
             return None
         # Frontends, not their streams: the header and the panel count alike.
         host = runtime_host.get_host()
-        local = stats_summary(host.stats, frontends=len(self._frontends), load=host.load())
+        local = stats_summary(
+            host.stats,
+            frontends=len(self._frontends),
+            load=host.load(),
+            frontend_addresses=grpc_frontend_addresses(self._frontends),
+        )
         if self._merged is None:
             return local
         board = get_board()
@@ -98,13 +103,20 @@ def stats_summary(
     frontends: int,
     window: float = 60.0,
     load: Mapping[str, Any] | None = None,
+    frontend_addresses: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Header figures from a `RollingStats`: rates, waits by component and priority.
 
     The chart's wait line is the worst component's p99, the figure that
     tells an on-call engineer something is backing up.
     """
-    summary = local_stats(stats, frontends=frontends, window=window, load=load)
+    summary = local_stats(
+        stats,
+        frontends=frontends,
+        window=window,
+        load=load,
+        frontend_addresses=frontend_addresses,
+    )
     worst = max(summary["wait_by_component"].values(), key=lambda row: row[1], default=None)
     summary["wait"] = None if worst is None else {"p50": worst[0], "p99": worst[1]}
     return summary

@@ -16,9 +16,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from api.cluster.replica_frontends import FrontendRow
 from api.cluster.replicas import PeerSummary
 
-__all__ = ["busiest", "local_stats", "merge_stats"]
+__all__ = [
+    "MAX_FRONTEND_ADDRESSES",
+    "busiest",
+    "grpc_frontend_addresses",
+    "local_stats",
+    "merge_stats",
+]
 
 
 def _worst_waits(tables: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -55,7 +62,7 @@ def merge_stats(
     return {
         **local,
         "rates": rates,
-        "frontends": sum(int(s.get("frontends") or 0) for s in every),
+        "frontends": _distinct_frontends(every),
         "wait_by_component": by_component,
         "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
         "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
@@ -71,10 +78,14 @@ def local_stats(
     frontends: int,
     window: float = 60.0,
     load: Mapping[str, Any] | None = None,
+    frontend_addresses: Iterable[str] = (),
 ) -> dict[str, Any]:
     """A replica's own figures from its `RollingStats`, in the header's stats shape.
 
     `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none.
+    `frontend_addresses` are those of its `frontends` that other replicas
+    may see too (gRPC frontends' own addresses), so the merged header counts
+    each once; the first `MAX_FRONTEND_ADDRESSES` of them are published.
     """
 
     def waits(summaries: Mapping[Any, Any]) -> dict[str, list[float]]:
@@ -86,8 +97,52 @@ def local_stats(
         "wait_by_component": waits(stats.wait_by_component(window)),
         "wait_by_priority": waits(stats.wait_by_priority(window)),
         "frontends": frontends,
+        "frontend_addresses": sorted(set(frontend_addresses))[:MAX_FRONTEND_ADDRESSES],
         "load": dict(load or {}),
     }
+
+
+def grpc_frontend_addresses(rows: Iterable[FrontendRow]) -> list[str]:
+    """The addresses of `rows` that name one frontend on every replica: gRPC ones.
+
+    A Cortex frontend sends the address queriers answer it on, the same to
+    every scheduler; a websocket frontend's row has only its socket's peer.
+    """
+    return [row.address for row in rows if row.transport == "grpc"]
+
+
+# Enough for every frontend of a large cluster; past it, the rest count once per replica.
+MAX_FRONTEND_ADDRESSES = 1000
+
+
+def _distinct_frontends(every: Sequence[Mapping[str, Any]]) -> int:
+    """Frontends across replicas: a gRPC frontend connected to several counts once.
+
+    Cortex frontends open streams to every scheduler address they are given,
+    so summing the replicas' counts would count each of them once per
+    replica. Each replica's count less the addresses it published are the
+    frontends with no identity across replicas (websocket connections, and
+    any past the cap); those add up, the addresses are counted as a set.
+    A peer's figures that are not a count and a list of strings count as
+    nothing, rather than break the header.
+    """
+    anonymous = 0
+    addresses: set[str] = set()
+    for stats in every:
+        count = stats.get("frontends")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            continue
+        published = stats.get("frontend_addresses")
+        own = (
+            set(published)
+            if isinstance(published, list) and all(isinstance(a, str) for a in published)
+            else set()
+        )
+        if len(own) > count:
+            own = set()
+        anonymous += count - len(own)
+        addresses |= own
+    return anonymous + len(addresses)
 
 
 _NUMBERS = ("window", "busy", "process_cpu", "lag_max", "dispatched")

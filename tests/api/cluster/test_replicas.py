@@ -14,7 +14,12 @@ import pytest
 
 from api.cluster.replica_board import MISSING_MEMORY_SECONDS, STALE_SECONDS, ReplicaBoard
 from api.cluster.replica_frontends import ReplicaFrontends
-from api.cluster.replica_stats import local_stats, merge_stats
+from api.cluster.replica_stats import (
+    MAX_FRONTEND_ADDRESSES,
+    grpc_frontend_addresses,
+    local_stats,
+    merge_stats,
+)
 from api.cluster.replicas import (
     MalformedSummary,
     PeerSummary,
@@ -210,6 +215,62 @@ def test_merged_stats_sum_rates_and_frontends_and_show_the_worst_waits() -> None
     assert merged["wait_by_component"]["ingester"] == [0.02, 0.2, 150]
     assert merged["wait"] == {"p50": 1.0, "p99": 4.0}
     assert merged["window"] == 60.0
+
+
+def frontend_stats(websocket: int, grpc: list[str]) -> dict[str, Any]:
+    rows = [
+        FrontendRow("websocket", f"10.0.0.1:{5000 + i}", "", 1, 0, 1.0) for i in range(websocket)
+    ]
+    rows += [FrontendRow("grpc", address, "", 2, 0, 1.0) for address in grpc]
+    clock = RollingStats(clock=lambda: 100.0)
+    return local_stats(clock, frontends=len(rows), frontend_addresses=grpc_frontend_addresses(rows))
+
+
+def test_a_cortex_frontend_connected_to_every_replica_counts_once() -> None:
+    local = frontend_stats(1, ["frontend-0:9095", "frontend-1:9095"])
+    assert local["frontend_addresses"] == ["frontend-0:9095", "frontend-1:9095"]
+    peers = [
+        peer("b", snapshot(1.0, []), published=WALL, stats=frontend_stats(2, ["frontend-1:9095"])),
+        peer("c", snapshot(1.0, []), published=WALL, stats=frontend_stats(0, ["frontend-2:9095"])),
+    ]
+    merged = merge_stats(local, peers, "a")
+    assert merged is not None
+    # Websocket connections have no identity across replicas: 1 + 2 of them.
+    assert merged["frontends"] == 3 + 3
+
+
+def test_frontends_past_the_published_cap_still_count_once_per_replica() -> None:
+    many = [f"frontend-{i}:9095" for i in range(MAX_FRONTEND_ADDRESSES + 5)]
+    local = frontend_stats(0, many)
+    assert len(local["frontend_addresses"]) == MAX_FRONTEND_ADDRESSES
+    same = peer("b", snapshot(1.0, []), published=WALL, stats=frontend_stats(0, many))
+    merged = merge_stats(local, [same], "a")
+    assert merged is not None
+    assert merged["frontends"] == MAX_FRONTEND_ADDRESSES + 2 * 5
+
+
+@pytest.mark.parametrize(
+    "garbled",
+    [
+        {"frontends": "many", "frontend_addresses": ["x:1"]},
+        {"frontends": -3},
+        {"frontends": True},
+        {"frontends": 2, "frontend_addresses": "frontend-0:9095"},
+        {"frontends": 2, "frontend_addresses": [["frontend-0:9095"]]},
+        {"frontends": 1, "frontend_addresses": ["frontend-0:9095", "frontend-9:9095"]},
+    ],
+)
+def test_a_peers_garbled_frontend_figures_do_not_break_or_inflate_the_count(
+    garbled: dict[str, Any],
+) -> None:
+    local = frontend_stats(1, ["frontend-0:9095"])
+    merged = merge_stats(local, [peer("b", snapshot(1.0, []), published=WALL, stats=garbled)])
+    assert merged is not None
+    count = garbled["frontends"]
+    valid = isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    # A count is kept as anonymous frontends; addresses that are not a list
+    # of strings, or more of them than the count, are not trusted.
+    assert merged["frontends"] == 2 + (count if valid else 0)
 
 
 def load(busy: float) -> dict[str, Any]:
