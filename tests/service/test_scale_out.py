@@ -23,7 +23,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+import websockets
 
+from api.wire.grpc.clients import CortexFrontend
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
 from tests.service.replica_pair import replica, require_servers, scale_out_env
@@ -245,9 +247,8 @@ class Browser:
 
     def __init__(self, server: DaphneProcess, username: str, password: str) -> None:
         self.base = server.base_url
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
-        )
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
         form = self.get("/login/")
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
         assert csrf is not None, "the login page has no CSRF token"
@@ -260,6 +261,16 @@ class Browser:
     def get(self, path: str) -> str:
         with self.opener.open(f"{self.base}{path}", timeout=10) as response:
             return str(response.read().decode())
+
+    async def inspector(self) -> Any:
+        """The inspector's live socket, opened with this session as the page opens it."""
+        cookie = "; ".join(f"{c.name}={c.value}" for c in self.jar)
+        return await websockets.connect(
+            f"{self.base.replace('http', 'ws', 1)}/ws/inspector/",
+            additional_headers={"Cookie": cookie, "Origin": self.base},
+            max_size=2**24,
+            ping_interval=None,
+        )
 
 
 async def test_the_inspector_lists_the_frontends_of_every_replica_each_with_its_replica(
@@ -294,3 +305,56 @@ async def test_the_inspector_lists_the_frontends_of_every_replica_each_with_its_
     finally:
         await on_a.ws.close()
         await on_b.ws.close()
+
+
+async def test_a_cortex_frontend_connected_to_both_replicas_is_one_frontend_in_the_header(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    """Cortex frontends open streams to every scheduler address they are given;
+    the header counts them by the address they send, not once per replica."""
+    a, b = replicas
+    await asyncio.to_thread(a.create_user, "gael", "pw-gael-scale-1", "viewer")
+    browser = await asyncio.to_thread(Browser, a, "gael", "pw-gael-scale-1")
+    to_a = await CortexFrontend(f"127.0.0.1:{a.grpc_port}").start()
+    to_b = await CortexFrontend(f"127.0.0.1:{b.grpc_port}").start()
+    loops = [await to_a.open_loop(), await to_b.open_loop(address=to_a.address)]
+    websocket_on_b = await Frontend.open(b, tokens["frontend"])
+    inspector = await browser.inspector()
+    try:
+
+        def all_three_listed_on_a() -> list[tuple[str, str]] | None:
+            body = rest(a, tokens["editor"], "GET", "/api/v1/queriers/")
+            rows = sorted(
+                (f["transport"], f.get("replica", ""))
+                for f in body["frontends"]
+                if f["transport"] == "websocket" or f["address"] == to_a.address
+            )
+            return rows if len(rows) == 3 else None
+
+        assert await poll(all_three_listed_on_a, limit=10.0) == [
+            ("grpc", "replica-a"),
+            ("grpc", "replica-b"),
+            ("websocket", "replica-b"),
+        ]
+        listed_at = time.time()
+        await inspector.send(json.dumps({"type": "subscribe"}))
+        # A subscribe may be answered with a tick up to two intervals old
+        # (dashboard.live): read on to one taken after the listing above.
+        count = None
+        while True:
+            frame = json.loads(await asyncio.wait_for(inspector.recv(), 10))
+            await inspector.send(json.dumps({"type": "ack", "seq": frame["seq"]}))
+            if "header" in frame:
+                count = frame["header"]["stats"]["frontends"]
+            if frame["ts"] >= listed_at:
+                break
+        # One Cortex frontend on both replicas and one websocket frontend on B;
+        # summed per replica it read 3.
+        assert count == 2
+    finally:
+        await inspector.close()
+        await websocket_on_b.ws.close()
+        for loop in loops:
+            await loop.close()
+        await to_a.close()
+        await to_b.close()
