@@ -5,11 +5,12 @@ first scope and every consumer awaits it before touching the runtime. The
 host then keeps the runtime's config equal to the database's: it applies
 changes committed in this process at once (`api.store.config_events`),
 hears about changes made in other processes over the channel layer group
-"scheduler-config", and reconciles by version every few seconds because the
-layer may drop messages. Each step applies only what changed since the
-version it applied (`api.store.config_delta`: the revisions in between name
-the tenants to read again), so a write to one tenant costs one tenant's
-work however many there are; a full reload only when that cannot be.
+"scheduler-config" (`api.wire.config_group`), and reconciles by version
+every few seconds because the layer may drop messages. Each step applies
+only what changed since the version it applied (`api.store.config_delta`:
+the revisions in between name the tenants to read again), so a write to one
+tenant costs one tenant's work however many there are; a full reload only
+when that cannot be.
 Token revocations travel the same way and close the sockets that
 authenticated with the token (`api.wire.token_sockets`); each reconcile
 also re-checks every open socket's token. All runtime calls happen on this
@@ -28,7 +29,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from api.cluster import replica_board
@@ -36,6 +36,7 @@ from api.store import config_events, selectors
 from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
+from api.wire.config_group import CONFIG_GROUP, ConfigGroup
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
@@ -63,8 +64,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-CONFIG_GROUP = "scheduler-config"
 
 
 def _setting(name: str, default: float) -> float:
@@ -100,7 +99,9 @@ class RuntimeHost:
         self._config = ConfigApplier(self.runtime)
         self._reconcile_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._layer_channel: str | None = None
+        self._group = ConfigGroup(
+            self.reconcile, lambda token_id: token_sockets.registry.close_tokens([token_id])
+        )
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         # Not among `_tasks`: stop() cancels those, and the drain runs stop().
@@ -113,7 +114,9 @@ class RuntimeHost:
         await self.runtime.start()
         config_events.subscribe(self._on_local_change)
         config_events.subscribe_token_revoked(self._on_local_revocation)
-        await self._join_config_group()
+        listening = await self._group.join()
+        if listening is not None:
+            self._spawn(listening, "config listener")
         # Other replicas ask this one about its queue (queue/requests/ across replicas).
         self.queue_peers = QueuePeers(self)
         self._spawn(self.queue_peers.serve(), "queue requests")
@@ -150,7 +153,7 @@ class RuntimeHost:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await self._leave_config_group()
+        await self._group.leave()
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = self._loop.create_task(coro, name=name)
@@ -195,43 +198,7 @@ class RuntimeHost:
 
     async def _broadcast(self, version: int) -> None:
         await self.reconcile(version)
-        layer = get_channel_layer()
-        if layer is not None:
-            await layer.group_send(CONFIG_GROUP, {"type": "config.changed", "version": version})
-
-    async def _join_config_group(self) -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        # The default prefix, shared with every other process-local channel
-        # (consumers', the queue peers'): channels_redis receives one prefix
-        # at a time, so a second prefix would stall behind the first.
-        self._layer_channel = await layer.new_channel()
-        await layer.group_add(CONFIG_GROUP, self._layer_channel)
-        self._spawn(self._listen(layer, self._layer_channel), "config listener")
-
-    async def _leave_config_group(self) -> None:
-        layer = get_channel_layer()
-        if layer is not None and self._layer_channel is not None:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(CONFIG_GROUP, self._layer_channel)
-
-    async def _listen(self, layer: Any, channel: str) -> None:
-        while True:
-            try:
-                message = await layer.receive(channel)
-            except Exception:
-                # A Redis hiccup must not end listening for good; what was
-                # missed meanwhile, the reconcile loop picks up.
-                log.exception("config listener: channel layer receive failed; retrying in 1s")
-                await asyncio.sleep(1.0)
-                continue
-            version = message.get("version")
-            if message.get("type") == "config.changed" and isinstance(version, int):
-                await self.reconcile(version)
-            token_id = message.get("token_id")
-            if message.get("type") == "token.revoked" and isinstance(token_id, int):
-                await token_sockets.registry.close_tokens([token_id])
+        await self._group.announce_config(version)
 
     async def _reconcile_loop(self) -> None:
         interval = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
@@ -266,9 +233,7 @@ class RuntimeHost:
 
     async def _broadcast_revocation(self, token_id: int) -> None:
         await token_sockets.registry.close_tokens([token_id])
-        layer = get_channel_layer()
-        if layer is not None:
-            await layer.group_send(CONFIG_GROUP, {"type": "token.revoked", "token_id": token_id})
+        await self._group.announce_revocation(token_id)
 
     async def _stats_loop(self) -> None:
         while True:
