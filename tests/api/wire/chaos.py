@@ -9,7 +9,8 @@ tenant's limits changing (shard, outstanding limit, reserved priority,
 rejection), a frontend's token revoked, an operator's cancel of one queued or
 running request or of a tenant's queued ones (`api.wire.queue_requests`, as
 the drill-down and the REST API cancel), the running layout switched or the
-actor sub-queues' depth changed (some requests carry actor paths), and the
+actor sub-queues' depth changed (some requests carry actor paths; these
+operator's steps live in `tests.api.wire.chaos_operator`), and the
 querier side's steps, which subclasses provide (`open_querier`,
 `read_queriers`, `running_of`, `answer`, `close`, `announce_shutdown`,
 `hostile_querier`, `finish_by_answering`),
@@ -34,7 +35,6 @@ order. What it checks:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import random
 from collections import Counter
@@ -45,38 +45,13 @@ from channels.testing import WebsocketCommunicator
 
 from api.wire import runtime_host
 from api.wire.consumers.frontend import FrontendConsumer, WebsocketReplyHandle
-from api.wire.queue_requests import cancel_matching, cancel_one, operator_reason
-from api.wire.queue_rows import RequestFilter
 from config.asgi import application
-from scheduler_core.model import Request, TenantLimits
-from scheduler_core.validation import tenant_limits_from_dict
+from scheduler_core.model import Request
+from tests.api.wire.chaos_operator import TENANTS, OperatorSteps
 
 __all__ = ["SEND_HEADER", "ChaosRun", "Frontend"]
 
-TENANTS = ("t1", "t2", "t3")
 QUERIES = ("up", "sum(rate(requests_total[5m]))", "count(reject_me)")
-# What a tenant's limits may change to mid-run (None: back to the defaults):
-# a one-querier shard, a tight outstanding limit (429s), a reserved
-# priority, rejection of a query (422s).
-RETUNES: tuple[TenantLimits | None, ...] = (
-    None,
-    tenant_limits_from_dict({"max_queriers_per_tenant": 1}),
-    tenant_limits_from_dict({"max_outstanding_requests_per_tenant": 3}),
-    tenant_limits_from_dict(
-        {
-            "max_queriers_per_tenant": 2,
-            "query_priority": {
-                "enabled": True,
-                "priorities": [
-                    {"priority": 5, "reserved_queriers": 1, "query_attributes": [{"regex": "up"}]}
-                ],
-            },
-        }
-    ),
-    tenant_limits_from_dict(
-        {"query_rejection": {"enabled": True, "query_attributes": [{"regex": ".*reject_me.*"}]}}
-    ),
-)
 # Who inside a tenant sent a request (Loki's actor path; "" for none): the
 # deepest is cut by the queue to `max_queue_hierarchy_levels`, which
 # `reconfigure` changes mid-run.
@@ -101,7 +76,7 @@ class Frontend:
         return sorted(i for i, n in self.acks.items() if self.ends[i] < n)
 
 
-class ChaosRun:
+class ChaosRun(OperatorSteps):
     """One seeded run; `log` says what happened, for the failure message."""
 
     def __init__(self, seed: int, tokens: dict[str, str], host: Any) -> None:
@@ -306,45 +281,6 @@ class ChaosRun:
         await self.consumers[self.frontends.index(f)].token_revoked()
         await f.comm.send_input({"type": "websocket.disconnect", "code": 4001})
         self.log.append(f"frontend {self.frontends.index(f)}'s token is revoked")
-
-    def retune(self) -> None:
-        """A tenant's limits change while its requests are queued and running."""
-        tenant, limits = self.rng.choice(TENANTS), self.rng.choice(RETUNES)
-        if limits is None:
-            self.runtime.remove_tenant_limits(tenant)
-        else:
-            self.runtime.set_tenant_limits(tenant, limits)
-        self.log.append(f"{tenant}'s limits become {limits}")
-
-    async def operator_cancel(self) -> None:
-        """An operator cancels one held request, or every queued request of a tenant.
-
-        Its frontend is told `failed`, which ends the request as any end does.
-        """
-        queue = self.runtime.queue
-        held = [*queue.listing().queued(), *queue.in_flight_requests()]
-        reason = operator_reason("chaos")
-        if held and self.rng.random() < 0.6:
-            request = self.rng.choice(held)
-            cancel_one(self.runtime, request.id, reason, replica="", names={})
-            self.log.append(f"an operator cancels {request.id}")
-            return
-        tenant = self.rng.choice(TENANTS)
-        flt = RequestFilter(tenant=tenant)
-        matched, _ = await cancel_matching(self.runtime, flt, reason, dry_run=False, names={})
-        self.log.append(f"an operator cancels {tenant}'s {matched} queued")
-
-    def reconfigure(self) -> None:
-        """The running layout flips, or the actor levels change, with requests held."""
-        config = self.runtime.config
-        if self.rng.random() < 0.5:
-            layout = "component-first" if config.layout == "tenant-first" else "tenant-first"
-            self.runtime.set_config(dataclasses.replace(config, layout=layout))
-            self.log.append(f"the layout becomes {layout}")
-            return
-        levels = self.rng.randrange(4)
-        self.runtime.set_config(dataclasses.replace(config, max_queue_hierarchy_levels=levels))
-        self.log.append(f"actor sub-queues become {levels} levels deep")
 
     async def close_frontend(self) -> None:
         f = self.rng.choice(self.live_frontends())

@@ -40,7 +40,8 @@ from api.wire.grpc.clients import (
 from loadgen.daphne_process import free_port
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.api.wire.chaos import QUERIES, SEND_HEADER, TENANTS, ChaosRun
+from tests.api.wire.chaos import QUERIES, SEND_HEADER, ChaosRun
+from tests.api.wire.chaos_operator import TENANTS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
