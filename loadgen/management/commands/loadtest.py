@@ -64,8 +64,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         self.latency_rate = options["latency_rate"]
+        # Reconciling every 5 s, as served (runtime_host's default), not the
+        # tests' 0.5 s: each pass reads the database on a thread.
         server = DaphneProcess(
-            extra_env={"LOADTEST_RELAY": "1", "LOG_LEVEL": "WARNING"}, grpc=False
+            extra_env={
+                "LOADTEST_RELAY": "1",
+                "LOG_LEVEL": "WARNING",
+                "CONFIG_RECONCILE_SECONDS": "5",
+            },
+            grpc=False,
         )
         self.stdout.write("starting Daphne on a free loopback port ...")
         with server:
