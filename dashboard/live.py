@@ -34,7 +34,7 @@ from dashboard.live_tick import (
     oldest_queued,
 )
 from dashboard.projections import ViewParams
-from dashboard.runtime_source import RuntimeSource, stats_summary
+from dashboard.runtime_source import RuntimeSource
 from dashboard.wire import dumps
 from scheduler_core.snapshot import QueueSnapshot
 
@@ -54,7 +54,6 @@ __all__ = [
     "get_broadcaster",
     "install_broadcaster",
     "keep_history",
-    "stats_summary",
 ]
 
 log = logging.getLogger(__name__)

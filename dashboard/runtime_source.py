@@ -8,16 +8,16 @@ frontend registry exactly once however many viewers it serves.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from api.cluster.replica_stats import grpc_frontend_addresses, local_stats, merge_stats
+from api.cluster.replica_stats import host_stats, merge_stats, worst_wait
 from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
 from dashboard.peer_drills import PeerDrills
 from scheduler_core.snapshot import QueueSnapshot
 
-__all__ = ["RuntimeSource", "stats_summary"]
+__all__ = ["RuntimeSource"]
 
 
 class RuntimeSource:
@@ -54,15 +54,9 @@ class RuntimeSource:
         if not runtime_host.started():
             return None
         # Frontends, not their streams: the header and the panel count alike.
-        host = runtime_host.get_host()
-        local = stats_summary(
-            host.stats,
-            frontends=len(self._frontends),
-            load=host.load(),
-            frontend_addresses=grpc_frontend_addresses(self._frontends),
-        )
+        local = host_stats(runtime_host.get_host(), self._frontends)
         if self._merged is None:
-            return local
+            return {**local, "wait": worst_wait(local["wait_by_component"])}
         board = get_board()
         return merge_stats(local, board.fresh_peers(time.time()), board.own_id)
 
@@ -95,28 +89,3 @@ class RuntimeSource:
         # Scale-out: the peers' rows too, from their last answers (asked in the background).
         peers = runtime_host.get_host().queue_peers
         return self._peer_drills.merge(params, page, board.own_id, peers)
-
-
-def stats_summary(
-    stats: Any,
-    *,
-    frontends: int,
-    window: float = 60.0,
-    load: Mapping[str, Any] | None = None,
-    frontend_addresses: Iterable[str] = (),
-) -> dict[str, Any]:
-    """Header figures from a `RollingStats`: rates, waits by component and priority.
-
-    The chart's wait line is the worst component's p99, the figure that
-    tells an on-call engineer something is backing up.
-    """
-    summary = local_stats(
-        stats,
-        frontends=frontends,
-        window=window,
-        load=load,
-        frontend_addresses=frontend_addresses,
-    )
-    worst = max(summary["wait_by_component"].values(), key=lambda row: row[1], default=None)
-    summary["wait"] = None if worst is None else {"p50": worst[0], "p99": worst[1]}
-    return summary

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.cluster import replica_rules
-from api.cluster.replica_stats import grpc_frontend_addresses, local_stats
+from api.cluster.replica_stats import host_stats
 from api.cluster.replicas import (
     MalformedSummary,
     MergedView,
@@ -154,12 +154,7 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
     """Publish our summary, then read every registered peer's (two round trips)."""
     wall = time.time()
     frontends = host.frontends()
-    stats = local_stats(
-        host.stats,
-        frontends=len(frontends),
-        load=host.load(),
-        frontend_addresses=grpc_frontend_addresses(frontends),
-    )
+    stats = host_stats(host, frontends)
     summary = summarize(
         host.runtime.snapshot(),
         replica=board.own_id,

@@ -23,8 +23,10 @@ __all__ = [
     "MAX_FRONTEND_ADDRESSES",
     "busiest",
     "grpc_frontend_addresses",
+    "host_stats",
     "local_stats",
     "merge_stats",
+    "worst_wait",
 ]
 
 
@@ -58,14 +60,13 @@ def merge_stats(
         for kind, rate in (stats.get("rates") or {}).items():
             rates[kind] = round(rates.get(kind, 0.0) + float(rate), 2)
     by_component = _worst_waits(s.get("wait_by_component") or {} for s in every)
-    worst = max(by_component.values(), key=lambda row: row[1], default=None)
     return {
         **local,
         "rates": rates,
         "frontends": _distinct_frontends(every),
         "wait_by_component": by_component,
         "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
-        "wait": None if worst is None else {"p50": worst[0], "p99": worst[1]},
+        "wait": worst_wait(by_component),
         "load": busiest(
             [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
         ),
@@ -100,6 +101,25 @@ def local_stats(
         "frontend_addresses": sorted(set(frontend_addresses))[:MAX_FRONTEND_ADDRESSES],
         "load": dict(load or {}),
     }
+
+
+def worst_wait(by_component: Mapping[str, Sequence[float]]) -> dict[str, float] | None:
+    """The chart's wait line: the worst component's p50 and p99, by p99.
+
+    The figure that tells an on-call engineer something is backing up.
+    """
+    worst = max(by_component.values(), key=lambda row: row[1], default=None)
+    return None if worst is None else {"p50": worst[0], "p99": worst[1]}
+
+
+def host_stats(host: Any, frontends: Sequence[FrontendRow]) -> dict[str, Any]:
+    """This replica's `local_stats` from its runtime host and its frontends' rows."""
+    return local_stats(
+        host.stats,
+        frontends=len(frontends),
+        load=host.load(),
+        frontend_addresses=grpc_frontend_addresses(frontends),
+    )
 
 
 def grpc_frontend_addresses(rows: Iterable[FrontendRow]) -> list[str]:
