@@ -13,8 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from api.wire.grpc.admission import Admission
 from api.wire.grpc.bridge import ForeignRequests, query_result
@@ -23,6 +26,7 @@ from api.wire.grpc.implementations import IMPLEMENTATIONS, implementation_from_e
 from api.wire.grpc.lean_server import LeanGrpcServer, Method
 from api.wire.grpc.querier_loop import QuerierLoopServicer
 from api.wire.grpc.result_reporter import ResultReporter
+from api.wire.grpc.streams import malformed
 from api.wire.grpc.tls import ClientTls, ServerTls
 from api.wire.observers import install_observer
 from scheduler_core.pb import frontendv2pb_pb2
@@ -226,15 +230,33 @@ def _grpcio_server(methods: list[Method]) -> grpc.aio.Server:
     services: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for m in methods:
         service, name = m.path.strip("/").split("/")
-        make = (
-            grpc.stream_stream_rpc_method_handler
-            if m.streaming
-            else (grpc.unary_unary_rpc_method_handler)
-        )
-        services.setdefault(service, {})[name] = make(
-            m.handler, request_deserializer=m.deserialize, response_serializer=m.serialize
-        )
+        if m.streaming:
+            handler = grpc.stream_stream_rpc_method_handler(
+                m.handler, request_deserializer=m.deserialize, response_serializer=m.serialize
+            )
+        else:
+            # The request comes as bytes and is decoded in the handler: grpcio
+            # decoding it would answer a malformed one INTERNAL with an error
+            # log, where it is the client's INVALID_ARGUMENT (streams.py).
+            handler = grpc.unary_unary_rpc_method_handler(
+                _decoding(m), response_serializer=m.serialize
+            )
+        services.setdefault(service, {})[name] = handler
     server.add_generic_rpc_handlers(
         tuple(grpc.method_handlers_generic_handler(s, h) for s, h in services.items())
     )
     return server
+
+
+def _decoding(method: Method) -> Callable[[bytes, Any], Awaitable[Any]]:
+    """`method`'s unary handler taking the undecoded request."""
+
+    async def handle(payload: bytes, context: Any) -> Any:
+        try:
+            request = method.deserialize(payload)
+        except DecodeError as exc:
+            refused = malformed(exc)
+            await context.abort(refused.code, refused.details)
+        return await method.handler(request, context)
+
+    return handle
