@@ -16,6 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import websockets
 
@@ -128,10 +129,14 @@ class QuerierClient:
 
 
 class FrontendClient:
-    """A frontend connection; every reply goes to `on_reply(msg)`."""
+    """A frontend connection; every reply goes to `on_reply(msg)`.
 
-    def __init__(self, url: str, token: str, on_reply: Handler) -> None:
-        self.url, self.token = url, token
+    With `name`, the socket says which frontend it is (`?frontend=`), so a
+    frontend connected to several replicas counts once across them.
+    """
+
+    def __init__(self, url: str, token: str, on_reply: Handler, *, name: str | None = None) -> None:
+        self.url, self.token = url if name is None else _with_name(url, name), token
         self.on_reply = on_reply
         self.ws: Any = None
         self._reader: asyncio.Task[None] | None = None
@@ -156,6 +161,12 @@ class FrontendClient:
             self._reader.cancel()
 
 
+def _with_name(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    query = urlencode([*parse_qsl(parts.query, keep_blank_values=True), ("frontend", name)])
+    return urlunsplit(parts._replace(query=query))
+
+
 def queriers_everywhere(
     urls: Sequence[str], token: str, querier_id: str, **kwargs: Any
 ) -> list[QuerierClient]:
@@ -177,11 +188,18 @@ class SpreadFrontend:
     replicas. A request a replica refuses with 429 (that replica's share of
     the tenant's limit is full) goes once to the next replica; only the final
     reply reaches `on_reply`, and `retried` counts the second tries. Cancels
-    follow the request to the replica that holds it.
+    follow the request to the replica that holds it. `name` is given to every
+    replica (`FrontendClient`), so the frontend counts once across them.
     """
 
     def __init__(
-        self, urls: Sequence[str], token: str, on_reply: Handler, *, home: int = 0
+        self,
+        urls: Sequence[str],
+        token: str,
+        on_reply: Handler,
+        *,
+        home: int = 0,
+        name: str | None = None,
     ) -> None:
         if not urls:
             raise ValueError("a frontend needs at least one scheduler URL")
@@ -189,7 +207,8 @@ class SpreadFrontend:
         self.home = home % len(urls)
         self.retried = 0
         self.clients = [
-            FrontendClient(url, token, self._replier(index)) for index, url in enumerate(urls)
+            FrontendClient(url, token, self._replier(index), name=name)
+            for index, url in enumerate(urls)
         ]
         # request id (JSON-encoded) -> [enqueue message, replica index, retried?]
         self._pending: dict[str, list[Any]] = {}

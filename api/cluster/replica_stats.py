@@ -21,6 +21,7 @@ from api.cluster.replicas import PeerSummary
 
 __all__ = [
     "MAX_FRONTEND_ADDRESSES",
+    "WEBSOCKET_NAME_PREFIX",
     "busiest",
     "grpc_frontend_addresses",
     "host_stats",
@@ -114,11 +115,15 @@ def worst_wait(by_component: Mapping[str, Sequence[float]]) -> dict[str, float] 
 
 def host_stats(host: Any, frontends: Sequence[FrontendRow]) -> dict[str, Any]:
     """This replica's `local_stats` from its runtime host and its frontends' rows."""
+    names = host.websocket_frontends.names()
     return local_stats(
         host.stats,
         frontends=len(frontends),
         load=host.load(),
-        frontend_addresses=grpc_frontend_addresses(frontends),
+        frontend_addresses=[
+            *grpc_frontend_addresses(frontends),
+            *(WEBSOCKET_NAME_PREFIX + name for name in names),
+        ],
     )
 
 
@@ -126,13 +131,17 @@ def grpc_frontend_addresses(rows: Iterable[FrontendRow]) -> list[str]:
     """The addresses of `rows` that name one frontend on every replica: gRPC ones.
 
     A Cortex frontend sends the address queriers answer it on, the same to
-    every scheduler; a websocket frontend's row has only its socket's peer.
+    every scheduler. A websocket frontend's row has its socket's peer, or
+    the name it gave; `host_stats` publishes those names from the host.
     """
     return [row.address for row in rows if row.transport == "grpc"]
 
 
 # Enough for every frontend of a large cluster; past it, the rest count once per replica.
 MAX_FRONTEND_ADDRESSES = 1000
+# A named websocket frontend's published identity: `ws/` cannot start a gRPC
+# host:port, so a name never meets a Cortex frontend's address.
+WEBSOCKET_NAME_PREFIX = "ws/"
 
 
 def _distinct_frontends(every: Sequence[Mapping[str, Any]]) -> int:

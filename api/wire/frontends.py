@@ -3,22 +3,61 @@
 The inspector lists them and `/metrics` counts them. Websocket frontends
 register their consumer here; gRPC frontends are known by the gRPC door's
 registry (one row per frontend address, however many streams it opened).
+A websocket frontend that names itself (`?frontend=` on connect) is one
+row per name, like a gRPC frontend per address, and the name is what other
+replicas know it by; one that does not is a row per socket.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Protocol
+from urllib.parse import parse_qs
 
 from api.cluster.replica_frontends import FrontendRow
+from api.wire.protocol import ProtocolError
 
-__all__ = ["FrontendRow", "WebsocketFrontends", "frontend_rows"]
+__all__ = [
+    "MAX_FRONTEND_NAME",
+    "FrontendRow",
+    "WebsocketFrontends",
+    "frontend_name",
+    "frontend_rows",
+]
+
+MAX_FRONTEND_NAME = 200
+# Printable ASCII, no spaces: it is shown, published to peers and compared as is.
+_NAME = re.compile(r"[!-~]+")
+
+
+def frontend_name(scope: dict[str, Any]) -> str | None:
+    """The name a websocket frontend gave in `?frontend=`, None if it gave none.
+
+    Raises ProtocolError (field `frontend`) for a name that is empty, too
+    long, not printable ASCII without spaces, or given more than once.
+    """
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    values = query.get("frontend")
+    if values is None:
+        return None
+    if len(values) > 1:
+        raise ProtocolError("frontend", "frontend: given more than once")
+    name = values[0]
+    if not name:
+        raise ProtocolError("frontend", "frontend: must not be empty")
+    if len(name) > MAX_FRONTEND_NAME:
+        raise ProtocolError("frontend", f"frontend: at most {MAX_FRONTEND_NAME} characters")
+    if not _NAME.fullmatch(name):
+        raise ProtocolError("frontend", "frontend: printable ASCII without spaces only")
+    return name
 
 
 class _Consumer(Protocol):
     scope: dict[str, Any]
     pending: dict[Any, Any]
     token: Any
+    frontend_name: str | None
 
 
 class WebsocketFrontends:
@@ -37,18 +76,36 @@ class WebsocketFrontends:
         return len(self._open)
 
     def rows(self) -> list[FrontendRow]:
+        """A row per named frontend (its sockets as streams), else per socket."""
         now = time.monotonic()
-        return [
-            FrontendRow(
+        rows: list[FrontendRow] = []
+        named: dict[str, int] = {}
+        for consumer, since in self._open.values():
+            name = consumer.frontend_name
+            row = FrontendRow(
                 "websocket",
-                _peer(consumer.scope),
+                _peer(consumer.scope) if name is None else name,
                 getattr(consumer.token, "name", "") or "",
                 1,
                 len(consumer.pending),
                 now - since,
             )
-            for consumer, since in self._open.values()
-        ]
+            if name is None:
+                rows.append(row)
+            elif (at := named.get(name)) is None:
+                named[name] = len(rows)
+                rows.append(row)
+            else:
+                # Its first socket's row, so the token and the age are the oldest's.
+                first = rows[at]
+                rows[at] = first._replace(
+                    streams=first.streams + 1, outstanding=first.outstanding + row.outstanding
+                )
+        return rows
+
+    def names(self) -> set[str]:
+        """The names the open sockets' frontends gave."""
+        return {c.frontend_name for c, _ in self._open.values() if c.frontend_name is not None}
 
 
 def frontend_rows(websocket: WebsocketFrontends, grpc_door: Any) -> list[FrontendRow]:

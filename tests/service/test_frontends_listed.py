@@ -8,6 +8,9 @@ import time
 import urllib.request
 from typing import Any
 
+import pytest
+import websockets
+
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import ws_connect
 
@@ -57,3 +60,37 @@ async def test_a_connected_websocket_frontend_is_listed_with_its_queued_requests
             break
         await asyncio.sleep(0.1)
     assert not any(row["name"] == "listed-frontend" for row in body["frontends"])
+
+
+async def test_a_named_frontends_two_sockets_are_listed_as_one_frontend_with_two_streams(
+    daphne_server: DaphneProcess,
+) -> None:
+    frontend_token = daphne_server.issue_token("frontend", "named-frontend")
+    viewer_token = daphne_server.issue_token("viewer")
+    url = f"{daphne_server.ws_url}/ws/frontend/?frontend=edge-7"
+    sockets = [await ws_connect(url, frontend_token) for _ in range(2)]
+    try:
+        body = await asyncio.to_thread(get_json, daphne_server, "/api/v1/queriers/", viewer_token)
+        mine = [row for row in body["frontends"] if row["name"] == "named-frontend"]
+        assert [(row["address"], row["streams"]) for row in mine] == [("edge-7", 2)]
+    finally:
+        for ws in sockets:
+            await ws.close()
+
+
+async def test_a_bad_frontend_name_is_told_which_field_then_closed_and_never_listed(
+    daphne_server: DaphneProcess,
+) -> None:
+    frontend_token = daphne_server.issue_token("frontend", "badly-named")
+    viewer_token = daphne_server.issue_token("viewer")
+    ws = await ws_connect(f"{daphne_server.ws_url}/ws/frontend/?frontend=two+words", frontend_token)
+    error = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    assert error["type"] == "error"
+    assert error["field"] == "frontend"
+    assert error["status"] == 400
+    with pytest.raises(websockets.ConnectionClosed) as closed:
+        await asyncio.wait_for(ws.recv(), 10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+
+    body = await asyncio.to_thread(get_json, daphne_server, "/api/v1/queriers/", viewer_token)
+    assert not any(row["name"] == "badly-named" for row in body["frontends"])

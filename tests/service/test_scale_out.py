@@ -307,11 +307,12 @@ async def test_the_inspector_lists_the_frontends_of_every_replica_each_with_its_
         await on_b.ws.close()
 
 
-async def test_a_cortex_frontend_connected_to_both_replicas_is_one_frontend_in_the_header(
+async def test_a_frontend_connected_to_both_replicas_is_one_frontend_in_the_header(
     replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
 ) -> None:
-    """Cortex frontends open streams to every scheduler address they are given;
-    the header counts them by the address they send, not once per replica."""
+    """Cortex frontends open streams to every scheduler address they are given,
+    and a named websocket frontend (`?frontend=`) a socket to each replica;
+    the header counts each once, by the address or name it sends."""
     a, b = replicas
     await asyncio.to_thread(a.create_user, "gael", "pw-gael-scale-1", "viewer")
     browser = await asyncio.to_thread(Browser, a, "gael", "pw-gael-scale-1")
@@ -319,22 +320,28 @@ async def test_a_cortex_frontend_connected_to_both_replicas_is_one_frontend_in_t
     to_b = await CortexFrontend(f"127.0.0.1:{b.grpc_port}").start()
     loops = [await to_a.open_loop(), await to_b.open_loop(address=to_a.address)]
     websocket_on_b = await Frontend.open(b, tokens["frontend"])
+    named = [
+        await ws_connect(f"{x.ws_url}/ws/frontend/?frontend=edge-1", tokens["frontend"])
+        for x in (a, b)
+    ]
     inspector = await browser.inspector()
     try:
 
-        def all_three_listed_on_a() -> list[tuple[str, str]] | None:
+        def all_listed_on_a() -> list[tuple[str, str, str]] | None:
             body = rest(a, tokens["editor"], "GET", "/api/v1/queriers/")
             rows = sorted(
-                (f["transport"], f.get("replica", ""))
+                (f["transport"], f["address"] if f["address"] == "edge-1" else "", f["replica"])
                 for f in body["frontends"]
                 if f["transport"] == "websocket" or f["address"] == to_a.address
             )
-            return rows if len(rows) == 3 else None
+            return rows if len(rows) == 5 else None
 
-        assert await poll(all_three_listed_on_a, limit=10.0) == [
-            ("grpc", "replica-a"),
-            ("grpc", "replica-b"),
-            ("websocket", "replica-b"),
+        assert await poll(all_listed_on_a, limit=10.0) == [
+            ("grpc", "", "replica-a"),
+            ("grpc", "", "replica-b"),
+            ("websocket", "", "replica-b"),
+            ("websocket", "edge-1", "replica-a"),
+            ("websocket", "edge-1", "replica-b"),
         ]
         listed_at = time.time()
         await inspector.send(json.dumps({"type": "subscribe"}))
@@ -348,12 +355,15 @@ async def test_a_cortex_frontend_connected_to_both_replicas_is_one_frontend_in_t
                 count = frame["header"]["stats"]["frontends"]
             if frame["ts"] >= listed_at:
                 break
-        # One Cortex frontend on both replicas and one websocket frontend on B;
-        # summed per replica it read 3.
-        assert count == 2
+        # One Cortex frontend and one named websocket frontend on both
+        # replicas, and an anonymous websocket frontend on B; summed per
+        # replica it read 5, with only Cortex's counted once 4.
+        assert count == 3
     finally:
         await inspector.close()
         await websocket_on_b.ws.close()
+        for ws in named:
+            await ws.close()
         for loop in loops:
             await loop.close()
         await to_a.close()

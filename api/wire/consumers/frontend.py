@@ -18,6 +18,7 @@ from typing import Any
 
 from api.wire import runtime_host
 from api.wire.consumers.base import MachineConsumer
+from api.wire.frontends import frontend_name
 from api.wire.protocol import (
     FRONTEND_PARSERS,
     Cancel,
@@ -34,6 +35,7 @@ from scheduler_core.rejection import REJECTION_STATUS, Verdict, judge, rejection
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
+    "CLOSE_BAD_REQUEST",
     "FrontendConsumer",
     "WebsocketReplyHandle",
     "classify_enqueue",
@@ -41,6 +43,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# A handshake whose query string is wrong (a bad `?frontend=` name): closed
+# right after an `error` naming the field, since a refused handshake could
+# not say which.
+CLOSE_BAD_REQUEST = 4400
 
 
 class WebsocketReplyHandle:
@@ -119,6 +126,14 @@ class FrontendConsumer(MachineConsumer):
     roles = frozenset({"frontend", "editor"})
     parsers = FRONTEND_PARSERS
     listed = False
+    frontend_name: str | None = None
+    refused: ProtocolError | None = None
+
+    async def connect(self) -> None:
+        await super().connect()
+        if self.accepted and self.refused is not None:
+            await self.send_error(self.refused)
+            await self.close(code=CLOSE_BAD_REQUEST)
 
     async def opened(self) -> None:
         self.host = await runtime_host.ensure_started()
@@ -128,9 +143,20 @@ class FrontendConsumer(MachineConsumer):
         self._tasks: set[asyncio.Task[None]] = set()
         # `failed` frames not written yet (see `deliver_failure`), oldest first.
         self._outbox: deque[dict[str, Any]] = deque()
+        try:
+            self.frontend_name = frontend_name(self.scope)
+        except ProtocolError as exc:
+            # Not listed and takes no work (`connect` closes it after saying
+            # why); a frame that still arrives before the close is dropped.
+            self.refused = exc
+            self.handlers = dict.fromkeys((Enqueue, Cancel), self._dropped)
+            return
         self.handlers = {Enqueue: self.on_enqueue, Cancel: self.on_cancel}
         self.host.websocket_frontends.opened(self)
         self.listed = True
+
+    async def _dropped(self, msg: Any) -> None:
+        """A frame on a socket refused for its query string."""
 
     async def disconnect(self, code: int) -> None:
         # Listed before the handshake is accepted, so a failure in between

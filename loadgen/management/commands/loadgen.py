@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 from collections import Counter
 from typing import Any
@@ -128,7 +129,11 @@ class Command(BaseCommand):
         ]
         frontends = [
             SpreadFrontend(
-                [f"{base}/ws/frontend/" for base in ws], frontend_token, on_reply, home=i
+                [f"{base}/ws/frontend/" for base in ws],
+                frontend_token,
+                on_reply,
+                home=i,
+                name=f"loadgen-{os.getpid()}-{i + 1}",
             )
             for i in range(opts["frontends"])
         ]
