@@ -35,6 +35,7 @@ from prometheus_client import (
     Histogram,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
 )
 from prometheus_client.core import GaugeMetricFamily
 
@@ -57,6 +58,12 @@ __all__ = [
     "SnapshotCollector",
     "metrics_view",
 ]
+
+# Cortex's scheduler (Go's client) exports no `_created` samples; the Python
+# client adds one beside every counter, histogram and summary child, each a
+# series Prometheus stores: at 10,000 tenants 10,000 more, and a quarter of
+# the scrape's lines. Process-wide, read at each collect.
+disable_created_metrics()
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 

@@ -65,6 +65,20 @@ async def test_discards_and_cancels_are_counted(host: Any) -> None:
     assert 'cortex_query_scheduler_cancelled_requests_total{user="m-full"} 1.0' in text
 
 
+async def test_counters_and_histograms_export_no_created_series_as_cortex_exports_none(
+    host: Any,
+) -> None:
+    runtime = host.runtime
+    worker = runtime.connect_querier("m-created-q")
+    runtime.enqueue(Request(id="m6", tenant_id="m-created"))
+    await runtime.next_request("m-created-q", worker)
+    text = await scrape()
+    assert 'cortex_request_queue_requests_total{priority="0",user="m-created"} 1.0' in text
+    assert "cortex_query_scheduler_queue_duration_seconds_count" in text
+    # A `_created` sample is a stored series of its own: one more per tenant.
+    assert [line for line in text.splitlines() if "_created" in line] == []
+
+
 async def test_metrics_can_require_a_login(host: Any, settings: Any) -> None:
     settings.METRICS_REQUIRE_LOGIN = True
     response = await AsyncClient().get("/metrics")
