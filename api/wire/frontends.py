@@ -84,7 +84,7 @@ class WebsocketFrontends:
             name = consumer.frontend_name
             row = FrontendRow(
                 "websocket",
-                _peer(consumer.scope) if name is None else name,
+                websocket_address(consumer),
                 getattr(consumer.token, "name", "") or "",
                 1,
                 len(consumer.pending),
@@ -119,6 +119,14 @@ def frontend_rows(websocket: WebsocketFrontends, grpc_door: Any) -> list[Fronten
     return rows
 
 
-def _peer(scope: dict[str, Any]) -> str:
-    client = scope.get("client")
+def websocket_address(consumer: Any) -> str:
+    """What a websocket frontend is listed by: the name it gave, else its peer.
+
+    The frontends panel and each request's row (`queue_rows`) both show it,
+    so the two can be matched.
+    """
+    name = getattr(consumer, "frontend_name", None)
+    if name is not None:
+        return str(name)
+    client = getattr(consumer, "scope", {}).get("client")
     return f"{client[0]}:{client[1]}" if client else "unknown"

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
@@ -62,15 +63,11 @@ def priority_origin(limits: TenantLimits, verdict: Verdict) -> tuple[tuple[int, 
     return (verdict.rule_index, verdict.attribute_index), "rule"
 
 
-def _peer(scope: Mapping[str, Any]) -> str:
-    client = scope.get("client")
-    return f"{client[0]}:{client[1]}" if client else "unknown"
-
-
 def frontend_of(payload: Any, grpc_names: Mapping[str, str]) -> tuple[dict[str, str], Any]:
     """The frontend (transport, address, name) and its own id for the request.
 
-    Websocket handles hold their consumer (peer address, token name) and
+    Websocket handles hold their consumer (the name it gave or its peer
+    address, as the frontends panel lists it; the token name) and
     the client's `id`; gRPC handles the frontend address and Cortex's
     `queryID`, the name being the client certificate's common name the
     door recorded for that address (`grpc_names`).
@@ -80,7 +77,7 @@ def frontend_of(payload: Any, grpc_names: Mapping[str, str]) -> tuple[dict[str, 
         consumer = payload.consumer
         token = getattr(consumer, "token", None)
         name = getattr(token, "name", "") or ""
-        address = _peer(getattr(consumer, "scope", {}))
+        address = websocket_address(consumer)
         return {"transport": "websocket", "address": address, "name": name}, payload.client_id
     if transport == "grpc":
         address = payload.frontend_address

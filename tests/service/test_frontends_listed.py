@@ -70,9 +70,18 @@ async def test_a_named_frontends_two_sockets_are_listed_as_one_frontend_with_two
     url = f"{daphne_server.ws_url}/ws/frontend/?frontend=edge-7"
     sockets = [await ws_connect(url, frontend_token) for _ in range(2)]
     try:
+        now = time.time()
+        enqueue = {"type": "enqueue", "id": 1, "tenant": "named-tenant", "query": "up"}
+        await sockets[1].send(json.dumps(enqueue | {"start": now - 600, "end": now, "step": 15}))
+        assert json.loads(await asyncio.wait_for(sockets[1].recv(), 10))["type"] == "enqueued"
+
         body = await asyncio.to_thread(get_json, daphne_server, "/api/v1/queriers/", viewer_token)
         mine = [row for row in body["frontends"] if row["name"] == "named-frontend"]
-        assert [(row["address"], row["streams"]) for row in mine] == [("edge-7", 2)]
+        assert [(r["address"], r["streams"], r["outstanding"]) for r in mine] == [("edge-7", 2, 1)]
+        # Its request names the frontend as the panel does.
+        path = "/api/v1/queue/requests/?tenant=named-tenant"
+        queued = await asyncio.to_thread(get_json, daphne_server, path, viewer_token)
+        assert [row["frontend"]["address"] for row in queued["results"]] == ["edge-7"]
     finally:
         for ws in sockets:
             await ws.close()
