@@ -9,23 +9,21 @@ subqueries added). As in Prometheus 3 (which current Cortex vendors), the
 sample exactly at `t - lookback` (instant selectors) or `t - range` (range
 selectors) is not read, so each selector's range starts 1 ms after that
 point; ranges are computed in integer milliseconds, as Prometheus does, so
-that boundary is exact. `component_for` is Mimir's frontend rule built on
-`ShouldQueryIngesters` / `ShouldQueryBlockStore`.
+that boundary is exact; what each selector reads is walked out of the AST
+in `selector_spans`, and this module caches it per query text.
+`component_for` is Mimir's frontend rule built on `ShouldQueryIngesters` /
+`ShouldQueryBlockStore`.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import promql_parser
-import re2
 
 from scheduler_core.bounds import timestamp_error
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo
+from scheduler_core.selector_spans import Span, Unclassifiable, ms, parse_spans
 
 __all__ = [
     "EXPRESSION_API_TYPES",
@@ -42,9 +40,6 @@ __all__ = [
 EXPRESSION_API_TYPES = frozenset({"query", "query_range"})
 _TIME_RANGE_API_TYPES = frozenset({"series", "labels", "label_values", "metadata"})
 _HOUR = 3600.0
-_NEGATIVE_AT = re2.compile(r"@\s*-")
-# Go's int64 milliseconds span about 292 million years either side of 1970.
-_MAX_SECONDS = 9.2e15
 # Longer query texts are parsed on every request and never kept. A websocket
 # frame may carry a 1 MB query and a gRPC message 16 MB, so caching any text
 # would let a few thousand distinct long queries pin gigabytes; dashboards'
@@ -58,37 +53,6 @@ class Classification:
 
     component: str
     info: QueryInfo
-
-
-@dataclass(frozen=True, slots=True)
-class _Subquery:
-    """One enclosing subquery: its range and offset (ms), its `@` anchor if any."""
-
-    range: int
-    offset: int
-    anchor: tuple[str, int] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Span:
-    """What one selector reads, relative to the request's evaluation range.
-
-    `anchor` is "eval" (the request's start..end), "start" or "end" (an `@
-    start()`/`@ end()` pins both sides there) or "abs" (an `@` at `at`).
-    Keeping spans relative lets one parse serve every time range the same
-    query text is asked for, which is how dashboards ask. Every number is
-    integer milliseconds.
-    """
-
-    anchor: str
-    at: int
-    before_start: int
-    before_end: int
-    lookback: bool
-
-
-class _Unclassifiable(Exception):
-    """The AST holds a value this module cannot turn into a time."""
 
 
 def select_range(
@@ -117,8 +81,8 @@ def select_range(
     if not spans:
         return None
     try:
-        start_ms, end_ms, lookback_ms = _ms(start), _ms(end), _ms(lookback_delta)
-    except _Unclassifiable:
+        start_ms, end_ms, lookback_ms = ms(start), ms(end), ms(lookback_delta)
+    except Unclassifiable:
         return None
     lows, highs = [], []
     for span in spans:
@@ -137,23 +101,12 @@ def select_range(
     return min(lows) / 1000.0, max(highs) / 1000.0
 
 
-def _ms(seconds: float) -> int:
-    """Integer milliseconds, as Prometheus times and durations are.
-
-    A time beyond what Prometheus can represent (or not finite) makes the
-    request's range unknown rather than raising.
-    """
-    if not math.isfinite(seconds) or abs(seconds) > _MAX_SECONDS:
-        raise _Unclassifiable(f"time out of range: {seconds!r}")
-    return round(seconds * 1000.0)
-
-
 def parses(query: str) -> bool:
     """Whether the scheduler can read `query` as PromQL (else its component is unknown)."""
     return _spans_of(query) is not None
 
 
-def _spans_of(query: str) -> tuple[_Span, ...] | None:
+def _spans_of(query: str) -> tuple[Span, ...] | None:
     """The relative spans of every selector in `query`; None if unparseable.
 
     Parsing is most of the cost of admitting a request, so it is cached by
@@ -161,121 +114,11 @@ def _spans_of(query: str) -> tuple[_Span, ...] | None:
     time-dependent is applied afterwards.
     """
     if len(query) > _CACHED_QUERY_CHARS:
-        return _parse_spans(query)
+        return parse_spans(query)
     return _cached_spans(query)
 
 
-def _parse_spans(query: str) -> tuple[_Span, ...] | None:
-    negative_at = _NEGATIVE_AT.search(query) is not None
-    try:
-        expr = _guarded(promql_parser.parse, query)
-        # Reading the AST can fail too: `x[100000000y]` parses, but its
-        # range does not fit the extension's timedelta and raises on access.
-        spans: tuple[_Span, ...] = _guarded(
-            lambda _: tuple(_selector_spans(expr, (), 0, negative_at)), ""
-        )
-        return spans
-    except _Unclassifiable:
-        return None
-
-
-_cached_spans = functools.lru_cache(maxsize=8192)(_parse_spans)
-
-
-def _guarded(call: Callable[[str], Any], arg: str) -> Any:
-    """Run a promql-parser call, turning any failure into `_Unclassifiable`.
-
-    The Rust extension signals some bad input by panicking, which reaches
-    Python as a BaseException rather than an Exception.
-    """
-    try:
-        return call(arg)
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        raise _Unclassifiable(str(exc)) from None
-
-
-def _selector_spans(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: int, negative_at: bool
-) -> Iterator[_Span]:
-    """Depth-first over the AST, carrying the enclosing subqueries from the root."""
-    if isinstance(node, promql_parser.VectorSelector):
-        yield _span(node, subqueries, eval_range, negative_at)
-    elif isinstance(node, promql_parser.MatrixSelector):
-        yield from _selector_spans(
-            node.vector_selector, subqueries, _millis(node.range), negative_at
-        )
-    elif isinstance(node, promql_parser.SubqueryExpr):
-        sub = _Subquery(_millis(node.range), _millis(node.offset), _anchor(node.at, negative_at))
-        yield from _selector_spans(node.expr, (*subqueries, sub), 0, negative_at)
-    else:
-        for child in _children(node):
-            yield from _selector_spans(child, subqueries, 0, negative_at)
-
-
-def _children(node: Any) -> list[Any]:
-    if isinstance(node, promql_parser.BinaryExpr):
-        return [node.lhs, node.rhs]
-    if isinstance(node, promql_parser.ParenExpr | promql_parser.UnaryExpr):
-        return [node.expr]
-    if isinstance(node, promql_parser.AggregateExpr):
-        return [node.expr] if node.param is None else [node.param, node.expr]
-    if isinstance(node, promql_parser.Call):
-        return list(node.args)
-    return []
-
-
-def _span(
-    node: Any, subqueries: tuple[_Subquery, ...], eval_range: int, negative_at: bool
-) -> _Span:
-    """Prometheus' `getTimeRangesForSelector` for one selector, kept relative."""
-    sub_offset = sub_range = 0
-    anchor: tuple[str, int] = ("eval", 0)
-    for sub in subqueries:
-        if sub.anchor is not None:
-            # An `@` on a subquery makes everything inside it absolute, so
-            # what the enclosing subqueries added no longer applies.
-            sub_offset, sub_range, anchor = sub.offset, sub.range, sub.anchor
-        else:
-            sub_offset += sub.offset
-            sub_range += sub.range
-    own = _anchor(node.at, negative_at)
-    if own is not None:
-        anchor, before_start, before_end = own, 0, 0
-    else:
-        before_start, before_end = sub_offset + sub_range, sub_offset
-    offset = _millis(node.offset)
-    return _Span(
-        anchor=anchor[0],
-        at=anchor[1],
-        before_start=before_start + eval_range + offset,
-        before_end=before_end + offset,
-        lookback=not eval_range,
-    )
-
-
-def _millis(delta: Any) -> int:
-    return 0 if delta is None else _ms(float(delta.total_seconds()))
-
-
-def _anchor(modifier: Any, negative_at: bool) -> tuple[str, int] | None:
-    """Where an `@` modifier pins evaluation; `start()`/`end()` stay relative."""
-    if modifier is None:
-        return None
-    kind = modifier.type
-    if kind == promql_parser.AtModifierType.Start:
-        return ("start", 0)
-    if kind == promql_parser.AtModifierType.End:
-        return ("end", 0)
-    # promql-parser prints a negative `@` as 0 and panics (noisily, on
-    # stderr) when asked for it, so a possible negative `@` is refused first.
-    if negative_at and str(modifier) == "@ 0.000":
-        raise _Unclassifiable("@ before 1970")
-    pinned = _guarded(lambda _: modifier.at, "")
-    if pinned is None:
-        raise _Unclassifiable("@ modifier without a time")
-    return ("abs", _ms(float(pinned.timestamp())))
+_cached_spans = functools.lru_cache(maxsize=8192)(parse_spans)
 
 
 def component_for(
