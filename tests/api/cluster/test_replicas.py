@@ -2,7 +2,8 @@
 
 Pure functions on hand-built snapshots, no Redis: each replica's queue clock
 is different (here local 1000.0, peer 50.0), so these tests also pin that
-only ages cross replicas.
+only ages cross replicas. The replica board that holds peers' summaries is
+tested in test_replica_board.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from api.cluster.replica_board import MISSING_MEMORY_SECONDS, STALE_SECONDS, ReplicaBoard
 from api.cluster.replica_frontends import ReplicaFrontends
 from api.cluster.replica_stats import (
     MAX_FRONTEND_ADDRESSES,
@@ -31,32 +31,13 @@ from scheduler_core.model import Request
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
-    QueueSnapshot,
     Reservation,
     TenantSnapshot,
     WorkerSnapshot,
 )
 from scheduler_core.stats import RollingStats
+from tests.api.cluster.replica_summaries import WALL, peer, snapshot
 from tests.fakes import FakeClock
-
-WALL = 1_700_000_000.0
-
-
-def snapshot(
-    taken_at: float,
-    leaves: list[LeafSnapshot],
-    queriers: list[QuerierSnapshot] = (),  # type: ignore[assignment]
-    tenants: list[TenantSnapshot] = (),  # type: ignore[assignment]
-) -> QueueSnapshot:
-    return QueueSnapshot(
-        taken_at=taken_at,
-        layout="tenant-querier-component",
-        component_selection="round-robin",
-        total=sum(leaf.length for leaf in leaves),
-        leaves=tuple(leaves),
-        tenants=tuple(tenants),
-        queriers=tuple(queriers),
-    )
 
 
 def querier(querier_id: str, *, busy_since: float | None, clock: float) -> QuerierSnapshot:
@@ -79,14 +60,6 @@ def querier(querier_id: str, *, busy_since: float | None, clock: float) -> Queri
         reservations=(Reservation("acme", 5, querier_id),),
         reserved_idle=False,
     )
-
-
-def peer(
-    replica: str, snap: QueueSnapshot, *, published: float, stats: dict[str, Any] | None = None
-) -> PeerSummary:
-    """A summary as it would arrive over Redis: encoded to JSON and parsed back."""
-    raw = summarize(snap, replica=replica, wall_time=published, stats=stats)
-    return PeerSummary.parse(json.loads(json.dumps(raw)))
 
 
 def test_summaries_carry_only_queued_leaves_and_ages_not_clock_readings() -> None:
@@ -314,51 +287,6 @@ def test_a_malformed_summary_is_refused(raw: Any) -> None:
         PeerSummary.parse(raw)
 
 
-def encoded(replica: str, published: float) -> bytes:
-    raw = summarize(snapshot(1.0, []), replica=replica, wall_time=published, stats=None)
-    return json.dumps(raw).encode()
-
-
-def test_the_board_skips_itself_bad_entries_and_stale_peers() -> None:
-    board = ReplicaBoard("a")
-    board.accept(
-        [
-            encoded("a", WALL),
-            encoded("b", WALL - 0.5),
-            encoded("c", WALL - STALE_SECONDS - 1),
-            b"{not json",
-            None,
-        ]
-    )
-    assert [p.replica for p in board.peers] == ["b", "c"]
-    assert [p.replica for p in board.fresh_peers(WALL)] == ["b"]
-    view = board.view(snapshot(1000.0, []), WALL)
-    assert view is not None and view.replicas == ("a", "b")
-
-
-def test_a_peer_whose_summary_went_stale_takes_its_frontends_with_it() -> None:
-    row = FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 0, 1.0)
-    raws = [
-        json.dumps(
-            summarize(snapshot(1.0, []), replica=r, wall_time=at, stats=None, frontends=[row])
-        ).encode()
-        for r, at in (("b", WALL - 0.5), ("c", WALL - 2.5))
-    ]
-    board = ReplicaBoard("a")
-    board.accept(raws)
-    view = board.view(snapshot(1000.0, []), WALL)
-    assert view is not None and [f.replica for f in view.peer_frontends] == ["b", "c"]
-    later = board.view(snapshot(1000.0, []), WALL + 1.0)  # c is now over STALE_SECONDS old
-    assert later is not None and [f.replica for f in later.peer_frontends] == ["b"]
-    assert later.frontends_missing == ()
-
-
-def test_a_lone_replica_has_no_merged_view() -> None:
-    board = ReplicaBoard("a")
-    board.accept([encoded("a", WALL)])
-    assert board.view(snapshot(1000.0, []), WALL) is None
-
-
 def test_local_waits_keep_microseconds_so_fast_dispatch_is_not_shown_as_a_rounded_floor() -> None:
 
     stats = RollingStats(clock=FakeClock(100.0))
@@ -367,39 +295,3 @@ def test_local_waits_keep_microseconds_so_fast_dispatch_is_not_shown_as_a_rounde
     p50, p99, samples = local_stats(stats, frontends=0)["wait_by_component"]["ingester"]
     assert samples == 10
     assert 2e-5 < p50 <= 4e-5 and 2e-5 < p99 <= 4e-5
-
-
-def test_a_peer_that_stops_publishing_without_withdrawing_is_reported_down() -> None:
-    board = ReplicaBoard("a")
-    board.accept([encoded("b", WALL)])
-    board.note_registry({"a": WALL, "b": WALL}, WALL)
-    assert board.replica_states(WALL) == [("a", True), ("b", True)]
-    # b crashed: still registered, its summary gone.
-    later = WALL + 10
-    board.accept([None])
-    board.note_registry({"a": later, "b": WALL}, later)
-    assert board.replica_states(later) == [("a", True), ("b", False)]
-    # The registry prunes it after a minute; it is still remembered as down.
-    pruned = WALL + 120
-    board.note_registry({"a": pruned}, pruned)
-    assert board.replica_states(pruned) == [("a", True), ("b", False)]
-    # ... until MISSING_MEMORY_SECONDS after its last summary.
-    gone = WALL + MISSING_MEMORY_SECONDS + 1
-    board.note_registry({"a": gone}, gone)
-    assert board.replica_states(gone) == [("a", True)]
-
-
-def test_a_peer_that_withdrew_gracefully_is_not_reported_missing() -> None:
-    board = ReplicaBoard("a")
-    board.accept([encoded("b", WALL)])
-    board.note_registry({"a": WALL, "b": WALL}, WALL)
-    board.accept([])
-    board.note_registry({"a": WALL + 2}, WALL + 2)
-    assert board.replica_states(WALL + 2) == [("a", True)]
-
-
-def test_without_a_fresh_registry_read_only_this_replica_is_reported() -> None:
-    board = ReplicaBoard("a")
-    board.accept([encoded("b", WALL)])
-    board.note_registry({"a": WALL, "b": WALL}, WALL)
-    assert board.replica_states(WALL + STALE_SECONDS + 1) == [("a", True)]
