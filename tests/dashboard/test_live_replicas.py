@@ -18,7 +18,7 @@ from api.cluster import replica_board
 from api.cluster.replica_board import ReplicaBoard
 from api.cluster.replicas import MergedView, summarize
 from api.wire import runtime_host
-from api.wire.frontends import FrontendRow
+from api.wire.frontends import FrontendRow, WebsocketFrontends
 from dashboard import live
 from dashboard.live import Broadcaster, Tick
 from dashboard.wire import frontends_from_wire
@@ -125,6 +125,7 @@ class FakeHost:
     def __init__(self, runtime: SchedulerRuntime) -> None:
         self.runtime = runtime
         self.stats = RollingStats(clock=lambda: 100.0)
+        self.websocket_frontends = WebsocketFrontends()
 
     def load(self) -> dict[str, float | None]:
         return {
