@@ -107,9 +107,11 @@ class Traffic:
             }
             self.run(frontend.send(message))
 
-    def another_frontend(self, token: str) -> FrontendClient:
+    def another_frontend(self, token: str, *, name: str | None = None) -> FrontendClient:
         """A second frontend connection, with its own token, closed by the caller."""
-        client = FrontendClient(f"{self.ws_url}/ws/frontend/", token, self.replies.append)
+        client = FrontendClient(
+            f"{self.ws_url}/ws/frontend/", token, self.replies.append, name=name
+        )
         self.run(client.start())
         return client
 

@@ -114,6 +114,25 @@ def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
     page.locator(".frontends-card").screenshot(path=str(tmp_path / "frontends-two-replicas.png"))
 
 
+def test_a_named_frontend_on_both_replicas_is_a_row_on_each_and_one_frontend_in_the_header(
+    page: Page, traffic_a: Traffic, traffic_b: Traffic, pair: tuple[DaphneProcess, DaphneProcess]
+) -> None:
+    header = page.locator("#f-frontends")
+    expect(header).to_have_text("2")  # each replica's own frontend
+    on_a = traffic_a.another_frontend(pair[0].issue_token("frontend", "edge"), name="edge-1")
+    on_b = traffic_b.another_frontend(pair[1].issue_token("frontend", "edge"), name="edge-1")
+    rows = page.locator('#frontends tr[data-frontend^="websocket edge-1 "]')
+    try:
+        expect(rows).to_have_count(2, timeout=PEERS_WITHIN)
+        expect(rows.first.locator("td").nth(1)).to_have_text("edge-1")
+        expect(header).to_have_text("3", timeout=PEERS_WITHIN)  # counted per socket: 4
+    finally:
+        traffic_a.close(on_a)
+        traffic_b.close(on_b)
+    expect(rows).to_have_count(0, timeout=PEERS_WITHIN)
+    expect(header).to_have_text("2", timeout=PEERS_WITHIN)
+
+
 def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_holding_it(
     page: Page, traffic_a: Traffic, traffic_b: Traffic
 ) -> None:
