@@ -236,6 +236,11 @@ def test_focus_moves_to_the_nearest_row_when_the_focused_row_empties(
     traffic.enqueue("focus-a")
     traffic.enqueue("focus-b", via=blinking)
     traffic.enqueue("focus-c")
+    # The enqueues are only sent: wait until the tree shows all three, or the
+    # close below may be handled before focus-c's enqueue on its own socket,
+    # and focus rightly goes to focus-a, the only row left then.
+    for name in ("focus-a", "focus-c"):
+        expect(treeitem(page, f"{name}: 1 queued")).to_have_count(1)
     treeitem(page, "focus-b: 1 queued").focus()
     traffic.close(blinking)  # its pending request is cancelled: the row goes
     expect(treeitem(page, "focus-b")).to_have_count(0)
