@@ -76,16 +76,22 @@ class WebsocketFrontends:
         return len(self._open)
 
     def rows(self) -> list[FrontendRow]:
-        """A row per named frontend (its sockets as streams), else per socket."""
+        """A row per named frontend (its sockets as streams), else per socket.
+
+        A named frontend's row has its oldest socket's age and the names of
+        every token its sockets use, so a name shared across tokens shows.
+        """
         now = time.monotonic()
         rows: list[FrontendRow] = []
         named: dict[str, int] = {}
+        tokens: dict[str, set[str]] = {}
         for consumer, since in self._open.values():
             name = consumer.frontend_name
+            token = getattr(consumer.token, "name", "") or ""
             row = FrontendRow(
                 "websocket",
                 websocket_address(consumer),
-                getattr(consumer.token, "name", "") or "",
+                token,
                 1,
                 len(consumer.pending),
                 now - since,
@@ -94,13 +100,16 @@ class WebsocketFrontends:
                 rows.append(row)
             elif (at := named.get(name)) is None:
                 named[name] = len(rows)
+                tokens[name] = {token}
                 rows.append(row)
             else:
-                # Its first socket's row, so the token and the age are the oldest's.
+                tokens[name].add(token)
                 first = rows[at]
                 rows[at] = first._replace(
                     streams=first.streams + 1, outstanding=first.outstanding + row.outstanding
                 )
+        for name, at in named.items():
+            rows[at] = rows[at]._replace(name=", ".join(sorted(filter(None, tokens[name]))))
         return rows
 
     def names(self) -> set[str]:

@@ -95,3 +95,13 @@ def test_a_bad_frontend_name_is_refused_naming_the_field(query: bytes, problem: 
         frontend_name(scope(query))
     assert refused.value.field == "frontend"
     assert problem in refused.value.message
+
+
+def test_a_name_shared_by_sockets_of_two_tokens_lists_both_tokens() -> None:
+    websocket = WebsocketFrontends()
+    for port, token in ((5000, "edge-b"), (5001, "edge-a"), (5002, "edge-b")):
+        websocket.opened(consumer(port, token, 0, "edge-1"))
+
+    (row,) = websocket.rows()
+
+    assert (row.address, row.name, row.streams) == ("edge-1", "edge-a, edge-b", 3)
