@@ -24,6 +24,7 @@ __all__ = [
     "WebsocketFrontends",
     "frontend_name",
     "frontend_rows",
+    "websocket_address",
 ]
 
 MAX_FRONTEND_NAME = 200
