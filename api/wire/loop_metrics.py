@@ -8,6 +8,11 @@ So the view (`render`) reads what belongs to the loop there, through each
 `generate_latest` anywhere else still works, because `collect()` then takes
 it itself. The client library's own metrics are safe to read from the
 thread (each sits behind its own lock).
+
+`TallyCounter` is a labelled counter kept in a plain dict on the loop: an
+event is one addition, where a library counter child takes a lock, and a
+scrape copies the dict there. The text is written by
+`api.wire.exposition.write_latest`, which reuses each series' prefix.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ from contextvars import ContextVar
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-__all__ = ["LoopBoundCollector", "register_loop_bound", "render"]
+from api.wire.exposition import RowFamily, write_latest
+
+__all__ = ["LoopBoundCollector", "TallyCounter", "register_loop_bound", "render"]
 
 Build = Callable[[], Iterable[Metric]]
 
@@ -49,6 +55,39 @@ class LoopBoundCollector(Collector):
         return []  # unchecked: the families depend on the state
 
 
+class TallyCounter(LoopBoundCollector):
+    """A counter by label values, counted on the loop: `inc(*values)` adds one.
+
+    Its samples come out in the order their label values were first
+    counted, as a library `Counter`'s children do. Only the loop may call
+    `inc` and `remove`; `take` copies the dict there in one C call, so a
+    scrape from another thread never sees it change mid-read.
+    """
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
+        self._family = (name, documentation, labels)
+        self._counts: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *values: str) -> None:
+        counts = self._counts
+        counts[values] = counts.get(values, 0.0) + 1.0
+
+    def remove(self, *values: str) -> None:
+        """Drop one series (a tenant gone idle); nothing if it was never counted."""
+        self._counts.pop(values, None)
+
+    def take(self) -> Build:
+        rows = list(self._counts.copy().items())
+        name, documentation, labels = self._family
+
+        def build() -> list[Metric]:
+            family = RowFamily(name, documentation, "counter", labels)
+            family.rows = rows
+            return [family]
+
+        return build
+
+
 def register_loop_bound(registry: CollectorRegistry, collector: LoopBoundCollector) -> None:
     """Register `collector`, and have `render` take it on the loop."""
     registry.register(collector)
@@ -56,13 +95,13 @@ def register_loop_bound(registry: CollectorRegistry, collector: LoopBoundCollect
 
 
 async def render(registry: CollectorRegistry) -> bytes:
-    """The registry's text exposition, formatted in a worker thread.
+    """The registry's text exposition (`generate_latest`'s), formatted in a worker thread.
 
     Every loop-bound collector takes its state here first, on the loop,
     before the thread starts.
     """
     token = _TAKEN.set({collector: collector.take() for collector in _BOUND.get(registry, ())})
     try:
-        return await asyncio.to_thread(generate_latest, registry)
+        return await asyncio.to_thread(write_latest, registry)
     finally:
         _TAKEN.reset(token)

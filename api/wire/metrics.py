@@ -37,12 +37,18 @@ from prometheus_client import (
     ProcessCollector,
     disable_created_metrics,
 )
-from prometheus_client.core import GaugeMetricFamily
 
 from api.cluster import replica_board
 from api.wire import runtime_host
+from api.wire.exposition import RowFamily
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
-from api.wire.loop_metrics import Build, LoopBoundCollector, register_loop_bound, render
+from api.wire.loop_metrics import (
+    Build,
+    LoopBoundCollector,
+    TallyCounter,
+    register_loop_bound,
+    render,
+)
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
@@ -79,12 +85,14 @@ CANCELLED = Counter(
     ["user"],
     registry=REGISTRY,
 )
-ENQUEUED = Counter(
+# Counted on every request, with a series per tenant: a dict, not a library
+# counter (api.wire.loop_metrics.TallyCounter).
+ENQUEUED = TallyCounter(
     "cortex_request_queue_requests_total",
     "Requests accepted into the queue.",
-    ["user", "priority"],
-    registry=REGISTRY,
+    ("user", "priority"),
 )
+register_loop_bound(REGISTRY, ENQUEUED)
 # Per-user labels would multiply the buckets by the tenant count; component
 # and priority are what an operator slices queue wait by.
 QUEUE_DURATION = Histogram(
@@ -168,7 +176,6 @@ class LabelChildren:
         return child
 
 
-_ENQUEUED = LabelChildren(ENQUEUED)
 _QUEUE_DURATION = LabelChildren(QUEUE_DURATION)
 
 
@@ -211,7 +218,7 @@ class MetricsObserver:
 
     def on_enqueued(self, request: Request) -> None:
         tenant, priority = request.tenant_id, str(request.priority)
-        _ENQUEUED.get(tenant, priority).inc()
+        ENQUEUED.inc(tenant, priority)
         _note_priority(tenant, priority)
         # Once per request: the runtime looked up once, no set built to be dropped.
         runtime = runtime_host.get_runtime() if runtime_host.started() else None
@@ -240,15 +247,16 @@ class MetricsObserver:
         _QUEUE_DURATION.get(request.component, str(request.priority)).observe(wait)
 
 
-def _gauge(name: str, doc: str, labels: list[str] | None = None) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, doc, labels=labels)
+def _gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> RowFamily:
+    # Rows, not samples: the per-tenant gauges have a series per tenant.
+    return RowFamily(name, doc, "gauge", labels)
 
 
 def signal_families(
     counts: QueueCounts | None,
     peaks: list[tuple[str, int]],
     replicas: list[tuple[str, bool]],
-) -> list[GaugeMetricFamily]:
+) -> list[RowFamily]:
     """Mimir's newest queue signals plus the gauges our alert rules need.
 
     `cortex_query_scheduler_queue_max_wait_seconds` has no labels, as in
@@ -264,18 +272,18 @@ def signal_families(
         "cortex_query_scheduler_max_queue_length",
         "Maximum number of queries observed in a tenant's queue since the last "
         "metric collection (reset on each scrape).",
-        ["user"],
+        ("user",),
     )
     reserved_idle = _gauge(
         "queue_inspector_reserved_querier_idle_seconds",
         "How long a querier holding a reservation has had no busy worker.",
-        ["querier"],
+        ("querier",),
     )
     replica_up = _gauge(
         "queue_inspector_replica_up",
         "1 for this replica and each peer publishing its summary; 0 for a peer that "
         "stopped publishing without a graceful withdrawal (remembered 15 minutes).",
-        ["replica"],
+        ("replica",),
     )
     oldest = None
     if counts is not None:
@@ -294,12 +302,12 @@ def signal_families(
     return [max_wait, peak, reserved_idle, replica_up]
 
 
-def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[GaugeMetricFamily]:
+def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[RowFamily]:
     """The scrape-time gauges of the queue's counts (all zero before the runtime starts)."""
     length = _gauge(
         "cortex_query_scheduler_queue_length",
         "Requests queued, by tenant, priority and queue type (fifo or priority).",
-        ["user", "priority", "type"],
+        ("user", "priority", "type"),
     )
     queriers = _gauge(
         "cortex_query_scheduler_connected_querier_clients",
@@ -312,7 +320,7 @@ def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[GaugeM
     inflight = _gauge(
         "cortex_query_scheduler_querier_inflight_requests",
         "Requests being run by querier workers, by query component.",
-        ["query_component"],
+        ("query_component",),
     )
     frontend_gauge.add_metric([], frontends)
     if counts is None:

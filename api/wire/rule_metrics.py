@@ -14,31 +14,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily
-
 from api.wire import runtime_host
+from api.wire.exposition import RowFamily
 from api.wire.loop_metrics import Build, LoopBoundCollector
 
 __all__ = ["RuleStatsCollector", "rule_families"]
 
 
-def rule_families(stats: Any) -> list[CounterMetricFamily]:
+def rule_families(stats: Any) -> list[RowFamily]:
     """The two counter families of one `RuleStats` (empty ones when None)."""
-    matches = CounterMetricFamily(
+    # Rows, not samples: both have a series per tenant.
+    matches = RowFamily(
         "cortex_query_scheduler_priority_rule_matches_total",
         'Requests matched per tenant, priority and attribute index (default: attribute "").',
-        labels=["user", "priority", "attribute"],
+        "counter",
+        ("user", "priority", "attribute"),
     )
-    rejected = CounterMetricFamily(
+    rejected = RowFamily(
         "cortex_query_frontend_rejected_queries_total",
         "Queries rejected by the tenant's query_rejection rules (HTTP 422).",
-        labels=["user", "reason"],
+        "counter",
+        ("user", "reason"),
     )
     if stats is not None:
         for labels, count in sorted(stats.matches_total().items()):
-            matches.add_metric(list(labels), count)
+            matches.add_metric(labels, count)
         for labels, count in sorted(stats.rejected_total().items()):
-            rejected.add_metric(list(labels), count)
+            rejected.add_metric(labels, count)
     return [matches, rejected]
 
 

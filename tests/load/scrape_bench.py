@@ -7,7 +7,11 @@ process, with the server's GC settings (`config/asgi.py`), this:
 
 1. times both readings of the same queue, alternately (minimum of the
    repeats), and prints their ratio;
-2. runs whole scrapes through the view (`api.wire.metrics.metrics_view`)
+2. formats the registry's text in this thread, with the library's
+   `generate_latest` and with ours, `api.wire.exposition.write_latest`
+   (which keeps each series' prefix from one scrape to the next),
+   alternately, and prints their ratio;
+3. runs whole scrapes through the view (`api.wire.metrics.metrics_view`)
    while a task sleeping 1 ms at a time records the loop's longest gap,
    and prints the median and the worst gap, with the scrape's size.
 
@@ -57,6 +61,27 @@ def best_of(read: Callable[[], object], repeats: int) -> float:
     return best
 
 
+def _series(text: bytes) -> list[str]:
+    return [line.rsplit(" ", 1)[0] for line in text.decode().splitlines()]
+
+
+def formatting_times(rounds: int, repeats: int) -> tuple[float, float]:
+    """The best times of `generate_latest` and `write_latest` over the served registry."""
+    from prometheus_client.exposition import generate_latest
+
+    from api.wire.exposition import write_latest
+    from api.wire.metrics import REGISTRY
+
+    # The same lines, values aside: clocks and CPU counters move between two calls.
+    if _series(write_latest(REGISTRY)) != _series(generate_latest(REGISTRY)):
+        raise SystemExit("write_latest and generate_latest disagree on this registry")
+    library, ours = [], []
+    for _ in range(rounds):
+        library.append(best_of(lambda: generate_latest(REGISTRY), repeats))
+        ours.append(best_of(lambda: write_latest(REGISTRY), repeats))
+    return min(library), min(ours)
+
+
 async def scrape_stalls(scrapes: int) -> tuple[list[float], int]:
     """Each scrape's longest loop gap (seconds) and the last scrape's size."""
     from django.test import RequestFactory
@@ -102,6 +127,7 @@ async def run(args: argparse.Namespace) -> None:
         snapshots.append(best_of(runtime.snapshot, args.repeats))
         counts.append(best_of(runtime.queue.counts, args.repeats))
     snap, count = min(snapshots), min(counts)
+    library, ours = formatting_times(args.rounds, args.repeats)
     gaps, size = await scrape_stalls(args.scrapes)
     await runtime_host.shutdown(drain_timeout=0)
     shape = "two priorities per leaf" if args.two_priorities else "one priority"
@@ -110,6 +136,11 @@ async def run(args: argparse.Namespace) -> None:
         f"on-loop read per scrape (min of {args.rounds}x{args.repeats}, alternating): "
         f"snapshot {snap * 1e3:.1f} ms, counts {count * 1e3:.1f} ms "
         f"(counts/snapshot {count / snap:.2f})"
+    )
+    print(
+        f"formatting in the worker thread (min of {args.rounds}x{args.repeats}, alternating): "
+        f"generate_latest {library * 1e3:.1f} ms, write_latest {ours * 1e3:.1f} ms "
+        f"(write_latest/generate_latest {ours / library:.2f})"
     )
     print(
         f"loop stall per /metrics scrape ({args.scrapes} scrapes of {size / 1e6:.1f} MB): "

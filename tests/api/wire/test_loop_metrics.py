@@ -5,9 +5,26 @@ from __future__ import annotations
 import threading
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
-from api.wire.loop_metrics import Build, LoopBoundCollector, register_loop_bound, render
+from api.wire.loop_metrics import (
+    Build,
+    LoopBoundCollector,
+    TallyCounter,
+    register_loop_bound,
+    render,
+)
+
+
+class Fixed:
+    """A plain collector of given families."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
 
 
 class Probe(LoopBoundCollector):
@@ -54,3 +71,40 @@ async def test_another_registrys_collectors_are_not_taken_by_a_scrape() -> None:
     await render(registry)
     assert len(probe.taken_on) == 1
     assert other.taken_on == []
+
+
+def tallied(*events: tuple[str, str]) -> tuple[CollectorRegistry, TallyCounter]:
+    registry = CollectorRegistry()
+    counter = TallyCounter("requests_total", "Requests.", ("user", "priority"))
+    register_loop_bound(registry, counter)
+    for event in events:
+        counter.inc(*event)
+    return registry, counter
+
+
+def test_a_tally_counter_writes_a_counter_in_the_order_its_series_were_first_counted() -> None:
+    registry, _ = tallied(("b", "0"), ("a", "5"), ("b", "0"))
+    expected = CounterMetricFamily("requests_total", "Requests.", labels=["user", "priority"])
+    expected.add_metric(["b", "0"], 2.0)
+    expected.add_metric(["a", "5"], 1.0)
+    reference = CollectorRegistry()
+    reference.register(Fixed([expected]))
+    assert generate_latest(registry) == generate_latest(reference)
+    assert registry.get_sample_value("requests_total", {"user": "b", "priority": "0"}) == 2.0
+
+
+def test_removing_a_tally_series_drops_it_and_an_unknown_one_is_nothing() -> None:
+    registry, counter = tallied(("b", "0"), ("a", "5"))
+    counter.remove("b", "0")
+    counter.remove("never", "0")
+    text = generate_latest(registry).decode()
+    assert 'user="b"' not in text and 'requests_total{priority="5",user="a"} 1.0' in text
+
+
+async def test_a_scrape_writes_the_counts_taken_on_the_loop_not_later_ones() -> None:
+    registry, counter = tallied(("a", "0"))
+    (family,) = list(counter.take()())
+    counter.inc("a", "0")
+    counter.inc("new", "0")
+    assert [sample.value for sample in family.samples] == [1.0]
+    assert b'requests_total{priority="0",user="a"} 2.0' in await render(registry)
