@@ -6,8 +6,8 @@ apply through `config_apply`, reconcile, the SIGTERM drain through
 out; `protocol` and `consumers/` are the JSON websocket protocol
 (docs/protocol.md); `grpc/` is Cortex's `schedulerpb` door
 (docs/protocol-grpc.md); `frontends` lists connected frontends; `metrics`
-(with `rule_metrics`, `loop_metrics` and `exposition`, its text writer) and `health` are the endpoints
-monitoring polls.
+(with `rule_metrics`, `loop_metrics` and `exposition`, its text writer)
+and `health` are the endpoints monitoring polls.
 
 May import: `scheduler_core`, `api.store`, `api.cluster`. Never `api.rest`.
 """

@@ -1,20 +1,21 @@
-"""`/metrics` text, byte for byte `generate_latest`'s, with each series' prefix kept.
+"""`/metrics` text, byte for byte `generate_latest`'s, written with less work per series.
 
 `prometheus_client.exposition.generate_latest` rebuilds every sample's
 `name{label="value",...} ` on every scrape: it sorts the labels, checks each
-name against a regular expression and escapes each value. At 10,000 tenants
-that is some 30,000 prefixes, the same ones scrape after scrape, and most
-of the scrape's time. `write_latest` keeps each prefix from one scrape to
-the next (only the series that scrape wrote, so what is kept is bounded by
-one scrape's size) and writes everything else exactly as the library does,
-through the library's own escaping and float spelling; property tests
-compare the two on arbitrary registries.
+name against a regular expression and escapes each value, and at 10,000
+tenants it formats some 30,000 series. `write_latest` writes everything
+exactly as the library does, through the library's own escaping and float
+spelling (property tests compare the two on arbitrary registries), with
+less per series:
 
-`RowFamily` is a metric family for the big per-tenant families: a row of
-label values and a number per sample, where the library's families build a
-`Sample` and a labels dict per sample. `samples` still lists them, for
-`generate_latest`, `get_sample_value` and anything else that reads a
-family.
+- `RowFamily` is a metric family for the big per-tenant families: a row of
+  label values and a number per sample, where the library's families
+  build a `Sample` and a labels dict per sample. Its rows are written from
+  one template per family (names sorted and checked once), so a row costs
+  its values' escaping. `samples` still lists them, for `generate_latest`,
+  `get_sample_value` and anything else that reads a family.
+- Each sample prefix of the library's families is kept until the next
+  scrape (only the series that scrape wrote).
 
 Imports only `prometheus_client`.
 """
@@ -82,14 +83,18 @@ class RowFamily(Metric):
 
 
 class _Prefixes:
-    """One scrape's series prefixes, and the last scrape's to reuse.
+    """One scrape's sample prefixes, and the last scrape's to reuse.
 
-    Rows and samples are kept apart: a row's key holds label values only,
-    a sample's the (name, value) pairs, and the two could be equal tuples.
+    Only the library's families are kept here: a key is the sample's name
+    and (label, value) pairs, a new tuple per series that lives until the
+    next scrape. Kept for the tens of thousands of rows, those tuples made
+    the collector's passes longer, in the worker thread and on the loop,
+    and a scrape held dispatch longer than the library's whole formatting
+    did (`tests.load.scrape_bench --two-priorities`). Rows are written from
+    their family's template instead (`_row_template`).
     """
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[Any, ...], str] = {}
         self.samples: dict[tuple[Any, ...], str] = {}
 
 
@@ -102,6 +107,19 @@ def _prefix(name: str, pairs: Iterable[tuple[str, str]]) -> str:
     )
     name = om.escape_metric_name(name, _ESCAPING)
     return f"{name}{{{labels}}} " if labels else f"{name} "
+
+
+def _row_template(name: str, names: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
+    """A `str.format` template of a row's prefix, and the order its values fill it.
+
+    As `_prefix` writes it: labels sorted by name, names escaped once here.
+    An escaped name holds no brace, so the template has no field but the
+    values' own.
+    """
+    order = tuple(sorted(range(len(names)), key=names.__getitem__))
+    labels = ",".join(f'{om.escape_label_name(names[i], _ESCAPING)}="{{}}"' for i in order)
+    name = om.escape_metric_name(name, _ESCAPING)
+    return (f"{name}{{{{{labels}}}}} " if labels else f"{name} "), order
 
 
 def _timestamp(sample: Sample) -> str:
@@ -148,7 +166,7 @@ class _Writer:
             )
         )
         if isinstance(metric, RowFamily):
-            self._rows(metric, last.rows, kept.rows, out)
+            self._rows(metric, out)
             return {}
         split: dict[str, list[str]] = {}
         moved = {metric.name + suffix: suffix for suffix in _SPLIT_SUFFIXES}
@@ -167,19 +185,13 @@ class _Writer:
         return split
 
     @staticmethod
-    def _rows(
-        family: RowFamily,
-        last: dict[tuple[Any, ...], str],
-        kept: dict[tuple[Any, ...], str],
-        out: list[str],
-    ) -> None:
-        name, names = family.sample_name, family.label_names
+    def _rows(family: RowFamily, out: list[str]) -> None:
+        template, order = _row_template(family.sample_name, family.label_names)
+        fill, escape, utf8 = template.format, om._escape, om.ALLOWUTF8
         for values, value in family.rows:
-            key = (name, names, values)
-            prefix = last.get(key)
-            if prefix is None:
-                prefix = _prefix(name, zip(names, values, strict=True))
-            kept[key] = prefix
+            if len(values) != len(order):
+                raise ValueError(f"{family.name}: {len(order)} label values expected")
+            prefix = fill(*[escape(values[i], utf8, False) for i in order])
             out.append(f"{prefix}{floatToGoString(value)}\n")
 
 

@@ -134,17 +134,18 @@ def test_a_series_kept_from_the_last_scrape_is_written_with_its_new_value() -> N
 
 
 def test_only_the_last_scrapes_series_are_kept() -> None:
-    rows = RowFamily("queue_length", "Queued.", "gauge", ["user"])
+    gauge = GaugeMetricFamily("queue_length", "Queued.", labels=["user"])
     for i in range(100):
-        rows.add_metric([f"tenant-{i}"], i)
-    registry, collector = registry_of(rows)
+        gauge.add_metric([f"tenant-{i}"], i)
+    registry, collector = registry_of(gauge)
     write_latest(registry)
-    fewer = RowFamily("queue_length", "Queued.", "gauge", ["user"])
+    fewer = GaugeMetricFamily("queue_length", "Queued.", labels=["user"])
     fewer.add_metric(["tenant-1"], 1)
-    collector.families = [fewer]
+    collector.families = [fewer, RowFamily("rows", "Rows.", "gauge", ["user"])]
     write_latest(registry)
-    kept = exposition._WRITERS[registry]._last
-    assert len(kept.rows) == 1 and kept.samples == {}
+    assert list(exposition._WRITERS[registry]._last.samples) == [
+        ("queue_length", ("user", "tenant-1"))
+    ]
 
 
 def test_a_row_family_lists_the_samples_a_library_family_would() -> None:
