@@ -19,7 +19,6 @@ each enqueue (one dict look-up) and the scrape reseeds, never a scan.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections import Counter as Tally
 from collections.abc import Mapping
@@ -30,7 +29,6 @@ from django.http import HttpRequest, HttpResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
-    Counter,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -73,26 +71,26 @@ disable_created_metrics()
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-DISCARDED = Counter(
+# The counters with a series per tenant are dicts counted on the loop, not
+# library counters (api.wire.loop_metrics.TallyCounter): the enqueue count
+# is kept on every request, and a scrape writes them as rows.
+DISCARDED = TallyCounter(
     "cortex_query_scheduler_discarded_requests_total",
     "Requests refused because the tenant had too many outstanding requests.",
-    ["user", "priority"],
-    registry=REGISTRY,
+    ("user", "priority"),
 )
-CANCELLED = Counter(
+CANCELLED = TallyCounter(
     "cortex_query_scheduler_cancelled_requests_total",
     "Requests cancelled by their frontend before they completed.",
-    ["user"],
-    registry=REGISTRY,
+    ("user",),
 )
-# Counted on every request, with a series per tenant: a dict, not a library
-# counter (api.wire.loop_metrics.TallyCounter).
 ENQUEUED = TallyCounter(
     "cortex_request_queue_requests_total",
     "Requests accepted into the queue.",
     ("user", "priority"),
 )
-register_loop_bound(REGISTRY, ENQUEUED)
+for _tally in (DISCARDED, CANCELLED, ENQUEUED):
+    register_loop_bound(REGISTRY, _tally)
 # Per-user labels would multiply the buckets by the tenant count; component
 # and priority are what an operator slices queue wait by.
 QUEUE_DURATION = Histogram(
@@ -181,11 +179,9 @@ _QUEUE_DURATION = LabelChildren(QUEUE_DURATION)
 
 def _forget_tenant(tenant_id: str) -> None:
     for priority in _PRIORITIES.pop(tenant_id, ()):
-        for counter in (ENQUEUED, DISCARDED):
-            with contextlib.suppress(KeyError):
-                counter.remove(tenant_id, priority)
-    with contextlib.suppress(KeyError):
-        CANCELLED.remove(tenant_id)
+        ENQUEUED.remove(tenant_id, priority)
+        DISCARDED.remove(tenant_id, priority)
+    CANCELLED.remove(tenant_id)
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
         host = runtime_host.get_host()
@@ -229,12 +225,12 @@ class MetricsObserver:
 
     def on_rejected(self, request: Request, reason: str) -> None:
         tenant, priority = request.tenant_id, str(request.priority)
-        DISCARDED.labels(tenant, priority).inc()
+        DISCARDED.inc(tenant, priority)
         _note_priority(tenant, priority)
         JANITOR.seen(tenant)
 
     def on_cancelled(self, request: Request) -> None:
-        CANCELLED.labels(request.tenant_id).inc()
+        CANCELLED.inc(request.tenant_id)
         JANITOR.ended(request.tenant_id)
 
     def on_completed(self, request: Request) -> None:
