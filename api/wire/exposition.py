@@ -23,7 +23,7 @@ Imports only `prometheus_client`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -82,44 +82,27 @@ class RowFamily(Metric):
             raise TypeError("a RowFamily keeps rows: add them with add_metric()")
 
 
-class _Prefixes:
-    """One scrape's sample prefixes, and the last scrape's to reuse.
-
-    Only the library's families are kept here: a key is the sample's name
-    and (label, value) pairs, a new tuple per series that lives until the
-    next scrape. Kept for the tens of thousands of rows, those tuples made
-    the collector's passes longer, in the worker thread and on the loop,
-    and a scrape held dispatch longer than the library's whole formatting
-    did (`tests.load.scrape_bench --two-priorities`). Rows are written from
-    their family's template instead (`_row_template`).
-    """
-
-    def __init__(self) -> None:
-        self.samples: dict[tuple[Any, ...], str] = {}
-
-
-def _prefix(name: str, pairs: Iterable[tuple[str, str]]) -> str:
-    labels = ",".join(
-        [
-            f'{om.escape_label_name(k, _ESCAPING)}="{om._escape(v, om.ALLOWUTF8, False)}"'
-            for k, v in sorted(pairs)
-        ]
-    )
-    name = om.escape_metric_name(name, _ESCAPING)
-    return f"{name}{{{labels}}} " if labels else f"{name} "
-
-
 def _row_template(name: str, names: tuple[str, ...]) -> tuple[str, tuple[int, ...]]:
-    """A `str.format` template of a row's prefix, and the order its values fill it.
+    """A `str.format` template of a series' prefix, and the order its values fill it.
 
-    As `_prefix` writes it: labels sorted by name, names escaped once here.
-    An escaped name holds no brace, so the template has no field but the
-    values' own.
+    As generate_latest writes it: labels sorted by name, names escaped (once
+    here, for a whole family of rows). An escaped name holds no brace, so
+    the template has no field but the values' own.
     """
     order = tuple(sorted(range(len(names)), key=names.__getitem__))
     labels = ",".join(f'{om.escape_label_name(names[i], _ESCAPING)}="{{}}"' for i in order)
     name = om.escape_metric_name(name, _ESCAPING)
     return (f"{name}{{{{{labels}}}}} " if labels else f"{name} "), order
+
+
+def _fill(template: str, order: tuple[int, ...], values: Sequence[str]) -> str:
+    """The prefix of one series: its label values escaped into the template."""
+    return template.format(*[om._escape(values[i], om.ALLOWUTF8, False) for i in order])
+
+
+def _prefix(sample: Sample) -> str:
+    template, order = _row_template(sample.name, tuple(sample.labels))
+    return _fill(template, order, tuple(sample.labels.values()))
 
 
 def _timestamp(sample: Sample) -> str:
@@ -135,12 +118,21 @@ def _header(name: str, documentation: str, typ: str) -> str:
 
 class _Writer:
     def __init__(self) -> None:
-        self._last = _Prefixes()
+        # The last scrape's sample prefixes, of the library's families only:
+        # a key is the sample's name and (label, value) pairs, a new tuple
+        # per series that lives until the next scrape. Kept for the tens of
+        # thousands of rows, those tuples made the collector's passes longer,
+        # in the worker thread and on the loop, and a scrape held dispatch
+        # longer than the library's whole formatting did
+        # (`tests.load.scrape_bench --two-priorities`). Rows are written from
+        # their family's template instead.
+        self._last: dict[tuple[Any, ...], str] = {}
 
     def write(self, registry: CollectorRegistry) -> bytes:
         # Two scrapes at once each read the last scrape's prefixes and leave
         # their own; either set is right, since a prefix depends only on its key.
-        last, kept = self._last, _Prefixes()
+        last: dict[tuple[Any, ...], str] = self._last
+        kept: dict[tuple[Any, ...], str] = {}
         out: list[str] = []
         for metric in registry.collect():
             try:
@@ -155,7 +147,11 @@ class _Writer:
         return "".join(out).encode("utf-8")
 
     def _family(
-        self, metric: Metric, last: _Prefixes, kept: _Prefixes, out: list[str]
+        self,
+        metric: Metric,
+        last: dict[tuple[Any, ...], str],
+        kept: dict[tuple[Any, ...], str],
+        out: list[str],
     ) -> dict[str, list[str]]:
         typ = metric.type
         out.append(
@@ -172,10 +168,10 @@ class _Writer:
         moved = {metric.name + suffix: suffix for suffix in _SPLIT_SUFFIXES}
         for sample in metric.samples:
             key = (sample.name, *sample.labels.items())
-            prefix = last.samples.get(key)
+            prefix = last.get(key)
             if prefix is None:
-                prefix = _prefix(sample.name, sample.labels.items())
-            kept.samples[key] = prefix
+                prefix = _prefix(sample)
+            kept[key] = prefix
             line = f"{prefix}{floatToGoString(sample.value)}{_timestamp(sample)}\n"
             suffix = moved.get(sample.name)
             if suffix is None:
@@ -187,12 +183,11 @@ class _Writer:
     @staticmethod
     def _rows(family: RowFamily, out: list[str]) -> None:
         template, order = _row_template(family.sample_name, family.label_names)
-        fill, escape, utf8 = template.format, om._escape, om.ALLOWUTF8
         for values, value in family.rows:
+            # `rows` may be set whole (TallyCounter); str.format would drop extra values.
             if len(values) != len(order):
                 raise ValueError(f"{family.name}: {len(order)} label values expected")
-            prefix = fill(*[escape(values[i], utf8, False) for i in order])
-            out.append(f"{prefix}{floatToGoString(value)}\n")
+            out.append(f"{_fill(template, order, values)}{floatToGoString(value)}\n")
 
 
 _WRITERS: WeakKeyDictionary[CollectorRegistry, _Writer] = WeakKeyDictionary()
@@ -200,7 +195,7 @@ _WRITERS_LOCK = threading.Lock()
 
 
 def write_latest(registry: CollectorRegistry) -> bytes:
-    """`generate_latest(registry)`, reusing the prefixes of its last call."""
+    """`generate_latest(registry)`, reusing its last call's prefixes of library families."""
     with _WRITERS_LOCK:
         writer = _WRITERS.get(registry)
         if writer is None:

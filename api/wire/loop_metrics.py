@@ -11,8 +11,9 @@ thread (each sits behind its own lock).
 
 `TallyCounter` is a labelled counter kept in a plain dict on the loop: an
 event is one addition, where a library counter child takes a lock, and a
-scrape copies the dict there. The text is written by
-`api.wire.exposition.write_latest`, which reuses each series' prefix.
+scrape copies the dict there and writes it as rows
+(`api.wire.exposition.RowFamily`). The text is written by
+`api.wire.exposition.write_latest`, byte for byte `generate_latest`'s.
 """
 
 from __future__ import annotations
@@ -64,9 +65,18 @@ class TallyCounter(LoopBoundCollector):
     scrape from another thread never sees it change mid-read.
     """
 
-    def __init__(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labels: tuple[str, ...],
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        """As a library `Counter`, `registry` (if given) registers it (`register_loop_bound`)."""
         self._family = (name, documentation, labels)
         self._counts: dict[tuple[str, ...], float] = {}
+        if registry is not None:
+            register_loop_bound(registry, self)
 
     def inc(self, *values: str) -> None:
         counts = self._counts

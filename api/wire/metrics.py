@@ -78,19 +78,20 @@ DISCARDED = TallyCounter(
     "cortex_query_scheduler_discarded_requests_total",
     "Requests refused because the tenant had too many outstanding requests.",
     ("user", "priority"),
+    registry=REGISTRY,
 )
 CANCELLED = TallyCounter(
     "cortex_query_scheduler_cancelled_requests_total",
     "Requests cancelled by their frontend before they completed.",
     ("user",),
+    registry=REGISTRY,
 )
 ENQUEUED = TallyCounter(
     "cortex_request_queue_requests_total",
     "Requests accepted into the queue.",
     ("user", "priority"),
+    registry=REGISTRY,
 )
-for _tally in (DISCARDED, CANCELLED, ENQUEUED):
-    register_loop_bound(REGISTRY, _tally)
 # Per-user labels would multiply the buckets by the tenant count; component
 # and priority are what an operator slices queue wait by.
 QUEUE_DURATION = Histogram(

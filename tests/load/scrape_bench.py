@@ -9,8 +9,8 @@ process, with the server's GC settings (`config/asgi.py`), this:
    repeats), and prints their ratio;
 2. formats the registry's text in this thread, with the library's
    `generate_latest` and with ours, `api.wire.exposition.write_latest`
-   (which keeps each series' prefix from one scrape to the next),
-   alternately, and prints their ratio;
+   (the same bytes, with less work per series), alternately, and prints
+   their ratio;
 3. runs whole scrapes through the view (`api.wire.metrics.metrics_view`)
    while a task sleeping 1 ms at a time records the loop's longest gap,
    and prints the median and the worst gap, with the scrape's size.

@@ -143,9 +143,7 @@ def test_only_the_last_scrapes_series_are_kept() -> None:
     fewer.add_metric(["tenant-1"], 1)
     collector.families = [fewer, RowFamily("rows", "Rows.", "gauge", ["user"])]
     write_latest(registry)
-    assert list(exposition._WRITERS[registry]._last.samples) == [
-        ("queue_length", ("user", "tenant-1"))
-    ]
+    assert list(exposition._WRITERS[registry]._last) == [("queue_length", ("user", "tenant-1"))]
 
 
 def test_a_row_family_lists_the_samples_a_library_family_would() -> None:

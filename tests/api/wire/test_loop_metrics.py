@@ -64,8 +64,7 @@ async def test_another_registrys_collectors_are_not_taken_by_a_scrape() -> None:
 
 def tallied(*events: tuple[str, str]) -> tuple[CollectorRegistry, TallyCounter]:
     registry = CollectorRegistry()
-    counter = TallyCounter("requests_total", "Requests.", ("user", "priority"))
-    register_loop_bound(registry, counter)
+    counter = TallyCounter("requests_total", "Requests.", ("user", "priority"), registry=registry)
     for event in events:
         counter.inc(*event)
     return registry, counter
