@@ -6,10 +6,15 @@ SHELL := bash
 PORT ?= 8000
 GRPC_PORT ?= 9095
 HOST ?= 127.0.0.1
-PYTHON ?= python3
+# The interpreter .venv is made from: Debian's optimised CPython 3.11 when it
+# can make a virtualenv, else python3 (scripts/pick-python.sh says why).
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(shell bash scripts/pick-python.sh)
+endif
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-stamp
+# Named after the interpreter, so picking another one installs again.
+STAMP := $(VENV)/.installed$(subst /,-,$(PYTHON))
 PYTEST_ARGS ?=
 
 .PHONY: help venv assets migrate demo-user static serve demo test test-deps lint protos screenshots
@@ -23,8 +28,14 @@ help:
 	@echo "make assets - npm ci and bundle the front-end libraries (CodeMirror, uPlot) for the pages"
 
 # The stamp is newer than pyproject.toml once its dependencies are installed,
-# so re-running costs nothing until pyproject.toml changes.
+# so re-running costs nothing until pyproject.toml changes. A .venv made from
+# another interpreter (pyvenv.cfg's `executable`) is made anew, not mixed.
 $(STAMP): pyproject.toml
+	@base="$$($(PYTHON) -c 'import os, sys; print(os.path.realpath(sys.executable))')"; \
+	if [ -f $(VENV)/pyvenv.cfg ] && ! grep -qxF "executable = $$base" $(VENV)/pyvenv.cfg; then \
+	  echo "make: $(VENV) was made from another Python; making it anew from $$base"; \
+	  rm -rf $(VENV); \
+	fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
         help="also run ours with these environment variables, as phase LABEL, every round "
-        "(e.g. grpcio:GRPC_SERVER=grpcio)",
+        "(e.g. grpcio:GRPC_SERVER=grpcio); PYTHON=PATH runs it on that interpreter instead "
+        "(a virtualenv's python with the project's dependencies installed)",
     )
     parser.add_argument(
         "--cortex-flag",

@@ -206,8 +206,10 @@ def start_our_scheduler(
 ) -> Scheduler:
     """Our Daphne (as `make serve` runs it), one per replica address."""
     grpc_port = free_port()
-    # config.serve is Daphne's command line, with EVENT_LOOP honoured.
-    python = str(project / ".venv" / "bin" / "python")
+    # config.serve is Daphne's command line, with EVENT_LOOP honoured. A
+    # variant's PYTHON is the interpreter, not an environment variable.
+    extra = dict(extra or {})
+    python = extra.pop("PYTHON", None) or str(project / ".venv" / "bin" / "python")
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     procs, urls = [], []
     for i, ip in enumerate(replica_hosts(replicas)):
