@@ -12,7 +12,9 @@ thread (each sits behind its own lock).
 `TallyCounter` is a labelled counter kept in a plain dict on the loop: an
 event is one addition, where a library counter child takes a lock, and a
 scrape copies the dict there and writes it as rows
-(`api.wire.exposition.RowFamily`). The text is written by
+(`api.wire.exposition.RowFamily`). `TallyHistogram` is the same for a
+labelled histogram: an observation is a `bisect` and two additions, where a
+library child walks its bounds in Python and takes two locks. The text is written by
 `api.wire.exposition.write_latest`, byte for byte `generate_latest`'s.
 """
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import math
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
@@ -27,10 +31,17 @@ from weakref import WeakKeyDictionary
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.utils import floatToGoString
 
 from api.wire.exposition import RowFamily, write_latest
 
-__all__ = ["LoopBoundCollector", "TallyCounter", "register_loop_bound", "render"]
+__all__ = [
+    "LoopBoundCollector",
+    "TallyCounter",
+    "TallyHistogram",
+    "register_loop_bound",
+    "render",
+]
 
 Build = Callable[[], Iterable[Metric]]
 
@@ -93,6 +104,70 @@ class TallyCounter(LoopBoundCollector):
         def build() -> list[Metric]:
             family = RowFamily(name, documentation, "counter", labels)
             family.rows = rows
+            return [family]
+
+        return build
+
+
+class TallyHistogram(LoopBoundCollector):
+    """A histogram by label values, observed on the loop: `observe(amount, *values)`.
+
+    Writes what a library `Histogram` with the same buckets writes when fed
+    the same observations (`_created` aside, which this process turns off):
+    cumulative `_bucket`s ending at `+Inf`, `_count`, and `_sum` when the
+    first bound is not negative, series in the order first observed. As
+    there, an amount lands in the first bucket whose bound is at least it,
+    and a NaN only adds to the sum. Only the loop may call `observe`;
+    `take` copies each series' counts there.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labels: tuple[str, ...],
+        buckets: Iterable[float],
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        bounds = [float(b) for b in buckets]
+        if bounds != sorted(bounds):
+            raise ValueError("buckets not in sorted order")
+        if not bounds or bounds[-1] != math.inf:
+            bounds.append(math.inf)
+        if len(bounds) < 2:
+            raise ValueError("at least two buckets are needed")
+        self._family = (name, documentation, labels)
+        self._bounds = tuple(bounds)
+        self._les = tuple(floatToGoString(b) for b in bounds)
+        # Per series: each bucket's own count (not cumulative), then the sum.
+        self._series: dict[tuple[str, ...], list[float]] = {}
+        if registry is not None:
+            register_loop_bound(registry, self)
+
+    def observe(self, amount: float, *values: str) -> None:
+        series = self._series.get(values)
+        if series is None:
+            series = self._series[values] = [0.0] * (len(self._bounds) + 1)
+        if amount == amount:  # bisect would put a NaN in the first bucket
+            series[bisect_left(self._bounds, amount)] += 1.0
+        series[-1] += amount
+
+    def take(self) -> Build:
+        rows = [(values, series[:]) for values, series in self._series.items()]
+        name, documentation, labels = self._family
+        les, with_sum = self._les, self._bounds[0] >= 0
+
+        def build() -> list[Metric]:
+            family = Metric(name, documentation, "histogram")
+            for values, series in rows:
+                base = dict(zip(labels, values, strict=True))
+                acc = 0.0
+                for le, count in zip(les, series, strict=False):
+                    acc += count
+                    family.add_sample(f"{name}_bucket", {**base, "le": le}, acc)
+                family.add_sample(f"{name}_count", base, acc)
+                if with_sum:
+                    family.add_sample(f"{name}_sum", base, series[-1])
             return [family]
 
         return build

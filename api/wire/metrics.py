@@ -30,7 +30,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     GCCollector,
-    Histogram,
     PlatformCollector,
     ProcessCollector,
     disable_created_metrics,
@@ -44,6 +43,7 @@ from api.wire.loop_metrics import (
     Build,
     LoopBoundCollector,
     TallyCounter,
+    TallyHistogram,
     register_loop_bound,
     render,
 )
@@ -55,7 +55,6 @@ from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
     "JANITOR",
-    "LabelChildren",
     "REGISTRY",
     "MetricsObserver",
     "QueuePeaks",
@@ -93,12 +92,13 @@ ENQUEUED = TallyCounter(
     registry=REGISTRY,
 )
 # Per-user labels would multiply the buckets by the tenant count; component
-# and priority are what an operator slices queue wait by.
-QUEUE_DURATION = Histogram(
+# and priority are what an operator slices queue wait by. Observed on every
+# dispatch, so kept on the loop as the counters above are.
+QUEUE_DURATION = TallyHistogram(
     "cortex_query_scheduler_queue_duration_seconds",
     "Time requests spent queued before a querier worker took them.",
-    ["additional_queue_dimensions", "priority"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+    ("additional_queue_dimensions", "priority"),
+    (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
     registry=REGISTRY,
 )
 
@@ -148,34 +148,6 @@ JANITOR = TenantSeriesJanitor(_runtime_clock, _idle_seconds)
 # The priorities each tenant's labelled counters were used with, to remove
 # exactly those series.
 _PRIORITIES: dict[str, set[str]] = {}
-
-
-class LabelChildren:
-    """One metric's children by label values: an event costs a dict look-up.
-
-    `labels()` validates and rebuilds its key on every call (about half the
-    cost of counting an event). Each use is checked against the metric's own
-    children (prometheus_client's `_metrics`), so a series removed there, by
-    `remove()` or `clear()`, is never fed through a stale child but made
-    anew; at `limit` entries the cache starts over.
-    """
-
-    def __init__(self, metric: Any, limit: int = 4096) -> None:
-        self._metric = metric
-        self._limit = limit
-        self._children: dict[tuple[str, ...], Any] = {}
-
-    def get(self, *values: str) -> Any:
-        child = self._children.get(values)
-        if child is None or self._metric._metrics.get(values) is not child:
-            child = self._metric.labels(*values)
-            if len(self._children) >= self._limit:
-                self._children.clear()
-            self._children[values] = child
-        return child
-
-
-_QUEUE_DURATION = LabelChildren(QUEUE_DURATION)
 
 
 def _forget_tenant(tenant_id: str) -> None:
@@ -241,7 +213,7 @@ class MetricsObserver:
         JANITOR.ended(request.tenant_id)
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
-        _QUEUE_DURATION.get(request.component, str(request.priority)).observe(wait)
+        QUEUE_DURATION.observe(wait, request.component, str(request.priority))
 
 
 def _gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> RowFamily:

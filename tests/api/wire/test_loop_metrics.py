@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
-from prometheus_client import CollectorRegistry, Counter, disable_created_metrics, generate_latest
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 
 from api.wire.loop_metrics import (
     Build,
     LoopBoundCollector,
     TallyCounter,
+    TallyHistogram,
     register_loop_bound,
     render,
 )
@@ -100,3 +111,57 @@ async def test_a_scrape_writes_the_counts_taken_on_the_loop_not_later_ones() -> 
     counter.inc("new", "0")
     assert [sample.value for sample in family.samples] == [1.0]
     assert b'requests_total{priority="0",user="a"} 2.0' in await render(registry)
+
+
+BOUNDS = (0.005, 0.01, 0.1, 1.0, 10.0)
+AMOUNTS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, *BOUNDS, math.inf, -math.inf, math.nan]),
+)
+
+
+def histograms(
+    events: list[tuple[float, str, str]], bounds: tuple[float, ...] = BOUNDS
+) -> tuple[bytes, bytes]:
+    """The text of a TallyHistogram and of a library Histogram fed the same events."""
+    disable_created_metrics()  # as api.wire.metrics does for the served registry
+    ours, reference = CollectorRegistry(), CollectorRegistry()
+    tally = TallyHistogram("wait_seconds", "Waits.", ("component", "priority"), bounds, ours)
+    library = Histogram(
+        "wait_seconds", "Waits.", ["component", "priority"], buckets=bounds, registry=reference
+    )
+    for amount, *values in events:
+        tally.observe(amount, *values)
+        library.labels(*values).observe(amount)
+    return generate_latest(ours), generate_latest(reference)
+
+
+@given(
+    st.lists(
+        st.tuples(AMOUNTS, st.sampled_from(["ingester", "store"]), st.sampled_from(["0", "7"]))
+    )
+)
+def test_a_tally_histogram_writes_what_a_library_histogram_fed_the_same_events_writes(
+    events: list[tuple[float, str, str]],
+) -> None:
+    ours, library = histograms(events)
+    assert ours == library
+
+
+def test_a_tally_histograms_bounds_need_not_end_at_infinity_or_be_positive() -> None:
+    events = [(-2.0, "a", "0"), (0.5, "a", "0"), (math.inf, "b", "1")]
+    negative, library = histograms(events, (-1.0, 0.0, 1.0))
+    assert negative == library
+    assert b'wait_seconds_bucket{component="a",le="1.0",priority="0"} 2.0' in negative
+    assert b"wait_seconds_sum" not in negative  # as the library: no sum below a negative bound
+    to_infinity, library = histograms(events, (0.5, math.inf))
+    assert to_infinity == library
+    assert b'wait_seconds_bucket{component="b",le="+Inf",priority="1"} 1.0' in to_infinity
+    assert b'wait_seconds_sum{component="a",priority="0"} -1.5' in to_infinity
+
+
+def test_a_tally_histogram_refuses_unsorted_or_too_few_buckets() -> None:
+    with pytest.raises(ValueError, match="sorted"):
+        TallyHistogram("h", "H.", (), (1.0, 0.5))
+    with pytest.raises(ValueError, match="two buckets"):
+        TallyHistogram("h", "H.", (), (math.inf,))
