@@ -189,7 +189,7 @@ export class DrillPanel {
 
   apply(section, ts) {
     // A frame already on its way when a box turned unreadable lists nothing either.
-    if (!this.node || !section || this.unreadable()) return;
+    if (!this.node || !section || this.unreadable() || this.forAnotherNode(section)) return;
     this.skew = Date.now() / 1000 - ts;
     if (section.unavailable) {
       setText(this.$("drill-note"), "The request list is served by the replica that holds the queue; this one has none running.");
@@ -225,6 +225,16 @@ export class DrillPanel {
     this.$("drill-empty").hidden = order.length > 0;
     this.render();
     this.revealRows();
+  }
+
+  // A frame already on its way when the panel moved to another node lists
+  // that node's rows, most only as references to rows cleared since. Applied,
+  // it would list a stray row or none and spend the opening's reveal on it:
+  // opened for the oldest request, the focus would land on the wrong row or
+  // on none. The next frame answers the node shown.
+  forAnotherNode(section) {
+    const listed = section.filter || {};
+    return ["tenant", "component"].some((k) => (listed[k] || "") !== (this.node[k] || ""));
   }
 
   // The panel sits at the foot of the page: scrolled into view when it opens
