@@ -14,8 +14,9 @@ event is one addition, where a library counter child takes a lock, and a
 scrape copies the dict there and writes it as rows
 (`api.wire.exposition.RowFamily`). `TallyHistogram` is the same for a
 labelled histogram: an observation is a `bisect` and two additions, where a
-library child walks its bounds in Python and takes two locks. The text is written by
-`api.wire.exposition.write_latest`, byte for byte `generate_latest`'s.
+library child walks its bounds in Python and takes two locks. The text is
+written by `api.wire.exposition.write_latest`, byte for byte
+`generate_latest`'s.
 """
 
 from __future__ import annotations
