@@ -18,6 +18,7 @@ in `selector_spans`, and this module caches it per query text.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -77,28 +78,62 @@ def select_range(
         return None
     if timestamp_error(start) is not None or timestamp_error(end) is not None:
         return None  # not a time Prometheus accepts (inf, NaN, -1e308): range unknown
-    spans = _spans_of(query)
-    if not spans:
-        return None
     try:
         start_ms, end_ms, lookback_ms = ms(start), ms(end), ms(lookback_delta)
     except Unclassifiable:
         return None
-    lows, highs = [], []
+    reach = _reach_of(query, lookback_ms)
+    if reach is None:
+        return None
+    low_start, low_end, low_abs, high_start, high_end, high_abs = reach
+    low = min(start_ms + low_start, end_ms + low_end, low_abs)
+    high = max(start_ms + high_start, end_ms + high_end, high_abs)
+    return low / 1000.0, high / 1000.0
+
+
+# What a query reads, folded over its selectors: the earliest and latest
+# millisecond as offsets from the request's start and from its end, and as
+# absolute times (`@`); +-inf where no selector is anchored that way.
+_Reach = tuple[float, float, float, float, float, float]
+
+
+def _reach(spans: tuple[Span, ...], lookback_ms: int) -> _Reach:
+    """Fold `spans` once, so a request costs the same however many selectors its query has.
+
+    Integer offsets added to integer times give the very sums a walk over
+    the spans would, so the fold changes no result, only when the work is done.
+    """
+    inf = math.inf
+    low = {"eval": inf, "start": inf, "end": inf, "abs": inf}
+    high = {"eval": -inf, "start": -inf, "end": -inf, "abs": -inf}
     for span in spans:
-        if span.anchor == "eval":
-            low, high = start_ms, end_ms
-        elif span.anchor == "start":
-            low = high = start_ms
-        elif span.anchor == "end":
-            low = high = end_ms
-        else:
-            low = high = span.at
-        # Prometheus 3 reads (t - lookback, t] and (t - range, t]: the sample
-        # exactly at the lower bound is excluded, once per selector.
-        lows.append(low - span.before_start - (lookback_ms if span.lookback else 0) + 1)
-        highs.append(high - span.before_end)
-    return min(lows) / 1000.0, max(highs) / 1000.0
+        # `at` is 0 but for "abs", so one sum serves every anchor. Prometheus
+        # 3 reads (t - lookback, t] and (t - range, t]: the sample exactly at
+        # the lower bound is excluded, once per selector.
+        lower = span.at - span.before_start - (lookback_ms if span.lookback else 0) + 1
+        low[span.anchor] = min(low[span.anchor], lower)
+        high[span.anchor] = max(high[span.anchor], span.at - span.before_end)
+    # An "eval" selector reads from the request's start to its end.
+    return (
+        min(low["eval"], low["start"]),
+        low["end"],
+        low["abs"],
+        high["start"],
+        max(high["eval"], high["end"]),
+        high["abs"],
+    )
+
+
+def _reach_of(query: str, lookback_ms: int) -> _Reach | None:
+    """`query`'s reach; None if it does not parse or reads no series."""
+    if len(query) > _CACHED_QUERY_CHARS:
+        return _build_reach(query, lookback_ms)
+    return _cached_reach(query, lookback_ms)
+
+
+def _build_reach(query: str, lookback_ms: int) -> _Reach | None:
+    spans = _spans_of(query)
+    return _reach(spans, lookback_ms) if spans else None
 
 
 def parses(query: str) -> bool:
@@ -119,6 +154,8 @@ def _spans_of(query: str) -> tuple[Span, ...] | None:
 
 
 _cached_spans = functools.lru_cache(maxsize=8192)(parse_spans)
+# Keyed by the lookback too, which a config change may move.
+_cached_reach = functools.lru_cache(maxsize=8192)(_build_reach)
 
 
 def component_for(

@@ -39,7 +39,8 @@ class Span:
     """What one selector reads, relative to the request's evaluation range.
 
     `anchor` is "eval" (the request's start..end), "start" or "end" (an `@
-    start()`/`@ end()` pins both sides there) or "abs" (an `@` at `at`).
+    start()`/`@ end()` pins both sides there) or "abs" (an `@` at `at`;
+    `at` is 0 for the other anchors).
     Keeping spans relative lets one parse serve every time range the same
     query text is asked for, which is how dashboards ask. Every number is
     integer milliseconds.

@@ -16,6 +16,7 @@ from scheduler_core.classify import (
     select_range,
 )
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, UNKNOWN, QueryInfo, QueueConfig
+from scheduler_core.selector_spans import ms, parse_spans
 
 T = 1_700_000_000.0  # evaluation time of instant queries, and "now"
 H = 3600.0
@@ -312,3 +313,52 @@ def test_a_select_pair_needs_both_ends_of_the_range() -> None:
 )
 def test_parses_says_whether_classification_can_read_the_query(query: str, readable: bool) -> None:
     assert parses(query) is readable
+
+
+def _walked(query: str, start: float, end: float, lookback: float) -> tuple[float, float] | None:
+    """The select range by a walk over every selector's span: what the fold must equal."""
+    spans = parse_spans(query)
+    if not spans:
+        return None
+    times = {"eval": (ms(start), ms(end)), "start": (ms(start),) * 2, "end": (ms(end),) * 2}
+    lows, highs = [], []
+    for span in spans:
+        low, high = times.get(span.anchor, (span.at, span.at))
+        lows.append(low - span.before_start - (ms(lookback) if span.lookback else 0) + 1)
+        highs.append(high - span.before_end)
+    return min(lows) / 1000.0, max(highs) / 1000.0
+
+
+_PIECES = st.sampled_from(
+    [
+        "up",
+        "rate(up[5m])",
+        "up offset 1h",
+        "up @ start()",
+        "up @ end()",
+        "up @ 1000",
+        "max_over_time(up[1h:1m])",
+        "max_over_time((up @ end())[2h:] @ start())",
+        "rate(x[90s] offset -10m)",
+        "up @ 5000 offset 1d",
+    ]
+)
+
+
+@settings(derandomize=True, max_examples=300)
+@given(
+    pieces=st.lists(_PIECES, min_size=1, max_size=5),
+    start=st.integers(min_value=0, max_value=10**7),
+    length=st.sampled_from([0, 1, 59_999, 21_600_000]),
+    lookback=st.sampled_from([0.001, 60.0, 300.0, 86_400.5]),
+    api_type=st.sampled_from(["query", "query_range"]),
+)
+def test_the_reach_folded_once_per_query_reads_what_a_walk_over_its_selectors_reads(
+    pieces: list[str], start: int, length: int, lookback: float, api_type: str
+) -> None:
+    query = " + ".join(pieces)
+    first = start / 1000.0
+    last = first if api_type == "query" else (start + length) / 1000.0
+    assert select_range(query, api_type, first, last, lookback) == _walked(
+        query, first, last, lookback
+    )

@@ -20,17 +20,20 @@ MS = 0.001  # Prometheus 3 reads (t - lookback, t]: every range starts 1 ms late
 
 def test_one_parse_of_a_query_serves_every_time_range_it_is_asked_for() -> None:
     module._cached_spans.cache_clear()
+    module._cached_reach.cache_clear()
     query = "sum(rate(cached_metric_total[5m] offset 1h)) and cached_other @ end()"
     first = select_range(query, "query_range", 10_000.0, 20_000.0)
     second = select_range(query, "query_range", 50_000.0, 90_000.0)
-    info = module._cached_spans.cache_info()
-    assert (info.misses, info.hits) == (1, 1)
+    assert module._cached_spans.cache_info().misses == 1
+    reach = module._cached_reach.cache_info()
+    assert (reach.misses, reach.hits) == (1, 1)
     assert first == (10_000.0 - 3600 - 300 + MS, 20_000.0)
     assert second == (50_000.0 - 3600 - 300 + MS, 90_000.0)
 
 
 def test_a_query_too_long_to_keep_is_parsed_every_time_and_never_cached() -> None:
     module._cached_spans.cache_clear()
+    module._cached_reach.cache_clear()
     # Three hundred selectors: the text is past the cache's limit.
     selectors = [f"long_metric_{i}_total[5m]" for i in range(300)]
     query = "sum(rate(" + ")) + sum(rate(".join(selectors) + "))"
@@ -41,6 +44,7 @@ def test_a_query_too_long_to_keep_is_parsed_every_time_and_never_cached() -> Non
             20_000.0,
         )
     assert module._cached_spans.cache_info().currsize == 0
+    assert module._cached_reach.cache_info().currsize == 0
 
 
 def test_a_repeated_request_is_answered_from_the_cache_with_what_a_fresh_build_gives() -> None:
