@@ -1,11 +1,16 @@
-"""Daphne's command line, on uvloop when EVENT_LOOP=uvloop.
+"""Daphne's command line, on uvloop unless EVENT_LOOP=asyncio.
 
 `python -m config.serve -b HOST -p PORT config.asgi:application` takes
 Daphne's arguments and runs Daphne. Daphne makes its event loop (Twisted's
 asyncio reactor, which also runs the gRPC door and the scheduler) as
 `daphne.server` is imported, from the event loop policy in force then; so
 the policy has to be chosen before that import, which a setting read by
-Django would be too late for. EVENT_LOOP: "asyncio" (default) or "uvloop".
+Django would be too late for. EVENT_LOOP: "uvloop" (default) or "asyncio".
+
+uvloop is the default because under real Cortex it costs less per query:
+about a tenth less scheduler CPU over seven rounds of `cortex_bench`, the
+two loops in turn (docs/performance.md, issue 17 session 21); the
+websocket path costs the same on either.
 """
 
 from __future__ import annotations
@@ -14,16 +19,22 @@ import asyncio
 import os
 import sys
 
-__all__ = ["EVENT_LOOPS", "install_event_loop", "main"]
+__all__ = ["EVENT_LOOPS", "event_loop_name", "install_event_loop", "main"]
 
 EVENT_LOOPS = ("asyncio", "uvloop")
 
 
-def install_event_loop(env: os._Environ[str] | dict[str, str]) -> str:
-    """Set the policy EVENT_LOOP names; an unknown value stops start-up by name."""
-    name = env.get("EVENT_LOOP", "").strip().lower() or "asyncio"
+def event_loop_name(env: os._Environ[str] | dict[str, str]) -> str:
+    """The loop EVENT_LOOP names (uvloop when unset); an unknown value stops start-up by name."""
+    name = env.get("EVENT_LOOP", "").strip().lower() or "uvloop"
     if name not in EVENT_LOOPS:
         raise SystemExit(f"EVENT_LOOP: unknown value {name!r}; use asyncio or uvloop")
+    return name
+
+
+def install_event_loop(env: os._Environ[str] | dict[str, str]) -> str:
+    """Set the policy EVENT_LOOP names, and say which."""
+    name = event_loop_name(env)
     if name == "uvloop":
         import uvloop
 

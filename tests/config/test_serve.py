@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
-from config.serve import install_event_loop
+from config.serve import event_loop_name, install_event_loop
 from loadgen.daphne_process import DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
@@ -19,24 +19,30 @@ def test_an_unknown_event_loop_stops_start_up_naming_the_variable() -> None:
         install_event_loop({"EVENT_LOOP": "tokio"})
 
 
-def test_no_event_loop_setting_keeps_asyncios_default() -> None:
-    assert install_event_loop({}) == "asyncio"
+def test_no_event_loop_setting_runs_uvloop_and_asyncio_stays_a_choice() -> None:
+    assert event_loop_name({}) == "uvloop"
+    assert event_loop_name({"EVENT_LOOP": " "}) == "uvloop"
+    assert event_loop_name({"EVENT_LOOP": "AsyncIO"}) == "asyncio"
 
 
-@pytest.fixture(scope="module")
-def uvloop_daphne() -> Iterator[DaphneProcess]:
-    server = DaphneProcess(extra_env={"EVENT_LOOP": "uvloop"})
+# An empty EVENT_LOOP is the default: the variable cannot be unset through
+# DaphneProcess, which starts from this process's environment.
+@pytest.fixture(scope="module", params=[("", "uvloop"), ("asyncio", "asyncio")], ids=lambda p: p[1])
+def daphne_on(request: pytest.FixtureRequest) -> Iterator[tuple[DaphneProcess, str]]:
+    setting, loop = request.param
+    server = DaphneProcess(extra_env={"EVENT_LOOP": setting})
     try:
         server.start()
-        yield server
+        yield server, loop
     finally:
         server.cleanup()
 
 
-async def test_daphne_on_uvloop_serves_http_and_the_grpc_door(
-    uvloop_daphne: DaphneProcess,
+async def test_daphne_serves_the_grpc_door_on_uvloop_by_default_and_on_asyncio_when_asked(
+    daphne_on: tuple[DaphneProcess, str],
 ) -> None:
-    address = f"127.0.0.1:{uvloop_daphne.grpc_port}"
+    server, loop_name = daphne_on
+    address = f"127.0.0.1:{server.grpc_port}"
     frontend = await CortexFrontend(address).start()
     channel = None
     try:
@@ -62,4 +68,4 @@ async def test_daphne_on_uvloop_serves_http_and_the_grpc_door(
         if channel is not None:
             await channel.close()
     assert result.code == 200
-    assert "uvloop loop" in uvloop_daphne.log()
+    assert f"lean server, {loop_name} loop)" in server.log()
