@@ -120,6 +120,9 @@ class TrafficRecorder:
         self._dropped = _Key("", "", 0, array("I", bytes(4 * self.slots)), 0, deque(maxlen=1))
         self._minutes: deque[_Minute] = deque()
         self._dispatched_at: dict[str, float] = {}
+        # Nothing was recorded before this: a window reaching further back
+        # starts here instead (see `capture`).
+        self._started = clock()
 
     # -- observer hooks --------------------------------------------------------
 
@@ -168,7 +171,10 @@ class TrafficRecorder:
         The window starts at a whole minute (so it spans `window_seconds` to
         a minute more), where the per-minute waits start too, and up to
         `warmup_seconds` recorded before it come along as a warm-up: the
-        replay starts there, so the window begins with the queue it had.
+        replay starts there, so the window begins with the queue it had. A
+        recorder younger than the window starts it at the minute recording
+        began: time nobody recorded would replay as an idle fleet, and
+        thin out the rates and utilisation the simulator reports.
         Turning it into a recording (`recording_of`) is left to the caller,
         which runs it away from the loop (the simulation worker process).
         """
@@ -176,7 +182,7 @@ class TrafficRecorder:
         window = max(60, min(int(window_seconds), self.horizon_seconds - 60))
         now = self._clock()
         current = int(now // width)
-        start = int(math.floor((now - window) / 60.0)) * 60
+        start = int(math.floor(max(now - window, self._started) / 60.0)) * 60
         first = start // width
         oldest = current - self.slots + 1
         warm_first = max(oldest, first - max(0, int(warmup_seconds)) // width)

@@ -65,6 +65,23 @@ def test_arrivals_are_counted_per_key_in_five_second_buckets_within_the_window()
     assert recording["measured"]["by_component"][INGESTER]["mean"] == pytest.approx(0.5)
 
 
+def test_a_window_longer_than_the_recording_starts_at_the_minute_recording_began() -> None:
+    clock = Clock(10_030.0)  # half a minute into minute 10_020
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    for n in range(240):
+        _serve(recorder, clock, _request(n, clock), 0.1)
+        clock.now += 1.0
+    recording = recorder.export(900)
+    # From 10_020 to 10_270, not the 900 s asked for: the idle fleet of the
+    # unrecorded time before would thin out every rate the simulator reports.
+    assert recording["window_seconds"] == 10_275 - 10_020
+    counts = recording["keys"][0]["counts"]
+    assert sum(n for offset, n in counts if offset >= 0) == 240
+    clock.now += 1_000  # once the replica is older than the window, it is whole again
+    recorder.on_enqueued(_request(999, clock))
+    assert recorder.export(900)["window_seconds"] >= 900
+
+
 def test_old_traffic_leaves_the_window_and_the_ring_forgets_it() -> None:
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, horizon_seconds=600)
