@@ -19,7 +19,8 @@ SETTINGS_TEXT: dict[str, tuple[str, str]] = {
         "Component selection",
         "How a querier worker picks among ingester and store-gateway queues: in turn, "
         "or by Mimir's querier-worker queue priority (QWQP), which spreads workers "
-        "over the components.",
+        "over the components. Only the component-first layout reads it: under "
+        "tenant-first each tenant's own priorities pick its component.",
     ),
     "max_outstanding_requests_per_tenant": (
         "Max outstanding requests per tenant",
