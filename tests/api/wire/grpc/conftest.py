@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import pytest
+import uvloop
 
 from api.wire.grpc.admission import Admission
 from api.wire.grpc.server import GrpcFrontDoor, start_grpc_server
@@ -18,6 +19,21 @@ from scheduler_core.runtime import SchedulerRuntime
 
 # Wall-clock "now" seen by classification: fixed, so components are stable.
 NOW = 1_700_000_000.0
+
+# The door runs on uvloop in a served replica (config.serve) and on asyncio's
+# loop when EVENT_LOOP=asyncio. The modules that lean on the transport (TLS,
+# HTTP/2 framing, flow control and keepalive, hostile frames, chaos) run on
+# both; the rest on asyncio's, which behaves the same above the transport.
+_ON_BOTH_LOOPS = frozenset(
+    {"test_grpc_tls", "test_grpc_lean_http2", "test_grpc_lean_fuzz", "test_grpc_chaos"}
+)
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:
+    loops: dict[str, Any] = {"asyncio": asyncio.new_event_loop}
+    if item.module is not None and item.module.__name__.rpartition(".")[2] in _ON_BOTH_LOOPS:
+        loops["uvloop"] = uvloop.new_event_loop
+    return loops
 
 
 class Recorder:

@@ -11,6 +11,7 @@ import struct
 
 import grpc
 import pytest
+import uvloop
 
 from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, post_request
 from api.wire.grpc.http2_frames import ENHANCE_YOUR_CALM, PREFACE, PROTOCOL_ERROR, STREAM_WINDOW
@@ -25,6 +26,13 @@ GOAWAY = 7
 
 def address(door: GrpcFrontDoor) -> str:
     return f"127.0.0.1:{door.port}"
+
+
+async def test_this_module_runs_on_asyncios_loop_and_on_uvloop_as_its_ids_say(
+    request: pytest.FixtureRequest,
+) -> None:
+    on_uvloop = isinstance(asyncio.get_running_loop(), uvloop.Loop)
+    assert request.node.name.endswith("[uvloop]" if on_uvloop else "[asyncio]")
 
 
 async def test_a_client_that_gzips_its_messages_is_served(door: GrpcFrontDoor) -> None:
