@@ -5,7 +5,8 @@
 which requests are queued under a node, in the order dequeues will take
 them; how many (from counters); which are in flight; and which match a
 filter (to count or cancel them). The leaf walks live in `listing_walks`,
-the per-node plans and their cursors in `listing_order`.
+the per-node plans and their cursors in `listing_order`, taking a page
+within a budget in `listing_pages`.
 
 **Order.** A node is a tenant x component leaf, a tenant, a component, or
 the whole queue; a priority band is a node plus `priority`.
@@ -53,7 +54,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from scheduler_core.listing_order import Predicate, QueuedListing, StaleCursor, take_page
+from scheduler_core.listing_order import Predicate, QueuedListing, StaleCursor
+from scheduler_core.listing_pages import take_page
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.nodes import Node, TenantState
 from scheduler_core.tenant_querier_assignment import QuerierState, WorkerState
