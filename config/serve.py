@@ -8,9 +8,9 @@ the policy has to be chosen before that import, which a setting read by
 Django would be too late for. EVENT_LOOP: "uvloop" (default) or "asyncio".
 
 uvloop is the default because under real Cortex it costs less per query:
-about a tenth less scheduler CPU over seven rounds of `cortex_bench`, the
-two loops in turn (docs/performance.md, issue 17 session 21); the
-websocket path costs the same on either.
+9% less scheduler CPU over ten rounds of `cortex_bench`, the two loops in
+turn (docs/performance.md, issue 17 session 21); the websocket path costs
+the same on either.
 """
 
 from __future__ import annotations
