@@ -44,6 +44,7 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
         expect(page).to_have_url(re.compile(r"/simulate/$"))
         expect(page.locator("#sim-origin")).to_contain_text("tenant acme")
         expect(page.locator("#sim-proposed")).to_have_value(re.compile(r'"regex": "special"'))
+        expect(page.locator("#live-help")).to_contain_text("the tenants the proposal changes")
         page.get_by_label("Traffic").select_option("recent:300")
         page.get_by_role("button", name="Simulate", exact=True).click()
 

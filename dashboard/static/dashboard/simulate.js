@@ -72,8 +72,12 @@ function onWorkload() {
   }
   document.getElementById("slow-share-field").hidden = value !== "scenario:mimir-slow-consumer";
   const live = document.getElementById("live-help");
+  // The template's line says the box holds only the saved blocks of the
+  // tenants the proposal changes: without it, a live side reading
+  // "tenants": {} looked like a scheduler with no tenants configured.
+  live.dataset.recent ||= live.textContent;
   live.textContent = value.startsWith("recent:")
-    ? "The saved config, as the scheduler runs it now."
+    ? live.dataset.recent
     : "The scenario's own documented config (shown in full after a run).";
 }
 
