@@ -35,8 +35,10 @@ HOUR = 3600.0
 DAY = 86400.0
 
 # Seconds of work per component (uniform in the range), before the slowdown.
-# With the default rate these keep the demo's queriers around 85% busy, so
-# queues form and drain on their own and a slowdown backs them up at once.
+# With the default rate these keep the demo's queriers busy enough that
+# queues form and drain on their own and a slowdown backs them up at once;
+# team-b's does not drain, by design: its demo rule reserves two of its
+# three queriers for its instant queries (the README's "What the demo shows").
 LATENCY: dict[str, tuple[float, float]] = {
     "ingester": (0.01, 0.05),
     "store-gateway": (0.2, 0.8),

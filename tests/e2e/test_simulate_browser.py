@@ -158,3 +158,25 @@ def test_a_number_box_the_browser_cannot_read_is_refused_at_its_field_and_nothin
     expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
     expect(page.locator("#sim-errors")).to_be_hidden()
     expect(queriers).not_to_have_attribute("aria-invalid", "true")
+
+
+def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) -> None:
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    page.get_by_label("Duration, s (blank: the window)").fill("60")
+    # The scenario's tenant, its block replaced by one allowing only 2
+    # requests outstanding: most of its arrivals are refused with a 429.
+    page.locator("#sim-proposed").fill(
+        '{"settings": {}, "tenants": {"tenant-1": {"max_outstanding_requests_per_tenant": 2}}}'
+    )
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
+    summary = page.locator("#sim-verdict-summary")
+    line = re.compile(r"Requests rejected \(429 and rules\): (\d+) -> (\d+)\.")
+    expect(summary).to_contain_text(line)
+    live, proposed = map(int, line.findall(summary.inner_text())[0])
+    assert proposed > live
+    expect(page.locator("#col-proposed")).to_contain_text(
+        f"{proposed} rejected over the outstanding limit"
+    )
+    expect(page.locator("#col-live")).to_contain_text(f"{live} rejected over the outstanding limit")

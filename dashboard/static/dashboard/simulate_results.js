@@ -94,6 +94,10 @@ export function render(answer) {
   }
   if (onlyLive.length) summary += ` Only the live config has requests at priority ${onlyLive.join(", ")}.`;
   if (onlyProposed.length) summary += ` Only the proposed one has requests at priority ${onlyProposed.join(", ")}.`;
+  // Refused requests have no wait, so the priority lines cannot show them:
+  // a change that ends (or causes) 429s must say so where the verdict is read.
+  const refused = [answer.live.rejected.total, answer.proposed.rejected.total];
+  if (refused[0] !== refused[1]) summary += ` Requests rejected (429 and rules): ${refused[0]} -> ${refused[1]}.`;
   document.getElementById("sim-verdict-summary").textContent = summary;
   document.getElementById("sim-verdicts").replaceChildren(...lines);
   const w = answer.workload;
