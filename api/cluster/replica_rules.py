@@ -35,11 +35,16 @@ KEY_TTL_SECONDS = int(STALE_SECONDS)
 
 @dataclass(frozen=True, slots=True)
 class ReplicaCounts:
-    """One replica's counts of one tenant: by window, a list by slot."""
+    """One replica's counts of one tenant: by window, a list by slot.
+
+    `age` is how long (seconds) that replica has counted under this config
+    (None from a replica that does not say): the span its windows cover.
+    """
 
     replica: str
     fingerprint: str
     windows: dict[str, list[int]]
+    age: float | None = None
 
 
 @dataclass(slots=True)
@@ -54,12 +59,12 @@ PEERS = _Peers()
 
 
 def encode_counts(stats: Any) -> dict[str, list[Any]]:
-    """tenant -> [fingerprint, windows] for tenants counted in the last hour."""
+    """tenant -> [fingerprint, windows, age] for tenants counted in the last hour."""
     out: dict[str, list[Any]] = {}
     for tenant_id in stats.tenants():
         counts = stats.counts(tenant_id)
         if counts is not None and counts.windows["1h"][0]:
-            out[tenant_id] = [counts.fingerprint, counts.windows]
+            out[tenant_id] = [counts.fingerprint, counts.windows, round(counts.age, 1)]
     return out
 
 
@@ -106,6 +111,13 @@ def _windows(raw: Any) -> dict[str, list[int]]:
     }
 
 
+def _age(raw: Any) -> float | None:
+    # bool is an int to Python, and NaN or a negative age is no span at all.
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    return float(raw) if 0 <= raw < float("inf") else None
+
+
 def tenant_counts(
     tenant_id: str, local: Any, own_id: str | None = None, wall_now: float | None = None
 ) -> list[ReplicaCounts]:
@@ -115,12 +127,14 @@ def tenant_counts(
     own = own_id or PEERS.own_id or replica_id()
     found: list[ReplicaCounts] = []
     if local is not None:
-        found.append(ReplicaCounts(own, local.fingerprint, local.windows))
+        found.append(ReplicaCounts(own, local.fingerprint, local.windows, local.age))
     now = time.time() if wall_now is None else wall_now
     for replica, tenants in sorted((PEERS.tenants or {}).items()):
         if now - (PEERS.at or {}).get(replica, 0.0) > STALE_SECONDS:
             continue
         entry = tenants.get(tenant_id)
-        if isinstance(entry, list) and len(entry) == 2:
-            found.append(ReplicaCounts(replica, str(entry[0]), _windows(entry[1])))
+        # A replica of an earlier release sends no age: [fingerprint, windows].
+        if isinstance(entry, list) and len(entry) in (2, 3):
+            age = _age(entry[2]) if len(entry) == 3 else None
+            found.append(ReplicaCounts(replica, str(entry[0]), _windows(entry[1]), age))
     return found

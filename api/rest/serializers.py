@@ -244,6 +244,11 @@ class RuleStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     default = DefaultHitsSerializer()
     rejection = RejectionHitsSerializer(many=True)
     total = WindowCountsSerializer()
+    counting_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="how long the longest-counting replica has counted under this config "
+        "(the span the windows cover; null: no replica counting, or none says)",
+    )
     replicas = ReplicaHitsSerializer(many=True)
 
 

@@ -135,6 +135,9 @@ def rule_stats_body(
         "default": {"matched": _at(total, 1)},
         "rejection": rejection,
         "total": _at(total, 0),
+        # The longest any replica has counted under this config: the 1h
+        # window covers less than an hour until this reaches 3600.
+        "counting_seconds": max((r.age for r in current if r.age is not None), default=None),
         "replicas": [
             {
                 "replica": r.replica,

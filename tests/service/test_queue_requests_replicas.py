@@ -235,6 +235,7 @@ async def test_either_replica_sums_both_replicas_rule_hits_with_a_breakdown(
         assert rule["matched"]["5m"] == rule["attributes"][0]["matched"]["5m"] == 5
         assert stats["default"]["matched"]["5m"] == 3
         assert stats["total"]["5m"] == stats["total"]["1h"] == stats["total"]["version"] == 8
+        assert 0 < stats["counting_seconds"] < 120  # the longer-counting replica's, over Redis
     for frontend in (on_a, on_b):
         await frontend.ws.close()
         frontend.reader.cancel()

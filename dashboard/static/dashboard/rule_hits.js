@@ -14,30 +14,44 @@ function counts(matched) {
   return `5m ${number.format(matched["5m"])} · 1h ${number.format(matched["1h"])} · since this version ${number.format(matched.version)}`;
 }
 
+const HOUR = 3600;
+const SETTLED = 300; // the 5m window full: before that, nothing matched says little
+
+const span = (seconds) => (seconds < 120 ? `${Math.round(seconds)} s` : `${Math.round(seconds / 60)} min`);
+const requests = (n) => `${number.format(n)} request${n === 1 ? "" : "s"}`;
+
 // A rule or attribute that took nothing in the last hour while the tenant
 // had traffic is flagged: it may have drifted from what queries look like.
-function show(key, matched, total, verb) {
+// The counts restart with each version of the tenant's config, so a young
+// one's hour is shorter: the line says how long was counted, and only
+// flags once five minutes have been (a rule saved a second ago that has
+// seen one request is not news).
+function show(key, matched, total, verb, counting) {
   const node = form.querySelector(`[data-hits="${key}"]`);
   if (!node) return;
-  const idle = total["1h"] > 0 && matched["1h"] === 0;
-  const text = idle
-    ? `${verb} nothing in 1 h of ${number.format(total["1h"])} requests`
-    : `${verb} ${counts(matched)}`;
+  const none = total["1h"] > 0 && matched["1h"] === 0;
+  const young = counting !== null && counting < HOUR;
+  const settling = counting !== null && counting < SETTLED;
+  let text = `${verb} ${counts(matched)}`;
+  if (none && !young) text = `${verb} nothing in 1 h of ${requests(total["1h"])}`;
+  else if (none) text = `${verb} nothing in the ${span(counting)} since this version, of ${requests(total["1h"])}`;
   setText(node, text);
-  setAttr(node, "class", idle ? "hits idle" : "hits");
+  setAttr(node, "class", none && !settling ? "hits idle" : "hits");
 }
 
 function render(stats) {
   if (String(stats.version) !== form.dataset.version) return; // saved since: reload shows it
   const total = stats.total;
+  // Absent from a server of an earlier release: read as unknown, as before.
+  const counting = stats.counting_seconds ?? null;
   for (const rule of stats.priorities) {
-    show(`rule-${rule.index}`, rule.matched, total, "matched");
+    show(`rule-${rule.index}`, rule.matched, total, "matched", counting);
     for (const attr of rule.attributes) {
-      show(`rule-${rule.index}-attr-${attr.index}`, attr.matched, total, "matched");
+      show(`rule-${rule.index}-attr-${attr.index}`, attr.matched, total, "matched", counting);
     }
   }
-  show("default", stats.default.matched, total, "took");
-  for (const attr of stats.rejection) show(`reject-${attr.index}`, attr.rejected, total, "rejected");
+  show("default", stats.default.matched, total, "took", counting);
+  for (const attr of stats.rejection) show(`reject-${attr.index}`, attr.rejected, total, "rejected", counting);
 }
 
 async function poll() {

@@ -122,6 +122,7 @@ async def test_a_rejected_enqueue_gets_422_naming_the_rule_and_never_reaches_a_q
     assert [a["matched"]["1h"] for a in rule["attributes"]] == [0, 1]
     assert stats["default"]["matched"]["1h"] == 0
     assert stats["replicas"][0]["current"] is True
+    assert 0 <= stats["counting_seconds"] < 60  # since the first request under this config
 
     metrics = (await sync_to_async(Client().get)("/metrics")).content.decode()
     matches = "cortex_query_scheduler_priority_rule_matches_total"
