@@ -41,6 +41,7 @@ _STATES = {
 def format_wait(seconds: float | str | None) -> str:
     if not isinstance(seconds, int | float):
         return "–"
+    seconds = max(0.0, seconds)  # as formatWait: a moment off between clocks reads 0
     if seconds < 60:
         return f"{seconds:.1f} s"
     if seconds < 3600:

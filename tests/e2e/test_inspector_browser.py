@@ -12,6 +12,7 @@ import time
 
 from playwright.sync_api import Page, WebSocket, expect
 
+from dashboard.templatetags.dashboard_tags import format_wait
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
@@ -291,3 +292,18 @@ def test_the_scheduler_loop_card_shows_its_share_of_a_core_and_its_cpu_per_query
     finally:
         traffic.close(querier)
     assert "Scheduler loop" in (page.locator("#fig-load .k").first.text_content() or "")
+
+
+def test_waits_are_spelled_alike_by_the_page_and_the_server_and_never_negative(
+    page: Page,
+) -> None:
+    # The server renders the first frame, the script every later one: an
+    # accessible name must not change spelling on the first update.
+    values = [-3.0, -0.04, 0, 0.05, 12.34, 59.96, 60, 61.5, 3599, 3600, 7322.5]
+    spelled = page.evaluate(
+        "async (xs) => { const m = await import('/static/dashboard/format.js');"
+        " return xs.map((x) => m.formatWait(x)); }",
+        values,
+    )
+    assert spelled == [format_wait(v) for v in values]
+    assert spelled[:2] == ["0.0 s", "0.0 s"]

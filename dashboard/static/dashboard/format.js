@@ -1,8 +1,12 @@
 // Formatting shared with dashboard/templatetags/dashboard_tags.py: keep both
 // spelled the same so accessible names do not change on the first update.
 
+// A wait or a run is never negative; one computed a moment off (a row
+// stamped after its frame, a replica's clock a little ahead) reads 0, not
+// "-0.0 s".
 export function formatWait(seconds) {
   if (seconds === null || seconds === undefined) return "–";
+  seconds = Math.max(0, seconds);
   if (seconds < 60) return `${seconds.toFixed(1)} s`;
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${Math.floor(seconds % 60)}s`;
   return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
