@@ -30,9 +30,9 @@ from scheduler_core.model import (
 )
 from scheduler_core.queue_counts import QueueCounts, build_counts
 from scheduler_core.queue_listing import Predicate, QueueListing
-from scheduler_core.queue_snapshot import build_snapshot
+from scheduler_core.queue_snapshot import build_snapshot, tenant_serving
 from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, QueueState, check_config
-from scheduler_core.snapshot import QueueSnapshot
+from scheduler_core.snapshot import QueueSnapshot, TenantServing
 from scheduler_core.tenant_querier_assignment import WorkerState
 from scheduler_core.tenant_rotation import END
 from scheduler_core.tree import TenantState
@@ -347,6 +347,10 @@ class RequestQueue(QueueState):
             assignment=self._assignment,
             total=self._total,
         )
+
+    def serving(self, tenant_id: str) -> TenantServing:
+        """Which queriers may serve `tenant_id` now: the snapshot's row, alone."""
+        return tenant_serving(self._assignment, tenant_id)
 
     def counts(self) -> QueueCounts:
         """The snapshot's counts alone, far cheaper: what a metrics scrape reads."""

@@ -23,12 +23,13 @@ from scheduler_core.snapshot import (
     QuerierSnapshot,
     QueueSnapshot,
     Reservation,
+    TenantServing,
     TenantSnapshot,
     WorkerSnapshot,
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
 
-__all__ = ["actor_rows", "build_snapshot", "querier_rows"]
+__all__ = ["actor_rows", "build_snapshot", "querier_rows", "tenant_serving"]
 
 
 def build_snapshot(
@@ -96,20 +97,32 @@ def _tenants(
     out: list[TenantSnapshot] = []
     append = out.append
     for tenant, state in ordered:
-        mine = reserved.get(tenant)
-        reservations = (
-            tuple(Reservation(tenant, prio, q) for q, prio in sorted(mine.items())) if mine else ()
-        )
         row = (
             tenant,
             state.outstanding - state.in_flight,
             state.cap,
             shards.get(tenant),
-            reservations,
+            _reservations(tenant, reserved.get(tenant)),
             state.priority_enabled,
         )
         append(_new_row(TenantSnapshot, row))
     return tuple(out)
+
+
+def _reservations(tenant: str, mine: Mapping[str, int] | None) -> tuple[Reservation, ...]:
+    if not mine:
+        return ()
+    return tuple(Reservation(tenant, prio, q) for q, prio in sorted(mine.items()))
+
+
+def tenant_serving(assignment: TenantQuerierAssignment, tenant_id: str) -> TenantServing:
+    """One tenant's shard and reservations, without a whole snapshot."""
+    return TenantServing(
+        tenant_id,
+        assignment.shards.get(tenant_id),
+        len(assignment.queriers),
+        _reservations(tenant_id, assignment.reserved_by_tenant.get(tenant_id)),
+    )
 
 
 def _querier(querier: QuerierState, assignment: TenantQuerierAssignment) -> QuerierSnapshot:

@@ -18,6 +18,7 @@ __all__ = [
     "QuerierSnapshot",
     "QueueSnapshot",
     "Reservation",
+    "TenantServing",
     "TenantSnapshot",
     "WorkerSnapshot",
 ]
@@ -76,6 +77,22 @@ class TenantSnapshot(NamedTuple):
     shard: tuple[str, ...] | None  # None: every querier may serve it
     reservations: tuple[Reservation, ...]
     priority_enabled: bool
+
+
+class TenantServing(NamedTuple):
+    """Which queriers may serve one tenant now (`RequestQueue.serving`).
+
+    `shard` is None when every querier may (no shuffle shard); `queriers`
+    counts the queriers the shards are drawn from (connected, or kept by
+    `querier_forget_delay`). Each reservation is Cortex's: that querier
+    takes only this tenant's requests of that priority or higher, so the
+    tenant's lower priorities wait for the rest of its shard.
+    """
+
+    tenant_id: str
+    shard: tuple[str, ...] | None
+    queriers: int
+    reservations: tuple[Reservation, ...]
 
 
 class WorkerSnapshot(NamedTuple):

@@ -135,6 +135,22 @@ def test_reservations_are_taken_from_the_shuffle_shard_in_sorted_order() -> None
     assert by_querier[view.shard[2]] == ()
 
 
+def test_serving_answers_a_tenants_shard_and_reservations_as_the_snapshot_does() -> None:
+    q, _ = clocked_queue()
+    connect_all(q, [f"q{i}" for i in range(7)])
+    # The demo's team-b: a shard of 3, half of it (rounded up) for priority 3.
+    q.set_tenant_limits("b", TenantLimits(max_queriers=3, query_priority=priority((3, 0.5))))
+    q.set_tenant_limits("open", TenantLimits())
+    views = {t.tenant_id: t for t in q.snapshot().tenants}
+    served = q.serving("b")
+    assert served.shard == views["b"].shard and served.shard is not None
+    assert len(served.shard) == 3 and served.queriers == 7
+    assert served.reservations == views["b"].reservations
+    assert [r.priority for r in served.reservations] == [3, 3]
+    assert q.serving("open") == ("open", None, 7, ())
+    assert q.serving("never-seen") == ("never-seen", None, 7, ())
+
+
 def test_a_reserved_querier_is_an_ordinary_one_for_other_tenants() -> None:
     q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])
