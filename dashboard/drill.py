@@ -31,6 +31,7 @@ from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.snapshot import TenantServing
 
 __all__ = [
     "DEFAULT_ROWS",
@@ -40,6 +41,7 @@ __all__ = [
     "DrillState",
     "InvalidDrill",
     "build_page",
+    "serving",
 ]
 
 DEFAULT_ROWS = 50
@@ -292,11 +294,32 @@ def build_page(
             (row_key(replica, f.request.id), _encoded(f.request, f, offset, names, replica))
             for f in flights[: max(0, room)]
         ]
-    return {
+    page: dict[str, Any] = {
         "rows": rows,
         "queued_rows": queued_rows,
         "total": queued_total + running_total,
         "exact": complete,
+    }
+    if flt.tenant:
+        page["serving"] = serving(queue.serving(flt.tenant))
+    return page
+
+
+def serving(served: TenantServing) -> dict[str, Any]:
+    """Who may serve the drilled tenant: its shard and its reservations by priority.
+
+    Said beside the tenant's requests because that is where a backlog shows,
+    while the cause, a querier that takes only the tenant's higher
+    priorities, shows only on that querier's card (Cortex's reservations
+    are invisible there, and brittle: one share too many starves the rest).
+    """
+    by_priority: dict[int, list[str]] = {}
+    for r in served.reservations:
+        by_priority.setdefault(r.priority, []).append(r.querier_id)
+    return {
+        "shard": None if served.shard is None else list(served.shard),
+        "queriers": served.queriers,
+        "reserved": [[p, by_priority[p]] for p in sorted(by_priority, reverse=True)],
     }
 
 
@@ -329,7 +352,7 @@ class DrillState:
             sent[rid] = text
         self._sent = sent
         head = {**head, "total": page["total"], "exact": page["exact"]}
-        for extra in ("replicas_missing", "replicas_pending"):
+        for extra in ("replicas_missing", "replicas_pending", "serving"):
             if page.get(extra):
                 head[extra] = page[extra]
         body = dumps(head)

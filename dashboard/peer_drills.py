@@ -100,6 +100,8 @@ class PeerDrills:
         }
         if not entry.answered:
             page["replicas_pending"] = True
+        if "serving" in local:  # queriers connect to every replica: this one's view serves
+            page["serving"] = local["serving"]
         return page
 
     def _forget(self, now: float) -> None:

@@ -13,7 +13,13 @@ from django.contrib.auth.models import User
 from dashboard import live
 from dashboard.drill import DrillParams, InvalidDrill, build_page
 from dashboard.live import Broadcaster
-from scheduler_core.model import QueueConfig, Request
+from scheduler_core.model import (
+    PriorityDef,
+    QueryPriority,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import QueueSnapshot
 from tests.dashboard.test_consumers import WallClock, connect
@@ -200,3 +206,30 @@ def test_a_row_s_queued_since_tells_apart_requests_a_millisecond_apart() -> None
     first, second = (json.loads(text)[14] for _, text in page["rows"])
     # The page marks the oldest queued request by this instant.
     assert first < second
+
+
+async def test_a_tenant_drill_says_which_queriers_may_serve_it_and_which_are_reserved(
+    socket: WebsocketCommunicator, source: RuntimeSource
+) -> None:
+    for i in range(5):
+        source.runtime.connect_querier(f"q-{i}")
+    priority = QueryPriority(
+        enabled=True, priorities=(PriorityDef(priority=3, reserved_queriers=0.5),)
+    )
+    source.runtime.set_tenant_limits("acme", TenantLimits(max_queriers=3, query_priority=priority))
+    source.enqueue("r1", "acme")
+    await socket.send_json_to({"type": "drill", "tenant": "acme"})
+    serving = (await socket.receive_json_from())["drill"]["serving"]
+    shard = source.runtime.queue.serving("acme").shard
+    assert shard is not None and serving["shard"] == list(shard) and serving["queriers"] == 5
+    # Half of a shard of 3, rounded up: its first two queriers, sorted.
+    assert serving["reserved"] == [[3, list(shard[:2])]]
+
+
+def test_a_drill_of_a_component_alone_says_nothing_of_serving() -> None:
+    source = RuntimeSource()
+    source.enqueue("r1", "acme")
+    page = build_page(source.runtime, DrillParams.from_message({"component": "ingester"}), {}, "r")
+    assert "serving" not in page
+    page = build_page(source.runtime, DrillParams.from_message({"tenant": "acme"}), {}, "r")
+    assert page["serving"] == {"shard": None, "queriers": 0, "reserved": []}

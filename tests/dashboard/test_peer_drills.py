@@ -104,6 +104,10 @@ async def test_peers_rows_join_queued_first_replica_by_replica_and_a_silent_one_
     assert page["total"] == 2 + 7 + 2
     assert page["replicas_missing"] == ["replica-d", "replica-e"]
     assert "replicas_pending" not in page
+    assert "serving" not in page  # none in the local page: none made up
+    local["serving"] = {"shard": ["q1"], "queriers": 2, "reserved": []}
+    assert drills.merge(PARAMS, local, "replica-b", peers)["serving"] == local["serving"]
+    del local["serving"]
     row = json.loads(dict(page["rows"])["replica-c/c2"])
     assert row[0] == "c2" and row[5] == [0, 1] and row[6] == "r"
     assert (row[7], row[8]) == ("sum(rate(x[5m]))", True)  # first line; there is more

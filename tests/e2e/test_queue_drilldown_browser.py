@@ -10,6 +10,7 @@ import re
 
 from playwright.sync_api import Page, Route, expect
 
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
@@ -62,6 +63,8 @@ def test_drilling_down_from_a_tenant_lists_its_requests_in_dequeue_order(page: P
     expect(rows.nth(2).locator(".meta")).to_contain_text("websocket")
     # Not yet handed to a querier is every queued request's lot: no "attempts 0".
     expect(rows.nth(2).locator(".meta")).not_to_contain_text("attempt")
+    # Any querier may serve acme (no shard, no reservation): nothing to say.
+    expect(page.locator("#drill-serving")).to_be_hidden()
 
 
 def test_the_panel_opens_with_its_rows_in_view_and_closing_returns_to_its_button(
@@ -385,3 +388,65 @@ def test_the_oldest_of_a_list_cut_short_is_only_the_oldest_listed(
     page.locator("#drill-more").click()
     expect(page.locator("#drill-count")).to_have_text("55 of 55")
     expect(tag).to_have_text("oldest")
+
+
+PINNED = """
+from api.store import services
+services.tenant_put(tenant_id="pinned", expected_version=None, author=None, source="cli", config={
+    "max_queriers_per_tenant": 2,
+    "query_priority": {"enabled": True, "default_priority": 0, "priorities": [
+        {"priority": 4, "reserved_queriers": 1, "query_attributes": [{"regex": "urgent"}]}]}})
+"""
+SERVING = re.compile(
+    r"^pinned is served by 2 queriers of \d+ \(its shuffle shard\): \S+ and \S+\. "
+    r"Reserved: (\S+) takes only its priority 4 and above, so its requests below "
+    r"priority 4 wait for (\S+) \(1 querier\)\.$"
+)
+
+
+def test_a_tenant_s_drill_names_its_queriers_and_what_its_reservation_leaves_the_rest(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    server.run_python(PINNED)
+    queriers = [traffic.querier(f"q-pin-{i}", workers=1, latency=lambda _: 30.0) for i in range(3)]
+    try:
+        # More than the three single workers take, whenever the config lands.
+        traffic.enqueue("pinned", "up", count=6)
+        page.get_by_role("button", name="Requests of pinned").click()
+        line = page.locator("#drill-serving")
+        expect(line).to_have_text(SERVING, timeout=15_000)
+        reserved, rest = SERVING.findall(line.inner_text())[0]
+        assert reserved != rest
+        # The querier card says the same reservation, from the querier's side.
+        card = page.locator(f'.querier[data-querier="{reserved}"]')
+        expect(card).to_contain_text("pinned · priority ≥ 4")
+        # Another tenant's drill does not keep this one's line.
+        page.get_by_role("button", name="Requests of delta").click()
+        expect(line).to_be_hidden()
+    finally:
+        for querier in queriers:
+            traffic.close(querier)
+
+
+def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: Page) -> None:
+    cases = [
+        {"shard": None, "queriers": 5, "reserved": [[9, ["qa"]]]},
+        {"shard": None, "queriers": 5, "reserved": []},
+        {"shard": [f"q{i}" for i in range(12)], "queriers": 20, "reserved": []},
+        {"shard": ["a", "b", "c", "d"], "queriers": 9, "reserved": [[9, ["a"]], [3, ["b", "c"]]]},
+    ]
+    said = page.evaluate(
+        "async (cases) => { const m = await import('/static/dashboard/drill_text.js');"
+        " return cases.map((c) => m.servingText('t', c)); }",
+        cases,
+    )
+    assert said == [
+        "Any of the 5 queriers may serve t. Reserved: qa takes only its priority 9 and above,"
+        " so its requests below priority 9 wait for the other 4 queriers.",
+        "",
+        "t is served by 12 queriers of 20 (its shuffle shard):"
+        " q0, q1, q2, q3, q4, q5, q6, q7 and 4 more.",
+        "t is served by 4 queriers of 9 (its shuffle shard): a, b, c and d. Reserved: a takes"
+        " only its priority 9 and above; b and c take only its priority 3 and above, so its"
+        " requests below priority 3 wait for d (1 querier).",
+    ]

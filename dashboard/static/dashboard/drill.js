@@ -13,7 +13,7 @@ import { DrillCancels } from "./drill_cancel.js";
 import {
   attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
 } from "./drill_rows.js";
-import { orderNote, title } from "./drill_text.js";
+import { orderNote, servingText, title } from "./drill_text.js";
 import { formatWait } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
@@ -99,6 +99,7 @@ export class DrillPanel {
     if (!this.card.contains(document.activeElement)) this.opener = document.activeElement;
     this.card.hidden = false;
     this.list.replaceChildren();
+    this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
     this.reveal = oldest ? "oldest" : "rows";
     this.send();
     this.onOpen();
@@ -217,6 +218,9 @@ export class DrillPanel {
     const oldest = oldestQueued(order);
     this.oldest = oldest && { key: oldest.key, whole };
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
+    const serving = servingText(this.node.tenant, section.serving);
+    setText(this.$("drill-serving"), serving);
+    this.$("drill-serving").hidden = !serving;
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
       (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
     setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :

@@ -33,3 +33,35 @@ export function orderNote(state) {
   if (state === "in_flight") return "Running requests, longest running first.";
   return "Queued requests in the order the scheduler will dequeue them, then running ones (longest first).";
 }
+
+const LISTED = 8; // names listed before "and N more"
+
+function names(ids) {
+  const shown = ids.slice(0, LISTED);
+  const more = ids.length - shown.length;
+  const list = shown.length > 1 ? `${shown.slice(0, -1).join(", ")} and ${shown.at(-1)}` : shown[0] || "";
+  return more > 0 ? `${shown.join(", ")} and ${more} more` : list;
+}
+
+const queriers = (n) => `${n} ${n === 1 ? "querier" : "queriers"}`;
+
+// Who may serve the drilled tenant (dashboard.drill.serving): its shard, and
+// the queriers Cortex's reservations keep for its higher priorities, which
+// leave its lower ones to the rest. "" when nothing narrows it.
+export function servingText(tenant, serving) {
+  if (!serving) return "";
+  const { shard, queriers: known, reserved } = serving;
+  const pool = shard ? shard.length : known;
+  if (!shard && !reserved.length) return "";
+  let text = shard
+    ? `${tenant} is served by ${queriers(shard.length)} of ${known} (its shuffle shard): ${names(shard)}.`
+    : `Any of the ${queriers(known)} may serve ${tenant}.`;
+  if (!reserved.length) return text;
+  const kept = new Set(reserved.flatMap(([, ids]) => ids));
+  const lowest = Math.min(...reserved.map(([p]) => p));
+  const each = reserved.map(([p, ids]) => `${names(ids)} ${ids.length === 1 ? "takes" : "take"} only its priority ${p} and above`);
+  const rest = shard ? shard.filter((id) => !kept.has(id)) : null;
+  const left = rest ? `${names(rest)} (${queriers(rest.length)})` : `the other ${queriers(pool - kept.size)}`;
+  text += ` Reserved: ${each.join("; ")}, so its requests below priority ${lowest} wait for ${left}.`;
+  return text;
+}
