@@ -308,10 +308,10 @@ def build_page(
 def serving(served: TenantServing) -> dict[str, Any]:
     """Who may serve the drilled tenant: its shard and its reservations by priority.
 
-    Said beside the tenant's requests because that is where a backlog shows,
-    while the cause, a querier that takes only the tenant's higher
-    priorities, shows only on that querier's card (Cortex's reservations
-    are invisible there, and brittle: one share too many starves the rest).
+    Said beside the tenant's requests because that is where a backlog
+    shows; the cause, a querier that takes only the tenant's higher
+    priorities, is otherwise shown only on that querier's card (Cortex
+    shows it nowhere, and one reserved share too many starves the rest).
     """
     by_priority: dict[int, list[str]] = {}
     for r in served.reservations:
