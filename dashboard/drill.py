@@ -26,12 +26,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from api.wire.queue_rows import QUERY_LINE_LIMIT, FilterError, RequestFilter, frontend_of
+from api.wire.queue_rows import (
+    QUERY_LINE_LIMIT,
+    FilterError,
+    RequestFilter,
+    frontend_of,
+    serving_body,
+)
 from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
-from scheduler_core.snapshot import TenantServing
 
 __all__ = [
     "DEFAULT_ROWS",
@@ -41,7 +46,6 @@ __all__ = [
     "DrillState",
     "InvalidDrill",
     "build_page",
-    "serving",
 ]
 
 DEFAULT_ROWS = 50
@@ -301,26 +305,8 @@ def build_page(
         "exact": complete,
     }
     if flt.tenant:
-        page["serving"] = serving(queue.serving(flt.tenant))
+        page["serving"] = serving_body(queue.serving(flt.tenant))
     return page
-
-
-def serving(served: TenantServing) -> dict[str, Any]:
-    """Who may serve the drilled tenant: its shard and its reservations by priority.
-
-    Said beside the tenant's requests because that is where a backlog
-    shows; the cause, a querier that takes only the tenant's higher
-    priorities, is otherwise shown only on that querier's card (Cortex
-    shows it nowhere, and one reserved share too many starves the rest).
-    """
-    by_priority: dict[int, list[str]] = {}
-    for r in served.reservations:
-        by_priority.setdefault(r.priority, []).append(r.querier_id)
-    return {
-        "shard": None if served.shard is None else list(served.shard),
-        "queriers": served.queriers,
-        "reserved": [[p, by_priority[p]] for p in sorted(by_priority, reverse=True)],
-    }
 
 
 class DrillState:

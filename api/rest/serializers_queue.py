@@ -62,6 +62,20 @@ class QueueRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+class ServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    shard = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="its shuffle shard's queriers; null: every querier may serve it",
+    )
+    queriers = serializers.IntegerField(help_text="queriers the shards are drawn from")
+    reserved = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="[priority, [queriers]], highest first: each takes only the tenant's "
+        "requests of that priority or higher (Cortex's reserved_queriers)",
+    )
+
+
 class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-arg]
     running = serializers.BooleanField()
     results = QueueRequestSerializer(many=True)
@@ -69,6 +83,9 @@ class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-a
     total = serializers.IntegerField(help_text="matching requests")
     replicas = serializers.ListField(child=serializers.CharField(), required=False)
     replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)
+    serving = ServingSerializer(
+        required=False, help_text="with tenant=: which queriers may serve that tenant"
+    )
 
 
 class CancelOneSerializer(serializers.Serializer):  # type: ignore[type-arg]

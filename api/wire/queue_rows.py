@@ -25,6 +25,7 @@ from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue_listing import InFlight, Predicate
 from scheduler_core.regex import compile_regex, regex_error
 from scheduler_core.rejection import Verdict
+from scheduler_core.snapshot import TenantServing
 from scheduler_core.validation import MAX_REGEX_LENGTH
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "frontend_of",
     "priority_origin",
     "request_row",
+    "serving_body",
 ]
 
 # Characters of query text in one API row (`query_truncated` says when cut).
@@ -284,3 +286,22 @@ def _seconds(value: Any, name: str) -> float | None:
     if not seconds >= 0 or seconds == float("inf"):
         raise FilterError(name, "must be a finite number of seconds, 0 or more")
     return seconds
+
+
+def serving_body(served: TenantServing) -> dict[str, Any]:
+    """Who may serve a tenant: its shard, and its reservations by priority.
+
+    The drill-down and `GET queue/requests/?tenant=` say it beside the
+    tenant's requests because that is where a backlog shows; the cause, a
+    querier that takes only the tenant's higher priorities, is otherwise
+    shown only on that querier's card (Cortex shows it nowhere, and one
+    reserved share too many starves the rest).
+    """
+    by_priority: dict[int, list[str]] = {}
+    for r in served.reservations:
+        by_priority.setdefault(r.priority, []).append(r.querier_id)
+    return {
+        "shard": None if served.shard is None else list(served.shard),
+        "queriers": served.queriers,
+        "reserved": [[p, by_priority[p]] for p in sorted(by_priority, reverse=True)],
+    }

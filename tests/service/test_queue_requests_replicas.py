@@ -117,6 +117,8 @@ async def test_either_replica_lists_pages_and_cancels_across_both(
             ("replica-a", "a0"), ("replica-a", "a1"), ("replica-a", "a2"),
             ("replica-b", "b0"), ("replica-b", "b1"), ("replica-b", "b2"),
         ]  # fmt: skip
+        # Who may serve it comes with the merged page too (no querier connected here).
+        assert page["serving"] == {"shard": None, "queriers": 0, "reserved": []}
     seen, cursor = [], ""
     while True:
         status, page = await acall(

@@ -38,7 +38,7 @@ from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
 from api.wire.queue_peers import live_peers, merged
-from api.wire.queue_rows import FilterError, RequestFilter
+from api.wire.queue_rows import FilterError, RequestFilter, serving_body
 from scheduler_core.model import COMPONENTS
 
 __all__ = [
@@ -107,9 +107,14 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
     if not runtime_host.started():
         return {"running": False, "results": [], "next": None, "total": 0}
     host = runtime_host.get_host()
+    # This replica's view serves for all: queriers connect to every replica,
+    # so the shards and reservations agree.
+    serving = (
+        {"serving": serving_body(host.runtime.queue.serving(flt.tenant))} if flt.tenant else {}
+    )
     peers = _peers(host)
     if peers is not None:
-        return await merged.page(peers, flt, cursor, limit)
+        return {**await merged.page(peers, flt, cursor, limit), **serving}
     page = await queue_requests.list_page(
         host.runtime,
         flt,
@@ -119,7 +124,7 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
         names=queue_requests.grpc_names(host),
     )
     body = {"running": True, "results": page.rows, "next": page.next, "total": page.total}
-    return {**body, "_loop_seconds": page.loop_seconds}
+    return {**body, **serving, "_loop_seconds": page.loop_seconds}
 
 
 async def _find_on_loop(request_id: str, replica: str | None) -> dict[str, Any] | None:

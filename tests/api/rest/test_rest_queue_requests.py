@@ -127,6 +127,25 @@ def test_a_tenant_s_requests_come_in_dequeue_order_with_every_field(viewer_api, 
     assert body["results"][2]["rule"] is None and body["results"][2]["source"] == "default"
 
 
+def test_a_tenant_s_listing_says_which_queriers_may_serve_it(viewer_api, runtime):
+    for querier in ("q-a", "q-b", "q-c"):
+        runtime.queue.connect_querier(querier)
+    rules = QueryPriority(
+        enabled=True,
+        priorities=[PriorityDef(3, 1, [QueryAttribute(regex="slow")])],
+    )
+    runtime.set_tenant_limits("acme", TenantLimits(max_queriers=2, query_priority=rules))
+    body = viewer_api.get("/api/v1/queue/requests/", {"tenant": "acme"}).json()
+    shard = body["serving"]["shard"]
+    assert len(shard) == 2 and set(shard) < {"q-a", "q-b", "q-c"}
+    assert body["serving"]["queriers"] == 3
+    assert body["serving"]["reserved"] == [[3, [shard[0]]]]  # the shard's first, sorted
+    # Beta is not sharded and reserves nothing; a listing of no tenant says nothing.
+    beta = viewer_api.get("/api/v1/queue/requests/", {"tenant": "beta"}).json()
+    assert beta["serving"] == {"shard": None, "queriers": 3, "reserved": []}
+    assert "serving" not in viewer_api.get("/api/v1/queue/requests/").json()
+
+
 def test_pages_follow_the_cursor_to_the_end(viewer_api, runtime):
     seen: list[str] = []
     params: dict[str, Any] = {"limit": 2}
