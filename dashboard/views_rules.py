@@ -71,7 +71,11 @@ def _limits(config: Mapping[str, Any]) -> TenantLimits:
 
 
 def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, int]]:
-    """tenant -> {"default", "total"} requests in the last hour, every replica."""
+    """tenant -> {"default", "total"} requests in the last hour, every replica.
+
+    Counted under the tenant's current config only, so for a version saved
+    less than an hour ago, since it was saved (the column's title says so).
+    """
     wanted = dict(configs)
     local = rule_reports.local_counts_many(wanted)
     shares: dict[str, dict[str, int]] = {}
