@@ -21,7 +21,11 @@ from typing import Any
 from scheduler_core.classify import query_info
 from scheduler_core.model import TenantLimits
 from scheduler_core.rejection import Verdict, judge
-from scheduler_core.tenant_querier_assignment import reserved_queriers, shuffle_shard
+from scheduler_core.tenant_querier_assignment import (
+    effective_shard_size,
+    reserved_queriers,
+    shuffle_shard,
+)
 
 __all__ = ["EXAMPLES_PER_CHANGE", "replay", "replay_many", "reservations", "verdict_of_row"]
 
@@ -92,7 +96,11 @@ def reservations(
     if not qp.enabled or not any(p.reserved_queriers > 0 for p in qp.priorities):
         return {}
     ordered = sorted(queriers)
-    shard = shuffle_shard(tenant_id, ordered, limits.max_queriers)
+    # The shard as the queue sizes it: Loki's max_query_capacity narrows it
+    # too (with max_queriers alone, a capacity-limited tenant's reservations
+    # were drawn from every querier, naming ones outside its shard).
+    size = effective_shard_size(limits.max_queriers, limits.max_query_capacity, len(ordered))
+    shard = shuffle_shard(tenant_id, ordered, size)
     reserved = reserved_queriers(shard if shard is not None else ordered, qp.priorities)
     out: dict[str, list[str]] = {}
     for querier_id, priority in sorted(reserved.items()):

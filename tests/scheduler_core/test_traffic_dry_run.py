@@ -20,6 +20,7 @@ from scheduler_core.model import (
     TenantLimits,
     TimeRange,
 )
+from scheduler_core.queue import RequestQueue
 from scheduler_core.rejection import judge
 from scheduler_core.rule_stats import RuleStats
 from scheduler_core.rules import QueryInfo
@@ -139,6 +140,37 @@ def test_reservations_before_and_after_follow_cortexs_rule() -> None:
     )
     assert reservations("t", more, queriers) == {"5": ["q1", "q2"]}
     assert reservations("t", TenantLimits(), queriers) == {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    queriers=st.integers(min_value=1, max_value=9),
+    max_queriers=st.integers(min_value=0, max_value=10),
+    capacity=st.sampled_from([0.0, 0.2, 0.5, 0.75, 1.0]),
+    shares=st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=1, max_size=3),
+)
+def test_reservations_are_the_ones_the_live_queue_makes(
+    queriers: int, max_queriers: int, capacity: float, shares: list[float]
+) -> None:
+    # Every shard limit counts, Loki's max_query_capacity as well as
+    # max_queriers: a dry run that ignored one named queriers outside the shard.
+    names = [f"q{i}" for i in range(queriers)]
+    priorities = [
+        PriorityDef(9 - i, share, [QueryAttribute(regex="x")]) for i, share in enumerate(shares)
+    ]
+    limits = TenantLimits(
+        max_queriers=max_queriers,
+        max_query_capacity=capacity,
+        query_priority=QueryPriority(True, 0, priorities),
+    )
+    queue = RequestQueue()
+    for name in names:
+        queue.connect_querier(name)
+    queue.set_tenant_limits("t", limits)
+    live: dict[str, list[str]] = {}
+    for r in queue.serving("t").reservations:
+        live.setdefault(str(r.priority), []).append(r.querier_id)
+    assert reservations("t", limits, names) == live
 
 
 _REGEXES = st.sampled_from(["rate", "sum", "^up", "x", ".*", ".+", 'job="a"'])
