@@ -52,7 +52,26 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
         "reservation_rows": [
             {"priority": p, "before": before.get(p, []), "after": after.get(p, [])} for p in levels
         ],
+        "tenant_id": tenant_id,
+        # What each side's reservations leave the tenant's lower priorities:
+        # said in the drill-down's words by the editor's script.
+        "serving_lines": [
+            {"label": "Now", "serving": report["serving"]["before"]},
+            {
+                "label": "With the form",
+                "serving": report["serving"]["after"],
+                "below": _below_reserved(report["serving"]["after"], report["by_priority"]),
+            },
+        ],
     }
+
+
+def _below_reserved(serving: Mapping[str, Any], by_priority: Mapping[str, int]) -> int | None:
+    """Sampled requests the draft admits below its lowest reserved priority."""
+    if not serving["reserved"]:
+        return None
+    lowest = min(priority for priority, _ in serving["reserved"])
+    return sum(count for priority, count in by_priority.items() if int(priority) < lowest)
 
 
 @require_POST

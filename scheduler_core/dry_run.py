@@ -21,13 +21,22 @@ from typing import Any
 from scheduler_core.classify import query_info
 from scheduler_core.model import TenantLimits
 from scheduler_core.rejection import Verdict, judge
+from scheduler_core.snapshot import Reservation, TenantServing
 from scheduler_core.tenant_querier_assignment import (
     effective_shard_size,
     reserved_queriers,
     shuffle_shard,
 )
 
-__all__ = ["EXAMPLES_PER_CHANGE", "replay", "replay_many", "reservations", "verdict_of_row"]
+__all__ = [
+    "EXAMPLES_PER_CHANGE",
+    "replay",
+    "replay_many",
+    "reservations",
+    "reserved_by_priority",
+    "serving_of",
+    "verdict_of_row",
+]
 
 EXAMPLES_PER_CHANGE = 3
 _REJECTED = "rejected"
@@ -59,15 +68,23 @@ def _outcome(verdict: Verdict) -> int | str:
 def replay(
     rows: Iterable[Sequence[Any]], before: TenantLimits, after: TenantLimits
 ) -> dict[str, Any]:
-    """The traffic part of a dry-run report: sample, unchanged, changed, rejected."""
+    """The traffic part of a dry-run report: sample, unchanged, changed, rejected.
+
+    `by_priority` counts the requests the draft admits, by the priority it
+    gives them (as text): with its reservations, how many would wait for
+    the queriers left to its lower priorities.
+    """
     sample = unchanged = rejected = 0
     changes: dict[tuple[int | str, int | str], list[Any]] = {}
+    admitted: dict[int, int] = {}
     for row in rows:
         sample += 1
         now, draft = _outcome(verdict_of_row(row, before)), _outcome(verdict_of_row(row, after))
         if draft == _REJECTED:
             rejected += 1
-        elif now == draft:
+            continue
+        admitted[int(draft)] = admitted.get(int(draft), 0) + 1
+        if now == draft:
             unchanged += 1
         else:
             slot = changes.setdefault((now, draft), [0, []])
@@ -81,30 +98,48 @@ def replay(
             changes.items(), key=lambda item: (-item[1][0], str(item[0]))
         )
     ]
-    return {"sample": sample, "unchanged": unchanged, "changed": changed, "rejected": rejected}
+    by_priority = {str(p): admitted[p] for p in sorted(admitted, reverse=True)}
+    return {
+        "sample": sample,
+        "unchanged": unchanged,
+        "changed": changed,
+        "rejected": rejected,
+        "by_priority": by_priority,
+    }
 
 
-def reservations(
-    tenant_id: str, limits: TenantLimits, queriers: Sequence[str]
-) -> dict[str, list[str]]:
-    """Priority (as text) -> the queriers `limits` reserve for it, given `queriers`.
+def serving_of(tenant_id: str, limits: TenantLimits, queriers: Sequence[str]) -> TenantServing:
+    """Who would serve the tenant under `limits`, given `queriers`.
 
-    The same shard and reservation rule the queue applies (Cortex's), so
-    "before" and "after" differ exactly as the live reservations would.
+    The same shard and reservation rules the queue applies (Cortex's), so a
+    draft's answer is what `RequestQueue.serving` gives once it is saved.
     """
-    qp = limits.query_priority
-    if not qp.enabled or not any(p.reserved_queriers > 0 for p in qp.priorities):
-        return {}
     ordered = sorted(queriers)
     # The shard as the queue sizes it: Loki's max_query_capacity narrows it
     # too (with max_queriers alone, a capacity-limited tenant's reservations
     # were drawn from every querier, naming ones outside its shard).
     size = effective_shard_size(limits.max_queriers, limits.max_query_capacity, len(ordered))
     shard = shuffle_shard(tenant_id, ordered, size)
-    reserved = reserved_queriers(shard if shard is not None else ordered, qp.priorities)
+    qp = limits.query_priority
+    reserved: dict[str, int] = {}
+    if qp.enabled and any(p.reserved_queriers > 0 for p in qp.priorities):
+        reserved = reserved_queriers(shard if shard is not None else ordered, qp.priorities)
+    held = tuple(Reservation(tenant_id, prio, q) for q, prio in sorted(reserved.items()))
+    return TenantServing(tenant_id, shard, len(ordered), held)
+
+
+def reservations(
+    tenant_id: str, limits: TenantLimits, queriers: Sequence[str]
+) -> dict[str, list[str]]:
+    """Priority (as text) -> the queriers `limits` reserve for it, given `queriers`."""
+    return reserved_by_priority(serving_of(tenant_id, limits, queriers))
+
+
+def reserved_by_priority(served: TenantServing) -> dict[str, list[str]]:
+    """Priority (as text) -> its reserved queriers, from a `serving_of` answer."""
     out: dict[str, list[str]] = {}
-    for querier_id, priority in sorted(reserved.items()):
-        out.setdefault(str(priority), []).append(querier_id)
+    for held in served.reservations:
+        out.setdefault(str(held.priority), []).append(held.querier_id)
     return out
 
 

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from api.rest import offload
-from scheduler_core.dry_run import replay_many, reservations
+from api.wire.queue_rows import serving_body
+from scheduler_core.dry_run import replay_many, reserved_by_priority, serving_of
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import TenantLimits
 from scheduler_core.validation import tenant_limits_from_dict
@@ -38,13 +39,20 @@ def _limits(raw: Mapping[str, Any]) -> TenantLimits:
 def tenant_reports(
     jobs: Sequence[TrafficJob], queriers: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
-    """One report per tenant: the replay plus its reservations before and after."""
+    """One report per tenant: the replay plus who would serve it, before and after.
+
+    `reservations` by priority, and `serving` as the drill-down says it (the
+    shard as well: a draft may change its size).
+    """
     reports = replay_many(jobs)
     for tenant_id, _, before, after in jobs:
+        now = serving_of(tenant_id, _limits(before), queriers)
+        then = serving_of(tenant_id, _limits(after), queriers)
         reports[tenant_id]["reservations"] = {
-            "before": reservations(tenant_id, _limits(before), queriers),
-            "after": reservations(tenant_id, _limits(after), queriers),
+            "before": reserved_by_priority(now),
+            "after": reserved_by_priority(then),
         }
+        reports[tenant_id]["serving"] = {"before": serving_body(now), "after": serving_body(then)}
     return reports
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.rest.serializers_queue import ServingSerializer
 from scheduler_core.bounds import (
     INT64_MAX,
     INT64_MIN,
@@ -272,12 +273,24 @@ class ReservationsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     after = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
 
 
+class DryRunServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    before = ServingSerializer()
+    after = ServingSerializer()
+
+
 class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     sample = serializers.IntegerField(help_text="sampled recent requests replayed")
     unchanged = serializers.IntegerField()
     changed = PriorityChangeSerializer(many=True)
     rejected = serializers.IntegerField(help_text="requests the draft would reject (422)")
+    by_priority = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="priority (as text) -> sampled requests the draft admits at it",
+    )
     reservations = ReservationsSerializer()
+    serving = DryRunServingSerializer(
+        help_text="who may serve the tenant now and with the draft, as queue/requests/ says"
+    )
 
 
 class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -152,6 +152,12 @@ def config_value(value: Any) -> str:
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
+@register.filter
+def json_attr(value: Any) -> str:
+    """Plain data as JSON for a `data-` attribute (the template escapes it)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
 # A rule or attribute index with the dots around it; other dots stay, since a
 # tenant ID may hold one ("team.a" in a whole-config path).
 _INDEXED = re.compile(r"\.?(?:query_priority\.)?(priorities|query_attributes)\[(\d+)\]\.?")

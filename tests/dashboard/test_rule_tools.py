@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from html import unescape
 from typing import Any
 
 import pytest
@@ -131,6 +134,37 @@ def test_the_dry_run_box_tests_the_unsaved_form_and_saves_nothing(
     assert 'id="dry-run-changed" class="big">1<' in html
     assert "rejected (422)" in html and "expensive_total" in html
     assert Tenant.objects.get(tenant_id="team").config == REJECTING
+
+
+def test_the_dry_run_box_carries_who_would_serve_the_tenant_now_and_with_the_form(
+    viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
+    saved = tenant_limits_from_dict(REJECTING)
+    log = AdmissionLog(RuleStats(lambda: 0.0))
+    for n, query in enumerate(["errors_total", "up", "down"]):
+        info = query_info(
+            query=query, api_type="query", start=1e9 + n, end=1e9 + n, step=None, headers={}
+        )
+        log.record("team", saved, judge(saved, info, 1e9 + n), info, "ingester", 1e9 + n)
+    monkeypatch.setattr(
+        rule_reports, "sample_rows", lambda ids=None: {"team": log.traffic.rows("team")}
+    )
+    monkeypatch.setattr(rule_reports, "connected_queriers", lambda: ["q1", "q2", "q3"])
+    fields = {
+        **_post_fields(REJECTING),
+        "max_queriers_per_tenant": "2",
+        "query_priority.priorities[0].reserved_queriers": "1",
+    }
+    html = viewer_client.post("/tenants/team/dry-run/", fields).content.decode()
+    lines = re.findall(r'<p class="dry-run-serving"([^>]*)>', html)
+    attrs = [dict(re.findall(r'data-([a-z]+)="([^"]*)"', line)) for line in lines]
+    assert [a["label"] for a in attrs] == ["Now", "With the form"]
+    now, then = (json.loads(unescape(a["serving"])) for a in attrs)
+    assert now == {"shard": None, "queriers": 3, "reserved": []} and "below" not in attrs[0]
+    assert len(then["shard"]) == 2 and then["reserved"] == [[5, [then["shard"][0]]]]
+    # "up" and "down" stay at the default priority 0, below the reserved 5.
+    assert (attrs[1]["below"], attrs[1]["sample"], attrs[1]["tenant"]) == ("2", "3", "team")
 
 
 def test_the_tenants_list_shows_the_default_priority_share(

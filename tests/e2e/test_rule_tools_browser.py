@@ -63,6 +63,12 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
     expect(row).to_have_count(1)
     expect(row).to_contain_text(re.compile(r"priority 0\s*priority 5\s*4"))
     expect(row).to_contain_text("sum(rate(special_total[5m]))")
+    expect(page.locator(".dry-run-serving")).to_have_text(
+        [
+            "Now: any querier may serve it; none is reserved.",
+            "With the form: any querier may serve it; none is reserved.",
+        ]
+    )
     full_page_screenshot(page, "tenant-dry-run.png")
 
     _save(page)
@@ -97,3 +103,35 @@ def test_a_rule_that_matched_nothing_is_flagged_once_five_minutes_were_counted(
     counted["seconds"] = 4000.0
     expect(rule).to_have_text("matched nothing in 1 h of 2 requests", timeout=10_000)
     expect(rule).to_have_class("hits idle")
+
+
+RESERVED = "query_priority.priorities[0].reserved_queriers"
+LEFT = re.compile(
+    r"^With the form: Any of the 3 queriers may serve spare\. Reserved: q-spare-\d takes only "
+    r"its priority 5 and above, so its requests below priority 5 \(2 of the 6 sampled\) wait "
+    r"for the other 2 queriers\.$"
+)
+
+
+def test_the_dry_run_says_what_a_reservation_would_leave_the_lower_priorities(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    server.run_python(SEED.replace('"hits"', '"spare"'))
+    _login(page)
+    queriers = [
+        traffic.querier(f"q-spare-{i}", workers=1, latency=lambda _: 0.01) for i in range(3)
+    ]
+    try:
+        traffic.enqueue("spare", query="sum(rate(special_total[5m]))", count=4)
+        traffic.enqueue("spare", query="up", count=2)
+        page.goto("/tenants/spare/")
+        expect(page.locator('[data-hits="default"]')).to_contain_text("1h 6")
+        page.locator(f'[name="{REGEX}"]').fill("special")
+        page.locator(f'[name="{RESERVED}"]').fill("1")
+        page.get_by_role("button", name="Test against recent traffic").click()
+        lines = page.locator(".dry-run-serving")
+        expect(lines.first).to_have_text("Now: any querier may serve it; none is reserved.")
+        expect(lines.nth(1)).to_have_text(LEFT)
+    finally:
+        for querier in queriers:
+            traffic.close(querier)

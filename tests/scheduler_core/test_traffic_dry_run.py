@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.classify import classify
-from scheduler_core.dry_run import replay, reservations
+from scheduler_core.dry_run import replay, reservations, serving_of
 from scheduler_core.model import (
     PriorityDef,
     QueryAttribute,
@@ -149,7 +149,7 @@ def test_reservations_before_and_after_follow_cortexs_rule() -> None:
     capacity=st.sampled_from([0.0, 0.2, 0.5, 0.75, 1.0]),
     shares=st.lists(st.sampled_from([0.0, 0.3, 0.5, 1.0, 2.0]), min_size=1, max_size=3),
 )
-def test_reservations_are_the_ones_the_live_queue_makes(
+def test_reservations_and_shards_are_the_ones_the_live_queue_makes(
     queriers: int, max_queriers: int, capacity: float, shares: list[float]
 ) -> None:
     # Every shard limit counts, Loki's max_query_capacity as well as
@@ -171,6 +171,7 @@ def test_reservations_are_the_ones_the_live_queue_makes(
     for r in queue.serving("t").reservations:
         live.setdefault(str(r.priority), []).append(r.querier_id)
     assert reservations("t", limits, names) == live
+    assert serving_of("t", limits, names) == queue.serving("t")  # the shard too
 
 
 _REGEXES = st.sampled_from(["rate", "sum", "^up", "x", ".*", ".+", 'job="a"'])

@@ -48,7 +48,9 @@ const queriers = (n) => `${n} ${n === 1 ? "querier" : "queriers"}`;
 // Who may serve the drilled tenant (dashboard.drill.serving): its shard, and
 // the queriers Cortex's reservations keep for its higher priorities, which
 // leave its lower ones to the rest. "" when nothing narrows it.
-export function servingText(tenant, serving) {
+// `below`, when known, counts the requests that would wait for the rest:
+// {count, sample} of a dry run's sampled requests.
+export function servingText(tenant, serving, below = null) {
   if (!serving) return "";
   const { shard, queriers: known, reserved } = serving;
   const pool = shard ? shard.length : known;
@@ -62,6 +64,7 @@ export function servingText(tenant, serving) {
   const each = reserved.map(([p, ids]) => `${names(ids)} ${ids.length === 1 ? "takes" : "take"} only its priority ${p} and above`);
   const rest = shard ? shard.filter((id) => !kept.has(id)) : null;
   const left = rest ? `${names(rest)} (${queriers(rest.length)})` : `the other ${queriers(pool - kept.size)}`;
-  text += ` Reserved: ${each.join("; ")}, so its requests below priority ${lowest} wait for ${left}.`;
+  const share = below ? ` (${below.count} of the ${below.sample} sampled)` : "";
+  text += ` Reserved: ${each.join("; ")}, so its requests below priority ${lowest}${share} wait for ${left}.`;
   return text;
 }

@@ -5,6 +5,7 @@
 // re-renders the whole page with the same report, and no counts are shown.
 
 import { setAttr, setText } from "./dom.js";
+import { servingText } from "./drill_text.js";
 
 const POLL_MS = 3000;
 const form = document.getElementById("tenant-form");
@@ -88,6 +89,7 @@ async function dryRun(event) {
     output.innerHTML = response.ok
       ? await response.text()
       : `<p class="error">The dry run failed (${response.status}).</p>`;
+    sayServing(output);
   } catch (error) {
     output.innerHTML = '<p class="error">The server could not be reached.</p>';
   } finally {
@@ -95,4 +97,16 @@ async function dryRun(event) {
   }
 }
 
+// The dry run's "who would serve it" lines, now and with the form, in the
+// drill-down's words (the box carries them as data).
+function sayServing(root) {
+  for (const line of root.querySelectorAll(".dry-run-serving[data-serving]")) {
+    const { tenant, label, serving, below, sample } = line.dataset;
+    const count = below === undefined ? null : { count: Number(below), sample: Number(sample) };
+    const text = servingText(tenant, JSON.parse(serving), count);
+    line.textContent = `${label}: ${text || "any querier may serve it; none is reserved."}`;
+  }
+}
+
 if (button) button.addEventListener("click", dryRun);
+if (output) sayServing(output); // a box the page was rendered with (no script posted it)
