@@ -310,20 +310,26 @@ def build_page(
 
 
 class DrillState:
-    """One viewer's drill: its params and the rows it was last sent (for references)."""
+    """One viewer's drill: its params and what it was last sent (for references).
+
+    Besides the rows, the tenant's `serving` goes only when it changed: a
+    shard of hundreds of queriers would otherwise be resent every tick.
+    """
 
     def __init__(self, params: DrillParams) -> None:
         self.params = params
         self._sent: dict[str, str] = {}
+        self._serving = ""
 
     def reset(self) -> None:
         """Next section sends every row in full (after a resync or a new snapshot)."""
         self._sent = {}
+        self._serving = ""
 
     def section(self, page: Mapping[str, Any] | None, full: bool) -> str:
         """The `drill` section: unchanged rows as `["=", id]`, new or changed ones in full."""
         if full:
-            self._sent = {}
+            self.reset()
         flt = self.params.filter
         head = {
             "filter": {k: v for k, v in _filter_dict(flt).items() if v not in (None, "")},
@@ -338,9 +344,13 @@ class DrillState:
             sent[rid] = text
         self._sent = sent
         head = {**head, "total": page["total"], "exact": page["exact"]}
-        for extra in ("replicas_missing", "replicas_pending", "serving"):
+        for extra in ("replicas_missing", "replicas_pending"):
             if page.get(extra):
                 head[extra] = page[extra]
+        serving = page.get("serving")
+        if serving is not None and (text := dumps(serving)) != self._serving:
+            head["serving"] = serving
+            self._serving = text
         body = dumps(head)
         return f'{body[:-1]},"rows":[{",".join(parts)}]}}'
 

@@ -24,6 +24,7 @@ from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import QueueSnapshot
 from tests.dashboard.test_consumers import WallClock, connect
 from tests.fakes import FakeClock
+from tests.polling import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -73,6 +74,12 @@ async def socket(viewer: User, broadcaster: Broadcaster) -> AsyncIterator[Websoc
     await communicator.send_json_to({"type": "ack", "seq": 1})
     yield communicator
     await communicator.disconnect()
+
+
+async def acked(socket: WebsocketCommunicator, broadcaster: Broadcaster, seq: int) -> None:
+    """Acknowledge `seq` and wait until the consumer has handled it."""
+    await socket.send_json_to({"type": "ack", "seq": seq})
+    await until(lambda: all(viewer.acked >= seq for viewer in broadcaster.viewers))
 
 
 def rows(frame: dict[str, Any], known: dict[str, list[Any]]) -> list[list[Any]]:
@@ -209,7 +216,7 @@ def test_a_row_s_queued_since_tells_apart_requests_a_millisecond_apart() -> None
 
 
 async def test_a_tenant_drill_says_which_queriers_may_serve_it_and_which_are_reserved(
-    socket: WebsocketCommunicator, source: RuntimeSource
+    socket: WebsocketCommunicator, source: RuntimeSource, broadcaster: Broadcaster
 ) -> None:
     for i in range(5):
         source.runtime.connect_querier(f"q-{i}")
@@ -219,11 +226,23 @@ async def test_a_tenant_drill_says_which_queriers_may_serve_it_and_which_are_res
     source.runtime.set_tenant_limits("acme", TenantLimits(max_queriers=3, query_priority=priority))
     source.enqueue("r1", "acme")
     await socket.send_json_to({"type": "drill", "tenant": "acme"})
-    serving = (await socket.receive_json_from())["drill"]["serving"]
+    frame = await socket.receive_json_from()
+    serving = frame["drill"]["serving"]
     shard = source.runtime.queue.serving("acme").shard
     assert shard is not None and serving["shard"] == list(shard) and serving["queriers"] == 5
     # Half of a shard of 3, rounded up: its first two queriers, sorted.
     assert serving["reserved"] == [[3, list(shard[:2])]]
+    # Unchanged, it is not sent again; changed, it is.
+    await acked(socket, broadcaster, frame["seq"])
+    source.enqueue("r2", "acme")
+    broadcaster.tick()
+    frame = await socket.receive_json_from()
+    assert "serving" not in frame["drill"] and len(frame["drill"]["rows"]) == 2
+    await acked(socket, broadcaster, frame["seq"])
+    source.runtime.set_tenant_limits("acme", TenantLimits(max_queriers=3))
+    broadcaster.tick()
+    frame = await socket.receive_json_from()
+    assert frame["drill"]["serving"] == {"shard": list(shard), "queriers": 5, "reserved": []}
 
 
 def test_a_drill_of_a_component_alone_says_nothing_of_serving() -> None:

@@ -43,6 +43,7 @@ export class DrillPanel {
     this.opener = null; // what had the focus when the panel opened
     this.reveal = false; // once its first rows are in: "rows" into view, or the "oldest" row too
     this.oldest = null; // { key, whole } of the oldest queued row; whole: of every one that matches
+    this.serving = null; // who may serve the drilled tenant, as last sent
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -99,6 +100,7 @@ export class DrillPanel {
     if (!this.card.contains(document.activeElement)) this.opener = document.activeElement;
     this.card.hidden = false;
     this.list.replaceChildren();
+    this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
     this.reveal = oldest ? "oldest" : "rows";
     this.send();
@@ -218,7 +220,9 @@ export class DrillPanel {
     const oldest = oldestQueued(order);
     this.oldest = oldest && { key: oldest.key, whole };
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
-    const serving = servingText(this.node.tenant, section.serving);
+    // Sent when it changed (a section without it keeps the last one).
+    if (section.serving !== undefined) this.serving = section.serving;
+    const serving = servingText(this.node.tenant, this.serving);
     setText(this.$("drill-serving"), serving);
     this.$("drill-serving").hidden = !serving;
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
