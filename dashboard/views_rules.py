@@ -56,18 +56,18 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
         # What each side's reservations leave the tenant's lower priorities:
         # said in the drill-down's words by the editor's script.
         "serving_lines": [
-            {"label": "Now", "serving": report["serving"]["before"]},
             {
-                "label": "With the form",
-                "serving": report["serving"]["after"],
-                "below": _below_reserved(report["serving"]["after"], report["by_priority"]),
-            },
+                "label": label,
+                "serving": report["serving"][side],
+                "below": _below_reserved(report["serving"][side], report["by_priority"][side]),
+            }
+            for label, side in (("Now", "before"), ("With the form", "after"))
         ],
     }
 
 
 def _below_reserved(serving: Mapping[str, Any], by_priority: Mapping[str, int]) -> int | None:
-    """Sampled requests the draft admits below its lowest reserved priority."""
+    """Sampled requests a config admits below its lowest reserved priority."""
     if not serving["reserved"]:
         return None
     lowest = min(priority for priority, _ in serving["reserved"])

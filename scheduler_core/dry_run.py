@@ -70,21 +70,23 @@ def replay(
 ) -> dict[str, Any]:
     """The traffic part of a dry-run report: sample, unchanged, changed, rejected.
 
-    `by_priority` counts the requests the draft admits, by the priority it
-    gives them (as text): with its reservations, how many would wait for
-    the queriers left to its lower priorities.
+    `by_priority` counts, for the saved limits (`before`) and the draft
+    (`after`), the requests each admits by the priority it gives them (as
+    text): with the reservations, how many wait for the queriers left to
+    the lower priorities.
     """
     sample = unchanged = rejected = 0
     changes: dict[tuple[int | str, int | str], list[Any]] = {}
-    admitted: dict[int, int] = {}
+    admitted: tuple[dict[int, int], dict[int, int]] = ({}, {})
     for row in rows:
         sample += 1
         now, draft = _outcome(verdict_of_row(row, before)), _outcome(verdict_of_row(row, after))
+        for counts, outcome in zip(admitted, (now, draft), strict=True):
+            if outcome != _REJECTED:
+                counts[int(outcome)] = counts.get(int(outcome), 0) + 1
         if draft == _REJECTED:
             rejected += 1
-            continue
-        admitted[int(draft)] = admitted.get(int(draft), 0) + 1
-        if now == draft:
+        elif now == draft:
             unchanged += 1
         else:
             slot = changes.setdefault((now, draft), [0, []])
@@ -98,7 +100,10 @@ def replay(
             changes.items(), key=lambda item: (-item[1][0], str(item[0]))
         )
     ]
-    by_priority = {str(p): admitted[p] for p in sorted(admitted, reverse=True)}
+    by_priority = {
+        side: {str(p): counts[p] for p in sorted(counts, reverse=True)}
+        for side, counts in zip(("before", "after"), admitted, strict=True)
+    }
     return {
         "sample": sample,
         "unchanged": unchanged,

@@ -273,6 +273,15 @@ class ReservationsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     after = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
 
 
+class DryRunAdmittedSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    before = serializers.DictField(
+        child=serializers.IntegerField(), help_text="priority (as text) -> requests, saved config"
+    )
+    after = serializers.DictField(
+        child=serializers.IntegerField(), help_text="priority (as text) -> requests, the draft"
+    )
+
+
 class DryRunServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
     before = ServingSerializer()
     after = ServingSerializer()
@@ -283,9 +292,8 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     unchanged = serializers.IntegerField()
     changed = PriorityChangeSerializer(many=True)
     rejected = serializers.IntegerField(help_text="requests the draft would reject (422)")
-    by_priority = serializers.DictField(
-        child=serializers.IntegerField(),
-        help_text="priority (as text) -> sampled requests the draft admits at it",
+    by_priority = DryRunAdmittedSerializer(
+        help_text="sampled requests each config admits, by the priority it gives them"
     )
     reservations = ReservationsSerializer()
     serving = DryRunServingSerializer(

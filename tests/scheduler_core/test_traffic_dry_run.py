@@ -130,6 +130,9 @@ def test_the_report_sorts_each_request_into_exactly_one_bucket() -> None:
     assert report["unchanged"] == 2  # both rate queries stay at 5
     assert report["rejected"] == 1
     assert report["changed"] == [{"from": 0, "to": 3, "count": 2, "examples": ["up"]}]
+    # What each config admits, by priority: the saved one all five, the draft
+    # all but the rejected one.
+    assert report["by_priority"] == {"before": {"5": 2, "0": 3}, "after": {"5": 2, "3": 2}}
 
 
 def test_reservations_before_and_after_follow_cortexs_rule() -> None:
