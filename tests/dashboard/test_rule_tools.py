@@ -112,13 +112,11 @@ def test_the_explain_box_says_which_rejection_attribute_would_reject(
     assert "Would be rejected by attribute 1" in html
 
 
-def test_the_dry_run_box_tests_the_unsaved_form_and_saves_nothing(
-    viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
-) -> None:
-    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False  # the service test runs the worker
+def sampled(monkeypatch: pytest.MonkeyPatch, *queries: str) -> None:
+    """Team's recent traffic as the saved rules judged it, with three queriers connected."""
     saved = tenant_limits_from_dict(REJECTING)
     log = AdmissionLog(RuleStats(lambda: 0.0))
-    for n, query in enumerate(["errors_total", "up", "expensive_total"]):
+    for n, query in enumerate(queries):
         info = query_info(
             query=query, api_type="query", start=1e9 + n, end=1e9 + n, step=None, headers={}
         )
@@ -127,6 +125,13 @@ def test_the_dry_run_box_tests_the_unsaved_form_and_saves_nothing(
         rule_reports, "sample_rows", lambda ids=None: {"team": log.traffic.rows("team")}
     )
     monkeypatch.setattr(rule_reports, "connected_queriers", lambda: ["q1", "q2", "q3"])
+
+
+def test_the_dry_run_box_tests_the_unsaved_form_and_saves_nothing(
+    viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False  # the service test runs the worker
+    sampled(monkeypatch, "errors_total", "up", "expensive_total")
     draft = {**REJECTING, "query_rejection": {"enabled": False, "query_attributes": []}}
     data = {**_post_fields(draft), "query_rejection.present": "1"}
     html = viewer_client.post("/tenants/team/dry-run/", data).content.decode()
@@ -140,17 +145,7 @@ def test_the_dry_run_box_carries_who_would_serve_the_tenant_now_and_with_the_for
     viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
-    saved = tenant_limits_from_dict(REJECTING)
-    log = AdmissionLog(RuleStats(lambda: 0.0))
-    for n, query in enumerate(["errors_total", "up", "down"]):
-        info = query_info(
-            query=query, api_type="query", start=1e9 + n, end=1e9 + n, step=None, headers={}
-        )
-        log.record("team", saved, judge(saved, info, 1e9 + n), info, "ingester", 1e9 + n)
-    monkeypatch.setattr(
-        rule_reports, "sample_rows", lambda ids=None: {"team": log.traffic.rows("team")}
-    )
-    monkeypatch.setattr(rule_reports, "connected_queriers", lambda: ["q1", "q2", "q3"])
+    sampled(monkeypatch, "errors_total", "up", "down")
     fields = {
         **_post_fields(REJECTING),
         "max_queriers_per_tenant": "2",

@@ -12,6 +12,7 @@ from api.wire.rule_reports import rule_stats_body
 from scheduler_core.model import PriorityDef, QueryAttribute, QueryPriority, TenantLimits
 from scheduler_core.rejection import Verdict
 from scheduler_core.rule_stats import RuleStats, limits_fingerprint
+from tests.fakes import FakeClock
 
 LIMITS = TenantLimits(
     query_priority=QueryPriority(
@@ -19,14 +20,6 @@ LIMITS = TenantLimits(
         priorities=(PriorityDef(priority=5, query_attributes=(QueryAttribute(regex="hot"),)),),
     )
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -37,7 +30,7 @@ def peers() -> Iterator[object]:
 
 
 def _stats_counted_for(seconds: float) -> RuleStats:
-    clock = Clock()
+    clock = FakeClock(1_000.0)
     stats = RuleStats(clock)
     stats.record("t", LIMITS, Verdict(priority=5, rule_index=0, attribute_index=0))
     clock.now += seconds
