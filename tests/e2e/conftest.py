@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -127,6 +128,25 @@ class Traffic:
         )
         self.run(client.start())
         return client
+
+    @contextmanager
+    def queriers(
+        self,
+        prefix: str,
+        count: int,
+        *,
+        workers: int = 1,
+        latency: Callable[[dict[str, Any]], float],
+    ) -> Iterator[list[QuerierClient]]:
+        """`count` queriers named `prefix-0`, `prefix-1`, ..., closed on the way out."""
+        clients = [
+            self.querier(f"{prefix}-{i}", workers=workers, latency=latency) for i in range(count)
+        ]
+        try:
+            yield clients
+        finally:
+            for client in clients:
+                self.close(client)
 
     def close(self, client: QuerierClient | FrontendClient) -> None:
         self.run(client.close())

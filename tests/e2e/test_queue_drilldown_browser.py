@@ -408,8 +408,7 @@ def test_a_tenant_s_drill_names_its_queriers_and_what_its_reservation_leaves_the
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:
     server.run_python(PINNED)
-    queriers = [traffic.querier(f"q-pin-{i}", workers=1, latency=lambda _: 30.0) for i in range(3)]
-    try:
+    with traffic.queriers("q-pin", 3, latency=lambda _: 30.0):
         # More than the three single workers take, whenever the config lands.
         traffic.enqueue("pinned", "up", count=6)
         page.get_by_role("button", name="Requests of pinned").click()
@@ -423,9 +422,6 @@ def test_a_tenant_s_drill_names_its_queriers_and_what_its_reservation_leaves_the
         # Another tenant's drill does not keep this one's line.
         page.get_by_role("button", name="Requests of delta").click()
         expect(line).to_be_hidden()
-    finally:
-        for querier in queriers:
-            traffic.close(querier)
 
 
 def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: Page) -> None:
