@@ -45,7 +45,7 @@ function names(ids) {
 
 const queriers = (n) => `${n} ${n === 1 ? "querier" : "queriers"}`;
 
-// Who may serve the drilled tenant (dashboard.drill.serving): its shard, and
+// Who may serve a tenant (api.wire.queue_rows.serving_body): its shard, and
 // the queriers Cortex's reservations keep for its higher priorities, which
 // leave its lower ones to the rest. "" when nothing narrows it.
 // `below`, when known, counts the requests that would wait for the rest:
