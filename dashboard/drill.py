@@ -31,7 +31,7 @@ from api.wire.queue_rows import (
     FilterError,
     RequestFilter,
     frontend_of,
-    serving_body,
+    serving_now,
 )
 from dashboard.wire import dumps
 from scheduler_core.model import Request
@@ -305,7 +305,7 @@ def build_page(
         "exact": complete,
     }
     if flt.tenant:
-        page["serving"] = serving_body(queue.serving(flt.tenant))
+        page["serving"] = serving_now(queue, flt.tenant)
     return page
 
 

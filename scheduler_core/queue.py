@@ -11,6 +11,7 @@ so `len()`, `tenant_length()` and `snapshot()` are always exact.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import replace
 
 from scheduler_core.errors import (
@@ -351,6 +352,10 @@ class RequestQueue(QueueState):
     def serving(self, tenant_id: str) -> TenantServing:
         """Which queriers may serve `tenant_id` now: the snapshot's row, alone."""
         return tenant_serving(self._assignment, tenant_id)
+
+    def idle_workers(self, querier_ids: Iterable[str]) -> tuple[int, int]:
+        """(idle, connected) worker connections of these queriers, now."""
+        return self._assignment.idle_workers(querier_ids)
 
     def counts(self) -> QueueCounts:
         """The snapshot's counts alone, far cheaper: what a metrics scrape reads."""

@@ -203,6 +203,16 @@ class TenantQuerierAssignment:
     def shard_of(self, tenant_id: str) -> Shard:
         return self.shards.get(tenant_id)
 
+    def idle_workers(self, querier_ids: Iterable[str]) -> tuple[int, int]:
+        """(idle, connected) worker connections of these queriers (unknown ones: none)."""
+        idle = connected = 0
+        for querier_id in querier_ids:
+            querier = self.queriers.get(querier_id)
+            if querier is not None:
+                connected += len(querier.workers)
+                idle += sum(1 for w in querier.workers.values() if w.request is None)
+        return idle, connected
+
     # -- queriers -------------------------------------------------------
     def connect(self, querier_id: str, now: float) -> WorkerState:
         """Open one worker connection with the lowest free worker id."""

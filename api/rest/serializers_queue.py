@@ -62,6 +62,11 @@ class QueueRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+class ReservedWorkersSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    idle = serializers.IntegerField()
+    connected = serializers.IntegerField()
+
+
 class ServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
     shard = serializers.ListField(
         child=serializers.CharField(),
@@ -73,6 +78,11 @@ class ServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
         child=serializers.JSONField(),
         help_text="[priority, [queriers]], highest first: each takes only the tenant's "
         "requests of that priority or higher (Cortex's reserved_queriers)",
+    )
+    reserved_workers = ReservedWorkersSerializer(
+        required=False,
+        help_text="live answers only: the reserved queriers' worker connections, and how many "
+        "have no request now",
     )
 
 

@@ -22,6 +22,7 @@ from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
+from scheduler_core.queue import RequestQueue
 from scheduler_core.queue_listing import InFlight, Predicate
 from scheduler_core.regex import compile_regex, regex_error
 from scheduler_core.rejection import Verdict
@@ -38,6 +39,7 @@ __all__ = [
     "priority_origin",
     "request_row",
     "serving_body",
+    "serving_now",
 ]
 
 # Characters of query text in one API row (`query_truncated` says when cut).
@@ -288,7 +290,15 @@ def _seconds(value: Any, name: str) -> float | None:
     return seconds
 
 
-def serving_body(served: TenantServing) -> dict[str, Any]:
+def serving_now(queue: RequestQueue, tenant_id: str) -> dict[str, Any]:
+    """`serving_body` of the live queue, with how many reserved workers sit idle now."""
+    served = queue.serving(tenant_id)
+    if not served.reservations:
+        return serving_body(served)
+    return serving_body(served, queue.idle_workers(r.querier_id for r in served.reservations))
+
+
+def serving_body(served: TenantServing, workers: tuple[int, int] | None = None) -> dict[str, Any]:
     """Who may serve a tenant: its shard, and its reservations by priority.
 
     The drill-down and `GET queue/requests/?tenant=` say it beside the
@@ -300,8 +310,13 @@ def serving_body(served: TenantServing) -> dict[str, Any]:
     by_priority: dict[int, list[str]] = {}
     for r in served.reservations:
         by_priority.setdefault(r.priority, []).append(r.querier_id)
-    return {
+    body: dict[str, Any] = {
         "shard": None if served.shard is None else list(served.shard),
         "queriers": served.queriers,
         "reserved": [[p, by_priority[p]] for p in sorted(by_priority, reverse=True)],
     }
+    if workers is not None:
+        # Live only (a dry run has no workers): the capacity the reservations
+        # hold back from the tenant's lower priorities at this moment.
+        body["reserved_workers"] = {"idle": workers[0], "connected": workers[1]}
+    return body

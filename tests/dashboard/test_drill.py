@@ -232,6 +232,7 @@ async def test_a_tenant_drill_says_which_queriers_may_serve_it_and_which_are_res
     assert shard is not None and serving["shard"] == list(shard) and serving["queriers"] == 5
     # Half of a shard of 3, rounded up: its first two queriers, sorted.
     assert serving["reserved"] == [[3, list(shard[:2])]]
+    assert serving["reserved_workers"] == {"idle": 2, "connected": 2}  # one worker each, idle
     # Unchanged, it is not sent again; changed, it is.
     await acked(socket, broadcaster, frame["seq"])
     source.enqueue("r2", "acme")

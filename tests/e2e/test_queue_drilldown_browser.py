@@ -400,7 +400,7 @@ services.tenant_put(tenant_id="pinned", expected_version=None, author=None, sour
 SERVING = re.compile(
     r"^pinned is served by 2 queriers of \d+ \(its shuffle shard\): \S+ and \S+\. "
     r"Reserved: (\S+) takes only its priority 4 and above, so its requests below "
-    r"priority 4 wait for (\S+) \(1 querier\)\.$"
+    r"priority 4 wait for (\S+) \(1 querier\)\.( Now 1 of their 1 workers is idle\.)?$"
 )
 
 
@@ -414,7 +414,7 @@ def test_a_tenant_s_drill_names_its_queriers_and_what_its_reservation_leaves_the
         page.get_by_role("button", name="Requests of pinned").click()
         line = page.locator("#drill-serving")
         expect(line).to_have_text(SERVING, timeout=15_000)
-        reserved, rest = SERVING.findall(line.inner_text())[0]
+        reserved, rest, _ = SERVING.findall(line.inner_text())[0]
         assert reserved != rest
         # The querier card says the same reservation, from the querier's side.
         card = page.locator(f'.querier[data-querier="{reserved}"]')
@@ -430,6 +430,18 @@ def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: 
         {"shard": None, "queriers": 5, "reserved": []},
         {"shard": [f"q{i}" for i in range(12)], "queriers": 20, "reserved": []},
         {"shard": ["a", "b", "c", "d"], "queriers": 9, "reserved": [[9, ["a"]], [3, ["b", "c"]]]},
+        {
+            "shard": None,
+            "queriers": 5,
+            "reserved": [[9, ["qa", "qb"]]],
+            "reserved_workers": {"idle": 7, "connected": 8},
+        },
+        {
+            "shard": None,
+            "queriers": 5,
+            "reserved": [[9, ["qa"]]],
+            "reserved_workers": {"idle": 0, "connected": 4},
+        },
     ]
     said = page.evaluate(
         "async (cases) => { const m = await import('/static/dashboard/drill_text.js');"
@@ -445,4 +457,9 @@ def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: 
         "t is served by 4 queriers of 9 (its shuffle shard): a, b, c and d. Reserved: a takes"
         " only its priority 9 and above; b and c take only its priority 3 and above, so its"
         " requests below priority 3 wait for d (1 querier).",
+        "Any of the 5 queriers may serve t. Reserved: qa and qb take only its priority 9 and"
+        " above, so its requests below priority 9 wait for the other 3 queriers. Now 7 of their"
+        " 8 workers are idle.",
+        "Any of the 5 queriers may serve t. Reserved: qa takes only its priority 9 and above,"
+        " so its requests below priority 9 wait for the other 4 queriers.",
     ]

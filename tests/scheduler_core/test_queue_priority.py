@@ -151,6 +151,19 @@ def test_serving_answers_a_tenants_shard_and_reservations_as_the_snapshot_does()
     assert q.serving("never-seen") == ("never-seen", None, 7, ())
 
 
+def test_idle_workers_counts_the_named_queriers_workers_without_a_request() -> None:
+    q, _ = clocked_queue()
+    first = q.connect_querier("qa")
+    q.connect_querier("qa")
+    q.connect_querier("qb")
+    q.enqueue(Request(id="r", tenant_id="t"))
+    got, _ = q.dequeue("qa", first)
+    assert got is not None and got.id == "r"
+    assert q.idle_workers(["qa", "qb", "gone"]) == (2, 3)
+    assert q.idle_workers(["qa"]) == (1, 2)
+    assert q.idle_workers([]) == (0, 0)
+
+
 def test_a_reserved_querier_is_an_ordinary_one_for_other_tenants() -> None:
     q, _ = clocked_queue()
     workers = connect_all(q, ["qa", "qb"])

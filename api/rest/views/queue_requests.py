@@ -38,7 +38,7 @@ from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
 from api.wire.queue_peers import live_peers, merged
-from api.wire.queue_rows import FilterError, RequestFilter, serving_body
+from api.wire.queue_rows import FilterError, RequestFilter, serving_now
 from scheduler_core.model import COMPONENTS
 
 __all__ = [
@@ -109,9 +109,7 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
     host = runtime_host.get_host()
     # This replica's view serves for all: queriers connect to every replica,
     # so the shards and reservations agree.
-    serving = (
-        {"serving": serving_body(host.runtime.queue.serving(flt.tenant))} if flt.tenant else {}
-    )
+    serving = {"serving": serving_now(host.runtime.queue, flt.tenant)} if flt.tenant else {}
     peers = _peers(host)
     if peers is not None:
         return {**await merged.page(peers, flt, cursor, limit), **serving}

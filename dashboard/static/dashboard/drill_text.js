@@ -66,5 +66,9 @@ export function servingText(tenant, serving, below = null) {
   const left = rest ? `${names(rest)} (${queriers(rest.length)})` : `the other ${queriers(pool - kept.size)}`;
   const share = below ? ` (${below.count} of the ${below.sample} sampled)` : "";
   text += ` Reserved: ${each.join("; ")}, so its requests below priority ${lowest}${share} wait for ${left}.`;
+  const workers = serving.reserved_workers; // live answers only
+  if (workers && workers.idle > 0) {
+    text += ` Now ${workers.idle} of their ${workers.connected} workers ${workers.idle === 1 ? "is" : "are"} idle.`;
+  }
   return text;
 }

@@ -140,6 +140,7 @@ def test_a_tenant_s_listing_says_which_queriers_may_serve_it(viewer_api, runtime
     assert len(shard) == 2 and set(shard) < {"q-a", "q-b", "q-c"}
     assert body["serving"]["queriers"] == 3
     assert body["serving"]["reserved"] == [[3, [shard[0]]]]  # the shard's first, sorted
+    assert body["serving"]["reserved_workers"] == {"idle": 1, "connected": 1}
     # Beta is not sharded and reserves nothing; a listing of no tenant says nothing.
     beta = viewer_api.get("/api/v1/queue/requests/", {"tenant": "beta"}).json()
     assert beta["serving"] == {"shard": None, "queriers": 3, "reserved": []}
