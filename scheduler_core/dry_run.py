@@ -20,8 +20,9 @@ from typing import Any
 
 from scheduler_core.classify import query_info
 from scheduler_core.model import TenantLimits
+from scheduler_core.queue_snapshot import reservations_of
 from scheduler_core.rejection import Verdict, judge
-from scheduler_core.snapshot import Reservation, TenantServing
+from scheduler_core.snapshot import TenantServing
 from scheduler_core.tenant_querier_assignment import (
     effective_shard_size,
     reserved_queriers,
@@ -129,8 +130,7 @@ def serving_of(tenant_id: str, limits: TenantLimits, queriers: Sequence[str]) ->
     reserved: dict[str, int] = {}
     if qp.enabled and any(p.reserved_queriers > 0 for p in qp.priorities):
         reserved = reserved_queriers(shard if shard is not None else ordered, qp.priorities)
-    held = tuple(Reservation(tenant_id, prio, q) for q, prio in sorted(reserved.items()))
-    return TenantServing(tenant_id, shard, len(ordered), held)
+    return TenantServing(tenant_id, shard, len(ordered), reservations_of(tenant_id, reserved))
 
 
 def reservations(
@@ -142,10 +142,7 @@ def reservations(
 
 def reserved_by_priority(served: TenantServing) -> dict[str, list[str]]:
     """Priority (as text) -> its reserved queriers, from a `serving_of` answer."""
-    out: dict[str, list[str]] = {}
-    for held in served.reservations:
-        out.setdefault(str(held.priority), []).append(held.querier_id)
-    return out
+    return {str(priority): ids for priority, ids in served.by_priority().items()}
 
 
 def replay_many(

@@ -29,7 +29,7 @@ from scheduler_core.snapshot import (
 )
 from scheduler_core.tenant_querier_assignment import QuerierState, TenantQuerierAssignment
 
-__all__ = ["actor_rows", "build_snapshot", "querier_rows", "tenant_serving"]
+__all__ = ["actor_rows", "build_snapshot", "querier_rows", "reservations_of", "tenant_serving"]
 
 
 def build_snapshot(
@@ -102,14 +102,15 @@ def _tenants(
             state.outstanding - state.in_flight,
             state.cap,
             shards.get(tenant),
-            _reservations(tenant, reserved.get(tenant)),
+            reservations_of(tenant, reserved.get(tenant)),
             state.priority_enabled,
         )
         append(_new_row(TenantSnapshot, row))
     return tuple(out)
 
 
-def _reservations(tenant: str, mine: Mapping[str, int] | None) -> tuple[Reservation, ...]:
+def reservations_of(tenant: str, mine: Mapping[str, int] | None) -> tuple[Reservation, ...]:
+    """A tenant's reservations (querier -> priority floor) as rows, by querier."""
     if not mine:
         return ()
     return tuple(Reservation(tenant, prio, q) for q, prio in sorted(mine.items()))
@@ -121,7 +122,7 @@ def tenant_serving(assignment: TenantQuerierAssignment, tenant_id: str) -> Tenan
         tenant_id,
         assignment.shards.get(tenant_id),
         len(assignment.queriers),
-        _reservations(tenant_id, assignment.reserved_by_tenant.get(tenant_id)),
+        reservations_of(tenant_id, assignment.reserved_by_tenant.get(tenant_id)),
     )
 
 

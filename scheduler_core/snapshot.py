@@ -94,6 +94,13 @@ class TenantServing(NamedTuple):
     queriers: int
     reservations: tuple[Reservation, ...]
 
+    def by_priority(self) -> dict[int, list[str]]:
+        """Priority -> the queriers reserved for it, in the reservations' order."""
+        out: dict[int, list[str]] = {}
+        for held in self.reservations:
+            out.setdefault(held.priority, []).append(held.querier_id)
+        return out
+
 
 class WorkerSnapshot(NamedTuple):
     """One worker connection; `request_id` is None when idle."""

@@ -307,9 +307,7 @@ def serving_body(served: TenantServing, workers: tuple[int, int] | None = None) 
     shown only on that querier's card (Cortex shows it nowhere, and one
     reserved share too many starves the rest).
     """
-    by_priority: dict[int, list[str]] = {}
-    for r in served.reservations:
-        by_priority.setdefault(r.priority, []).append(r.querier_id)
+    by_priority = served.by_priority()
     body: dict[str, Any] = {
         "shard": None if served.shard is None else list(served.shard),
         "queriers": served.queriers,
