@@ -154,7 +154,7 @@ class RequestQueue(QueueState):
         if not leaf.length:
             self._prune(leaf, tenant)
         worker.request = request
-        worker.since = self._clock()
+        worker.since = request.dispatched_at = self._clock()
         request.attempts += 1
         return request, cand
 
@@ -208,6 +208,7 @@ class RequestQueue(QueueState):
             self._release(held, self._clock())
         elif held is not None:
             raise DuplicateRequest(request.id)
+        request.dispatched_at = 0.0  # waiting again: no run of it is going on
         self._insert(request, self._tenants.get(request.tenant_id), front=True)
 
     def in_flight(self, request_id: str) -> bool:

@@ -1,0 +1,204 @@
+"""TenantUsage on a fake clock, fed by a real queue's stamps: querier time per tenant."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.model import Request
+from scheduler_core.tenant_usage import TenantUsage
+from tests.fakes import FakeClock, clocked_queue
+
+_ids = itertools.count()
+
+
+class Scene:
+    """A queue and the usage observer on one clock; the test plays the runtime."""
+
+    def __init__(self, now: float = 1000.0, window: float = 60.0, bucket: float = 5.0) -> None:
+        self.queue, self.clock = clocked_queue(now)
+        self.usage = TenantUsage(clock=self.clock, window_seconds=window, bucket_seconds=bucket)
+        self.workers = [self.queue.connect_querier("q") for _ in range(2)]
+        self.held: list[Request] = []
+
+    def start(self, tenant: str, worker: int = 0) -> Request:
+        """Queue one request of `tenant` and hand it to `worker` at once."""
+        request = Request(id=f"r{next(_ids)}", tenant_id=tenant)
+        self.queue.enqueue(request)
+        taken, _ = self.queue.dequeue("q", worker)
+        assert taken is request
+        self.usage.on_dispatched(request, "q", worker, 0.0)
+        self.held.append(request)
+        return request
+
+    def finish(self, request: Request) -> None:
+        assert self.queue.complete(request.id) is request
+        self.held.remove(request)
+        self.usage.on_completed(request)
+
+    def running(self) -> list[tuple[str, float]]:
+        return [(r.tenant_id, r.dispatched_at) for r in self.held]
+
+
+def _seconds(usage: TenantUsage, **kwargs: object) -> dict[str, float]:
+    return {row.tenant_id: round(row.querier_seconds, 6) for row in usage.report(**kwargs).rows}  # type: ignore[arg-type]
+
+
+def test_a_tenant_with_slow_queries_holds_the_queriers_at_the_same_request_rate() -> None:
+    scene = Scene()
+    for _ in range(10):
+        slow, fast = scene.start("slow", 0), scene.start("fast", 1)
+        scene.clock.now += 0.01
+        scene.finish(fast)
+        scene.clock.now += 0.99
+        scene.finish(slow)
+    report = scene.usage.report()
+    assert [row.tenant_id for row in report.rows] == ["slow", "fast"]
+    assert _seconds(scene.usage) == {"slow": 10.0, "fast": 0.1}
+    assert [row.dispatched for row in report.rows] == [10, 10]
+    assert [row.ended for row in report.rows] == [10, 10]
+    assert report.querier_seconds == pytest.approx(10.1)
+
+
+def test_a_long_query_adds_only_its_part_inside_the_window() -> None:
+    scene = Scene(now=1000.0)  # a bucket boundary: the window's buckets line up with now
+    request = scene.start("a")
+    scene.clock.now += 120.0
+    scene.finish(request)
+    report = scene.usage.report()
+    assert report.span_seconds == pytest.approx(60.0)
+    assert report.rows[0].querier_seconds == pytest.approx(60.0)
+
+
+def test_running_queries_count_up_to_now_clipped_to_the_span() -> None:
+    scene = Scene(now=1000.0)
+    scene.start("a", 0)
+    scene.clock.now += 30.0
+    scene.start("b", 1)
+    scene.clock.now += 50.0
+    report = scene.usage.report(running=scene.running())
+    rows = {row.tenant_id: row for row in report.rows}
+    assert rows["a"].querier_seconds == pytest.approx(report.span_seconds)
+    assert rows["b"].querier_seconds == pytest.approx(50.0)
+    assert (rows["a"].running, rows["b"].running) == (1, 1)
+    # Without the running ones: b's dispatch, nothing of a's (80 s ago).
+    assert _seconds(scene.usage) == {"b": 0.0}
+
+
+def test_a_run_cut_short_by_a_disconnect_and_cancelled_while_requeued_adds_no_time() -> None:
+    scene = Scene()
+    request = scene.start("a")
+    scene.clock.now += 3.0
+    scene.queue.requeue_front(request)
+    assert request.dispatched_at == 0.0
+    assert scene.queue.cancel(request.id) is request
+    scene.held.remove(request)
+    scene.usage.on_cancelled(request)
+    assert _seconds(scene.usage) == {"a": 0.0}
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "failed"])
+def test_a_run_that_ends_cancelled_or_failed_counts_the_time_it_held(ending: str) -> None:
+    scene = Scene()
+    request = scene.start("a")
+    scene.clock.now += 2.5
+    assert scene.queue.cancel(request.id) is request
+    scene.held.remove(request)
+    if ending == "cancelled":
+        scene.usage.on_cancelled(request)
+    else:
+        scene.usage.on_failed(request, "operator cancel")
+    assert _seconds(scene.usage) == {"a": 2.5}
+    assert scene.usage.report().rows[0].ended == 1
+
+
+def test_waits_and_rejections_are_counted_per_tenant() -> None:
+    usage = TenantUsage(clock=FakeClock(50.0))
+    request = Request(id="r", tenant_id="t")
+    for wait in (0.5, 1.5):
+        usage.on_dispatched(request, "q", 0, wait)
+    usage.on_rejected(request, "too many outstanding requests")
+    (row,) = usage.report().rows
+    assert (row.dispatched, row.wait_mean_seconds, row.wait_max_seconds, row.rejected) == (
+        2,
+        1.0,
+        1.5,
+        1,
+    )
+
+
+def test_everything_expires_after_the_window_and_an_idle_scheduler_keeps_nothing() -> None:
+    scene = Scene()
+    for _ in range(50):
+        scene.finish(scene.start("a"))
+        scene.clock.now += 2.0
+    assert len(scene.usage._buckets) <= 13 + 1  # noqa: SLF001 - the memory bound itself
+    scene.clock.now += 61.0
+    assert scene.usage.report().rows == ()
+    assert scene.usage._buckets == {}  # noqa: SLF001
+
+
+def test_a_narrower_window_reads_fewer_buckets() -> None:
+    scene = Scene(now=1000.0)
+    early = scene.start("early")
+    scene.clock.now += 1.0
+    scene.finish(early)
+    scene.clock.now += 40.0
+    late = scene.start("late")
+    scene.clock.now += 1.0
+    scene.finish(late)
+    assert set(_seconds(scene.usage, window=10.0)) == {"late"}
+    assert set(_seconds(scene.usage)) == {"early", "late"}
+
+
+def test_bad_bucket_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="bucket_seconds"):
+        TenantUsage(window_seconds=5.0, bucket_seconds=10.0)
+    with pytest.raises(ValueError, match="bucket_seconds"):
+        TenantUsage(bucket_seconds=0.0)
+
+
+_run = st.tuples(
+    st.sampled_from(["a", "b", "c"]),
+    st.floats(0.0, 200.0),  # start, seconds after the scene's start
+    st.floats(0.0, 150.0),  # how long it runs
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(runs=st.lists(_run, max_size=12), read_after=st.floats(0.0, 400.0))
+def test_ended_runs_add_exactly_their_overlap_with_the_span(
+    runs: list[tuple[str, float, float]], read_after: float
+) -> None:
+    start = 10_000.0
+    clock = FakeClock(start)
+    usage = TenantUsage(clock=clock, window_seconds=60.0, bucket_seconds=5.0)
+    events: list[tuple[float, int, str, Request]] = []
+    for n, (tenant, begin, length) in enumerate(runs):
+        request = Request(id=f"r{n}", tenant_id=tenant)
+        events.append((start + begin, 0, "start", request))
+        events.append((start + begin + length, 1, "end", request))
+    read_at = start + read_after
+    expected: dict[str, float] = {}
+    ended_by_read = []
+    for at, _, kind, request in sorted(events, key=lambda e: (e[0], e[1])):
+        if at > read_at:
+            break
+        clock.now = at
+        if kind == "start":
+            request.dispatched_at = at  # as the queue stamps it at dequeue
+        else:
+            usage.on_completed(request)
+            ended_by_read.append((request, at))
+    clock.now = read_at
+    report = usage.report()
+    since = read_at - report.span_seconds
+    for request, ended in ended_by_read:
+        part = max(0.0, ended - max(request.dispatched_at, since))
+        expected[request.tenant_id] = expected.get(request.tenant_id, 0.0) + part
+    got = {row.tenant_id: row.querier_seconds for row in report.rows}
+    for tenant in set(expected) | set(got):
+        assert got.get(tenant, 0.0) == pytest.approx(expected.get(tenant, 0.0), abs=1e-6)
