@@ -43,8 +43,8 @@ class Scene:
         return [(r.tenant_id, r.dispatched_at) for r in self.held]
 
 
-def _seconds(usage: TenantUsage, **kwargs: object) -> dict[str, float]:
-    return {row.tenant_id: round(row.querier_seconds, 6) for row in usage.report(**kwargs).rows}  # type: ignore[arg-type]
+def _seconds(usage: TenantUsage) -> dict[str, float]:
+    return {row.tenant_id: round(row.querier_seconds, 6) for row in usage.report().rows}
 
 
 def test_a_tenant_with_slow_queries_holds_the_queriers_at_the_same_request_rate() -> None:
@@ -141,17 +141,35 @@ def test_everything_expires_after_the_window_and_an_idle_scheduler_keeps_nothing
     assert scene.usage._buckets == {}  # noqa: SLF001
 
 
-def test_a_narrower_window_reads_fewer_buckets() -> None:
+def test_a_report_lists_the_busiest_tenants_and_sums_them_all() -> None:
+    scene = Scene()
+    for n, tenant in enumerate(["a", "b", "c", "d"]):
+        request = scene.start(tenant)
+        scene.clock.now += n + 1.0
+        scene.finish(request)
+    report = scene.usage.report(limit=2)
+    assert [row.tenant_id for row in report.rows] == ["d", "c"]
+    assert (report.tenant_count, report.querier_seconds) == (4, pytest.approx(10.0))
+
+
+def test_a_tenant_whose_only_run_began_before_the_span_is_listed_by_its_running_time() -> None:
     scene = Scene(now=1000.0)
-    early = scene.start("early")
-    scene.clock.now += 1.0
-    scene.finish(early)
-    scene.clock.now += 40.0
-    late = scene.start("late")
-    scene.clock.now += 1.0
-    scene.finish(late)
-    assert set(_seconds(scene.usage, window=10.0)) == {"late"}
-    assert set(_seconds(scene.usage)) == {"early", "late"}
+    scene.start("old")
+    scene.clock.now += 200.0
+    report = scene.usage.report(running=scene.running())
+    (row,) = report.rows
+    assert (row.tenant_id, row.dispatched, row.running) == ("old", 0, 1)
+    assert row.querier_seconds == pytest.approx(report.span_seconds)
+
+
+def test_a_tally_is_kept_whole_when_the_event_that_expires_its_bucket_is_its_own() -> None:
+    scene = Scene(now=1000.0)
+    request = scene.start("a")
+    scene.clock.now += 70.0  # the dispatch's bucket expires with the end's new bucket
+    scene.finish(request)
+    (row,) = scene.usage.report().rows
+    assert (row.dispatched, row.ended) == (0, 1)
+    assert row.querier_seconds == pytest.approx(scene.usage.report().span_seconds)
 
 
 def test_bad_bucket_sizes_are_refused() -> None:
@@ -202,3 +220,7 @@ def test_ended_runs_add_exactly_their_overlap_with_the_span(
     got = {row.tenant_id: row.querier_seconds for row in report.rows}
     for tenant in set(expected) | set(got):
         assert got.get(tenant, 0.0) == pytest.approx(expected.get(tenant, 0.0), abs=1e-6)
+    # Once everything has expired, the running totals are gone with the buckets.
+    clock.now += 200.0
+    assert usage.report().rows == ()
+    assert usage._totals == {}  # noqa: SLF001 - the totals' invariant
