@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from api.cluster.replica_frontends import FrontendRow
+from api.cluster.replica_usage import PUBLISHED_ROWS, merge_usage
 from api.cluster.replicas import PeerSummary
 
 __all__ = [
@@ -68,6 +69,7 @@ def merge_stats(
         "wait_by_component": by_component,
         "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
         "wait": worst_wait(by_component),
+        "usage": merge_usage((s.get("usage") for s in every), PUBLISHED_ROWS),
         "load": busiest(
             [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
         ),
@@ -81,10 +83,12 @@ def local_stats(
     window: float = 60.0,
     load: Mapping[str, Any] | None = None,
     frontend_addresses: Iterable[str] = (),
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A replica's own figures from its `RollingStats`, in the header's stats shape.
 
-    `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none.
+    `load` is its event loop's block (`api.wire.loop_load.load_block`), `{}` if none;
+    `usage` its busiest tenants by querier time (`api.wire.usage_block`), or None.
     `frontend_addresses` are those of its `frontends` that other replicas
     may see too (gRPC frontends' own addresses), so the merged header counts
     each once; the first `MAX_FRONTEND_ADDRESSES` of them are published.
@@ -101,6 +105,7 @@ def local_stats(
         "frontends": frontends,
         "frontend_addresses": sorted(set(frontend_addresses))[:MAX_FRONTEND_ADDRESSES],
         "load": dict(load or {}),
+        "usage": None if usage is None else dict(usage),
     }
 
 
@@ -120,6 +125,7 @@ def host_stats(host: Any, frontends: Sequence[FrontendRow]) -> dict[str, Any]:
         host.stats,
         frontends=len(frontends),
         load=host.load(),
+        usage=host.usage_block(),
         frontend_addresses=[
             *grpc_frontend_addresses(frontends),
             *(WEBSOCKET_NAME_PREFIX + name for name in names),

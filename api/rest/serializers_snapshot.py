@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-__all__ = ["FrontendRowSerializer", "QueriersSnapshotSerializer", "QueueSnapshotSerializer"]
+__all__ = [
+    "FrontendRowSerializer",
+    "QueriersSnapshotSerializer",
+    "QueueSnapshotSerializer",
+    "ReplicasSerializer",
+]
 
 
 class ActorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

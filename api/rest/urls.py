@@ -10,6 +10,7 @@ from api.rest.views.queue_requests import (
     QueueRequestDetailView,
     QueueRequestListView,
 )
+from api.rest.views.queue_usage import QueueUsageView
 from api.rest.views.simulate import RecordingView, SimulateRunView, SimulateView
 
 __all__ = ["urlpatterns"]
@@ -45,6 +46,7 @@ urlpatterns = [
     path("explain/", views.ExplainView.as_view(), name="explain"),
     path("queue/", views.QueueView.as_view(), name="queue"),
     path("queue/requests/", QueueRequestListView.as_view(), name="queue-requests"),
+    path("queue/usage/", QueueUsageView.as_view(), name="queue-usage"),
     re_path(
         r"^queue/requests/(?P<request_id>[\s\S]+)/cancel/\Z",
         QueueRequestCancelView.as_view(),

@@ -43,11 +43,13 @@ from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
 from api.wire.loop_load import LoopLoad, load_block
 from api.wire.observers import FanOutObserver
 from api.wire.queue_peers import QueuePeers
+from api.wire.usage_block import PUBLISHED_ROWS, UsagePages
 from scheduler_core.admission_log import AdmissionLog
 from scheduler_core.model import QueueConfig
 from scheduler_core.rule_stats import RuleStats
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
+from scheduler_core.tenant_usage import TenantUsage
 from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, TrafficSample
 
 __all__ = [
@@ -81,6 +83,9 @@ class RuntimeHost:
         self.observer = FanOutObserver()
         self.stats = RollingStats()
         self.observer.add(self.stats)
+        # Querier time per tenant (the inspector's "Querier time" panel, queue/usage/).
+        self.usage = TenantUsage()
+        self.observer.add(self.usage)
         self.loop_load = LoopLoad(dispatched=lambda: self.stats.dispatched_total)
         # Rule hit counts and the recent-traffic sample both doors feed
         # (bounds: TRAFFIC_SAMPLE_PER_TENANT, TRAFFIC_SAMPLE_MAX_BYTES).
@@ -93,6 +98,7 @@ class RuntimeHost:
         )
         self.observer.add(self.admission_log.traffic)
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
+        self._usage_pages = UsagePages(self.usage, self.runtime.queue)
         self.applied_version = -1
         self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
@@ -243,6 +249,10 @@ class RuntimeHost:
     def load(self) -> dict[str, Any]:
         """This process's event loop over the last seconds (`api.wire.loop_load`)."""
         return load_block(self.loop_load)
+
+    def usage_block(self, limit: int = PUBLISHED_ROWS) -> dict[str, Any]:
+        """The busiest tenants by querier time (`api.wire.usage_block`), on the loop."""
+        return self._usage_pages.block(limit)
 
     # -- frontends -------------------------------------------------------------
 

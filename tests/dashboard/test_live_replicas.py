@@ -19,6 +19,7 @@ from api.cluster.replica_board import ReplicaBoard
 from api.cluster.replicas import MergedView, summarize
 from api.wire import runtime_host
 from api.wire.frontends import FrontendRow, WebsocketFrontends
+from api.wire.usage_block import UsagePages
 from dashboard import live
 from dashboard.live import Broadcaster, Tick
 from dashboard.wire import frontends_from_wire
@@ -27,6 +28,7 @@ from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot
 from scheduler_core.stats import RollingStats
+from scheduler_core.tenant_usage import TenantUsage
 
 
 def local_queue() -> RequestQueue:
@@ -126,6 +128,8 @@ class FakeHost:
         self.runtime = runtime
         self.stats = RollingStats(clock=lambda: 100.0)
         self.websocket_frontends = WebsocketFrontends()
+        self.usage = TenantUsage(clock=lambda: 100.0)
+        self.usage_block = UsagePages(self.usage, runtime.queue, clock=lambda: 100.0).block
 
     def load(self) -> dict[str, float | None]:
         return {
@@ -148,7 +152,9 @@ def test_the_runtime_source_merges_peers_and_sums_their_rates(
     monkeypatch.setattr(replica_board, "_board", board)
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
-    monkeypatch.setattr(runtime_host, "get_host", lambda: FakeHost(runtime))
+    host = FakeHost(runtime)
+    host.usage.on_dispatched(Request(id="r0", tenant_id="acme"), "q", 0, 0.5)
+    monkeypatch.setattr(runtime_host, "get_host", lambda: host)
     rows = [FrontendRow("websocket", "10.0.0.1:5000", "fe", 1, 0, 2.0)]
     monkeypatch.setattr(runtime_host, "frontends", lambda: rows)
     source = live._runtime_source()
@@ -157,8 +163,9 @@ def test_the_runtime_source_merges_peers_and_sums_their_rates(
     stats = source.stats()
     assert stats is not None
     assert stats["rates"]["dispatched"] == 3.0 and stats["frontends"] == 3
-    # The peer published no loop figures (an older version): this replica's stand.
+    # The peer published no loop figures nor usage (an older version): this replica's stand.
     assert stats["load"]["busy"] == 0.25
+    assert [(r["tenant"], r["dispatched"]) for r in stats["usage"]["tenants"]] == [("acme", 1)]
     replicas = source.replicas()  # type: ignore[attr-defined]
     assert replicas is not None and replicas.replicas == ("a", "b")
     assert source.frontends() == rows  # type: ignore[attr-defined]

@@ -9,7 +9,10 @@ from typing import Any
 from api.cluster.replica_stats import WEBSOCKET_NAME_PREFIX, host_stats, merge_stats
 from api.cluster.replicas import PeerSummary
 from api.wire.frontends import FrontendRow, WebsocketFrontends
+from api.wire.usage_block import UsagePages
+from scheduler_core.queue import RequestQueue
 from scheduler_core.stats import RollingStats
+from scheduler_core.tenant_usage import TenantUsage
 
 
 def host(*sockets: tuple[int, str | None]) -> tuple[Any, list[FrontendRow]]:
@@ -25,7 +28,10 @@ def host(*sockets: tuple[int, str | None]) -> tuple[Any, list[FrontendRow]]:
             )
         )
     fake = SimpleNamespace(
-        stats=RollingStats(clock=lambda: 100.0), load=dict, websocket_frontends=websocket
+        stats=RollingStats(clock=lambda: 100.0),
+        load=dict,
+        websocket_frontends=websocket,
+        usage_block=UsagePages(TenantUsage(), RequestQueue()).block,
     )
     return fake, websocket.rows()
 

@@ -68,6 +68,7 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
         "/api/v1/settings/",
         "/api/v1/explain/",
         "/api/v1/queue/",
+        "/api/v1/queue/usage/",
         "/api/v1/queue/requests/",
         "/api/v1/queue/requests/{request_id}/",
         "/api/v1/queue/requests/{request_id}/cancel/",
