@@ -273,6 +273,10 @@ def build_tree(index: SnapshotIndex, params: ViewParams) -> dict[str, Any]:
     return tree
 
 
+# The "Querier time" panel's rows (static/dashboard/usage.js lists as many).
+USAGE_PANEL_ROWS = 10
+
+
 def build_header(index: SnapshotIndex, stats: Mapping[str, Any] | None) -> dict[str, Any]:
     """Header figures: totals from the snapshot, rates and waits from `stats`."""
     snap = index.snapshot
@@ -299,4 +303,8 @@ def build_header(index: SnapshotIndex, stats: Mapping[str, Any] | None) -> dict[
     }
     if stats:
         header["stats"] = dict(stats)
+        usage = stats.get("usage")
+        if usage:
+            # The panel's rows only: the block carries the 50 peers merge.
+            header["stats"]["usage"] = {**usage, "tenants": usage["tenants"][:USAGE_PANEL_ROWS]}
     return header

@@ -69,7 +69,7 @@ class LoopBoundCollector(Collector):
 
 
 class TallyCounter(LoopBoundCollector):
-    """A counter by label values, counted on the loop: `inc(*values)` adds one.
+    """A counter by label values, counted on the loop: `inc(*values)` adds one, `add` more.
 
     Its samples come out in the order their label values were first
     counted, as a library `Counter`'s children do. Only the loop may call
@@ -93,6 +93,12 @@ class TallyCounter(LoopBoundCollector):
     def inc(self, *values: str) -> None:
         counts = self._counts
         counts[values] = counts.get(values, 0.0) + 1.0
+
+    def add(self, amount: float, *values: str) -> None:
+        """Add `amount` (not negative: a counter never goes down)."""
+        if amount > 0:
+            counts = self._counts
+            counts[values] = counts.get(values, 0.0) + amount
 
     def remove(self, *values: str) -> None:
         """Drop one series (a tenant gone idle); nothing if it was never counted."""

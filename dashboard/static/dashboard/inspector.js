@@ -10,6 +10,7 @@ import { byId, setProp, setText } from "./ids.js";
 import { LiveClient } from "./live.js";
 import { applyFrontends, applyQueriers } from "./panels.js";
 import { TreeView } from "./tree.js";
+import { applyUsage } from "./usage.js";
 import { decodeFrontends, decodeQueriers, decodeTree } from "./wire.js";
 
 const COMPONENTS = ["ingester", "store-gateway", "ingester-and-store-gateway", "unknown"];
@@ -127,6 +128,7 @@ function applyHeader(h) {
   applyLoad(s.load);
   waitRows("wait-component", s.wait_by_component, (k) => k);
   waitRows("wait-priority", s.wait_by_priority, (k) => `p${k}`);
+  applyUsage(s.usage);
 }
 
 // Past this share of a core the loop, not the queriers, is what requests wait for.
@@ -234,6 +236,8 @@ setInterval(() => { if (!client.paused) tickLongest(); }, 1000);
 document.addEventListener("click", (e) => {
   const target = e.target.closest(".open-request, .w-busy[data-request]");
   if (target && target.dataset.request) drill.showRequest(target.dataset.request);
+  const tenant = e.target.closest(".open-tenant");
+  if (tenant && tenant.dataset.tenant) drill.show({ tenant: tenant.dataset.tenant });
 });
 document.addEventListener("keydown", (e) => {
   const target = e.target.closest(".w-busy[data-request]");

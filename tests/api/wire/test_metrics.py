@@ -53,6 +53,26 @@ async def test_workers_in_flight_and_waits_are_exported(host: Any) -> None:
     assert "cortex_query_scheduler_connected_frontend_clients 0.0" in text
 
 
+async def test_the_worker_time_each_tenant_held_is_counted_as_its_runs_end(host: Any) -> None:
+    runtime = host.runtime
+    worker = runtime.connect_querier("m-q-time")
+    runtime.enqueue(Request(id="m-held", tenant_id="m-held"))
+    runtime.enqueue(Request(id="m-queued", tenant_id="m-held"))
+    request = await runtime.next_request("m-q-time", worker)
+    request.dispatched_at -= 2.5  # as if it had run 2.5 s (no sleep)
+    runtime.complete(request.id)
+    runtime.cancel("m-queued")  # never held a worker: adds nothing
+    text = await scrape()
+    (line,) = [
+        row
+        for row in text.splitlines()
+        if row.startswith('queue_inspector_querier_seconds_total{user="m-held"}')
+    ]
+    assert 2.5 <= float(line.split()[-1]) < 3.5
+    (row,) = [r for r in host.usage_block(500)["tenants"] if r["tenant"] == "m-held"]
+    assert row["ended"] == 1 and 2.5 <= row["querier_seconds"] < 3.5
+
+
 async def test_discards_and_cancels_are_counted(host: Any) -> None:
     runtime = host.runtime
     runtime.set_tenant_limits("m-full", TenantLimits(max_outstanding=1))

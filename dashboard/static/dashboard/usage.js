@@ -1,0 +1,99 @@
+// The inspector's "Querier time" panel: which tenants held the queriers over
+// the last minute (the header's stats.usage, built by api.wire.usage_block).
+// Fair queuing shares the queue's turns by request, not by how long a request
+// then holds its querier, so a tenant of slow queries can hold most workers
+// while its queue looks no deeper than anyone's: this is where it shows.
+
+import { setAttr } from "./dom.js";
+import { formatSeconds } from "./format.js";
+import { byId, setProp, setText } from "./ids.js";
+
+// The rows the panel lists; the header carries a few more for peers' merges.
+export const USAGE_ROWS = 10;
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+export function workersText(held) {
+  if (held > 0 && held < 0.05) return "<0.1";  // some time held, not "none"
+  return held >= 10 ? held.toFixed(0) : held.toFixed(1);
+}
+
+// The card's head: how busy the queriers were, and over how long.
+export function usageSummary(u) {
+  const span = Math.max(1, Math.round(u.span_seconds));
+  const held = u.span_seconds > 0 ? u.querier_seconds / u.span_seconds : 0;
+  const of = u.workers ? ` of ${u.workers}` : "";
+  return `last ${span} s · ${workersText(held)}${of} workers busy on average · ${plural(u.tenant_count, "tenant")}`;
+}
+
+// Everything a row's cells abbreviate, for its title and accessible name.
+export function usageRowText(r, u) {
+  const span = Math.max(1, Math.round(u.span_seconds));
+  const parts = [
+    `${r.tenant} held ${r.querier_seconds.toFixed(1)} worker-seconds in the last ${span} s`,
+    `${workersText(r.workers_held)} workers on average, ${Math.round(r.share * 100)}% of all querier time`,
+    `${plural(r.dispatched, "request")} dispatched, ${r.ended} ended, ${r.running} running now`,
+  ];
+  if (r.dispatched) parts.push(`queue wait mean ${formatSeconds(r.wait_mean_seconds)}, max ${formatSeconds(r.wait_max_seconds)}`);
+  if (r.rejected) parts.push(`${plural(r.rejected, "request")} rejected by the queue (429)`);
+  return parts.join("; ");
+}
+
+function cell(tr, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  tr.append(td);
+  return td;
+}
+
+function createRow() {
+  const tr = document.createElement("tr");
+  const open = document.createElement("button");
+  open.type = "button";
+  open.className = "link open-tenant";
+  cell(tr, "tenant").append(open);
+  const share = cell(tr, "share");
+  share.innerHTML = '<span class="bar"><i></i></span> <span class="pct"></span>';
+  cell(tr, "num");
+  cell(tr, "num");
+  cell(tr, "num");
+  return tr;
+}
+
+function fillRow(tr, r, u) {
+  const [tenant, share, workers, wait, rejected] = tr.children;
+  const open = tenant.firstElementChild;
+  open.dataset.tenant = r.tenant;
+  if (open.textContent !== r.tenant) open.textContent = r.tenant;
+  const text = usageRowText(r, u);
+  setAttr(tr, "title", text);
+  setAttr(open, "aria-label", `Open ${r.tenant}'s requests. ${text}`);
+  const pct = `${Math.round(r.share * 100)}%`;
+  share.querySelector("i").style.width = `${Math.min(100, r.share * 100).toFixed(1)}%`;
+  share.querySelector(".pct").textContent = pct;
+  workers.textContent = workersText(r.workers_held);
+  wait.textContent = r.dispatched ? formatSeconds(r.wait_mean_seconds) : "–";
+  rejected.textContent = String(r.rejected);
+  rejected.classList.toggle("warn-text", r.rejected > 0);
+}
+
+export function applyUsage(u) {
+  const body = byId("usage");
+  if (!u) return;
+  const rows = u.tenants.slice(0, USAGE_ROWS);
+  const sig = JSON.stringify([u.span_seconds, u.workers, u.tenant_count, rows]);
+  if (body._sig === sig) return;
+  body._sig = sig;
+  setText("usage-summary", usageSummary(u));
+  while (body.children.length > rows.length) body.lastElementChild.remove();
+  rows.forEach((r, i) => {
+    let tr = body.children[i];
+    if (!tr) { tr = createRow(); body.append(tr); }
+    fillRow(tr, r, u);
+  });
+  const more = u.tenant_count - rows.length;
+  setProp("usage-table", "hidden", rows.length === 0);
+  setProp("usage-empty", "hidden", rows.length > 0);
+  setProp("usage-more", "hidden", more <= 0);
+  setText("usage-more", more > 0 ? `${plural(more, "more tenant")} below these (GET /api/v1/queue/usage/ lists up to 500).` : "");
+}

@@ -1,0 +1,60 @@
+"""The inspector's Querier time panel in Chromium, against a real Daphne and real queriers.
+
+Two tenants send the same requests to the same queriers; heavy's take 0.4 s
+and light's 10 ms. Their queues look alike; the panel says which one held
+the workers, and opens its requests.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
+
+
+def _latency(request: dict) -> float:
+    return 0.4 if request["tenant"] == "heavy" else 0.01
+
+
+def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
+    page: Page, traffic: Traffic
+) -> None:
+    page.goto("/")
+    log_in(page)
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page.locator("#usage-empty")).to_have_text("No querier time in the last minute.")
+    with traffic.queriers("q-time", 2, workers=2, latency=_latency):
+        for _ in range(3):
+            traffic.enqueue("heavy", count=4)
+            traffic.enqueue("light", count=4)
+        rows = page.locator("#usage tr")
+        expect(rows).to_have_count(2)
+        expect(rows.nth(0).locator(".open-tenant")).to_have_text("heavy")
+        expect(rows.nth(1).locator(".open-tenant")).to_have_text("light")
+        # Every request answered: 12 x 0.4 s against 12 x 10 ms of worker time.
+        expect(rows.nth(0)).to_have_attribute(
+            "title", re.compile(r"12 requests dispatched, 12 ended, 0 running now"), timeout=15_000
+        )
+        expect(rows.nth(1)).to_have_attribute("title", re.compile(r"12 ended, 0 running now"))
+        share = rows.nth(0).locator(".pct").inner_text()
+        assert int(share.rstrip("%")) >= 90, share
+        # Two queriers of at least four workers each (the scheduler's minimum, as Mimir's).
+        expect(page.locator("#usage-summary")).to_have_text(
+            re.compile(r"^last 6\d s · 0\.\d of 8 workers busy on average · 2 tenants$")
+        )
+        full_page_screenshot(page, "inspector-querier-time.png")
+    page.get_by_role("button", name=re.compile(r"^Open heavy's requests")).click()
+    expect(page.locator("#drill-title")).to_have_text("Requests of tenant heavy")
+
+
+def test_the_panel_agrees_with_the_rest_api(page: Page) -> None:
+    body = page.evaluate(
+        "async () => (await fetch('/api/v1/queue/usage/', {credentials: 'same-origin'})).json()"
+    )
+    assert [row["tenant"] for row in body["tenants"]] == ["heavy", "light"]
+    heavy = body["tenants"][0]
+    assert heavy["dispatched"] == 12 and heavy["ended"] == 12 and heavy["running"] == 0
+    assert 4.0 <= heavy["querier_seconds"] < 7.0
+    assert body["workers"] == 0  # the queriers have gone
