@@ -12,12 +12,11 @@ Pure and unit-tested, like `api.cluster.replicas`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from api.cluster.replica_frontends import FrontendRow
-from api.cluster.replica_usage import PUBLISHED_ROWS, merge_usage
+from api.cluster.replica_usage import PUBLISHED_ROWS, is_figure, merge_usage
 from api.cluster.replicas import PeerSummary
 
 __all__ = [
@@ -201,17 +200,7 @@ def busiest(blocks: Iterable[tuple[str, Any]]) -> dict[str, Any]:
 def _well_formed(block: Any) -> bool:
     if not isinstance(block, Mapping):
         return False
-    if not all(_is_number(block.get(k)) for k in _NUMBERS) or block["busy"] > 1:
+    if not all(is_figure(block.get(k)) for k in _NUMBERS) or block["busy"] > 1:
         return False
     per_query = block.get("cpu_per_query_us")
-    return per_query is None or _is_number(per_query)
-
-
-def _is_number(value: Any) -> bool:
-    """A finite number, not negative: every figure of the block is a rate or a share."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    return per_query is None or is_figure(per_query)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["PUBLISHED_ROWS", "ROW_FIELDS", "finish_block", "merge_usage"]
+__all__ = ["PUBLISHED_ROWS", "ROW_FIELDS", "finish_block", "is_figure", "merge_usage"]
 
 # The busiest tenants each replica publishes with its summary, and the most a
 # merged answer can list from a peer.
@@ -89,7 +89,8 @@ def merge_usage(blocks: Iterable[Mapping[str, Any]], limit: int) -> dict[str, An
     )
 
 
-def _number(value: Any) -> bool:
+def is_figure(value: Any) -> bool:
+    """A finite number, not negative: what every figure a replica publishes is."""
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -102,12 +103,12 @@ def _well_formed(block: Any) -> bool:
     if not isinstance(block, Mapping):
         return False
     heads = ("window_seconds", "span_seconds", "querier_seconds", "workers", "tenant_count")
-    if not all(_number(block.get(k)) for k in heads):
+    if not all(is_figure(block.get(k)) for k in heads):
         return False
     tenants = block.get("tenants")
     return isinstance(tenants, list) and all(
         isinstance(row, Mapping)
         and isinstance(row.get("tenant"), str)
-        and all(_number(row.get(k)) for k in ROW_FIELDS[1:])
+        and all(is_figure(row.get(k)) for k in ROW_FIELDS[1:])
         for row in tenants
     )

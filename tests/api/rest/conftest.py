@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from api.cluster import replica_board
+from api.cluster.replica_board import ReplicaBoard
 from api.store.services import api_token_issue
 
 
@@ -39,3 +41,11 @@ def viewer_api(db: None) -> APIClient:
 @pytest.fixture
 def anon_api(db: None) -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def board(monkeypatch: pytest.MonkeyPatch) -> ReplicaBoard:
+    """This process's replica board, as replica "replica-a" (scale-out views read it)."""
+    board = ReplicaBoard("replica-a")
+    monkeypatch.setattr(replica_board, "_board", board)
+    return board

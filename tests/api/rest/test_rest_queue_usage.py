@@ -8,8 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from api.cluster import replica_board
-from api.cluster.replica_board import ReplicaBoard
 from api.cluster.replica_usage import finish_block
 from api.cluster.replicas import summarize
 from api.wire import runtime_host
@@ -50,13 +48,6 @@ def served(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> SchedulerRuntim
     monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
     monkeypatch.setattr(runtime_host, "get_host", lambda: host)
     return runtime
-
-
-@pytest.fixture
-def board(monkeypatch: pytest.MonkeyPatch) -> ReplicaBoard:
-    board = ReplicaBoard("replica-a")
-    monkeypatch.setattr(replica_board, "_board", board)
-    return board
 
 
 def test_the_tenant_holding_the_queriers_longest_comes_first(viewer_api, served, board):

@@ -7,8 +7,6 @@ import time
 
 import pytest
 
-from api.cluster import replica_board
-from api.cluster.replica_board import ReplicaBoard
 from api.cluster.replicas import summarize
 from api.wire import runtime_host
 from api.wire.frontends import FrontendRow
@@ -42,13 +40,6 @@ def local_runtime(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
     return runtime
-
-
-@pytest.fixture
-def board(monkeypatch: pytest.MonkeyPatch) -> ReplicaBoard:
-    board = ReplicaBoard("replica-a")
-    monkeypatch.setattr(replica_board, "_board", board)
-    return board
 
 
 def test_the_queue_adds_up_every_replica_and_says_how_many(viewer_api, local_runtime, board):
