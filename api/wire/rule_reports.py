@@ -81,12 +81,14 @@ async def _on_loop_queriers() -> list[str]:
     if not runtime_host.started():
         return []
     snap = runtime_host.get_runtime().snapshot()
-    # As the shards see them: queriers kept by querier_forget_delay included.
-    return sorted(q.querier_id for q in snap.queriers if not q.shutting_down)
+    # As the shards see them: queriers kept by querier_forget_delay included,
+    # and shutting-down ones, which stay in the shards until their last
+    # worker goes (leaving them out named other queriers than the queue's).
+    return sorted(q.querier_id for q in snap.queriers)
 
 
 def connected_queriers() -> list[str]:
-    """Queriers this replica's shards are drawn from (not shutting down)."""
+    """Queriers this replica's shards are drawn from now."""
     if not runtime_host.started():
         return []
     return async_to_sync(_on_loop_queriers)()
