@@ -368,3 +368,39 @@ async def test_a_frontend_connected_to_both_replicas_is_one_frontend_in_the_head
             await loop.close()
         await to_a.close()
         await to_b.close()
+
+
+async def test_querier_time_is_summed_per_tenant_over_the_replicas(
+    replicas: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    a, b = replicas
+    tenant = "scale-usage"
+    urls = [f"{a.ws_url}/ws/querier/", f"{b.ws_url}/ws/querier/"]
+    queriers = queriers_everywhere(urls, tokens["querier"], "scale-uq", latency=lambda _: 0.3)
+    frontends = [await Frontend.open(server, tokens["frontend"]) for server in (a, b)]
+    try:
+        await asyncio.gather(*(q.start() for q in queriers))
+        for side, frontend in enumerate(frontends):
+            for n in range(2):
+                reply = await frontend.enqueue(f"u{side}-{n}", tenant)
+                assert reply["type"] == "enqueued", reply
+        for frontend in frontends:
+            for _ in range(2):
+                got = json.loads(await asyncio.wait_for(frontend.ws.recv(), 10))
+                assert got["type"] == "result", got
+
+        def summed_on_a() -> dict[str, Any] | None:
+            body = rest(a, tokens["editor"], "GET", "/api/v1/queue/usage/?limit=50")
+            rows = {row["tenant"]: row for row in body["tenants"]}
+            row = rows.get(tenant)
+            return body if row is not None and row["ended"] == 4 else None
+
+        body = await poll(summed_on_a, limit=10.0)
+        row = next(r for r in body["tenants"] if r["tenant"] == tenant)
+        assert row["dispatched"] == 4 and row["running"] == 0
+        assert 1.2 <= row["querier_seconds"] < 2.5  # four runs of 0.3 s, two per replica
+        assert body["replicas"]["count"] == 2
+    finally:
+        await asyncio.gather(*(q.close() for q in queriers))
+        for frontend in frontends:
+            await frontend.ws.close()
