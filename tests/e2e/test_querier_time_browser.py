@@ -47,6 +47,13 @@ def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
         full_page_screenshot(page, "inspector-querier-time.png")
     page.get_by_role("button", name=re.compile(r"^Open heavy's requests")).click()
     expect(page.locator("#drill-title")).to_have_text("Requests of tenant heavy")
+    expect(page.locator("#drill-usage")).to_have_text(
+        re.compile(
+            r"^Querier time, last 6\d s: heavy held 0\.\d workers on average, (9\d|100)% of "
+            r"the worker time tenants held \(12 requests dispatched, mean queue wait .+, "
+            r"0 running now\)\.$"
+        )
+    )
 
 
 def test_the_panel_agrees_with_the_rest_api(page: Page) -> None:

@@ -14,6 +14,7 @@ import {
   attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
 } from "./drill_rows.js";
 import { orderNote, servingText, title } from "./drill_text.js";
+import { tenantUsageText } from "./usage.js";
 import { formatWait } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
@@ -44,6 +45,7 @@ export class DrillPanel {
     this.reveal = false; // once its first rows are in: "rows" into view, or the "oldest" row too
     this.oldest = null; // { key, whole } of the oldest queued row; whole: of every one that matches
     this.serving = null; // who may serve the drilled tenant, as last sent
+    this.usage = null; // the header's querier time per tenant, as last sent
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -102,9 +104,22 @@ export class DrillPanel {
     this.list.replaceChildren();
     this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
+    this.showUsage();
     this.reveal = oldest ? "oldest" : "rows";
     this.send();
     this.onOpen();
+  }
+
+  // The header's querier time per tenant (usage.js): the drilled tenant's line.
+  setUsage(usage) {
+    this.usage = usage || null;
+    this.showUsage();
+  }
+
+  showUsage() {
+    const text = this.node ? tenantUsageText(this.node.tenant, this.usage) : "";
+    setText(this.$("drill-usage"), text);
+    this.$("drill-usage").hidden = !text;
   }
 
   // What the user's own action led to (a refusal, a cancel's outcome), apart

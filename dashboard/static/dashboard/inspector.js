@@ -129,6 +129,7 @@ function applyHeader(h) {
   waitRows("wait-component", s.wait_by_component, (k) => k);
   waitRows("wait-priority", s.wait_by_priority, (k) => `p${k}`);
   applyUsage(s.usage);
+  drill.setUsage(s.usage);
 }
 
 // Past this share of a core the loop, not the queriers, is what requests wait for.

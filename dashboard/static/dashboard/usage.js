@@ -39,6 +39,24 @@ export function usageRowText(r, u) {
   return parts.join("; ");
 }
 
+// The drill-down's line on a tenant's querier time ("" without a usage block).
+// The header carries the busiest USAGE_ROWS tenants; one below them is said
+// to be, rather than given figures it does not have.
+export function tenantUsageText(tenant, u) {
+  if (!u || !tenant) return "";
+  const span = Math.max(1, Math.round(u.span_seconds));
+  const r = u.tenants.find((row) => row.tenant === tenant);
+  if (r) {
+    const wait = r.dispatched ? `, mean queue wait ${formatSeconds(r.wait_mean_seconds)}` : "";
+    return `Querier time, last ${span} s: ${tenant} held ${workersText(r.workers_held)} workers on average, ` +
+      `${Math.round(r.share * 100)}% of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${r.running} running now).`;
+  }
+  if (u.tenant_count > u.tenants.length) {
+    return `Querier time, last ${span} s: ${tenant} is not among the ${u.tenants.length} tenants that held the most worker time.`;
+  }
+  return `Querier time, last ${span} s: ${tenant}'s requests held no worker.`;
+}
+
 function cell(tr, cls) {
   const td = document.createElement("td");
   if (cls) td.className = cls;
