@@ -63,6 +63,8 @@ def test_drilling_down_from_a_tenant_lists_its_requests_in_dequeue_order(page: P
     expect(rows.nth(2).locator(".meta")).to_contain_text("websocket")
     # Not yet handed to a querier is every queued request's lot: no "attempts 0".
     expect(rows.nth(2).locator(".meta")).not_to_contain_text("attempt")
+    # One replica: every row is its own, so no row names it.
+    expect(rows.nth(2).locator(".meta")).not_to_contain_text("replica")
     # Any querier may serve acme (no shard, no reservation): nothing to say.
     expect(page.locator("#drill-serving")).to_be_hidden()
 

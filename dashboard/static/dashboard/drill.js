@@ -46,6 +46,7 @@ export class DrillPanel {
     this.oldest = null; // { key, whole } of the oldest queued row; whole: of every one that matches
     this.serving = null; // who may serve the drilled tenant, as last sent
     this.usage = null; // the header's querier time per tenant, as last sent
+    this.replicas = false; // the service has several (the header says): rows name theirs
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
@@ -284,7 +285,7 @@ export class DrillPanel {
     const keys = new Set(this.order.map((r) => r.key));
     const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
     for (const li of stale) li.remove();
-    const view = { filter: this.filter(), oldest: this.oldest, now: this.now() };
+    const view = { filter: this.filter(), oldest: this.oldest, now: this.now(), replicas: this.replicas };
     const wanted = this.order.map((row, i) => {
       const li = kept.get(row.key) || createRow(row, this.editor);
       updateRow(li, row, i, { ...view, open: this.open.has(row.key), text: this.texts.get(row.key) });

@@ -112,9 +112,10 @@ export function createRow(row, editor) {
 // Patches `li` to show `row`, the `i`-th listed. `view` is what the panel
 // knows around it: `filter` (its search or regex is highlighted), `open`
 // (the full query is shown), `text` (that query, once fetched), `oldest`
-// (the panel's { key, whole }, or null) and `now`.
+// (the panel's { key, whole }, or null), `now` and `replicas` (the service
+// has several, so each row says which one holds it).
 export function updateRow(li, row, i, view) {
-  const { filter: f, open, text, oldest, now } = view;
+  const { filter: f, open, text, oldest, now, replicas } = view;
   const cells = li._cells || (li._cells = {
     pos: li.querySelector(".pos"), expand: li.querySelector(".expand"), q: li.querySelector(".q"),
     prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta-text"),
@@ -141,7 +142,7 @@ export function updateRow(li, row, i, view) {
     attemptText(row),
     row.actor ? `actor ${row.actor}` : "",
     row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
-    row.replica ? `replica ${row.replica}` : "",
+    replicas && row.replica ? `replica ${row.replica}` : "",
   ].filter(Boolean).join(" · ");
   setText(cells.meta, tail);
   updateWait(li, row, now);

@@ -117,6 +117,7 @@ function applyHeader(h) {
   setText("running-layout", h.layout);
   setText("cadence", `updates every ${h.interval} s`);
   setProp("replicas-note", "hidden", !h.replicas);
+  drill.replicas = Boolean(h.replicas);
   setText("replicas-note", h.replicas ? h.replicas.note : "");
   markRunning(h.layout);
   const s = h.stats;
