@@ -50,6 +50,7 @@ def test_the_dashboard_has_a_panel_for_each_signal_the_alerts_use() -> None:
         "cortex_query_scheduler_discarded_requests_total",
         "queue_inspector_reserved_querier_idle_seconds",
         "queue_inspector_replica_up",
+        "queue_inspector_querier_seconds_total",
     ):
         assert metric in names
 
