@@ -84,8 +84,10 @@ class SnapshotSource(Protocol):
 
     # Optional, read with getattr: `replicas() -> MergedView | None` (scale-out,
     # with the peers' frontends), `frontends() -> Sequence[FrontendRow]`
-    # (this replica's own frontends), `stuck_threshold() -> float` and
-    # `drill_page(DrillParams) -> page | None` (the drill-down, dashboard.drill).
+    # (this replica's own frontends), `stuck_threshold() -> float`,
+    # `config_version() -> int | None` (the version the scheduler runs, which
+    # the chart points carry) and `drill_page(DrillParams) -> page | None`
+    # (the drill-down, dashboard.drill).
 
 
 class Viewer:
@@ -256,7 +258,8 @@ class Broadcaster:
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             oldest = tick.index.all_tenants.oldest_enqueued_at
-            self.chart.append(chart_point(wall, snapshot, oldest, stats))
+            version = _config_version(source)
+            self.chart.append(chart_point(wall, snapshot, oldest, stats, version))
         self.current = tick
         return tick
 
@@ -316,7 +319,11 @@ class Broadcaster:
         snapshot = source.snapshot() if source is not None else None
         if source is not None and snapshot is not None:
             point = chart_point(
-                self._wall_clock(), snapshot, oldest_queued(snapshot), source.stats()
+                self._wall_clock(),
+                snapshot,
+                oldest_queued(snapshot),
+                source.stats(),
+                _config_version(source),
             )
             self.chart.append(point)
         cost = time.perf_counter() - started
@@ -330,6 +337,11 @@ class Broadcaster:
             spent += viewer.send_seconds
             viewer.send_seconds = 0.0
         return spent
+
+
+def _config_version(source: SnapshotSource) -> int | None:
+    version_of = getattr(source, "config_version", None)
+    return version_of() if version_of is not None else None
 
 
 async def keep_history() -> None:

@@ -152,15 +152,28 @@ def chart_point(
     snapshot: QueueSnapshot,
     oldest_enqueued_at: float | None,
     stats: Mapping[str, Any] | None,
+    config_version: int | None = None,
 ) -> list[Any]:
-    """A point for `ChartHistory`: [time, queued, oldest wait, p50, p99]."""
+    """A point for `ChartHistory`: [time, queued, oldest wait, p50, p99, config version].
+
+    The config version the scheduler ran at that second (None if unknown) is
+    what the charts mark a change of: "what changed?" next to what the
+    queue did.
+    """
     wait = (
         None
         if oldest_enqueued_at is None
         else round(max(0.0, snapshot.taken_at - oldest_enqueued_at), 2)
     )
     waits = (stats or {}).get("wait") or {}
-    return [round(wall_time, 1), snapshot.total, wait, waits.get("p50"), waits.get("p99")]
+    return [
+        round(wall_time, 1),
+        snapshot.total,
+        wait,
+        waits.get("p50"),
+        waits.get("p99"),
+        config_version,
+    ]
 
 
 def oldest_queued(snapshot: QueueSnapshot) -> float | None:

@@ -73,6 +73,15 @@ class RuntimeSource:
             return None
         return runtime_host.get_runtime().config.stuck_threshold_seconds
 
+    def config_version(self) -> int | None:
+        """The config version this replica's scheduler runs (None before its first)."""
+        from api.wire import runtime_host
+
+        if not runtime_host.started():
+            return None
+        version = runtime_host.get_host().applied_version
+        return version if version >= 0 else None
+
     def drill_page(self, params: Any) -> Any:
         """This replica's drill page (`dashboard.drill.build_page`), on the loop."""
         from api.cluster.replica_board import get_board

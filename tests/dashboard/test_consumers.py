@@ -247,6 +247,18 @@ def test_with_no_inspector_open_the_chart_still_gains_a_point_a_second(
     assert broadcaster.chart.since(0)[-1][1:3] == [4, 5.0]
 
 
+def test_each_chart_point_carries_the_config_version_the_scheduler_ran(
+    source: QueueSource, broadcaster: Broadcaster, wall: WallClock
+) -> None:
+    broadcaster.sample_history()  # a source that does not say: no version
+    versions = iter([7, 7, 8])
+    source.config_version = lambda: next(versions)  # type: ignore[attr-defined]
+    for _ in range(3):
+        wall.now += 1.0
+        broadcaster.sample_history()
+    assert [point[5] for point in broadcaster.chart.since(0)] == [None, 7, 7, 8]
+
+
 async def test_an_inspector_opened_later_gets_the_minutes_before_it_then_only_new_points(
     viewer_socket: WebsocketCommunicator,
     source: QueueSource,

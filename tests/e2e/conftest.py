@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -61,6 +63,27 @@ def full_page_screenshot(page: Page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / name))
     page.set_viewport_size(size)
     page.evaluate("(y) => window.scrollTo(0, y)", scrolled)
+
+
+def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object]) -> Any:
+    """Create a tenant through the REST API; the server applies it before it answers.
+
+    (A block written by another process, as `run_python` does, is applied
+    within the reconcile period: requests sent before then are judged by the
+    config before it.) Returns the answer's body.
+    """
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/tenants/{tenant_id}/",
+        data=json.dumps(config).encode(),
+        method="PUT",
+        headers={
+            "Authorization": f"Bearer {server.issue_token('editor', f'put-{tenant_id}')}",
+            "Content-Type": "application/json",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        assert response.status == 201
+        return json.loads(response.read())
 
 
 class Traffic:

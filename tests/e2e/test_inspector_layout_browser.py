@@ -87,16 +87,18 @@ WIDEST_WAITS = """() => {
     body._sig = null;
   }
 }"""
-# Pixels of the charts card below its charts (beyond its padding), pixels
+# Pixels of the charts card below its charts and their config changes
+# line (beyond its padding), pixels
 # from it down to the tree card, how much wider the page is than the window,
 # and the wait table cells cut short.
 SPACE = """() => {
   const card = document.querySelector(".charts");
   const box = card.getBoundingClientRect();
   const style = getComputedStyle(card);
-  // The charts' boxes, not the figures': the card's grid stretches those.
-  const charts = Array.from(card.querySelectorAll(".chart"), (c) => c.getBoundingClientRect());
-  const chartsEnd = Math.max(...charts.map((r) => r.bottom));
+  // The charts' boxes, not the figures': the card's grid stretches those;
+  // and the config changes' line under them when it shows.
+  const parts = Array.from(card.querySelectorAll(".chart, .chart-changes:not([hidden])"));
+  const chartsEnd = Math.max(...parts.map((c) => c.getBoundingClientRect().bottom));
   const padding = parseFloat(style.paddingBottom) + parseFloat(style.borderBottomWidth);
   const root = document.documentElement;
   return {

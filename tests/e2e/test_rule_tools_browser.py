@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 
 from playwright.sync_api import Page, Route, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
+from tests.e2e.conftest import Traffic, full_page_screenshot, log_in, put_tenant
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # A priority rule nothing matches yet: every request gets the default, 0.
@@ -30,26 +28,6 @@ def _login(page: Page) -> None:
     expect(page.locator("#live-state")).to_have_text("live")
 
 
-def _put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object]) -> None:
-    """Save through the REST API: the server applies it before it answers.
-
-    (A block written by another process, as `run_python` does, is applied
-    within the reconcile period: requests sent before then are judged by the
-    config before it.)
-    """
-    request = urllib.request.Request(
-        f"{server.base_url}/api/v1/tenants/{tenant_id}/",
-        data=json.dumps(config).encode(),
-        method="PUT",
-        headers={
-            "Authorization": f"Bearer {server.issue_token('editor', f'put-{tenant_id}')}",
-            "Content-Type": "application/json",
-        },
-    )
-    with urllib.request.urlopen(request, timeout=15) as response:
-        assert response.status == 201
-
-
 def _save(page: Page) -> None:
     """Save as a person does: the first Save may answer with a review to confirm."""
     page.get_by_role("button", name="Save", exact=True).click()
@@ -64,7 +42,7 @@ def _save(page: Page) -> None:
 def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live(
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:
-    _put_tenant(server, "hits", NEVER)
+    put_tenant(server, "hits", NEVER)
     _login(page)
     traffic.enqueue("hits", query="sum(rate(special_total[5m]))", count=4)
     traffic.enqueue("hits", query="up", count=2)
@@ -107,7 +85,7 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
 def test_a_rule_that_matched_nothing_is_flagged_once_five_minutes_were_counted(
     page: Page, server: DaphneProcess
 ) -> None:
-    _put_tenant(server, "quiet", NEVER)
+    put_tenant(server, "quiet", NEVER)
     _login(page)
     counted = {"seconds": 600.0}
 
@@ -148,7 +126,7 @@ LEFT = re.compile(
 def test_the_dry_run_says_what_a_reservation_would_leave_the_lower_priorities(
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:
-    _put_tenant(server, "spare", NEVER)
+    put_tenant(server, "spare", NEVER)
     _login(page)
     with traffic.queriers("q-spare", 3, latency=lambda _: 0.01):
         traffic.enqueue("spare", query="sum(rate(special_total[5m]))", count=4)

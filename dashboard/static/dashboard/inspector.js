@@ -265,8 +265,44 @@ function applyTree(t, asked) {
 }
 
 function drawCharts() {
+  const markers = configChanges(chartPoints);
+  queuedChart.setMarkers(markers);
+  waitChart.setMarkers(markers);
   queuedChart.draw(chartPoints.map((p) => [p[0], p[1]]));
   waitChart.draw(chartPoints.map((p) => [p[0], p[2], p[4]]));
+  showChanges(markers);
+}
+
+// Seconds at which the scheduler's config version changed (a point's sixth
+// figure; unknown before the runtime's first config), each linked to its
+// revision on History.
+function configChanges(points) {
+  const out = [];
+  for (let i = 1; i < points.length; i++) {
+    const before = points[i - 1][5];
+    const now = points[i][5];
+    if (before !== null && before !== undefined && now !== null && now !== undefined && now !== before) {
+      out.push({ t: points[i][0], version: now });
+    }
+  }
+  return out;
+}
+
+let changesShown = "";
+function showChanges(markers) {
+  const sig = markers.map((m) => `${m.t}:${m.version}`).join(",");
+  if (sig === changesShown) return;
+  changesShown = sig;
+  const list = byId("chart-changes-list");
+  list.replaceChildren(...markers.map((m) => {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = `/history/#v${m.version}`;
+    a.textContent = `#${m.version}`;
+    li.append(a, ` at ${new Date(m.t * 1000).toLocaleTimeString([], { hour12: false })}`);
+    return li;
+  }));
+  setProp("chart-changes", "hidden", markers.length === 0);
 }
 
 function showState(state) {

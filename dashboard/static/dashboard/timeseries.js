@@ -42,6 +42,34 @@ function tickSpace(u, axis, min, max, width) {
   return perMinute >= SECOND_TICKS ? SECOND_TICKS : MINUTE_TICKS;
 }
 
+// A config change is a dashed vertical line at its second, labelled with its
+// version as History numbers it ("#42"), so a queue that grew right after a
+// change shows beside it.
+const MARKER = "#7a5af8";
+
+function drawMarkers(u, markers) {
+  if (!markers.length) return;
+  const { ctx } = u;
+  const { left, top, width, height } = u.bbox;
+  ctx.save();
+  ctx.strokeStyle = MARKER;
+  ctx.fillStyle = MARKER;
+  ctx.lineWidth = Math.max(1, devicePixelRatio);
+  ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+  ctx.font = `${11 * devicePixelRatio}px sans-serif`;
+  ctx.textBaseline = "top";
+  for (const m of markers) {
+    const x = Math.round(u.valToPos(m.t, "x", true));
+    if (x < left || x > left + width) continue;
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, top + height);
+    ctx.stroke();
+    ctx.fillText(`#${m.version}`, x + 3 * devicePixelRatio, top + 2 * devicePixelRatio);
+  }
+  ctx.restore();
+}
+
 export class TimeChart {
   // series: [{label, color, unit}]; yLabel names the value axis.
   constructor(box, { series, yLabel }) {
@@ -49,6 +77,7 @@ export class TimeChart {
     this.series = series;
     this.yLabel = yLabel;
     this.plot = null;
+    this.markers = []; // [{t, version}]: config changes in view (setMarkers)
     new ResizeObserver(([entry]) => {
       const width = Math.floor(entry.contentRect.width);
       if (this.plot && width > 0 && width !== this.plot.width) {
@@ -64,6 +93,7 @@ export class TimeChart {
       height: HEIGHT,
       padding: [null, RIGHT_ROOM, null, null],
       legend: { live: true },
+      hooks: { draw: [(u) => drawMarkers(u, this.markers)] },
       cursor: { drag: { x: false, y: false } },
       scales: {
         x: {
@@ -101,6 +131,11 @@ export class TimeChart {
         })),
       ],
     };
+  }
+
+  // Config changes to mark; drawn with the next `draw`.
+  setMarkers(markers) {
+    this.markers = markers;
   }
 
   draw(points) {
