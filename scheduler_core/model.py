@@ -84,8 +84,8 @@ class Request:
     """One query waiting in (or taken from) the queue.
 
     `enqueued_at` is stamped by the queue from its injected clock, and so is
-    `dispatched_at` each time a worker takes the request (0.0 while it waits:
-    a re-queue clears it), so an observer can tell how long a run held its
+    `dispatched_at` each time a worker takes the request (None while it
+    waits: a re-queue clears it), so an observer can tell how long a run held its
     querier when it ends. `attempts`
     counts how often the request was handed to a querier, so the runtime can
     re-queue a request whose querier vanished exactly once. `payload` is
@@ -120,7 +120,7 @@ class Request:
     priority_rule: tuple[int, int] | None = None
     priority_source: str = "default"
     actor_path: tuple[str, ...] = ()
-    dispatched_at: float = 0.0
+    dispatched_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,7 +208,7 @@ class RequestQueue(QueueState):
             self._release(held, self._clock())
         elif held is not None:
             raise DuplicateRequest(request.id)
-        request.dispatched_at = 0.0  # waiting again: no run of it is going on
+        request.dispatched_at = None  # waiting again: no run of it is going on
         self._insert(request, self._tenants.get(request.tenant_id), front=True)
 
     def in_flight(self, request_id: str) -> bool:

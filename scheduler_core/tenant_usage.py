@@ -142,11 +142,11 @@ class TenantUsage:
         self._run_ended(request)
 
     def on_cancelled(self, request: Request) -> None:
-        if request.dispatched_at:
+        if request.dispatched_at is not None:
             self._run_ended(request)
 
     def on_failed(self, request: Request, reason: str) -> None:
-        if request.dispatched_at:
+        if request.dispatched_at is not None:
             self._run_ended(request)
 
     def on_rejected(self, request: Request, reason: str) -> None:
@@ -246,7 +246,7 @@ class TenantUsage:
         here.ended += 1
         total.ended += 1
         started = request.dispatched_at
-        if not started:  # never taken by a worker through a queue: no run to count
+        if started is None:  # never taken by a worker through a queue: no run to count
             return
         end, begin = self._index(now), self._index(started)
         if begin == end:  # nearly every run: one bucket

@@ -194,9 +194,10 @@ def _note_priority(tenant: str, priority: str) -> None:
 
 def _run_ended(request: Request) -> None:
     # `dispatched_at` is on the runtime's clock, the host's time.monotonic;
-    # 0.0 for a request that ended while queued (no querier time).
-    if request.dispatched_at:
-        QUERIER_SECONDS.add(time.monotonic() - request.dispatched_at, request.tenant_id)
+    # None for a request that ended while queued (no querier time).
+    started = request.dispatched_at
+    if started is not None:
+        QUERIER_SECONDS.add(time.monotonic() - started, request.tenant_id)
 
 
 class MetricsObserver:

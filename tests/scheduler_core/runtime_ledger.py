@@ -168,6 +168,11 @@ def check(runtime: SchedulerRuntime, model: Model, ledger: Ledger) -> None:
     for rid, fate in model.fates.items():
         on_worker = fate.state in ("handed", "flight")
         assert queue.in_flight(rid) == on_worker, (rid, fate.state)
+        # A run's start is stamped while it holds a worker, and only then
+        # once it waits again (the querier time per tenant counts from it).
+        if on_worker or fate.state == "queued":
+            running = fate.request.dispatched_at is not None
+            assert running == on_worker, (rid, fate.state)
         if on_worker:
             assert fate.worker is not None
             assert queue.in_flight_on(rid, *fate.worker), (rid, fate.worker)

@@ -40,7 +40,7 @@ class Scene:
         self.usage.on_completed(request)
 
     def running(self) -> list[tuple[str, float]]:
-        return [(r.tenant_id, r.dispatched_at) for r in self.held]
+        return [(r.tenant_id, r.dispatched_at) for r in self.held if r.dispatched_at is not None]
 
 
 def _seconds(usage: TenantUsage) -> dict[str, float]:
@@ -88,12 +88,22 @@ def test_running_queries_count_up_to_now_clipped_to_the_span() -> None:
     assert _seconds(scene.usage) == {"b": 0.0}
 
 
+def test_a_run_dispatched_at_the_clock_s_zero_is_counted() -> None:
+    """A queue on a clock that starts at 0 (a simulation) stamps 0.0: still a run."""
+    scene = Scene(now=0.0)
+    request = scene.start("a")
+    assert request.dispatched_at == 0.0
+    scene.clock.now = 2.0
+    scene.finish(request)
+    assert _seconds(scene.usage) == {"a": 2.0}
+
+
 def test_a_run_cut_short_by_a_disconnect_and_cancelled_while_requeued_adds_no_time() -> None:
     scene = Scene()
     request = scene.start("a")
     scene.clock.now += 3.0
     scene.queue.requeue_front(request)
-    assert request.dispatched_at == 0.0
+    assert request.dispatched_at is None
     assert scene.queue.cancel(request.id) is request
     scene.held.remove(request)
     scene.usage.on_cancelled(request)
@@ -215,6 +225,7 @@ def test_ended_runs_add_exactly_their_overlap_with_the_span(
     report = usage.report()
     since = read_at - report.span_seconds
     for request, ended in ended_by_read:
+        assert request.dispatched_at is not None
         part = max(0.0, ended - max(request.dispatched_at, since))
         expected[request.tenant_id] = expected.get(request.tenant_id, 0.0) + part
     got = {row.tenant_id: row.querier_seconds for row in report.rows}

@@ -59,6 +59,7 @@ async def test_the_worker_time_each_tenant_held_is_counted_as_its_runs_end(host:
     runtime.enqueue(Request(id="m-held", tenant_id="m-held"))
     runtime.enqueue(Request(id="m-queued", tenant_id="m-held"))
     request = await runtime.next_request("m-q-time", worker)
+    assert request.dispatched_at is not None
     request.dispatched_at -= 2.5  # as if it had run 2.5 s (no sleep)
     runtime.complete(request.id)
     runtime.cancel("m-queued")  # never held a worker: adds nothing
