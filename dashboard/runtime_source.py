@@ -77,10 +77,7 @@ class RuntimeSource:
         """The config version this replica's scheduler runs (None before its first)."""
         from api.wire import runtime_host
 
-        if not runtime_host.started():
-            return None
-        version = runtime_host.get_host().applied_version
-        return version if version >= 0 else None
+        return runtime_host.config_version()
 
     def drill_page(self, params: Any) -> Any:
         """This replica's drill page (`dashboard.drill.build_page`), on the loop."""

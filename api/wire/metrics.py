@@ -37,6 +37,7 @@ from prometheus_client import (
 
 from api.cluster import replica_board
 from api.wire import runtime_host
+from api.wire.config_metrics import ConfigVersionCollector
 from api.wire.exposition import RowFamily
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import (
@@ -360,6 +361,8 @@ def _loop_load() -> LoopLoad | None:
 
 
 register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
+
+register_loop_bound(REGISTRY, ConfigVersionCollector(runtime_host.config_version))
 # What every Prometheus client exports, as Cortex's scheduler does (process_*;
 # python_* in place of go_*): process_cpu_seconds_total over dispatched
 # requests is the scheduler's CPU per query.

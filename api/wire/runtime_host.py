@@ -57,6 +57,7 @@ __all__ = [
     "RuntimeHost",
     "add_background",
     "add_observer",
+    "config_version",
     "ensure_started",
     "frontends",
     "get_host",
@@ -354,6 +355,13 @@ def started() -> bool:
 def frontends() -> list[FrontendRow]:
     """This replica's connected frontends; none before the runtime starts."""
     return _host.frontends() if _host is not None else []
+
+
+def config_version() -> int | None:
+    """The config version this replica's scheduler runs (None before its first)."""
+    if _host is None or _host.applied_version < 0:
+        return None
+    return _host.applied_version
 
 
 def add_observer(observer: Any) -> None:

@@ -27,6 +27,7 @@ def expressions() -> list[tuple[str, str]]:
         for panel in panels(doc["panels"])
         for target in panel.get("targets", [])
     ]
+    out += [(f"annotation {a['name']}", a["expr"]) for a in doc["annotations"]["list"]]
     for var in doc["templating"]["list"]:
         if var["type"] == "query":
             # label_values(METRIC, label): the metric must exist too.
@@ -51,6 +52,7 @@ def test_the_dashboard_has_a_panel_for_each_signal_the_alerts_use() -> None:
         "queue_inspector_reserved_querier_idle_seconds",
         "queue_inspector_replica_up",
         "queue_inspector_querier_seconds_total",
+        "queue_inspector_config_version",
     ):
         assert metric in names
 

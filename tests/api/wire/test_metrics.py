@@ -74,6 +74,12 @@ async def test_the_worker_time_each_tenant_held_is_counted_as_its_runs_end(host:
     assert row["ended"] == 1 and 2.5 <= row["querier_seconds"] < 3.5
 
 
+async def test_the_config_version_the_scheduler_runs_is_exported(host: Any) -> None:
+    assert host.applied_version >= 0  # the host applied the database's config on start
+    text = await scrape()
+    assert f"queue_inspector_config_version {float(host.applied_version)}" in text.splitlines()
+
+
 async def test_discards_and_cancels_are_counted(host: Any) -> None:
     runtime = host.runtime
     runtime.set_tenant_limits("m-full", TenantLimits(max_outstanding=1))
