@@ -243,6 +243,7 @@ class Broadcaster:
         threshold_of = getattr(source, "stuck_threshold", None)
         threshold = threshold_of() if threshold_of is not None else None
         drill_source = getattr(source, "drill_page", None)
+        version = _config_version(source)
         self.ticks += 1
         wall = self._wall_clock()
         tick = Tick(
@@ -255,10 +256,10 @@ class Broadcaster:
             frontends,
             stuck_threshold=threshold,
             drill_source=drill_source,
+            config_version=version,
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             oldest = tick.index.all_tenants.oldest_enqueued_at
-            version = _config_version(source)
             self.chart.append(chart_point(wall, snapshot, oldest, stats, version))
         self.current = tick
         return tick

@@ -53,6 +53,7 @@ class Tick:
         replicas: MergedView | None = None,
         frontends: Sequence[FrontendRow] = (),
         stuck_threshold: float | None = None,
+        config_version: int | None = None,
         drill_source: Callable[[DrillParams], Any] | None = None,
     ) -> None:
         self.number = number
@@ -65,6 +66,8 @@ class Tick:
             header["replicas"] = replicas.header()
         if stuck_threshold is not None:
             header["stuck"] = stuck_summary(snapshot, stuck_threshold)
+        if config_version is not None:
+            header["config_version"] = config_version
         self.header = dumps(header)
         owners = replicas.querier_replicas if replicas is not None else None
         self.longest = dumps(longest_running(snapshot, owners, self.wall_time))

@@ -36,9 +36,12 @@ def test_a_config_change_is_marked_on_the_charts_and_opens_its_revision(
     )
     put_tenant(server, "charted", {"max_queriers_per_tenant": 2})
     version = _revision_version(server, "charted")
-    link = page.get_by_role("link", name=f"#{version}", exact=True)
+    link = page.get_by_role("link", name=re.compile(rf"^Config change #{version} at "))
     expect(link).to_be_visible()
     expect(link).to_have_attribute("href", f"/history/#v{version}")
+    # The header names the version running, linked to it too.
+    expect(page.locator("#config-version")).to_have_text(f"#{version}")
+    expect(page.locator("#config-version")).to_have_attribute("href", f"/history/#v{version}")
     expect(page.locator("#chart-changes")).to_contain_text(
         re.compile(rf"#{version} at \d\d:\d\d:\d\d")
     )

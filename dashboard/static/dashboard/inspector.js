@@ -115,6 +115,11 @@ function applyHeader(h) {
   markWarn("fig-reserved", h.reserved_idle > 0);
   applyStuck(h.stuck);
   setText("running-layout", h.layout);
+  if (h.config_version !== undefined) {
+    setText("config-version", `#${h.config_version}`);
+    setAttr(byId("config-version"), "href", `/history/#v${h.config_version}`);
+    setAttr(byId("config-version"), "aria-label", `Running config #${h.config_version}, on History`);
+  }
   setText("cadence", `updates every ${h.interval} s`);
   setProp("replicas-note", "hidden", !h.replicas);
   drill.replicas = Boolean(h.replicas);
@@ -297,9 +302,11 @@ function showChanges(markers) {
   list.replaceChildren(...markers.map((m) => {
     const li = document.createElement("li");
     const a = document.createElement("a");
+    const at = new Date(m.t * 1000).toLocaleTimeString([], { hour12: false });
     a.href = `/history/#v${m.version}`;
     a.textContent = `#${m.version}`;
-    li.append(a, ` at ${new Date(m.t * 1000).toLocaleTimeString([], { hour12: false })}`);
+    a.setAttribute("aria-label", `Config change #${m.version} at ${at}, on History`);
+    li.append(a, ` at ${at}`);
     return li;
   }));
   setProp("chart-changes", "hidden", markers.length === 0);
