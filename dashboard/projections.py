@@ -273,7 +273,7 @@ def build_tree(index: SnapshotIndex, params: ViewParams) -> dict[str, Any]:
     return tree
 
 
-# The "Querier time" panel's rows (static/dashboard/usage.js lists as many).
+# The "Querier time" panel's rows: static/dashboard/usage.js lists what the header carries.
 USAGE_PANEL_ROWS = 10
 
 

@@ -128,7 +128,7 @@ class TenantUsage:
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         tenant_id = request.tenant_id
-        here = _tally(self._current(), tenant_id)
+        here = _tally(self._current(self._clock()), tenant_id)
         here.dispatched += 1
         here.wait_sum += wait
         if wait > here.wait_max:
@@ -151,7 +151,7 @@ class TenantUsage:
 
     def on_rejected(self, request: Request, reason: str) -> None:
         tenant_id = request.tenant_id
-        _tally(self._current(), tenant_id).rejected += 1
+        _tally(self._current(self._clock()), tenant_id).rejected += 1
         _tally(self._totals, tenant_id).rejected += 1
 
     # -- reads ---------------------------------------------------------------
@@ -165,8 +165,9 @@ class TenantUsage:
         current bucket gone by.
         """
         now = self._clock()
-        self._expire(self._index(now))
-        since = (self._index(now) - self._keep) * self.bucket_seconds
+        newest = self._index(now)
+        self._expire(newest)
+        since = (newest - self._keep) * self.bucket_seconds
         live: dict[str, list[float]] = {}  # tenant -> [runs, seconds inside the span]
         for tenant_id, started in running:
             held = live.setdefault(tenant_id, [0, 0.0])
@@ -203,8 +204,9 @@ class TenantUsage:
     def _index(self, at: float) -> int:
         return math.floor(at / self.bucket_seconds)
 
-    def _current(self) -> Bucket:
-        index = math.floor(self._clock() / self.bucket_seconds)
+    def _current(self, now: float) -> Bucket:
+        """The bucket `now` falls in (the caller's one clock reading)."""
+        index = math.floor(now / self.bucket_seconds)
         if index == self._newest:
             return self._newest_bucket
         return self._bucket(index)
@@ -241,7 +243,7 @@ class TenantUsage:
         now = self._clock()
         tenant_id = request.tenant_id
         # The bucket first: a new one may expire the oldest and, with it, a total.
-        here = _tally(self._current(), tenant_id)
+        here = _tally(self._current(now), tenant_id)
         total = _tally(self._totals, tenant_id)
         here.ended += 1
         total.ended += 1

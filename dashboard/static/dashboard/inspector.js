@@ -286,7 +286,7 @@ function configChanges(points) {
   for (let i = 1; i < points.length; i++) {
     const before = points[i - 1][5];
     const now = points[i][5];
-    if (before !== null && before !== undefined && now !== null && now !== undefined && now !== before) {
+    if (before != null && now != null && now !== before) { // != null: neither null nor undefined
       out.push({ t: points[i][0], version: now });
     }
   }

@@ -8,10 +8,10 @@ import { setAttr } from "./dom.js";
 import { formatSeconds } from "./format.js";
 import { byId, setProp, setText } from "./ids.js";
 
-// The rows the panel lists; the header carries a few more for peers' merges.
-export const USAGE_ROWS = 10;
-
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+// Whole seconds the figures reach back, and a row's part of all querier time.
+const spanOf = (u) => Math.max(1, Math.round(u.span_seconds));
+const percent = (share) => `${Math.round(share * 100)}%`;
 
 export function workersText(held) {
   if (held > 0 && held < 0.05) return "<0.1";  // some time held, not "none"
@@ -20,18 +20,16 @@ export function workersText(held) {
 
 // The card's head: how busy the queriers were, and over how long.
 export function usageSummary(u) {
-  const span = Math.max(1, Math.round(u.span_seconds));
   const held = u.span_seconds > 0 ? u.querier_seconds / u.span_seconds : 0;
   const of = u.workers ? ` of ${u.workers}` : "";
-  return `last ${span} s · ${workersText(held)}${of} workers busy on average · ${plural(u.tenant_count, "tenant")}`;
+  return `last ${spanOf(u)} s · ${workersText(held)}${of} workers busy on average · ${plural(u.tenant_count, "tenant")}`;
 }
 
 // Everything a row's cells abbreviate, for its title and accessible name.
 export function usageRowText(r, u) {
-  const span = Math.max(1, Math.round(u.span_seconds));
   const parts = [
-    `${r.tenant} held ${r.querier_seconds.toFixed(1)} worker-seconds in the last ${span} s`,
-    `${workersText(r.workers_held)} workers on average, ${Math.round(r.share * 100)}% of all querier time`,
+    `${r.tenant} held ${r.querier_seconds.toFixed(1)} worker-seconds in the last ${spanOf(u)} s`,
+    `${workersText(r.workers_held)} workers on average, ${percent(r.share)} of all querier time`,
     `${plural(r.dispatched, "request")} dispatched, ${r.ended} ended, ${r.running} running now`,
   ];
   if (r.dispatched) parts.push(`queue wait mean ${formatSeconds(r.wait_mean_seconds)}, max ${formatSeconds(r.wait_max_seconds)}`);
@@ -40,16 +38,17 @@ export function usageRowText(r, u) {
 }
 
 // The drill-down's line on a tenant's querier time ("" without a usage block).
-// The header carries the busiest USAGE_ROWS tenants; one below them is said
-// to be, rather than given figures it does not have.
+// The header carries only the busiest tenants (dashboard.projections'
+// USAGE_PANEL_ROWS); one below them is said to be, rather than given figures
+// it does not have.
 export function tenantUsageText(tenant, u) {
   if (!u || !tenant) return "";
-  const span = Math.max(1, Math.round(u.span_seconds));
+  const span = spanOf(u);
   const r = u.tenants.find((row) => row.tenant === tenant);
   if (r) {
     const wait = r.dispatched ? `, mean queue wait ${formatSeconds(r.wait_mean_seconds)}` : "";
     return `Querier time, last ${span} s: ${tenant} held ${workersText(r.workers_held)} workers on average, ` +
-      `${Math.round(r.share * 100)}% of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${r.running} running now).`;
+      `${percent(r.share)} of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${r.running} running now).`;
   }
   if (u.tenant_count > u.tenants.length) {
     return `Querier time, last ${span} s: ${tenant} is not among the ${u.tenants.length} tenants that held the most worker time.`;
@@ -86,9 +85,8 @@ function fillRow(tr, r, u) {
   const text = usageRowText(r, u);
   setAttr(tr, "title", text);
   setAttr(open, "aria-label", `Open ${r.tenant}'s requests. ${text}`);
-  const pct = `${Math.round(r.share * 100)}%`;
   share.querySelector("i").style.width = `${Math.min(100, r.share * 100).toFixed(1)}%`;
-  share.querySelector(".pct").textContent = pct;
+  share.querySelector(".pct").textContent = percent(r.share);
   workers.textContent = workersText(r.workers_held);
   wait.textContent = r.dispatched ? formatSeconds(r.wait_mean_seconds) : "–";
   rejected.textContent = String(r.rejected);
@@ -98,7 +96,7 @@ function fillRow(tr, r, u) {
 export function applyUsage(u) {
   const body = byId("usage");
   if (!u) return;
-  const rows = u.tenants.slice(0, USAGE_ROWS);
+  const rows = u.tenants; // the header's, already cut to the panel's rows
   const sig = JSON.stringify([u.span_seconds, u.workers, u.tenant_count, rows]);
   if (body._sig === sig) return;
   body._sig = sig;
