@@ -80,11 +80,12 @@ def sample_rows(tenant_ids: Iterable[str] | None = None) -> dict[str, list[tuple
 async def _on_loop_queriers() -> list[str]:
     if not runtime_host.started():
         return []
-    snap = runtime_host.get_runtime().snapshot()
-    # As the shards see them: queriers kept by querier_forget_delay included,
-    # and shutting-down ones, which stay in the shards until their last
-    # worker goes (leaving them out named other queriers than the queue's).
-    return sorted(q.querier_id for q in snap.queriers)
+    # As the shards see them, read from the queue's own record (a snapshot
+    # of every tenant is not needed for a list of ids): queriers kept by
+    # querier_forget_delay included, and shutting-down ones, which stay in
+    # the shards until their last worker goes (leaving them out named other
+    # queriers than the queue's).
+    return sorted(runtime_host.get_runtime().queue.listing().queriers)
 
 
 def connected_queriers() -> list[str]:
