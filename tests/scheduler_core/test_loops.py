@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
+import warnings
 
 import pytest
 
@@ -46,3 +49,40 @@ def test_a_loop_running_in_another_thread_is_not_this_thread_s() -> None:
     finally:
         done.set()
         thread.join(10)
+
+
+def test_a_uvloop_loop_is_found_as_asyncio_finds_it() -> None:
+    uvloop = pytest.importorskip("uvloop")
+    found, expected = uvloop.run(_found())
+    assert found is expected and type(found).__module__.startswith("uvloop")
+
+
+def test_hooks_someone_else_installed_send_the_question_to_asyncio() -> None:
+    async def with_foreign_hooks() -> tuple[asyncio.AbstractEventLoop, asyncio.AbstractEventLoop]:
+        before = sys.get_asyncgen_hooks()
+        sys.set_asyncgen_hooks(firstiter=lambda agen: None, finalizer=before.finalizer)
+        try:
+            return await _found()
+        finally:
+            sys.set_asyncgen_hooks(*before)
+
+    found, expected = asyncio.run(with_foreign_hooks())
+    assert found is expected
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_from_a_running_loop_has_no_running_loop() -> None:
+    async def fork_and_ask() -> int:
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's loop is not running here
+            try:
+                running_loop()
+            except RuntimeError:
+                os._exit(0)
+            os._exit(1)
+        return os.waitpid(pid, 0)[1]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        status = asyncio.run(fork_and_ask())
+    assert os.waitstatus_to_exitcode(status) == 0
