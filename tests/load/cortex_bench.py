@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LABEL:NAME=VALUE[,NAME=VALUE]",
         help="also run ours with these environment variables, as phase LABEL, every round "
         "(e.g. grpcio:GRPC_SERVER=grpcio); PYTHON=PATH runs it on that interpreter instead "
-        "(a virtualenv's python with the project's dependencies installed)",
+        "(a virtualenv's python with the project's dependencies installed); PROJECT=PATH runs "
+        "that checkout's code (e.g. start:PROJECT=/tmp/qi-start, a worktree of an earlier "
+        "commit; same migrations)",
     )
     parser.add_argument(
         "--cortex-flag",

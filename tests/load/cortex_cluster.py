@@ -207,9 +207,12 @@ def start_our_scheduler(
     """Our Daphne (as `make serve` runs it), one per replica address."""
     grpc_port = free_port()
     # config.serve is Daphne's command line, with EVENT_LOOP honoured. A
-    # variant's PYTHON is the interpreter, not an environment variable.
+    # variant's PYTHON is the interpreter and its PROJECT the checkout whose
+    # code runs (`-m` puts the working directory first on the path, ahead
+    # of the editable install), not environment variables.
     extra = dict(extra or {})
     python = extra.pop("PYTHON", None) or str(project / ".venv" / "bin" / "python")
+    code = Path(extra.pop("PROJECT", None) or project)
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     procs, urls = [], []
     for i, ip in enumerate(replica_hosts(replicas)):
@@ -219,7 +222,7 @@ def start_our_scheduler(
             [python, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(http_port)]
             + ["config.asgi:application"],
             logs / f"scheduler-{i + 1}.log",
-            cwd=project,
+            cwd=code,
             env=env,
         )
         url = f"http://127.0.0.1:{http_port}"
