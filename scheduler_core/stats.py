@@ -15,7 +15,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from scheduler_core.model import CancelReason, Request
 
@@ -155,6 +155,10 @@ class RollingStats:
         self._seconds: deque[_Second] = deque()
         # The last length sampled in a bucket that has since expired.
         self._before_window = 0
+        # The waits of the window's closed seconds, merged, per (dimension,
+        # span in seconds), for the second `_closed_at` (see `_waits`).
+        self._closed: dict[tuple[str, int], dict[Any, WaitHistogram]] = {}
+        self._closed_at: int | None = None
         # Every request handed to a querier since this object was made, for
         # rates between two arbitrary instants (api.wire.loop_load's CPU per
         # query), which whole-second buckets cannot give.
@@ -206,10 +210,10 @@ class RollingStats:
         return {kind: n / span for kind, n in self.counts(window).items()}
 
     def wait_by_component(self, window: float = 60.0) -> dict[str, WaitSummary]:
-        return _summaries(b.by_component for b in self._recent(window))
+        return _summaries(self._waits(window, "by_component"))
 
     def wait_by_priority(self, window: float = 60.0) -> dict[int, WaitSummary]:
-        return _summaries(b.by_priority for b in self._recent(window))
+        return _summaries(self._waits(window, "by_priority"))
 
     def history(self, seconds: int = 300) -> list[HistoryPoint]:
         """One point per second, oldest first, ending with the current second.
@@ -267,6 +271,32 @@ class RollingStats:
     def _span(self, window: float) -> float:
         return max(1.0, min(float(window), float(self.window_seconds)))
 
+    def _waits(self, window: float, dimension: str) -> list[dict[Any, WaitHistogram]]:
+        """The window's waits by `dimension`: its closed seconds merged, then the current one's.
+
+        Hooks write only to the current second, so the seconds before it are
+        final and their merge is kept until the clock's next second: a read
+        merges two maps instead of one per second of the window. The
+        inspector reads these on every tick and chart point, and at a minute
+        of traffic over a few components and priorities the full merge took
+        about 1.6 ms each time.
+        """
+        now = self._now()
+        self._expire(now)
+        span = int(math.ceil(self._span(window)))
+        if self._closed_at != now:
+            self._closed.clear()
+            self._closed_at = now
+        closed = self._closed.get((dimension, span))
+        if closed is None:
+            closed = self._closed[(dimension, span)] = _merged(
+                getattr(b, dimension) for b in self._seconds if now - span < b.second < now
+            )
+        last = self._seconds[-1] if self._seconds else None
+        return (
+            [closed] if last is None or last.second != now else [closed, getattr(last, dimension)]
+        )
+
     def _recent(self, window: float) -> Iterable[_Second]:
         now = self._now()
         self._expire(now)
@@ -274,9 +304,14 @@ class RollingStats:
         return [b for b in self._seconds if b.second >= oldest]
 
 
-def _summaries(maps: Iterable[dict[K, WaitHistogram]]) -> dict[K, WaitSummary]:
+def _merged(maps: Iterable[dict[K, WaitHistogram]]) -> dict[K, WaitHistogram]:
+    """New histograms, one per key, each the sum of that key's in `maps`."""
     merged: dict[K, WaitHistogram] = {}
     for per_key in maps:
         for key, hist in per_key.items():
-            merged.setdefault(key, WaitHistogram()).merge(hist)
-    return {key: hist.summary() for key, hist in sorted(merged.items())}
+            _histogram(merged, key).merge(hist)
+    return merged
+
+
+def _summaries(maps: Iterable[dict[K, WaitHistogram]]) -> dict[K, WaitSummary]:
+    return {key: hist.summary() for key, hist in sorted(_merged(maps).items())}

@@ -158,3 +158,32 @@ def test_history_remembers_the_length_sampled_before_its_oldest_second() -> None
 def test_a_window_shorter_than_a_second_is_refused() -> None:
     with pytest.raises(ValueError):
         RollingStats(window_seconds=0)
+
+
+def test_waits_read_between_events_match_a_fresh_merge_of_the_window() -> None:
+    # Reads keep the closed seconds' merge for the rest of the second; reading
+    # after every event, in every second, over windows of several spans, must
+    # give what merging the window's waits afresh gives.
+    rng = random.Random(7)
+    clock = FakeClock(1000.0)
+    stats = RollingStats(clock=clock, window_seconds=120)
+    seen: list[tuple[int, str, int, float]] = []
+    for _ in range(3000):
+        clock.now += rng.choice((0.0, 0.01, 0.3, 1.0, 7.5))
+        component, priority = rng.choice(("ingester", "store-gateway")), rng.choice((0, 5))
+        wait = rng.expovariate(20.0)
+        stats.on_dispatched(_req(component, priority), "q", 0, wait)
+        seen.append((int(clock.now), component, priority, wait))
+        window = rng.choice((1, 10, 60, 120))
+        recent = [s for s in seen if s[0] > int(clock.now) - window]
+        by_component: dict[str, WaitHistogram] = {}
+        by_priority: dict[int, WaitHistogram] = {}
+        for _second, comp, prio, waited in recent:
+            by_component.setdefault(comp, WaitHistogram()).add(waited)
+            by_priority.setdefault(prio, WaitHistogram()).add(waited)
+        assert stats.wait_by_component(window) == {
+            k: h.summary() for k, h in sorted(by_component.items())
+        }
+        assert stats.wait_by_priority(window) == {
+            k: h.summary() for k, h in sorted(by_priority.items())
+        }
