@@ -2,7 +2,8 @@
 
 Children start in process groups of their own, so a stop takes whatever
 they started too (Cortex's and Daphne's workers); CPU is read from /proc as
-utime + stime, per process group or per thread. Only the standard library.
+utime + stime, per process group or per thread, and memory as VmRSS and
+VmHWM per process group. Only the standard library.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "free_port",
     "gauge",
     "group_cpu_seconds",
+    "group_memory_bytes",
     "http_get",
     "http_ok",
     "thread_cpu_seconds",
@@ -83,21 +85,43 @@ class Processes:
             self.stop(proc)
 
 
-def group_cpu_seconds(pgid: int) -> float:
-    """utime + stime of every live process in the process group."""
-    ticks = 0
+def _group_members(pgid: int) -> list[tuple[Path, list[str]]]:
+    """Each live process of the process group: its /proc directory and stat fields."""
+    members = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            fields = stat[stat.rfind(")") + 2 :].split()
-            if int(fields[2]) != pgid:
-                continue
         except OSError:
             continue
-        ticks += int(fields[11]) + int(fields[12])
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            members.append((entry, fields))
+    return members
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """utime + stime of every live process in the process group."""
+    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in _group_members(pgid))
     return ticks / CLOCK_TICK
+
+
+def group_memory_bytes(pgid: int) -> tuple[int, int]:
+    """Resident memory of the process group now, and the sum of its processes' peaks.
+
+    VmRSS and VmHWM from /proc/<pid>/status, summed over the group's live
+    processes (a process that already exited is not counted).
+    """
+    rss = peak = 0
+    for entry, _ in _group_members(pgid):
+        with contextlib.suppress(OSError):
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss += int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    peak += int(line.split()[1]) * 1024
+    return rss, peak
 
 
 def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:

@@ -28,10 +28,12 @@ duration and connections.
 Printed per phase and in total: queries/s, p50/p99 latency, errors (non-2xx
 or 3xx responses, and socket errors), and CPU seconds per query of the
 scheduler's processes (utime + stime from /proc, its whole process group)
-and of the all-in-one Cortex, with ratios ours/Cortex from the same run,
-since the machine is shared and noisy. `--profile FILE` also records our
-scheduler with py-spy (collapsed stacks) during its first saturating phase;
-the figures of a profiled run are not comparable.
+and of the all-in-one Cortex, and the scheduler's memory (VmRSS right
+after the saturating window, and its processes' peak VmHWM), with ratios
+ours/Cortex from the same run, since the machine is shared and noisy.
+`--profile FILE` also records our scheduler with py-spy (collapsed stacks)
+during its first saturating phase; the figures of a profiled run are not
+comparable.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from tests.load.bench_processes import (
     free_port,
     gauge,
     group_cpu_seconds,
+    group_memory_bytes,
     http_get,
     http_ok,
     thread_cpu_seconds,
@@ -312,6 +313,7 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
             load = run_wrk(opts, http_port, opts.threads, opts.connections, opts.duration)
         opts.profiled = opts.profiled or profile
         cpu_after = cpu()
+        memory = [group_memory_bytes(p.pid) for p in scheduler.procs]
         reported_after = [reported_cost(url) for url in scheduler.metrics_urls]
         dispatched = [dispatch_count(url) for url in scheduler.metrics_urls]
         light = run_wrk(opts, http_port, 1, 1, opts.light_duration)
@@ -328,4 +330,6 @@ def run_phase(procs: Processes, opts: Options, kind: str, index: int) -> PhaseRe
         cortex_cpu=cpu_after[1] - cpu_before[1],
         per_replica=dispatched if len(dispatched) > 1 else [],
         reported_us=reported_us(reported_before, reported_after),
+        scheduler_rss=sum(rss for rss, _ in memory),
+        scheduler_peak=sum(peak for _, peak in memory),
     )

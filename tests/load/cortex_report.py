@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["PhaseResult", "Totals", "WrkResult", "label", "phase_line", "report", "totals"]
 
+MB = 1024 * 1024
+
 
 @dataclass
 class WrkResult:
@@ -40,6 +42,10 @@ class PhaseResult:
     # CPU per dispatched query as the scheduler's own /metrics reports it
     # (process_cpu_seconds_total over the queue-duration count).
     reported_us: float = float("nan")
+    # The scheduler's resident memory right after the saturating window,
+    # and its processes' peaks, in bytes (summed over replicas).
+    scheduler_rss: int = 0
+    scheduler_peak: int = 0
 
     def cpu_us(self, seconds: float) -> float:
         return seconds / self.load.requests * 1e6 if self.load.requests else float("nan")
@@ -51,7 +57,8 @@ def phase_line(index: int, r: PhaseResult) -> str:
         f"{r.load.rate:,.0f} q/s; p50 {r.load.p50_ms:.2f} ms, p99 {r.load.p99_ms:.2f} ms; "
         f"errors: non-2xx {r.load.non_2xx}, socket {r.load.socket_errors}; CPU/query: scheduler "
         f"{r.cpu_us(r.scheduler_cpu):.0f} us (its /metrics: {r.reported_us:.0f} us per dispatch), "
-        f"all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; "
+        f"all-in-one {r.cpu_us(r.cortex_cpu):.0f} us; scheduler memory "
+        f"{r.scheduler_rss / MB:.0f} MB (peak {r.scheduler_peak / MB:.0f} MB); "
         f"light p50 {r.light.p50_ms:.2f} ms, p99 {r.light.p99_ms:.2f} ms"
         + (
             f"; dispatched per replica {', '.join(map(str, r.per_replica))}"
@@ -74,6 +81,8 @@ class Totals:
     light_p50: float
     light_p99: float
     light_rate: float
+    rss_mb: float
+    peak_mb: float
 
 
 def totals(results: list[PhaseResult]) -> Totals:
@@ -91,6 +100,8 @@ def totals(results: list[PhaseResult]) -> Totals:
         light_p50=statistics.mean(r.light.p50_ms for r in results),
         light_p99=statistics.mean(r.light.p99_ms for r in results),
         light_rate=sum(r.light.requests for r in results) / sum(r.light.seconds for r in results),
+        rss_mb=statistics.mean(r.scheduler_rss for r in results) / MB,
+        peak_mb=max(r.scheduler_peak for r in results) / MB,
     )
 
 
@@ -118,6 +129,8 @@ def report_one(
         ("light load p50 ms", theirs.light_p50, ours.light_p50, "{:.2f}"),
         ("light load p99 ms", theirs.light_p99, ours.light_p99, "{:.2f}"),
         ("light load queries/s", theirs.light_rate, ours.light_rate, "{:,.0f}"),
+        ("scheduler memory MB", theirs.rss_mb, ours.rss_mb, "{:.0f}"),
+        ("scheduler peak memory MB", theirs.peak_mb, ours.peak_mb, "{:.0f}"),
     ]
     name = label(kind)
     print()
@@ -130,7 +143,8 @@ def report_one(
         print(f"errors {who}: {t.errors} (non-2xx {t.non_2xx}, socket {t.socket})")
     print(
         "latency percentiles are wrk's, averaged over the rounds; rates and CPU are "
-        "totals over the rounds; CPU is utime+stime from /proc over the saturating window"
+        "totals over the rounds; CPU is utime+stime from /proc over the saturating window; "
+        "memory is VmRSS right after it (mean over the rounds) and the largest VmHWM"
         + (f", summed over {replicas} replicas" if replicas > 1 else "")
     )
     pairs = zip(
