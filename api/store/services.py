@@ -32,6 +32,7 @@ from typing import Any
 
 from django.db import transaction
 
+from api.store.config_yaml import settings_canonical
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import Author, ImportResult, validate_tenant
 from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
@@ -211,13 +212,18 @@ def _settings_apply(
     source: str,
     message: str,
 ) -> SchedulerSettings:
-    if row.config == config:
+    # Compared and recorded as what ran: a row never written holds {} (the
+    # defaults), and taking that literally made a first write of the very
+    # defaults a revision that changed nothing, its diff listing every
+    # setting as new.
+    before = settings_canonical(row.config)
+    if before == config:
         return row
     revision = record_revision(
         row,
         kind=Kind.SETTINGS,
         key="",
-        before=row.config,
+        before=before,
         after=config,
         author=author,
         source=source,

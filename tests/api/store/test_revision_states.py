@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from api.store import selectors, services
+from api.store.config_yaml import settings_canonical
 from api.store.models import ConfigRevision
 from api.store.revision_states import (
     CONFIG,
@@ -28,7 +29,8 @@ CLI = "cli"
 def _snapshot() -> dict[str, Any]:
     return {
         "overrides": selectors.runtime_config_export(),
-        "settings": dict(selectors.settings_get().config),
+        # As the settings scope shows them: defaults filled in.
+        "settings": settings_canonical(selectors.settings_get().config),
     }
 
 

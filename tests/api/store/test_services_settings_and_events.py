@@ -49,6 +49,20 @@ def test_settings_update_records_before_and_after() -> None:
     assert revision.after["layout"] == "component-first"
 
 
+def test_writing_the_defaults_over_never_written_settings_is_not_a_revision() -> None:
+    row = update({"layout": "tenant-first", "stuck_threshold": "1m"})
+    assert row.version == 0 and config_version_get() == 0
+    assert not ConfigRevision.objects.exists()
+
+
+def test_the_first_settings_change_diffs_against_the_defaults_that_ran() -> None:
+    update({"stuck_threshold": "2m"})
+    revision = ConfigRevision.objects.get()
+    changed = {k for k in revision.after if revision.before.get(k) != revision.after[k]}
+    assert changed == {"stuck_threshold"}
+    assert revision.before["stuck_threshold"] == "1m"
+
+
 def test_invalid_settings_are_rejected_with_paths_and_change_nothing() -> None:
     with pytest.raises(ConfigValidationError) as caught:
         update({"layout": "sideways", "query_store_after": "14h"})
