@@ -25,6 +25,8 @@ __all__ = [
     "MAX_DOCUMENT_DEPTH",
     "MAX_DURATION_TEXT",
     "MAX_TENANT_ID_LENGTH",
+    "TENANT_ID_ALPHABET",
+    "TENANT_ID_CHARACTER",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
     "TimesError",
@@ -32,6 +34,7 @@ __all__ = [
     "int64_error",
     "parse_decimal",
     "request_times_error",
+    "tenant_id_unsupported",
     "timestamp_error",
 ]
 
@@ -46,8 +49,14 @@ MAX_DURATION_TEXT = "2562047h47m16s854ms"
 # timestamp in milliseconds always fits int64.
 MAX_TIMESTAMP = float(INT64_MAX // 1000 - 62135596801)
 MIN_TIMESTAMP = -MAX_TIMESTAMP
-# Cortex's `tenant.ValidTenantID` (pkg/tenant): at most 150 characters.
+# Cortex's `tenant.ValidTenantID` (pkg/tenant): at most 150 characters, from
+# an alphabet that survives HTTP headers and object-store paths.
 MAX_TENANT_ID_LENGTH = 150
+# Spelled out: "!-_" would read as a range of characters.
+TENANT_ID_ALPHABET = "letters, digits and ! - _ . * ' ( )"
+# One character of that alphabet, as a regex class (the OpenAPI schema's pattern too).
+TENANT_ID_CHARACTER = "[A-Za-z0-9!_.*'()-]"
+_TENANT_ID_CHARACTERS = re.compile(TENANT_ID_CHARACTER + "*")
 # Our own limit, not Cortex's: how deep arrays/objects (mappings/lists) may
 # nest in any document a client sends (websocket frames, REST bodies, YAML
 # files). Far deeper than any real one (a tenant block nests 9 levels), far
@@ -72,6 +81,16 @@ def parse_decimal(text: str, *, signed: bool = False) -> int | None:
     if _DECIMAL.fullmatch(digits) is None:
         return None
     return int(text)
+
+
+def tenant_id_unsupported(text: str) -> str:
+    """The characters of `text` no Cortex tenant ID may hold, sorted, each once ("" for none).
+
+    One regex match when there are none: both doors check every request's tenant.
+    """
+    if _TENANT_ID_CHARACTERS.fullmatch(text):
+        return ""
+    return "".join(sorted(set(_TENANT_ID_CHARACTERS.sub("", text))))
 
 
 def int64_error(value: int) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_CHARACTER
 
 __all__ = [
     "NO_NUL_PATTERN",
@@ -59,9 +59,8 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-unty
 
 # Cortex's tenant ID rule (api.store.import_plan.tenant_id_errors) as a regex,
 # and that of a part of one (tenant_id_part_errors), e.g. a search for one.
-_TENANT_ID_CHARACTER = "[A-Za-z0-9!_.*'()-]"
-TENANT_ID_PATTERN = rf"^(?!\.\.?$){_TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}$"
-TENANT_ID_PART_PATTERN = rf"^{_TENANT_ID_CHARACTER}{{0,{MAX_TENANT_ID_LENGTH}}}$"
+TENANT_ID_PATTERN = rf"^(?!\.\.?$){TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}$"
+TENANT_ID_PART_PATTERN = rf"^{TENANT_ID_CHARACTER}{{0,{MAX_TENANT_ID_LENGTH}}}$"
 RUNTIME_CONFIG_PATH = "/api/v1/runtime-config/"
 
 

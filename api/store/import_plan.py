@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_ALPHABET, tenant_id_unsupported
 from scheduler_core.errors import FieldError
 from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
@@ -31,8 +31,6 @@ __all__ = [
 
 # Cortex's limit (`tenant.ValidTenantID`), the same on both protocols.
 TENANT_ID_MAX_LENGTH = MAX_TENANT_ID_LENGTH
-# Cortex's tenant ID alphabet: it must survive HTTP headers and object-store paths.
-_TENANT_ID_EXTRA = set("!-_.*'()")
 # The override fields the scheduler uses; every other Cortex limit in a
 # runtime-config file is ignored on import.
 TENANT_FIELDS: frozenset[str] = frozenset(TENANT_KEYS)
@@ -45,10 +43,6 @@ class Author(Protocol):
     def is_authenticated(self) -> bool: ...
 
     def get_username(self) -> str: ...
-
-
-# Spelled out: "!-_" would read as a range of characters.
-_ALLOWED_TEXT = "letters, digits and ! - _ . * ' ( )"
 
 
 def tenant_id_errors(tenant_id: object, path: str = "tenant_id") -> list[FieldError]:
@@ -68,11 +62,9 @@ def tenant_id_part_errors(text: str, path: str) -> list[FieldError]:
     """
     if len(text) > TENANT_ID_MAX_LENGTH:
         return [FieldError(path, f"at most {TENANT_ID_MAX_LENGTH} characters")]
-    bad = sorted(
-        {c for c in text if not (c.isascii() and c.isalnum()) and c not in _TENANT_ID_EXTRA}
-    )
+    bad = tenant_id_unsupported(text)
     if bad:
-        return [FieldError(path, f"invalid characters {''.join(bad)!r}; allowed: {_ALLOWED_TEXT}")]
+        return [FieldError(path, f"invalid characters {bad!r}; allowed: {TENANT_ID_ALPHABET}")]
     return []
 
 

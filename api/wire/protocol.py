@@ -18,8 +18,10 @@ from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
 from api.wire.json_codec import compact_dumps
 from scheduler_core.bounds import (
     MAX_TENANT_ID_LENGTH,
+    TENANT_ID_ALPHABET,
     duration_error,
     request_times_error,
+    tenant_id_unsupported,
     timestamp_error,
 )
 from scheduler_core.model import API_TYPES, COMPONENTS
@@ -175,6 +177,20 @@ def _text(
     return value
 
 
+def _tenant(data: Mapping[str, Any], rid: ClientId) -> str:
+    """A tenant ID Cortex's `tenant.ValidTenantID` accepts, as its frontend requires.
+
+    Any other would queue under a tenant no config can name, and that the
+    inspector's tenant links and cancels (which refuse such IDs) cannot reach.
+    """
+    tenant = _text(data, "tenant", rid, required=True, limit=MAX_TENANT_LENGTH)
+    bad = tenant_id_unsupported(tenant)
+    if bad:
+        message = f"tenant has invalid characters {bad!r}; allowed: {TENANT_ID_ALPHABET}"
+        raise ProtocolError("tenant", message, rid)
+    return tenant
+
+
 def _number(data: Mapping[str, Any], key: str, rid: ClientId | None) -> float | None:
     value = data.get(key)
     if value is None:
@@ -239,7 +255,7 @@ def parse_enqueue(data: Mapping[str, Any]) -> Enqueue:
     assert api_type is not None
     return Enqueue(
         id=rid,
-        tenant=_text(data, "tenant", rid, required=True, limit=MAX_TENANT_LENGTH),
+        tenant=_tenant(data, rid),
         query=_text(data, "query", rid, required=False, limit=MAX_MESSAGE_BYTES),
         api_type=api_type,
         start=start,

@@ -15,6 +15,7 @@ from scheduler_core.bounds import (
     MIN_TIMESTAMP,
     parse_decimal,
     request_times_error,
+    tenant_id_unsupported,
 )
 from scheduler_core.classify import classify
 from scheduler_core.cortex_http import parse_duration_seconds, parse_prometheus_time
@@ -269,3 +270,15 @@ def test_a_decimal_is_ascii_digits_of_bounded_length(
     text: str, signed: bool, value: int | None
 ) -> None:
     assert parse_decimal(text, signed=signed) == value
+
+
+_CORTEX_TENANT_CHARACTERS = set(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!-_.*'()"
+)
+
+
+@given(st.text(max_size=40))
+def test_tenant_id_characters_are_cortexs_and_each_refused_one_is_named_once(text: str) -> None:
+    # Cortex's isSupported, spelled out character by character.
+    expected = "".join(sorted({c for c in text if c not in _CORTEX_TENANT_CHARACTERS}))
+    assert tenant_id_unsupported(text) == expected

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from api.wire.queue_rows import priority_origin
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.admission_log import AdmissionLog
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, tenant_id_unsupported
 from scheduler_core.classify import Classification, classify
 from scheduler_core.cortex_http import (
     READ_HEADERS,
@@ -310,6 +310,12 @@ def _tenant_ids(user_id: str) -> list[str]:
     for tenant in tenants:
         if not tenant:
             raise InvalidEnqueue(f"tenant ID is empty in {user_id!r}")
+        # Cortex's `tenant.ValidTenantID`, in its order and words: a Cortex
+        # frontend never sends another, but any gRPC client may.
+        bad = tenant_id_unsupported(tenant)
+        if bad:
+            first = next(c for c in tenant if c in bad)
+            raise InvalidEnqueue(f"tenant ID {tenant!r} contains unsupported character {first!r}")
         if len(tenant) > MAX_TENANT_ID_LENGTH:
             raise InvalidEnqueue(f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters")
     return tenants

@@ -64,6 +64,14 @@ def test_a_null_api_type_takes_the_default_like_every_optional_field() -> None:
     assert frontend(message | {"step": 15}).api_type == "query_range"
 
 
+def test_a_tenant_id_cortex_would_refuse_is_refused_with_its_characters() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "enqueue", "id": "r", "tenant": "team a|b"})
+    assert caught.value.field == "tenant"
+    assert "invalid characters ' |'" in str(caught.value)
+    assert frontend({"type": "enqueue", "id": "r", "tenant": "a!-_.*'()Z9"}).tenant == "a!-_.*'()Z9"
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -72,6 +80,9 @@ def test_a_null_api_type_takes_the_default_like_every_optional_field() -> None:
         ({"id": ""}, "id"),
         ({"tenant": ""}, "tenant"),
         ({"tenant": "x" * 151}, "tenant"),
+        ({"tenant": "t\x00"}, "tenant"),
+        ({"tenant": "a|b"}, "tenant"),
+        ({"tenant": "équipe"}, "tenant"),
         ({"start": "now"}, "start"),
         ({"start": 30, "end": 20}, "start"),
         ({"step": 0}, "step"),

@@ -120,7 +120,14 @@ def test_a_failing_classifier_costs_the_component_not_the_request() -> None:
 
 @pytest.mark.parametrize(
     ("user_id", "reason"),
-    [("", "no org id"), ("a||b", "tenant ID is empty"), ("x" * 151, "too long")],
+    [
+        ("", "no org id"),
+        ("a||b", "tenant ID is empty"),
+        ("x" * 151, "too long"),
+        # Cortex's words, naming the first character it refuses.
+        ("a|b c\x00", "^tenant ID 'b c.x00' contains unsupported character ' '$"),
+        ("équipe", "contains unsupported character 'é'"),
+    ],
 )
 def test_unusable_tenant_ids_are_refused(user_id: str, reason: str) -> None:
     with pytest.raises(InvalidEnqueue, match=reason):
