@@ -80,10 +80,16 @@ def _bounded(
         return None
     too_low = value <= low if open_low else value < low
     if too_low or value > high:
-        lower = f"> {low:g}" if open_low else f">= {low:g}"
-        errs.add(path, f"must be {lower} and <= {high:g}, got {value!r}")
+        low_text, high_text = _bound_text(low, integer), _bound_text(high, integer)
+        lower = f"> {low_text}" if open_low else f">= {low_text}"
+        errs.add(path, f"must be {lower} and <= {high_text}, got {value!r}")
         return None
     return float(value)
+
+
+def _bound_text(bound: float, integer: bool) -> str:
+    # An integer bound in full: `:g` showed the seed's 2**63 - 1 as 9.22337e+18.
+    return str(int(bound)) if integer else f"{bound:g}"
 
 
 def _workload(raw: object, errs: f.Collector) -> tuple[str, int | None, str | None]:

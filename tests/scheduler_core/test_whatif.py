@@ -166,6 +166,13 @@ def test_the_request_spec_has_defaults_and_names_each_bad_field() -> None:
     }
 
 
+def test_an_integer_bound_is_stated_in_full_in_its_error() -> None:
+    with pytest.raises(SpecInvalid) as refused:
+        parse_spec({"workload": {"kind": "recent"}, "seed": -1})
+    (error,) = refused.value.errors
+    assert error.message == "must be >= 0 and <= 9223372036854775807, got -1"
+
+
 def test_a_proposed_rejection_rule_refuses_its_queries_before_the_queue() -> None:
     rules = copy.deepcopy(SEED_TENANT_CONFIG)
     rules["query_rejection"] = {"enabled": True, "query_attributes": [{"regex": "min"}]}
