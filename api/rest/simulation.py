@@ -35,7 +35,7 @@ from django.conf import settings
 from api.rest.offload_boot import WORKER_NICENESS
 from api.rest.simulation_worker import Outcome, SimulationJob, run_job, worker_main
 from api.store import selectors
-from api.wire.grpc.admission import combined_limits
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import TenantLimits
 from scheduler_core.whatif import merge_proposed
 from scheduler_core.whatif_scenarios import scenario_base

@@ -17,13 +17,11 @@ from typing import Any
 from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
 from api.wire.json_codec import compact_dumps
 from scheduler_core.bounds import (
-    MAX_TENANT_ID_LENGTH,
-    TENANT_ID_ALPHABET,
     duration_error,
     request_times_error,
-    tenant_id_unsupported,
     timestamp_error,
 )
+from scheduler_core.federation import org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 
 __all__ = [
@@ -52,7 +50,6 @@ MAX_MESSAGE_BYTES = 1_000_000
 # can give every query component one; we do the same for every layout.
 MIN_WORKERS = 4
 MAX_WORKERS = 256
-MAX_TENANT_LENGTH = MAX_TENANT_ID_LENGTH  # Cortex's limit on tenant IDs, as everywhere
 MAX_ID_LENGTH = 256
 
 
@@ -178,17 +175,20 @@ def _text(
 
 
 def _tenant(data: Mapping[str, Any], rid: ClientId) -> str:
-    """A tenant ID Cortex's `tenant.ValidTenantID` accepts, as its frontend requires.
+    """An org ID as Cortex reads `X-Scope-OrgID`: tenant IDs `tenant.ValidTenantID` accepts.
 
-    Any other would queue under a tenant no config can name, and that the
-    inspector's tenant links and cancels (which refuse such IDs) cannot reach.
+    Several joined by "|" are a federated request, queued under the whole
+    ID with its tenants' combined limits, as on the gRPC door. Any other ID
+    would queue under a tenant no config can name, and that the inspector's
+    tenant links and cancels (which refuse such IDs) cannot reach.
     """
-    tenant = _text(data, "tenant", rid, required=True, limit=MAX_TENANT_LENGTH)
-    bad = tenant_id_unsupported(tenant)
-    if bad:
-        message = f"tenant has invalid characters {bad!r}; allowed: {TENANT_ID_ALPHABET}"
-        raise ProtocolError("tenant", message, rid)
-    return tenant
+    value = data.get("tenant")
+    if not isinstance(value, str) or not value:
+        raise ProtocolError("tenant", "tenant must be a non-empty string", rid)
+    problem = org_id_error(value)
+    if problem is not None:
+        raise ProtocolError("tenant", problem, rid)
+    return value
 
 
 def _number(data: Mapping[str, Any], key: str, rid: ClientId | None) -> float | None:

@@ -30,6 +30,7 @@ from api.wire.queue_rows import priority_origin
 from scheduler_core.actor_path import actor_path_from_headers
 from scheduler_core.classify import classify, client_headers
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
+from scheduler_core.federation import org_limits
 from scheduler_core.model import QueryInfo, Request, TenantLimits
 from scheduler_core.rejection import REJECTION_STATUS, Verdict, judge, rejection_error
 from scheduler_core.runtime import SchedulerRuntime
@@ -87,7 +88,7 @@ def judge_enqueue(
     rules enabled (the parse is cached by `scheduler_core.classify` per
     query text).
     """
-    limits = runtime.tenant_limits(msg.tenant)
+    limits = org_limits(runtime, msg.tenant)
     if (
         msg.component is not None
         and not limits.query_priority.enabled

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 from api.wire.queue_rows import priority_origin
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.admission_log import AdmissionLog
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, tenant_id_unsupported
 from scheduler_core.classify import Classification, classify
 from scheduler_core.cortex_http import (
     READ_HEADERS,
@@ -25,11 +24,10 @@ from scheduler_core.cortex_http import (
     component_hint,
     parse_forwarded,
 )
+from scheduler_core.federation import org_id_error, org_limits
 from scheduler_core.model import (
     UNKNOWN,
     QueryInfo,
-    QueryPriority,
-    QueryRejection,
     QueueConfig,
     Request,
     TenantLimits,
@@ -38,7 +36,6 @@ from scheduler_core.pb import httpgrpc_pb2, schedulerpb_pb2
 from scheduler_core.rejection import REJECTION_STATUS, judge, rejection_error
 
 __all__ = [
-    "MAX_TENANT_ID_LENGTH",
     "Admission",
     "GrpcReplyHandle",
     "InvalidEnqueue",
@@ -46,15 +43,11 @@ __all__ = [
     "QueryRejected",
     "ResultSink",
     "classify_forwarded",
-    "combined_limits",
     "forwarded_query",
     "request_id",
 ]
 
 log = logging.getLogger(__name__)
-
-# Cortex's limit on one tenant ID (`scheduler_core.bounds`, as everywhere);
-# longer IDs are refused as Cortex does.
 
 
 class InvalidEnqueue(Exception):
@@ -184,34 +177,6 @@ def request_id(frontend_address: str, query_id: int) -> str:
     return f"grpc:{frontend_address}:{query_id}"
 
 
-def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
-    """Limits of a multi-tenant id `a|b`, derived from its tenants' limits.
-
-    As in Mimir, the shard is the smallest positive `max_queriers` of the
-    tenants (0 if none limits it), and likewise the smallest positive
-    `max_query_capacity`. The outstanding limit is the smallest one
-    any tenant sets. Priority rules are those of the first tenant (in the
-    order given) that has priority enabled: rule sets cannot be merged
-    without changing what each rule means.
-    """
-    shards = [p.max_queriers for p in parts if p.max_queriers > 0]
-    capacities = [p.max_query_capacity for p in parts if p.max_query_capacity > 0]
-    outstanding = [p.max_outstanding for p in parts if p.max_outstanding is not None]
-    priority = next((p.query_priority for p in parts if p.query_priority.enabled), None)
-    # Every tenant's rejection rules apply: federating must not bypass one.
-    rejection = QueryRejection(
-        any(p.query_rejection.enabled for p in parts),
-        [a for p in parts if p.query_rejection.enabled for a in p.query_rejection.query_attributes],
-    )
-    return TenantLimits(
-        query_rejection=rejection,
-        max_queriers=min(shards, default=0),
-        max_outstanding=min(outstanding) if outstanding else None,
-        query_priority=priority if priority is not None else QueryPriority(),
-        max_query_capacity=min(capacities, default=0.0),
-    )
-
-
 class Admission:
     """Builds requests for one runtime; reads limits from it on every call.
 
@@ -244,14 +209,18 @@ class Admission:
         # Each field read once: a protobuf attribute costs a lookup per read.
         user = msg.userID
         query_id = msg.queryID
-        tenants = _tenant_ids(user)
+        # Cortex's checks, in its words: a Cortex frontend never sends
+        # another org ID, but any gRPC client may.
+        problem = org_id_error(user)
+        if problem is not None:
+            raise InvalidEnqueue(problem)
         now = self._wall_clock()
         http = msg.httpRequest
         found, actor = _read_headers(http, self._host.config.actor_path_header.lower())
         forwarded = parse_forwarded(http.method, http.url, found, http.body, now=now)
         component, info = self._classification(forwarded, now)
         component = component_hint(list(msg.additionalQueueDimensions)) or component
-        limits = self._limits(user, tenants)
+        limits = org_limits(self._host, user)
         handle = GrpcReplyHandle(
             frontend_address=frontend_address,
             query_id=query_id,
@@ -293,32 +262,6 @@ class Admission:
             log.exception("classifying %s failed; queueing it as unknown", forwarded.api_type)
             return UNKNOWN, _bare_info(forwarded)
         return str(result.component), result.info
-
-    def _limits(self, user_id: str, tenants: list[str]) -> TenantLimits:
-        if len(tenants) == 1:
-            return self._host.tenant_limits(user_id)
-        wanted = combined_limits([self._host.tenant_limits(t) for t in tenants])
-        if self._host.tenant_limits(user_id) != wanted:
-            self._host.set_tenant_limits(user_id, wanted)
-        return wanted
-
-
-def _tenant_ids(user_id: str) -> list[str]:
-    if not user_id:
-        raise InvalidEnqueue("no org id")
-    tenants = user_id.split("|")
-    for tenant in tenants:
-        if not tenant:
-            raise InvalidEnqueue(f"tenant ID is empty in {user_id!r}")
-        # Cortex's `tenant.ValidTenantID`, in its order and words: a Cortex
-        # frontend never sends another, but any gRPC client may.
-        bad = tenant_id_unsupported(tenant)
-        if bad:
-            first = next(c for c in tenant if c in bad)
-            raise InvalidEnqueue(f"tenant ID {tenant!r} contains unsupported character {first!r}")
-        if len(tenant) > MAX_TENANT_ID_LENGTH:
-            raise InvalidEnqueue(f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters")
-    return tenants
 
 
 def _body_bytes(body: Any) -> bytes:

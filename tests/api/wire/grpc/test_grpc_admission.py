@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from api.wire.grpc.admission import Admission, InvalidEnqueue, combined_limits
+from api.wire.grpc.admission import Admission, InvalidEnqueue
 from api.wire.grpc.clients import get_request
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,

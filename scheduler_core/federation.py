@@ -1,0 +1,90 @@
+"""Org IDs as Cortex reads `X-Scope-OrgID`: one tenant, or several joined by "|".
+
+With tenant federation a Cortex frontend sends `a|b`, and the request
+queues under that whole ID (its own queue, as in Cortex's scheduler), with
+limits derived from each tenant's (`combined_limits`). Both doors check an
+org ID here, so they refuse the same ones in the same words (Cortex's
+`tenant.TenantIDs` / `ValidTenantID`), and give it the same limits.
+
+Imports only `bounds` and `model`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, tenant_id_unsupported
+from scheduler_core.model import QueryPriority, QueryRejection, TenantLimits
+
+__all__ = ["LimitsTable", "combined_limits", "org_id_error", "org_limits"]
+
+
+class LimitsTable(Protocol):
+    """Where per-tenant limits are kept (the runtime)."""
+
+    def tenant_limits(self, tenant_id: str) -> TenantLimits: ...
+
+    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None: ...
+
+
+def org_id_error(org_id: str) -> str | None:
+    """Why Cortex would refuse `org_id`, in its words; None when every tenant in it is valid.
+
+    The first bad tenant is named, and of it the first character Cortex
+    refuses; a valid ID costs one regex match per tenant.
+    """
+    if not org_id:
+        return "no org id"
+    for tenant in org_id.split("|"):
+        if not tenant:
+            return f"tenant ID is empty in {org_id!r}"
+        bad = tenant_id_unsupported(tenant)
+        if bad:
+            first = next(c for c in tenant if c in bad)
+            return f"tenant ID {tenant!r} contains unsupported character {first!r}"
+        if len(tenant) > MAX_TENANT_ID_LENGTH:
+            return f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters"
+    return None
+
+
+def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
+    """Limits of a multi-tenant id `a|b`, derived from its tenants' limits.
+
+    As in Mimir, the shard is the smallest positive `max_queriers` of the
+    tenants (0 if none limits it), and likewise the smallest positive
+    `max_query_capacity`. The outstanding limit is the smallest one
+    any tenant sets. Priority rules are those of the first tenant (in the
+    order given) that has priority enabled: rule sets cannot be merged
+    without changing what each rule means.
+    """
+    shards = [p.max_queriers for p in parts if p.max_queriers > 0]
+    capacities = [p.max_query_capacity for p in parts if p.max_query_capacity > 0]
+    outstanding = [p.max_outstanding for p in parts if p.max_outstanding is not None]
+    priority = next((p.query_priority for p in parts if p.query_priority.enabled), None)
+    # Every tenant's rejection rules apply: federating must not bypass one.
+    rejection = QueryRejection(
+        any(p.query_rejection.enabled for p in parts),
+        [a for p in parts if p.query_rejection.enabled for a in p.query_rejection.query_attributes],
+    )
+    return TenantLimits(
+        query_rejection=rejection,
+        max_queriers=min(shards, default=0),
+        max_outstanding=min(outstanding) if outstanding else None,
+        query_priority=priority if priority is not None else QueryPriority(),
+        max_query_capacity=min(capacities, default=0.0),
+    )
+
+
+def org_limits(table: LimitsTable, org_id: str) -> TenantLimits:
+    """The limits a request of `org_id` (already checked) runs under.
+
+    A federated ID's combined limits are stored under the whole ID, so the
+    queue shards and bounds its queue by them; recomputed on every request,
+    so an edit of any one tenant applies to the very next.
+    """
+    if "|" not in org_id:
+        return table.tenant_limits(org_id)
+    wanted = combined_limits([table.tenant_limits(t) for t in org_id.split("|")])
+    if table.tenant_limits(org_id) != wanted:
+        table.set_tenant_limits(org_id, wanted)
+    return wanted

@@ -1,0 +1,59 @@
+"""Org IDs as Cortex reads them: each tenant checked, several given combined limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.federation import org_id_error, org_limits
+from scheduler_core.model import TenantLimits
+
+
+class Table:
+    def __init__(self, limits: dict[str, TenantLimits]) -> None:
+        self.limits = limits
+        self.writes: list[str] = []
+
+    def tenant_limits(self, tenant_id: str) -> TenantLimits:
+        return self.limits.get(tenant_id, TenantLimits())
+
+    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
+        self.writes.append(tenant_id)
+        self.limits[tenant_id] = limits
+
+
+@pytest.mark.parametrize(
+    "org_id", ["a", "team-a|team-b", "a!-_.*'()Z9", "x" * 150 + "|" + "y" * 150]
+)
+def test_ids_cortex_accepts_are_accepted(org_id: str) -> None:
+    assert org_id_error(org_id) is None
+
+
+@pytest.mark.parametrize(
+    ("org_id", "error"),
+    [
+        ("", "no org id"),
+        ("a||b", "tenant ID is empty in 'a||b'"),
+        ("a|", "tenant ID is empty in 'a|'"),
+        ("ok|b c\x00", "tenant ID 'b c\\x00' contains unsupported character ' '"),
+        ("équipe", "tenant ID 'équipe' contains unsupported character 'é'"),
+        ("a|" + "x" * 151, "tenant ID is too long: max 150 characters"),
+    ],
+)
+def test_each_id_cortex_refuses_is_refused_in_its_words(org_id: str, error: str) -> None:
+    assert org_id_error(org_id) == error
+
+
+def test_one_tenant_reads_its_own_limits_and_writes_nothing() -> None:
+    table = Table({"a": TenantLimits(max_queriers=2)})
+    assert org_limits(table, "a") == TenantLimits(max_queriers=2)
+    assert table.writes == []
+
+
+def test_a_federated_id_keeps_its_combined_limits_under_the_whole_id_until_they_change() -> None:
+    table = Table({"a": TenantLimits(max_queriers=4), "b": TenantLimits(max_queriers=2)})
+    assert org_limits(table, "a|b").max_queriers == 2
+    assert org_limits(table, "a|b").max_queriers == 2
+    assert table.writes == ["a|b"]
+    table.limits["b"] = TenantLimits(max_queriers=0)
+    assert org_limits(table, "a|b").max_queriers == 4
+    assert table.writes == ["a|b", "a|b"]
