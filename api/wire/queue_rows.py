@@ -21,6 +21,7 @@ from typing import Any
 from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import parse_decimal
+from scheduler_core.federation import org_id_error
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.queue_listing import InFlight, Predicate
@@ -170,6 +171,11 @@ class RequestFilter:
         state = text("state") or None
         if state is not None and state not in STATES:
             raise FilterError("state", "queued or in_flight")
+        tenant = text("tenant") or None
+        # No request can wait under an org ID the doors refuse: say so, not "none found".
+        problem = None if tenant is None else org_id_error(tenant)
+        if problem is not None:
+            raise FilterError("tenant", problem)
         regex = text("regex")
         if len(regex) > MAX_REGEX_LENGTH:
             # Compiled patterns are cached process-wide; a rule's limit bounds them.
@@ -179,7 +185,7 @@ class RequestFilter:
             if problem is not None:
                 raise FilterError("regex", problem)
         return cls(
-            tenant=text("tenant") or None,
+            tenant=tenant,
             component=component,
             priority=_integer(raw.get("priority"), "priority"),
             state=state,

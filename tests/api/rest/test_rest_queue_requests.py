@@ -198,6 +198,8 @@ def test_running_requests_name_their_querier_worker_and_time(viewer_api, runtime
         {"min_wait": "-1"},
         {"priority": "high"},
         {"cursor": "garbage"},
+        {"tenant": "team a"},
+        {"tenant": "a||b"},
     ],
 )
 def test_bad_parameters_are_400_naming_the_field(viewer_api, runtime, params):
