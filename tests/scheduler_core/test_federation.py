@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler_core.federation import org_id_error, org_limits
 from scheduler_core.model import TenantLimits
@@ -41,6 +43,24 @@ def test_ids_cortex_accepts_are_accepted(org_id: str) -> None:
 )
 def test_each_id_cortex_refuses_is_refused_in_its_words(org_id: str, error: str) -> None:
     assert org_id_error(org_id) == error
+
+
+_CORTEX = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!-_.*'()")
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="ab|.( é\n", max_size=6),
+            st.text(alphabet="ab", min_size=148, max_size=152),
+        ),
+        max_size=4,
+    ).map("".join)
+)
+def test_an_org_id_is_accepted_exactly_when_every_tenant_in_it_is_valid(org_id: str) -> None:
+    tenants = org_id.split("|")
+    valid = bool(org_id) and all(0 < len(t) <= 150 and set(t) <= _CORTEX for t in tenants)
+    assert (org_id_error(org_id) is None) == valid
 
 
 def test_one_tenant_reads_its_own_limits_and_writes_nothing() -> None:
