@@ -19,12 +19,12 @@ from rest_framework import serializers
 
 from api.rest.serializers import DurationField, TenantBlockField
 from scheduler_core.bounds import (
-    MAX_TENANT_ID_LENGTH,
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     request_times_error,
     timestamp_error,
 )
+from scheduler_core.federation import org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
@@ -94,7 +94,9 @@ def _finite(value: float) -> float:
 class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One request to explain; unknown fields are errors, as in tenant blocks."""
 
-    tenant = serializers.CharField(min_length=1, max_length=MAX_TENANT_ID_LENGTH)
+    tenant = serializers.CharField(
+        min_length=1, help_text="an org ID as the doors take it: a tenant, or a federated a|b"
+    )
     query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
     start = TimestampField(required=False, default=None)
@@ -114,6 +116,13 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
             if unknown:
                 raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
         return super().to_internal_value(data)
+
+    def validate_tenant(self, value: str) -> str:
+        # The doors' check, so explain never answers for an org ID they refuse.
+        problem = org_id_error(value)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The check enqueue makes on both protocols, so explain never answers

@@ -19,6 +19,7 @@ from api.store.exceptions import ConfigValidationError, NotFound
 from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.priority import PriorityMatch, match_priority
 from scheduler_core.rejection import RejectionMatch, match_rejection
@@ -213,6 +214,16 @@ def _explain_limits(tenant_id: str, draft: Any | None) -> tuple[TenantLimits, bo
             raise ConfigValidationError(
                 [FieldError(_prefixed("tenant_config", e.path), e.message) for e in exc.errors]
             ) from exc
+    if "|" in tenant_id:
+        # A federated ID runs under its tenants' combined limits on both
+        # doors; explaining it against a block of its own (there is none)
+        # would answer for a request the scheduler never sees.
+        parts = [_stored_limits(t) for t in tenant_id.split("|")]
+        return combined_limits([limits for limits, _ in parts]), any(c for _, c in parts)
+    return _stored_limits(tenant_id)
+
+
+def _stored_limits(tenant_id: str) -> tuple[TenantLimits, bool]:
     stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True).first()
     if stored is None:
         return TenantLimits(), False

@@ -107,3 +107,21 @@ def test_bad_input_is_400_with_field_paths(editor_api):
     ).json()
     assert "RFC 3339" in errors["start"][0] and "duration" in errors["step"][0]
     assert "required" in editor_api.post(URL, {}, format="json").json()["tenant"][0]
+
+
+def test_a_federated_org_id_is_explained_under_its_tenants_combined_limits(editor_api):
+    editor_api.put("/api/v1/tenants/t1/", SEED_RULES, format="json")
+    editor_api.put("/api/v1/tenants/t2/", {"max_queriers_per_tenant": 2}, format="json")
+    alone = _explain(editor_api, query="max(up)", start=NOW - HOUR)
+    body = _explain(editor_api, tenant="t2|t1", query="max(up)", start=NOW - HOUR)
+    # The rules of the first tenant with priority enabled, as both doors take them.
+    assert (body["priority"], body["source"]) == (alone["priority"], "rule")
+    assert body["tenant_configured"] is True
+    assert body["queriers"]["max_queriers_per_tenant"] == 2
+
+
+def test_an_org_id_the_doors_refuse_is_400_in_their_words(editor_api):
+    for tenant, words in (("t 1", "unsupported character ' '"), ("t1||t2", "is empty")):
+        response = editor_api.post(URL, {"tenant": tenant}, format="json")
+        assert response.status_code == 400
+        assert words in response.json()["tenant"][0]
