@@ -19,7 +19,8 @@ from scheduler_core.model import QueryPriority, QueryRejection, TenantLimits
 
 __all__ = ["LimitsTable", "combined_limits", "org_id_error", "org_limits"]
 
-_TENANT = f"{TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}"
+# Not "." or "..", which current Cortex and Mimir refuse (path traversal) and the store does.
+_TENANT = rf"(?!\.\.?(?:\||\Z)){TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}"
 # Every org ID Cortex accepts, and only those (the walk below says why not).
 _VALID = re.compile(rf"{_TENANT}(?:\|{_TENANT})*")
 
@@ -51,6 +52,8 @@ def org_id_error(org_id: str) -> str | None:
             return f"tenant ID {tenant!r} contains unsupported character {first!r}"
         if len(tenant) > MAX_TENANT_ID_LENGTH:
             return f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters"
+        if tenant in (".", ".."):
+            return "tenant ID is '.' or '..'"
     return None
 
 

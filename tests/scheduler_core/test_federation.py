@@ -39,6 +39,8 @@ def test_ids_cortex_accepts_are_accepted(org_id: str) -> None:
         ("ok|b c\x00", "tenant ID 'b c\\x00' contains unsupported character ' '"),
         ("équipe", "tenant ID 'équipe' contains unsupported character 'é'"),
         ("a|" + "x" * 151, "tenant ID is too long: max 150 characters"),
+        ("a|..", "tenant ID is '.' or '..'"),
+        (".", "tenant ID is '.' or '..'"),
     ],
 )
 def test_each_id_cortex_refuses_is_refused_in_its_words(org_id: str, error: str) -> None:
@@ -59,7 +61,9 @@ _CORTEX = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!-_
 )
 def test_an_org_id_is_accepted_exactly_when_every_tenant_in_it_is_valid(org_id: str) -> None:
     tenants = org_id.split("|")
-    valid = bool(org_id) and all(0 < len(t) <= 150 and set(t) <= _CORTEX for t in tenants)
+    valid = bool(org_id) and all(
+        0 < len(t) <= 150 and set(t) <= _CORTEX and t not in (".", "..") for t in tenants
+    )
     assert (org_id_error(org_id) is None) == valid
 
 
