@@ -8,19 +8,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.federation import org_id_error, org_limits
 from scheduler_core.model import TenantLimits
-
-
-class Table:
-    def __init__(self, limits: dict[str, TenantLimits]) -> None:
-        self.limits = limits
-        self.writes: list[str] = []
-
-    def tenant_limits(self, tenant_id: str) -> TenantLimits:
-        return self.limits.get(tenant_id, TenantLimits())
-
-    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
-        self.writes.append(tenant_id)
-        self.limits[tenant_id] = limits
+from scheduler_core.queue import RequestQueue
 
 
 @pytest.mark.parametrize(
@@ -67,17 +55,19 @@ def test_an_org_id_is_accepted_exactly_when_every_tenant_in_it_is_valid(org_id: 
     assert (org_id_error(org_id) is None) == valid
 
 
-def test_one_tenant_reads_its_own_limits_and_writes_nothing() -> None:
-    table = Table({"a": TenantLimits(max_queriers=2)})
-    assert org_limits(table, "a") == TenantLimits(max_queriers=2)
-    assert table.writes == []
+def test_one_tenant_reads_its_own_limits() -> None:
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=2))
+    assert org_limits(queue, "a") == TenantLimits(max_queriers=2)
 
 
-def test_a_federated_id_keeps_its_combined_limits_under_the_whole_id_until_they_change() -> None:
-    table = Table({"a": TenantLimits(max_queriers=4), "b": TenantLimits(max_queriers=2)})
-    assert org_limits(table, "a|b").max_queriers == 2
-    assert org_limits(table, "a|b").max_queriers == 2
-    assert table.writes == ["a|b"]
-    table.limits["b"] = TenantLimits(max_queriers=0)
-    assert org_limits(table, "a|b").max_queriers == 4
-    assert table.writes == ["a|b", "a|b"]
+def test_a_federated_id_keeps_its_combined_limits_under_the_whole_id_as_they_change() -> None:
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=4))
+    queue.set_tenant_limits("b", TenantLimits(max_queriers=2))
+    assert org_limits(queue, "a|b").max_queriers == 2
+    # Stored under the whole ID, where the queue's shuffle shard reads it.
+    assert queue.tenant_limits("a|b").max_queriers == 2
+    queue.set_tenant_limits("b", TenantLimits(max_queriers=0))
+    assert org_limits(queue, "a|b").max_queriers == 4
+    assert queue.tenant_limits("a|b").max_queriers == 4
