@@ -2,9 +2,10 @@
 
 With tenant federation a Cortex frontend sends `a|b`, and the request
 queues under that whole ID (its own queue, as in Cortex's scheduler), with
-limits derived from each tenant's (`combined_limits`). Both doors check an
-org ID here, so they refuse the same ones in the same words (Cortex's
-`tenant.TenantIDs` / `ValidTenantID`), and give it the same limits.
+limits derived from each tenant's (`combined_limits`), kept only while
+that queue has work. Both doors check an org ID here, so they refuse the
+same ones in the same words (Cortex's `tenant.TenantIDs` /
+`ValidTenantID`), and give it the same limits.
 
 Imports only `bounds` and `model`.
 """
@@ -17,7 +18,14 @@ from typing import Protocol
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_CHARACTER, tenant_id_unsupported
 from scheduler_core.model import QueryPriority, QueryRejection, TenantLimits
 
-__all__ = ["LimitsTable", "combined_limits", "org_id_error", "org_limits"]
+__all__ = [
+    "LimitsReader",
+    "LimitsTable",
+    "combined_limits",
+    "keep_org_limits",
+    "org_id_error",
+    "org_limits",
+]
 
 # Not "." or "..", which current Cortex and Mimir refuse (path traversal) and the store does.
 _TENANT = rf"(?!\.\.?(?:\||\Z)){TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}"
@@ -25,10 +33,14 @@ _TENANT = rf"(?!\.\.?(?:\||\Z)){TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}
 _VALID = re.compile(rf"{_TENANT}(?:\|{_TENANT})*")
 
 
-class LimitsTable(Protocol):
-    """Where per-tenant limits are kept (the runtime)."""
+class LimitsReader(Protocol):
+    """Where per-tenant limits are read (the runtime, the queue)."""
 
     def tenant_limits(self, tenant_id: str) -> TenantLimits: ...
+
+
+class LimitsTable(LimitsReader, Protocol):
+    """Where per-tenant limits are kept (the queue)."""
 
     def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None: ...
 
@@ -85,16 +97,26 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     )
 
 
-def org_limits(table: LimitsTable, org_id: str) -> TenantLimits:
+def org_limits(table: LimitsReader, org_id: str) -> TenantLimits:
     """The limits a request of `org_id` (already checked) runs under.
 
-    A federated ID's combined limits are stored under the whole ID, so the
-    queue shards and bounds its queue by them; recomputed on every request,
-    so an edit of any one tenant applies to the very next.
+    A federated ID's are its tenants' combined limits, derived on every
+    call, so an edit of any one tenant applies to the very next request.
+    Nothing is stored here: admission and explain only read.
     """
     if "|" not in org_id:
         return table.tenant_limits(org_id)
-    wanted = combined_limits([table.tenant_limits(t) for t in org_id.split("|")])
+    return combined_limits([table.tenant_limits(t) for t in org_id.split("|")])
+
+
+def keep_org_limits(table: LimitsTable, org_id: str) -> None:
+    """Store a federated ID's combined limits under the whole ID, if they changed.
+
+    The queue calls this as it queues a request of `a|b`, so the ID's queue
+    is sharded and bounded by them; it drops them again when that queue
+    has nothing queued or running (as Cortex drops an empty queue), so
+    distinct federated IDs cannot pile up limits, shards and reservations.
+    """
+    wanted = org_limits(table, org_id)
     if table.tenant_limits(org_id) != wanted:
         table.set_tenant_limits(org_id, wanted)
-    return wanted

@@ -21,6 +21,7 @@ from scheduler_core.errors import (
     UnknownQuerier,
     WorkerBusy,
 )
+from scheduler_core.federation import keep_org_limits
 from scheduler_core.model import (
     COMPONENTS,
     Layout,
@@ -53,10 +54,15 @@ class RequestQueue(QueueState):
         ids = self._ids
         if rid in ids:
             raise DuplicateRequest(rid)
-        state = self._tenants.get(request.tenant_id)
+        tenant_id = request.tenant_id
+        if "|" in tenant_id:
+            keep_org_limits(self, tenant_id)
+        state = self._tenants.get(tenant_id)
         if state is not None:
             if state.outstanding >= state.cap:
-                raise TooManyRequests(request.tenant_id)
+                # A federated queue made just now for this request is dropped again.
+                self._forget_idle(state)
+                raise TooManyRequests(tenant_id)
             # A one-leaf tenant reaches its leaf without its children dict:
             # one object fewer to fetch when the tenant is cold.
             leaf = state.only
@@ -78,7 +84,7 @@ class RequestQueue(QueueState):
                 state.outstanding += 1
                 return
         elif self._config.max_outstanding_requests_per_tenant <= 0:
-            raise TooManyRequests(request.tenant_id)
+            raise TooManyRequests(tenant_id)
         if request.component not in _COMPONENT_SET:
             raise ValueError(f"unknown query component {request.component!r}")
         request.enqueued_at = self._clock()

@@ -20,6 +20,7 @@ from scheduler_core.model import (
     COMPONENT_SELECTIONS,
     COMPONENTS,
     LAYOUTS,
+    QueryPriority,
     QueueConfig,
     Request,
     TenantLimits,
@@ -142,8 +143,21 @@ class QueueState:
             self._forget_idle(state)
 
     def _forget_idle(self, state: TenantState) -> None:
-        if not state.outstanding and state.key not in self._limits:
-            del self._tenants[state.key]
+        """Drop a tenant with nothing queued or running, unless configured.
+
+        A federated ID's limits were derived when its request was queued
+        (`federation.keep_org_limits`), not configured: they go with it, or
+        every distinct `a|b` ever seen would keep its limits, shard and
+        reservations for good.
+        """
+        if state.outstanding:
+            return
+        key = state.key
+        if key not in self._limits:
+            del self._tenants[key]
+        elif "|" in key:
+            del self._limits[key], self._tenants[key]
+            self._assignment.set_tenant(key, 0, QueryPriority())
 
     def _release(self, worker: WorkerState, now: float) -> Request:
         """Free a worker of its in-flight request (already out of `_ids`)."""

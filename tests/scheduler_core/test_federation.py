@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler_core.errors import TooManyRequests
 from scheduler_core.federation import org_id_error, org_limits
-from scheduler_core.model import TenantLimits
+from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 
 
@@ -61,13 +62,68 @@ def test_one_tenant_reads_its_own_limits() -> None:
     assert org_limits(queue, "a") == TenantLimits(max_queriers=2)
 
 
-def test_a_federated_id_keeps_its_combined_limits_under_the_whole_id_as_they_change() -> None:
+def test_reading_a_federated_ids_limits_combines_its_tenants_and_stores_nothing() -> None:
     queue = RequestQueue()
     queue.set_tenant_limits("a", TenantLimits(max_queriers=4))
     queue.set_tenant_limits("b", TenantLimits(max_queriers=2))
     assert org_limits(queue, "a|b").max_queriers == 2
+    # Admission and explain only read: no queue exists for `a|b` yet.
+    assert queue.tenant_limits("a|b") == TenantLimits()
+
+
+def _federated(rid: str, org_id: str = "a|b", priority: int = 0) -> Request:
+    return Request(id=rid, tenant_id=org_id, component="ingester", priority=priority)
+
+
+def test_a_federated_queue_runs_under_its_combined_limits_as_they_change() -> None:
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=4))
+    queue.set_tenant_limits("b", TenantLimits(max_queriers=2))
+    queue.enqueue(_federated("r1"))
     # Stored under the whole ID, where the queue's shuffle shard reads it.
     assert queue.tenant_limits("a|b").max_queriers == 2
     queue.set_tenant_limits("b", TenantLimits(max_queriers=0))
-    assert org_limits(queue, "a|b").max_queriers == 4
+    queue.enqueue(_federated("r2"))
     assert queue.tenant_limits("a|b").max_queriers == 4
+
+
+def test_a_federated_queue_with_nothing_left_forgets_its_limits_shard_and_reservations() -> None:
+    queue = RequestQueue()
+    for _ in range(4):
+        queue.connect_querier("q1")
+        queue.connect_querier("q2")
+    reserving = QueryPriority(
+        enabled=True, priorities=(PriorityDef(priority=5, reserved_queriers=1),)
+    )
+    queue.set_tenant_limits("a", TenantLimits(query_priority=reserving))
+    queue.enqueue(_federated("r1", priority=5))
+    assert queue.serving("a|b").reservations
+    request, _ = queue.dequeue("q1", 0)
+    if request is None:
+        request, _ = queue.dequeue("q2", 0)
+    assert request is not None
+    queue.complete(request.id)
+    assert queue.tenant_limits("a|b") == TenantLimits()
+    assert queue.serving("a|b") == queue.serving("never-seen")._replace(tenant_id="a|b")
+    snapshot = queue.snapshot()
+    assert [t.tenant_id for t in snapshot.tenants] == ["a"]
+    assert all(not q.reservations or q.reservations[0].tenant_id == "a" for q in snapshot.queriers)
+
+
+def test_distinct_federated_ids_leave_nothing_behind_once_idle() -> None:
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=2))
+    for i in range(100):
+        queue.enqueue(_federated(f"r{i}", f"a|x{i}"))
+        queue.cancel(f"r{i}")
+    assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]
+    assert queue.tenant_limits("a|x7") == TenantLimits()
+
+
+def test_a_federated_request_refused_by_its_combined_limit_leaves_no_queue() -> None:
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_outstanding=0))
+    with pytest.raises(TooManyRequests):
+        queue.enqueue(_federated("r1"))
+    assert queue.tenant_limits("a|b") == TenantLimits()
+    assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]

@@ -76,8 +76,6 @@ class LimitsHost(Protocol):
 
     def tenant_limits(self, tenant_id: str) -> TenantLimits: ...
 
-    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None: ...
-
 
 class ResultSink(Protocol):
     """Where a handle sends its result (the ResultReporter)."""

@@ -5,7 +5,13 @@ from __future__ import annotations
 from api.wire.consumers.frontend import judge_enqueue
 from api.wire.protocol import Enqueue
 from scheduler_core.classify import client_headers
-from scheduler_core.model import PriorityDef, QueryAttribute, QueryPriority, TenantLimits
+from scheduler_core.model import (
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.runtime import SchedulerRuntime
 
 NOW = 1_700_000_000.0
@@ -44,5 +50,6 @@ def test_a_federated_org_id_runs_under_its_tenants_combined_limits_as_on_grpc() 
     _, verdict, _, limits = judge_enqueue(runtime, _enqueue(None, "a|b"), NOW)
 
     assert (limits.max_queriers, verdict.priority) == (3, 9)
-    # Kept under the whole ID, so the queue shards its requests by them.
+    # Once queued, kept under the whole ID, so the queue shards its requests by them.
+    runtime.enqueue(Request(id="r1", tenant_id="a|b", component="ingester", priority=9))
     assert runtime.tenant_limits("a|b") == limits
