@@ -132,6 +132,33 @@ async def test_enqueue_over_the_tenant_limit_is_answered_too_many_requests(
     await frontend.close()
 
 
+async def test_a_federated_id_is_served_under_its_combined_limits_then_leaves_nothing(
+    scheduler: Scheduler,
+) -> None:
+    scheduler.runtime.set_tenant_limits("a", TenantLimits(max_queriers=1))
+    scheduler.runtime.set_tenant_limits("b", TenantLimits(max_outstanding=1))
+    frontend = await frontend_for(scheduler)
+    loop = await frontend.open_loop()
+    workers = [await QuerierWorker(scheduler.channel(), f"q{i}").open() for i in range(3)]
+    request = get_request(RANGE, recent_range("up"))
+
+    assert await loop.enqueue(1, "a|b", request) == pb.OK
+    # b's outstanding limit and a's one-querier shard, under the whole ID.
+    assert await loop.enqueue(2, "a|b", request) == pb.TOO_MANY_REQUESTS_PER_TENANT
+    serving = scheduler.runtime.queue.serving("a|b")
+    assert serving.shard is not None and len(serving.shard) == 1
+    msg = await workers[int(serving.shard[0][1:])].next()
+    assert msg.userID == "a|b"
+    await workers[int(serving.shard[0][1:])].answer(msg, body=b"ok")
+    assert (await frontend.result(1)).org_id == "a|b"
+    await scheduler.recorder.wait_for("completed", 1)
+
+    assert scheduler.runtime.tenant_limits("a|b") == TenantLimits()
+    assert scheduler.runtime.queue.serving("a|b").shard is None
+    assert "a|b" not in {t.tenant_id for t in scheduler.runtime.queue.snapshot().tenants}
+    await frontend.close()
+
+
 async def test_cancel_removes_a_queued_request_and_is_answered_ok(scheduler: Scheduler) -> None:
     frontend = await frontend_for(scheduler)
     loop = await frontend.open_loop()
