@@ -86,6 +86,8 @@ class RequestQueue(QueueState):
         elif self._config.max_outstanding_requests_per_tenant <= 0:
             raise TooManyRequests(tenant_id)
         if request.component not in _COMPONENT_SET:
+            if state is not None:
+                self._forget_idle(state)
             raise ValueError(f"unknown query component {request.component!r}")
         request.enqueued_at = self._clock()
         self._insert(request, state, front=False)

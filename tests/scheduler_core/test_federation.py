@@ -120,10 +120,16 @@ def test_distinct_federated_ids_leave_nothing_behind_once_idle() -> None:
     assert queue.tenant_limits("a|x7") == TenantLimits()
 
 
-def test_a_federated_request_refused_by_its_combined_limit_leaves_no_queue() -> None:
+@pytest.mark.parametrize(
+    ("limit", "component", "refusal"),
+    [(0, "ingester", TooManyRequests), (5, "no-such-component", ValueError)],
+)
+def test_a_federated_request_the_queue_refuses_leaves_no_queue(
+    limit: int, component: str, refusal: type[Exception]
+) -> None:
     queue = RequestQueue()
-    queue.set_tenant_limits("a", TenantLimits(max_outstanding=0))
-    with pytest.raises(TooManyRequests):
-        queue.enqueue(_federated("r1"))
+    queue.set_tenant_limits("a", TenantLimits(max_outstanding=limit))
+    with pytest.raises(refusal):
+        queue.enqueue(Request(id="r1", tenant_id="a|b", component=component))
     assert queue.tenant_limits("a|b") == TenantLimits()
     assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]
