@@ -8,6 +8,8 @@ per request: cheap enough for the hot path (see tests/load/rules_bench.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scheduler_core.model import TenantLimits
 from scheduler_core.rejection import Verdict
 from scheduler_core.rule_stats import RuleStats
@@ -21,10 +23,17 @@ class AdmissionLog:
     """Rule statistics plus the recent-traffic sample, fed together."""
 
     def __init__(
-        self, stats: RuleStats | None = None, traffic: TrafficSample | None = None
+        self,
+        stats: RuleStats | None = None,
+        traffic: TrafficSample | None = None,
+        refused: Callable[[str], None] | None = None,
     ) -> None:
         self.stats = stats if stats is not None else RuleStats()
         self.traffic = traffic if traffic is not None else TrafficSample()
+        # Told the tenant of each request a rejection rule refused: such a
+        # request never reaches the runtime, so no runtime event says that
+        # its tenant was active (the metrics' idle-tenant janitor needs to).
+        self._refused = refused
 
     def record(
         self,
@@ -41,3 +50,5 @@ class AdmissionLog:
         self.traffic.record(
             tenant_id, info, arrived, component, verdict.priority, verdict.rejected, request_id
         )
+        if verdict.rejected_by is not None and self._refused is not None:
+            self._refused(tenant_id)

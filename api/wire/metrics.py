@@ -221,6 +221,11 @@ class MetricsObserver:
         _note_priority(tenant, priority)
         JANITOR.seen(tenant)
 
+    def on_refused(self, tenant_id: str) -> None:
+        # Its rule counters' series go once it has been idle for the delay,
+        # like any refused tenant's (a federated `a|b` inherits a's rules).
+        JANITOR.seen(tenant_id)
+
     def on_cancelled(self, request: Request) -> None:
         CANCELLED.inc(request.tenant_id)
         _run_ended(request)

@@ -3,6 +3,8 @@
 `SchedulerRuntime` reports to one observer. The service hangs a
 `FanOutObserver` there (api.wire.runtime_host), and each part that needs the
 hooks (metrics, stats, the gRPC door's registries, tests) adds itself.
+The admission log reports here too (`on_refused`): a request a rejection
+rule refused never reaches the runtime, but its tenant was active.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ HOOKS = (
     "on_completed",
     "on_cancelled",
     "on_failed",
+    "on_refused",
 )
 
 
@@ -76,6 +79,14 @@ class FanOutObserver:
 
     def on_cancelled(self, request: Request) -> None:
         self._emit("on_cancelled", request)
+
+    def on_refused(self, tenant_id: str) -> None:
+        """A request of `tenant_id` refused by a rejection rule at admission.
+
+        Not a runtime event (the runtime never sees such a request): the
+        admission log reports it here (api.wire.runtime_host).
+        """
+        self._emit("on_refused", tenant_id)
 
     def on_failed(self, request: Request, reason: str) -> None:
         deliver = getattr(request.payload, "on_failed", None)

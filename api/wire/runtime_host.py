@@ -96,6 +96,7 @@ class RuntimeHost:
                 int(_setting("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)),
                 int(_setting("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)),
             ),
+            refused=self.observer.on_refused,
         )
         self.observer.add(self.admission_log.traffic)
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)

@@ -10,7 +10,10 @@ from django.test import AsyncClient
 from api.wire import metrics
 from api.wire.tenant_series import TenantSeriesJanitor
 from scheduler_core.errors import TooManyRequests
-from scheduler_core.model import Request, TenantLimits
+from scheduler_core.federation import org_limits
+from scheduler_core.model import QueryAttribute, QueryRejection, Request, TenantLimits
+from scheduler_core.rejection import judge
+from scheduler_core.rules import QueryInfo
 from tests.fakes import FakeClock
 
 
@@ -161,3 +164,28 @@ async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
         await scrape()
     )
     runtime.cancel("back")
+
+
+@pytestmark_db
+async def test_a_federated_id_refused_by_an_inherited_rule_leaves_its_rule_series_after_the_delay(
+    host: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused at admission, it never reaches the runtime; the admission log says it was active."""
+    monkeypatch.setattr(metrics.JANITOR, "_outstanding", {})
+    monkeypatch.setattr(metrics.JANITOR, "_idle_since", {})
+    clock = FakeClock(1000.0)
+    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
+    rules = QueryRejection(True, [QueryAttribute(regex="up")])
+    host.runtime.set_tenant_limits("a", TenantLimits(query_rejection=rules))
+    limits = org_limits(host.runtime, "a|x")
+    info = QueryInfo(query="up", api_type="query", start=None, end=None, step=None)
+    verdict = judge(limits, info, 0.0)
+    assert verdict.rejected_by == 0
+    host.admission_log.record("a|x", limits, verdict, info, "ingester", 0.0)
+    rejected = (
+        'cortex_query_frontend_rejected_queries_total{reason="query_rejection",user="a|x"} 1.0'
+    )
+    assert rejected in await scrape()
+
+    clock.now += 901
+    assert 'user="a|x"' not in await scrape()
