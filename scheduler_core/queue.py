@@ -217,7 +217,12 @@ class RequestQueue(QueueState):
         elif held is not None:
             raise DuplicateRequest(request.id)
         request.dispatched_at = None  # waiting again: no run of it is going on
-        self._insert(request, self._tenants.get(request.tenant_id), front=True)
+        tenant_id = request.tenant_id
+        if "|" in tenant_id:
+            # Its release just dropped the federated queue's limits with the
+            # idle queue: without this it would wait unsharded, under defaults.
+            keep_org_limits(self, tenant_id)
+        self._insert(request, self._tenants.get(tenant_id), front=True)
 
     def in_flight(self, request_id: str) -> bool:
         return type(self._ids.get(request_id)) is WorkerState

@@ -110,6 +110,24 @@ def test_a_federated_queue_with_nothing_left_forgets_its_limits_shard_and_reserv
     assert all(not q.reservations or q.reservations[0].tenant_id == "a" for q in snapshot.queriers)
 
 
+@pytest.mark.parametrize("released_first", [True, False])
+def test_a_federated_request_put_back_after_its_querier_left_keeps_its_combined_limits(
+    released_first: bool,
+) -> None:
+    queue = RequestQueue()
+    worker = queue.connect_querier("q1")
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=1, max_outstanding=7))
+    queue.enqueue(_federated("r1"))
+    request, _ = queue.dequeue("q1", worker)
+    assert request is not None
+    if released_first:  # the runtime's path: the disconnect releases it, then it goes back
+        assert queue.disconnect_querier_worker("q1", worker) is request
+    queue.requeue_front(request)
+
+    assert queue.tenant_length("a|b") == 1
+    assert queue.tenant_limits("a|b") == TenantLimits(max_queriers=1, max_outstanding=7)
+
+
 def test_distinct_federated_ids_leave_nothing_behind_once_idle() -> None:
     queue = RequestQueue()
     queue.set_tenant_limits("a", TenantLimits(max_queriers=2))
