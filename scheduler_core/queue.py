@@ -249,12 +249,15 @@ class RequestQueue(QueueState):
             del ids[request.id]
         self._total = 0
         self._order.clear()
-        for state in list(self._tenants.values()):
+        for state in self._tenants.values():
             state.children.clear()
             state.only = None
             state.outstanding = state.in_flight
-            self._forget_idle(state)
         self._rebuild_tree()
+        # Only now: forgetting a federated queue reshards it, which must not
+        # find it in the tree nodes of before the drain.
+        for state in list(self._tenants.values()):
+            self._forget_idle(state)
         return drained
 
     def in_flight_count(self) -> int:

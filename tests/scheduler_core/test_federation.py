@@ -128,6 +128,18 @@ def test_a_federated_request_put_back_after_its_querier_left_keeps_its_combined_
     assert queue.tenant_limits("a|b") == TenantLimits(max_queriers=1, max_outstanding=7)
 
 
+def test_draining_the_queue_forgets_a_sharded_federated_queue_with_it() -> None:
+    queue = RequestQueue()
+    for querier in ("q1", "q2"):
+        queue.connect_querier(querier)
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=1))
+    queue.enqueue(_federated("r1"))
+
+    assert [r.id for r in queue.drain()] == ["r1"]
+    assert queue.tenant_limits("a|b") == TenantLimits()
+    assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]
+
+
 def test_distinct_federated_ids_leave_nothing_behind_once_idle() -> None:
     queue = RequestQueue()
     queue.set_tenant_limits("a", TenantLimits(max_queriers=2))

@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.errors import TooManyRequests
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import (
     COMPONENTS,
     PriorityDef,
@@ -145,7 +146,9 @@ class Driver:
 
     # -- ops ---------------------------------------------------------------
     async def do_enqueue(self, op: Op) -> None:
-        tenant = TENANTS[op.a % 3]
+        # A federated `a|b` too: its queue (and the limits it derives) comes
+        # and goes with its requests, across disconnects and requeues.
+        tenant = (*TENANTS, "a|b")[op.a % 4]
         rid = f"r{self.next_id}"
         self.next_id += 1
         request = Request(
@@ -155,7 +158,8 @@ class Driver:
             priority=op.c % 3,
             actor_path=ACTORS[(op.b + op.c) % len(ACTORS)],
         )
-        own = self.limits.get(tenant, TenantLimits()).max_outstanding
+        parts = [self.limits.get(t, TenantLimits()) for t in tenant.split("|")]
+        own = combined_limits(parts).max_outstanding
         cap = self.rt.config.max_outstanding_requests_per_tenant if own is None else own
         self.model.replay(self.ledger)
         full = self.model.outstanding(tenant) >= cap
