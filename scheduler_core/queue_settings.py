@@ -37,7 +37,9 @@ def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
     """The header carrying actor paths: an HTTP header name."""
     name = f.text(value, path, errs)
     if name is None:
-        if value == "":
+        # `text` reads null and "" as unset; this setting has no unset value
+        # (null used to be stored, then every enqueue failed on it).
+        if value is None or value == "":
             errs.add(path, "must not be empty")
         return None
     if not HEADER_NAME.fullmatch(name):

@@ -33,6 +33,9 @@ from scheduler_core.queue_settings import (
             "must be less than query_ingesters_within",
         ),
         ("layout", "(root)", "mapping"),
+        ({"actor_path_header": None}, "actor_path_header", "must not be empty"),
+        ({"actor_path_header": ""}, "actor_path_header", "must not be empty"),
+        ({"actor_path_header": "X Actor"}, "actor_path_header", "HTTP header name"),
     ],
 )
 def test_each_bad_scheduler_setting_is_reported_at_its_key(

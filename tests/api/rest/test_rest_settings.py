@@ -45,6 +45,16 @@ def test_actor_sub_queue_settings_are_validated_with_their_field(editor_api):
     assert good.json()["actor_path_header"] == "X-Grafana-User"
 
 
+def test_a_null_actor_path_header_is_refused_and_the_old_one_keeps_running(editor_api):
+    before = editor_api.get(URL)
+    bad = editor_api.patch(
+        URL, {"actor_path_header": None}, format="json", HTTP_IF_MATCH=before["ETag"]
+    )
+    assert bad.status_code == 400
+    assert "must not be empty" in bad.json()["actor_path_header"][0]
+    assert editor_api.get(URL).json() == before.json()
+
+
 def test_patch_changes_only_the_given_settings(editor_api):
     etag = editor_api.get(URL)["ETag"]
     response = editor_api.patch(
