@@ -9,7 +9,9 @@ small `*_message` functions so their shapes live in one place.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,7 +128,44 @@ def decode(text: str | None) -> Mapping[str, Any]:
         raise ProtocolError(None, f"malformed JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ProtocolError(None, "a message must be a JSON object")
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_lone_surrogates(data)
     return data
+
+
+# A `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a frame
+# (Daphne hands us valid UTF-8). A pair (an escaped emoji) matches too, so a
+# match only triggers the exact check below; frames without one skip it.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(data: Mapping[str, Any]) -> None:
+    """A 400 naming the first field holding a lone UTF-16 surrogate.
+
+    Such text cannot be written as UTF-8: queued, it failed later, far from
+    its sender (classification, a Cortex querier's stream, the operator
+    views that list it), as the REST API and gRPC frontends refuse it.
+    """
+    for key, value in data.items():
+        try:
+            json.dumps([key, value], ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            # The key itself may be the bad text, and a reply cannot carry it.
+            field = key if _encodes(key) else None
+            rid = data.get("id")
+            raise ProtocolError(
+                field,
+                "text must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)",
+                rid if isinstance(rid, int) or (isinstance(rid, str) and _encodes(rid)) else None,
+            ) from None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse(data: Mapping[str, Any], parsers: Mapping[str, Parser]) -> Message:

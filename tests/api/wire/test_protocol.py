@@ -129,6 +129,32 @@ def test_decode_accepts_only_json_objects_in_text_frames() -> None:
         assert caught.value.field is None
 
 
+@pytest.mark.parametrize(
+    ("frame", "field", "rid"),
+    [
+        (r'{"type": "enqueue", "id": 1, "query": "up\ud800"}', "query", 1),
+        (r'{"type": "enqueue", "id": "q", "headers": {"\udc00": "x"}}', "headers", "q"),
+        (r'{"type": "hello", "querier_id": "q\uDBFF"}', "querier_id", None),
+        (r'{"type": "enqueue", "id": "\ud800"}', "id", None),
+        (r'{"\ud800": 1}', None, None),
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused_naming_its_field(
+    frame: str, field: str | None, rid: Any
+) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode(frame)
+    assert (caught.value.field, caught.value.id) == (field, rid)
+    assert "lone UTF-16 surrogate" in caught.value.message
+    # The reply itself must be writable as UTF-8.
+    json.dumps(error_message(caught.value, 400), ensure_ascii=False).encode()
+
+
+def test_escaped_text_that_is_valid_unicode_passes() -> None:
+    frame = r'{"type": "enqueue", "query": "\ud83d\ude00 \u00e9 \u005c"}'
+    assert decode(frame)["query"] == "\U0001f600 \u00e9 \\"
+
+
 def test_cancel_and_shutdown_parse() -> None:
     assert frontend({"type": "cancel", "id": "x"}) == Cancel("x")
     assert parse({"type": "shutdown"}, QUERIER_PARSERS) == Shutdown()
