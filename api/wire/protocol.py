@@ -19,6 +19,8 @@ from typing import Any
 from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
 from api.wire.json_codec import compact_dumps
 from scheduler_core.bounds import (
+    INT64_MAX,
+    INT64_MIN,
     duration_error,
     request_times_error,
     timestamp_error,
@@ -197,6 +199,9 @@ def _client_id(data: Mapping[str, Any]) -> ClientId:
         raise ProtocolError("id", "id must be a string or an integer")
     if isinstance(value, str) and not 0 < len(value) <= MAX_ID_LENGTH:
         raise ProtocolError("id", f"id must be 1 to {MAX_ID_LENGTH} characters", value or None)
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        # As bounded as a string id: a 400-digit number was kept and echoed.
+        raise ProtocolError("id", f"an integer id must be within {INT64_MIN}..{INT64_MAX}")
     return value
 
 

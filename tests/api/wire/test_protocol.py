@@ -79,6 +79,8 @@ def test_an_org_id_cortex_would_refuse_is_refused_in_its_words() -> None:
         ({"id": None}, "id"),
         ({"id": True}, "id"),
         ({"id": ""}, "id"),
+        ({"id": 10**400}, "id"),
+        ({"id": -(2**63) - 1}, "id"),
         ({"tenant": ""}, "tenant"),
         ({"tenant": "x" * 151}, "tenant"),
         ({"tenant": "t\x00"}, "tenant"),
