@@ -16,7 +16,8 @@ config writers, so global versions are gap-free and increasing), stores a
 scheduler never applies a change that could still roll back.
 
 Version rules: `expected_version` is the `version` the caller last read.
-For `tenant_put`, None means "create: the tenant must not exist". For
+For `tenant_put`, None means "create: the tenant must not exist" and
+`ANY_VERSION` "replace whatever version exists" (`If-Match: *`). For
 patch, delete and settings, None means "unconditional" (the REST layer
 decides whether to demand If-Match). A write that changes nothing records
 no revision and bumps nothing.
@@ -27,8 +28,9 @@ May import: `api.store` models, exceptions, `import_plan`, `tokens`,
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
 from django.db import transaction
 
@@ -48,6 +50,8 @@ from scheduler_core.validation import (
 )
 
 __all__ = [
+    "ANY_VERSION",
+    "AnyVersion",
     "ImportResult",
     "api_token_authenticate",
     "api_token_issue",
@@ -61,6 +65,15 @@ __all__ = [
     "tenant_patch",
     "tenant_put",
 ]
+
+
+class AnyVersion(enum.Enum):
+    """The type of `ANY_VERSION`; an enum so type checkers tell it from a version."""
+
+    ANY = "any"
+
+
+ANY_VERSION: Final = AnyVersion.ANY
 
 
 def _check_existing(tenant: Tenant | None, expected: int | None) -> Tenant:
@@ -116,7 +129,7 @@ def tenant_put(
     *,
     tenant_id: str,
     config: Mapping[str, Any],
-    expected_version: int | None,
+    expected_version: int | None | Literal[AnyVersion.ANY],
     author: Author | None,
     source: str,
     message: str = "",
@@ -126,7 +139,13 @@ def tenant_put(
     row = lock_settings()
     tenant = _locked_tenant(tenant_id)
     current = tenant.version if tenant is not None else None
-    if current != expected_version:
+    # Checked here, under the lock, not against the version the view read:
+    # `If-Match: *` turned into that version made every concurrent
+    # unconditional replace but the first a 412.
+    matches = (
+        current is not None if expected_version is ANY_VERSION else current == expected_version
+    )
+    if not matches:
         raise VersionConflict(current)
     saved = _tenant_write(
         row,

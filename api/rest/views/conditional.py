@@ -16,6 +16,7 @@ from rest_framework.request import Request
 
 from api.rest.errors import PreconditionRequired
 from api.store.exceptions import VersionConflict
+from api.store.services import ANY_VERSION, AnyVersion
 from scheduler_core.bounds import parse_decimal
 
 __all__ = [
@@ -64,25 +65,30 @@ def preconditions(request: Request) -> Preconditions:
     return Preconditions(if_match, match_any, if_none_match or (), none_any)
 
 
-def expected_for_existing(request: Request, current: int) -> int:
+def expected_for_existing(request: Request, current: int) -> int | None:
     """The version to hand the service for a write to an existing object.
 
-    Raises `PreconditionRequired` (428) without If-Match and
-    `VersionConflict` (412) when no tag matches `current`.
+    None (unconditional) for `If-Match: *`: handing the service `current`
+    instead, the version read before its transaction, made concurrent
+    `*` writes 412 each other. Raises `PreconditionRequired` (428) without
+    If-Match and `VersionConflict` (412) when no tag matches `current`.
     """
     cond = preconditions(request)
     if cond.if_match is None:
         raise PreconditionRequired()
-    if cond.if_match_any or current in cond.if_match:
+    if cond.if_match_any:
+        return None
+    if current in cond.if_match:
         return current
     raise VersionConflict(current)
 
 
-def expected_for_put(request: Request, current: int | None) -> int | None:
+def expected_for_put(request: Request, current: int | None) -> int | AnyVersion | None:
     """The version for a create-or-replace; None asks the service to create.
 
     No If-Match creates a missing object but is refused (428) for an existing
-    one; `If-None-Match: *` always means create-only; If-Match never creates.
+    one; `If-None-Match: *` always means create-only; If-Match never creates
+    (`If-Match: *` is `ANY_VERSION`, "whatever exists").
     """
     cond = preconditions(request)
     if cond.if_none_match_any:
@@ -95,7 +101,8 @@ def expected_for_put(request: Request, current: int | None) -> int | None:
         return None
     if current is None:
         raise VersionConflict(None)
-    return expected_for_existing(request, current)
+    expected = expected_for_existing(request, current)
+    return ANY_VERSION if expected is None else expected
 
 
 def expected_for_replace_all(
