@@ -27,6 +27,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404
+from django.urls import re_path
 
 __all__ = [
     "MACHINE_PREFIXES",
@@ -99,6 +100,20 @@ def _browser_urlpatterns() -> list[Any]:
     return list(module.websocket_urlpatterns)
 
 
+async def refuse_unknown_path(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Refuse the handshake on a websocket path nobody serves (Daphne answers 403).
+
+    Channels' router raises for such a path, which Daphne logged as an
+    application error with a traceback and answered 500: any client could
+    fill the error log by asking for made-up paths.
+    """
+    await receive()  # websocket.connect
+    await send({"type": "websocket.close"})
+
+
+NO_SUCH_PATH = re_path(r"", refuse_unknown_path)
+
+
 class WebsocketSplit:
     """Token-authenticated machine paths one way, browser paths the other."""
 
@@ -136,8 +151,10 @@ application = LazyRuntimeStart(
         {
             "http": AbandonOnDisconnect(django_asgi_app),
             "websocket": WebsocketSplit(
-                URLRouter(machine_urlpatterns),
-                AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(_browser_urlpatterns()))),
+                URLRouter([*machine_urlpatterns, NO_SUCH_PATH]),
+                AllowedHostsOriginValidator(
+                    AuthMiddlewareStack(URLRouter([*_browser_urlpatterns(), NO_SUCH_PATH]))
+                ),
             ),
         }
     )

@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
+from api.wire.consumers.guard import CLIENT_GONE
 from dashboard.drill import DrillState
 from dashboard.live_tick import (
     CHART_POINTS,
@@ -180,6 +181,8 @@ class Viewer:
         started = time.thread_time()
         try:
             await self._send(text)
+        except CLIENT_GONE:
+            pass  # the browser closed; its disconnect unregisters this viewer
         finally:
             self.send_seconds += time.thread_time() - started
 

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
+import logging
+
+import pytest
+from autobahn.exception import Disconnected
 
 from dashboard.live import Broadcaster, Viewer
 from scheduler_core.model import INGESTER, QueueConfig, Request
@@ -44,6 +49,24 @@ async def test_the_cpu_a_viewers_sends_take_is_charged_to_the_broadcaster_once()
     assert charged > 0
     assert viewer.send_seconds == 0
     assert broadcaster._sends_cost() == 0
+
+
+async def test_a_frame_for_a_browser_that_just_closed_is_dropped_without_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def send(text: str) -> None:
+        raise Disconnected("Attempt to send on a closed protocol")  # as Daphne's send does
+
+    broadcaster = Broadcaster(Source(), autostart=False)
+    viewer = Viewer(send)
+    broadcaster.register(viewer)
+    viewer.subscribe(viewer.params)
+    broadcaster.tick()
+    await asyncio.sleep(0)
+    assert not viewer.busy()  # the next tick may offer a frame (the disconnect unregisters)
+    viewer._task = None  # the finished task, collected as the next frame replaces it
+    gc.collect()  # an exception no one retrieved is logged as its task is collected
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_the_dashboard_keeps_the_charts_history_beside_every_runtime() -> None:

@@ -243,6 +243,20 @@ async def test_a_missing_or_wrong_token_is_refused(
     assert refused.value.response.status_code == 403
 
 
+@pytest.mark.parametrize("path", ["/ws/relay/querier/", "/ws/made-up/"])
+async def test_a_websocket_path_nobody_serves_is_a_403_not_an_application_error(
+    daphne_server: DaphneProcess, tokens: dict[str, str], path: str
+) -> None:
+    log_start = len(daphne_server.log_path.read_text(errors="replace"))
+    # The token for the machine door, an allowed origin for the browser's.
+    headers = {"Authorization": f"Bearer {tokens['frontend']}", "Origin": daphne_server.base_url}
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await websockets.connect(f"{daphne_server.ws_url}{path}", additional_headers=headers)
+    assert refused.value.response.status_code == 403
+    log = daphne_server.log_path.read_text(errors="replace")[log_start:]
+    assert "Exception inside application" not in log and "Traceback" not in log
+
+
 async def test_a_querier_token_cannot_act_as_a_frontend(
     daphne_server: DaphneProcess, tokens: dict[str, str]
 ) -> None:

@@ -25,7 +25,7 @@ from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
 from api.wire import token_sockets
-from api.wire.consumers.guard import GuardedConsumer
+from api.wire.consumers.guard import CLIENT_GONE, GuardedConsumer
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
 
 __all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
@@ -163,6 +163,8 @@ class MachineConsumer(GuardedConsumer):
             await handler(message)
         except ProtocolError as exc:
             await self.send_error(exc)
+        except CLIENT_GONE:
+            raise  # no bug, and nobody to answer: `dispatch` takes the disconnect path
         except Exception:
             log.exception("%s %s failed handling %r", self.kind, self.connection_id, message)
             # Every message with an `id` is about one request: say which.

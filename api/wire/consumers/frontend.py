@@ -18,6 +18,7 @@ from typing import Any
 
 from api.wire import runtime_host
 from api.wire.consumers.base import MachineConsumer
+from api.wire.consumers.guard import CLIENT_GONE
 from api.wire.frontends import frontend_name
 from api.wire.protocol import (
     FRONTEND_PARSERS,
@@ -292,4 +293,14 @@ class FrontendConsumer(MachineConsumer):
             # The set keeps the task alive until it is done.
             task = asyncio.get_running_loop().create_task(self._write_outbox())
             self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(self._outbox_written)
+
+    def _outbox_written(self, task: asyncio.Task[None]) -> None:
+        """Forget a finished outbox task; say why it failed (asyncio would only at GC)."""
+        self._tasks.discard(task)
+        if task.cancelled() or (exc := task.exception()) is None:
+            return
+        if isinstance(exc, CLIENT_GONE):
+            log.debug("frontend %s left with failed replies unwritten", self.connection_id)
+        else:
+            log.error("frontend %s: writing its replies failed", self.connection_id, exc_info=exc)

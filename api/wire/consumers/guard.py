@@ -11,6 +11,11 @@ then tells the client (an `error` frame, then a close with
 it). A failing `connect` is cleaned up the same way and still fails the
 handshake.
 
+A send that finds the client gone (`CLIENT_GONE`: its close crossed our
+frame on the wire, and the `websocket.disconnect` saying so is still queued)
+is no failure of ours: it takes the same disconnect path, logged at debug
+only, so any client cannot fill the error log by closing at the right time.
+
 Open sockets are kept in `OPEN_SOCKETS`, so the runtime host can close
 every one with `CLOSE_SHUTDOWN` (1000) after a drain, once each consumer has
 flushed what it still had to send (`flush`).
@@ -23,10 +28,12 @@ import contextlib
 import logging
 from typing import Any
 
+from autobahn.exception import Disconnected
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 __all__ = [
+    "CLIENT_GONE",
     "CLOSE_SHUTDOWN",
     "CLOSE_INTERNAL_ERROR",
     "OPEN_SOCKETS",
@@ -45,6 +52,11 @@ CLOSE_INTERNAL_ERROR = 4500
 CLOSE_SHUTDOWN = 1000
 
 OPEN_SOCKETS: set[GuardedConsumer] = set()
+
+# What a send raises when the client has already closed: Daphne's websocket
+# layer raises autobahn's `Disconnected`; the ASGI spec asks servers for an
+# `OSError`, which a reset connection is.
+CLIENT_GONE: tuple[type[Exception], ...] = (Disconnected, ConnectionError)
 
 
 class GuardedConsumer(AsyncWebsocketConsumer):
@@ -67,6 +79,9 @@ class GuardedConsumer(AsyncWebsocketConsumer):
         except StopConsumer:
             OPEN_SOCKETS.discard(self)
             raise
+        except CLIENT_GONE:
+            log.debug("%s: the client left while %s was answered", type(self).__name__, kind)
+            await self.abandon(kind)
         except Exception:
             log.exception("%s failed handling %s", type(self).__name__, kind)
             await self.abandon(kind)

@@ -17,6 +17,7 @@ from typing import Any
 
 from api.wire import runtime_host
 from api.wire.consumers.base import MachineConsumer
+from api.wire.consumers.guard import CLIENT_GONE
 from api.wire.protocol import (
     QUERIER_PARSERS,
     Hello,
@@ -105,7 +106,12 @@ class QuerierConsumer(MachineConsumer):
         """
         if task.cancelled() or task.exception() is None or self.abandoned:
             return
-        log.error("querier %s: a worker failed", self.querier_id, exc_info=task.exception())
+        exc = task.exception()
+        if isinstance(exc, CLIENT_GONE):
+            # Its request frame met the querier's close: the disconnect puts it back.
+            log.debug("querier %s left while a request was sent to it", self.querier_id)
+        else:
+            log.error("querier %s: a worker failed", self.querier_id, exc_info=exc)
         ending = asyncio.get_running_loop().create_task(self.abandon("worker"))
         self._endings.add(ending)
         ending.add_done_callback(self._endings.discard)
@@ -167,6 +173,8 @@ class QuerierConsumer(MachineConsumer):
             return
         try:
             await on_result(request, status, body, self.querier_id, worker.queue_seconds)
+        except CLIENT_GONE:
+            log.debug("the frontend of %s left before its result", request.id)
         except Exception:
             log.exception("delivering the result of %s failed", request.id)
 

@@ -19,6 +19,7 @@ from collections import deque
 from typing import Any
 
 from api.wire.consumers.base import MachineConsumer
+from api.wire.consumers.guard import CLIENT_GONE
 from api.wire.json_codec import compact_dumps, loads
 
 __all__ = ["RelayFrontendConsumer", "RelayHub", "RelayQuerierConsumer", "hub"]
@@ -110,5 +111,10 @@ class RelayQuerierConsumer(MachineConsumer):
                 "querier": "relay",
                 "queue_seconds": 0.0,
             }
-            await frontend.send(text_data=compact_dumps(reply))
+            # Not contextlib.suppress: this is the baseline's hot path, and a
+            # try costs nothing until it catches.
+            try:  # noqa: SIM105
+                await frontend.send(text_data=compact_dumps(reply))
+            except CLIENT_GONE:
+                pass  # that frontend's close is on its way; this querier stays
         await hub.ready(self, worker)
