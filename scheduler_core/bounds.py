@@ -7,7 +7,9 @@ durations in Go's `time.Duration` (int64 nanoseconds, about 292 years),
 counts and priorities in int64, timestamps within the range Prometheus' HTTP
 API parses (its `minTime`/`maxTime`, about 292 million years either side of
 1970), tenant IDs at most 150 characters (Cortex's `tenant.ValidTenantID`),
-and documents nested at most `MAX_DOCUMENT_DEPTH` levels.
+and documents nested at most `MAX_DOCUMENT_DEPTH` levels. Querier IDs
+(Cortex takes any string, in practice a host name) are held to what logs,
+pages and metric labels can show as one line: `querier_id_error`.
 Nothing here imports the rest of the package, so every layer can share one
 set of limits, and `request_times_error` is the one check enqueue (both
 protocols) and explain apply to a request's start, end and step.
@@ -24,6 +26,7 @@ __all__ = [
     "MAX_DURATION_SECONDS",
     "MAX_DOCUMENT_DEPTH",
     "MAX_DURATION_TEXT",
+    "MAX_QUERIER_ID_LENGTH",
     "MAX_TENANT_ID_LENGTH",
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
@@ -33,6 +36,7 @@ __all__ = [
     "duration_error",
     "int64_error",
     "parse_decimal",
+    "querier_id_error",
     "request_times_error",
     "tenant_id_unsupported",
     "timestamp_error",
@@ -91,6 +95,28 @@ def tenant_id_unsupported(text: str) -> str:
     if _TENANT_ID_CHARACTERS.fullmatch(text):
         return ""
     return "".join(sorted(set(_TENANT_ID_CHARACTERS.sub("", text))))
+
+
+MAX_QUERIER_ID_LENGTH = 256  # a host name is at most 253
+# Unicode's control characters (category Cc): C0, DEL and C1.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def querier_id_error(querier_id: str) -> str | None:
+    """Why a querier may not connect under `querier_id`, or None.
+
+    A newline in an ID forged log lines under the querier's name, and a NUL
+    is a string PostgreSQL cannot store; Cortex's queriers send their host
+    name, which never holds either.
+    """
+    if not querier_id:
+        return "no querier ID"
+    if len(querier_id) > MAX_QUERIER_ID_LENGTH:
+        return f"querier ID is longer than {MAX_QUERIER_ID_LENGTH} characters"
+    control = _CONTROL.search(querier_id)
+    if control is not None:
+        return f"querier ID contains control character U+{ord(control.group()):04X}"
+    return None
 
 
 def int64_error(value: int) -> str | None:

@@ -22,6 +22,7 @@ from scheduler_core.bounds import (
     INT64_MAX,
     INT64_MIN,
     duration_error,
+    querier_id_error,
     request_times_error,
     timestamp_error,
 )
@@ -316,6 +317,9 @@ def parse_cancel(data: Mapping[str, Any]) -> Cancel:
 
 def parse_hello(data: Mapping[str, Any]) -> Hello:
     querier_id = _text(data, "querier_id", None, required=True, limit=MAX_ID_LENGTH)
+    problem = querier_id_error(querier_id)
+    if problem is not None:
+        raise ProtocolError("querier_id", problem)
     workers = _integer(data, "workers", MIN_WORKERS, None)
     if not 1 <= workers <= MAX_WORKERS:
         raise ProtocolError("workers", f"workers must be between 1 and {MAX_WORKERS}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -11,9 +12,11 @@ from hypothesis import strategies as st
 from scheduler_core.bounds import (
     INT64_MAX,
     MAX_DURATION_SECONDS,
+    MAX_QUERIER_ID_LENGTH,
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     parse_decimal,
+    querier_id_error,
     request_times_error,
     tenant_id_unsupported,
 )
@@ -282,3 +285,16 @@ def test_tenant_id_characters_are_cortexs_and_each_refused_one_is_named_once(tex
     # Cortex's isSupported, spelled out character by character.
     expected = "".join(sorted({c for c in text if c not in _CORTEX_TENANT_CHARACTERS}))
     assert tenant_id_unsupported(text) == expected
+
+
+@given(st.text(max_size=300))
+def test_a_querier_id_is_refused_exactly_when_empty_too_long_or_holding_a_control_character(
+    text: str,
+) -> None:
+    control = any(unicodedata.category(c) == "Cc" for c in text)
+    refused = not text or len(text) > MAX_QUERIER_ID_LENGTH or control
+    assert (querier_id_error(text) is not None) == refused
+
+
+def test_a_host_name_is_a_valid_querier_id() -> None:
+    assert querier_id_error("querier-7.cortex.svc.cluster.local") is None

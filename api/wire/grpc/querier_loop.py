@@ -21,6 +21,7 @@ import grpc
 from api.wire.grpc.admission import GrpcReplyHandle
 from api.wire.grpc.bridge import ForeignRequests
 from api.wire.grpc.streams import checked_read
+from scheduler_core.bounds import querier_id_error
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
 from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
@@ -90,8 +91,9 @@ class QuerierLoopServicer:
         if first is grpc.aio.EOF:
             return
         assert isinstance(first, pb.QuerierToScheduler)
-        if not first.querierID:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no querier ID")
+        problem = querier_id_error(first.querierID)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         querier_id = first.querierID
         worker_id = self._runtime.connect_querier(querier_id)
         try:

@@ -175,6 +175,24 @@ def test_hello_raises_the_worker_count_to_the_minimum() -> None:
             parse({"type": "hello", "querier_id": "q", "workers": workers}, QUERIER_PARSERS)
 
 
+@pytest.mark.parametrize(
+    ("querier_id", "problem"),
+    [
+        ("q\nforged", "control character U+000A"),
+        ("q\x00", "control character U+0000"),
+        ("q\x85", "control character U+0085"),
+        ("q" * 257, "longer than 256 characters"),
+    ],
+)
+def test_a_hello_with_a_querier_id_no_log_could_show_is_refused_naming_it(
+    querier_id: str, problem: str
+) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        parse({"type": "hello", "querier_id": querier_id}, QUERIER_PARSERS)
+    assert refused.value.field == "querier_id"
+    assert problem in str(refused.value)
+
+
 def test_a_result_needs_worker_and_id_and_a_real_status() -> None:
     ok = parse({"type": "result", "worker": 2, "id": "ws:f-1:1", "body": {"a": 1}}, QUERIER_PARSERS)
     assert ok == QuerierResult(2, "ws:f-1:1", 200, {"a": 1})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -192,4 +193,24 @@ async def test_a_querier_stream_without_querier_id_is_refused(scheduler: Schedul
     code = await status_of(raw_stream(scheduler.channel(), QUERIER_LOOP), b"")
 
     assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert scheduler.runtime.snapshot().queriers == ()
+
+
+@pytest.mark.parametrize(
+    ("querier_id", "problem"),
+    [
+        ("q\nforged log line", "control character U+000A"),
+        ("q\x00", "control character U+0000"),
+        ("q" * 257, "longer than 256 characters"),
+    ],
+)
+async def test_a_querier_id_no_log_or_page_could_show_is_refused_naming_why(
+    scheduler: Scheduler, querier_id: str, problem: str
+) -> None:
+    call = raw_stream(scheduler.channel(), QUERIER_LOOP)
+    await call.write(pb.QuerierToScheduler(querierID=querier_id).SerializeToString())
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await asyncio.wait_for(call.read(), 10)  # accepted, it would wait for work
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert problem in (refused.value.details() or "")
     assert scheduler.runtime.snapshot().queriers == ()
