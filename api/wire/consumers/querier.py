@@ -46,6 +46,7 @@ class _Worker:
     result: tuple[int, Any] | None = None
     woken: asyncio.Future[None] | None = None
     queue_seconds: float = 0.0  # how long `request` waited, measured at the hand-off
+    handed: int = 0  # this connection's count of hand-offs when it got `request`
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -78,6 +79,7 @@ class QuerierConsumer(MachineConsumer):
         self.runtime = self.host.runtime
         self.querier_id: str | None = None
         self.workers: dict[int, _Worker] = {}
+        self._handed = 0
         self._endings: set[asyncio.Task[None]] = set()
         self.handlers = {
             Hello: self.on_hello,
@@ -154,6 +156,8 @@ class QuerierConsumer(MachineConsumer):
             except (QuerierShuttingDown, UnknownQuerier):
                 return
             worker.queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
+            self._handed += 1
+            worker.handed = self._handed
             worker.request = request
             worker.woken = loop.create_future()
             await self.send_message(request_message(request, worker.worker_id))
@@ -194,7 +198,9 @@ class QuerierConsumer(MachineConsumer):
             if worker.result is not None:
                 await self._finish(worker)
         # Each in-flight request goes back to the front of its queue once,
-        # then fails to its frontend (the runtime decides which).
-        for worker_id in sorted(self.workers):
-            self.runtime.disconnect_querier_worker(self.querier_id, worker_id)
+        # then fails to its frontend (the runtime decides which). The last
+        # handed goes back first, so the first handed is in front again: in
+        # worker order, requests handed 1, 2, 3 came back as 3, 2, 1.
+        for worker in sorted(self.workers.values(), key=lambda w: w.handed, reverse=True):
+            self.runtime.disconnect_querier_worker(self.querier_id, worker.worker_id)
         self.workers.clear()

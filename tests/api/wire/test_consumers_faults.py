@@ -261,3 +261,29 @@ async def test_a_shutdown_fails_work_back_then_closes_every_socket_with_a_close_
     await q.disconnect()
     assert await closing == 2
     assert not OPEN_SOCKETS
+
+
+async def test_requests_a_leaving_querier_held_come_back_in_the_order_they_were_handed(
+    host: Any, tokens: dict[str, str]
+) -> None:
+    f = await connect("/ws/frontend/", tokens["frontend"])
+    q = await start_querier(tokens["querier"])
+    for rid in ("r1", "r2", "r3"):
+        await f.send_json_to(enqueue(rid, tenant="ordered", query=rid))
+        await f.receive_json_from(timeout=5)
+    handed = [await q.receive_json_from(timeout=5) for _ in range(3)]
+    assert [r["query"] for r in handed] == ["r1", "r2", "r3"]
+    await q.disconnect()
+    one = await connect("/ws/querier/", tokens["querier"])
+    await one.send_json_to({"type": "hello", "querier_id": "q-2", "workers": 1})
+    await one.receive_json_from(timeout=5)
+    again = []
+    for _ in range(3):
+        request = await one.receive_json_from(timeout=5)
+        again.append(request["query"])
+        await one.send_json_to(
+            {"type": "result", "worker": request["worker"], "id": request["id"], "status": 200}
+        )
+    assert again == ["r1", "r2", "r3"]
+    await one.disconnect()
+    await f.disconnect()
