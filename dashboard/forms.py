@@ -69,8 +69,11 @@ SETTINGS_FIELDS: tuple[str, ...] = (
     "max_queue_hierarchy_levels",
     "actor_path_header",
     "stuck_threshold",
+    "max_federated_tenants",
 )
-_NUMERIC_SETTINGS = frozenset({"max_outstanding_requests_per_tenant", "max_queue_hierarchy_levels"})
+_NUMERIC_SETTINGS = frozenset(
+    {"max_outstanding_requests_per_tenant", "max_queue_hierarchy_levels", "max_federated_tenants"}
+)
 # Indices of at most six ASCII digits: the form never sends more, and a
 # longer one (thousands of digits) is past what int() converts, a 500.
 _INDEX_DIGITS = "[0-9]{1,6}"

@@ -64,4 +64,9 @@ SETTINGS_TEXT: dict[str, tuple[str, str]] = {
         "The inspector marks a queue stuck when its oldest request waited longer than "
         "this; the scheduler itself ignores it.",
     ),
+    "max_federated_tenants": (
+        "Max federated tenants",
+        "How many tenants one federated org ID (a|b|...) may name; more is refused at "
+        "enqueue (Mimir's -tenant-federation.max-tenants; 0: no limit, as in Cortex).",
+    ),
 }

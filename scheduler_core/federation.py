@@ -22,6 +22,7 @@ __all__ = [
     "LimitsReader",
     "LimitsTable",
     "combined_limits",
+    "federated_tenants_error",
     "keep_org_limits",
     "org_id_error",
     "org_limits",
@@ -67,6 +68,21 @@ def org_id_error(org_id: str) -> str | None:
         if tenant in (".", ".."):
             return "tenant ID is '.' or '..'"
     return None
+
+
+def federated_tenants_error(org_id: str, max_tenants: int) -> str | None:
+    """Why `org_id` names more tenants than `max_tenants` allows (0: no limit), or None.
+
+    Checked before the ID's tenants are read one by one: a 1 MB org ID of
+    140,000 tenants held the loop about 100 ms in limits and queue work, and
+    counting its separators takes well under a millisecond.
+    """
+    if not max_tenants or "|" not in org_id:
+        return None
+    count = org_id.count("|") + 1
+    if count <= max_tenants:
+        return None
+    return f"the org ID names {count} tenants; at most {max_tenants} may be federated"
 
 
 def combined_limits(parts: list[TenantLimits]) -> TenantLimits:

@@ -154,6 +154,9 @@ class QueueConfig:
     `actor_path_header` the request header that carries the path.
     `stuck_threshold_seconds` is the wait after which the inspector marks a
     node whose oldest request waited longer as stuck (the queue ignores it).
+    `max_federated_tenants` (Mimir's `-tenant-federation.max-tenants`) is how
+    many tenants one federated org ID `a|b|...` may name; 0 is no limit, as
+    in Cortex, which bounds one only by the HTTP header size.
     """
 
     layout: Layout = "tenant-first"
@@ -166,3 +169,4 @@ class QueueConfig:
     max_queue_hierarchy_levels: int = 3
     actor_path_header: str = "X-Loki-Actor-Path"
     stuck_threshold_seconds: float = 60.0
+    max_federated_tenants: int = 0

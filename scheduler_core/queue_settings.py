@@ -73,6 +73,7 @@ _QUEUE_FIELDS: dict[str, tuple[str, Callable[[object, str, f.Collector], object]
     "max_queue_hierarchy_levels": ("max_queue_hierarchy_levels", _hierarchy_levels),
     "actor_path_header": ("actor_path_header", _header_name),
     "stuck_threshold": ("stuck_threshold_seconds", partial(f.duration, positive=True)),
+    "max_federated_tenants": ("max_federated_tenants", partial(f.integer, minimum=0)),
 }
 
 
@@ -138,4 +139,5 @@ def queue_config_to_dict(cfg: QueueConfig) -> dict[str, Any]:
         "max_queue_hierarchy_levels": cfg.max_queue_hierarchy_levels,
         "actor_path_header": cfg.actor_path_header,
         "stuck_threshold": format_duration(cfg.stuck_threshold_seconds),
+        "max_federated_tenants": cfg.max_federated_tenants,
     }

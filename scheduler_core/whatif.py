@@ -10,8 +10,9 @@ in the runtime's dispatch order. Nothing here decides who goes first.
 
 `run_whatif` answers the REST contract's body: `live` and `proposed`
 results (waits by priority, by component, the five worst tenants, 429s,
-utilisation, reserved-idle time), the `workload` simulated and one verdict
-line per priority. It is deterministic for its inputs and seed, and bounded:
+refusals by a rule or by `max_federated_tenants`, utilisation,
+reserved-idle time), the `workload` simulated and one verdict line per
+priority. It is deterministic for its inputs and seed, and bounded:
 `MAX_REQUESTS` arrivals per config (checked before running) and a wall-clock
 deadline the caller gives (`SimulationTimeLimit` past it).
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from scheduler_core.classify import classify
 from scheduler_core.errors import ConfigInvalid
+from scheduler_core.federation import federated_tenants_error
 from scheduler_core.model import COMPONENTS, TenantLimits
 from scheduler_core.rejection import judge
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
@@ -92,21 +94,30 @@ def merge_proposed(
     return ConfigSet(config, limits)
 
 
-def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int, bool]:
-    """(component, priority, refused by a rejection rule) as the frontend doors decide.
+# Why the doors refuse an arrival before the queue, as `_classified` says.
+BY_RULE = "by_rule"
+TOO_MANY_TENANTS = "too_many_tenants"
 
-    The doors' own steps: classify (unless the frontend named the component
-    and no rule needs the parse), then `rejection.judge` (rejection rules
-    first, then priorities, as Cortex's `rejectQueryOrSetPriority`).
+
+def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int, str | None]:
+    """(component, priority, refusal) as the frontend doors decide.
+
+    The doors' own steps: a federated org ID over `max_federated_tenants`
+    is refused first (`TOO_MANY_TENANTS`); then classify (unless the
+    frontend named the component and no rule needs the parse), then
+    `rejection.judge` (rejection rules first, then priorities, as Cortex's
+    `rejectQueryOrSetPriority`; `BY_RULE`).
     """
+    config = configs.config
+    if federated_tenants_error(kind.tenant_id, config.max_federated_tenants) is not None:
+        return kind.hint or "", 0, TOO_MANY_TENANTS
     limits = configs.limits.get(kind.tenant_id, _NO_LIMITS)
     if (
         kind.hint is not None
         and not limits.query_priority.enabled
         and not limits.query_rejection.enabled
     ):
-        return kind.hint, 0, False
-    config = configs.config
+        return kind.hint, 0, None
     found = classify(
         query=kind.query,
         api_type=kind.api_type,
@@ -119,7 +130,7 @@ def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int, bool]:
         query_store_after=config.query_store_after,
     )
     verdict = judge(limits, found.info, kind.now)
-    return kind.hint or found.component, verdict.priority, verdict.rejected
+    return kind.hint or found.component, verdict.priority, BY_RULE if verdict.rejected else None
 
 
 _NO_LIMITS = TenantLimits()
@@ -127,23 +138,24 @@ _NO_LIMITS = TenantLimits()
 
 def _engine_input(
     workload: Workload, configs: ConfigSet, seed: int
-) -> tuple[EngineInput, Counter[str]]:
-    """The engine's input, and the measured arrivals a rejection rule refused, by tenant.
+) -> tuple[EngineInput, Counter[tuple[str, str]]]:
+    """The engine's input, and the measured arrivals the doors refused, by (why, tenant).
 
-    A refused request never reaches the queue (the doors answer it 422), so
-    it is left out of the engine's arrivals.
+    A refused request never reaches the queue (the doors answer it 422 for
+    a rule, 400 for too many tenants), so it is left out of the arrivals.
     """
     classes = [_classified(kind, configs) for kind in workload.kinds]
     tenant_of = [kind.tenant_id for kind in workload.kinds]
-    refused: Counter[str] = Counter()
+    refused: Counter[tuple[str, str]] = Counter()
     picked: Sequence[int] = range(len(workload.times))
-    if any(rejected for _, _, rejected in classes):
+    if any(refusal for _, _, refusal in classes):
         kind_of, start = workload.kind_of, workload.measure_from_us
         kept = []
         for i, at in enumerate(workload.times):
-            if classes[kind_of[i]][2]:
+            refusal = classes[kind_of[i]][2]
+            if refusal:
                 if at >= start:
-                    refused[tenant_of[kind_of[i]]] += 1
+                    refused[refusal, tenant_of[kind_of[i]]] += 1
             else:
                 kept.append(i)
         picked = kept
@@ -189,13 +201,17 @@ def _stats(waits: list[float]) -> dict[str, float | int]:
 
 
 def summarize(
-    run: EngineResult, duration: float | None, refused: Counter[str] | None = None
+    run: EngineResult, duration: float | None, refused: Counter[tuple[str, str]] | None = None
 ) -> dict[str, Any]:
     """One config's result in the REST contract's shape (plus a few extras).
 
-    `refused`: arrivals a rejection rule refused, by tenant (never queued).
+    `refused`: arrivals the doors refused (never queued), by (`BY_RULE` or
+    `TOO_MANY_TENANTS`, tenant).
     """
     refused = refused or Counter()
+    by_tenant = Counter(run.rejected_by_tenant)
+    for (_, tenant), count in refused.items():
+        by_tenant[tenant] += count
     span = max(run.makespan, duration or 0.0)
     ranked = sorted(
         ((_stats(w), t) for t, w in run.waits_by_tenant.items()),
@@ -204,8 +220,9 @@ def summarize(
     tenants = [{"tenant": t, **row} for row, t in ranked[:WORST_TENANTS]]
     capacity = run.workers * span
     too_many = sum(run.rejected_by_tenant.values())
-    by_rule = sum(refused.values())
-    rejected = too_many + by_rule
+    by_rule = sum(n for (why, _), n in refused.items() if why == BY_RULE)
+    too_many_tenants = sum(n for (why, _), n in refused.items() if why == TOO_MANY_TENANTS)
+    rejected = too_many + by_rule + too_many_tenants
     return {
         "by_priority": {
             str(p): _stats(run.waits_by_priority[p])
@@ -219,7 +236,8 @@ def summarize(
             "total": rejected,
             "too_many_outstanding": too_many,
             "by_rule": by_rule,
-            "by_tenant": dict(sorted((run.rejected_by_tenant + refused).items())),
+            "too_many_tenants": too_many_tenants,
+            "by_tenant": dict(sorted(by_tenant.items())),
         },
         "utilisation": {
             c: round(busy / capacity, 4) if capacity else 0.0

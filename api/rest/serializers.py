@@ -192,6 +192,12 @@ class SettingsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     stuck_threshold = SettingDurationField(
         required=False, help_text="the inspector marks nodes whose oldest request waited longer"
     )
+    max_federated_tenants = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=INT64_MAX,
+        help_text="tenants one federated org ID a|b|... may name (0 = no limit)",
+    )
 
 
 class ChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]

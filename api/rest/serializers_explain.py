@@ -18,13 +18,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.rest.serializers import DurationField, TenantBlockField
+from api.store import selectors
 from scheduler_core.bounds import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
     request_times_error,
     timestamp_error,
 )
-from scheduler_core.federation import org_id_error
+from scheduler_core.federation import federated_tenants_error, org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
@@ -119,7 +120,9 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
 
     def validate_tenant(self, value: str) -> str:
         # The doors' check, so explain never answers for an org ID they refuse.
-        problem = org_id_error(value)
+        problem = org_id_error(value) or federated_tenants_error(
+            value, selectors.queue_config_get().max_federated_tenants
+        )
         if problem is not None:
             raise serializers.ValidationError(problem)
         return value

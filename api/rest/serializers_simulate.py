@@ -95,6 +95,9 @@ class RejectedSerializer(serializers.Serializer):  # type: ignore[type-arg]
     total = serializers.IntegerField()
     too_many_outstanding = serializers.IntegerField(help_text="429: over the outstanding limit")
     by_rule = serializers.IntegerField(help_text="refused by a query_rejection rule (422)")
+    too_many_tenants = serializers.IntegerField(
+        help_text="federated org IDs over max_federated_tenants (400)"
+    )
     by_tenant = serializers.DictField(child=serializers.IntegerField())
 
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler_core.errors import TooManyRequests
-from scheduler_core.federation import org_id_error, org_limits
+from scheduler_core.federation import federated_tenants_error, org_id_error, org_limits
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 
@@ -163,3 +163,26 @@ def test_a_federated_request_the_queue_refuses_leaves_no_queue(
         queue.enqueue(Request(id="r1", tenant_id="a|b", component=component))
     assert queue.tenant_limits("a|b") == TenantLimits()
     assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("org_id", "max_tenants", "refused"),
+    [
+        ("a|b|c", 0, False),  # 0: no limit, as in Cortex
+        ("a|b|c", 3, False),
+        ("a|b|c", 2, True),
+        ("a", 1, False),
+        ("a|b", 1, True),
+        ("|".join(f"t{n}" for n in range(140_000)), 10, True),
+    ],
+)
+def test_a_federated_id_may_name_at_most_max_tenants(
+    org_id: str, max_tenants: int, refused: bool
+) -> None:
+    problem = federated_tenants_error(org_id, max_tenants)
+    assert (problem is not None) == refused
+    if refused:
+        count = org_id.count("|") + 1
+        assert problem == (
+            f"the org ID names {count} tenants; at most {max_tenants} may be federated"
+        )

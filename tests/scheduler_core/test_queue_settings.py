@@ -79,6 +79,7 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         max_queue_hierarchy_levels=2,
         actor_path_header="X-Actor",
         stuck_threshold_seconds=150.0,
+        max_federated_tenants=8,
     )
     raw = queue_config_to_dict(cfg)
     assert raw == {
@@ -92,6 +93,7 @@ def test_scheduler_settings_round_trip_through_the_raw_form() -> None:
         "max_queue_hierarchy_levels": 2,
         "actor_path_header": "X-Actor",
         "stuck_threshold": "2m30s",
+        "max_federated_tenants": 8,
     }
     assert queue_config_from_dict(raw, QueueConfig()) == cfg
 
@@ -104,3 +106,10 @@ def test_the_stuck_threshold_is_a_positive_duration() -> None:
         queue_config_from_dict({"stuck_threshold": "5m"}, QueueConfig()).stuck_threshold_seconds
         == 300
     )
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "3", True, None, 2**63])
+def test_max_federated_tenants_is_a_non_negative_integer(value: object) -> None:
+    assert [e.path for e in validate_queue_settings({"max_federated_tenants": value})] == [
+        "max_federated_tenants"
+    ]

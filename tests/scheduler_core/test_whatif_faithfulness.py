@@ -31,7 +31,7 @@ import pytest
 from scheduler_core.model import QueueConfig
 from scheduler_core.traffic_record import WARMUP_SECONDS
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
-from scheduler_core.whatif import run_whatif
+from scheduler_core.whatif import merge_proposed, run_whatif
 from scheduler_core.whatif_workload import ConfigSet, Knobs, recent_workload
 
 FIXTURE = Path(__file__).parent / "fixtures" / "demo_window.json"
@@ -117,3 +117,23 @@ def test_a_config_the_scheduler_was_not_running_does_not_agree() -> None:
     wrong = _configs(raw)
     body = run_whatif(recent_workload(recording, Knobs(), 1), wrong, wrong, seed=1)
     assert _disagreements(body["live"], recording["measured"]) != []
+
+
+def test_a_proposed_max_federated_tenants_refuses_those_ids_before_the_queue() -> None:
+    recording = _recording()
+    for key in recording["keys"]:
+        if key["tenant"] == "team-c":
+            key["tenant"] = "team-c|team-a|batch"  # as a federating frontend sends it
+    live = _configs(recording["config"])
+    proposed = merge_proposed(live, {"max_federated_tenants": 2}, {})
+    body = run_whatif(recent_workload(recording, Knobs(), 1), live, proposed, seed=1)
+    federated = "team-c|team-a|batch"
+    assert body["live"]["rejected"]["too_many_tenants"] == 0
+    refused = body["proposed"]["rejected"]
+    assert refused["too_many_tenants"] > 0
+    assert refused["by_tenant"][federated] == refused["too_many_tenants"]
+    assert refused["total"] == sum(refused["by_tenant"].values())
+    # Everything else is offered alike; the refused ID is never queued.
+    offered = body["live"]["requests"]["offered"]
+    assert body["proposed"]["requests"]["offered"] == offered
+    assert federated not in {row["tenant"] for row in body["proposed"]["worst_tenants"]}

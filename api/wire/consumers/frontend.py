@@ -31,7 +31,7 @@ from api.wire.queue_rows import priority_origin
 from scheduler_core.actor_path import actor_path_from_headers
 from scheduler_core.classify import classify, client_headers
 from scheduler_core.errors import DuplicateRequest, SchedulerStopping, TooManyRequests
-from scheduler_core.federation import org_limits
+from scheduler_core.federation import federated_tenants_error, org_limits
 from scheduler_core.model import QueryInfo, Request, TenantLimits
 from scheduler_core.rejection import REJECTION_STATUS, Verdict, judge, rejection_error
 from scheduler_core.runtime import SchedulerRuntime
@@ -173,6 +173,10 @@ class FrontendConsumer(MachineConsumer):
     async def on_enqueue(self, msg: Enqueue) -> None:
         if msg.id in self.pending:
             raise ProtocolError("id", "a request with this id is still pending", msg.id)
+        if "|" in msg.tenant:
+            problem = federated_tenants_error(msg.tenant, self.runtime.config.max_federated_tenants)
+            if problem is not None:
+                raise ProtocolError("tenant", problem, msg.id)
         now = time.time()
         component, verdict, info, limits = judge_enqueue(self.runtime, msg, now)
         rid = f"ws:{self.connection_id}:{next(self._seq)}"

@@ -24,7 +24,7 @@ from scheduler_core.cortex_http import (
     component_hint,
     parse_forwarded,
 )
-from scheduler_core.federation import org_id_error, org_limits
+from scheduler_core.federation import federated_tenants_error, org_id_error, org_limits
 from scheduler_core.model import (
     UNKNOWN,
     QueryInfo,
@@ -209,7 +209,9 @@ class Admission:
         query_id = msg.queryID
         # Cortex's checks, in its words: a Cortex frontend never sends
         # another org ID, but any gRPC client may.
-        problem = org_id_error(user)
+        problem = federated_tenants_error(user, self._host.config.max_federated_tenants)
+        if problem is None:
+            problem = org_id_error(user)
         if problem is not None:
             raise InvalidEnqueue(problem)
         now = self._wall_clock()

@@ -48,7 +48,9 @@ function column(element, result) {
   facts.textContent =
     `${result.requests.offered} offered, ${result.requests.completed} completed, ` +
     `${result.rejected.too_many_outstanding} rejected over the outstanding limit (429), ` +
-    `${result.rejected.by_rule} by a rejection rule; ` +
+    `${result.rejected.by_rule} by a rejection rule` +
+    (result.rejected.too_many_tenants ? `, ${result.rejected.too_many_tenants} naming too many federated tenants` : "") +
+    "; " +
     `reserved queriers idle ${seconds(result.reserved_idle_seconds)} s` +
     (result.reserved_queriers.length ? ` (${result.reserved_queriers.join(", ")})` : " (none reserved)") +
     `; last request done at ${seconds(result.makespan_seconds)} s.`;
@@ -57,7 +59,7 @@ function column(element, result) {
     table("Queue wait by component", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
     table("Five worst tenants by p99", WAIT_HEAD, result.worst_tenants.map((s) => waitRow(s.tenant, s))),
     table("Worker utilisation by component", ["", "busy"], util.map(([c, u]) => [c, `${(u * 100).toFixed(1)}%`])),
-    table("Rejected (429 and rules) by tenant", ["", "count"], rejected),
+    table("Rejected (429, rules, federation) by tenant", ["", "count"], rejected),
     facts,
   );
 }

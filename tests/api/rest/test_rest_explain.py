@@ -125,3 +125,16 @@ def test_an_org_id_the_doors_refuse_is_400_in_their_words(editor_api):
         response = editor_api.post(URL, {"tenant": tenant}, format="json")
         assert response.status_code == 400
         assert words in response.json()["tenant"][0]
+
+
+def test_a_federated_id_over_max_federated_tenants_is_400_as_at_the_doors(editor_api):
+    etag = editor_api.get("/api/v1/settings/")["ETag"]
+    patch = {"max_federated_tenants": 2}
+    assert (
+        editor_api.patch("/api/v1/settings/", patch, format="json", HTTP_IF_MATCH=etag).status_code
+        == 200
+    )
+    assert editor_api.post(URL, {"tenant": "t1|t2"}, format="json").status_code == 200
+    response = editor_api.post(URL, {"tenant": "t1|t2|t3"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["tenant"] == ["the org ID names 3 tenants; at most 2 may be federated"]

@@ -19,6 +19,7 @@ def test_get_returns_every_setting_with_defaults_and_an_etag(viewer_api):
         "max_queue_hierarchy_levels": 3,
         "actor_path_header": "X-Loki-Actor-Path",
         "stuck_threshold": "1m",
+        "max_federated_tenants": 0,
     }
     assert response["ETag"] == '"0"'
 

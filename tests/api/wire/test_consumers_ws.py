@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from typing import Any
@@ -150,6 +151,22 @@ async def test_over_the_tenant_limit_the_frontend_gets_429(
         "status": 429,
         "error": "too many outstanding requests",
     }
+    await f.disconnect()
+
+
+async def test_a_federated_id_over_max_federated_tenants_is_a_400_naming_tenant(
+    host: Any, tokens: dict[str, str]
+) -> None:
+    host.runtime.set_config(dataclasses.replace(host.runtime.config, max_federated_tenants=2))
+    f = await connect("/ws/frontend/", tokens["frontend"])
+    await f.send_json_to(enqueue(1, tenant="a|b|c"))
+    reply = await f.receive_json_from(timeout=5)
+    got = (reply["type"], reply["status"], reply["field"], reply["id"])
+    assert got == ("error", 400, "tenant", 1)
+    assert reply["error"] == "the org ID names 3 tenants; at most 2 may be federated"
+    assert host.runtime.queue.tenant_length("a|b|c") == 0
+    await f.send_json_to(enqueue(2, tenant="a|b"))
+    assert (await f.receive_json_from(timeout=5))["type"] == "enqueued"
     await f.disconnect()
 
 

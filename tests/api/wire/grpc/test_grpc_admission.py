@@ -129,6 +129,15 @@ def test_unusable_tenant_ids_are_refused(user_id: str, reason: str) -> None:
         Admission(Host({}), wall_clock=lambda: NOW).build(enqueue(user_id), "fe:1")
 
 
+def test_a_federated_id_over_max_federated_tenants_is_refused_naming_both_counts() -> None:
+    host = Host({})
+    host.config = QueueConfig(max_federated_tenants=2)
+    admission = Admission(host, wall_clock=lambda: NOW)
+    assert admission.build(enqueue("a|b"), "fe:1").tenant_id == "a|b"
+    with pytest.raises(InvalidEnqueue, match="names 3 tenants; at most 2 may be federated"):
+        admission.build(enqueue("a|b|c"), "fe:1")
+
+
 async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_observer() -> None:
     from api.wire.grpc.server import start_grpc_server
     from api.wire.observers import FanOutObserver
