@@ -33,6 +33,54 @@ def test_issue_token_refuses_a_name_the_store_cannot_keep_and_issues_nothing(nam
     assert not ApiToken.objects.exists()
 
 
+def _issued(name: str, role: str = "querier") -> tuple[ApiToken, str]:
+    plaintext = run("issue_token", name, "--role", role).strip()
+    token = api_token_authenticate(plaintext)
+    assert token is not None
+    return token, plaintext
+
+
+def test_revoke_token_by_id_stops_the_token_working_and_leaves_others() -> None:
+    first, first_text = _issued("querier-1")
+    second, second_text = _issued("querier-2")
+    printed = run("revoke_token", str(first.pk))
+    assert printed == f"Revoked querier token #{first.pk} 'querier-1'\n"
+    assert api_token_authenticate(first_text) is None
+    assert api_token_authenticate(second_text) is not None
+
+
+def test_revoke_token_by_name_revokes_every_token_of_that_name() -> None:
+    texts = [_issued("rotating")[1] for _ in range(2)]
+    _, other = _issued("kept")
+    assert run("revoke_token", "--name", "rotating").count("Revoked") == 2
+    assert [api_token_authenticate(t) for t in texts] == [None, None]
+    assert api_token_authenticate(other) is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ((), "give token ids or --name"),
+        (("--name", "nobody"), "name: no token named 'nobody'"),
+        (("1", "--name", "x"), "give token ids or --name"),
+    ],
+)
+def test_revoke_token_refuses_a_missing_or_doubled_target_and_revokes_nothing(
+    args: tuple[str, ...], error: str
+) -> None:
+    _, text = _issued("x")
+    with pytest.raises(CommandError, match=error):
+        run("revoke_token", *args)
+    assert api_token_authenticate(text) is not None
+
+
+def test_revoke_token_with_one_unknown_id_among_several_revokes_none() -> None:
+    token, text = _issued("querier-1")
+    with pytest.raises(CommandError, match=f"ids: no token #{token.pk + 100}"):
+        run("revoke_token", str(token.pk), str(token.pk + 100))
+    assert api_token_authenticate(text) is not None
+
+
 def test_create_demo_user_is_idempotent_and_prints_a_working_editor_login() -> None:
     run("create_demo_user", "--password", "first-pass-1")
     printed = run("create_demo_user", "--username", "demo", "--password", "second-pass-2")

@@ -1,7 +1,7 @@
 """Against a real Daphne: revoking a token closes the sockets already open with it.
 
-The token is revoked from another process (`manage.py shell`, as an admin
-on another replica would), so no in-process notice reaches the server: only
+The token is revoked from another process (`manage.py revoke_token`, as an
+operator's script would), so no in-process notice reaches the server: only
 its reconcile loop (every 0.5 s here) can find the revocation, which is the
 bound the server promises on every replica.
 """
@@ -24,12 +24,9 @@ NOW = time.time()
 BOUND_SECONDS = 15.0
 
 
-def _revoke(server: DaphneProcess, plaintext: str) -> None:
-    server.run_python(
-        "from api.store.models import ApiToken\n"
-        "from api.store.services import api_token_revoke\n"
-        f"api_token_revoke(token_id=ApiToken.objects.get(prefix={plaintext[:8]!r}).pk)\n"
-    )
+def _revoke(server: DaphneProcess, name: str) -> None:
+    printed = server.manage("revoke_token", "--name", f"revocation-{name}")
+    assert printed.startswith("Revoked "), printed
 
 
 async def _closed_for_revocation(ws: Any) -> tuple[list[dict[str, Any]], int | None]:
@@ -67,12 +64,12 @@ async def test_revoking_a_token_closes_its_open_frontend_and_querier_sockets(
         await frontend.send(json.dumps(enqueue))
         assert json.loads(await frontend.recv())["type"] == "enqueued"
 
-        _revoke(daphne_server, tokens["frontend"])
+        _revoke(daphne_server, "frontend")
         seen, code = await _closed_for_revocation(frontend)
         assert code == 4001
         assert seen[-1]["type"] == "error" and seen[-1]["error"] == "token revoked"
 
-        _revoke(daphne_server, tokens["querier"])
+        _revoke(daphne_server, "querier")
         seen, code = await _closed_for_revocation(querier)
         assert code == 4001
         assert seen[-1]["error"] == "token revoked"
