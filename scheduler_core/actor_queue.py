@@ -34,10 +34,31 @@ from math import inf
 
 from scheduler_core.model import Request
 
-__all__ = ["LOCAL", "SubQueue"]
+__all__ = ["LOCAL", "SubQueue", "put_back"]
 
 # The ring's key for a node's own (local) queue; actor names are non-empty strings.
 LOCAL = None
+
+
+def put_back(fifo: deque[Request], request: Request) -> None:
+    """Put `request` at the front of `fifo`, behind requests that came before it.
+
+    Everything a FIFO still holds arrived after the request it served last,
+    except requests put back, so only the front run of those is scanned.
+    A lost querier's requests return one at a time, in whatever order its
+    worker streams end; each put plainly at the front overtook the last,
+    and they came back reversed (3, 2, 1) or shuffled.
+    """
+    at = request.enqueued_at
+    i = 0
+    for queued in fifo:
+        if queued.enqueued_at >= at:
+            break
+        i += 1
+    if i:
+        fifo.insert(i, request)
+    else:
+        fifo.appendleft(request)
 
 
 class SubQueue(deque[Request]):
@@ -79,7 +100,7 @@ class SubQueue(deque[Request]):
             if front:
                 ring.move_to_end(LOCAL, last=False)
         if front:
-            node.appendleft(request)
+            put_back(node, request)
         else:
             node.append(request)
 

@@ -27,7 +27,7 @@ from collections import deque
 from math import inf
 from typing import TYPE_CHECKING, Any
 
-from scheduler_core.actor_queue import SubQueue
+from scheduler_core.actor_queue import SubQueue, put_back
 from scheduler_core.model import COMPONENTS, Request
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Leaf(deque[Request]):
         self._add(request, False)
 
     def push_front(self, request: Request) -> None:
-        """Put a request back at the front of its priority."""
+        """Put a request back at the front of its priority (behind older ones put back)."""
         self._add(request, True)
 
     def _add(self, request: Request, front: bool) -> None:
@@ -112,7 +112,7 @@ class Leaf(deque[Request]):
             if prio == self.prio and not request.actor_path:
                 self.length += 1
                 if front:
-                    self.appendleft(request)
+                    put_back(self, request)
                 else:
                     self.append(request)
                 self._sync()

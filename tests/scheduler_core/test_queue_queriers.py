@@ -106,6 +106,33 @@ def test_a_failed_send_goes_back_to_the_front_of_its_queue() -> None:
     assert again is first and again.attempts == 2
 
 
+@pytest.mark.parametrize("back_in", [(2, 0, 1), (2, 1, 0), (1, 2, 0), (0, 1, 2)])
+@pytest.mark.parametrize("actor", [(), ("users", "joe")])
+def test_requests_put_back_in_any_order_are_served_again_in_their_arrival_order(
+    back_in: tuple[int, ...], actor: tuple[str, ...]
+) -> None:
+    q, clock = clocked_queue()
+    workers = [q.connect_querier("q1") for _ in range(3)]
+    for n in range(5):
+        q.enqueue(Request(id=f"r{n}", tenant_id="t", component=INGESTER, actor_path=actor))
+        clock.now += 1.0
+    held = [q.dequeue("q1", w)[0] for w in workers]
+    assert [r.id for r in held if r is not None] == ["r0", "r1", "r2"]
+    # A lost querier's worker streams end in any order; each puts its request back.
+    for index in back_in:
+        released = q.disconnect_querier_worker("q1", workers[index])
+        assert released is not None
+        q.requeue_front(released)
+    fresh = q.connect_querier("q2")
+    served = []
+    for _ in range(5):
+        got, _ = q.dequeue("q2", fresh)
+        assert got is not None
+        served.append(got.id)
+        q.complete(got.id)
+    assert served == ["r0", "r1", "r2", "r3", "r4"]
+
+
 def test_disconnect_releases_the_in_flight_request_without_requeueing_it() -> None:
     q, _ = clocked_queue()
     worker = q.connect_querier("q1")

@@ -46,7 +46,6 @@ class _Worker:
     result: tuple[int, Any] | None = None
     woken: asyncio.Future[None] | None = None
     queue_seconds: float = 0.0  # how long `request` waited, measured at the hand-off
-    handed: int = 0  # this connection's count of hand-offs when it got `request`
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
@@ -79,7 +78,6 @@ class QuerierConsumer(MachineConsumer):
         self.runtime = self.host.runtime
         self.querier_id: str | None = None
         self.workers: dict[int, _Worker] = {}
-        self._handed = 0
         self._endings: set[asyncio.Task[None]] = set()
         self.handlers = {
             Hello: self.on_hello,
@@ -156,8 +154,6 @@ class QuerierConsumer(MachineConsumer):
             except (QuerierShuttingDown, UnknownQuerier):
                 return
             worker.queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
-            self._handed += 1
-            worker.handed = self._handed
             worker.request = request
             worker.woken = loop.create_future()
             await self.send_message(request_message(request, worker.worker_id))
@@ -197,10 +193,10 @@ class QuerierConsumer(MachineConsumer):
         for worker in self.workers.values():
             if worker.result is not None:
                 await self._finish(worker)
-        # Each in-flight request goes back to the front of its queue once,
-        # then fails to its frontend (the runtime decides which). The last
-        # handed goes back first, so the first handed is in front again: in
-        # worker order, requests handed 1, 2, 3 came back as 3, 2, 1.
-        for worker in sorted(self.workers.values(), key=lambda w: w.handed, reverse=True):
-            self.runtime.disconnect_querier_worker(self.querier_id, worker.worker_id)
+        # Each in-flight request goes back to the front of its queue once
+        # (behind older ones put back, so in any order here they are served
+        # again in arrival order), then fails to its frontend (the runtime
+        # decides which).
+        for worker_id in sorted(self.workers):
+            self.runtime.disconnect_querier_worker(self.querier_id, worker_id)
         self.workers.clear()

@@ -266,3 +266,27 @@ async def test_a_stopping_scheduler_answers_shutting_down_and_still_dispatches(
     assert msg.queryID == 1
     assert await asyncio.wait_for(stopping, 5.0) == []
     await frontend.close()
+
+
+async def test_requests_a_lost_querier_held_are_served_again_in_their_arrival_order(
+    scheduler: Scheduler,
+) -> None:
+    frontend = await frontend_for(scheduler)
+    loop = await frontend.open_loop()
+    for round_ in range(5):  # its streams end in a different order from run to run
+        channel = scheduler.channel()
+        workers = [await QuerierWorker(channel, "lost").open() for _ in range(3)]
+        ids = [10 * round_ + n for n in range(1, 4)]
+        for query_id in ids:
+            await loop.enqueue(query_id, "t", get_request(RANGE, recent_range(f"q{query_id}")))
+        assert sorted([(await w.next()).queryID for w in workers]) == ids
+        await channel.close()  # the querier is gone: every stream ends at once
+        fresh = await QuerierWorker(scheduler.channel(), "next").open()
+        served = []
+        for _ in ids:
+            msg = await fresh.next()
+            served.append(msg.queryID)
+            await fresh.answer(msg)
+        assert served == ids
+        await fresh.close()
+    await frontend.close()
