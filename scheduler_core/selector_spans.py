@@ -6,19 +6,40 @@ subqueries' ranges and offsets and any `@` anchor, kept relative to the
 request's start and end so one parse serves every time range the same text
 is asked for. Every number is integer milliseconds, as in Prometheus.
 Caching the parse is the caller's business (`classify` keeps one per text).
+
+The parser (a Rust extension) recurses once per level of nesting and per
+operator of a chain, and its time grows with the square of that depth:
+`up+up+...` of 12 KB took 6 s on the loop, and of 24 KB overflowed the
+native stack and killed the process (a segfault Python cannot catch). So a
+query whose nesting could exceed `MAX_QUERY_NESTING` is not parsed: it is
+unclassifiable, as a query that does not parse is.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 import promql_parser
 import re2
 
-__all__ = ["Span", "Unclassifiable", "ms", "parse_spans"]
+__all__ = ["MAX_QUERY_NESTING", "Span", "Unclassifiable", "ms", "nesting_bound", "parse_spans"]
+
+# Past this a parse costs ~13 ms (a 256-operator chain); at a few thousand
+# it takes seconds, then crashes. Real queries nest a few levels.
+MAX_QUERY_NESTING = 256
+# String literals first (a "(" or "+" in a label value nests nothing), then
+# label matchers (a flat list, however long: linear to parse). Each pattern
+# runs in linear time in Python's `re` (no nested choice can backtrack).
+_STRINGS = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'|`[^`]*`')
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_KEYWORDS = re.compile(r"\b(?:and|or|unless|atan2)\b")
+_NOT_BRACKETS = re.compile(r"[^()\[\]]+")
+_STEP = {"(": 1, "[": 1, ")": -1, "]": -1}
 
 _NEGATIVE_AT = re2.compile(r"@\s*-")
 # Go's int64 milliseconds span about 292 million years either side of 1970.
@@ -68,8 +89,27 @@ def ms(seconds: float) -> int:
     return round(seconds * 1000.0)
 
 
+def nesting_bound(query: str) -> int:
+    """At least how deep the parser would recurse for `query` (0 past a quick look).
+
+    The deepest bracket nesting plus every operator outside strings and
+    label matchers: a chain of N binary (or unary) operators nests N deep.
+    A query no longer than `MAX_QUERY_NESTING` cannot exceed it, so most are
+    not scanned; every step of the scan is a C loop (a 1 MB query: ~50 ms).
+    """
+    if len(query) <= MAX_QUERY_NESTING:
+        return 0
+    text = _MATCHERS.sub("{}", _STRINGS.sub('""', query)).lower()
+    operators = sum(map(text.count, "+-*/%^<>")) + text.count("==") + text.count("!=")
+    operators += len(_KEYWORDS.findall(text))
+    brackets = _NOT_BRACKETS.sub("", text)
+    return operators + max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
 def parse_spans(query: str) -> tuple[Span, ...] | None:
     """The relative spans of every selector in `query`; None if unparseable."""
+    if nesting_bound(query) > MAX_QUERY_NESTING:
+        return None
     negative_at = _NEGATIVE_AT.search(query) is not None
     try:
         expr = _guarded(promql_parser.parse, query)

@@ -77,6 +77,16 @@ def api_get(server: DaphneProcess, token: str, path: str) -> Any:
         return json.loads(response.read())
 
 
+def api_post(server: DaphneProcess, token: str, path: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"{server.base_url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
 def scheduler_state(server: DaphneProcess, token: str) -> tuple[Any, ...]:
     """What must not change: the queue by tenant, the connected queriers, the frontends."""
     queue = api_get(server, token, "/api/v1/queue/?limit=500")
@@ -158,6 +168,25 @@ async def test_hostile_frames_on_a_machine_socket_change_nothing(
     await ws.close()
     await settled_to(daphne_server, tokens["viewer"], before)
     assert "Exception inside application" not in new_log(daphne_server, log_start)
+
+
+async def test_a_query_nested_past_the_parsers_depth_is_queued_and_the_server_lives(
+    daphne_server: DaphneProcess, tokens: dict[str, str]
+) -> None:
+    """24 KB of `+up`: parsing it crashed the process (SIGSEGV); now it is unclassified."""
+    ws = await ws_connect(f"{daphne_server.ws_url}/ws/frontend/", tokens["frontend"])
+    chain = "up" + "+up" * 8000
+    enqueue = {"type": "enqueue", "id": "deep", "tenant": "fault-deep", "query": chain}
+    await ws.send(json.dumps(enqueue))
+    answer = await reply(ws)
+    assert (answer["type"], answer["component"]) == ("enqueued", "unknown"), answer
+    body = {"tenant": "t", "query": chain}
+    explained = await asyncio.to_thread(
+        api_post, daphne_server, tokens["viewer"], "/api/v1/explain/", body
+    )
+    assert explained["component"] == "unknown"
+    await ws.close()
+    assert daphne_server.proc is not None and daphne_server.proc.poll() is None
 
 
 async def test_hostile_frames_on_the_inspector_socket_change_nothing(
