@@ -280,11 +280,15 @@ def cancel_one(
     replica: str,
     names: Mapping[str, str],
 ) -> dict[str, Any] | None:
-    """Fail one request with `reason`; its row as it was, or None if unknown."""
+    """Fail one request with `reason`; its row as it was, or None if unknown.
+
+    None too when the request ended between the row and the cancel (its
+    result won): answering 200 for it said "cancelled" of a request whose
+    frontend got its result.
+    """
     row = find_row(runtime, request_id, replica=replica, names=names)
-    if row is None:
+    if row is None or runtime.fail(request_id, reason) is None:
         return None
-    runtime.fail(request_id, reason)
     return row
 
 

@@ -28,9 +28,10 @@ import contextlib
 import logging
 from typing import Any
 
-from autobahn.exception import Disconnected
 from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+
+from api.wire.client_gone import CLIENT_GONE
 
 __all__ = [
     "CLIENT_GONE",
@@ -52,11 +53,6 @@ CLOSE_INTERNAL_ERROR = 4500
 CLOSE_SHUTDOWN = 1000
 
 OPEN_SOCKETS: set[GuardedConsumer] = set()
-
-# What a send raises when the client has already closed: Daphne's websocket
-# layer raises autobahn's `Disconnected`; the ASGI spec asks servers for an
-# `OSError`, which a reset connection is.
-CLIENT_GONE: tuple[type[Exception], ...] = (Disconnected, ConnectionError)
 
 
 class GuardedConsumer(AsyncWebsocketConsumer):

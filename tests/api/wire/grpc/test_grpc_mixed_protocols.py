@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from autobahn.exception import Disconnected
 
 from api.wire.grpc.bridge import http_request_for
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
@@ -148,3 +151,21 @@ async def test_a_cortex_querier_leaving_before_its_result_still_gives_the_reques
     assert scheduler.recorder.of("completed") == []
     await first.close()
     await second.close()
+
+
+async def test_a_result_for_a_websocket_frontend_that_just_closed_is_no_error(
+    scheduler: Scheduler, caplog: Any
+) -> None:
+    class ClosedHandle(WebsocketLikeHandle):
+        async def on_result(self, *args: Any) -> None:
+            raise Disconnected("Attempt to send on a closed protocol")  # as Daphne's send
+
+    request = Request(id="ws:8", tenant_id="t", query="up", api_type="query", start=NOW, end=NOW)
+    request.payload = ClosedHandle()
+    scheduler.runtime.enqueue(request)
+    worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+    await worker.answer(await worker.next())
+    await scheduler.recorder.wait_for("completed")
+    await asyncio.sleep(0.05)  # the delivery task ends
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    await worker.close()
