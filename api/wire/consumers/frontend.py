@@ -17,8 +17,8 @@ from collections import deque
 from typing import Any
 
 from api.wire import runtime_host
+from api.wire.client_gone import log_task_failure
 from api.wire.consumers.base import MachineConsumer
-from api.wire.consumers.guard import CLIENT_GONE
 from api.wire.frontends import frontend_name
 from api.wire.protocol import (
     FRONTEND_PARSERS,
@@ -302,9 +302,10 @@ class FrontendConsumer(MachineConsumer):
     def _outbox_written(self, task: asyncio.Task[None]) -> None:
         """Forget a finished outbox task; say why it failed (asyncio would only at GC)."""
         self._tasks.discard(task)
-        if task.cancelled() or (exc := task.exception()) is None:
-            return
-        if isinstance(exc, CLIENT_GONE):
-            log.debug("frontend %s left with failed replies unwritten", self.connection_id)
-        else:
-            log.error("frontend %s: writing its replies failed", self.connection_id, exc_info=exc)
+        log_task_failure(
+            task,
+            log,
+            "frontend %s left with failed replies unwritten",
+            "frontend %s: writing its replies failed",
+            self.connection_id,
+        )

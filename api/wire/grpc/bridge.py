@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 import grpc
 
 from api.wire.bounded_json import loads_bounded
-from api.wire.client_gone import CLIENT_GONE
+from api.wire.client_gone import log_task_failure
 from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
@@ -119,12 +119,12 @@ class ForeignRequests:
 
     def _delivered(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if task.cancelled() or (exc := task.exception()) is None:
-            return
-        if isinstance(exc, CLIENT_GONE):
-            log.debug("the frontend left before a querier's result reached it")
-        else:
-            log.error("delivering a querier's result failed", exc_info=exc)
+        log_task_failure(
+            task,
+            log,
+            "the frontend left before a querier's result reached it",
+            "delivering a querier's result failed",
+        )
 
     def answered(self, request_id: str) -> bool:
         """The request's result reached its frontend through us."""
