@@ -150,7 +150,12 @@ class QueuePeers:
             return queue_requests.find_row(runtime, args["id"], replica=self.own, names=names)
         if op == "cancel_one":
             return queue_requests.cancel_one(
-                runtime, args["id"], args["reason"], replica=self.own, names=names
+                runtime,
+                args["id"],
+                args["reason"],
+                replica=self.own,
+                names=names,
+                answered=queue_requests.answered_check(self.host),
             )
         if op == "cancel_matching":
             return list(

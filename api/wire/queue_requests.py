@@ -23,7 +23,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from scheduler_core.runtime import SchedulerRuntime
 __all__ = [
     "PAGE_BUDGET",
     "CursorError",
+    "answered_check",
     "Page",
     "cancel_matching",
     "cancel_one",
@@ -111,6 +112,21 @@ def decode_cursor(text: str, fingerprint: str) -> tuple[str, Any, int]:
     if phase == "f" and (not isinstance(position, int) or position < 0):
         raise CursorError("not a cursor this API gave out")
     return phase, position, returned
+
+
+def answered_check(host: Any) -> Callable[[str], bool]:
+    """Whether a request's result already reached its frontend while it is still in flight.
+
+    Only the gRPC door's bridge has such requests: a Cortex querier sends a
+    websocket frontend's result before its "done", so the request stays in
+    flight until then.
+    """
+    door = getattr(host, "grpc_door", None)
+    return _never if door is None else door.foreign.answered
+
+
+def _never(_request_id: str) -> bool:
+    return False
 
 
 def grpc_names(host: Any) -> dict[str, str]:
@@ -279,15 +295,18 @@ def cancel_one(
     *,
     replica: str,
     names: Mapping[str, str],
+    answered: Callable[[str], bool] = _never,
 ) -> dict[str, Any] | None:
     """Fail one request with `reason`; its row as it was, or None if unknown.
 
     None too when the request ended between the row and the cancel (its
-    result won): answering 200 for it said "cancelled" of a request whose
-    frontend got its result.
+    result won), or when its result already reached its frontend and only
+    the querier's "done" is awaited (`answered`): answering 200 for either
+    said "cancelled" of a request whose frontend got its result, and the
+    second also cut the querier's stream.
     """
     row = find_row(runtime, request_id, replica=replica, names=names)
-    if row is None or runtime.fail(request_id, reason) is None:
+    if row is None or answered(request_id) or runtime.fail(request_id, reason) is None:
         return None
     return row
 

@@ -151,7 +151,12 @@ async def _cancel_one_on_loop(
         return []
     names = queue_requests.grpc_names(host)
     row = queue_requests.cancel_one(
-        host.runtime, request_id, reason, replica=_replica(), names=names
+        host.runtime,
+        request_id,
+        reason,
+        replica=_replica(),
+        names=names,
+        answered=queue_requests.answered_check(host),
     )
     return [] if row is None else [row]
 

@@ -11,6 +11,7 @@ from autobahn.exception import Disconnected
 
 from api.wire.grpc.bridge import http_request_for
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
+from api.wire.queue_requests import cancel_one
 from scheduler_core.model import Request
 from tests.api.wire.grpc.conftest import NOW, Scheduler
 
@@ -19,6 +20,8 @@ class WebsocketLikeHandle:
     """What the websocket transport keeps in `Request.payload`."""
 
     transport = "websocket"
+    consumer = None  # listed as frontend "unknown", as a consumer without a name or peer
+    client_id = "c1"
 
     def __init__(self) -> None:
         self.results: asyncio.Queue[tuple[int, Any, str]] = asyncio.Queue()
@@ -133,6 +136,28 @@ async def test_a_cortex_querier_leaving_between_result_and_done_ends_the_websock
     assert len(scheduler.runtime.queue) == 0
     assert scheduler.recorder.of("failed") == []
     assert len(scheduler.door.foreign) == 0 and not scheduler.door.foreign.answered("ws:9")
+    await worker.close()
+
+
+async def test_an_operator_cancel_after_the_result_reached_the_frontend_finds_nothing_to_cancel(
+    scheduler: Scheduler,
+) -> None:
+    """Between a Cortex querier's result and its "done" the request is answered:
+    a cancel then is a 404 (None), the querier's stream is not cut, and the
+    request completes once."""
+    handle = enqueue_websocket_request(scheduler, "ws:11")
+    worker = await QuerierWorker(scheduler.channel(), "cortex-querier").open()
+    msg = await worker.next()
+    await worker.send_result(msg)
+    await asyncio.wait_for(handle.results.get(), 5.0)
+
+    answered = scheduler.door.foreign.answered
+    row = cancel_one(scheduler.runtime, "ws:11", "by op", replica="", names={}, answered=answered)
+
+    assert row is None
+    assert scheduler.recorder.of("failed") == []
+    await worker.done()
+    assert [r.id for r in await scheduler.recorder.wait_for("completed")] == ["ws:11"]
     await worker.close()
 
 
