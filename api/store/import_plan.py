@@ -114,10 +114,8 @@ def _clean_overrides(
     errors: list[FieldError] = []
     clean: dict[str, dict[str, Any]] = {}
     ignored: dict[str, list[str]] = {}
-    for raw_id, block in overrides.items():
-        # YAML reads an unquoted numeric tenant ID as an int.
-        numeric = isinstance(raw_id, int) and not isinstance(raw_id, bool)
-        tenant_id = str(raw_id) if numeric else raw_id
+    for tenant_id, block in overrides.items():
+        # A YAML key is its text (`strict_keys_loader`): `0123` is the tenant "0123".
         prefix = f"overrides.{tenant_id}"
         errors += tenant_id_errors(tenant_id, prefix)
         if block is None:

@@ -115,6 +115,56 @@ def test_an_imported_yaml_file_with_a_duplicate_key_is_refused_with_its_path(
     assert not ConfigRevision.objects.exists()
 
 
+def test_a_yaml_tenant_key_is_its_text_as_cortex_reads_it(editor_api: Any) -> None:
+    """`0123` was the int 83 (merged with tenant "83"); `true` and `1.50` were refused."""
+    body = "overrides:\n  0123: {}\n  83: {}\n  true: {}\n  1.50: {}\n  0x1F: {}\n"
+    response = editor_api.put("/api/v1/runtime-config/", body, content_type="application/yaml")
+    assert response.status_code == 200, response.content
+    assert sorted(Tenant.objects.values_list("tenant_id", flat=True)) == [
+        "0123",
+        "0x1F",
+        "1.50",
+        "83",
+        "true",
+    ]
+
+
+def test_yaml_keys_clash_by_their_text_not_their_value(editor_api: Any) -> None:
+    same = "overrides:\n  1: {}\n  '1': {}\n"
+    response = editor_api.put("/api/v1/runtime-config/", same, content_type="application/yaml")
+    assert response.status_code == 400
+    assert "duplicate key overrides.1 " in response.json()["detail"]
+    distinct = "overrides:\n  1: {}\n  01: {}\n"
+    response = editor_api.put("/api/v1/runtime-config/", distinct, content_type="application/yaml")
+    assert response.status_code == 200, response.content
+    assert sorted(Tenant.objects.values_list("tenant_id", flat=True)) == ["01", "1"]
+
+
+@pytest.mark.parametrize(
+    ("url", "method", "body"),
+    [
+        (
+            "/api/v1/runtime-config/",
+            "put",
+            b'{"overrides": {"a": {}, "a": {"max_queriers_per_tenant": 2}}}',
+        ),
+        (
+            "/api/v1/tenants/a/",
+            "put",
+            b'{"max_queriers_per_tenant": 1, "max_queriers_per_tenant": 3}',
+        ),
+    ],
+)
+def test_a_json_body_naming_a_key_twice_is_refused_naming_it(
+    editor_api: Any, url: str, method: str, body: bytes
+) -> None:
+    response = getattr(editor_api, method)(url, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "duplicate key" in response.json()["detail"]
+    assert not Tenant.objects.exists()
+    assert not ConfigRevision.objects.exists()
+
+
 def test_a_merge_key_may_be_overridden_as_yaml_allows(editor_api: Any) -> None:
     body = (
         "base: &base\n  max_queriers_per_tenant: 1\n"

@@ -2,12 +2,14 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
 from api.store import services
 from api.store.diff import Change
 from api.store.exceptions import ConfigValidationError, NotFound
 from api.store.models import ConfigRevision, Tenant
 from api.store.selectors import config_version_get, queue_config_get, runtime_config_export
+from api.store.yaml_keys import strict_keys_loader
 
 pytestmark = pytest.mark.django_db
 API = ConfigRevision.Source.API
@@ -50,9 +52,18 @@ def test_import_drops_and_lists_fields_the_scheduler_does_not_use(rules: dict[st
     assert runtime_config_export() == {"t1": rules}
 
 
-def test_import_accepts_numeric_tenant_ids_as_yaml_reads_them() -> None:
-    import_({123: {"max_queriers_per_tenant": 2}})
-    assert runtime_config_export() == {"123": {"max_queriers_per_tenant": 2}}
+def test_import_keeps_numeric_tenant_ids_as_written_as_cortex_reads_them() -> None:
+    loader = strict_keys_loader(yaml.SafeLoader)
+    import_(yaml.load("123: {max_queriers_per_tenant: 2}\n0123: {}\n", Loader=loader))  # noqa: S506
+    assert runtime_config_export() == {"0123": {}, "123": {"max_queriers_per_tenant": 2}}
+
+
+def test_import_refuses_a_tenant_id_that_is_not_text() -> None:
+    with pytest.raises(ConfigValidationError) as caught:
+        import_({123: {}})
+    assert [(e.path, e.message) for e in caught.value.errors] == [
+        ("overrides.123", "must be a non-empty string")
+    ]
 
 
 def test_one_invalid_tenant_rejects_the_whole_import(rules: dict[str, Any]) -> None:
