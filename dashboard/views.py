@@ -175,17 +175,22 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
     A GET, or a POST without `confirm=yes`, shows the diff the rollback would
     apply (the current state against the restored one) and asks to confirm.
     """
-    if request.method != "POST" or request.POST.get("confirm") != "yes":
-        try:
-            target = selectors.revision_get(revision_id=revision_id)
-        except NotFound:
-            messages.error(request, f"There is no revision {revision_id}.")
-            return redirect("dashboard:history")
-        return rollback_confirm(request, target)
+    seen = parse_decimal(request.POST.get("seen_version", ""))
+    if request.method != "POST" or request.POST.get("confirm") != "yes" or seen is None:
+        return _rollback_preview_or_back(request, revision_id)
     try:
-        restored = services.revision_rollback(revision_id=revision_id, author=request.user)
+        restored = services.revision_rollback(
+            revision_id=revision_id, author=request.user, expected_config_version=seen
+        )
     except NotFound:
         messages.error(request, f"There is no revision {revision_id}.")
+    except VersionConflict as exc:
+        # The diff confirmed is not what the rollback would now apply.
+        notice = (
+            f"The config changed since that diff was shown (now version "
+            f"{exc.current_version}); review it again."
+        )
+        return _rollback_preview_or_back(request, revision_id, notice)
     except ConfigValidationError as exc:
         messages.error(request, f"That state no longer validates, nothing changed: {exc}")
     else:
@@ -194,6 +199,17 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Rolled back: new revision #{restored.version}.")
     return redirect("dashboard:history")
+
+
+def _rollback_preview_or_back(
+    request: HttpRequest, revision_id: int, notice: str = ""
+) -> HttpResponse:
+    try:
+        target = selectors.revision_get(revision_id=revision_id)
+    except NotFound:
+        messages.error(request, f"There is no revision {revision_id}.")
+        return redirect("dashboard:history")
+    return rollback_confirm(request, target, notice)
 
 
 def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:

@@ -121,12 +121,22 @@ def compare(request: HttpRequest) -> HttpResponse:
     return page(request, "dashboard/history_compare.html", context)
 
 
-def rollback_confirm(request: HttpRequest, revision: ConfigRevision) -> HttpResponse:
-    """What rolling back `revision` would change, and the button that does it."""
+def rollback_confirm(
+    request: HttpRequest, revision: ConfigRevision, notice: str = ""
+) -> HttpResponse:
+    """What rolling back `revision` would change, and the button that does it.
+
+    The form carries the config version the diff was made at, so a change
+    landing before the click shows the new diff instead of applying one
+    nobody saw (`notice` says so, with 409).
+    """
+    seen_version = selectors.config_version_get()
     preview = rollback_preview(revision)
     context = {
         "revision": revision,
+        "seen_version": seen_version,
+        "notice": notice,
         "mode_links": mode_links(request, request.path),
         **_shown(preview, diff_mode(request)),
     }
-    return page(request, "dashboard/confirm_rollback.html", context)
+    return page(request, "dashboard/confirm_rollback.html", context, status=409 if notice else 200)

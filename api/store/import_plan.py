@@ -23,6 +23,7 @@ __all__ = [
     "TENANT_ID_MAX_LENGTH",
     "Author",
     "ImportResult",
+    "overrides_restored",
     "plan_import",
     "tenant_id_errors",
     "tenant_id_part_errors",
@@ -135,6 +136,30 @@ def _clean_overrides(
     if errors:
         raise ConfigValidationError(errors)
     return clean, ignored
+
+
+def overrides_restored(
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    current: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The tenant set once a whole-set revision (`before` -> `after`) is rolled back.
+
+    The tenants it changed are as they were before it (absent if it created
+    them); every other tenant stays as it is now. Restoring its whole
+    `before` also undid every later edit of tenants it never touched: rolling
+    back a bad import an hour on threw away an hour of other editors' work.
+    """
+    before, after = before or {}, after or {}
+    restored = {tid: copy.deepcopy(config) for tid, config in current.items()}
+    for tenant_id in before.keys() | after.keys():
+        if before.get(tenant_id) == after.get(tenant_id):
+            continue
+        if tenant_id in before:
+            restored[tenant_id] = copy.deepcopy(before[tenant_id])
+        else:
+            restored.pop(tenant_id, None)
+    return restored
 
 
 def plan_import(overrides: Any, existing: Mapping[str, dict[str, Any]]) -> ImportResult:

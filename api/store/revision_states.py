@@ -31,6 +31,7 @@ from api.store.config_yaml import (
     unified_yaml_diff,
 )
 from api.store.diff import Change, structural_diff
+from api.store.import_plan import overrides_restored
 from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings, Tenant
 
 __all__ = [
@@ -237,5 +238,6 @@ def rollback_preview(revision: ConfigRevision) -> Comparison:
     elif scope.kind == SETTINGS:
         current, restored = _current_settings(), revision.before or {}
     else:
-        current, restored = _current_overrides(), revision.before or {}
+        current = _current_overrides()
+        restored = overrides_restored(revision.before, revision.after, current)
     return _compare(scope, current, restored, ("now", f"after rolling back #{revision.version}"))

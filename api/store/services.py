@@ -36,7 +36,7 @@ from django.db import transaction
 
 from api.store.config_yaml import settings_canonical
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.store.import_plan import Author, ImportResult, validate_tenant
+from api.store.import_plan import Author, ImportResult, overrides_restored, validate_tenant
 from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from api.store.services_import import _overrides_apply, runtime_config_import
 from api.store.services_record import Kind, Source, author_fields, lock_settings, record_revision
@@ -290,13 +290,21 @@ def revision_rollback(
     author: Author | None,
     source: str = Source.ROLLBACK,
     message: str = "",
+    expected_config_version: int | None = None,
 ) -> ConfigRevision | None:
     """Restore the state from before a revision, as a new revision.
 
+    What the revision changed is restored: one tenant, the settings, or for
+    an import the tenants it created, changed or deleted (`overrides_restored`).
     Returns the new revision, or None when that state is already current.
     The restored state is validated again, since rules may have tightened.
+    `expected_config_version` (the config version the caller's preview was
+    made at) raises `VersionConflict` if any change landed since: the diff
+    the caller approved is then no longer what the rollback would apply.
     """
     row = lock_settings()
+    if expected_config_version is not None and row.config_version != expected_config_version:
+        raise VersionConflict(row.config_version)
     try:
         target = ConfigRevision.objects.get(pk=revision_id)
     except ConfigRevision.DoesNotExist as exc:
@@ -318,9 +326,10 @@ def revision_rollback(
         config = _settings_normalised(target.before or {}, QueueConfig())
         _settings_apply(row, config=config, author=author, source=source, message=note)
     else:
+        current = dict(Tenant.objects.values_list("tenant_id", "config"))
         _overrides_apply(
             row,
-            overrides=target.before or {},
+            overrides=overrides_restored(target.before, target.after, current),
             author=author,
             source=source,
             message=note,

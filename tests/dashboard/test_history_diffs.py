@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -11,6 +12,13 @@ from api.store import selectors, services
 from api.store.models import ConfigRevision
 
 pytestmark = pytest.mark.django_db
+
+
+def seen_version(page: str) -> str:
+    """The config version the rollback's confirm form says its diff was made at."""
+    found = re.search(r'name="seen_version" value="(\d+)"', page)
+    assert found is not None
+    return found.group(1)
 
 
 def _rules(count: int, last_regex: str) -> dict[str, Any]:
@@ -107,7 +115,8 @@ def test_rollback_shows_the_diff_it_will_apply_and_changes_nothing_until_confirm
     assert asked.status_code == 200 and 'id="rollback-diff"' in page
     assert "regex: <mark>new</mark>_regex" in page and "regex: <mark>old</mark>_regex" in page
     assert ConfigRevision.objects.count() == 3
-    editor_client.post(f"/history/{patched.pk}/rollback/", {"confirm": "yes"})
+    seen = seen_version(page)
+    editor_client.post(f"/history/{patched.pk}/rollback/", {"confirm": "yes", "seen_version": seen})
     config = selectors.tenant_get(tenant_id="team-a").config
     assert config["query_priority"]["priorities"][11]["query_attributes"] == [
         {"regex": "old_regex"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -215,8 +216,12 @@ def test_rollback_from_history_writes_a_new_revision(editor_client: Client, acme
     asked = editor_client.post(f"/history/{latest.pk}/rollback/").content.decode()
     assert 'id="rollback-diff"' in asked
     assert selectors.tenant_get(tenant_id="acme").config != acme.config
+    seen = re.search(r'name="seen_version" value="(\d+)"', asked)
+    assert seen is not None
     response = editor_client.post(
-        f"/history/{latest.pk}/rollback/", {"confirm": "yes"}, follow=True
+        f"/history/{latest.pk}/rollback/",
+        {"confirm": "yes", "seen_version": seen.group(1)},
+        follow=True,
     )
     assert "Rolled back" in response.content.decode()
     assert selectors.tenant_get(tenant_id="acme").config == acme.config

@@ -155,6 +155,31 @@ def test_rolling_back_an_import_restores_the_whole_previous_set(rules: dict[str,
     assert runtime_config_export() == {"a": rules}
 
 
+def test_rolling_back_an_import_keeps_later_edits_of_tenants_it_did_not_touch(
+    rules: dict[str, Any],
+) -> None:
+    """Only what the import changed goes back: a tenant edited or created after it stays."""
+    put("a", rules)
+    put("keep", {})
+    result = import_({"b": rules, "keep": {}})  # deletes a, creates b, leaves keep alone
+    services.tenant_put(
+        tenant_id="keep",
+        config={"max_queriers_per_tenant": 3},
+        expected_version=services.ANY_VERSION,
+        author=None,
+        source=API,
+    )
+    put("late", {"max_queriers_per_tenant": 4})
+
+    services.revision_rollback(revision_id=result.revision_id or 0, author=None)
+
+    assert runtime_config_export() == {
+        "a": rules,
+        "keep": {"max_queriers_per_tenant": 3},
+        "late": {"max_queriers_per_tenant": 4},
+    }
+
+
 def test_rolling_back_an_unknown_revision_is_not_found() -> None:
     with pytest.raises(NotFound):
         services.revision_rollback(revision_id=999, author=None)
