@@ -36,12 +36,36 @@ __all__ = [
     "Draft",
     "draft_from_post",
     "review_token",
+    "spelled_as_saved",
     "yaml_errors",
     "yaml_for",
 ]
 
 FORM, YAML = "form", "yaml"
 VIEWS = (FORM, YAML)
+# What a field left out means to Cortex: a draft adding one of these adds nothing.
+_UNSET_VALUES: tuple[Any, ...] = (None, False, 0, "", [], {})
+
+
+def spelled_as_saved(draft: dict[str, Any], saved: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The draft without the fields it adds at their unset value (0, false, [], ...).
+
+    The form posts every field it shows, so Save on a tenant saved without
+    `query_priority` proposed adding a disabled, empty block, and one with
+    `query_rejection: {enabled: false}` proposed `query_attributes: []`:
+    revisions that changed nothing the scheduler does. Only mappings are
+    walked (a rule's position is what identifies it); a field the saved
+    block has is kept at any value, so setting it back to 0 is still a change.
+    """
+    kept: dict[str, Any] = {}
+    for key, value in draft.items():
+        had = saved.get(key) if isinstance(saved, Mapping) else None
+        if isinstance(value, dict):
+            value = spelled_as_saved(value, had if isinstance(had, Mapping) else None)
+        present = isinstance(saved, Mapping) and key in saved
+        if present or value not in _UNSET_VALUES:
+            kept[key] = value
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ the box says is what the scheduler will do.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
@@ -31,7 +32,14 @@ from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.explain_box import explain_inputs, run_explain
 from dashboard.forms import EditorAction, apply_action, editor_model
-from dashboard.tenant_draft import FORM, YAML, Draft, draft_from_post, review_token
+from dashboard.tenant_draft import (
+    FORM,
+    YAML,
+    Draft,
+    draft_from_post,
+    review_token,
+    spelled_as_saved,
+)
 from dashboard.tenant_review import review_context, views_context
 from dashboard.views import STALE, posted_version
 from dashboard.views_rules import default_shares, dry_run_box
@@ -169,6 +177,8 @@ def _review(
 def _save(
     request: HttpRequest, tenant_id: str, reviewed: Draft, version: int | None, is_new: bool
 ) -> HttpResponse:
+    saved = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True).first()
+    reviewed = replace(reviewed, config=spelled_as_saved(reviewed.config or {}, saved))
     answer = _review(request, tenant_id, reviewed, version, is_new)
     if answer is not None:
         return answer

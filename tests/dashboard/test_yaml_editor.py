@@ -271,6 +271,21 @@ def test_saving_the_saved_config_says_there_is_nothing_to_save(
     assert 'id="review-nothing"' in answer and review_token(answer) is None
 
 
+@pytest.mark.parametrize(
+    "config",
+    [{}, {"max_queriers_per_tenant": 2}, {"query_rejection": {"enabled": False}}],
+    ids=["empty", "limits only", "rejection only"],
+)
+def test_saving_an_untouched_tenant_without_priorities_says_there_is_nothing_to_save(
+    editor_client: Client, config: dict[str, Any]
+) -> None:
+    """It proposed adding a disabled `query_priority` block: a revision changing nothing."""
+    _store(config)
+    page = editor_client.get(URL).content.decode()
+    answer = editor_client.post(URL, {**inputs(page), "action": "save"}).content.decode()
+    assert 'id="review-nothing"' in answer and review_token(answer) is None
+
+
 def test_the_live_check_answers_problems_and_unused_limits_by_line(
     viewer_client: Client,
 ) -> None:
