@@ -177,8 +177,10 @@ def _review(
 def _save(
     request: HttpRequest, tenant_id: str, reviewed: Draft, version: int | None, is_new: bool
 ) -> HttpResponse:
-    saved = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True).first()
-    reviewed = replace(reviewed, config=spelled_as_saved(reviewed.config or {}, saved))
+    if not validate_tenant_config(reviewed.config):
+        # Only a valid draft: a misspelt field at false must stay to be refused.
+        saved = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True)
+        reviewed = replace(reviewed, config=spelled_as_saved(reviewed.config or {}, saved.first()))
     answer = _review(request, tenant_id, reviewed, version, is_new)
     if answer is not None:
         return answer

@@ -6,8 +6,9 @@ is wrong, so one pass over a whole config reports every problem at once.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from scheduler_core.bounds import INT64_MAX, int64_error
@@ -15,11 +16,13 @@ from scheduler_core.durations import InvalidDuration, parse_duration
 from scheduler_core.errors import FieldError
 
 __all__ = [
+    "TYPO_CUTOFF",
     "Collector",
     "duration",
     "integer",
     "join",
     "mapping",
+    "meant_field",
     "number",
     "sequence",
     "shown",
@@ -74,10 +77,24 @@ def shown(value: object) -> str:
     return named.get(type(value), type(value).__name__)
 
 
+# A name this close to a field's is a typo of it: `enable` scores 0.92 against
+# `enabled`, `query_priorty` 0.96 against `query_priority`, while the real
+# Cortex limit nearest one of ours (`max_outstanding_per_tenant`) scores 0.85.
+TYPO_CUTOFF = 0.9
+
+
+def meant_field(key: str, allowed: Iterable[str]) -> str | None:
+    """The field of `allowed` that `key` misspells (any case), or None."""
+    found = difflib.get_close_matches(key.lower(), sorted(allowed), 1, TYPO_CUTOFF)
+    return found[0] if found and found[0] != key else None
+
+
 def unknown(raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Collector) -> None:
     for key in raw:
         if key not in allowed:
-            errs.add(join(path, str(key)), "unknown field")
+            meant = meant_field(str(key), allowed)
+            hint = "" if meant is None else f"; did you mean {meant}?"
+            errs.add(join(path, str(key)), f"unknown field{hint}")
 
 
 def integer(value: object, path: str, errs: Collector, minimum: int | None = None) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from api.store.import_plan import misspelt_field
 from api.store.yaml_keys import DuplicateKey, duplicate_key_path, strict_keys_loader
 from scheduler_core.bounds import MAX_DOCUMENT_DEPTH
 from scheduler_core.errors import ConfigInvalid, FieldError
@@ -285,7 +286,26 @@ def _unwrap(value: Any, node: yaml.Node) -> tuple[Any, yaml.Node | None, str | N
     if _is_tenant_line(value):
         ((key, body),) = value.items()
         return body, _child(node, str(key)), str(key), None
+    if _several_tenants(value):
+        names = ", ".join(str(key) for key in list(value)[:5])
+        more = ", ..." if len(value) > 5 else ""
+        problem = f"{len(value)} tenants' blocks ({names}{more}); paste one tenant's block"
+        return None, None, None, problem
     return value, node, None, None
+
+
+def _several_tenants(value: Any) -> bool:
+    """Two or more key lines (`team-a:`, `team-b:`), each holding a mapping, and no limit.
+
+    Read as one block, every tenant was "a Cortex limit not used here": the
+    draft was empty and Save proposed to wipe the tenant's config.
+    """
+    return (
+        isinstance(value, Mapping)
+        and len(value) >= 2
+        and all(str(key) not in TENANT_KEYS and not misspelt_field(key) for key in value)
+        and all(isinstance(inner, Mapping) for inner in value.values())
+    )
 
 
 def parse_tenant_block(text: str) -> BlockParse:
@@ -332,12 +352,12 @@ def parse_tenant_block(text: str) -> BlockParse:
     if not isinstance(body, Mapping):
         message = f"a tenant block must be a mapping of limits, got {type(body).__name__}"
         return _problem("(root)", message, line_for("", lines))
+    # A misspelt field stays in the draft, for the validator to refuse at its line.
+    used = {str(key) for key in body if str(key) in TENANT_KEYS or misspelt_field(key)}
     ignored = [
-        LocatedName(str(key), line_for(str(key), lines))
-        for key in body
-        if str(key) not in TENANT_KEYS
+        LocatedName(str(key), line_for(str(key), lines)) for key in body if str(key) not in used
     ]
-    config = {str(key): val for key, val in body.items() if str(key) in TENANT_KEYS}
+    config = {str(key): val for key, val in body.items() if str(key) in used}
     errors = locate(validate_tenant_config(config), lines)
     return BlockParse(config, pasted, ignored, errors, None, lines)
 

@@ -16,6 +16,7 @@ from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_ALPHABET, tenant_id_unsupported
 from scheduler_core.errors import FieldError
+from scheduler_core.fields import meant_field
 from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "TENANT_ID_MAX_LENGTH",
     "Author",
     "ImportResult",
+    "misspelt_field",
     "overrides_restored",
     "plan_import",
     "tenant_id_errors",
@@ -35,6 +37,17 @@ TENANT_ID_MAX_LENGTH = MAX_TENANT_ID_LENGTH
 # The override fields the scheduler uses; every other Cortex limit in a
 # runtime-config file is ignored on import.
 TENANT_FIELDS: frozenset[str] = frozenset(TENANT_KEYS)
+
+
+def misspelt_field(key: object) -> bool:
+    """A key that misspells a tenant field: kept for the validator to refuse.
+
+    Dropped as "a Cortex limit not used here", `query_priorty:` made a block
+    that quietly lost its rules: in an import every rule of that tenant,
+    and in the editor a Save proposing to delete them. Cortex's strict loader
+    refuses such a key too (no field of that name).
+    """
+    return meant_field(str(key), TENANT_FIELDS) is not None
 
 
 class Author(Protocol):
@@ -124,10 +137,11 @@ def _clean_overrides(
         if not isinstance(block, Mapping):
             errors.append(FieldError(prefix, "must be a mapping of limits"))
             continue
-        dropped = sorted(str(key) for key in block if key not in TENANT_FIELDS)
+        used = {key for key in block if key in TENANT_FIELDS or misspelt_field(key)}
+        dropped = sorted(str(key) for key in block if key not in used)
         if dropped:
             ignored[str(tenant_id)] = dropped
-        kept = {key: copy.deepcopy(value) for key, value in block.items() if key in TENANT_FIELDS}
+        kept = {key: copy.deepcopy(value) for key, value in block.items() if key in used}
         errors += [
             FieldError(f"{prefix}.{e.path}" if e.path != "(root)" else prefix, e.message)
             for e in validate_tenant_config(kept)

@@ -286,6 +286,23 @@ def test_saving_an_untouched_tenant_without_priorities_says_there_is_nothing_to_
     assert 'id="review-nothing"' in answer and review_token(answer) is None
 
 
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("acme:\n  query_priorty:\n    enabled: false\n", "did you mean query_priority?"),
+        ("acme: {}\nother:\n  max_queriers_per_tenant: 1\n", "paste one tenant&#x27;s block"),
+    ],
+    ids=["misspelt field", "two tenants"],
+)
+def test_a_yaml_save_that_would_have_wiped_the_rules_is_refused_saying_why(
+    editor_client: Client, acme: Tenant, text: str, words: str
+) -> None:
+    answer = editor_client.post(URL, yaml_post(text, "save", acme.version))
+    assert answer.status_code == 400
+    assert words in answer.content.decode()
+    assert selectors.tenant_get(tenant_id="acme").version == acme.version
+
+
 def test_the_live_check_answers_problems_and_unused_limits_by_line(
     viewer_client: Client,
 ) -> None:

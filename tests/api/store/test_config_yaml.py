@@ -111,6 +111,22 @@ def test_an_overrides_section_of_several_tenants_is_refused_saying_why():
     assert "2 tenants" in parsed.syntax.message
 
 
+def test_several_tenants_blocks_pasted_without_overrides_are_refused_saying_why():
+    """Read as one block, each tenant was a limit "not used here": an empty draft."""
+    parsed = parse_tenant_block("team-a:\n  max_queriers_per_tenant: 1\nteam-b: {}\n")
+    assert parsed.config is None and parsed.syntax is not None
+    assert "2 tenants' blocks (team-a, team-b)" in parsed.syntax.message
+
+
+def test_a_misspelt_field_is_refused_at_its_line_naming_the_field_it_misspells():
+    """Dropped as a Cortex limit, `query_priorty` made a draft without the tenant's rules."""
+    parsed = parse_tenant_block("ingestion_rate: 5\nquery_priorty:\n  enabled: true\n")
+    assert [n.name for n in parsed.ignored] == ["ingestion_rate"]
+    assert [(e.path, e.message, e.line) for e in parsed.errors] == [
+        ("query_priorty", "unknown field; did you mean query_priority?", 2)
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "line", "words"),
     [

@@ -66,6 +66,18 @@ def test_import_refuses_a_tenant_id_that_is_not_text() -> None:
     ]
 
 
+def test_a_misspelt_field_fails_the_import_where_another_cortex_limit_is_ignored(
+    rules: dict[str, Any],
+) -> None:
+    """Ignored, `query_priorty` imported the tenant without any of its rules."""
+    with pytest.raises(ConfigValidationError) as caught:
+        import_({"t": {"query_priorty": rules["query_priority"], "ingestion_rate": 5}})
+    assert [(e.path, e.message) for e in caught.value.errors] == [
+        ("overrides.t.query_priorty", "unknown field; did you mean query_priority?")
+    ]
+    assert import_({"t": {"ingestion_rate": 5}}).ignored == {"t": ["ingestion_rate"]}
+
+
 def test_one_invalid_tenant_rejects_the_whole_import(rules: dict[str, Any]) -> None:
     put("old", rules)
     bad = copy.deepcopy(rules)

@@ -1,0 +1,44 @@
+"""`meant_field`: an unknown name close to a field's is named as its typo."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.fields import meant_field
+from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("query_priorty", "query_priority"),
+        ("Query_Priority", "query_priority"),
+        ("queryPriority", "query_priority"),
+        ("max_querier_per_tenant", "max_queriers_per_tenant"),
+        ("query_rejections", "query_rejection"),
+    ],
+)
+def test_a_typo_of_a_tenant_field_names_the_field(typed: str, meant: str) -> None:
+    assert meant_field(typed, TENANT_KEYS) == meant
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        "max_outstanding_per_tenant",
+        "max_queriers_per_user",
+        "max_query_length",
+        "max_query_parallelism",
+        "max_query_series",
+        "ingestion_rate",
+    ],
+)
+def test_other_cortex_mimir_and_loki_limits_are_no_typo_of_ours(limit: str) -> None:
+    assert meant_field(limit, TENANT_KEYS) is None
+
+
+def test_the_validator_names_the_field_a_nested_typo_meant() -> None:
+    errors = validate_tenant_config({"query_priority": {"enable": True}})
+    assert [(e.path, e.message) for e in errors] == [
+        ("query_priority.enable", "unknown field; did you mean enabled?")
+    ]
