@@ -77,9 +77,11 @@ def federated_tenants_error(org_id: str, max_tenants: int) -> str | None:
     140,000 tenants held the loop about 100 ms in limits and queue work, and
     counting its separators takes well under a millisecond.
     """
-    if not max_tenants or "|" not in org_id:
+    if not max_tenants or "|" not in org_id or org_id.count("|") < max_tenants:
         return None
-    count = org_id.count("|") + 1
+    # A tenant named twice counts once, as Mimir counts after `tenant.TenantIDs`
+    # normalised the ID: `a|a|a` is one tenant, not three over a limit of 2.
+    count = len(set(org_id.split("|")))
     if count <= max_tenants:
         return None
     return f"the org ID names {count} tenants; at most {max_tenants} may be federated"
