@@ -92,19 +92,33 @@ def _finite(value: float) -> float:
     return float(value)
 
 
+class TextField(serializers.CharField):
+    """A `CharField` that takes only a JSON string.
+
+    DRF's turns a number into its text, so `{"tenant": 5}` explained tenant
+    "5" and `{"query": 1}` the query "1": an error naming the field is what
+    the client needs to see.
+    """
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"must be a string, got {type(data).__name__}")
+        return str(super().to_internal_value(data))
+
+
 class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """One request to explain; unknown fields are errors, as in tenant blocks."""
 
-    tenant = serializers.CharField(
+    tenant = TextField(
         min_length=1, help_text="an org ID as the doors take it: a tenant, or a federated a|b"
     )
-    query = serializers.CharField(required=False, allow_blank=True, default="", max_length=65536)
+    query = TextField(required=False, allow_blank=True, default="", max_length=65536)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
     start = TimestampField(required=False, default=None)
     end = TimestampField(required=False, default=None)
     step = StepField(required=False, default=None)
     headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True, max_length=4096), default=dict
+        child=TextField(allow_blank=True, max_length=4096), default=dict
     )
     now = TimestampField(required=False, default=None, help_text="evaluate as of; default now")
     tenant_config = TenantBlockField(

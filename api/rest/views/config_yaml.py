@@ -30,6 +30,7 @@ from api.rest.views.base import ApiView, check_tenant_id, errors
 from api.store import selectors
 from api.store.config_yaml import parse_tenant_block, tenant_block_yaml
 from api.store.exceptions import ConfigValidationError
+from api.store.import_plan import tenant_id_errors
 from api.store.revision_states import CONFIG, OVERRIDES, SETTINGS, Scope, compare_revisions
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.errors import FieldError
@@ -144,6 +145,9 @@ class RevisionCompareView(ApiView):
         kind = request.query_params.get("scope") or None
         if kind is not None and kind not in _SCOPES:
             errs.append(FieldError("scope", f"must be one of {', '.join(_SCOPES)}, got {kind!r}"))
+        if tenant is not None:
+            # A tenant ID no tenant can have compares nothing: say so, not "no change".
+            errs += tenant_id_errors(tenant, "tenant")
         if tenant is not None and kind is not None:
             errs.append(FieldError("scope", "give either tenant or scope, not both"))
         if errs:

@@ -112,6 +112,10 @@ def test_compare_names_every_bad_parameter_and_404s_an_unknown_revision(editor_a
     assert set(bad.json()) == {"from", "to", "scope"}
     missing = editor_api.get("/api/v1/revisions/compare/", {"from": created, "to": 999})
     assert missing.status_code == 404
+    spaced = editor_api.get(
+        "/api/v1/revisions/compare/", {"from": created, "to": created, "tenant": "a b"}
+    )
+    assert spaced.status_code == 400 and set(spaced.json()) == {"tenant"}
 
 
 def test_the_tenant_yaml_is_the_export_block_with_its_etag(viewer_api, editor_api, rules):

@@ -109,6 +109,17 @@ def test_bad_input_is_400_with_field_paths(editor_api):
     assert "required" in editor_api.post(URL, {}, format="json").json()["tenant"][0]
 
 
+def test_a_number_where_text_belongs_is_400_naming_the_field(editor_api):
+    """DRF read 5 as the tenant "5" and 1 as the query "1"."""
+    body = {"tenant": 5, "query": 1, "headers": {"User-Agent": 2}}
+    errors = editor_api.post(URL, body, format="json").json()
+    assert errors == {
+        "tenant": ["must be a string, got int"],
+        "query": ["must be a string, got int"],
+        "headers": {"User-Agent": ["must be a string, got int"]},
+    }
+
+
 def test_a_federated_org_id_is_explained_under_its_tenants_combined_limits(editor_api):
     editor_api.put("/api/v1/tenants/t1/", SEED_RULES, format="json")
     editor_api.put("/api/v1/tenants/t2/", {"max_queriers_per_tenant": 2}, format="json")
