@@ -19,6 +19,7 @@ to replay elsewhere or keep as a test fixture.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -48,6 +49,10 @@ from scheduler_core.whatif import SpecError, SpecInvalid
 from scheduler_core.whatif_spec import WINDOW_RANGE, parse_spec
 from scheduler_core.whatif_workload import ConfigSet
 
+log = logging.getLogger(__name__)
+# 503s of a service working as configured (the others are failures).
+_EXPECTED = frozenset({"busy", "time_limit"})
+
 __all__ = ["RecordingView", "SimulateRunView", "SimulateView"]
 
 
@@ -68,6 +73,13 @@ def _unavailable(message: str, code: str, retry_after: int | None = None) -> Res
     response = Response({"detail": message, "code": code}, status=503)
     if retry_after is not None:
         response["Retry-After"] = str(retry_after)
+    if code in _EXPECTED:
+        # Every worker busy or a run past its time limit is the service
+        # working as configured: Django's request log would record each
+        # as an ERROR; a warning is what it is. (`_has_been_logged` is how
+        # Django marks a response already logged.)
+        log.warning("simulate: %s (503 %s)", message, code)
+        response._has_been_logged = True  # type: ignore[attr-defined]
     return response
 
 

@@ -194,3 +194,16 @@ def test_the_recording_is_refused_where_no_scheduler_runs_and_checks_its_window(
     assert viewer_api.get("/api/v1/recording/?window_seconds=10").status_code == 400
     response = viewer_api.get("/api/v1/recording/?window_seconds=300")
     assert response.status_code == 409 and response.json()["code"] == "no_traffic"
+
+
+def test_every_worker_busy_is_a_503_logged_as_a_warning_not_an_error(
+    viewer_api: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    def busy(*_: Any) -> Any:
+        raise simulate_view.SimulationBusy("every simulation worker is busy")
+
+    monkeypatch.setattr(simulate_view, "submit", busy)
+    body = _post(viewer_api, SEED, expected=503)
+    assert body["code"] == "busy"
+    assert [r.levelname for r in caplog.records if "busy" in r.getMessage()] == ["WARNING"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
