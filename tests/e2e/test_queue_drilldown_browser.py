@@ -167,6 +167,16 @@ def test_cancel_matching_with_a_minimum_wait_previews_the_requests_the_panel_sho
     page.locator("#drill-min-wait").fill("")
 
 
+def test_cancel_matching_nothing_says_so_instead_of_asking_to_cancel_0(page: Page) -> None:
+    page.get_by_role("button", name="Requests of acme").click()
+    page.locator("#drill-search").fill("no-such-query-text")
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#drill-message")).to_contain_text("Nothing to cancel")
+    expect(page.locator("#cancel-dialog")).to_be_hidden()
+    page.locator("#drill-search").fill("")
+
+
 def test_cancel_matching_is_for_queued_requests_only_and_says_so(page: Page) -> None:
     cancel = page.get_by_role("button", name="Cancel matching…")
     page.locator("#drill-state").select_option("in_flight")

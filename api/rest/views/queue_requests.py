@@ -303,7 +303,8 @@ class QueueCancelView(ApiView):
         matched, cancelled, took_part, missing = async_to_sync(_cancel_matching_on_loop)(
             flt, reason, dry_run
         )
-        if not dry_run:
+        # A cancel that found nothing did nothing: no record of it on History.
+        if not dry_run and matched:
             services.operator_cancel_record(
                 author=request.user,
                 source=_source(request),

@@ -61,12 +61,18 @@ export class DrillCancels {
     const preview = await this.post("cancel/", filter);
     if (!preview.ok) { this.panel.say(`Not cancelled: ${preview.error}`, "error"); return; }
     delete filter.dry_run;
+    const scope = `${describe(filter)}${narrowing(filter) ? ` ${narrowing(filter)}` : ""}`;
+    if (preview.body.matched === 0) {
+      // Asking "Cancel 0 queued requests?" offered a cancel of nothing.
+      this.panel.say(`Nothing to cancel: no request of ${scope} is queued now.`, "info");
+      return;
+    }
     this.pending = { kind: "filter", filter };
     this.buttons("Cancel them", "Keep them");
     // Listed with the queued ones, running requests stay: say so beside the count.
     const running = this.panel.filter().state ? "" : " Running requests are not cancelled by filter.";
     setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
-    setText(this.$("cancel-text"), `Every queued request of ${describe(filter)}${narrowing(filter) ? ` ${narrowing(filter)}` : ""}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
+    setText(this.$("cancel-text"), `Every queued request of ${scope}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
     this.openDialog();
   }
 
