@@ -94,6 +94,15 @@ def test_pause_freezes_the_view_and_resume_catches_up(page: Page, traffic: Traff
     expect(page.locator("#live-state")).to_have_text("live")
 
 
+def test_a_paused_inspector_that_reconnects_says_paused_not_reconnecting(page: Page) -> None:
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator("#live-state")).to_have_text("paused")
+    page.evaluate("window.inspectorClient.ws.close()")  # as a server restart drops it
+    expect(page.locator("#live-state")).to_have_text("paused", timeout=LIVE_WITHIN)
+    page.get_by_role("button", name="Resume").click()
+    expect(page.locator("#live-state")).to_have_text("live")
+
+
 def test_a_frontend_is_listed_with_its_outstanding_requests_until_it_disconnects(
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:

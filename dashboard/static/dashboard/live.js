@@ -41,7 +41,11 @@ export class LiveClient {
       this.backoff = BACKOFF_MIN;
       this.send({ type: "subscribe", ...this.params });
       if (this.drill) this.send(this.drill);
-      if (this.paused) this.send({ type: "pause" });
+      if (this.paused) {
+        this.send({ type: "pause" });
+        // No frame comes to say "live" while paused, so "reconnecting" stayed up.
+        this.setState("paused");
+      }
     };
     ws.onmessage = (event) => this.receive(event.data);
     ws.onclose = () => {
