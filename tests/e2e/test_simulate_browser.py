@@ -160,6 +160,28 @@ def test_a_number_box_the_browser_cannot_read_is_refused_at_its_field_and_nothin
     expect(queriers).not_to_have_attribute("aria-invalid", "true")
 
 
+def test_what_the_server_refuses_is_named_as_the_page_names_it(page: Page) -> None:
+    """Not as the API spells it ("knobs.arrival_factor", "proposed.tenants...")."""
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    arrivals = page.get_by_label("Arrivals ×")
+    arrivals.fill("1000")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_have_text("Nothing was simulated: fix the fields below.")
+    errors = page.locator("#sim-errors li")
+    expect(errors).to_have_text([re.compile(r"^Arrivals ×: must be > 0 and <= 100")])
+    expect(arrivals).to_have_attribute("aria-invalid", "true")
+    expect(arrivals).to_be_focused()
+    arrivals.fill("1")
+    page.locator("#sim-proposed").fill(
+        '{"settings": {}, "tenants": {"tenant-1": {"max_queriers_per_tenant": -1}}}'
+    )
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(errors).to_have_text([re.compile(r"^Changes, at tenants\.tenant-1\.max_queriers")])
+    expect(arrivals).not_to_have_attribute("aria-invalid", "true")
+    page.locator("#sim-proposed").fill('{"settings": {}, "tenants": {}}')
+
+
 def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) -> None:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")

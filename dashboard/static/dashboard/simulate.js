@@ -141,11 +141,11 @@ function buildBody() {
   };
 }
 
-// DRF's nested errors -> "path: message" lines.
+// DRF's nested errors -> [path, message] pairs.
 function flatten(errors, prefix = "") {
   if (Array.isArray(errors)) {
     if (errors.every((e) => typeof e === "string")) {
-      return errors.map((message) => `${prefix || "request"}: ${message}`);
+      return errors.map((message) => [prefix, message]);
     }
     return errors.flatMap((e, i) => flatten(e, `${prefix}[${i}]`));
   }
@@ -155,7 +155,40 @@ function flatten(errors, prefix = "") {
       return flatten(value, path);
     });
   }
-  return [`${prefix}: ${errors}`];
+  return [[prefix, String(errors)]];
+}
+
+// The box an API path names on this page, or null (`knobs.queriers` is the
+// Queriers box, `knobs.service_factor.ingester` the ingester's factor).
+function boxOf(path) {
+  const [head, key, component] = path.split(".");
+  if (head === "workload") return workloadSelect;
+  if (head === "seed") return form.elements.seed;
+  if (head !== "knobs" || !key) return null;
+  if (key === "service_factor") {
+    return component ? form.querySelector(`.service-factor[data-component="${CSS.escape(component)}"]`) : null;
+  }
+  return form.elements[key] || null;
+}
+
+// "Queriers: must be at least 1" rather than the API's "knobs.queriers: ...";
+// a path inside the JSON box is named as that box's, as its JSON spells it.
+function errorLines(pairs) {
+  for (const box of form.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
+  const lines = pairs.map(([path, message]) => {
+    const box = boxOf(path);
+    if (box) {
+      box.setAttribute("aria-invalid", "true");
+      return `${labelOf(box)}: ${message}`;
+    }
+    if (path === "proposed" || path.startsWith("proposed.")) {
+      const inside = path.slice("proposed.".length);
+      return inside ? `Changes, at ${inside}: ${message}` : `Changes: ${message}`;
+    }
+    return path ? `${path}: ${message}` : message;
+  });
+  form.querySelector("[aria-invalid]")?.focus();
+  return lines;
 }
 
 function showErrors(lines) {
@@ -232,7 +265,7 @@ async function run(event) {
       }
     } else if (response.status === 400) {
       statusLine.textContent = "Nothing was simulated: fix the fields below.";
-      showErrors(flatten(answer));
+      showErrors(errorLines(flatten(answer)));
     } else if (answer.code === "cancelled") {
       statusLine.textContent = "Cancelled.";
     } else {
