@@ -102,11 +102,9 @@ def inspector(request: HttpRequest) -> HttpResponse:
     running_layout = selectors.queue_config_get().layout
     params = _params(request, running_layout)
     tick = current_tick()
-    settings_row = selectors.settings_get()
     context: dict[str, Any] = {
         "params": params,
         "projections": PROJECTIONS,
-        "settings_version": settings_row.version,
         "running_layout": running_layout,
         "tree": build_tree(tick.index, params) if tick else None,
         "header": build_header(tick.index, None) if tick else None,
@@ -121,21 +119,30 @@ def inspector(request: HttpRequest) -> HttpResponse:
 def layout_switch(request: HttpRequest) -> HttpResponse:
     """Switch the running layout; asks to confirm unless the form said so."""
     layout = request.POST.get("layout", "")
-    version = posted_version(request)
+    # The layout the page showed running: the switch is "from it to `layout`".
+    # (The settings version it was rendered at went stale with any change to
+    # any setting, so a tab open for a while could not switch at all.)
+    running = request.POST.get("running", "")
     if request.POST.get("confirm") != "yes":
         return page(
-            request, "dashboard/confirm_layout.html", {"layout": layout, "version": version}
+            request, "dashboard/confirm_layout.html", {"layout": layout, "running": running}
         )
+    now = selectors.queue_config_get().layout
+    if running != now:
+        messages.error(
+            request,
+            f"The scheduler runs the {now} layout now (it was switched meanwhile); "
+            "nothing changed.",
+        )
+        return redirect("dashboard:inspector")
     try:
         services.settings_update(
             changes={"layout": layout},
-            expected_version=version,
+            expected_version=None,
             author=request.user,
             source=UI,
             message=f"layout switched to {layout} from the inspector",
         )
-    except VersionConflict as exc:
-        messages.error(request, STALE.format(current=exc.current_version))
     except ConfigValidationError as exc:
         messages.error(request, f"Layout not switched: {exc}")
     else:

@@ -277,14 +277,39 @@ def test_a_blank_outstanding_limit_shows_the_settings_value_it_stands_for(
 
 
 def test_layout_switch_asks_to_confirm_then_switches(editor_client: Client) -> None:
-    version = selectors.settings_get().version
-    ask = editor_client.post("/layout/", {"layout": "component-first", "version": version})
+    switch = {"layout": "component-first", "running": "tenant-first"}
+    ask = editor_client.post("/layout/", switch)
     assert "Switch the running layout to component-first?" in ask.content.decode()
+    assert 'name="running" value="tenant-first"' in ask.content.decode()
     assert selectors.queue_config_get().layout == "tenant-first"
-    editor_client.post(
-        "/layout/", {"layout": "component-first", "version": version, "confirm": "yes"}
-    )
+    editor_client.post("/layout/", {**switch, "confirm": "yes"})
     assert selectors.queue_config_get().layout == "component-first"
+
+
+def test_a_layout_switch_from_a_page_open_across_other_settings_changes_still_switches(
+    editor_client: Client,
+) -> None:
+    """The page sent the settings version it was rendered at: any change made it stale."""
+    switch = {"layout": "component-first", "running": "tenant-first", "confirm": "yes"}
+    services.settings_update(
+        changes={"stuck_threshold": "45s"}, expected_version=None, author=None, source="api"
+    )
+    editor_client.post("/layout/", switch)
+    assert selectors.queue_config_get().layout == "component-first"
+
+
+def test_a_layout_switch_made_meanwhile_elsewhere_is_said_and_changes_nothing(
+    editor_client: Client,
+) -> None:
+    services.settings_update(
+        changes={"layout": "component-first"}, expected_version=None, author=None, source="api"
+    )
+    count = ConfigRevision.objects.count()
+    stale = {"layout": "component-first", "running": "tenant-first", "confirm": "yes"}
+    answer = editor_client.post("/layout/", stale, follow=True).content.decode()
+    assert "switched meanwhile" in answer
+    assert selectors.queue_config_get().layout == "component-first"
+    assert ConfigRevision.objects.count() == count
 
 
 def test_viewer_gets_no_layout_switch(viewer_client: Client) -> None:

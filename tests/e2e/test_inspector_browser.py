@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.request
 
 from playwright.sync_api import Page, WebSocket, expect
 
@@ -174,6 +175,32 @@ def test_switching_the_running_layout_reshapes_the_tree(page: Page) -> None:
         re.compile(r"^ingester: \d+ queued")
     )
     expect(page.locator('.projection input[value="component-first"]')).to_be_checked()
+
+
+def test_a_layout_switched_elsewhere_turns_the_switch_around_and_it_still_works(
+    page: Page, server: DaphneProcess
+) -> None:
+    """The button kept offering the layout already running, and a stale version."""
+    expect(page.locator("#running-layout")).to_have_text("component-first")
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/settings/",
+        data=json.dumps({"layout": "tenant-first", "stuck_threshold": "40s"}).encode(),
+        method="PATCH",
+        headers={
+            "Authorization": f"Bearer {server.issue_token('editor', 'layout-elsewhere')}",
+            "Content-Type": "application/json",
+            "If-Match": "*",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        assert response.status == 200
+    expect(page.locator("#running-layout")).to_have_text("tenant-first", timeout=5_000)
+    page.get_by_role("button", name="Switch to component-first…").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Switch the running layout to component-first?")
+    dialog.get_by_role("button", name="Switch to component-first").click()
+    expect(page.locator(".msg-success")).to_contain_text("component-first layout")
+    expect(page.locator("#running-layout")).to_have_text("component-first")
 
 
 def test_rollback_from_history_restores_the_rule(page: Page) -> None:

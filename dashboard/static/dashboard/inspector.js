@@ -159,6 +159,14 @@ let runningShown = null;
 function markRunning(layout) {
   if (layout === runningShown) return;
   runningShown = layout;
+  // Switched elsewhere (another tab, the API): the switch offers the other
+  // layout again, and says which one it switches from.
+  const other = layout === "tenant-first" ? "component-first" : "tenant-first";
+  for (const input of document.querySelectorAll('.layout-switch input[name="layout"]')) input.value = other;
+  for (const input of document.querySelectorAll('.layout-switch input[name="running"]')) input.value = layout;
+  for (const span of document.querySelectorAll(".layout-switch .layout-other")) span.textContent = other;
+  const button = document.getElementById("layout-switch");
+  if (button) button.textContent = `Switch to ${other}…`;
   for (const em of document.querySelectorAll(".projection em.running")) em.remove();
   const label = document.querySelector(`.projection input[value="${layout}"] + span`);
   if (label) label.insertAdjacentHTML("beforeend", ' <em class="running" title="the layout the scheduler runs">running</em>');
