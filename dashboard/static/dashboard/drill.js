@@ -159,6 +159,9 @@ export class DrillPanel {
     this.list.replaceChildren();
     setText(this.$("drill-count"), "");
     setText(this.$("drill-note"), "Nothing is listed until the filter is fixed.");
+    // The title named the refused filter, as if its requests were listed.
+    const { search, regex, min_wait, ...node } = this.filter();
+    setText(this.$("drill-title"), `${title(node)}: nothing listed`);
     this.$("drill-more").hidden = true;
     this.$("drill-empty").hidden = true;
   }
