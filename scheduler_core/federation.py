@@ -24,6 +24,7 @@ __all__ = [
     "combined_limits",
     "federated_tenants_error",
     "keep_org_limits",
+    "normalized_org_id",
     "org_id_error",
     "org_limits",
 ]
@@ -70,6 +71,20 @@ def org_id_error(org_id: str) -> str | None:
     return None
 
 
+def normalized_org_id(org_id: str) -> str:
+    """The org ID as Cortex's and Mimir's `tenant.TenantIDs` read it: sorted, each tenant once.
+
+    Queued under its raw text, `a`, `a|a`, `a|a|a` ... were as many queues
+    of one tenant, each with its own outstanding limit and its own turn in
+    the round robin; and `a|b` and `b|a` two queues of one federation. A
+    Cortex frontend sends the normalised ID already (it calls
+    `tenant.TenantID`); any other client now gets the same queue.
+    """
+    if "|" not in org_id:
+        return org_id
+    return "|".join(sorted(set(org_id.split("|"))))
+
+
 def federated_tenants_error(org_id: str, max_tenants: int) -> str | None:
     """Why `org_id` names more tenants than `max_tenants` allows (0: no limit), or None.
 
@@ -94,8 +109,8 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     tenants (0 if none limits it), and likewise the smallest positive
     `max_query_capacity`. The outstanding limit is the smallest one
     any tenant sets. Priority rules are those of the first tenant (in the
-    order given) that has priority enabled: rule sets cannot be merged
-    without changing what each rule means.
+    order given: ID order for a normalised ID) that has priority enabled:
+    rule sets cannot be merged without changing what each rule means.
     """
     shards = [p.max_queriers for p in parts if p.max_queriers > 0]
     capacities = [p.max_query_capacity for p in parts if p.max_query_capacity > 0]

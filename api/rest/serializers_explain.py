@@ -25,7 +25,7 @@ from scheduler_core.bounds import (
     request_times_error,
     timestamp_error,
 )
-from scheduler_core.federation import federated_tenants_error, org_id_error
+from scheduler_core.federation import federated_tenants_error, normalized_org_id, org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
@@ -139,7 +139,7 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
         )
         if problem is not None:
             raise serializers.ValidationError(problem)
-        return value
+        return normalized_org_id(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The check enqueue makes on both protocols, so explain never answers

@@ -26,7 +26,7 @@ from scheduler_core.bounds import (
     request_times_error,
     timestamp_error,
 )
-from scheduler_core.federation import org_id_error
+from scheduler_core.federation import normalized_org_id, org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 
 __all__ = [
@@ -223,7 +223,8 @@ def _tenant(data: Mapping[str, Any], rid: ClientId) -> str:
     """An org ID as Cortex reads `X-Scope-OrgID`: tenant IDs `tenant.ValidTenantID` accepts.
 
     Several joined by "|" are a federated request, queued under the whole
-    ID with its tenants' combined limits, as on the gRPC door. Any other ID
+    ID (normalised: sorted, each tenant once) with its tenants' combined
+    limits, as on the gRPC door. Any other ID
     would queue under a tenant no config can name, and that the inspector's
     tenant links and cancels (which refuse such IDs) cannot reach.
     """
@@ -233,7 +234,7 @@ def _tenant(data: Mapping[str, Any], rid: ClientId) -> str:
     problem = org_id_error(value)
     if problem is not None:
         raise ProtocolError("tenant", problem, rid)
-    return value
+    return normalized_org_id(value)
 
 
 def _number(data: Mapping[str, Any], key: str, rid: ClientId | None) -> float | None:

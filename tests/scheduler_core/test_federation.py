@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler_core.errors import TooManyRequests
-from scheduler_core.federation import federated_tenants_error, org_id_error, org_limits
+from scheduler_core.federation import (
+    federated_tenants_error,
+    normalized_org_id,
+    org_id_error,
+    org_limits,
+)
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 
@@ -188,3 +193,11 @@ def test_a_federated_id_may_name_at_most_max_tenants(
         assert problem == (
             f"the org ID names {count} tenants; at most {max_tenants} may be federated"
         )
+
+
+@pytest.mark.parametrize(
+    ("org_id", "normalised"),
+    [("a", "a"), ("a|a|a", "a"), ("b|a", "a|b"), ("b|a|b|c", "a|b|c"), ("A|a", "A|a")],
+)
+def test_an_org_id_is_normalised_as_tenant_ids_reads_it(org_id: str, normalised: str) -> None:
+    assert normalized_org_id(org_id) == normalised

@@ -24,7 +24,12 @@ from scheduler_core.cortex_http import (
     component_hint,
     parse_forwarded,
 )
-from scheduler_core.federation import federated_tenants_error, org_id_error, org_limits
+from scheduler_core.federation import (
+    federated_tenants_error,
+    normalized_org_id,
+    org_id_error,
+    org_limits,
+)
 from scheduler_core.model import (
     UNKNOWN,
     QueryInfo,
@@ -214,6 +219,7 @@ class Admission:
             problem = org_id_error(user)
         if problem is not None:
             raise InvalidEnqueue(problem)
+        user = normalized_org_id(user)
         now = self._wall_clock()
         http = msg.httpRequest
         found, actor = _read_headers(http, self._host.config.actor_path_header.lower())

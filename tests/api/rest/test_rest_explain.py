@@ -131,6 +131,11 @@ def test_a_federated_org_id_is_explained_under_its_tenants_combined_limits(edito
     assert body["queriers"]["max_queriers_per_tenant"] == 2
 
 
+def test_a_federated_id_is_explained_normalised_as_the_doors_queue_it(editor_api):
+    body = editor_api.post(URL, {"tenant": "t2|t1|t2", "query": "up"}, format="json").json()
+    assert body["tenant"] == "t1|t2"
+
+
 def test_an_org_id_the_doors_refuse_is_400_in_their_words(editor_api):
     for tenant, words in (("t 1", "unsupported character ' '"), ("t1||t2", "is empty")):
         response = editor_api.post(URL, {"tenant": tenant}, format="json")

@@ -154,6 +154,20 @@ async def test_over_the_tenant_limit_the_frontend_gets_429(
     await f.disconnect()
 
 
+async def test_a_tenant_named_again_in_a_federated_id_is_the_same_queue_and_limit(
+    limited_tenant: None, host: Any, tokens: dict[str, str]
+) -> None:
+    """Queued by its raw text, each of small, small|small, ... was a queue of its own."""
+    f = await connect("/ws/frontend/", tokens["frontend"])
+    for rid, tenant in ((1, "small"), (2, "small|small")):
+        await f.send_json_to(enqueue(rid, tenant=tenant))
+        assert (await f.receive_json_from(timeout=5))["type"] == "enqueued"
+    await f.send_json_to(enqueue(3, tenant="small|small|small"))
+    assert (await f.receive_json_from(timeout=5))["status"] == 429
+    assert host.runtime.queue.tenant_length("small") == 2
+    await f.disconnect()
+
+
 async def test_a_federated_id_over_max_federated_tenants_is_a_400_naming_tenant(
     host: Any, tokens: dict[str, str]
 ) -> None:

@@ -76,6 +76,11 @@ def test_a_multi_tenant_id_is_built_whole_under_its_tenants_combined_limits() ->
     assert set(host.limits) == {"a", "b"}
 
 
+def test_a_federated_id_is_queued_normalised_as_cortex_reads_it() -> None:
+    admission = Admission(Host({}), wall_clock=lambda: NOW)
+    assert admission.build(enqueue("b|a|b"), "fe:1").tenant_id == "a|b"
+
+
 def test_request_fields_come_from_the_forwarded_http_request() -> None:
     admission = Admission(
         Host({"t": TenantLimits(query_priority=PRIORITY_7)}), wall_clock=lambda: NOW
