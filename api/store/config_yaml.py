@@ -270,7 +270,13 @@ def _is_tenant_line(value: Any) -> bool:
     if not isinstance(value, Mapping) or len(value) != 1:
         return False
     ((key, inner),) = value.items()
-    return str(key) not in TENANT_KEYS and (inner is None or isinstance(inner, Mapping))
+    # `query_priorty:` alone is a misspelt field, not tenant "query_priorty".
+    return (
+        key != ""  # a null key: no tenant ID
+        and str(key) not in TENANT_KEYS
+        and not misspelt_field(key)
+        and (inner is None or isinstance(inner, Mapping))
+    )
 
 
 def _unwrap(value: Any, node: yaml.Node) -> tuple[Any, yaml.Node | None, str | None, str | None]:

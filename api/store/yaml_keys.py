@@ -14,7 +14,9 @@ string (a tenant ID of `overrides`, a struct field's name): PyYAML made
 `0123:` the int 83 and `1.50:` a float, so the tenant "0123" was imported
 as "83", merged silently with a tenant "83", and `true:` or `1.50:` could
 not be imported at all. So `1` and `"1"` clash and `1` and `01` do not, as
-in Cortex. A null key (`~:`) stays None, the empty key Go makes of it.
+in Cortex. As in Go, a null key (`~:`) is the empty text, a `!!binary` key
+its decoded text, and a key its explicit tag cannot read (`!!int x`) is
+refused, not taken as its text.
 
 The check runs while the document is constructed, so it costs a set per
 mapping; the key's full path (`overrides.team-a.query_priority.enabled`) is
@@ -33,9 +35,7 @@ __all__ = ["DuplicateKey", "duplicate_key_path", "strict_keys_loader"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
-# Keys left as they resolve: merges are not keys, a string is already text,
-# a null has no text (Go leaves the key empty).
-_KEYS_KEPT = frozenset({_MERGE_TAG, _STR_TAG, "tag:yaml.org,2002:null"})
+_NULL_TAG = "tag:yaml.org,2002:null"
 # What PyYAML's safe constructors raise, instead of a YAMLError, for a scalar
 # its explicit tag does not fit: `!!int ''` and `!!float ''` (IndexError),
 # `!!bool ''` (KeyError), `!!timestamp x` (AttributeError). Left alone they
@@ -54,17 +54,6 @@ class DuplicateKey(yaml.YAMLError):
         self.mark = mark
 
 
-def _text_key(node: Node) -> Node:
-    """A scalar key node as a string node of its text (see the module's docstring)."""
-    if not isinstance(node, ScalarNode) or node.tag in _KEYS_KEPT:
-        return node
-    return ScalarNode(_STR_TAG, node.value, node.start_mark, node.end_mark, node.style)
-
-
-def _text_keys(node: MappingNode) -> None:
-    node.value = [(_text_key(key), value) for key, value in node.value]
-
-
 def strict_keys_loader(base: Any) -> Any:
     """A subclass of the loader class `base` that raises `DuplicateKey` and bad scalars."""
 
@@ -78,13 +67,29 @@ def strict_keys_loader(base: Any) -> Any:
                 problem = f"!!{node.tag.rsplit(':', 1)[-1]} cannot read {node.value!r}"
                 raise ConstructorError(None, None, problem, node.start_mark) from exc
 
+        def text_key(self, node: Node) -> Node:
+            """A scalar key node as a string node of its text (see the module's docstring)."""
+            if not isinstance(node, ScalarNode) or node.tag in (_MERGE_TAG, _STR_TAG):
+                return node
+            value = self.construct_object(node)  # raises for what its tag cannot read
+            if node.tag == _NULL_TAG:
+                text = ""
+            elif isinstance(value, bytes):
+                text = value.decode("utf-8", "replace")
+            else:
+                text = node.value
+            return ScalarNode(_STR_TAG, text, node.start_mark, node.end_mark, node.style)
+
+        def text_keys(self, node: MappingNode) -> None:
+            node.value = [(self.text_key(key), value) for key, value in node.value]
+
         def flatten_mapping(self, node: MappingNode) -> None:
             # After the merge brought in other mappings' keys, so they are text too.
             super().flatten_mapping(node)
-            _text_keys(node)
+            self.text_keys(node)
 
         def construct_mapping(self, node: MappingNode, deep: bool = False) -> Any:
-            _text_keys(node)
+            self.text_keys(node)
             seen: set[Any] = set()
             for key_node, _ in node.value:
                 if key_node.tag == _MERGE_TAG or not isinstance(key_node, ScalarNode):

@@ -118,6 +118,15 @@ def test_several_tenants_blocks_pasted_without_overrides_are_refused_saying_why(
     assert "2 tenants' blocks (team-a, team-b)" in parsed.syntax.message
 
 
+@pytest.mark.parametrize("key", ["query_priorty", "Query_Priority"])
+def test_a_misspelt_field_alone_is_no_tenant_key_line(key):
+    parsed = parse_tenant_block(f"{key}:\n  enabled: true\n")
+    assert parsed.pasted_tenant is None
+    assert [(e.path, e.message) for e in parsed.errors] == [
+        (key, "unknown field; did you mean query_priority?")
+    ]
+
+
 def test_a_misspelt_field_is_refused_at_its_line_naming_the_field_it_misspells():
     """Dropped as a Cortex limit, `query_priorty` made a draft without the tenant's rules."""
     parsed = parse_tenant_block("ingestion_rate: 5\nquery_priorty:\n  enabled: true\n")

@@ -49,5 +49,17 @@ def test_keys_clash_by_their_text(base: Any) -> None:
 
 
 @pytest.mark.parametrize("base", LOADERS)
-def test_a_null_key_stays_none(base: Any) -> None:
-    assert load("~: a\n", base) == {None: "a"}
+def test_a_null_key_is_the_empty_text_and_a_binary_one_its_decoded_text(base: Any) -> None:
+    assert load("~: a\n", base) == {"": "a"}
+    assert load("!!binary aGVsbG8=: a\n", base) == {"hello": "a"}
+    with pytest.raises(DuplicateKey):
+        load("null: a\n~: b\n", base)
+
+
+@pytest.mark.parametrize("base", LOADERS)
+@pytest.mark.parametrize("text", ["!!int x: a\n", "!!timestamp x: a\n", "!!float y: a\n"])
+def test_a_key_its_explicit_tag_cannot_read_is_refused_not_taken_as_text(
+    base: Any, text: str
+) -> None:
+    with pytest.raises((yaml.YAMLError, ValueError)):
+        load(text, base)
