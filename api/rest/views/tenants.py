@@ -18,7 +18,14 @@ from rest_framework.response import Response
 from api.rest.errors import etag_for
 from api.rest.query_params import StrictLimitOffsetPagination
 from api.rest.serializers import TenantConfigSerializer, TenantListItemSerializer
-from api.rest.views.base import IF_MATCH, IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, errors
+from api.rest.views.base import (
+    IF_MATCH,
+    IF_MATCH_REQUIRED,
+    IF_NONE_MATCH,
+    ApiView,
+    body_of,
+    errors,
+)
 from api.rest.views.conditional import expected_for_existing, expected_for_put, not_modified
 from api.store import selectors, services
 from api.store.import_plan import validate_tenant
@@ -93,11 +100,12 @@ class TenantDetailView(ApiView):
     )
     def put(self, request: Request, tenant_id: str) -> Response:
         # The body first: a bad block is a 400 whatever the preconditions say.
-        validate_tenant(tenant_id, request.data)
+        block = body_of(request, "the tenant's whole block as JSON ({} for no limits)")
+        validate_tenant(tenant_id, block)
         current = _current_version(tenant_id)
         tenant = services.tenant_put(
             tenant_id=tenant_id,
-            config=request.data,
+            config=block,
             expected_version=expected_for_put(request, current),
             author=request.user,
             source=self.source,
@@ -113,7 +121,7 @@ class TenantDetailView(ApiView):
     )
     def patch(self, request: Request, tenant_id: str) -> Response:
         tenant = selectors.tenant_get(tenant_id=tenant_id)
-        changes: Any = request.data
+        changes: Any = body_of(request, "a JSON merge patch of the tenant's block")
         validate_tenant(tenant_id, services.merge_patch(tenant.config, changes))
         saved = services.tenant_patch(
             tenant_id=tenant_id,

@@ -6,6 +6,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from rest_framework.test import APIClient
 
 from api.rest.content import MAX_JSON_BODY_BYTES
@@ -207,6 +208,20 @@ def test_malformed_json_and_other_media_types_are_refused(editor_api):
         response = editor_api.put(URL, body, content_type="application/json")
         assert response.status_code == 400
         assert "text" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
+def test_a_put_or_patch_without_a_body_is_400_and_changes_nothing(editor_api, rules, content_type):
+    """DRF read the missing body as {}: the tenant's whole block was wiped, with a 200."""
+    created = editor_api.put(URL, rules, format="json")
+    etag = created["ETag"]
+    for method in (editor_api.put, editor_api.patch):
+        response = method(URL, b"", content_type=content_type, HTTP_IF_MATCH=etag)
+        assert response.status_code == 400
+        assert "a body is required" in response.json()["detail"]
+    assert editor_api.get(URL).json() == rules
+    missing = editor_api.put("/api/v1/tenants/new-one/", b"", content_type=content_type)
+    assert missing.status_code == 400
 
 
 def test_a_non_object_body_is_a_non_field_error(editor_api):
