@@ -42,6 +42,7 @@ __all__ = [
     "MAX_PRIORITIES",
     "MAX_REGEX_LENGTH",
     "TENANT_KEYS",
+    "TEXT_FIELDS",
     "InvalidDuration",
     "compile_regex",
     "format_duration",
@@ -111,6 +112,12 @@ def _limit(value: object, path: str, errs: f.Collector) -> TimeRange | None:
         low, high = format_duration(limit.min), format_duration(limit.max)
         errs.add(path, f"min ({low}) must not exceed max ({high})")
     return limit
+
+
+# Query attribute fields Cortex declares as strings: Go's YAML decoder reads
+# any scalar there as its text (`panel_id: 0123` is "0123", not 83), so a
+# loader of Cortex files must too (`api.store.yaml_keys`).
+TEXT_FIELDS = frozenset({"regex", "user_agent_regex", "dashboard_uid", "panel_id", "api_type"})
 
 
 def _panel_id(value: object, path: str, errs: f.Collector) -> str | None:

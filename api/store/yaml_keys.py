@@ -16,7 +16,10 @@ as "83", merged silently with a tenant "83", and `true:` or `1.50:` could
 not be imported at all. So `1` and `"1"` clash and `1` and `01` do not, as
 in Cortex. As in Go, a null key (`~:`) is the empty text, a `!!binary` key
 its decoded text, and a key its explicit tag cannot read (`!!int x`) is
-refused, not taken as its text.
+refused, not taken as its text. So is the value of a field Cortex declares
+as a string (`TEXT_FIELDS`): `panel_id: 0123` is "0123", where PyYAML's 83
+made a rule that never matched what the operator wrote. A null value stays
+null there.
 
 The check runs while the document is constructed, so it costs a set per
 mapping; the key's full path (`overrides.team-a.query_priority.enabled`) is
@@ -30,6 +33,8 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from scheduler_core.validation import TEXT_FIELDS
 
 __all__ = ["DuplicateKey", "duplicate_key_path", "strict_keys_loader"]
 
@@ -52,6 +57,10 @@ class DuplicateKey(yaml.YAMLError):
         super().__init__(f"duplicate key {key!r}")
         self.key = key
         self.mark = mark
+
+
+def _names_text_field(key: Node) -> bool:
+    return isinstance(key, ScalarNode) and key.value in TEXT_FIELDS
 
 
 def strict_keys_loader(base: Any) -> Any:
@@ -81,7 +90,17 @@ def strict_keys_loader(base: Any) -> Any:
             return ScalarNode(_STR_TAG, text, node.start_mark, node.end_mark, node.style)
 
         def text_keys(self, node: MappingNode) -> None:
-            node.value = [(self.text_key(key), value) for key, value in node.value]
+            pairs = [(self.text_key(key), value) for key, value in node.value]
+            node.value = [
+                (key, self.text_value(value) if _names_text_field(key) else value)
+                for key, value in pairs
+            ]
+
+        def text_value(self, node: Node) -> Node:
+            """A string field's scalar as its text; null stays null (Go leaves it empty)."""
+            if isinstance(node, ScalarNode) and node.tag == _NULL_TAG:
+                return node
+            return self.text_key(node)
 
         def flatten_mapping(self, node: MappingNode) -> None:
             # After the merge brought in other mappings' keys, so they are text too.

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from api.store.models import ConfigRevision, Tenant
+from scheduler_core.validation import TEXT_FIELDS
 
 URL = "/api/v1/runtime-config/"
 
@@ -92,8 +93,20 @@ IGNORED = {"ingestion_rate", "ingestion_burst_size", "max_global_series_per_user
            "compactor_blocks_retention_period"}  # fmt: skip
 
 
+def _as_cortex_reads(value: Any) -> Any:
+    """A `safe_load`ed value with string fields as text: Go reads `panel_id: 4` as "4"."""
+    if isinstance(value, dict):
+        return {
+            k: str(v) if k in TEXT_FIELDS and v is not None else _as_cortex_reads(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_as_cortex_reads(v) for v in value]
+    return value
+
+
 def _expected_export(text: str) -> dict[str, Any]:
-    overrides = yaml.safe_load(text)["overrides"]
+    overrides = _as_cortex_reads(yaml.safe_load(text)["overrides"])
     return {
         str(tenant): {k: v for k, v in block.items() if k not in IGNORED}
         for tenant, block in sorted(overrides.items(), key=lambda item: str(item[0]))

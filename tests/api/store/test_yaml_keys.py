@@ -63,3 +63,18 @@ def test_a_key_its_explicit_tag_cannot_read_is_refused_not_taken_as_text(
 ) -> None:
     with pytest.raises((yaml.YAMLError, ValueError)):
         load(text, base)
+
+
+@pytest.mark.parametrize("base", LOADERS)
+def test_a_string_fields_value_is_its_text_as_cortex_reads_it(base: Any) -> None:
+    """PyYAML made `panel_id: 0123` the int 83: a rule matching panel "83"."""
+    text = "a: [{panel_id: 0123}, {dashboard_uid: 0x1F}, {regex: true}, {panel_id: ~}]\n"
+    assert load(text, base) == {
+        "a": [
+            {"panel_id": "0123"},
+            {"dashboard_uid": "0x1F"},
+            {"regex": "true"},
+            {"panel_id": None},
+        ]
+    }
+    assert load("max_queriers_per_tenant: 0123\n", base) == {"max_queriers_per_tenant": 83}
