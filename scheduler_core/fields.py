@@ -77,15 +77,25 @@ def shown(value: object) -> str:
     return named.get(type(value), type(value).__name__)
 
 
-# A name this close to a field's is a typo of it: `enable` scores 0.92 against
-# `enabled`, `query_priorty` 0.96 against `query_priority`, while the real
-# Cortex limit nearest one of ours (`max_outstanding_per_tenant`) scores 0.85.
-TYPO_CUTOFF = 0.9
+# A name this close to a field's is a typo of it: `query_priorty` scores 0.96
+# against `query_priority`, `max_query_capacities` 0.89 against
+# `max_query_capacity`, while the real limits of Cortex, Mimir and Loki
+# nearest ours (`max_outstanding_per_tenant`, `max_queriers_per_user`) score
+# 0.85 and 0.82.
+TYPO_CUTOFF = 0.87
+# A name at least this long that begins one of ours, or that one of ours
+# begins (`query_reject`, `max_outstanding_requests`), is a cut or lengthened
+# spelling of it; no real limit is.
+_PREFIX_LENGTH = 10
 
 
 def meant_field(key: str, allowed: Iterable[str]) -> str | None:
-    """The field of `allowed` that `key` misspells (any case), or None."""
-    found = difflib.get_close_matches(key.lower(), sorted(allowed), 1, TYPO_CUTOFF)
+    """The field of `allowed` that `key` misspells (any case, `-` for `_`), or None."""
+    names = sorted(allowed)
+    spelt = key.lower().replace("-", "_")
+    found = difflib.get_close_matches(spelt, names, 1, TYPO_CUTOFF)
+    if not found and len(spelt) >= _PREFIX_LENGTH:
+        found = [n for n in names if n.startswith(spelt) or spelt.startswith(n)][:1]
     return found[0] if found and found[0] != key else None
 
 

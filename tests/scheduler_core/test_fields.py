@@ -16,6 +16,10 @@ from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
         ("queryPriority", "query_priority"),
         ("max_querier_per_tenant", "max_queriers_per_tenant"),
         ("query_rejections", "query_rejection"),
+        ("max-queriers-per-tenant", "max_queriers_per_tenant"),
+        ("max_query_capacities", "max_query_capacity"),
+        ("query_reject", "query_rejection"),
+        ("max_outstanding_requests", "max_outstanding_requests_per_tenant"),
     ],
 )
 def test_a_typo_of_a_tenant_field_names_the_field(typed: str, meant: str) -> None:
@@ -31,6 +35,9 @@ def test_a_typo_of_a_tenant_field_names_the_field(typed: str, meant: str) -> Non
         "max_query_parallelism",
         "max_query_series",
         "ingestion_rate",
+        "max_queriers_per_query",
+        "max_fetched_series_per_query",
+        "query_sharding_total_shards",
     ],
 )
 def test_other_cortex_mimir_and_loki_limits_are_no_typo_of_ours(limit: str) -> None:
