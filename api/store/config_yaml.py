@@ -304,14 +304,23 @@ def _several_tenants(value: Any) -> bool:
     """Two or more key lines (`team-a:`, `team-b:`), each holding a mapping, and no limit.
 
     Read as one block, every tenant was "a Cortex limit not used here": the
-    draft was empty and Save proposed to wipe the tenant's config.
+    draft was empty and Save proposed to wipe the tenant's config. Some real
+    limits hold mappings too (Mimir's `active_series_custom_trackers`), so the
+    keys are tenants only if a block under them sets one of our fields, or
+    none of them has the underscore every limit's name has.
     """
-    return (
-        isinstance(value, Mapping)
-        and len(value) >= 2
-        and all(str(key) not in TENANT_KEYS and not misspelt_field(key) for key in value)
-        and all(isinstance(inner, Mapping) for inner in value.values())
+    if not isinstance(value, Mapping) or len(value) < 2:
+        return False
+    if any(str(key) in TENANT_KEYS or misspelt_field(key) for key in value):
+        return False
+    if not all(isinstance(inner, Mapping) for inner in value.values()):
+        return False
+    ours = any(
+        str(field) in TENANT_KEYS or misspelt_field(field)
+        for inner in value.values()
+        for field in inner
     )
+    return ours or not any("_" in str(key) for key in value)
 
 
 def parse_tenant_block(text: str) -> BlockParse:

@@ -127,6 +127,19 @@ def test_a_misspelt_field_alone_is_no_tenant_key_line(key):
     ]
 
 
+def test_limits_holding_mappings_are_no_tenants_blocks():
+    """Mimir limits whose values are mappings were refused as "2 tenants' blocks"."""
+    text = (
+        "active_series_custom_trackers:\n  svc: '{job=\"x\"}'\n"
+        "alertmanager_notification_rate_limit_per_integration:\n  email: 1\n"
+        "max_queriers_per_tenant: 2\n"
+    )
+    parsed = parse_tenant_block(text)
+    assert parsed.syntax is None and parsed.config == {"max_queriers_per_tenant": 2}
+    only_mappings = parse_tenant_block(text.rsplit("max_queriers", 1)[0])
+    assert only_mappings.syntax is None and only_mappings.config == {}
+
+
 def test_a_misspelt_field_is_refused_at_its_line_naming_the_field_it_misspells():
     """Dropped as a Cortex limit, `query_priorty` made a draft without the tenant's rules."""
     parsed = parse_tenant_block("ingestion_rate: 5\nquery_priorty:\n  enabled: true\n")
