@@ -353,3 +353,9 @@ class RevisionDetailSerializer(RevisionSerializer):
 class RollbackResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     changed = serializers.BooleanField()
     revision = RevisionSerializer(allow_null=True)
+    diff = ChangeSerializer(
+        many=True, required=False, help_text="dry run: the fields the rollback would change"
+    )
+    yaml_diff = serializers.CharField(
+        required=False, help_text="dry run: the YAML diff the rollback would apply (now -> after)"
+    )

@@ -22,6 +22,7 @@ from scheduler_core.bounds import parse_decimal
 __all__ = [
     "Preconditions",
     "expected_for_existing",
+    "expected_if_given",
     "expected_for_put",
     "expected_for_replace_all",
     "not_modified",
@@ -77,6 +78,19 @@ def expected_for_existing(request: Request, current: int) -> int | None:
     if cond.if_match is None:
         raise PreconditionRequired()
     if cond.if_match_any:
+        return None
+    if current in cond.if_match:
+        return current
+    raise VersionConflict(current)
+
+
+def expected_if_given(request: Request, current: int) -> int | None:
+    """The version an optional If-Match asks for: None without one (or `*`).
+
+    Raises `VersionConflict` (412) when no tag matches `current`.
+    """
+    cond = preconditions(request)
+    if cond.if_match is None or cond.if_match_any:
         return None
     if current in cond.if_match:
         return current

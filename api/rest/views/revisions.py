@@ -8,8 +8,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.rest.errors import etag_for
 from api.rest.query_params import (
     StrictLimitOffsetPagination,
+    bool_parameter,
     choice_param,
     tenant_id_part_param,
     tenant_id_part_parameter,
@@ -19,11 +21,12 @@ from api.rest.serializers import (
     RevisionSerializer,
     RollbackResultSerializer,
 )
-from api.rest.views.base import ApiView, errors
+from api.rest.views.base import ApiView, errors, flag
+from api.rest.views.conditional import expected_if_given
 from api.store import selectors, services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
-from api.store.revision_states import revision_comparison
+from api.store.revision_states import revision_comparison, rollback_preview
 from scheduler_core.bounds import parse_decimal
 
 REVISION_ID = OpenApiParameter("revision_id", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -93,16 +96,50 @@ class RevisionRollbackView(ApiView):
 
     @extend_schema(
         operation_id="revisions_rollback",
-        parameters=[REVISION_ID],
+        parameters=[
+            REVISION_ID,
+            bool_parameter(
+                "dry_run",
+                "only say what the rollback would change (`diff`, `yaml_diff`); its ETag "
+                "is the config version to send back as If-Match",
+            ),
+            OpenApiParameter(
+                "If-Match",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description=(
+                    "optional: the config version (a dry run's ETag, or the newest "
+                    "revision's version) the rollback was reviewed at; 412 if any "
+                    "change landed since"
+                ),
+            ),
+        ],
         request=None,
         responses={
             201: RollbackResultSerializer,
             200: RollbackResultSerializer,
-            **errors(400, 404),
+            **errors(400, 404, 412),
         },
     )
     def post(self, request: Request, revision_id: str) -> Response:
-        new = services.revision_rollback(revision_id=_revision_id(revision_id), author=request.user)
+        target_id = _revision_id(revision_id)
+        if flag(request, "dry_run"):
+            version = selectors.config_version_get()
+            preview = rollback_preview(selectors.revision_get(revision_id=target_id))
+            body = {
+                "changed": preview.changed,
+                "revision": None,
+                "diff": preview.diff,
+                "yaml_diff": preview.yaml_diff,
+            }
+            response = Response(RollbackResultSerializer(body).data)
+            response["ETag"] = etag_for(version)
+            return response
+        new = services.revision_rollback(
+            revision_id=target_id,
+            author=request.user,
+            expected_config_version=expected_if_given(request, selectors.config_version_get()),
+        )
         body = {"changed": new is not None, "revision": new}
         code = status.HTTP_201_CREATED if new is not None else status.HTTP_200_OK
         return Response(RollbackResultSerializer(body).data, status=code)

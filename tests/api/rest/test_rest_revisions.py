@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from api.store.models import ConfigRevision
+
 URL = "/api/v1/tenants/t1/"
 
 
@@ -99,6 +101,29 @@ def test_rollback_restores_the_previous_state_as_a_new_revision(editor_api, rule
     again = editor_api.post(f"/api/v1/revisions/{newest['id']}/rollback/")
     assert again.status_code == 200
     assert again.json() == {"changed": False, "revision": None}
+
+
+def test_a_rollback_dry_run_shows_its_diff_and_its_etag_guards_the_real_one(editor_api, rules):
+    _two_versions(editor_api, rules)
+    newest = editor_api.get("/api/v1/revisions/", {"limit": 1}).json()["results"][0]
+    url = f"/api/v1/revisions/{newest['id']}/rollback/"
+    preview = editor_api.post(f"{url}?dry_run=1")
+    assert preview.status_code == 200
+    body = preview.json()
+    assert body["changed"] is True and body["revision"] is None
+    assert body["diff"] == [{"path": "max_queriers_per_tenant", "before": 7, "after": 3}]
+    assert "-  max_queriers_per_tenant: 7\n+  max_queriers_per_tenant: 3\n" in body["yaml_diff"]
+    count = ConfigRevision.objects.count()
+    assert count == 2  # the dry run wrote nothing
+    etag = preview["ETag"]
+    editor_api.patch(
+        "/api/v1/settings/", {"stuck_threshold": "45s"}, format="json", HTTP_IF_MATCH="*"
+    )
+    stale = editor_api.post(url, HTTP_IF_MATCH=etag)
+    assert stale.status_code == 412
+    assert ConfigRevision.objects.count() == count + 1  # only the settings change
+    fresh = editor_api.post(f"{url}?dry_run=1")["ETag"]
+    assert editor_api.post(url, HTTP_IF_MATCH=fresh).status_code == 201
 
 
 def test_rolling_back_a_creation_deletes_the_tenant(editor_api, rules):
