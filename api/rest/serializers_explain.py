@@ -141,6 +141,16 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
             raise serializers.ValidationError(problem)
         return normalized_org_id(value)
 
+    def validate_headers(self, value: dict[str, str]) -> dict[str, str]:
+        # Header names have no case: two spellings of one made the answer
+        # depend on the order of the keys.
+        seen: dict[str, str] = {}
+        for name in value:
+            first = seen.setdefault(name.lower(), name)
+            if first != name:
+                raise serializers.ValidationError(f"{first!r} and {name!r} are the same header")
+        return value
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The check enqueue makes on both protocols, so explain never answers
         # for a request the scheduler would refuse (start after end, a zero step).

@@ -93,8 +93,10 @@ def _yaml_text(data: Any) -> str:
         raise ConfigValidationError([FieldError("(root)", "must be an object with yaml")])
     problems = [FieldError(str(k), "unknown field") for k in data if k != "yaml"]
     text = data.get("yaml")
-    if not isinstance(text, str):
-        problems.append(FieldError("yaml", f"required: a string, got {type(text).__name__}"))
+    if "yaml" not in data:
+        problems.append(FieldError("yaml", "required: the block's YAML text"))
+    elif not isinstance(text, str):
+        problems.append(FieldError("yaml", f"must be a string, got {type(text).__name__}"))
     if problems:
         raise ConfigValidationError(problems)
     return str(text)

@@ -87,7 +87,7 @@ def _note(data: Any) -> str:
     if note is None:
         return ""
     if not isinstance(note, str):
-        raise _invalid("note", "must be a string")
+        raise _invalid("note", f"must be a string, got {type(note).__name__}")
     if len(note) > 500:
         raise _invalid("note", "at most 500 characters")
     return note
@@ -258,7 +258,7 @@ class QueueRequestCancelView(ApiView):
         note = _note(request.data)
         replica = request.data.get("replica") if isinstance(request.data, dict) else None
         if replica is not None and not isinstance(replica, str):
-            raise _invalid("replica", "must be a string")
+            raise _invalid("replica", f"must be a string, got {type(replica).__name__}")
         reason = queue_requests.operator_reason(_who(request), note)
         rows = async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
         if not rows:

@@ -120,6 +120,13 @@ def test_a_number_where_text_belongs_is_400_naming_the_field(editor_api):
     }
 
 
+def test_one_header_given_twice_in_two_cases_is_400(editor_api):
+    """Header names have no case: the answer depended on which spelling came last."""
+    body = {"tenant": "t1", "headers": {"X-Panel-Id": "1", "x-panel-id": "2"}}
+    errors = editor_api.post(URL, body, format="json").json()
+    assert errors == {"headers": ["'X-Panel-Id' and 'x-panel-id' are the same header"]}
+
+
 def test_a_federated_org_id_is_explained_under_its_tenants_combined_limits(editor_api):
     editor_api.put("/api/v1/tenants/t1/", SEED_RULES, format="json")
     editor_api.put("/api/v1/tenants/t2/", {"max_queriers_per_tenant": 2}, format="json")
