@@ -59,10 +59,6 @@ class DuplicateKey(yaml.YAMLError):
         self.mark = mark
 
 
-def _names_text_field(key: Node) -> bool:
-    return isinstance(key, ScalarNode) and key.value in TEXT_FIELDS
-
-
 def strict_keys_loader(base: Any) -> Any:
     """A subclass of the loader class `base` that raises `DuplicateKey` and bad scalars."""
 
@@ -90,11 +86,16 @@ def strict_keys_loader(base: Any) -> Any:
             return ScalarNode(_STR_TAG, text, node.start_mark, node.end_mark, node.style)
 
         def text_keys(self, node: MappingNode) -> None:
-            pairs = [(self.text_key(key), value) for key, value in node.value]
-            node.value = [
-                (key, self.text_value(value) if _names_text_field(key) else value)
-                for key, value in pairs
-            ]
+            # In place, and only where a pair changes: every mapping of a
+            # large runtime-config file passes here twice.
+            pairs = node.value
+            for i, (key, value) in enumerate(pairs):
+                if not isinstance(key, ScalarNode):
+                    continue
+                text = key if key.tag == _STR_TAG else self.text_key(key)
+                read = self.text_value(value) if text.value in TEXT_FIELDS else value
+                if text is not key or read is not value:
+                    pairs[i] = (text, read)
 
         def text_value(self, node: Node) -> Node:
             """A string field's scalar as its text; null stays null (Go leaves it empty)."""
