@@ -21,7 +21,7 @@ from typing import Any
 from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import parse_decimal
-from scheduler_core.federation import org_id_error
+from scheduler_core.federation import normalized_org_id, org_id_error
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.queue_listing import InFlight, Predicate
@@ -176,6 +176,8 @@ class RequestFilter:
         problem = None if tenant is None else org_id_error(tenant)
         if problem is not None:
             raise FilterError("tenant", problem)
+        if tenant is not None:
+            tenant = normalized_org_id(tenant)  # `b|a` is queued as `a|b`
         regex = text("regex")
         if len(regex) > MAX_REGEX_LENGTH:
             # Compiled patterns are cached process-wide; a rule's limit bounds them.
