@@ -174,6 +174,23 @@ def test_new_tenant_is_created_and_a_duplicate_is_refused(
     assert again.status_code == 409
 
 
+def test_a_new_tenant_with_no_limits_of_its_own_is_offered_and_created(
+    editor_client: Client,
+) -> None:
+    """Saved without a field set, it said "Nothing to save" and was never created."""
+    data = {
+        "action": "save",
+        "tenant_id": "plain",
+        "max_queriers_per_tenant": "0",
+        "query_priority.default_priority": "0",
+    }
+    review = editor_client.post("/tenants/new/", data).content.decode()
+    assert 'id="confirm-save"' in review and "no limits of its own" in review
+    response = confirm(editor_client, "/tenants/new/", data)
+    assert response.status_code == 302
+    assert selectors.tenant_get(tenant_id="plain").config == {}
+
+
 @pytest.mark.parametrize("tenant_id", ["a/b", "bad id/with space", "..", "x" * 151])
 def test_a_new_tenant_id_no_url_can_carry_is_refused_on_its_field(
     editor_client: Client, tenant_id: str
