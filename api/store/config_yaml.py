@@ -373,6 +373,16 @@ def parse_tenant_block(text: str) -> BlockParse:
         LocatedName(str(key), line_for(str(key), lines)) for key in body if str(key) not in used
     ]
     config = {str(key): val for key, val in body.items() if str(key) in used}
+    if ignored and not config:
+        # Every key ignored: saved, the draft would clear the tenant. Pasted
+        # `team_x:` and `team_y:` blocks of other limits read like limits
+        # (their names have the underscore every limit's has) and did just that.
+        names = ", ".join(n.name for n in ignored[:5]) + (", ..." if len(ignored) > 5 else "")
+        message = (
+            f"no limit this scheduler uses, only others ({names}): paste the tenant's "
+            f"block (it sets at least one of {', '.join(TENANT_KEYS)})"
+        )
+        return _problem("(root)", message, line_for("", lines))
     errors = locate(validate_tenant_config(config), lines)
     return BlockParse(config, pasted, ignored, errors, None, lines)
 

@@ -136,8 +136,25 @@ def test_limits_holding_mappings_are_no_tenants_blocks():
     )
     parsed = parse_tenant_block(text)
     assert parsed.syntax is None and parsed.config == {"max_queriers_per_tenant": 2}
-    only_mappings = parse_tenant_block(text.rsplit("max_queriers", 1)[0])
-    assert only_mappings.syntax is None and only_mappings.config == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "team_x:\n  ingestion_rate: 10\nteam_y:\n  ingestion_rate: 20\n",
+        "ingestion_rate: 10\nmax_query_length: 721h\n",
+        "active_series_custom_trackers:\n  svc: '{job=\"x\"}'\nother_limit: {a: 1}\n",
+    ],
+)
+def test_a_block_of_only_other_limits_is_refused_rather_than_clearing_the_tenant(text):
+    """Saved, its empty draft would have wiped the tenant's limits and rules."""
+    parsed = parse_tenant_block(text)
+    assert parsed.config is None and parsed.syntax is not None
+    assert "no limit this scheduler uses" in parsed.syntax.message
+
+
+def test_an_empty_block_still_clears_a_tenant_on_purpose():
+    assert parse_tenant_block("{}\n").config == {}
 
 
 def test_a_misspelt_field_is_refused_at_its_line_naming_the_field_it_misspells():
