@@ -52,7 +52,7 @@ from scheduler_core.validation import (
 )
 
 __all__ = [
-    "STALE",
+    "stale_message",
     "history",
     "inspector",
     "layout_switch",
@@ -64,10 +64,19 @@ __all__ = [
 UI = ConfigRevision.Source.UI
 # Operator cancels listed under the revisions on the History page, newest first.
 OPERATOR_CANCELS_SHOWN = 50
-STALE = (
-    "Someone saved a change since you loaded this page (now version {current}). "
-    "Nothing was saved: reload to see their change (History lists it), then edit again."
-)
+
+
+def stale_message(current: int | None) -> str:
+    """Why a save was refused: the version moved (`current`), or the tenant is gone (None)."""
+    if current is None:
+        return (
+            "Someone deleted this tenant since you loaded this page. Nothing was saved: "
+            "History lists the deletion (and can roll it back)."
+        )
+    return (
+        f"Someone saved a change since you loaded this page (now version {current}). "
+        "Nothing was saved: reload to see their change (History lists it), then edit again."
+    )
 
 
 def posted_version(request: HttpRequest) -> int | None:
@@ -285,7 +294,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
                 message=request.POST.get("message", ""),
             )
         except VersionConflict as exc:
-            messages.error(request, STALE.format(current=exc.current_version))
+            messages.error(request, stale_message(exc.current_version))
             current.update(changes)
             status = 409
         except ConfigValidationError as exc:

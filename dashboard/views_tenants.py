@@ -41,7 +41,7 @@ from dashboard.tenant_draft import (
     spelled_as_saved,
 )
 from dashboard.tenant_review import review_context, views_context
-from dashboard.views import STALE, posted_version
+from dashboard.views import posted_version, stale_message
 from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
@@ -153,7 +153,7 @@ def _review(
         if is_new:
             messages.error(request, f"A tenant {tenant_id} already exists; nothing was saved.")
         else:
-            messages.error(request, STALE.format(current=current))
+            messages.error(request, stale_message(current))
         taken = [_ALREADY_EXISTS] if is_new else []
         return _render_editor(
             request, config=config, errors=taken, status=409, view=draft.view, **show
@@ -211,7 +211,7 @@ def _save(
         if is_new:
             messages.error(request, f"A tenant {tenant_id} already exists; nothing was saved.")
         else:
-            messages.error(request, STALE.format(current=exc.current_version))
+            messages.error(request, stale_message(exc.current_version))
         return _render_editor(
             request,
             tenant_id=tenant_id,
@@ -324,7 +324,7 @@ def tenant_delete(request: HttpRequest, tenant_id: str) -> HttpResponse:
             source=UI,
         )
     except VersionConflict as exc:
-        messages.error(request, STALE.format(current=exc.current_version))
+        messages.error(request, stale_message(exc.current_version))
         return redirect(reverse("dashboard:tenant", args=[tenant_id]))
     except NotFound:
         messages.error(request, f"There is no tenant {tenant_id}.")

@@ -174,6 +174,16 @@ def test_new_tenant_is_created_and_a_duplicate_is_refused(
     assert again.status_code == 409
 
 
+def test_saving_a_tenant_deleted_meanwhile_says_it_was_deleted(
+    editor_client: Client, acme: Tenant
+) -> None:
+    """It said "now version None"."""
+    services.tenant_delete(tenant_id="acme", expected_version=None, author=None, source="api")
+    answer = editor_client.post("/tenants/acme/", form(acme.version, "x")).content.decode()
+    assert "Someone deleted this tenant" in answer and "version None" not in answer
+    assert not Tenant.objects.filter(tenant_id="acme").exists()
+
+
 def test_a_new_tenant_with_no_limits_of_its_own_is_offered_and_created(
     editor_client: Client,
 ) -> None:
