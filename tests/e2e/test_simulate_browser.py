@@ -179,7 +179,18 @@ def test_what_the_server_refuses_is_named_as_the_page_names_it(page: Page) -> No
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(errors).to_have_text([re.compile(r"^Changes, at tenants\.tenant-1\.max_queriers")])
     expect(arrivals).not_to_have_attribute("aria-invalid", "true")
-    page.locator("#sim-proposed").fill('{"settings": {}, "tenants": {}}')
+    changes = page.locator("#sim-proposed")
+    expect(changes).to_have_attribute("aria-invalid", "true")
+    expect(changes).to_be_focused()
+    expect(page.locator("#proposed-error")).to_contain_text("Changes, at tenants.tenant-1")
+    changes.fill('{"settings": {}, "tenants": {}}')
+    page.get_by_label("Duration, s (blank: the window)").fill("30")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
+    expect(changes).not_to_have_attribute("aria-invalid", "true")
+    # Simulate, disabled while the run went, has the focus back.
+    expect(page.get_by_role("button", name="Simulate", exact=True)).to_be_focused()
+    page.get_by_label("Duration, s (blank: the window)").fill("")
 
 
 def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) -> None:

@@ -172,9 +172,11 @@ function boxOf(path) {
 }
 
 // "Queriers: must be at least 1" rather than the API's "knobs.queriers: ...";
-// a path inside the JSON box is named as that box's, as its JSON spells it.
+// a path inside the JSON box is named as that box's, as its JSON spells it,
+// and said under the box too. The first box named is marked and focused.
 function errorLines(pairs) {
   for (const box of form.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
+  const inChanges = [];
   const lines = pairs.map(([path, message]) => {
     const box = boxOf(path);
     if (box) {
@@ -183,10 +185,14 @@ function errorLines(pairs) {
     }
     if (path === "proposed" || path.startsWith("proposed.")) {
       const inside = path.slice("proposed.".length);
-      return inside ? `Changes, at ${inside}: ${message}` : `Changes: ${message}`;
+      const line = inside ? `Changes, at ${inside}: ${message}` : `Changes: ${message}`;
+      inChanges.push(line);
+      proposedBox.setAttribute("aria-invalid", "true");
+      return line;
     }
     return path ? `${path}: ${message}` : message;
   });
+  showProposedError(inChanges.join(" "));
   form.querySelector("[aria-invalid]")?.focus();
   return lines;
 }
@@ -227,6 +233,8 @@ async function run(event) {
   event.preventDefault();
   showErrors([]);
   showProposedError("");
+  // Marks of the last refusal go: this run answers for the boxes as they are now.
+  for (const box of form.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
   let body;
   try {
     body = buildBody();
@@ -277,7 +285,10 @@ async function run(event) {
   } finally {
     clearInterval(current.timer);
     current = null;
+    // Simulate was disabled while it ran, which dropped the focus to the page.
+    const lost = document.activeElement === document.body || document.activeElement === null;
     running(false);
+    if (lost) runButton.focus();
   }
 }
 
