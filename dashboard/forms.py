@@ -179,12 +179,19 @@ def tenant_config_from_post(post: Mapping[str, str]) -> dict[str, Any]:
 
 
 def settings_from_post(post: Mapping[str, str]) -> dict[str, Any]:
-    """The settings the form sent; numbers stay numbers, durations stay text."""
+    """The settings the form sent; numbers stay numbers, durations stay text.
+
+    A box the form sent empty is sent on as "", for the validator to refuse
+    at that box: every setting has a value, and skipping it answered
+    "Nothing to save" and put the running value back, as if the operator
+    had not cleared it.
+    """
     changes: dict[str, Any] = {}
     for key in SETTINGS_FIELDS:
-        text = post.get(key, "").strip()
-        if text:
-            changes[key] = _number(text) if key in _NUMERIC_SETTINGS else text
+        if key not in post:
+            continue
+        text = post[key].strip()
+        changes[key] = _number(text) if text and key in _NUMERIC_SETTINGS else text
     return changes
 
 

@@ -272,6 +272,20 @@ def test_settings_save_is_validated_and_version_checked(editor_client: Client) -
     assert stale.status_code == 409
 
 
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("stuck_threshold", "not a valid duration"), ("actor_path_header", "must not be empty")],
+)
+def test_a_settings_box_cleared_is_refused_at_it_not_taken_as_unchanged(
+    editor_client: Client, name: str, words: str
+) -> None:
+    """It answered "Nothing to save" and put the running value back in the box."""
+    version = selectors.settings_get().version
+    answer = editor_client.post("/settings/", {"version": version, name: " "})
+    assert answer.status_code == 400 and words in answer.content.decode()
+    assert selectors.settings_get().version == version
+
+
 def test_every_setting_is_labelled_and_says_what_it_does(viewer_client: Client) -> None:
     page = viewer_client.get("/settings/").content.decode()
     for name in SETTINGS_FIELDS:
