@@ -301,13 +301,13 @@ def _unwrap(value: Any, node: yaml.Node) -> tuple[Any, yaml.Node | None, str | N
 
 
 def _several_tenants(value: Any) -> bool:
-    """Two or more key lines (`team-a:`, `team-b:`), each holding a mapping, and no limit.
+    """Two or more key lines (`team-a:`, `team-b:`), some block under them setting our fields.
 
     Read as one block, every tenant was "a Cortex limit not used here": the
-    draft was empty and Save proposed to wipe the tenant's config. Some real
-    limits hold mappings too (Mimir's `active_series_custom_trackers`), so the
-    keys are tenants only if a block under them sets one of our fields, or
-    none of them has the underscore every limit's name has.
+    draft was empty and Save proposed to wipe the tenant's config. Key lines
+    whose blocks set none of our fields cannot be told from limits that hold
+    mappings (Mimir's `active_series_custom_trackers`); such a block uses
+    nothing here and is refused as that (`parse_tenant_block`).
     """
     if not isinstance(value, Mapping) or len(value) < 2:
         return False
@@ -315,12 +315,11 @@ def _several_tenants(value: Any) -> bool:
         return False
     if not all(isinstance(inner, Mapping) for inner in value.values()):
         return False
-    ours = any(
+    return any(
         str(field) in TENANT_KEYS or misspelt_field(field)
         for inner in value.values()
         for field in inner
     )
-    return ours or not any("_" in str(key) for key in value)
 
 
 def parse_tenant_block(text: str) -> BlockParse:
@@ -374,9 +373,8 @@ def parse_tenant_block(text: str) -> BlockParse:
     ]
     config = {str(key): val for key, val in body.items() if str(key) in used}
     if ignored and not config:
-        # Every key ignored: saved, the draft would clear the tenant. Pasted
-        # `team_x:` and `team_y:` blocks of other limits read like limits
-        # (their names have the underscore every limit's has) and did just that.
+        # Every key ignored: saved, the draft would clear the tenant (as two
+        # tenants' blocks of other limits, `team_x:` and `team_y:`, did).
         names = ", ".join(n.name for n in ignored[:5]) + (", ..." if len(ignored) > 5 else "")
         message = (
             f"no limit this scheduler uses, only others ({names}): paste the tenant's "

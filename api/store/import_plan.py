@@ -43,13 +43,13 @@ TENANT_FIELDS: frozenset[str] = frozenset(TENANT_KEYS)
 def misspelt_field(key: object) -> bool:
     """A key that misspells a tenant field: kept for the validator to refuse.
 
-    Cached by the key's text: a runtime-config file repeats the same few
-    dozen Cortex limit names under every tenant, and each costs about 20 µs.
-
     Dropped as "a Cortex limit not used here", `query_priorty:` made a block
     that quietly lost its rules: in an import every rule of that tenant,
     and in the editor a Save proposing to delete them. Cortex's strict loader
     refuses such a key too (no field of that name).
+
+    Cached by the key's text: a runtime-config file repeats the same few
+    dozen Cortex limit names under every tenant, and each costs about 20 µs.
     """
     return _misspelt(str(key))
 
