@@ -52,13 +52,13 @@ from scheduler_core.validation import (
 )
 
 __all__ = [
-    "stale_message",
     "history",
     "inspector",
     "layout_switch",
     "posted_version",
     "rollback",
     "settings_page",
+    "stale_message",
 ]
 
 UI = ConfigRevision.Source.UI
