@@ -203,6 +203,8 @@ def test_a_filter_the_server_refuses_is_marked_at_its_field_and_lists_nothing(pa
     expect(rows).to_have_count(0)  # not the earlier rows, as if they matched
     expect(page.locator("#drill-count")).to_have_text("")
     expect(page.locator("#drill-title")).to_have_text("Requests of tenant acme: nothing listed")
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#drill-message")).to_contain_text("Not cancelled: RE2 regex: ")
     page.locator("#drill-search").fill("rate")
     expect(error).to_be_hidden()
     expect(page.locator("#drill-title")).to_contain_text("matches /rate/")

@@ -13,13 +13,12 @@ import { DrillCancels } from "./drill_cancel.js";
 import {
   attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
 } from "./drill_rows.js";
-import { orderNote, servingText, title } from "./drill_text.js";
+import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { formatWait } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
 const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
-const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
 // The number boxes, and what each must hold (the server's words, in
 // api/wire/queue_rows.py). Text the browser cannot read as a number (a lone
 // "-", "1e") leaves a box's value empty, as if it were blank: sent so, its

@@ -4,7 +4,7 @@
 // cancel by filter shows the count a dry run found.
 
 import { setText } from "./dom.js";
-import { describe, narrowing } from "./drill_text.js";
+import { FIELD_NAMES, describe, narrowing } from "./drill_text.js";
 
 export class DrillCancels {
   constructor(panel, csrf) {
@@ -112,7 +112,9 @@ export class DrillCancels {
     let data = null;
     try { data = await response.json(); } catch { data = null; }
     if (response.ok) return { ok: true, body: data };
-    const reason = data ? Object.entries(data).map(([k, v]) => `${k}: ${[].concat(v).join("; ")}`).join(" ") : response.statusText;
+    // Named as the page names its boxes ("RE2 regex: ..."), not as the API does.
+    const named = (k) => (k === "non_field_errors" || k === "detail" ? "" : `${FIELD_NAMES[k] || k}: `);
+    const reason = data ? Object.entries(data).map(([k, v]) => `${named(k)}${[].concat(v).join("; ")}`).join(" ") : response.statusText;
     return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
   }
 }

@@ -3,6 +3,9 @@
 
 import { formatWait } from "./format.js";
 
+// Each filter field's name on the page, for the server's refusals.
+export const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
+
 export function describe(filter) {
   const bits = [];
   if (filter.tenant) bits.push(`tenant ${filter.tenant}`);
