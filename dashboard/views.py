@@ -15,7 +15,6 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.views.decorators.http import require_POST
 
 from api.store import selectors, services
 from api.store.config_yaml import settings_yaml
@@ -123,10 +122,15 @@ def inspector(request: HttpRequest) -> HttpResponse:
     return page(request, "dashboard/inspector.html", context)
 
 
-@require_POST
 @editor_required
 def layout_switch(request: HttpRequest) -> HttpResponse:
-    """Switch the running layout; asks to confirm unless the form said so."""
+    """Switch the running layout; asks to confirm unless the form said so.
+
+    Opened as a page (a bookmark, the address bar after a post), it is the
+    inspector, where the switch is: a bare 405 page left the operator nowhere.
+    """
+    if request.method != "POST":
+        return redirect("dashboard:inspector")
     layout = request.POST.get("layout", "")
     # The layout the page showed running: the switch is "from it to `layout`".
     # (The settings version it was rendered at went stale with any change to

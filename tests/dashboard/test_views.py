@@ -353,6 +353,11 @@ def test_a_layout_switch_made_meanwhile_elsewhere_is_said_and_changes_nothing(
     assert ConfigRevision.objects.count() == count
 
 
+def test_the_layout_switch_opened_as_a_page_is_the_inspector(editor_client: Client) -> None:
+    response = editor_client.get("/layout/")
+    assert response.status_code == 302 and response["Location"] == "/"
+
+
 def test_viewer_gets_no_layout_switch(viewer_client: Client) -> None:
     assert b"layout-form" not in viewer_client.get("/").content
     response = viewer_client.post("/layout/", {"layout": "component-first", "confirm": "yes"})
