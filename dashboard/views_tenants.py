@@ -15,7 +15,6 @@ the box says is what the scheduler will do.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from django.contrib import messages
@@ -130,15 +129,17 @@ def _render_editor(
 
 def _review(
     request: HttpRequest, tenant_id: str, draft: Draft, version: int | None, is_new: bool
-) -> HttpResponse | None:
-    """The first Save's answer (the diff), or None when this post confirms that review."""
+) -> tuple[HttpResponse | None, dict[str, Any]]:
+    """The first Save's answer (the diff), or None when this post confirms that review;
+    and the block to save (`spelled_as_saved`: no field added at its unset value)."""
     assert draft.config is not None
     config = draft.config
     show = {"tenant_id": tenant_id, "version": version, "is_new": is_new, "draft": draft}
     try:
         validate_tenant(tenant_id, config)
     except ConfigValidationError as exc:
-        return _render_editor(
+        # Untrimmed: a misspelt field at false must stay to be refused.
+        answer = _render_editor(
             request,
             config=config,
             errors=exc.errors,
@@ -147,7 +148,9 @@ def _review(
             saving=True,
             **show,
         )
+        return answer, config
     stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", "version").first()
+    config = spelled_as_saved(config, None if stored is None else stored[0])
     current = None if stored is None else stored[1]
     if current != version:
         if is_new:
@@ -155,11 +158,12 @@ def _review(
         else:
             messages.error(request, stale_message(current))
         taken = [_ALREADY_EXISTS] if is_new else []
-        return _render_editor(
+        answer = _render_editor(
             request, config=config, errors=taken, status=409, view=draft.view, **show
         )
+        return answer, config
     if request.POST.get("reviewed") == review_token(tenant_id, version, config):
-        return None
+        return None, config
     inputs = explain_inputs(request.POST)
     tried = inputs["query"].strip()
     review = review_context(
@@ -171,20 +175,15 @@ def _review(
         with_draft=run_explain(tenant_id, config, inputs) if tried else None,
         with_saved=run_explain(tenant_id, stored[0], inputs) if tried and stored else None,
     )
-    return _render_editor(request, config=config, view=draft.view, review=review, **show)
+    return _render_editor(request, config=config, view=draft.view, review=review, **show), config
 
 
 def _save(
     request: HttpRequest, tenant_id: str, reviewed: Draft, version: int | None, is_new: bool
 ) -> HttpResponse:
-    if not validate_tenant_config(reviewed.config):
-        # Only a valid draft: a misspelt field at false must stay to be refused.
-        saved = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True)
-        reviewed = replace(reviewed, config=spelled_as_saved(reviewed.config or {}, saved.first()))
-    answer = _review(request, tenant_id, reviewed, version, is_new)
+    answer, draft = _review(request, tenant_id, reviewed, version, is_new)
     if answer is not None:
         return answer
-    draft = reviewed.config or {}
     try:
         services.tenant_put(
             tenant_id=tenant_id,

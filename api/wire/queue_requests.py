@@ -34,8 +34,8 @@ from scheduler_core.runtime import SchedulerRuntime
 __all__ = [
     "PAGE_BUDGET",
     "CursorError",
-    "answered_check",
     "Page",
+    "answered_check",
     "cancel_matching",
     "cancel_one",
     "count_matching",
