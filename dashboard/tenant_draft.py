@@ -47,25 +47,49 @@ VIEWS = (FORM, YAML)
 _UNSET_VALUES: tuple[Any, ...] = (None, False, 0, "", [], {})
 
 
-def spelled_as_saved(draft: dict[str, Any], saved: Mapping[str, Any] | None) -> dict[str, Any]:
+def spelled_as_saved(
+    draft: dict[str, Any], saved: Mapping[str, Any] | None, *, form: bool = False
+) -> dict[str, Any]:
     """The draft without the fields it adds at their unset value (0, false, [], ...).
 
     The form posts every field it shows, so Save on a tenant saved without
     `query_priority` proposed adding a disabled, empty block, and one with
     `query_rejection: {enabled: false}` proposed `query_attributes: []`:
-    revisions that changed nothing the scheduler does. Only mappings are
-    walked (a rule's position is what identifies it); a field the saved
+    revisions that changed nothing the scheduler does. A field the saved
     block has is kept at any value, so setting it back to 0 is still a change.
+
+    `form`: the draft came from the form, which posts no empty box, so a
+    field saved at its unset value (an attribute's `regex: ''` saved through
+    the API) is put back rather than proposed for removal. Lists are walked
+    only when the draft keeps the saved list's length: a rule's position is
+    what identifies it, and after a rule is added or removed, positions no
+    longer pair a draft rule with the one it was saved as.
     """
     kept: dict[str, Any] = {}
+    had_block = saved if isinstance(saved, Mapping) else {}
     for key, value in draft.items():
-        had = saved.get(key) if isinstance(saved, Mapping) else None
-        if isinstance(value, dict):
-            value = spelled_as_saved(value, had if isinstance(had, Mapping) else None)
-        present = isinstance(saved, Mapping) and key in saved
-        if present or value not in _UNSET_VALUES:
+        had = had_block.get(key)
+        value = _walked(value, had, form)
+        if key in had_block or value not in _UNSET_VALUES:
             kept[key] = value
+    if form:
+        for key, had in had_block.items():
+            if key not in kept and had in _UNSET_VALUES:
+                kept[key] = had
     return kept
+
+
+def _walked(value: Any, had: Any, form: bool) -> Any:
+    if isinstance(value, dict):
+        return spelled_as_saved(value, had if isinstance(had, Mapping) else None, form=form)
+    if form and isinstance(value, list) and isinstance(had, list) and len(had) == len(value):
+        return [
+            spelled_as_saved(item, was, form=True)
+            if isinstance(item, dict) and isinstance(was, Mapping)
+            else item
+            for item, was in zip(value, had, strict=True)
+        ]
+    return value
 
 
 @dataclass(frozen=True, slots=True)

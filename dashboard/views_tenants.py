@@ -150,7 +150,9 @@ def _review(
         )
         return answer, config
     stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", "version").first()
-    config = spelled_as_saved(config, None if stored is None else stored[0])
+    config = spelled_as_saved(
+        config, None if stored is None else stored[0], form=draft.view == FORM
+    )
     current = None if stored is None else stored[1]
     if current != version:
         if is_new:

@@ -273,13 +273,25 @@ def test_saving_the_saved_config_says_there_is_nothing_to_save(
 
 @pytest.mark.parametrize(
     "config",
-    [{}, {"max_queriers_per_tenant": 2}, {"query_rejection": {"enabled": False}}],
-    ids=["empty", "limits only", "rejection only"],
+    [
+        {},
+        {"max_queriers_per_tenant": 2},
+        {"query_rejection": {"enabled": False}},
+        {
+            "query_priority": {
+                "enabled": True,
+                "priorities": [
+                    {"priority": 1, "query_attributes": [{"regex": "", "api_type": "query"}]}
+                ],
+            }
+        },
+    ],
+    ids=["empty", "limits only", "rejection only", "empty regex saved by the API"],
 )
-def test_saving_an_untouched_tenant_without_priorities_says_there_is_nothing_to_save(
+def test_saving_an_untouched_tenant_says_there_is_nothing_to_save(
     editor_client: Client, config: dict[str, Any]
 ) -> None:
-    """It proposed adding a disabled `query_priority` block: a revision changing nothing."""
+    """It proposed adding a disabled `query_priority` block, or removing a saved empty regex."""
     _store(config)
     page = editor_client.get(URL).content.decode()
     answer = editor_client.post(URL, {**inputs(page), "action": "save"}).content.decode()
