@@ -38,6 +38,7 @@ from dashboard.tenant_review import settings_review
 from dashboard.views_history import (
     diff_mode,
     history_rows,
+    kind_filter,
     mode_links,
     rollback_confirm,
     tenant_search,
@@ -166,26 +167,31 @@ def layout_switch(request: HttpRequest) -> HttpResponse:
 @role_required
 def history(request: HttpRequest) -> HttpResponse:
     """Revisions, newest first, each with its diff, author, source and rollback."""
-    kind = request.GET.get("kind") or None
+    kind, kind_errors = kind_filter(request)
     # One tenant exactly, as a link to its history names it; the page's
     # tenant box sends `search` instead.
     key = request.GET.get("key") or None
     search, search_errors = tenant_search(request)
-    found = selectors.revision_list(kind=kind, key=key, search=search)
-    # A search no tenant ID can contain lists nothing rather than every
-    # revision: the operator reads the error, not rows they did not ask for.
-    paginator = Paginator(found.none() if search_errors else found, 25)
+    found = selectors.revision_list(kind=kind or None, key=key, search=search)
+    # A filter that can match nothing (a search no tenant ID can contain, an
+    # unknown kind) lists nothing rather than every revision: the operator
+    # reads the error, not rows they did not ask for.
+    refused = [
+        name for name, errors in (("tenant", search_errors), ("kind", kind_errors)) if errors
+    ]
+    paginator = Paginator(found.none() if refused else found, 25)
     revisions = paginator.get_page(request.GET.get("page"))
     rows = history_rows(revisions, diff_mode(request))
-    context = {"rows": rows, "page_obj": revisions, "kind": kind or "", "key": key or ""}
+    context = {"rows": rows, "page_obj": revisions, "kind": kind, "key": key or ""}
     context.update(search=search, search_errors=search_errors)
+    context.update(kind_errors=kind_errors, refused=refused)
     context["mode_links"] = mode_links(request, request.path)
     context["kinds"] = ConfigRevision.Kind.choices
     context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
     # The pager's links keep the filters and the diff mode.
     kept = urlencode({k: v for k, v in request.GET.items() if k != "page" and v})
     context["query"] = f"{kept}&" if kept else ""
-    return page(request, "dashboard/history.html", context, status=400 if search_errors else 200)
+    return page(request, "dashboard/history.html", context, status=400 if refused else 200)
 
 
 @editor_required

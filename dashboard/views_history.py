@@ -36,6 +36,7 @@ __all__ = [
     "compare",
     "diff_mode",
     "history_rows",
+    "kind_filter",
     "mode_links",
     "rollback_confirm",
     "tenant_search",
@@ -56,6 +57,20 @@ def tenant_search(request: HttpRequest) -> tuple[str, list[str]]:
     """
     text = request.GET.get("search", "").strip()
     return text, [e.message for e in tenant_id_part_errors(text, "search")]
+
+
+def kind_filter(request: HttpRequest) -> tuple[str, list[str]]:
+    """The kind asked for ("" for any) and what is wrong with it.
+
+    The page's select offers only real kinds, but a link or an edited URL
+    can name another: filtered by it, the page listed nothing without a
+    word, as if no such change had been made.
+    """
+    kind = request.GET.get("kind", "")
+    kinds = ConfigRevision.Kind.values
+    if not kind or kind in kinds:
+        return kind, []
+    return kind, [f"unknown kind “{kind}”: the kinds are {', '.join(kinds)}"]
 
 
 def mode_links(request: HttpRequest, path: str) -> list[dict[str, Any]]:

@@ -64,3 +64,24 @@ def test_a_search_no_tenant_id_could_contain_is_refused_at_the_box_and_lists_not
     )
     assert _listed(html) == []
     assert "Nothing is listed until the tenant filter is fixed." in html
+
+
+def test_an_unknown_kind_is_refused_at_the_kind_select_naming_the_kinds_there_are(
+    viewer_client: Client,
+) -> None:
+    response = viewer_client.get("/history/", {"kind": "nope"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    select = re.search(r'<select id="h-kind"[^>]*>', html)
+    assert select is not None
+    assert 'aria-invalid="true"' in select.group() and "autofocus" in select.group()
+    assert 'aria-describedby="h-kind-err"' in select.group()
+    assert (
+        '<p class="field-error" id="h-kind-err">Kind: unknown kind “nope”: the kinds are'
+        " tenant, settings, runtime-config</p>" in html
+    )
+    assert _listed(html) == []
+    assert "Nothing is listed until the kind filter is fixed." in html
+    # Still a page to filter from: the select offers every kind, with "any" shown.
+    options = re.findall(r'<option value="([^"]*)"( selected)?', html)
+    assert options == [("", ""), ("tenant", ""), ("settings", ""), ("runtime-config", "")]

@@ -193,6 +193,34 @@ def test_what_the_server_refuses_is_named_as_the_page_names_it(page: Page) -> No
     page.get_by_label("Duration, s (blank: the window)").fill("")
 
 
+def test_a_huge_seed_is_refused_at_its_box_as_typed(page: Page) -> None:
+    """Not as "1e+23", the Number the page once sent, refused as no integer."""
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    seed = page.get_by_label("Seed", exact=True)
+    seed.fill("100000000000000000000000")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_have_text("Nothing was simulated: fix the fields below.")
+    expect(page.locator("#sim-errors li")).to_have_text(
+        ["Seed: must be >= 0 and <= 9223372036854775807, got 100000000000000000000000"]
+    )
+    expect(seed).to_have_attribute("aria-invalid", "true")
+    expect(seed).to_be_focused()
+
+
+def test_a_seed_past_2_53_is_run_and_echoed_as_typed(page: Page) -> None:
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    page.get_by_label("Seed", exact=True).fill("9007199254740993")
+    page.get_by_label("Duration, s (blank: the window)").fill("30")
+    with page.expect_response(re.compile(r"/api/v1/simulate/$")) as answered:
+        page.get_by_role("button", name="Simulate", exact=True).click()
+    # The server ran that seed, not the Number 9007199254740992 next to it.
+    assert '"seed":9007199254740993' in answered.value.text()
+    expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
+    expect(page.locator("#sim-workload-line")).to_contain_text("seed 9007199254740993.")
+
+
 def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) -> None:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")

@@ -77,8 +77,13 @@ export class DrillPanel {
     else delete f.actor;
     const state = this.$("drill-state").value;
     if (state) f.state = state;
+    // Text, not a Number: one past 2**53 would be rounded (12345678901234567890
+    // became 12345678901234567000) in the title and in the filter the server
+    // reads, which takes the text as the integer it names. A whole number goes
+    // as that integer's digits ("007" as 7), so the title names what is listed;
+    // other text goes as typed, for the server to refuse at the box.
     const priority = this.$("drill-priority").value.trim();
-    if (priority !== "") f.priority = Number(priority);
+    if (priority !== "") f.priority = /^-?\d+$/.test(priority) ? BigInt(priority).toString() : priority;
     const wait = this.$("drill-min-wait").value.trim();
     if (wait !== "") f.min_wait = Number(wait);
     return f;

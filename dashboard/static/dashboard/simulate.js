@@ -111,6 +111,22 @@ function number(name) {
   return Number(input.value);
 }
 
+// The seed box's whole number as its digits ("007" as "7"), else its Number
+// (1.5, -1: the server refuses them at the box), or null when blank.
+function seed() {
+  const text = form.elements.seed.value.trim();
+  if (text === "") return null;
+  return /^\d+$/.test(text) ? BigInt(text).toString() : Number(text);
+}
+
+// The body's JSON with a whole-number seed written as its digits: as a
+// Number, one past 2**53 would be rounded, and a 24-digit one went as
+// 1e+23, which the server could only refuse as no integer at all.
+function bodyText({ seed: digits, ...rest }) {
+  const value = typeof digits === "string" ? digits : JSON.stringify(digits);
+  return `{"seed":${value},${JSON.stringify(rest).slice(1)}`;
+}
+
 function buildBody() {
   checkNumbers();
   const [kind, arg] = workloadSelect.value.split(":");
@@ -131,12 +147,12 @@ function buildBody() {
     if (input.value.trim() !== "" && value !== 1) factors[input.dataset.component] = value;
   }
   knobs.service_factor = factors;
-  const seed = number("seed");
+  const chosen = seed();
   return {
     workload,
     proposed: readProposed(),
     knobs,
-    seed: seed === null ? 1 : seed,
+    seed: chosen === null ? 1 : chosen,
     run_id: crypto.randomUUID().replaceAll("-", ""),
   };
 }
@@ -256,7 +272,7 @@ async function run(event) {
   try {
     const response = await fetch(form.dataset.url, {
       method: "POST",
-      body: JSON.stringify(body),
+      body: bodyText(body),
       headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
       credentials: "same-origin",
       signal: controller.signal,
@@ -266,7 +282,9 @@ async function run(event) {
       statusLine.textContent = `Done in ${answer.workload.elapsed_seconds} s.`;
       // A page that cannot show the answer says so, not that the server was away.
       try {
-        render(answer);
+        // The seed as sent: parsed from the answer, one past 2**53 would
+        // read rounded, though the run used it whole.
+        render({ ...answer, workload: { ...answer.workload, seed: body.seed } });
       } catch (error) {
         document.getElementById("sim-results").hidden = true;
         statusLine.textContent = `The answer arrived but could not be shown (${error.message}); reload the page.`;

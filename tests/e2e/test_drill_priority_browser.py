@@ -1,0 +1,60 @@
+"""The drill-down's Priority box in Chromium: a priority past 2**53 is filtered and named exactly.
+
+A JavaScript Number holds integers exactly only up to 2**53; a priority is
+any integer (a rule's is an int64), so one read as a Number came out
+rounded, in the panel's title and in the filter the server listed by.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from loadgen.daphne_process import DaphneProcess
+from tests.e2e.conftest import Traffic, log_in, put_tenant
+
+BIG = 2**53 + 1  # the first integer a Number cannot hold: it reads as 2**53
+
+
+def test_login_and_queue_a_request_at_a_priority_past_2_53(
+    page: Page, server: DaphneProcess, traffic: Traffic
+) -> None:
+    put_tenant(
+        server,
+        "huge",
+        {
+            "query_priority": {
+                "enabled": True,
+                "default_priority": 0,
+                "priorities": [{"priority": BIG, "query_attributes": [{"regex": "urgent"}]}],
+            }
+        },
+    )
+    page.goto("/login/?next=/")
+    log_in(page)
+    expect(page.locator("#live-state")).to_have_text("live")
+    traffic.enqueue("huge", "urgent_query")
+    traffic.enqueue("huge", "up")
+    expect(page.get_by_role("treeitem", name=re.compile(r"^huge: 2 queued"))).to_be_visible()
+
+
+def test_a_priority_past_2_53_lists_its_requests_under_a_title_naming_it_exactly(
+    page: Page,
+) -> None:
+    page.get_by_role("button", name="Requests of huge").click()
+    rows, title = page.locator("#drill-rows > li"), page.locator("#drill-title")
+    expect(rows).to_have_count(2)
+    page.locator("#drill-priority").fill(str(BIG))
+    expect(title).to_have_text(f"Requests of tenant huge / priority {BIG}")
+    expect(rows).to_have_count(1)
+    expect(rows.first.locator(".q")).to_have_text("urgent_query")
+
+
+def test_a_20_digit_priority_is_named_as_typed(page: Page) -> None:
+    page.locator("#drill-priority").fill("12345678901234567890")
+    expect(page.locator("#drill-title")).to_have_text(
+        "Requests of tenant huge / priority 12345678901234567890"
+    )
+    expect(page.locator("#drill-empty")).to_be_visible()
+    expect(page.locator("#drill-filter-error")).to_be_hidden()
