@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from channels.layers import get_channel_layer
 
-__all__ = ["CONFIG_GROUP", "ConfigGroup"]
+__all__ = ["CONFIG_GROUP", "ConfigGroup", "keep_membership"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,12 @@ class ConfigGroup:
         self._channel = await layer.new_channel()
         await layer.group_add(CONFIG_GROUP, self._channel)
         return self._listen(layer, self._channel)
+
+    async def rejoin(self) -> None:
+        """Join again (`RuntimeHost` calls this every few seconds); see `keep_membership`."""
+        layer = get_channel_layer()
+        if layer is not None and self._channel is not None:
+            await layer.group_add(CONFIG_GROUP, self._channel)
 
     async def leave(self) -> None:
         layer = get_channel_layer()
@@ -82,6 +88,34 @@ class ConfigGroup:
             token_id = message.get("token_id")
             if message.get("type") == "token.revoked" and isinstance(token_id, int):
                 await self._on_token_revoked(token_id)
+
+
+async def keep_membership(
+    rejoins: Sequence[Callable[[], Awaitable[None]]], interval: float
+) -> None:
+    """Join this process's groups again every `interval` seconds, for good.
+
+    Membership lives in the channel layer, not here: a Redis restarted empty
+    has forgotten it, and channels_redis drops a member `group_expiry` (a
+    day) after it joined. Joined once at start, a replica then heard no
+    config news (config reached it only by the reconcile loop, 5 s late) and
+    answered no peer, so listings and cancels across replicas named it
+    missing for good, while every health signal said it was up.
+    """
+    failing = False
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            for rejoin in rejoins:
+                await rejoin()
+        except Exception as exc:
+            if not failing:
+                log.warning("joining the channel layer groups again failed: %s; retrying", exc)
+            failing = True
+            continue
+        if failing:
+            log.info("joined the channel layer groups again")
+        failing = False
 
 
 async def _announce(message: dict[str, Any]) -> None:

@@ -97,6 +97,12 @@ class QueuePeers:
             with contextlib.suppress(Exception):
                 await layer.group_discard(QUEUE_GROUP, self.channel)
 
+    async def rejoin(self) -> None:
+        """Join the group again (`RuntimeHost` calls this every few seconds)."""
+        layer = get_channel_layer()
+        if layer is not None and self.channel is not None:
+            await layer.group_add(QUEUE_GROUP, self.channel)
+
     def _dispatch(self, layer: Any, message: dict[str, Any]) -> None:
         kind = message.get("type")
         if kind == "queue.reply":

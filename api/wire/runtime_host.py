@@ -36,7 +36,7 @@ from api.store import config_events, selectors
 from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
-from api.wire.config_group import CONFIG_GROUP, ConfigGroup
+from api.wire.config_group import CONFIG_GROUP, ConfigGroup, keep_membership
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
@@ -129,6 +129,9 @@ class RuntimeHost:
         self.queue_peers = QueuePeers(self)
         self._spawn(self.queue_peers.serve(), "queue requests")
         self._spawn(self._reconcile_loop(), "config reconcile")
+        rejoins = [self._group.rejoin, self.queue_peers.rejoin]
+        membership = keep_membership(rejoins, _setting("GROUP_REJOIN_SECONDS", 5.0))
+        self._spawn(membership, "group membership")
         self._spawn(self._stats_loop(), "stats sampler")
         self._spawn(self.loop_load.run(), "loop load")
         for name, factory in _backgrounds.items():

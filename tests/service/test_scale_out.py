@@ -48,8 +48,8 @@ def redis_url(shared_env: dict[str, str]) -> str:
 def replicas(
     shared_env: dict[str, str], redis_url: str
 ) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    a = replica(shared_env, "replica-a", REDIS_URL=redis_url)
-    b = replica(shared_env, "replica-b", REDIS_URL=redis_url)
+    a = replica(shared_env, "replica-a", REDIS_URL=redis_url, GROUP_REJOIN_SECONDS="1")
+    b = replica(shared_env, "replica-b", REDIS_URL=redis_url, GROUP_REJOIN_SECONDS="1")
     try:
         a.start()
         b.start()
@@ -133,6 +133,43 @@ async def test_a_tenant_change_on_one_replica_reaches_the_other_over_the_channel
         )
         # Reconcile runs every 300 s here: only the layer's message can be this fast.
         assert await seconds_until_priority(on_b, "scale-prio", 4, limit=2.5) < 2.5
+    finally:
+        await on_b.ws.close()
+
+
+async def test_replicas_join_their_groups_again_after_redis_forgot_them(
+    replicas: tuple[DaphneProcess, DaphneProcess],
+    tokens: dict[str, str],
+    shared_env: dict[str, str],
+    redis_url: str,
+) -> None:
+    """As after a Redis restarted empty: joined once at start, they stayed out for good."""
+    import redis
+
+    a, b = replicas
+    client = redis.Redis.from_url(redis_url)
+    groups = [
+        f"{shared_env['CHANNEL_PREFIX']}:group:{g}" for g in ("scheduler-config", "scheduler-queue")
+    ]
+    try:
+        assert [client.zcard(key) for key in groups] == [2, 2]
+        client.delete(*groups)
+        deadline = time.monotonic() + 5.0
+        while [client.zcard(key) for key in groups] != [2, 2]:
+            assert time.monotonic() < deadline, "the replicas did not join their groups again"
+            await asyncio.sleep(0.1)
+    finally:
+        client.close()
+    on_b = await Frontend.open(b, tokens["frontend"])
+    try:
+        create_tenant(
+            a,
+            tokens["editor"],
+            "scale-rejoined",
+            {"query_priority": {"enabled": True, "default_priority": 5}},
+        )
+        # Reconcile runs every 300 s here: only the group's message can be this fast.
+        await seconds_until_priority(on_b, "scale-rejoined", 5, limit=2.5)
     finally:
         await on_b.ws.close()
 
