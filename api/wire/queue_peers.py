@@ -7,15 +7,21 @@ Every replica's runtime host serves `QueuePeers.serve()`: it joins the group
 channel. An asker sends one question to the group, names the replica that
 must answer (or every live peer, from the replica board), and waits up to
 `QUEUE_PEER_TIMEOUT` seconds (default 2); a replica that did not answer in
-time is named in `replicas_missing`, never silently left out.
+time is named in `replicas_missing`, never silently left out. So is a
+replica that stopped publishing without withdrawing (hung, or killed): it is
+not asked, but named, for as long as `queue_inspector_replica_up` says it
+is down.
 
 Merged listings: a page takes queued rows replica by replica (replicas in
 ID order), each in its own dequeue order, then running rows the same way.
 Replicas dequeue in parallel, so there is no one order across them; this
 one is stable and exact per replica. The merged cursor says which phase,
 which replica and that replica's own cursor; `total` sums every replica's
-count. A cancel by filter reaches every replica, a cancel by id every
-replica holding that id (`replica=` names one when ids repeat).
+count. A cancel by filter reaches every replica; a cancel by id reaches the
+one replica holding that id, and is refused (`AmbiguousRequest`) when ids
+repeat and no `replica=` names one. A cancel is asked with a deadline: a
+replica that hears it after the asker gave up (hung, then resumed) drops
+it, so a cancel reported as not done never happens later, unrecorded.
 """
 
 from __future__ import annotations
@@ -38,12 +44,25 @@ from api.cluster.replica_board import get_board
 from api.wire import queue_requests
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
-__all__ = ["QUEUE_GROUP", "QueuePeers", "live_peers", "merged"]
+__all__ = ["QUEUE_GROUP", "AmbiguousRequest", "QueuePeers", "down_peers", "live_peers", "merged"]
 
 log = logging.getLogger(__name__)
 
 QUEUE_GROUP = "scheduler-queue"
 _PHASES = ("queued", "in_flight")
+# Questions that change a queue: heard after their deadline, they are dropped.
+_CHANGES = frozenset({"cancel_one", "cancel_matching"})
+
+
+class AmbiguousRequest(Exception):
+    """A request id held by several replicas, and no replica named: which one is meant?"""
+
+    def __init__(self, request_id: str, replicas: list[str]) -> None:
+        super().__init__(
+            f"request {request_id} is on replicas {', '.join(replicas)} (ids repeat across "
+            "replicas): give replica to cancel one"
+        )
+        self.replicas = replicas
 
 
 def _timeout() -> float:
@@ -53,6 +72,16 @@ def _timeout() -> float:
 def live_peers() -> list[str]:
     """Peer replicas publishing a fresh summary (empty in single-replica mode)."""
     return sorted(p.replica for p in get_board().fresh_peers(time.time()))
+
+
+def down_peers() -> list[str]:
+    """Peers that stopped publishing without withdrawing: hung, or gone without a stop.
+
+    Not asked (they cannot answer), but named in `replicas_missing`: their
+    requests are absent from an answer that must not look complete.
+    """
+    board = get_board()
+    return [r for r, up in board.replica_states() if not up and r != board.own_id]
 
 
 def _query_limit(raw: Any) -> int:
@@ -116,6 +145,14 @@ class QueuePeers:
         if kind != "queue.ask" or message.get("from") == self.own:
             return
         if message.get("target") not in (None, self.own):
+            return
+        expires = message.get("expires")
+        if message.get("op") in _CHANGES and isinstance(expires, float) and time.time() > expires:
+            log.warning(
+                "queue peers: dropped a %s from %s heard after its asker gave up",
+                message.get("op"),
+                message.get("from"),
+            )
             return
         task = asyncio.get_running_loop().create_task(self._reply(layer, message))
         self._tasks.add(task)
@@ -195,6 +232,7 @@ class QueuePeers:
             "reply": self.channel,
             "from": self.own,
             "target": target,
+            "expires": time.time() + _timeout(),
         }
         try:
             await layer.group_send(QUEUE_GROUP, message)
@@ -244,7 +282,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     ) -> dict[str, Any]:
         others = live_peers()
         replicas = sorted({peers.own, *others})
-        missing: set[str] = set()
+        missing = set(down_peers())
         args = {"filter": asdict(flt)}
         counts, absent = await peers.ask("count", args, others)
         missing.update(absent)
@@ -303,6 +341,8 @@ class merged:  # noqa: N801 - a namespace of the merged operations
                 return local, []
         others = [replica] if replica is not None else live_peers()
         replies, missing = await peers.ask("find", args, others)
+        if replica is None:
+            missing = sorted({*missing, *down_peers()})
         for name in sorted(replies):
             if replies[name] is not None:
                 return replies[name], missing
@@ -311,18 +351,35 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     @staticmethod
     async def cancel_one(
         peers: QueuePeers, request_id: str, reason: str, replica: str | None
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """Rows of the request as it was, on every replica that held (and cancelled) it."""
+    ) -> tuple[dict[str, Any] | None, list[str]]:
+        """The request's row as it was when cancelled, or None; and who did not answer.
+
+        Without `replica`, the holder is found first: an id held by several
+        replicas (websocket ids restart in every process) raises
+        AmbiguousRequest rather than cancelling another tenant's request too.
+        """
+        missing: list[str] = []
+        if replica is None:
+            holders, missing = await merged._holders(peers, request_id)
+            if len(holders) > 1:
+                raise AmbiguousRequest(request_id, holders)
+            if not holders:
+                return None, missing
+            replica = holders[0]
         args = {"id": request_id, "reason": reason}
-        rows: list[dict[str, Any]] = []
-        if replica is None or replica == peers.own:
-            local = await peers.answer("cancel_one", args)
-            if local is not None:
-                rows.append(local)
-        others = [] if replica == peers.own else [replica] if replica else live_peers()
-        replies, missing = await peers.ask("cancel_one", args, others)
-        rows += [replies[name] for name in sorted(replies) if replies[name] is not None]
-        return rows, missing
+        if replica == peers.own:
+            return await peers.answer("cancel_one", args), missing
+        replies, absent = await peers.ask("cancel_one", args, [], target=replica)
+        return replies.get(replica), sorted({*missing, *absent})
+
+    @staticmethod
+    async def _holders(peers: QueuePeers, request_id: str) -> tuple[list[str], list[str]]:
+        """The replicas holding `request_id`, and those that did not answer."""
+        args = {"id": request_id}
+        holders = [peers.own] if await peers.answer("find", args) is not None else []
+        replies, missing = await peers.ask("find", args, live_peers())
+        holders += [name for name in sorted(replies) if replies[name] is not None]
+        return sorted(holders), sorted({*missing, *down_peers()})
 
     @staticmethod
     async def cancel_matching(
@@ -337,4 +394,5 @@ class merged:  # noqa: N801 - a namespace of the merged operations
             if isinstance(answer, list) and len(answer) == 2:
                 matched += answer[0]
                 cancelled += answer[1]
+        missing = sorted({*missing, *down_peers()})
         return matched, cancelled, sorted({peers.own, *replies}), missing

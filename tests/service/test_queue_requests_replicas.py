@@ -174,6 +174,42 @@ async def test_either_replica_lists_pages_and_cancels_across_both(
         frontend.reader.cancel()
 
 
+async def test_a_cancel_a_hung_replica_missed_is_a_503_and_does_not_happen_when_it_wakes(
+    pair: tuple[DaphneProcess, DaphneProcess], tokens: dict[str, str]
+) -> None:
+    """It was a 404, and the question waited in Redis: the cancel ran seconds later, unrecorded."""
+    a, b = pair
+    editor = tokens["editor"]
+    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    await on_b.enqueue("hung-0", "hung", "rate(hung_side[1m])")
+    await until_both_seen(a, editor)
+    status, page = await acall(a, editor, "queue/requests/?tenant=hung")
+    (row,) = page["results"]
+    assert b.proc is not None
+    os.kill(b.proc.pid, signal.SIGSTOP)
+    try:
+        status, refused = await acall(
+            a, editor, f"queue/requests/{row['id']}/cancel/", {"replica": "replica-b"}
+        )
+        # Hung past the asker's timeout (1 s here) before it hears the question.
+        await asyncio.sleep(1.5)
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    assert status == 503 and refused["replicas_missing"] == ["replica-b"], refused
+    # Asked over the same channel, so answered after B heard the late cancel.
+    found = f"queue/requests/{row['id']}/?replica=replica-b"
+    deadline = time.monotonic() + 10
+    while (status := (await acall(a, editor, found))[0]) == 503:
+        assert time.monotonic() < deadline
+    assert status == 200 and on_b.outcomes.empty()
+    status, cancelled = await acall(
+        a, editor, f"queue/requests/{row['id']}/cancel/", {"replica": "replica-b"}
+    )
+    assert status == 200 and (await asyncio.wait_for(on_b.outcomes.get(), 10))["id"] == "hung-0"
+    await on_b.ws.close()
+    on_b.reader.cancel()
+
+
 RANKED: dict[str, Any] = {
     "query_priority": {
         "enabled": True,

@@ -32,10 +32,12 @@ _ERROR_TEXT = {
     401: "not authenticated",
     403: "authenticated but without the needed role",
     404: "no such object",
+    409: "the request is ambiguous as sent (e.g. an id several replicas hold: name one)",
     412: "If-Match does not name the current version (ETag header: the current one)",
     413: "request body over the size limit",
     415: "unsupported Content-Type",
     428: "If-Match is required to change an existing object",
+    503: "a replica that may hold the object did not answer (replicas_missing); try again",
 }
 
 IF_MATCH = OpenApiParameter(

@@ -19,7 +19,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -37,7 +38,7 @@ from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
-from api.wire.queue_peers import live_peers, merged
+from api.wire.queue_peers import AmbiguousRequest, down_peers, live_peers, merged
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
 from scheduler_core.model import COMPONENTS
 
@@ -98,9 +99,35 @@ def _replica() -> str:
 
 
 def _peers(host: Any) -> Any:
-    """The host's peer link when other replicas are live, else None (single replica)."""
+    """The host's peer link when other replicas are live or down, else None (single replica)."""
     peers = getattr(host, "queue_peers", None)
-    return peers if peers is not None and live_peers() else None
+    return peers if peers is not None and (live_peers() or down_peers()) else None
+
+
+class PeersMissing(APIException):
+    """The request is on no replica that answered, and some did not (503: try again)."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "replicas_missing"
+
+    def __init__(self, request_id: str, missing: list[str]) -> None:
+        super().__init__(
+            {
+                "detail": f"request {request_id} is on no replica that answered; "
+                f"{', '.join(missing)} did not answer, so nothing was done there",
+                "replicas_missing": missing,
+            }
+        )
+
+
+class Ambiguous(APIException):
+    """A cancel by an id several replicas hold, without `replica` (409)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "ambiguous_request_id"
+
+    def __init__(self, exc: AmbiguousRequest) -> None:
+        super().__init__({"detail": str(exc), "replicas": exc.replicas})
 
 
 async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
@@ -125,30 +152,34 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
     return {**body, **serving, "_loop_seconds": page.loop_seconds}
 
 
-async def _find_on_loop(request_id: str, replica: str | None) -> dict[str, Any] | None:
+async def _find_on_loop(
+    request_id: str, replica: str | None
+) -> tuple[dict[str, Any] | None, list[str]]:
     if not runtime_host.started():
-        return None
+        return None, []
     host = runtime_host.get_host()
     peers = _peers(host)
     if peers is not None:
-        row, _ = await merged.find(peers, request_id, replica)
-        return row
+        return await merged.find(peers, request_id, replica)
     names = queue_requests.grpc_names(host)
-    return queue_requests.find_row(host.runtime, request_id, replica=_replica(), names=names)
+    row = queue_requests.find_row(host.runtime, request_id, replica=_replica(), names=names)
+    return row, []
 
 
 async def _cancel_one_on_loop(
     request_id: str, reason: str, replica: str | None
-) -> list[dict[str, Any]]:
+) -> tuple[dict[str, Any] | None, list[str]]:
     if not runtime_host.started():
-        return []
+        return None, []
     host = runtime_host.get_host()
     peers = _peers(host)
     if peers is not None:
-        rows, _ = await merged.cancel_one(peers, request_id, reason, replica)
-        return rows
+        try:
+            return await merged.cancel_one(peers, request_id, reason, replica)
+        except AmbiguousRequest as exc:
+            raise Ambiguous(exc) from None
     if replica not in (None, _replica()):
-        return []
+        return None, []
     names = queue_requests.grpc_names(host)
     row = queue_requests.cancel_one(
         host.runtime,
@@ -158,7 +189,17 @@ async def _cancel_one_on_loop(
         names=names,
         answered=queue_requests.answered_check(host),
     )
-    return [] if row is None else [row]
+    return row, []
+
+
+def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> dict[str, Any]:
+    """The row; else 503 when a replica did not answer (it may hold it), else 404."""
+    row, missing = found
+    if row is not None:
+        return row
+    if missing:
+        raise PeersMissing(request_id, missing)
+    raise NotFound(f"no queued or running request {request_id}")
 
 
 async def _cancel_matching_on_loop(
@@ -237,13 +278,11 @@ class QueueRequestDetailView(ApiView):
     @extend_schema(
         operation_id="queue_requests_retrieve",
         parameters=[_param("replica", OpenApiTypes.STR, "scale-out: look on this replica only")],
-        responses={200: QueueRequestSerializer, **errors(400, 404)},
+        responses={200: QueueRequestSerializer, **errors(400, 404, 503)},
     )
     def get(self, request: Request, request_id: str) -> Response:
-        row = async_to_sync(_find_on_loop)(request_id, request.query_params.get("replica"))
-        if row is None:
-            raise NotFound(f"no queued or running request {request_id}")
-        return Response(row)
+        found = async_to_sync(_find_on_loop)(request_id, request.query_params.get("replica"))
+        return Response(_found(request_id, found))
 
 
 class QueueRequestCancelView(ApiView):
@@ -252,7 +291,7 @@ class QueueRequestCancelView(ApiView):
     @extend_schema(
         operation_id="queue_requests_cancel",
         request=CancelOneSerializer,
-        responses={200: QueueRequestSerializer, **errors(400, 404)},
+        responses={200: QueueRequestSerializer, **errors(400, 404, 409, 503)},
     )
     def post(self, request: Request, request_id: str) -> Response:
         note = _note(request.data)
@@ -260,19 +299,19 @@ class QueueRequestCancelView(ApiView):
         if replica is not None and not isinstance(replica, str):
             raise _invalid("replica", f"must be a string, got {type(replica).__name__}")
         reason = queue_requests.operator_reason(_who(request), note)
-        rows = async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
-        if not rows:
-            raise NotFound(f"no queued or running request {request_id}")
+        row = _found(
+            request_id, async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
+        )
         services.operator_cancel_record(
             author=request.user,
             source=_source(request),
             request_id=request_id,
-            matched=len(rows),
-            cancelled=len(rows),
+            matched=1,
+            cancelled=1,
             note=note,
-            replicas=[row["replica"] for row in rows],
+            replicas=[row["replica"]],
         )
-        return Response(rows[0])
+        return Response(row)
 
 
 class QueueCancelView(ApiView):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from api.wire import queue_peers
-from api.wire.queue_peers import QueuePeers, merged
+from api.wire.queue_peers import AmbiguousRequest, QueuePeers, merged
 from api.wire.queue_rows import RequestFilter
 from scheduler_core.model import Request
 from scheduler_core.runtime import SchedulerRuntime
@@ -67,8 +67,8 @@ async def test_cancels_reach_the_replica_holding_the_request(pair: Any) -> None:
     hosts, peers = pair
     fill(hosts["r-a"], "a", 2)
     fill(hosts["r-b"], "b", 2)
-    rows, missing = await merged.cancel_one(peers["r-a"], "b1", "by op", None)
-    assert [r["replica"] for r in rows] == ["r-b"] and missing == []
+    row, missing = await merged.cancel_one(peers["r-a"], "b1", "by op", None)
+    assert row is not None and row["replica"] == "r-b" and missing == []
     assert len(hosts["r-b"].runtime.queue) == 1
     found, _ = await merged.find(peers["r-a"], "b0", None)
     assert found is not None and found["replica"] == "r-b"
@@ -85,3 +85,53 @@ async def test_a_replica_that_does_not_answer_is_named(
     page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 10)
     assert page["replicas_missing"] == ["r-gone"]
     assert [r["id"] for r in page["results"]] == ["a0"]
+
+
+async def test_an_id_two_replicas_hold_is_cancelled_on_neither_without_a_replica_named(
+    pair: Any,
+) -> None:
+    """Websocket ids restart in every process: the cancel killed both tenants' requests."""
+    hosts, peers = pair
+    fill(hosts["r-a"], "x", 1)
+    fill(hosts["r-b"], "x", 1)
+    with pytest.raises(AmbiguousRequest) as refused:
+        await merged.cancel_one(peers["r-a"], "x0", "by op", None)
+    assert refused.value.replicas == ["r-a", "r-b"]
+    assert len(hosts["r-a"].runtime.queue) == len(hosts["r-b"].runtime.queue) == 1
+    row, _ = await merged.cancel_one(peers["r-a"], "x0", "by op", "r-b")
+    assert row is not None and row["replica"] == "r-b"
+    assert len(hosts["r-a"].runtime.queue) == 1 and len(hosts["r-b"].runtime.queue) == 0
+
+
+async def test_a_replica_that_stopped_publishing_is_named_missing_not_left_out(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hung or killed peer: its requests are absent, so every answer must say so."""
+    hosts, peers = pair
+    fill(hosts["r-a"], "a", 1)
+    monkeypatch.setattr(queue_peers, "live_peers", lambda: [])
+    monkeypatch.setattr(queue_peers, "down_peers", lambda: ["r-hung"])
+    page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 10)
+    assert page["replicas_missing"] == ["r-hung"] and page["total"] == 1
+    assert await merged.find(peers["r-a"], "nope", None) == (None, ["r-hung"])
+    assert await merged.cancel_one(peers["r-a"], "nope", "op", None) == (None, ["r-hung"])
+    counts = await merged.cancel_matching(peers["r-a"], RequestFilter(tenant="t"), "op", True)
+    assert counts == (1, 0, ["r-a"], ["r-hung"])
+
+
+async def test_a_cancel_heard_after_its_asker_gave_up_is_dropped(pair: Any) -> None:
+    """A replica hung past the asker's timeout must not cancel later, unrecorded."""
+    from channels.layers import get_channel_layer
+
+    hosts, peers = pair
+    fill(hosts["r-b"], "b", 2)
+    layer = get_channel_layer()
+    late = {"type": "queue.ask", "rid": "late", "reply": peers["r-a"].channel, "from": "r-a"}
+    args = {"id": "b0", "reason": "by op"}
+    await layer.group_send(
+        queue_peers.QUEUE_GROUP, {**late, "op": "cancel_one", "args": args, "expires": 1.0}
+    )
+    # A read asked as late is still answered: it changes nothing.
+    found, missing = await merged.find(peers["r-a"], "b0", None)
+    assert found is not None and missing == []
+    assert len(hosts["r-b"].runtime.queue) == 2
