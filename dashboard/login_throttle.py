@@ -18,14 +18,22 @@ fixed buckets of the window's length, and a count is this bucket's plus the
 previous one's, so no burst gets more than the limit through by straddling
 a bucket edge. Time comes from `clock` (tests replace it). Logins without a
 request (management commands) are not throttled.
+
+While the cache cannot be reached (Redis down), the throttle fails open:
+logins are checked as if nobody were locked out and failures go uncounted,
+with a warning logged, because everything else keeps working through a
+Redis outage and the operator who needs the inspector then must still be
+able to log in. Wrong passwords are still refused, by the next backend.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
@@ -37,6 +45,7 @@ from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
+from redis.exceptions import RedisError
 
 __all__ = [
     "LoginThrottleBackend",
@@ -51,6 +60,19 @@ __all__ = [
 clock: Callable[[], float] = time.time
 
 _PREFIX = "login-throttle"
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _failing_open(doing: str) -> Iterator[None]:
+    """Skip the throttle's step, with a warning, when the cache cannot be reached."""
+    try:
+        yield
+    # Django's Redis cache lets redis-py's errors through; one line each, no
+    # traceback: during an outage every login attempt would log one.
+    except (OSError, RedisError) as exc:
+        log.warning("login throttle skipped %s: cache unreachable (%s)", doing, exc)
 
 
 def _limits() -> tuple[int, int, float, float]:
@@ -151,7 +173,9 @@ class LoginThrottleBackend:
     ) -> None:
         if request is None:
             return None
-        wait = locked_for(username, client_address(request))
+        wait = 0.0
+        with _failing_open("checking for a lockout"):
+            wait = locked_for(username, client_address(request))
         if wait > 0:
             request.login_locked_for = wait  # type: ignore[attr-defined]
             raise PermissionDenied(lockout_message(wait))
@@ -163,13 +187,15 @@ def _on_failure(sender: Any, credentials: dict[str, Any], request: Any = None, *
     # Refusals during a lockout are not counted: they must not extend it.
     if request is None or getattr(request, "login_locked_for", 0):
         return
-    record_failure(credentials.get("username"), client_address(request))
+    with _failing_open("counting a failed login"):
+        record_failure(credentials.get("username"), client_address(request))
 
 
 @receiver(user_logged_in, dispatch_uid="dashboard.login_throttle.logged_in")
 def _on_login(sender: Any, request: Any, user: Any, **kw: Any) -> None:
     if request is not None:
-        clear_user(user.get_username())
+        with _failing_open("clearing a user name's failures"):
+            clear_user(user.get_username())
 
 
 class _LockoutMessage:

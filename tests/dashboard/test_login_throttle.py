@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.test import Client
+from django.test import Client, override_settings
 
 from dashboard import login_throttle
 
@@ -144,3 +146,25 @@ def test_a_login_without_a_request_is_not_throttled(viewer: User, clock: FakeClo
     for _ in range(5):
         login("victor", "wrong")
     assert authenticate(username="victor", password=RIGHT) == viewer
+
+
+@pytest.fixture
+def redis_down(tmp_path: Path) -> Iterator[None]:
+    """The cache is Redis, at a socket nobody listens on: every call raises ConnectionError."""
+    location = f"unix://{tmp_path}/redis.sock"
+    backend = "django.core.cache.backends.redis.RedisCache"
+    with override_settings(CACHES={"default": {"BACKEND": backend, "LOCATION": location}}):
+        yield
+
+
+def test_while_redis_is_down_logins_go_on_unthrottled_with_a_warning(
+    viewer: User, redis_down: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="dashboard.login_throttle")
+    for _ in range(6):
+        refused = login("victor", "wrong")
+        assert refused.status_code == 200 and not refused.logged_in
+        assert "do not match an active account" in refused.content.decode()
+    assert login("victor", RIGHT).logged_in
+    assert caplog.records and all(r.exc_info is None for r in caplog.records)
+    assert "cache unreachable" in caplog.records[0].getMessage()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -33,6 +34,7 @@ from api.rest.serializers_snapshot import QueriersSnapshotSerializer, QueueSnaps
 from api.rest.views.base import ApiView, errors, flag
 from api.store import selectors
 from api.wire import runtime_host
+from scheduler_core.federation import org_limits
 from scheduler_core.model import COMPONENTS
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, TenantSnapshot
 
@@ -78,12 +80,40 @@ def take_frontends() -> list[dict[str, Any]]:
     return async_to_sync(_frontends_on_loop)()
 
 
+async def _with_own_limits(merged: MergedView, local: QueueSnapshot) -> MergedView:
+    """The merge, with this replica's limits on the tenants queued only on peers.
+
+    The merge knows no config, so such a tenant's row has no limits; every
+    replica applies the same config, so ours are the ones the tenant's own
+    replica reports: the queue-wide default unless configured, a federated
+    ID's derived from its tenants' (`org_limits`), as its queue's are. Its
+    shard and reservations are that replica's runtime state and stay empty.
+    """
+    runtime = runtime_host.get_runtime()
+    default = runtime.config.max_outstanding_requests_per_tenant
+    held = {tenant.tenant_id for tenant in local.tenants}
+    tenants: list[TenantSnapshot] = []
+    for tenant in merged.snapshot.tenants:
+        if tenant.tenant_id not in held:
+            limits = org_limits(runtime, tenant.tenant_id)
+            cap = limits.max_outstanding
+            tenant = tenant._replace(
+                max_outstanding=default if cap is None else cap,
+                priority_enabled=limits.query_priority.enabled,
+            )
+        tenants.append(tenant)
+    return replace(merged, snapshot=replace(merged.snapshot, tenants=tuple(tenants)))
+
+
 def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
     """The local snapshot and, when peers publish, the service-wide merge of it."""
     snap = take_snapshot()
     if snap is None:
         return None
-    return snap, get_board().view(snap)
+    merged = get_board().view(snap)
+    if merged is None:
+        return snap, None
+    return snap, async_to_sync(_with_own_limits)(merged, snap)
 
 
 def _limit(request: Request) -> int:

@@ -10,21 +10,24 @@ import pytest
 from api.cluster.replicas import summarize
 from api.wire import runtime_host
 from api.wire.frontends import FrontendRow
-from scheduler_core.model import QueueConfig, Request
+from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.priority import QueryPriority
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, WorkerSnapshot
 from tests.fakes import FakeClock
 
 
-def peer_summary(replica: str, frontends: list[FrontendRow] | None = None) -> bytes:
-    """Peer `replica`: team-a has 2 queued on ingester, querier q-1 idle there."""
+def peer_summary(
+    replica: str, frontends: list[FrontendRow] | None = None, tenants: tuple[str, ...] = ("team-a",)
+) -> bytes:
+    """Peer `replica`: each of `tenants` has 2 queued on ingester, querier q-1 idle there."""
     worker = WorkerSnapshot("q-1", 0, None, None, None, None, 10.0, True)
     snap = QueueSnapshot(
         taken_at=12.0,
         layout="tenant-querier-component",
         component_selection="round-robin",
-        total=2,
-        leaves=(LeafSnapshot("team-a", "ingester", 2, ((0, 2),), 2.0),),
+        total=2 * len(tenants),
+        leaves=tuple(LeafSnapshot(t, "ingester", 2, ((0, 2),), 2.0) for t in tenants),
         tenants=(),
         queriers=(QuerierSnapshot("q-1", (worker,), False, True, None, (), False),),
     )
@@ -51,6 +54,22 @@ def test_the_queue_adds_up_every_replica_and_says_how_many(viewer_api, local_run
     assert body["replicas"]["count"] == 2
     assert body["replicas"]["ids"] == ["replica-a", "replica-b"]
     assert body["replicas"]["note"].startswith("2 replicas, peers' data ≤")
+
+
+def test_a_tenant_queued_only_on_a_peer_shows_the_limits_this_replicas_config_gives_it(
+    viewer_api, local_runtime, board
+):
+    local_runtime.set_config(QueueConfig(max_outstanding_requests_per_tenant=250))
+    local_runtime.set_tenant_limits(
+        "team-b", TenantLimits(max_outstanding=30, query_priority=QueryPriority(enabled=True))
+    )
+    board.accept([peer_summary("replica-b", tenants=("tb", "team-b|zz"))])
+    rows = {row["tenant_id"]: row for row in viewer_api.get("/api/v1/queue/").json()["tenants"]}
+    tb, federated = rows["tb"], rows["team-b|zz"]
+    assert tb["length"] == 2
+    assert (tb["max_outstanding"], tb["priority_enabled"]) == (250, False)
+    # A federated ID's limits derive from its tenants', as on the replica queueing it.
+    assert (federated["max_outstanding"], federated["priority_enabled"]) == (30, True)
 
 
 def test_each_querier_connection_names_its_replica(viewer_api, local_runtime, board):
