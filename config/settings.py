@@ -170,6 +170,9 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": CHANNEL_PREFIX,
+            # A Redis that drops packets (not one that refuses) would hold each
+            # login for redis-py's own timeouts before the throttle fails open.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
 
