@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from api.wire.queue_peers import live_peers
+from api.wire.queue_peers import down_peers, live_peers
 from api.wire.queue_rows import QUERY_LINE_LIMIT
 from dashboard.drill import DrillParams, encode_api_row, row_key
 
@@ -119,7 +119,8 @@ class PeerDrills:
         }
         try:
             replies, missing = await peers.ask("page", args, live_peers())
-            self._take(entry, replies, missing, self._wall())
+            # A hung or killed peer is not asked, but its rows are absent: say so.
+            self._take(entry, replies, [*missing, *down_peers()], self._wall())
         except Exception:
             log.exception("drill-down: asking the other replicas failed")
         finally:
