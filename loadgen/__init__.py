@@ -2,7 +2,8 @@
 
 `demo_traffic` and `cortex_traffic` are `manage.py loadgen`'s websocket and
 Cortex gRPC halves, `wsclients` the JSON-protocol clients they and
-`loadtest` share, `daphne_process` a real Daphne for tests and benchmarks.
+`loadtest` share, `replicas` what keeps loadgen's websocket clients connected
+to every replica, `daphne_process` a real Daphne for tests and benchmarks.
 Commands: `loadgen`, `loadgen_slowdown`, `loadtest`.
 
 May import: `scheduler_core`, `api` (its wire clients and the store, to seed

@@ -129,12 +129,12 @@ class GrpcDemo:
                 self.addresses[0], client_tls=self.tls.dial, server_tls=self.tls.serve
             ).start()
             self._frontend.on_result = self._on_result
-            for channel in self._channels:
+            for address, channel in zip(self.addresses, self._channels, strict=True):
                 for _ in range(self._loops):
                     loop = await _open_loop(channel, self._frontend.address)
-                    self._spawn(self._send_on(channel, loop))
+                    self._spawn(self._send_on(address, channel, loop))
                 for _ in range(self._workers):
-                    self._spawn(self._work_on(channel))
+                    self._spawn(self._work_on(address, channel))
         except BaseException:
             await self.close()
             raise
@@ -182,7 +182,7 @@ class GrpcDemo:
         self._pending.pop(result.query_id, None)
         self.counts["results" if result.code == 200 else "failed"] += 1
 
-    async def _send_on(self, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
+    async def _send_on(self, address: str, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
         while True:
             msg = await self._queue.get()
             self._last_id += 1
@@ -195,8 +195,8 @@ class GrpcDemo:
                 )
             except _STREAM_ERRORS as exc:
                 self._pending.pop(query_id, None)
-                self._note("frontend loop", exc)
-                loop = await self._reopen(channel)
+                self._note(f"frontend loop to {address}", exc)
+                loop = await self._reopen(address, channel)
                 continue
             if status != pb.OK:
                 self._pending.pop(query_id, None)
@@ -204,7 +204,7 @@ class GrpcDemo:
                     "rejected" if status == pb.TOO_MANY_REQUESTS_PER_TENANT else "errors"
                 ] += 1
 
-    async def _reopen(self, channel: grpc.aio.Channel) -> FrontendLoop:
+    async def _reopen(self, address: str, channel: grpc.aio.Channel) -> FrontendLoop:
         assert self._frontend is not None
         delay = 0.5
         while True:
@@ -212,10 +212,10 @@ class GrpcDemo:
             try:
                 return await _open_loop(channel, self._frontend.address)
             except (*_STREAM_ERRORS, RuntimeError) as exc:
-                self._note("reopening the frontend loop", exc)
+                self._note(f"reopening the frontend loop to {address}", exc)
                 delay = min(delay * 2, 5.0)
 
-    async def _work_on(self, channel: grpc.aio.Channel) -> None:
+    async def _work_on(self, address: str, channel: grpc.aio.Channel) -> None:
         """One worker stream, reopened after the scheduler ends it (a cancel does)."""
         delay = 0.5
         while True:
@@ -231,7 +231,7 @@ class GrpcDemo:
                     await self._answer(worker, msg)
             except _STREAM_ERRORS as exc:
                 if not _cancelled(exc):
-                    self._note("querier stream", exc)
+                    self._note(f"querier stream to {address}", exc)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 5.0)
             finally:

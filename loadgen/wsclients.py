@@ -5,7 +5,8 @@ would, over a real socket, so `manage.py loadgen` and `manage.py loadtest`
 exercise the same path as production traffic. Against several scheduler
 replicas (scale-out), a querier connects to every replica
 (`queriers_everywhere`) and a frontend (`SpreadFrontend`) sends to its home
-replica and retries a 429 once on another, as Mimir's frontends do.
+replica and retries a 429 once on another, as Mimir's frontends do;
+`wait_closed` says when a socket is gone, so loadgen.replicas can reconnect.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "QuerierClient",
     "SpreadFrontend",
     "queriers_everywhere",
+    "wait_closed",
     "ws_connect",
 ]
 
@@ -44,13 +46,19 @@ async def ws_connect(url: str, token: str) -> Any:
     )
 
 
+async def wait_closed(ws: Any) -> websockets.ConnectionClosed:
+    """Once the socket has closed, by either side: why, in websockets' words."""
+    await ws.wait_closed()
+    return ws.protocol.close_exc
+
+
 class QuerierClient:
     """A querier with N workers; `latency(request)` says how long each takes.
 
     A zero latency answers inline, without a task per request, so the
     benchmark measures the server and not the client's task churn.
     `on_request(msg)` / `on_ready(worker)` let the benchmark see each worker
-    become busy and idle.
+    become busy and idle. After `close()`, `start()` connects it again.
     """
 
     def __init__(
@@ -132,7 +140,8 @@ class FrontendClient:
     """A frontend connection; every reply goes to `on_reply(msg)`.
 
     With `name`, the socket says which frontend it is (`?frontend=`), so a
-    frontend connected to several replicas counts once across them.
+    frontend connected to several replicas counts once across them. After
+    `close()`, `start()` connects it again.
     """
 
     def __init__(self, url: str, token: str, on_reply: Handler, *, name: str | None = None) -> None:
@@ -190,6 +199,11 @@ class SpreadFrontend:
     reply reaches `on_reply`, and `retried` counts the second tries. Cancels
     follow the request to the replica that holds it. `name` is given to every
     replica (`FrontendClient`), so the frontend counts once across them.
+
+    A replica whose connection was lost (`disconnect(index)`) is passed over,
+    for new requests and for 429 retries, until `connect(index)` opens it
+    again; the requests it held are lost with the connection and never reach
+    `on_reply`.
     """
 
     def __init__(
@@ -210,33 +224,75 @@ class SpreadFrontend:
             FrontendClient(url, token, self._replier(index), name=name)
             for index, url in enumerate(urls)
         ]
+        self.connected = [False] * len(urls)
         # request id (JSON-encoded) -> [enqueue message, replica index, retried?]
         self._pending: dict[str, list[Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        await asyncio.gather(*(client.start() for client in self.clients))
+        await asyncio.gather(*(self.connect(index) for index in range(len(self.clients))))
 
-    async def send(self, msg: dict[str, Any]) -> None:
+    async def connect(self, index: int) -> None:
+        """Open the connection to replica `index`; it takes requests once open."""
+        await self.clients[index].start()
+        self.connected[index] = True
+
+    async def disconnect(self, index: int) -> int:
+        """Replica `index` is lost: pass it over and close its socket; how many requests it held.
+
+        Replies still arriving on that socket are dropped, so each request is
+        counted once: lost here, or answered through `on_reply`.
+        """
+        self.connected[index] = False
+        lost = [key for key, entry in self._pending.items() if entry[1] == index]
+        for key in lost:
+            del self._pending[key]
+        await self.clients[index].close()
+        return len(lost)
+
+    async def send(self, msg: dict[str, Any]) -> bool:
+        """Send to the request's replica; False, sending nothing, when it is not connected."""
         key = json.dumps(msg.get("id"))
         if msg.get("type") == "enqueue":
-            self._pending[key] = [msg, self.home, False]
-            await self.clients[self.home].send(msg)
-            return
-        entry = self._pending.get(key)
-        await self.clients[entry[1] if entry else self.home].send(msg)
+            index = self._next_connected(self.home)
+            if index is None:
+                return False
+            self._pending[key] = [msg, index, False]
+        else:
+            entry = self._pending.get(key)
+            index = entry[1] if entry else self.home
+            if not self.connected[index]:
+                return False
+        await self._send_to(index, msg)
+        return True
+
+    async def _send_to(self, index: int, msg: dict[str, Any]) -> None:
+        # A socket that has just closed: the request is lost with its replica,
+        # and counted so by `disconnect` once the loss is noticed.
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await self.clients[index].send(msg)
+
+    def _next_connected(self, start: int) -> int | None:
+        """The first connected replica from `start` on, wrapping round; None if none is."""
+        count = len(self.clients)
+        return next(
+            (i % count for i in range(start, start + count) if self.connected[i % count]), None
+        )
 
     def _replier(self, index: int) -> Handler:
         return lambda msg: self._on_reply(index, msg)
 
     def _on_reply(self, index: int, msg: dict[str, Any]) -> None:
+        if not self.connected[index]:
+            return
         key = json.dumps(msg.get("id"))
         entry = self._pending.get(key)
         refused = msg.get("type") == "rejected" and msg.get("status") == 429
-        if refused and entry is not None and not entry[2] and len(self.clients) > 1:
-            entry[1], entry[2] = (index + 1) % len(self.clients), True
+        other = self._next_connected(index + 1)
+        if refused and entry is not None and not entry[2] and other not in (None, index):
+            entry[1], entry[2] = other, True
             self.retried += 1
-            task = asyncio.get_running_loop().create_task(self.clients[entry[1]].send(entry[0]))
+            task = asyncio.get_running_loop().create_task(self._send_to(entry[1], entry[0]))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return

@@ -1,12 +1,30 @@
-"""`manage.py loadgen` against a real Daphne: a scheduler that shuts down stops it in one line."""
+"""`manage.py loadgen` against real Daphne processes.
+
+A lone scheduler shutting down stops it in one line; one of two replicas
+killed (`kill -9`) leaves the traffic to the other, and it carries on.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import re
+import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import IO
 
+from api.store.models import ApiToken
 from loadgen.daphne_process import BASE_DIR, DaphneProcess
+
+DEADLINE = 30.0
+TOKEN = "qi_loadgen-two-replicas-test-token"
 
 
 def test_a_scheduler_shutting_down_stops_the_load_generator_with_a_clear_error() -> None:
@@ -30,3 +48,105 @@ def test_a_scheduler_shutting_down_stops_the_load_generator_with_a_clear_error()
     assert loadgen.returncode == 1
     assert "the scheduler closed the connection" in stderr
     assert "Traceback" not in stderr
+
+
+class Output:
+    """A child's stdout or stderr, line by line, read in a thread so the test can poll it."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        assert stream is not None
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self.lines.append(line.rstrip("\n"))
+
+    def all(self) -> list[str]:
+        """Every line, once the child has closed the stream (exited)."""
+        self._reader.join(10)
+        return self.lines
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def reports(self, since: int = 0) -> list[str]:
+        return [line for line in self.lines[since:] if line.startswith("websocket: ")]
+
+
+def results(report: str) -> tuple[int, int]:
+    """(websocket results, gRPC results) of a report line."""
+    ws = re.search(r"^websocket: sent \d+ enqueued \d+ results (\d+)", report)
+    grpc = re.search(r"\| grpc: sent \d+ results (\d+)", report)
+    assert ws is not None and grpc is not None, report
+    return int(ws.group(1)), int(grpc.group(1))
+
+
+def seed_token(server: DaphneProcess) -> None:
+    """The same editor token in each replica's own database, for `--token`. Written
+    with sqlite3: a `manage.py shell` per replica would cost seconds of start-up."""
+    row = ("loadgen-test", "editor", hashlib.sha256(TOKEN.encode()).hexdigest(), TOKEN[:8])
+    now = str(datetime.now(UTC).replace(tzinfo=None))
+    with contextlib.closing(sqlite3.connect(server.tmp / "db.sqlite3")) as db, db:
+        db.execute(
+            f"INSERT INTO {ApiToken._meta.db_table} "
+            "(name, role, token_hash, prefix, created_at, revoked) VALUES (?, ?, ?, ?, ?, 0)",
+            (*row, now),
+        )
+
+
+def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load_goes_on() -> None:
+    servers = [DaphneProcess(), DaphneProcess()]
+    try:
+        with ThreadPoolExecutor(2) as pool:  # side by side: starting is most of this test
+            list(pool.map(DaphneProcess.start, servers))
+        for server in servers:
+            seed_token(server)
+        survivor, victim = servers
+        args = ["--token", TOKEN, "--rate", "50", "--report-every", "0.3"]
+        for server in servers:
+            args += ["--url", server.base_url, "--grpc", f"127.0.0.1:{server.grpc_port}"]
+        loadgen = subprocess.Popen(
+            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", *args],
+            env=survivor.env, cwd=BASE_DIR, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out, err = Output(loadgen.stdout), Output(loadgen.stderr)
+
+        def until(check: Callable[[], object], what: str) -> None:
+            deadline = time.monotonic() + DEADLINE
+            while not check():
+                assert loadgen.poll() is None, "loadgen exited:\n" + "\n".join(err.lines)
+                assert time.monotonic() < deadline, f"timed out waiting for {what}"
+                time.sleep(0.05)
+
+        try:
+            until(lambda: out.reports() and min(results(out.reports()[-1])) > 0, "results")
+            assert victim.proc is not None
+            victim.proc.kill()
+            until(lambda: err.said(f"lost replica {victim.base_url}"), "the warning")
+            # Counted from a report made after the loss: no result of the victim's in it.
+            mark = len(out.lines)
+            until(lambda: out.reports(mark), "a report after the loss")
+            ws_then, grpc_then = results(out.reports(mark)[0])
+
+            def through_the_survivor() -> bool:
+                ws_now, grpc_now = results(out.reports(mark)[-1])
+                return ws_now >= ws_then + 20 and grpc_now >= grpc_then + 3
+
+            until(through_the_survivor, "results through the survivor")
+
+            assert f"| replicas 1/2 up (down: {victim.base_url}), lost " in out.reports()[-1]
+            assert loadgen.poll() is None
+            loadgen.send_signal(signal.SIGINT)
+            assert loadgen.wait(20) == 0
+        finally:
+            if loadgen.poll() is None:
+                loadgen.kill()
+                loadgen.wait()
+    finally:
+        for server in servers:
+            server.cleanup()
+    assert out.all()[-1] == "loadgen stopped"
+    assert not any("Traceback" in line for line in err.all())

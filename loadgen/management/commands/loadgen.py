@@ -3,6 +3,11 @@
 `--url` may be repeated, one per scheduler replica: every querier then
 connects to every replica, and frontends are spread over the replicas,
 each retrying a 429 once on another (`loadgen.wsclients.SpreadFrontend`).
+A replica lost on the way is said on stderr and reconnected while the others
+carry the traffic (`loadgen.replicas.Replicas`); the report line then ends
+with the replicas up and the requests lost with a connection. With one
+`--url`, losing it stops the command, as it does when every replica has been
+unreachable for GIVE_UP_SECONDS.
 
 Real protocol clients over loopback (docs/protocol.md): frontends send the
 demo mix of loadgen.demo_traffic at `--rate` requests per second (Poisson), queriers
@@ -35,6 +40,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from api.store.services import api_token_issue
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
+from loadgen.replicas import NoReplicaReachable, Replicas
 from loadgen.wsclients import SpreadFrontend, queriers_everywhere
 
 __all__ = ["Command"]
@@ -42,6 +48,9 @@ __all__ = ["Command"]
 # Stop sending while this many requests are unanswered: the demo should
 # show queues, not grow them without bound.
 MAX_OUTSTANDING = 2000
+# With several replicas, how long none may be reachable before the command
+# stops: long enough for every replica to restart at once.
+GIVE_UP_SECONDS = 30.0
 
 
 class Command(BaseCommand):
@@ -99,9 +108,10 @@ class Command(BaseCommand):
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(self._run(ws, frontend_token, querier_token, options))
-        except websockets.ConnectionClosed as exc:
-            # The scheduler shut down or restarted under it (a drain closes
-            # every socket): say so in a line, not with a traceback.
+        except (websockets.ConnectionClosed, NoReplicaReachable) as exc:
+            # The scheduler (with several, every replica for GIVE_UP_SECONDS)
+            # shut down or restarted under it (a drain closes every socket):
+            # say so in a line, not with a traceback.
             raise CommandError(f"the scheduler closed the connection ({exc}); stopping") from None
         self.stdout.write("loadgen stopped")
 
@@ -117,15 +127,14 @@ class Command(BaseCommand):
             return latency_for(msg.get("component", "unknown"), slowdown[0], rng)
 
         queriers = [
-            client
-            for i in range(opts["queriers"])
-            for client in queriers_everywhere(
+            queriers_everywhere(
                 [f"{base}/ws/querier/" for base in ws],
                 querier_token,
                 f"querier-{i + 1}",
                 workers=opts["workers"],
                 latency=latency,
             )
+            for i in range(opts["queriers"])
         ]
         frontends = [
             SpreadFrontend(
@@ -137,25 +146,34 @@ class Command(BaseCommand):
             )
             for i in range(opts["frontends"])
         ]
+        replicas = Replicas(
+            opts["url"] or ws,  # named as given on the command line
+            [[everywhere[r] for everywhere in queriers] for r in range(len(ws))],  # per replica
+            frontends,
+            give_up=GIVE_UP_SECONDS,
+            warn=self.stderr.write,
+        )
         try:
-            await asyncio.gather(*(q.start() for q in queriers), *(f.start() for f in frontends))
+            await replicas.start()
         except Exception as exc:
             raise CommandError(f"cannot connect to {ws}: {exc}") from exc
         grpc_demo = await self._start_grpc(
             opts, lambda component: latency_for(component, slowdown[0], rng)
         )
         tasks = [
-            asyncio.create_task(self._send(frontends, grpc_demo, counts, rng, opts)),
+            asyncio.create_task(replicas.watch()),
+            asyncio.create_task(self._send(frontends, replicas, grpc_demo, counts, rng, opts)),
             asyncio.create_task(_poll_slowdown(slowdown)),
-            asyncio.create_task(self._report(counts, grpc_demo, slowdown, opts["report_every"])),
+            asyncio.create_task(
+                self._report(counts, replicas, grpc_demo, slowdown, opts["report_every"])
+            ),
         ]
         try:
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*(q.close() for q in queriers), return_exceptions=True)
-            await asyncio.gather(*(f.close() for f in frontends), return_exceptions=True)
+            await replicas.close()
             if grpc_demo is not None:
                 await grpc_demo.close()
 
@@ -176,6 +194,7 @@ class Command(BaseCommand):
     async def _send(
         self,
         frontends: list[SpreadFrontend],
+        replicas: Replicas,
         grpc_demo: GrpcDemo | None,
         counts: Counter[str],
         rng: random.Random,
@@ -185,6 +204,7 @@ class Command(BaseCommand):
         while True:
             await asyncio.sleep(rng.expovariate(opts["rate"]))
             done = counts["result"] + counts["failed"] + counts["rejected"] + counts["error"]
+            done += replicas.lost
             grpc_outstanding = grpc_demo.outstanding if grpc_demo is not None else 0
             if counts["sent"] - done + grpc_outstanding >= MAX_OUTSTANDING:
                 continue
@@ -193,11 +213,17 @@ class Command(BaseCommand):
             to_grpc = grpc_demo is not None and rng.random() < opts["grpc_share"]
             if to_grpc and grpc_demo is not None and grpc_demo.submit(msg):
                 continue
-            counts["sent"] += 1
-            await frontends[n % len(frontends)].send(msg)
+            counts["sent"] += 1  # before the send: its reply may be read while it waits
+            if not await frontends[n % len(frontends)].send(msg):
+                counts["sent"] -= 1  # every replica is lost: not sent after all
 
     async def _report(
-        self, counts: Counter[str], grpc_demo: GrpcDemo | None, slowdown: list[float], every: float
+        self,
+        counts: Counter[str],
+        replicas: Replicas,
+        grpc_demo: GrpcDemo | None,
+        slowdown: list[float],
+        every: float,
     ) -> None:
         while True:
             await asyncio.sleep(every)
@@ -208,6 +234,9 @@ class Command(BaseCommand):
                 f"failed {counts['failed']} errors {counts['error']} "
                 + (f"| {grpc_part} " if grpc_part else "")
                 + f"(store-gateway slowdown x{slowdown[0]:g})"
+                # Added at the end, and only with several replicas, so the
+                # line reads as before wherever it was read before.
+                + (f" | {replicas.status()}" if len(replicas.names) > 1 else "")
             )
 
 

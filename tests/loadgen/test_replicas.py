@@ -1,0 +1,177 @@
+"""The load generator's replicas watched over: a lost one passed over, reconnected, given up on.
+
+Stand-in replicas speaking just enough of docs/protocol.md, in this
+process, so a replica can die (its sockets aborted, no close frame, as after
+`kill -9`) and come back on the same port within a second. The two-Daphne
+run of `manage.py loadgen` is in test_loadgen_command.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import websockets
+from websockets.asyncio.server import Server, ServerConnection, serve
+
+from loadgen import replicas as replicas_module
+from loadgen.daphne_process import free_port
+from loadgen.replicas import NoReplicaReachable, Replicas
+from loadgen.wsclients import QuerierClient, SpreadFrontend
+from tests.polling import until
+
+
+class StandIn:
+    """A replica that welcomes queriers and answers, or only enqueues, frontends' requests."""
+
+    def __init__(self, *, answers: bool) -> None:
+        self.answers = answers
+        self.port = free_port()
+        self.url = f"ws://127.0.0.1:{self.port}"
+        self.received: list[Any] = []
+        self.server: Server | None = None
+
+    async def start(self) -> StandIn:
+        self.server = await serve(self._serve, "127.0.0.1", self.port)
+        return self
+
+    async def kill(self) -> None:
+        """As `kill -9`: every socket dropped without a close frame, nothing listening."""
+        assert self.server is not None
+        for connection in self.server.connections:
+            connection.transport.abort()
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, ws: ServerConnection) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in ws:
+                msg = json.loads(raw)
+                if msg["type"] == "hello":
+                    await ws.send(json.dumps({"type": "welcome", "workers": [1]}))
+                elif msg["type"] == "enqueue":
+                    self.received.append(msg["id"])
+                    await ws.send(json.dumps({"type": "enqueued", "id": msg["id"]}))
+                    if self.answers:
+                        await ws.send(json.dumps({"type": "result", "id": msg["id"]}))
+
+
+class Generator:
+    """`manage.py loadgen`'s websocket side over the stand-ins: one frontend, one querier."""
+
+    def __init__(self, stand_ins: list[StandIn], *, home: int, give_up: float = 30.0) -> None:
+        self.replies: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.frontend = SpreadFrontend(
+            [f"{s.url}/ws/frontend/" for s in stand_ins], "token", self.replies.append, home=home
+        )
+        self.replicas = Replicas(
+            [s.url for s in stand_ins],
+            [[QuerierClient(f"{s.url}/ws/querier/", "token", "q-1")] for s in stand_ins],
+            [self.frontend],
+            give_up=give_up,
+            warn=self.warnings.append,
+        )
+        self.watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> Generator:
+        await self.replicas.start()
+        self.watch = asyncio.create_task(self.replicas.watch())
+        return self
+
+    async def send(self, *ids: str) -> None:
+        for rid in ids:
+            assert await self.frontend.send({"type": "enqueue", "id": rid, "tenant": "t"})
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.warnings)
+
+    def results(self) -> list[Any]:
+        return [reply["id"] for reply in self.replies if reply["type"] == "result"]
+
+    async def close(self) -> None:
+        if self.watch is not None:
+            self.watch.cancel()
+        await self.replicas.close()
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replicas_module, "RETRY_FIRST", 0.05)
+    monkeypatch.setattr(replicas_module, "RETRY_MAX", 0.2)
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[tuple[StandIn, StandIn]]:
+    a, b = StandIn(answers=True), StandIn(answers=False)
+    await a.start()
+    await b.start()
+    yield a, b
+    for stand_in in (a, b):
+        assert stand_in.server is not None
+        stand_in.server.close()
+
+
+async def test_a_lost_replica_loses_its_waiting_requests_and_gets_new_ones_once_it_is_back(
+    pair: tuple[StandIn, StandIn],
+) -> None:
+    a, b = pair
+    generator = await Generator([a, b], home=1).start()
+    try:
+        await generator.send("held-1", "held-2", "held-3")
+        await until(lambda: b.received == ["held-1", "held-2", "held-3"])
+
+        await b.kill()
+        await until(lambda: generator.said(f"lost replica {b.url}"))
+
+        assert generator.replicas.lost == 3
+        assert generator.replicas.status() == f"replicas 1/2 up (down: {b.url}), lost 3"
+        await generator.send("while-down")
+        await until(lambda: generator.results() == ["while-down"])
+        assert a.received == ["while-down"]
+
+        await b.start()
+        await until(lambda: generator.said(f"replica {b.url} is back"))
+        await generator.send("after")
+        await until(lambda: b.received[3:] == ["after"])
+        assert generator.results() == ["while-down"]
+        assert generator.replicas.status() == "replicas 2/2 up, lost 3"
+        assert generator.watch is not None and not generator.watch.done()
+    finally:
+        await generator.close()
+
+
+async def test_every_replica_lost_for_the_grace_period_stops_the_watch_with_the_last_reason(
+    pair: tuple[StandIn, StandIn],
+) -> None:
+    a, b = pair
+    generator = await Generator([a, b], home=0, give_up=0.3).start()
+    try:
+        await a.kill()
+        await b.kill()
+        assert generator.watch is not None
+        with pytest.raises(NoReplicaReachable, match="no close frame received or sent"):
+            await asyncio.wait_for(generator.watch, 5)
+
+        assert generator.said("0 of 2 still connected")
+        assert generator.said("stopping unless a replica is back within 0.3 s")
+        assert not await generator.frontend.send({"type": "enqueue", "id": "x", "tenant": "t"})
+    finally:
+        await generator.close()
+
+
+async def test_a_lone_replica_lost_stops_the_watch_at_once_with_the_sockets_own_reason() -> None:
+    alone = await StandIn(answers=True).start()
+    generator = await Generator([alone], home=0).start()
+    try:
+        await alone.kill()
+        assert generator.watch is not None
+        with pytest.raises(websockets.ConnectionClosed, match="no close frame received or sent"):
+            await asyncio.wait_for(generator.watch, 5)
+        assert generator.warnings == []
+    finally:
+        await generator.close()
