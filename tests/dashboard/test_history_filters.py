@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.http import HttpResponse
 from django.test import Client
 
 from api.store import services
@@ -49,16 +50,23 @@ def test_a_link_naming_one_tenant_by_key_still_lists_that_tenant_exactly(
     assert _listed(viewer_client.get("/history/?key=ACME").content.decode()) == []
 
 
+def _refused_at(response: HttpResponse, tag: str, box_id: str) -> tuple[str, str]:
+    """The page (a 400) and the refused box's tag, marked invalid and focused."""
+    assert response.status_code == 400
+    html = response.content.decode()
+    box = re.search(rf'<{tag} id="{box_id}"[^>]*>', html)
+    assert box is not None
+    assert 'aria-invalid="true"' in box.group() and "autofocus" in box.group()
+    return html, box.group()
+
+
 def test_a_search_no_tenant_id_could_contain_is_refused_at_the_box_and_lists_nothing(
     viewer_client: Client,
 ) -> None:
-    response = viewer_client.get("/history/", {"search": "acme eu"})
-    assert response.status_code == 400
-    html = response.content.decode()
-    box = re.search(r'<input id="h-search"[^>]*>', html)
-    assert box is not None
-    assert 'aria-invalid="true"' in box.group() and "autofocus" in box.group()
-    assert 'aria-describedby="h-search-help h-search-err"' in box.group()
+    html, box = _refused_at(
+        viewer_client.get("/history/", {"search": "acme eu"}), "input", "h-search"
+    )
+    assert 'aria-describedby="h-search-help h-search-err"' in box
     assert (
         '<p class="field-error" id="h-search-err">Tenant: invalid characters &#x27; &#x27;;' in html
     )
@@ -69,13 +77,8 @@ def test_a_search_no_tenant_id_could_contain_is_refused_at_the_box_and_lists_not
 def test_an_unknown_kind_is_refused_at_the_kind_select_naming_the_kinds_there_are(
     viewer_client: Client,
 ) -> None:
-    response = viewer_client.get("/history/", {"kind": "nope"})
-    assert response.status_code == 400
-    html = response.content.decode()
-    select = re.search(r'<select id="h-kind"[^>]*>', html)
-    assert select is not None
-    assert 'aria-invalid="true"' in select.group() and "autofocus" in select.group()
-    assert 'aria-describedby="h-kind-err"' in select.group()
+    html, select = _refused_at(viewer_client.get("/history/", {"kind": "nope"}), "select", "h-kind")
+    assert 'aria-describedby="h-kind-err"' in select
     assert (
         '<p class="field-error" id="h-kind-err">Kind: unknown kind “nope”: the kinds are'
         " tenant, settings, runtime-config</p>" in html

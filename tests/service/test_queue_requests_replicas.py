@@ -74,6 +74,10 @@ class Frontend:
         self.replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
+    @classmethod
+    async def open(cls, server: DaphneProcess, token: str) -> Frontend:
+        return cls(await ws_connect(f"{server.ws_url}/ws/frontend/", token))
+
     async def _read(self) -> None:
         async for raw in self.ws:
             msg = json.loads(raw)
@@ -102,8 +106,8 @@ async def test_either_replica_lists_pages_and_cancels_across_both(
 ) -> None:
     a, b = pair
     editor = tokens["editor"]
-    on_a = Frontend(await ws_connect(f"{a.ws_url}/ws/frontend/", tokens["frontend"]))
-    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    on_a = await Frontend.open(a, tokens["frontend"])
+    on_b = await Frontend.open(b, tokens["frontend"])
     for i in range(3):
         await on_a.enqueue(f"a{i}", "shared", f"rate(a_side_{i}[1m])")
         await on_b.enqueue(f"b{i}", "shared", f"rate(b_side_{i}[1m])")
@@ -180,7 +184,7 @@ async def test_a_cancel_a_hung_replica_missed_is_a_503_and_does_not_happen_when_
     """It was a 404, and the question waited in Redis: the cancel ran seconds later, unrecorded."""
     a, b = pair
     editor = tokens["editor"]
-    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    on_b = await Frontend.open(b, tokens["frontend"])
     await on_b.enqueue("hung-0", "hung", "rate(hung_side[1m])")
     await until_both_seen(a, editor)
     status, page = await acall(a, editor, "queue/requests/?tenant=hung")
@@ -245,8 +249,8 @@ async def test_either_replica_sums_both_replicas_rule_hits_with_a_breakdown(
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         assert response.status in (200, 201)
-    on_a = Frontend(await ws_connect(f"{a.ws_url}/ws/frontend/", tokens["frontend"]))
-    on_b = Frontend(await ws_connect(f"{b.ws_url}/ws/frontend/", tokens["frontend"]))
+    on_a = await Frontend.open(a, tokens["frontend"])
+    on_b = await Frontend.open(b, tokens["frontend"])
     await until_ranked(on_a, "a")
     await until_ranked(on_b, "b")
     for i in range(3):
