@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, StorageState, expect, sync_playwright
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import FrontendClient, QuerierClient
@@ -65,12 +66,23 @@ def full_page_screenshot(page: Page, name: str) -> None:
     page.evaluate("(y) => window.scrollTo(0, y)", scrolled)
 
 
-def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object]) -> Any:
-    """Create a tenant through the REST API; the server applies it before it answers.
+RUNNING_VERSION = re.compile(r"^queue_inspector_config_version (\S+)$", re.MULTILINE)
 
-    (A block written by another process, as `run_python` does, is applied
-    within the reconcile period: requests sent before then are judged by the
-    config before it.) Returns the answer's body.
+
+def running_version(server: DaphneProcess) -> int | None:
+    """The config version (History's #N) the server's scheduler runs, None before its first."""
+    with urllib.request.urlopen(f"{server.base_url}/metrics", timeout=15) as response:
+        found = RUNNING_VERSION.search(response.read().decode())
+    return None if found is None else int(float(found.group(1)))
+
+
+def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object]) -> Any:
+    """Create a tenant through the REST API; returns the answer's body once the scheduler runs it.
+
+    The server answers once the block is committed and applies it on its
+    loop just after: a request sent in between is judged by the config
+    before it. (A block written by another process, as `run_python` does,
+    is applied within the reconcile period.)
     """
     request = urllib.request.Request(
         f"{server.base_url}/api/v1/tenants/{tenant_id}/",
@@ -83,7 +95,13 @@ def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object])
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         assert response.status == 201
-        return json.loads(response.read())
+        version = int(response.headers["ETag"].strip('"'))
+        body = json.loads(response.read())
+    deadline = time.monotonic() + 10
+    while (running_version(server) or 0) < version:
+        assert time.monotonic() < deadline, f"the scheduler never ran config #{version}"
+        time.sleep(0.05)
+    return body
 
 
 class Traffic:
@@ -222,14 +240,44 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-@pytest.fixture(scope="module")
-def page(browser: Browser, server: DaphneProcess) -> Iterator[Page]:
+@contextmanager
+def browser_tab(
+    browser: Browser,
+    server: DaphneProcess,
+    *,
+    width: int = 1500,
+    height: int = 1000,
+    storage_state: StorageState | None = None,
+) -> Iterator[Page]:
+    """A tab on `server` in a browser context of its own, closed on the way out."""
     context = browser.new_context(
-        viewport={"width": 1500, "height": 1000}, base_url=server.base_url
+        viewport={"width": width, "height": height},
+        base_url=server.base_url,
+        storage_state=storage_state,
     )
     context.set_default_timeout(10_000)
-    tab = context.new_page()
     try:
-        yield tab
+        yield context.new_page()
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser: Browser, server: DaphneProcess) -> StorageState:
+    """The editor's session on the module's server, logged in once on the login form.
+
+    Each browser context of the module starts from it: no test logs in, so
+    one that opens its page itself runs alone (`pytest -k`), in any order.
+    """
+    with browser_tab(browser, server) as tab:
+        tab.goto("/login/")
+        log_in(tab)
+        expect(tab).not_to_have_url(re.compile(r"/login/"))
+        return tab.context.storage_state()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, server: DaphneProcess, signed_in: StorageState) -> Iterator[Page]:
+    """The module's window, logged in as the editor, on no page yet."""
+    with browser_tab(browser, server, storage_state=signed_in) as tab:
+        yield tab

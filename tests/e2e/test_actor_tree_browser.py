@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 from api.wire.grpc.clients import CortexFrontend, get_request
 from loadgen.daphne_process import DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic, log_in
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +49,7 @@ def open_row(page: Page, label: str) -> None:
 def test_actor_levels_from_both_protocols_show_under_the_tenant(
     page: Page, server: DaphneProcess, traffic: Traffic
 ) -> None:
-    page.goto("/login/")
-    log_in(page)
+    page.goto("/")
     expect(page.locator("#live-state")).to_have_text("live")
 
     traffic.enqueue("loki", count=2, headers={"X-Loki-Actor-Path": "users|joe"})

@@ -9,7 +9,7 @@ import urllib.request
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import log_in, put_tenant
+from tests.e2e.conftest import put_tenant
 
 
 def _revision_version(server: DaphneProcess, tenant_id: str) -> int:
@@ -28,7 +28,6 @@ def test_a_config_change_is_marked_on_the_charts_and_opens_its_revision(
     page: Page, server: DaphneProcess
 ) -> None:
     page.goto("/")
-    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     # A few seconds of chart before the change (the module's seed may be marked too).
     page.wait_for_function(

@@ -14,7 +14,7 @@ import time
 
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.e2e.conftest import Traffic, log_in
+from tests.e2e.conftest import Traffic
 
 
 class HeldFrames:
@@ -56,8 +56,7 @@ def test_the_oldest_link_focuses_the_oldest_row_though_a_frame_for_the_tenant_ca
 ) -> None:
     frames = HeldFrames()
     page.route_web_socket(re.compile(r"/ws/inspector/"), frames.route)
-    page.goto("/login/?next=/")
-    log_in(page)
+    page.goto("/")
     expect(page.locator("#live-state")).to_have_text("live")
     traffic.enqueue("acme", "first_asked", count=3)
     page.get_by_role("button", name="Requests of acme").click()

@@ -14,7 +14,7 @@ import re
 
 from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.conftest import full_page_screenshot, log_in
+from tests.e2e.conftest import full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # acme's block in the YAML view: the regex is on this line.
@@ -23,12 +23,6 @@ REGEX_LINE = 8
 
 def editor_line(page: Page, number: int):
     return page.locator("#yaml-editor .cm-line").nth(number - 1)
-
-
-def test_login(page: Page) -> None:
-    page.goto("/login/")
-    log_in(page)
-    expect(page).to_have_url(re.compile(r"/$"))
 
 
 def test_an_edit_in_the_yaml_view_shows_in_the_form(page: Page) -> None:

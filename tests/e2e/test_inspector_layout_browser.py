@@ -1,7 +1,7 @@
 """The inspector's layout in Chromium at the window sizes operators use, on a busy queue.
 
-One server, browser and login per module; the first test fills the queue,
-and the others resize the window and read the boxes the page draws.
+One server, browser and login per module; the `inspector` fixture fills the
+queue once, and the tests resize the window and read the boxes the page draws.
 """
 
 from __future__ import annotations
@@ -11,19 +11,26 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import Traffic, log_in
+from tests.e2e.conftest import Traffic
 
 
-def test_the_inspector_opens_live_on_a_queue_with_every_component(
-    page: Page, traffic: Traffic
-) -> None:
+@pytest.fixture(scope="module")
+def inspector(page: Page, traffic: Traffic) -> Page:
+    """The module's window on the inspector, its queue holding work for every component.
+
+    No test leaves the inspector, so the module opens it once.
+    """
     page.goto("/")
-    log_in(page)
-    expect(page.locator("#live-state")).to_have_text("live")
     for i, tenant in enumerate(["analytics", "billing", "checkout"]):
         traffic.enqueue(tenant, count=2 + 3 * i)  # the last ten minutes: both components
     traffic.enqueue("checkout", query="max(up)", start=0, end=3600, count=4)
     traffic.enqueue("search", query="max(up)", start=0, end=60, count=2)
+    return page
+
+
+def test_the_inspector_opens_live_on_a_queue_with_every_component(inspector: Page) -> None:
+    page = inspector
+    expect(page.locator("#live-state")).to_have_text("live")
     expect(page.get_by_role("treeitem", name=re.compile(r"^checkout"))).to_be_visible()
     page.wait_for_function("() => document.getElementById('chart-wait').plot")
 
@@ -40,7 +47,8 @@ CHART_FITS = """() => {
 }"""
 
 
-def test_the_charts_follow_their_box_as_the_window_grows_and_shrinks(page: Page) -> None:
+def test_the_charts_follow_their_box_as_the_window_grows_and_shrinks(inspector: Page) -> None:
+    page = inspector
     widths = []
     for width, height in ((1920, 1080), (1280, 800), (1024, 768), (1500, 1000)):
         page.set_viewport_size({"width": width, "height": height})
@@ -56,7 +64,8 @@ BOXES = """(selectors) => selectors.map((s) => {
 })"""
 
 
-def test_under_1200_px_the_charts_and_the_wait_tables_stack_in_one_column(page: Page) -> None:
+def test_under_1200_px_the_charts_and_the_wait_tables_stack_in_one_column(inspector: Page) -> None:
+    page = inspector
     page.set_viewport_size({"width": 1100, "height": 800})
     page.wait_for_function(CHART_FITS)
     charts, waits, tree = page.evaluate(BOXES, [".charts", ".waits", ".tree-card"])
@@ -112,8 +121,9 @@ SPACE = """() => {
 
 
 def test_at_1280_1500_and_1920_the_tree_follows_the_charts_and_nothing_is_cut_or_scrolls_sideways(
-    page: Page,
+    inspector: Page,
 ) -> None:
+    page = inspector
     page.get_by_role("button", name="Pause").click()  # no frame rewrites the widest rows
     try:
         page.evaluate(WIDEST_WAITS)
@@ -129,7 +139,8 @@ def test_at_1280_1500_and_1920_the_tree_follows_the_charts_and_nothing_is_cut_or
         page.set_viewport_size({"width": 1500, "height": 1000})
 
 
-def test_header_labels_wrap_and_tree_names_show_whole_at_1280(page: Page) -> None:
+def test_header_labels_wrap_and_tree_names_show_whole_at_1280(inspector: Page) -> None:
+    page = inspector
     page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_text("component → tenant").click()
     both = page.locator('#tree [data-key="c:ingester-and-store-gateway"] > .row .name')
@@ -168,7 +179,8 @@ TICKS = """async () => {
 }"""
 
 
-def test_five_minutes_of_chart_tick_every_minute_with_a_24_hour_legend(page: Page) -> None:
+def test_five_minutes_of_chart_tick_every_minute_with_a_24_hour_legend(inspector: Page) -> None:
+    page = inspector
     page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_role("button", name="Pause").click()  # no frame redraws the test's data
     try:

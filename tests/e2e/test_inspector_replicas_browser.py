@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, Traffic, log_in
+from tests.e2e.conftest import EDITOR, Traffic
 from tests.service.replica_pair import replica, require_servers, scale_out_env
 
 PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a busy machine
@@ -72,9 +72,8 @@ def frontend_row(page: Page, traffic: Traffic, replica_id: str | None) -> tuple[
     return page.locator(f'#frontends tr[data-frontend="{key}"]'), address
 
 
-def test_login_on_replica_a(page: Page) -> None:
+def test_the_inspector_on_replica_a_counts_both_replicas(page: Page) -> None:
     page.goto("/")
-    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     expect(page.locator("#replicas-note")).to_contain_text("2 replicas", timeout=PEERS_WITHIN)
     # The header's loop load is the busiest replica's, and says which one that is.
@@ -87,6 +86,7 @@ def test_login_on_replica_a(page: Page) -> None:
 def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
     page: Page, traffic_a: Traffic, traffic_b: Traffic, tmp_path: Path
 ) -> None:
+    page.goto("/")
     traffic_b.enqueue("merged-tenant", count=2)  # no querier: they stay outstanding on B
     row_a, address_a = frontend_row(page, traffic_a, "replica-a")
     row_b, address_b = frontend_row(page, traffic_b, "replica-b")
@@ -117,6 +117,7 @@ def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
 def test_a_named_frontend_on_both_replicas_is_a_row_on_each_and_one_frontend_in_the_header(
     page: Page, traffic_a: Traffic, traffic_b: Traffic, pair: tuple[DaphneProcess, DaphneProcess]
 ) -> None:
+    page.goto("/")
     header = page.locator("#f-frontends")
     expect(header).to_have_text("2")  # each replica's own frontend
     on_a = traffic_a.another_frontend(pair[0].issue_token("frontend", "edge"), name="edge-1")
@@ -172,6 +173,7 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
 def test_when_replica_b_stops_the_panel_is_the_single_replica_one_again(
     page: Page, traffic_a: Traffic, pair: tuple[DaphneProcess, DaphneProcess]
 ) -> None:
+    page.goto("/")
     pair[1].stop()
     row, address = frontend_row(page, traffic_a, None)
     expect(row).to_have_attribute(

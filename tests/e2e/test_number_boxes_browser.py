@@ -9,12 +9,9 @@ settings page's `autofocus`) and says why; the stored config is unchanged.
 
 from __future__ import annotations
 
-import re
-
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import log_in
 
 MESSAGE = "must be an integer, got '-'"
 
@@ -23,12 +20,6 @@ def config_version(server: DaphneProcess) -> str:
     """The global config version, as the server stores it: any save moves it."""
     code = "from api.store import selectors; print(selectors.config_version_get())"
     return server.run_python(code).strip()
-
-
-def test_login(page: Page) -> None:
-    page.goto("/login/")
-    log_in(page)
-    expect(page).to_have_url(re.compile(r"/$"))
 
 
 def test_a_minus_in_the_editors_number_box_is_refused_at_it(

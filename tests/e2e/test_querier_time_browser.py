@@ -11,7 +11,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
+from tests.e2e.conftest import Traffic, full_page_screenshot
 
 
 def _latency(request: dict) -> float:
@@ -22,7 +22,6 @@ def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
     page: Page, traffic: Traffic
 ) -> None:
     page.goto("/")
-    log_in(page)
     expect(page.locator("#live-state")).to_have_text("live")
     expect(page.locator("#usage-empty")).to_have_text("No querier time in the last minute.")
     with traffic.queriers("q-time", 2, workers=2, latency=_latency):

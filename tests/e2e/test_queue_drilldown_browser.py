@@ -11,7 +11,7 @@ import re
 from playwright.sync_api import Page, Route, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
+from tests.e2e.conftest import Traffic, full_page_screenshot
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
 
@@ -35,9 +35,8 @@ def no_horizontal_scroll(page: Page, width: int) -> tuple[int, str]:
     return scroll - client, " ".join(page.evaluate(WIDEST))
 
 
-def test_login_and_queue_some_work(page: Page, traffic: Traffic) -> None:
-    page.goto("/login/?next=/")
-    log_in(page)
+def test_queue_some_work(page: Page, traffic: Traffic) -> None:
+    page.goto("/")
     expect(page.locator("#live-state")).to_have_text("live")
     traffic.enqueue("acme", "rate(http_requests_total[1m])", count=2)
     traffic.enqueue("acme", SLOW)
@@ -395,6 +394,7 @@ def test_the_oldest_mark_follows_the_queue_to_the_next_oldest_or_none(
 def test_the_oldest_of_a_list_cut_short_is_only_the_oldest_listed(
     page: Page, traffic: Traffic
 ) -> None:
+    page.goto("/")
     traffic.enqueue("delta", "up", count=55)
     page.get_by_role("button", name="Requests of delta").click()
     expect(page.locator("#drill-count")).to_have_text("50 of 55")
@@ -441,6 +441,7 @@ def test_a_tenant_s_drill_names_its_queriers_and_what_its_reservation_leaves_the
 
 
 def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: Page) -> None:
+    page.goto("/")
     cases = [
         {"shard": None, "queriers": 5, "reserved": [[9, ["qa"]]]},
         {"shard": None, "queriers": 5, "reserved": []},

@@ -7,7 +7,7 @@ import re
 from playwright.sync_api import Page, Route, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import Traffic, full_page_screenshot, log_in, put_tenant
+from tests.e2e.conftest import Traffic, full_page_screenshot, put_tenant
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # A priority rule nothing matches yet: every request gets the default, 0.
@@ -18,14 +18,6 @@ NEVER: dict[str, object] = {
         "priorities": [{"priority": 5, "query_attributes": [{"regex": "^never$"}]}],
     }
 }
-
-
-def _login(page: Page) -> None:
-    """Log in, unless an earlier test of the module (one browser page) did."""
-    page.goto("/")
-    if "/login/" in page.url:
-        log_in(page)
-    expect(page.locator("#live-state")).to_have_text("live")
 
 
 def _save(page: Page) -> None:
@@ -43,7 +35,6 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:
     put_tenant(server, "hits", NEVER)
-    _login(page)
     traffic.enqueue("hits", query="sum(rate(special_total[5m]))", count=4)
     traffic.enqueue("hits", query="up", count=2)
 
@@ -86,7 +77,6 @@ def test_a_rule_that_matched_nothing_is_flagged_once_five_minutes_were_counted(
     page: Page, server: DaphneProcess
 ) -> None:
     put_tenant(server, "quiet", NEVER)
-    _login(page)
     counted = {"seconds": 600.0}
 
     def aged(route: Route) -> None:
@@ -127,7 +117,6 @@ def test_the_dry_run_says_what_a_reservation_would_leave_the_lower_priorities(
     page: Page, traffic: Traffic, server: DaphneProcess
 ) -> None:
     put_tenant(server, "spare", NEVER)
-    _login(page)
     with traffic.queriers("q-spare", 3, latency=lambda _: 0.01):
         traffic.enqueue("spare", query="sum(rate(special_total[5m]))", count=4)
         traffic.enqueue("spare", query="up", count=2)

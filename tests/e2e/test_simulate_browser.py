@@ -12,15 +12,9 @@ import time
 
 from playwright.sync_api import Page, Route, expect
 
-from tests.e2e.conftest import Traffic, full_page_screenshot, log_in
+from tests.e2e.conftest import Traffic, full_page_screenshot
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
-
-
-def test_login(page: Page) -> None:
-    page.goto("/login/")
-    log_in(page)
-    expect(page).not_to_have_url(re.compile(r"/login/"))
 
 
 def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
