@@ -246,6 +246,7 @@ class Broadcaster:
         threshold_of = getattr(source, "stuck_threshold", None)
         threshold = threshold_of() if threshold_of is not None else None
         drill_source = getattr(source, "drill_page", None)
+        down_of = getattr(source, "replicas_down", None)
         version = _config_version(source)
         self.ticks += 1
         wall = self._wall_clock()
@@ -260,6 +261,7 @@ class Broadcaster:
             stuck_threshold=threshold,
             drill_source=drill_source,
             config_version=version,
+            replicas_down=down_of() if down_of is not None else (),
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             oldest = tick.index.all_tenants.oldest_enqueued_at

@@ -55,6 +55,7 @@ class Tick:
         stuck_threshold: float | None = None,
         config_version: int | None = None,
         drill_source: Callable[[DrillParams], Any] | None = None,
+        replicas_down: Sequence[str] = (),
     ) -> None:
         self.number = number
         self.wall_time = time.time() if wall_time is None else wall_time
@@ -64,6 +65,8 @@ class Tick:
         header["interval"] = interval
         if replicas is not None:
             header["replicas"] = replicas.header()
+        if replicas_down:
+            header["replicas_down"] = list(replicas_down)
         if stuck_threshold is not None:
             header["stuck"] = stuck_summary(snapshot, stuck_threshold)
         if config_version is not None:

@@ -63,6 +63,12 @@ class RuntimeSource:
     def replicas(self) -> MergedView | None:
         return self._merged
 
+    def replicas_down(self) -> list[str]:
+        """Peers that stopped publishing without withdrawing (hung, or killed)."""
+        from api.wire.queue_peers import down_peers
+
+        return down_peers()
+
     def frontends(self) -> list[FrontendRow]:
         return self._frontends
 

@@ -142,6 +142,23 @@ class FakeHost:
         }
 
 
+def test_a_source_naming_a_hung_peer_puts_it_in_the_header() -> None:
+    class Lonely:
+        def snapshot(self) -> QueueSnapshot:
+            return local_queue().snapshot()
+
+        def stats(self) -> Mapping[str, Any] | None:
+            return None
+
+        def replicas_down(self) -> list[str]:
+            return ["b"]
+
+    tick = Broadcaster(Lonely(), autostart=False).latest()
+    assert tick is not None
+    header = json.loads(tick.header)
+    assert header["replicas_down"] == ["b"] and "replicas" not in header
+
+
 def test_the_runtime_source_merges_peers_and_sums_their_rates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,7 +10,9 @@ module fails, saying so (`tests.service.replica_pair`).
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,6 +170,23 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
     page.get_by_role("button", name="Cancel the request").click()
     expect(rows).to_have_count(1, timeout=PEERS_WITHIN)
     page.locator("#drill-close").click()
+
+
+def test_a_hung_replica_is_named_as_not_answering_until_it_resumes(
+    page: Page, pair: tuple[DaphneProcess, DaphneProcess]
+) -> None:
+    """It was left out of the header's count without a word, as if it never was."""
+    page.goto("/")
+    note = page.locator("#replicas-note")
+    expect(note).to_contain_text("2 replicas", timeout=PEERS_WITHIN)
+    assert pair[1].proc is not None
+    os.kill(pair[1].proc.pid, signal.SIGSTOP)
+    try:
+        expect(note).to_have_text("not answering: replica-b", timeout=2 * PEERS_WITHIN)
+    finally:
+        os.kill(pair[1].proc.pid, signal.SIGCONT)
+    expect(note).to_contain_text("2 replicas", timeout=PEERS_WITHIN)
+    expect(note).not_to_contain_text("not answering")
 
 
 def test_when_replica_b_stops_the_panel_is_the_single_replica_one_again(

@@ -121,9 +121,12 @@ function applyHeader(h) {
     setAttr(byId("config-version"), "aria-label", `Running config #${h.config_version}, on History`);
   }
   setText("cadence", `updates every ${h.interval} s`);
-  setProp("replicas-note", "hidden", !h.replicas);
+  // A peer that stopped publishing (hung, or killed) is named, not just left out.
+  const down = h.replicas_down || [];
+  const notes = [h.replicas ? h.replicas.note : "", down.length ? `not answering: ${down.join(", ")}` : ""];
+  setProp("replicas-note", "hidden", !h.replicas && !down.length);
   drill.replicas = Boolean(h.replicas);
-  setText("replicas-note", h.replicas ? h.replicas.note : "");
+  setText("replicas-note", notes.filter(Boolean).join("; "));
   markRunning(h.layout);
   const s = h.stats;
   if (!s) return;
