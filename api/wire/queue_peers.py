@@ -235,13 +235,21 @@ class QueuePeers:
             "expires": time.time() + _timeout(),
         }
         try:
-            await layer.group_send(QUEUE_GROUP, message)
+            # The send counts against the timeout too: a Redis that stalls
+            # (CLIENT PAUSE, a failover) held the answer 9 s, not 2.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done, _timeout())
+                await asyncio.wait_for(self._send_and_wait(layer, message, done), _timeout())
         finally:
             del self._waiting[rid]
         answered = {r: body for r, body in replies.items() if r in expected}
         return answered, sorted(expected - answered.keys())
+
+    @staticmethod
+    async def _send_and_wait(
+        layer: Any, message: dict[str, Any], done: asyncio.Future[None]
+    ) -> None:
+        await layer.group_send(QUEUE_GROUP, message)
+        await done
 
     async def one(self, replica: str, op: str, args: dict[str, Any]) -> tuple[Any, bool]:
         """`replica`'s answer (this one's own is local); False when it did not answer."""

@@ -135,3 +135,21 @@ async def test_a_cancel_heard_after_its_asker_gave_up_is_dropped(pair: Any) -> N
     found, missing = await merged.find(peers["r-a"], "b0", None)
     assert found is not None and missing == []
     assert len(hosts["r-b"].runtime.queue) == 2
+
+
+async def test_a_stalled_channel_layer_costs_the_timeout_not_more(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The send counted outside the timeout: a paused Redis held a listing 9 s, not 2."""
+    from channels.layers import get_channel_layer
+
+    _, peers = pair
+    layer = get_channel_layer()
+
+    async def stalled(group: str, message: dict[str, Any]) -> None:
+        await asyncio.Event().wait()  # never sent
+
+    monkeypatch.setattr(layer, "group_send", stalled)
+    # The fixture's timeout is 0.5 s; before, this waited on the send for good.
+    asked = peers["r-a"].ask("count", {}, ["r-b"])
+    assert await asyncio.wait_for(asked, 10) == ({}, ["r-b"])
