@@ -109,15 +109,18 @@ def test_the_broadcaster_takes_the_replica_view_from_its_source() -> None:
     assert tick is not None and json.loads(tick.header)["replicas"]["count"] == 2
 
 
+class PlainSource:
+    """A single-process source: no replicas at all."""
+
+    def snapshot(self) -> QueueSnapshot:
+        return local_queue().snapshot()
+
+    def stats(self) -> Mapping[str, Any] | None:
+        return None
+
+
 def test_a_source_without_replicas_keeps_the_single_process_header() -> None:
-    class Plain:
-        def snapshot(self) -> QueueSnapshot:
-            return local_queue().snapshot()
-
-        def stats(self) -> Mapping[str, Any] | None:
-            return None
-
-    tick = Broadcaster(Plain(), autostart=False).latest()
+    tick = Broadcaster(PlainSource(), autostart=False).latest()
     assert tick is not None
     assert "replicas" not in json.loads(tick.header)
     assert "replica" not in json.loads(tick.queriers)["queriers"][0]
@@ -143,13 +146,7 @@ class FakeHost:
 
 
 def test_a_source_naming_a_hung_peer_puts_it_in_the_header() -> None:
-    class Lonely:
-        def snapshot(self) -> QueueSnapshot:
-            return local_queue().snapshot()
-
-        def stats(self) -> Mapping[str, Any] | None:
-            return None
-
+    class Lonely(PlainSource):
         def replicas_down(self) -> list[str]:
             return ["b"]
 
