@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from api.wire.queue_peers import down_peers, live_peers
 from api.wire.queue_rows import QUERY_LINE_LIMIT
 from dashboard.drill import DrillParams, encode_api_row, row_key
 
@@ -118,9 +117,9 @@ class PeerDrills:
             "query_limit": QUERY_LINE_LIMIT + 1,
         }
         try:
-            replies, missing = await peers.ask("page", args, live_peers())
-            # A hung or killed peer is not asked, but its rows are absent: say so.
-            self._take(entry, replies, [*missing, *down_peers()], self._wall())
+            # Every live peer; a hung or killed one is named missing, unasked.
+            replies, missing = await peers.ask("page", args)
+            self._take(entry, replies, missing, self._wall())
         except Exception:
             log.exception("drill-down: asking the other replicas failed")
         finally:

@@ -211,9 +211,25 @@ class QueuePeers:
     # -- asking ------------------------------------------------------------------
 
     async def ask(
-        self, op: str, args: dict[str, Any], peers: list[str], target: str | None = None
+        self,
+        op: str,
+        args: dict[str, Any],
+        peers: list[str] | None = None,
+        target: str | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
-        """Every named peer's answer (or `target`'s), and the ones that did not answer."""
+        """Every named peer's answer (or `target`'s), and the ones that did not answer.
+
+        `peers` None asks every live peer and names the down ones (`down_peers`)
+        among those that did not answer, unasked.
+        """
+        if peers is None:
+            replies, missing = await self._ask(op, args, live_peers(), target)
+            return replies, sorted({*missing, *down_peers()})
+        return await self._ask(op, args, peers, target)
+
+    async def _ask(
+        self, op: str, args: dict[str, Any], peers: list[str], target: str | None
+    ) -> tuple[dict[str, Any], list[str]]:
         expected = {target} if target is not None else set(peers)
         layer = get_channel_layer()
         if not expected:
@@ -290,10 +306,9 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     ) -> dict[str, Any]:
         others = live_peers()
         replicas = sorted({peers.own, *others})
-        missing = set(down_peers())
         args = {"filter": asdict(flt)}
-        counts, absent = await peers.ask("count", args, others)
-        missing.update(absent)
+        counts, absent = await peers.ask("count", args)
+        missing = set(absent)
         total = await peers.answer("count", args) + sum(
             c for c in counts.values() if isinstance(c, int)
         )
@@ -347,10 +362,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
             local = await peers.answer("find", args)
             if local is not None or replica == peers.own:
                 return local, []
-        others = [replica] if replica is not None else live_peers()
-        replies, missing = await peers.ask("find", args, others)
-        if replica is None:
-            missing = sorted({*missing, *down_peers()})
+        replies, missing = await peers.ask("find", args, None if replica is None else [replica])
         for name in sorted(replies):
             if replies[name] is not None:
                 return replies[name], missing
@@ -385,9 +397,9 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         """The replicas holding `request_id`, and those that did not answer."""
         args = {"id": request_id}
         holders = [peers.own] if await peers.answer("find", args) is not None else []
-        replies, missing = await peers.ask("find", args, live_peers())
+        replies, missing = await peers.ask("find", args)
         holders += [name for name in sorted(replies) if replies[name] is not None]
-        return sorted(holders), sorted({*missing, *down_peers()})
+        return sorted(holders), missing
 
     @staticmethod
     async def cancel_matching(
@@ -396,11 +408,10 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         """(matched, cancelled, replicas that took part, replicas that did not answer)."""
         args = {"filter": asdict(flt), "reason": reason, "dry_run": dry_run}
         local = await peers.answer("cancel_matching", args)
-        replies, missing = await peers.ask("cancel_matching", args, live_peers())
+        replies, missing = await peers.ask("cancel_matching", args)
         matched, cancelled = local
         for answer in replies.values():
             if isinstance(answer, list) and len(answer) == 2:
                 matched += answer[0]
                 cancelled += answer[1]
-        missing = sorted({*missing, *down_peers()})
         return matched, cancelled, sorted({peers.own, *replies}), missing

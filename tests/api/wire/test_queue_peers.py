@@ -114,6 +114,8 @@ async def test_a_replica_that_stopped_publishing_is_named_missing_not_left_out(
     page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 10)
     assert page["replicas_missing"] == ["r-hung"] and page["total"] == 1
     assert await merged.find(peers["r-a"], "nope", None) == (None, ["r-hung"])
+    # Asked of every peer (as the drill-down asks), the down one is named too.
+    assert await peers["r-a"].ask("count", {}) == ({}, ["r-hung"])
     assert await merged.cancel_one(peers["r-a"], "nope", "op", None) == (None, ["r-hung"])
     counts = await merged.cancel_matching(peers["r-a"], RequestFilter(tenant="t"), "op", True)
     assert counts == (1, 0, ["r-a"], ["r-hung"])
