@@ -1,4 +1,4 @@
-"""Listing, finding and cancelling requests across replicas, over the channel layer.
+"""Asking the other replicas about their queues, over the channel layer.
 
 Each replica holds its own queue, so only it can list or cancel its requests.
 Every replica's runtime host serves `QueuePeers.serve()`: it joins the group
@@ -12,30 +12,20 @@ replica that stopped publishing without withdrawing (hung, or killed): it is
 not asked, but named, for as long as `queue_inspector_replica_up` says it
 is down.
 
-Merged listings: a page takes queued rows replica by replica (replicas in
-ID order), each in its own dequeue order, then running rows the same way.
-Replicas dequeue in parallel, so there is no one order across them; this
-one is stable and exact per replica. The merged cursor says which phase,
-which replica and that replica's own cursor; `total` sums every replica's
-count. A cancel by filter reaches every replica; a cancel by id reaches the
-one replica holding that id, and is refused (`AmbiguousRequest`) when ids
-repeat and no `replica=` names one. A cancel is asked with a deadline: a
-replica that hears it after the asker gave up (hung, then resumed) drops
-it, so a cancel reported as not done never happens later, unrecorded.
+A cancel is asked with a deadline: a replica that hears it after the asker
+gave up (hung, then resumed) drops it, so a cancel reported as not done
+never happens later, unrecorded. The merged REST operations built on this
+(listing pages, lookups, cancels) live in `queue_merged`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
-import json
 import logging
 import os
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -44,25 +34,13 @@ from api.cluster.replica_board import get_board
 from api.wire import queue_requests
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
-__all__ = ["QUEUE_GROUP", "AmbiguousRequest", "QueuePeers", "down_peers", "live_peers", "merged"]
+__all__ = ["QUEUE_GROUP", "QueuePeers", "down_peers", "live_peers"]
 
 log = logging.getLogger(__name__)
 
 QUEUE_GROUP = "scheduler-queue"
-_PHASES = ("queued", "in_flight")
 # Questions that change a queue: heard after their deadline, they are dropped.
 _CHANGES = frozenset({"cancel_one", "cancel_matching"})
-
-
-class AmbiguousRequest(Exception):
-    """A request id held by several replicas, and no replica named: which one is meant?"""
-
-    def __init__(self, request_id: str, replicas: list[str]) -> None:
-        super().__init__(
-            f"request {request_id} is on replicas {', '.join(replicas)} (ids repeat across "
-            "replicas): give replica to cancel one"
-        )
-        self.replicas = replicas
 
 
 def _timeout() -> float:
@@ -273,145 +251,3 @@ class QueuePeers:
             return await self.answer(op, args), True
         replies, missing = await self.ask(op, args, [], target=replica)
         return replies.get(replica), not missing
-
-
-def _encode(fingerprint: str, phase: int, replica: str, sub: str | None, returned: int) -> str:
-    body = json.dumps(["m", fingerprint, phase, replica, sub, returned], separators=(",", ":"))
-    return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
-
-
-def _decode(text: str, fingerprint: str) -> tuple[int, str, str | None, int]:
-    try:
-        value = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    except (binascii.Error, ValueError):
-        raise queue_requests.CursorError("not a cursor this API gave out") from None
-    if not (isinstance(value, list) and len(value) == 6 and value[0] == "m"):
-        raise queue_requests.CursorError(
-            "not a cursor of a listing across replicas (the replica set changed?)"
-        )
-    _, mark, phase, replica, sub, returned = value
-    if mark != fingerprint:
-        raise queue_requests.CursorError("this cursor belongs to a listing with other filters")
-    if not isinstance(phase, int) or not isinstance(replica, str) or not isinstance(returned, int):
-        raise queue_requests.CursorError("not a cursor this API gave out")
-    return phase, replica, sub, returned
-
-
-class merged:  # noqa: N801 - a namespace of the merged operations
-    """The REST operations over every live replica (this one first asked locally)."""
-
-    @staticmethod
-    async def page(
-        peers: QueuePeers, flt: RequestFilter, cursor: str | None, limit: int
-    ) -> dict[str, Any]:
-        others = live_peers()
-        replicas = sorted({peers.own, *others})
-        args = {"filter": asdict(flt)}
-        counts, absent = await peers.ask("count", args)
-        missing = set(absent)
-        total = await peers.answer("count", args) + sum(
-            c for c in counts.values() if isinstance(c, int)
-        )
-        phases = [flt.state] if flt.state is not None else list(_PHASES)
-        fingerprint = flt.fingerprint()
-        steps = [(p, r) for p in range(len(phases)) for r in replicas]
-        at, sub, returned = 0, None, 0
-        if cursor:
-            phase, replica, sub, returned = _decode(cursor, fingerprint)
-            # The first step at or after the cursor's (a replica gone since is skipped).
-            at = next((i for i, step in enumerate(steps) if step >= (phase, replica)), len(steps))
-            if at == len(steps) or steps[at] != (phase, replica):
-                sub = None
-        rows: list[dict[str, Any]] = []
-        following: str | None = None
-        while at < len(steps) and len(rows) < limit:
-            phase, replica = steps[at]
-            state_filter = RequestFilter(**{**asdict(flt), "state": phases[phase]})
-            page_args = {"filter": asdict(state_filter), "cursor": sub, "limit": limit - len(rows)}
-            body, answered = await peers.one(replica, "page", page_args)
-            if answered and isinstance(body, dict) and "error" in body:
-                raise queue_requests.CursorError(body["error"])
-            if not answered or not isinstance(body, dict):
-                missing.add(replica)
-                body = {"rows": [], "next": None}
-            rows += body["rows"]
-            if body["next"] is not None:
-                following = _encode(fingerprint, phase, replica, body["next"], returned + len(rows))
-                break
-            at, sub = at + 1, None
-        if following is None and at < len(steps):
-            phase, replica = steps[at]
-            following = _encode(fingerprint, phase, replica, None, returned + len(rows))
-        if returned + len(rows) >= total:
-            following = None
-        return {
-            "running": True,
-            "results": rows,
-            "next": following,
-            "total": total,
-            "replicas": replicas,
-            "replicas_missing": sorted(missing),
-        }
-
-    @staticmethod
-    async def find(
-        peers: QueuePeers, request_id: str, replica: str | None
-    ) -> tuple[dict[str, Any] | None, list[str]]:
-        args = {"id": request_id}
-        if replica is None or replica == peers.own:
-            local = await peers.answer("find", args)
-            if local is not None or replica == peers.own:
-                return local, []
-        replies, missing = await peers.ask("find", args, None if replica is None else [replica])
-        for name in sorted(replies):
-            if replies[name] is not None:
-                return replies[name], missing
-        return None, missing
-
-    @staticmethod
-    async def cancel_one(
-        peers: QueuePeers, request_id: str, reason: str, replica: str | None
-    ) -> tuple[dict[str, Any] | None, list[str]]:
-        """The request's row as it was when cancelled, or None; and who did not answer.
-
-        Without `replica`, the holder is found first: an id held by several
-        replicas (websocket ids restart in every process) raises
-        AmbiguousRequest rather than cancelling another tenant's request too.
-        """
-        missing: list[str] = []
-        if replica is None:
-            holders, missing = await merged._holders(peers, request_id)
-            if len(holders) > 1:
-                raise AmbiguousRequest(request_id, holders)
-            if not holders:
-                return None, missing
-            replica = holders[0]
-        args = {"id": request_id, "reason": reason}
-        if replica == peers.own:
-            return await peers.answer("cancel_one", args), missing
-        replies, absent = await peers.ask("cancel_one", args, [], target=replica)
-        return replies.get(replica), sorted({*missing, *absent})
-
-    @staticmethod
-    async def _holders(peers: QueuePeers, request_id: str) -> tuple[list[str], list[str]]:
-        """The replicas holding `request_id`, and those that did not answer."""
-        args = {"id": request_id}
-        holders = [peers.own] if await peers.answer("find", args) is not None else []
-        replies, missing = await peers.ask("find", args)
-        holders += [name for name in sorted(replies) if replies[name] is not None]
-        return sorted(holders), missing
-
-    @staticmethod
-    async def cancel_matching(
-        peers: QueuePeers, flt: RequestFilter, reason: str, dry_run: bool
-    ) -> tuple[int, int, list[str], list[str]]:
-        """(matched, cancelled, replicas that took part, replicas that did not answer)."""
-        args = {"filter": asdict(flt), "reason": reason, "dry_run": dry_run}
-        local = await peers.answer("cancel_matching", args)
-        replies, missing = await peers.ask("cancel_matching", args)
-        matched, cancelled = local
-        for answer in replies.values():
-            if isinstance(answer, list) and len(answer) == 2:
-                matched += answer[0]
-                cancelled += answer[1]
-        return matched, cancelled, sorted({peers.own, *replies}), missing

@@ -38,7 +38,8 @@ from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
-from api.wire.queue_peers import AmbiguousRequest, down_peers, live_peers, merged
+from api.wire.queue_merged import AmbiguousRequest, merged
+from api.wire.queue_peers import down_peers, live_peers
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
 from scheduler_core.model import COMPONENTS
 

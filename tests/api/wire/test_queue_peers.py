@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from api.wire import queue_peers
-from api.wire.queue_peers import AmbiguousRequest, QueuePeers, merged
+from api.wire.queue_merged import AmbiguousRequest, merged
+from api.wire.queue_peers import QueuePeers
 from api.wire.queue_rows import RequestFilter
 from scheduler_core.model import Request
 from scheduler_core.runtime import SchedulerRuntime
