@@ -63,7 +63,7 @@ class InspectorConsumer(GuardedConsumer):
         if viewer is None:
             return
         try:
-            message = loads_bounded(text_data or "")
+            message = loads_bounded(text_data or "", unique_keys=True)
         except ValueError as exc:
             await self._error(f"frames must be JSON text: {exc}")
             return

@@ -125,36 +125,15 @@ def load_yaml(text: str | bytes) -> Any:
     return value
 
 
-class DuplicateJsonKey(ValueError):
-    """An object gives the same name twice."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(f"duplicate key {key!r} in one object")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object's dict; raises `DuplicateJsonKey` for a name given twice.
-
-    `json` keeps the last of two equal names, so `{"priority": 1, ...,
-    "priority": 9}` or a runtime-config with one tenant twice would quietly
-    mean only its last half; YAML bodies are refused for the same (see
-    `strict_keys_loader`), and JSON is YAML to Cortex's loader.
-    """
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise DuplicateJsonKey(key)
-            seen.add(key)
-    return value
-
-
 def parse_json(data: bytes) -> Any:
     """Parse a JSON body; raises `ParseError` with the reason."""
     try:
         # Nested past MAX_JSON_DEPTH: JsonTooDeep, a ValueError naming the limit.
-        value = loads_bounded(data, object_pairs_hook=_unique_keys)
+        # A name given twice is refused (DuplicateJsonKey): `json` would keep
+        # the last, so a tenant given twice in a runtime-config would quietly
+        # mean only its last half. YAML bodies are refused for the same (see
+        # `strict_keys_loader`), and JSON is YAML to Cortex's loader.
+        value = loads_bounded(data, unique_keys=True)
     except ValueError as exc:  # UnicodeDecodeError too
         raise exceptions.ParseError(f"JSON parse error: {exc}") from exc
     if b"\\u" in data:

@@ -16,9 +16,7 @@ common small message is checked with two `str.count` calls only.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
@@ -64,13 +62,13 @@ def loads_bounded(
     text: str | bytes,
     limit: int = MAX_JSON_DEPTH,
     *,
-    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    unique_keys: bool = False,
 ) -> Any:
     """`json.loads`, refusing (`JsonTooDeep`) text nested deeper than `limit`.
 
-    Raises `ValueError` (its subclasses `json.JSONDecodeError`, `JsonTooDeep`
-    and `UnicodeDecodeError`) for anything that is not acceptable JSON.
-    `object_pairs_hook` is `json.loads`'s (the fast codec has none).
+    Raises `ValueError` (its subclasses `json.JSONDecodeError`, `JsonTooDeep`,
+    `DuplicateJsonKey` with `unique_keys`, and `UnicodeDecodeError`) for
+    anything that is not acceptable JSON.
     """
     if isinstance(text, bytes | bytearray):
         text = bytes(text).decode("utf-8")
@@ -79,8 +77,6 @@ def loads_bounded(
         if depth > limit:
             raise JsonTooDeep(depth, limit)
     try:
-        if object_pairs_hook is not None:
-            return json.loads(text, object_pairs_hook=object_pairs_hook)
-        return json_codec.loads(text)
+        return json_codec.loads(text, unique_keys=unique_keys)
     except RecursionError as exc:  # cannot happen after the check; never a crash
         raise JsonTooDeep(limit + 1, limit) from exc

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
-from api.wire.json_codec import compact_dumps
+from api.wire.json_codec import DuplicateJsonKey, compact_dumps
 from scheduler_core.bounds import (
     INT64_MAX,
     INT64_MIN,
@@ -126,7 +127,9 @@ def decode(text: str | None) -> Mapping[str, Any]:
     if len(text) > MAX_MESSAGE_BYTES:
         raise ProtocolError(None, f"message larger than {MAX_MESSAGE_BYTES} bytes")
     try:
-        data = loads_bounded(text)  # nested past MAX_JSON_DEPTH: JsonTooDeep
+        data = loads_bounded(text, unique_keys=True)  # nested past MAX_JSON_DEPTH: JsonTooDeep
+    except DuplicateJsonKey as exc:
+        raise _duplicate_error(text, exc) from None
     except ValueError as exc:
         raise ProtocolError(None, f"malformed JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -134,6 +137,41 @@ def decode(text: str | None) -> Mapping[str, Any]:
     if _SURROGATE_ESCAPE.search(text):
         _refuse_lone_surrogates(data)
     return data
+
+
+def _duplicate_error(text: str, exc: DuplicateJsonKey) -> ProtocolError:
+    """A 400 naming the top-level field that holds a name given twice.
+
+    `json` would keep the last of the two, so `{"tenant": "a", ...,
+    "tenant": "b"}` would quietly be tenant b to us and tenant a to anything
+    that read the first. The text is parsed again (last name wins), noting
+    which objects repeat a name, to find the field and the request id.
+    """
+    repeating: dict[int, str] = {}
+
+    def note(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        value = dict(pairs)
+        if len(value) != len(pairs):
+            counts = Counter(k for k, _ in pairs)
+            repeating[id(value)] = next(k for k, n in counts.items() if n > 1)
+        return value
+
+    data = json.loads(text, object_pairs_hook=note)  # it parsed once already
+    field = repeating.get(id(data))
+    if field is None:
+        field = next((k for k, v in data.items() if _holds(v, repeating)), None)
+    rid = data.get("id") if field != "id" else None
+    message = f"duplicate key {exc.key!r} in one object: give each name once"
+    return ProtocolError(field, message, _replyable_id(rid))
+
+
+def _holds(value: Any, repeating: dict[int, str]) -> bool:
+    """Whether `value` is, or contains, an object that repeated a name."""
+    if isinstance(value, dict):
+        return id(value) in repeating or any(_holds(v, repeating) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, repeating) for v in value)
+    return False
 
 
 # A `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a frame
@@ -155,12 +193,18 @@ def _refuse_lone_surrogates(data: Mapping[str, Any]) -> None:
         except UnicodeEncodeError:
             # The key itself may be the bad text, and a reply cannot carry it.
             field = key if _encodes(key) else None
-            rid = data.get("id")
             raise ProtocolError(
                 field,
                 "text must not contain a lone UTF-16 surrogate (\\ud800-\\udfff)",
-                rid if isinstance(rid, int) or (isinstance(rid, str) and _encodes(rid)) else None,
+                _replyable_id(data.get("id")),
             ) from None
+
+
+def _replyable_id(rid: Any) -> ClientId | None:
+    """The client's id as an error reply can carry it, or None."""
+    if isinstance(rid, bool):
+        return None
+    return rid if isinstance(rid, int) or (isinstance(rid, str) and _encodes(rid)) else None
 
 
 def _encodes(text: str) -> bool:

@@ -39,7 +39,6 @@ class AmbiguousRequest(Exception):
         self.replicas = replicas
 
 
-
 def _encode(fingerprint: str, phase: int, replica: str, sub: str | None, returned: int) -> str:
     body = json.dumps(["m", fingerprint, phase, replica, sub, returned], separators=(",", ":"))
     return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")

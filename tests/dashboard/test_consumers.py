@@ -289,6 +289,8 @@ async def test_bad_messages_get_an_error_and_keep_the_connection(
 ) -> None:
     await viewer_socket.send_to(text_data="not json")
     assert (await viewer_socket.receive_json_from())["type"] == "error"
+    await viewer_socket.send_to(text_data='{"type": "subscribe", "type": "pause"}')
+    assert "duplicate key 'type'" in (await viewer_socket.receive_json_from())["message"]
     await viewer_socket.send_json_to({"type": "subscribe", "projection": "sideways"})
     assert "projection" in (await viewer_socket.receive_json_from())["message"]
     await viewer_socket.send_json_to({"type": "subscribe"})

@@ -115,6 +115,14 @@ def test_an_imported_yaml_file_with_a_duplicate_key_is_refused_with_its_path(
     assert not ConfigRevision.objects.exists()
 
 
+def test_a_json_body_with_a_name_given_twice_is_refused_naming_it(editor_api: Any) -> None:
+    body = '{"overrides": {"team-a": {"max_outstanding_per_tenant": 5}, "team-a": {}}}'
+    response = editor_api.put("/api/v1/runtime-config/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "duplicate key 'team-a' in one object" in response.json()["detail"]
+    assert not Tenant.objects.exists()
+
+
 def test_a_yaml_tenant_key_is_its_text_as_cortex_reads_it(editor_api: Any) -> None:
     """`0123` was the int 83 (merged with tenant "83"); `true` and `1.50` were refused."""
     body = "overrides:\n  0123: {}\n  83: {}\n  true: {}\n  1.50: {}\n  0x1F: {}\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.wire.json_codec import compact_dumps, loads
+from api.wire.json_codec import DuplicateJsonKey, compact_dumps, loads
 
 scalars = (
     st.none()
@@ -76,3 +76,29 @@ def test_an_error_mid_message_leaves_the_next_message_unaffected() -> None:
     with pytest.raises(ValueError, match="Out of range float"):
         compact_dumps({"a": [1, {"b": float("nan")}]})
     assert compact_dumps({"a": [1, {"b": 2}]}) == '{"a":[1,{"b":2}]}'
+
+
+@settings(max_examples=200)
+@given(values.filter(lambda v: outcome(stdlib_dumps, v)[0] == "ok").map(stdlib_dumps))
+def test_with_unique_keys_a_document_without_repeated_names_decodes_as_json_loads_does(
+    text: str,
+) -> None:
+    assert outcome(lambda t: loads(t, unique_keys=True), text) == outcome(json.loads, text)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('{"tenant": "a", "tenant": "b"}', "tenant"),
+        ('{"headers": {"x": 1, "y": 2, "x": 3}}', "x"),
+        ('[1, {"a": [{"b": 1, "b": 1}]}]', "b"),
+        (' {"a": 1, "a": 2} ', "a"),  # padded: through json.loads, the same refusal
+    ],
+)
+def test_with_unique_keys_a_name_given_twice_at_any_depth_is_refused_naming_it(
+    text: str, key: str
+) -> None:
+    with pytest.raises(DuplicateJsonKey, match=f"duplicate key '{key}' in one object") as caught:
+        loads(text, unique_keys=True)
+    assert caught.value.key == key
+    assert isinstance(loads(text), dict | list)  # without it, the last name wins

@@ -152,6 +152,26 @@ def test_a_lone_surrogate_anywhere_is_refused_naming_its_field(
     json.dumps(error_message(caught.value, 400), ensure_ascii=False).encode()
 
 
+@pytest.mark.parametrize(
+    ("frame", "field", "rid"),
+    [
+        ('{"type": "enqueue", "id": 7, "tenant": "a", "tenant": "b"}', "tenant", 7),
+        ('{"type": "enqueue", "id": "r", "headers": {"x": "1", "x": "2"}}', "headers", "r"),
+        ('{"type": "enqueue", "id": 1, "id": 2}', "id", None),
+        ('{"type": "cancel", "id": true, "type": "cancel"}', "type", None),
+    ],
+)
+def test_a_name_given_twice_is_refused_naming_its_top_level_field(
+    frame: str, field: str, rid: Any
+) -> None:
+    # The last name would win, so the frame would mean something other than
+    # what a reader of its first half (a proxy, a log) took it to mean.
+    with pytest.raises(ProtocolError) as caught:
+        decode(frame)
+    assert (caught.value.field, caught.value.id) == (field, rid)
+    assert "duplicate key" in caught.value.message
+
+
 def test_escaped_text_that_is_valid_unicode_passes() -> None:
     frame = r'{"type": "enqueue", "query": "\ud83d\ude00 \u00e9 \u005c"}'
     assert decode(frame)["query"] == "\U0001f600 \u00e9 \\"
