@@ -41,6 +41,13 @@ __all__ = ["GrpcDemo", "GrpcUnavailable", "component_of", "forwarded_request"]
 PROMETHEUS_PREFIX = "/prometheus/api/v1/"
 ANSWER = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
 _STREAM_ERRORS = (grpc.aio.AioRpcError, EOFError, TimeoutError, asyncio.InvalidStateError)
+# A query with no result this long after it was sent is counted lost.
+RESULT_TIMEOUT = 300.0
+# How long a query enqueued on a frontend loop that broke may still be
+# answered. The scheduler drops the loop's queued queries (as Cortex's does),
+# but a querier already running one answers the frontend directly, so it is
+# lost only once a querier's latency has passed with no result.
+ORPHAN_GRACE = 30.0
 
 
 class GrpcUnavailable(Exception):
@@ -79,6 +86,8 @@ class GrpcDemo:
     the scheduler answers a loop's messages in order and a reply carries no
     query ID; a query ID is in `_pending` before its ENQUEUE is written,
     because a fast querier's result may arrive before the loop's reply.
+    Every query sent is counted once: as a result, a failure, a rejection,
+    an error or lost. A result for a query already counted lost is ignored.
     """
 
     def __init__(
@@ -91,6 +100,7 @@ class GrpcDemo:
         loops: int = 2,
         seed: int = 1,
         tls: PeerTls | None = None,
+        orphan_grace: float = ORPHAN_GRACE,
     ) -> None:
         """`tls` None: PeerTls of the scheduler's settings, read at start."""
         if not addresses:
@@ -106,7 +116,9 @@ class GrpcDemo:
         self._frontend: CortexFrontend | None = None
         self._channels: list[grpc.aio.Channel] = []
         self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._pending: dict[int, float] = {}
+        self._orphan_grace = orphan_grace
+        # Query ID -> (when it counts as lost without a result, the address it went to).
+        self._pending: dict[int, tuple[float, str]] = {}
         self._last_id = 0
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -148,9 +160,9 @@ class GrpcDemo:
         return True
 
     def status(self) -> str:
-        """The periodic report line; forgets results older than five minutes as lost."""
-        cutoff = time.monotonic() - 300.0
-        for query_id in [q for q, sent in self._pending.items() if sent < cutoff]:
+        """The periodic report line; counts queries past their deadline as lost."""
+        now = time.monotonic()
+        for query_id in [q for q, (due, _) in self._pending.items() if due < now]:
             del self._pending[query_id]
             self.counts["lost"] += 1
         c = self.counts
@@ -179,15 +191,26 @@ class GrpcDemo:
         self._tasks.append(asyncio.get_running_loop().create_task(work))
 
     def _on_result(self, result: Any) -> None:
-        self._pending.pop(result.query_id, None)
-        self.counts["results" if result.code == 200 else "failed"] += 1
+        if self._pending.pop(result.query_id, None) is not None:
+            self.counts["results" if result.code == 200 else "failed"] += 1
+
+    def _orphan(self, address: str) -> None:
+        """A frontend loop to `address` broke: what went there is lost unless answered soon.
+
+        Every query sent to `address` counts, not only this loop's: a loop
+        notices a dead scheduler only when it next enqueues.
+        """
+        due = time.monotonic() + self._orphan_grace
+        for query_id, (deadline, where) in self._pending.items():
+            if where == address and deadline > due:
+                self._pending[query_id] = (due, where)
 
     async def _send_on(self, address: str, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
         while True:
             msg = await self._queue.get()
             self._last_id += 1
             query_id = self._last_id
-            self._pending[query_id] = time.monotonic()
+            self._pending[query_id] = (time.monotonic() + RESULT_TIMEOUT, address)
             self.counts["sent"] += 1
             try:
                 status = await loop.enqueue(
@@ -195,6 +218,7 @@ class GrpcDemo:
                 )
             except _STREAM_ERRORS as exc:
                 self._pending.pop(query_id, None)
+                self._orphan(address)
                 self._note(f"frontend loop to {address}", exc)
                 loop = await self._reopen(address, channel)
                 continue

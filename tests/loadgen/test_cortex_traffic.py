@@ -160,3 +160,38 @@ async def test_a_websocket_frontends_request_runs_on_the_cortex_querier(
     assert replies[1]["querier"] == "cortex-querier-w"
     assert replies[1]["body"]["status"] == "success"
     assert demo.counts["answered"] == 1
+
+
+async def test_queries_on_a_replica_killed_under_them_are_counted_lost_within_the_grace(
+    daphne_server: DaphneProcess, address: str
+) -> None:
+    with DaphneProcess() as doomed:
+        demo = await GrpcDemo(
+            [address, f"127.0.0.1:{doomed.grpc_port}"],
+            lambda _: 0.2,
+            querier_id="cortex-querier-k",
+            workers=1,
+            loops=1,
+            orphan_grace=1.0,
+        ).start()
+        try:
+            rng = random.Random(5)
+            for n in range(40):
+                demo.submit(make_request(rng, n))
+            await until(lambda: demo._queue.qsize() == 0, "every query sent")
+            assert doomed.proc is not None
+            doomed.proc.kill()  # as kill -9: its queue is gone, no result will come
+            for n in range(40, 50):  # the next enqueue on its loop finds it gone
+                demo.submit(make_request(rng, n))
+
+            def settled() -> bool:
+                demo.status()
+                return demo.outstanding == 0
+
+            await until(settled, "every query answered or counted lost")
+            c = demo.counts
+            assert c["lost"] > 0, demo.status()
+            assert c["results"] + c["lost"] <= c["sent"]
+            assert f"lost {c['lost']};" in demo.status()
+        finally:
+            await demo.close()
