@@ -15,6 +15,7 @@ from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, put_tenant
 
 BIG = 2**53 + 1  # the first integer a Number cannot hold: it reads as 2**53
+BIG_ID = 2**60 + 3  # a websocket client id a Number would read as 2**60 + 0
 
 
 def test_queue_a_request_at_a_priority_past_2_53(
@@ -57,3 +58,27 @@ def test_a_20_digit_priority_is_named_as_typed(page: Page) -> None:
     )
     expect(page.locator("#drill-empty")).to_be_visible()
     expect(page.locator("#drill-filter-error")).to_be_hidden()
+
+
+def test_a_row_shows_a_priority_and_a_client_id_past_2_53_exactly(
+    page: Page, traffic: Traffic
+) -> None:
+    page.locator("#drill-priority").fill("")
+    traffic.enqueue("huge", "urgent_again", id=BIG_ID)
+    row = page.locator("#drill-rows > li").filter(has_text="urgent_again")
+    expect(row.locator(".prio")).to_have_text(f"p{BIG}")
+    expect(row).to_contain_text(f"id {BIG_ID}")
+
+
+def test_a_running_request_at_a_priority_past_2_53_is_named_exactly(
+    page: Page, traffic: Traffic
+) -> None:
+    querier = traffic.querier("q-huge", workers=4, latency=lambda _: 30.0)
+    try:
+        busy = page.locator(".w-busy[data-request]").filter(has_text=f"/ p{BIG} ·")
+        expect(busy).to_have_count(2)
+        busy.first.click()
+        expect(page.locator("#request-facts")).to_contain_text(f"{BIG} (")
+        page.get_by_role("button", name="Close", exact=True).click()
+    finally:
+        traffic.close(querier)

@@ -15,6 +15,7 @@ import {
 } from "./drill_rows.js";
 import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
+import { parseExact } from "./exact_json.js";
 import { formatWait } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
@@ -333,7 +334,7 @@ export class DrillPanel {
   async fetchRequest(id, replica) {
     const where = replica ? `?replica=${encodeURIComponent(replica)}` : "";
     const response = await fetch(`${this.apiBase()}requests/${encodeURIComponent(id)}/${where}`, { credentials: "same-origin", headers: { Accept: "application/json" } });
-    return response.ok ? response.json() : null;
+    return response.ok ? parseExact(await response.text()) : null;
   }
 
   apiBase() { return document.getElementById("inspector").dataset.api; }

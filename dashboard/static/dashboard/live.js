@@ -5,6 +5,8 @@
 // acknowledged; the server sends at most a couple of unacknowledged frames,
 // so a busy or backgrounded tab costs dropped frames, never a growing queue.
 
+import { parseExact } from "./exact_json.js";
+
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 5000;
 
@@ -87,7 +89,7 @@ export class LiveClient {
 
   receive(data) {
     this.bytes += data.length;
-    const msg = JSON.parse(data);
+    const msg = parseExact(data);
     if (msg.type === "error") {
       console.warn("inspector:", msg.message);
       this.onError(msg);
