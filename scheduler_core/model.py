@@ -170,3 +170,9 @@ class QueueConfig:
     actor_path_header: str = "X-Loki-Actor-Path"
     stuck_threshold_seconds: float = 60.0
     max_federated_tenants: int = 0
+
+    def outstanding_limit(self, limits: TenantLimits | None) -> int:
+        """A tenant's outstanding limit in force: its own, else this queue-wide default."""
+        if limits is None or limits.max_outstanding is None:
+            return self.max_outstanding_requests_per_tenant
+        return limits.max_outstanding

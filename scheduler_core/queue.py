@@ -318,7 +318,7 @@ class RequestQueue(QueueState):
         state = self._tenants.get(tenant_id)
         if state is None:
             state = self._new_state(tenant_id)
-        state.cap = self._cap(limits)
+        state.cap = self._config.outstanding_limit(limits)
         state.priority_enabled = limits.query_priority.enabled
         self._assignment.set_tenant(
             tenant_id, limits.max_queriers, limits.query_priority, limits.max_query_capacity
@@ -342,7 +342,7 @@ class RequestQueue(QueueState):
         check_config(config)
         old, self._config = self._config, config
         for tenant_id, state in self._tenants.items():
-            state.cap = self._cap(self._limits.get(tenant_id))
+            state.cap = self._config.outstanding_limit(self._limits.get(tenant_id))
         for querier in self._queriers.values():
             for worker in querier.workers.values():
                 worker.aging = config.priority_aging_seconds

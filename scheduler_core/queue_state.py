@@ -172,11 +172,6 @@ class QueueState:
             self._forget_idle(state)
         return request
 
-    def _cap(self, limits: TenantLimits | None) -> int:
-        """The outstanding limit in force: the tenant's own, else the default."""
-        if limits is None or limits.max_outstanding is None:
-            return self._config.max_outstanding_requests_per_tenant
-        return limits.max_outstanding
 
 
 def check_config(config: QueueConfig) -> None:

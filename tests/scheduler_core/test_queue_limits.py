@@ -11,6 +11,7 @@ from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,
     QueryPriority,
+    QueueConfig,
     Request,
     TenantLimits,
 )
@@ -37,6 +38,14 @@ def test_the_default_limit_counts_queued_and_in_flight_requests() -> None:
     q.complete("t0")
     fill(q, "t", 1, start=100)
     fill(q, "other", 1)
+
+
+def test_a_tenants_own_outstanding_limit_wins_over_the_queue_default_even_when_zero() -> None:
+    config = QueueConfig(max_outstanding_requests_per_tenant=7)
+    assert config.outstanding_limit(None) == 7
+    assert config.outstanding_limit(TenantLimits()) == 7
+    assert config.outstanding_limit(TenantLimits(max_outstanding=0)) == 0
+    assert config.outstanding_limit(TenantLimits(max_outstanding=50)) == 50
 
 
 def test_lowering_a_tenant_limit_keeps_queued_work_and_rejects_new() -> None:

@@ -90,15 +90,13 @@ async def _with_own_limits(merged: MergedView, local: QueueSnapshot) -> MergedVi
     shard and reservations are that replica's runtime state and stay empty.
     """
     runtime = runtime_host.get_runtime()
-    default = runtime.config.max_outstanding_requests_per_tenant
     held = {tenant.tenant_id for tenant in local.tenants}
     tenants: list[TenantSnapshot] = []
     for tenant in merged.snapshot.tenants:
         if tenant.tenant_id not in held:
             limits = org_limits(runtime, tenant.tenant_id)
-            cap = limits.max_outstanding
             tenant = tenant._replace(
-                max_outstanding=default if cap is None else cap,
+                max_outstanding=runtime.config.outstanding_limit(limits),
                 priority_enabled=limits.query_priority.enabled,
             )
         tenants.append(tenant)
