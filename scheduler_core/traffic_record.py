@@ -6,13 +6,18 @@ whatever the request rate:
 
 - arrivals per (tenant, component, priority) in 5-second buckets: one ring
   array of counts per key, at most `max_keys` keys (further keys are counted
-  as `dropped`, and said so in the export); a refused request (429) counts
+  as `dropped`, and said so in the export; a key with no arrival for a whole
+  horizon is forgotten to make room, so a long-lived replica's past tenants
+  and priorities do not crowd out today's); a refused request (429) counts
   as an arrival, since it was offered load;
 - per key and 5-minute epoch, a uniform sample (reservoir, seeded) of
   `samples_per_epoch` requests' classification inputs (query, API type,
   time range, step, the three headers the rules read, and the wall time it
   came), so a proposed rule re-prioritises them with the real classifier and
-  each part of the window replays the queries of its own epoch;
+  each part of the window replays the queries of its own epoch. Their text
+  is held to `max_sample_bytes` in all (as the dry run's sample is): past
+  it an epoch's reservoir keeps its first request, so every key still
+  replays, and takes others only in place of one as large or larger;
 - per minute and component, a log-scale histogram of service times measured
   from dispatch to result (`on_dispatched` -> `on_completed`; cancelled or
   failed runs are not service times), and the queue waits the scheduler
@@ -39,6 +44,7 @@ from typing import Any
 from scheduler_core.model import Request
 from scheduler_core.recording import RECORDING_FORMAT, Capture, recording_of, summary_of
 from scheduler_core.stats import WaitHistogram
+from scheduler_core.traffic import DEFAULT_MAX_BYTES, ENTRY_OVERHEAD
 
 __all__ = [
     "RECORDING_FORMAT",
@@ -59,7 +65,7 @@ class _Key:
     """One (tenant, component, priority): its count ring and sampled requests.
 
     `epochs` holds, per epoch still in the horizon, [epoch index, requests
-    seen in it, the reservoir of samples].
+    seen in it, the reservoir of samples, their sizes].
     """
 
     tenant_id: str
@@ -101,6 +107,7 @@ class TrafficRecorder:
         bucket_seconds: int = 5,
         max_keys: int = 2000,
         samples_per_epoch: int = 16,
+        max_sample_bytes: int = DEFAULT_MAX_BYTES,
         epoch_seconds: int = 300,
         seed: int = 0,
     ) -> None:
@@ -113,11 +120,14 @@ class TrafficRecorder:
         self.slots = horizon_seconds // bucket_seconds
         self.max_keys = max_keys
         self.samples_per_epoch = samples_per_epoch
+        self.max_sample_bytes = max_sample_bytes
+        self.sample_bytes = 0  # the sampled requests' size, as `ENTRY_OVERHEAD` + text
         self.epoch_seconds = epoch_seconds
         self._epochs_kept = max(1, math.ceil(horizon_seconds / epoch_seconds))
         self._rng = random.Random(seed)
         self._keys: dict[tuple[str, str, int], _Key] = {}
-        self._dropped = _Key("", "", 0, array("I", bytes(4 * self.slots)), 0, deque(maxlen=1))
+        self._dropped = _Key("", "", 0, array("I", bytes(4 * self.slots)), 0, deque())
+        self._swept_bucket = -1
         self._minutes: deque[_Minute] = deque()
         self._dispatched_at: dict[str, float] = {}
         # Nothing was recorded before this: a window reaching further back
@@ -185,7 +195,10 @@ class TrafficRecorder:
         start = int(math.floor(max(now - window, self._started) / 60.0)) * 60
         first = start // width
         oldest = current - self.slots + 1
-        warm_first = max(oldest, first - max(0, int(warmup_seconds)) // width)
+        # The warm-up holds recorded time only: before the recorder began it
+        # is empty, and would be reported (and sized) as a minute replayed.
+        began = min(first, int(self._started // width))
+        warm_first = max(oldest, began, first - max(0, int(warmup_seconds)) // width)
         early = warm_first * width
         keys = [
             (
@@ -236,7 +249,7 @@ class TrafficRecorder:
         ident = (request.tenant_id, request.component, request.priority)
         key = self._keys.get(ident)
         if key is None:
-            if len(self._keys) >= self.max_keys:
+            if len(self._keys) >= self.max_keys and not self._forget_idle(bucket):
                 self._count(self._dropped, bucket)
                 return
             key = _Key(
@@ -245,7 +258,7 @@ class TrafficRecorder:
                 request.priority,
                 array("I", bytes(4 * self.slots)),
                 bucket,
-                deque(maxlen=self._epochs_kept),
+                deque(),
             )
             self._keys[ident] = key
         self._count(key, bucket)
@@ -254,28 +267,60 @@ class TrafficRecorder:
     def _sample(self, key: _Key, request: Request, now: float) -> None:
         """Reservoir-sample the request into its key's current epoch."""
         epoch = int(now // self.epoch_seconds)
-        if not key.epochs or key.epochs[-1][0] != epoch:
-            key.epochs.append([epoch, 0, []])
-        current = key.epochs[-1]
+        epochs = key.epochs
+        if not epochs or epochs[-1][0] != epoch:
+            if len(epochs) >= self._epochs_kept:
+                self.sample_bytes -= sum(epochs.popleft()[3])
+            epochs.append([epoch, 0, [], []])
+        current = epochs[-1]
         current[1] += 1
         reservoir: list[dict[str, Any]] = current[2]
+        sizes: list[int] = current[3]
         if len(reservoir) < self.samples_per_epoch:
             slot = len(reservoir)
-            reservoir.append({})
         else:
             slot = self._rng.randrange(current[1])
             if slot >= self.samples_per_epoch:
                 return
         headers = request.headers
+        kept = {h: headers[h] for h in _HEADERS if headers.get(h)}
+        size = ENTRY_OVERHEAD + len(request.query) + sum(map(len, kept.values()))
+        old = sizes[slot] if slot < len(sizes) else 0
+        # Past the budget only what replaces as much text may come in; an
+        # empty reservoir takes its first, or the key's arrivals had no query.
+        if reservoir and self.sample_bytes + size - old > self.max_sample_bytes:
+            return
+        if slot == len(reservoir):
+            reservoir.append({})
+            sizes.append(0)
+        self.sample_bytes += size - old
+        sizes[slot] = size
         reservoir[slot] = {
             "query": request.query,
             "api_type": request.api_type,
             "start": request.start,
             "end": request.end,
             "step": request.step,
-            "headers": {h: headers[h] for h in _HEADERS if headers.get(h)},
+            "headers": kept,
             "now": self._wall(),
         }
+
+    def _forget_idle(self, bucket: int) -> bool:
+        """Forget the keys with no arrival for a horizon; True if that made room for one.
+
+        Such a key has nothing a window can reach. Looked for at most once a
+        bucket, so a recorder full of live keys pays the scan every 5 s, not
+        on every request of a new key.
+        """
+        if bucket == self._swept_bucket:
+            return False
+        self._swept_bucket = bucket
+        idle = [
+            ident for ident, key in self._keys.items() if key.last_bucket <= bucket - self.slots
+        ]
+        for ident in idle:
+            self.sample_bytes -= sum(sum(epoch[3]) for epoch in self._keys.pop(ident).epochs)
+        return len(self._keys) < self.max_keys
 
     def _count(self, key: _Key, bucket: int) -> None:
         slots = self.slots

@@ -32,12 +32,13 @@ from scheduler_core.model import COMPONENTS, TenantLimits
 from scheduler_core.rejection import judge
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
-from scheduler_core.whatif_workload import ConfigSet, Kind, Workload
+from scheduler_core.whatif_workload import ConfigSet, Kind, Workload, WorkloadError
 
 __all__ = [
     "ConfigSet",
     "SpecError",
     "SpecInvalid",
+    "check_proposed_tenants",
     "merge_proposed",
     "run_whatif",
     "summarize",
@@ -283,6 +284,28 @@ def verdicts(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> list[str]:
 
 
 Progress = Callable[[float], None]
+_NAMED_TENANTS = 10  # tenants listed in an unknown tenant's error
+
+
+def check_proposed_tenants(workload: Workload, live: ConfigSet, proposed: ConfigSet) -> None:
+    """Refuse a proposed tenant that is neither configured nor in the recorded traffic.
+
+    Its block could change nothing, so both columns would agree and the
+    operator would read "no effect" into what is most likely a mistyped ID
+    (`team-bb`). A part of a federated ID (`a` of `a|b`) is in the traffic.
+    Raises `WorkloadError` at `proposed.tenants.<id>`.
+    """
+    sent = {part for kind in workload.kinds for part in kind.tenant_id.split("|")}
+    for tenant_id in sorted(set(proposed.limits) - set(live.limits) - sent):
+        known = sorted(sent | set(live.limits))
+        listed = ", ".join(known[:_NAMED_TENANTS]) + (
+            ", ..." if len(known) > _NAMED_TENANTS else ""
+        )
+        raise WorkloadError(
+            f"proposed.tenants.{tenant_id}",
+            f"no tenant {tenant_id!r} is configured or sent traffic in this window, so its "
+            f"block would change nothing; tenants here: {listed or 'none'}",
+        )
 
 
 def run_whatif(
@@ -295,7 +318,13 @@ def run_whatif(
     should_stop: Callable[[], bool] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Both configs on the same arrivals and draws; the contract's response body."""
+    """Both configs on the same arrivals and draws; the contract's response body.
+
+    For recorded traffic a proposed tenant must be one it knows
+    (`check_proposed_tenants`); a scenario's tenants are its documented few.
+    """
+    if workload.description.get("kind") == "recent":
+        check_proposed_tenants(workload, live, proposed)
     results: list[dict[str, Any]] = []
     for part, configs in enumerate((live, proposed)):
 

@@ -120,7 +120,7 @@ def _exponential_service(means: Mapping[str, float], knobs: Knobs) -> ServiceMod
 def _mimir(knobs: Knobs, seed: int) -> Workload:
     share = 0.5 if knobs.slow_share is None else float(knobs.slow_share)
     requests = max(1, round(1000 * knobs.arrival_factor))
-    check_size(requests, "knobs.arrival_factor")
+    check_size(requests, knobs, None, "knobs.arrival_factor")
     scenario = Scenario(
         f"1 tenant, {share:.0%} slow",
         (("0", share),),
@@ -159,7 +159,7 @@ def _cortex_seed(knobs: Knobs, seed: int) -> Workload:
     setup = CORTEX_SEED
     duration = float(knobs.duration_seconds or setup.duration_seconds)
     rate = setup.rate_per_query * len(setup.queries) * knobs.arrival_factor
-    check_size(rate * duration, "knobs.duration_seconds")
+    check_size(rate * duration, knobs, setup.duration_seconds, "knobs.duration_seconds")
     hour = 3600.0
     kinds = [
         Kind(

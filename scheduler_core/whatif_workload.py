@@ -134,13 +134,36 @@ def service_factor(knobs: Knobs, component: str) -> float:
     return float(knobs.service_factor.get(component, 1.0))
 
 
-def check_size(expected: float, path: str) -> None:
-    if expected > MAX_REQUESTS:
-        raise WorkloadError(
-            path,
-            f"this would simulate about {expected:,.0f} requests per config, at most "
-            f"{MAX_REQUESTS:,}: shorten duration_seconds or lower arrival_factor",
-        )
+# What to change, by the field a too-large run is refused at.
+_SHRINK = {
+    "knobs.duration_seconds": "shorten duration_seconds or lower arrival_factor",
+    "knobs.arrival_factor": "lower arrival_factor or shorten duration_seconds",
+    "workload.window_seconds": "pick a shorter window or lower arrival_factor",
+}
+
+
+def check_size(expected: float, knobs: Knobs, own_seconds: float | None, own_path: str) -> None:
+    """Refuse a run of more than `MAX_REQUESTS` arrivals, at the field that made it so.
+
+    The error goes where the operator will look: the duration when they
+    lengthened the workload past its own `own_seconds` (None: it has no
+    duration to lengthen), else the arrival factor when they raised it,
+    else `own_path`, the workload's own size (a busy replica's hour): the
+    page marks the box the operator typed into, not a blank Duration box.
+    """
+    if expected <= MAX_REQUESTS:
+        return
+    if own_seconds is not None and (knobs.duration_seconds or 0.0) > own_seconds:
+        path = "knobs.duration_seconds"
+    elif knobs.arrival_factor > 1.0:
+        path = "knobs.arrival_factor"
+    else:
+        path = own_path
+    raise WorkloadError(
+        path,
+        f"this would simulate about {expected:,.0f} requests per config, at most "
+        f"{MAX_REQUESTS:,}: {_SHRINK[path]}",
+    )
 
 
 def resize_fleet(fleet: Sequence[tuple[str, int]], wanted: int | None) -> list[tuple[str, int]]:
@@ -283,7 +306,7 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
     keys = recording["keys"]
     offered = sum(n for key in keys for offset, n in key["counts"] if offset >= 0)
     expected = offered * knobs.arrival_factor * (duration + warm * width) / window
-    check_size(expected, "knobs.duration_seconds")
+    check_size(expected, knobs, window, "workload.window_seconds")
     fleet = resize_fleet([(str(q), int(w)) for q, w in recording.get("fleet", ())], knobs.queriers)
     if not fleet:
         raise WorkloadError("knobs.queriers", "no querier was connected: set knobs.queriers")

@@ -235,3 +235,21 @@ def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) 
         f"{proposed} rejected over the outstanding limit"
     )
     expect(page.locator("#col-live")).to_contain_text(f"{live} rejected over the outstanding limit")
+
+
+def test_a_run_too_large_for_its_arrivals_is_refused_at_the_arrivals_box(page: Page) -> None:
+    """Not at the Duration box, left blank: the run was too large for Arrivals x 100."""
+    page.goto("/simulate/")
+    page.get_by_label("Traffic").select_option("scenario:cortex-seed")
+    arrivals = page.get_by_label("Arrivals ×")
+    arrivals.fill("100")
+    page.get_by_role("button", name="Simulate", exact=True).click()
+    expect(page.locator("#sim-status")).to_have_text("Nothing was simulated: fix the fields below.")
+    expect(page.locator("#sim-errors li")).to_have_text(
+        [re.compile(r"^Arrivals ×: this would simulate about 1,170,000 requests per config")]
+    )
+    expect(arrivals).to_have_attribute("aria-invalid", "true")
+    expect(arrivals).to_be_focused()
+    duration = page.get_by_label("Duration, s (blank: the window)")
+    expect(duration).not_to_have_attribute("aria-invalid", "true")
+    arrivals.fill("1")

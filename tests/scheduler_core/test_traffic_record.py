@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, QueueConfig, Request
+from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, QueueConfig, Request, TenantLimits
+from scheduler_core.traffic import ENTRY_OVERHEAD
 from scheduler_core.traffic_record import TrafficRecorder
 from scheduler_core.validation import tenant_limits_from_dict
-from scheduler_core.whatif import run_whatif
-from scheduler_core.whatif_workload import ConfigSet, Knobs, WorkloadError, recent_workload
+from scheduler_core.whatif import check_proposed_tenants, run_whatif
+from scheduler_core.whatif_workload import ConfigSet, Kind, Knobs, WorkloadError, recent_workload
 
 WALL = 1_700_000_000.0
 WINDOWS = {"query_ingesters_within": 13 * 3600.0, "query_store_after": 12 * 3600.0}
@@ -214,3 +215,91 @@ def test_a_window_with_no_completed_request_cannot_be_replayed() -> None:
     with pytest.raises(WorkloadError) as no_fleet:
         recent_workload(recording, Knobs(), seed=1)
     assert no_fleet.value.path == "knobs.queriers"
+
+
+def test_a_recorder_younger_than_the_window_has_no_warm_up_from_before_it_began() -> None:
+    clock = Clock(10_030.0)  # half a minute into minute 10_020
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    for n in range(90):
+        _serve(recorder, clock, _request(n, clock), 0.1)
+        clock.now += 1.0
+    recording = recorder.export(900)
+    # Nothing was recorded before 10_030: a minute of warm-up there would be
+    # reported, and counted against the size limit, for arrivals never seen.
+    assert recording["warmup_seconds"] == 0
+    recording["fleet"] = [["q-1", 4]]
+    recording["windows"] = WINDOWS
+    workload = recent_workload(recording, Knobs(), seed=1)
+    assert workload.measure_from_us == 0
+    assert workload.description["requests"] == len(workload.times) == 90
+
+
+def test_a_window_starting_just_after_the_recorder_began_warms_up_on_what_it_recorded() -> None:
+    clock = Clock(10_100.0)
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    for n in range(130):
+        _serve(recorder, clock, _request(n, clock), 0.1)
+        clock.now += 1.0
+    recording = recorder.export(60)  # from 10_140; the minute before began at 10_100
+    assert recording["warmup_seconds"] == 40
+    counts = recording["keys"][0]["counts"]
+    assert sum(n for offset, n in counts if offset < 0) == 40
+
+
+def test_a_proposed_tenant_nobody_configured_or_heard_from_is_refused_at_its_id() -> None:
+    workload = recent_workload(_recording(Clock()), Knobs(), seed=1)
+    live = ConfigSet(QueueConfig(), {"t9": TenantLimits()})  # configured, sent nothing
+    block = tenant_limits_from_dict({"max_queriers_per_tenant": 1})
+
+    def proposing(tenant_id: str) -> ConfigSet:
+        return ConfigSet(live.config, {**live.limits, tenant_id: block})
+
+    for known in ("t1", "t9"):  # t1 sent the traffic; t9 is configured
+        assert run_whatif(workload, live, proposing(known), seed=1)["live"]
+    with pytest.raises(WorkloadError) as refused:
+        run_whatif(workload, live, proposing("t11"), seed=1)
+    assert refused.value.path == "proposed.tenants.t11"
+    assert str(refused.value).endswith("tenants here: t1, t9")
+    # A tenant of a federated ID in the traffic is one the traffic knows.
+    workload.kinds.append(Kind("t1|t2"))
+    check_proposed_tenants(workload, live, proposing("t2"))
+
+
+def test_a_key_idle_for_a_whole_horizon_makes_room_for_a_new_one() -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, horizon_seconds=600, max_keys=2)
+    recorder.on_enqueued(_request(1, clock, tenant="old-1"))
+    recorder.on_enqueued(_request(2, clock, tenant="old-2"))
+    clock.now += 300
+    recorder.on_enqueued(_request(3, clock, tenant="new-1"))  # the old keys are in the window
+    assert recorder.export(300)["dropped"] == 1
+    clock.now += 600  # a horizon without them: nothing of them is left to replay
+    recorder.on_enqueued(_request(4, clock, tenant="new-2"))
+    recording = recorder.export(300)
+    assert [key["tenant"] for key in recording["keys"]] == ["new-2"]
+    assert recording["dropped"] == 0
+
+
+def test_the_sampled_text_is_held_to_its_budget_and_every_key_keeps_a_query() -> None:
+    clock = Clock()
+    budget = 20_000
+    recorder = TrafficRecorder(
+        clock=clock, wall_clock=clock.wall, horizon_seconds=600, max_sample_bytes=budget
+    )
+    big = "sum(rate(x[5m])) + " + "y" * 4000
+    size = ENTRY_OVERHEAD + len(big)  # what one sample of it counts
+    for n in range(100):  # 16 of them would be 64 kB for this key alone
+        recorder.on_enqueued(_request(n, clock, query=big))
+        clock.now += 0.1
+    assert budget - size < recorder.sample_bytes <= budget
+    # Another key, past the budget, still has its first query to replay.
+    recorder.on_enqueued(_request(100, clock, tenant="t2", query=big))
+    samples = {k["tenant"]: len(k["samples"]) for k in recorder.export(60)["keys"]}
+    assert samples == {"t1": budget // size, "t2": 1}
+    assert recorder.sample_bytes == size * (budget // size + 1)
+    # Epochs leaving the horizon give their text back: t1 now holds two
+    # epochs of 16 small queries each; t2 (no arrival since) keeps its one.
+    for n in range(200, 400):
+        clock.now += 5.0
+        recorder.on_enqueued(_request(n, clock, query="up"))
+    assert recorder.sample_bytes == 2 * 16 * (ENTRY_OVERHEAD + len("up")) + size

@@ -16,7 +16,7 @@ from scheduler_core.whatif import SpecInvalid, merge_proposed, run_whatif, verdi
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
 from scheduler_core.whatif_scenarios import SEED_TENANT_CONFIG, scenario_base, scenario_workload
 from scheduler_core.whatif_spec import parse_spec
-from scheduler_core.whatif_workload import MAX_REQUESTS, Knobs, WorkloadError
+from scheduler_core.whatif_workload import MAX_REQUESTS, Knobs, WorkloadError, recent_workload
 from tests.examples import SEED_TENANT_CONFIG as EXAMPLE_SEED_CONFIG
 
 QWQP = {"layout": "component-first", "component_selection": "querier-worker-priority"}
@@ -113,6 +113,55 @@ def test_a_run_too_large_is_refused_before_it_starts() -> None:
         scenario_workload("cortex-seed", Knobs(arrival_factor=100.0, duration_seconds=3600.0), 1)
     assert refused.value.path == "knobs.duration_seconds"
     assert f"{MAX_REQUESTS:,}" in str(refused.value)
+
+
+def test_a_run_too_large_is_refused_at_the_knob_the_operator_raised() -> None:
+    """The page marks the box a path names: not a blank Duration for Arrivals x 100."""
+    for knobs, path in (
+        (Knobs(arrival_factor=100.0), "knobs.arrival_factor"),
+        (Knobs(arrival_factor=100.0, duration_seconds=200.0), "knobs.arrival_factor"),
+        (Knobs(arrival_factor=20.0, duration_seconds=3600.0), "knobs.duration_seconds"),
+    ):
+        with pytest.raises(WorkloadError) as refused:
+            scenario_workload("cortex-seed", knobs, 1)
+        assert refused.value.path == path, knobs
+    assert str(refused.value).endswith("shorten duration_seconds or lower arrival_factor")
+
+
+def test_a_busy_replicas_window_too_large_as_it_is_is_refused_at_the_window() -> None:
+    recording = _busy_recording(requests=MAX_REQUESTS + 1)
+    for knobs, path in (
+        (Knobs(), "workload.window_seconds"),
+        (Knobs(arrival_factor=0.5, duration_seconds=1800.0), "knobs.duration_seconds"),
+        (Knobs(arrival_factor=2.0), "knobs.arrival_factor"),
+    ):
+        with pytest.raises(WorkloadError) as refused:
+            recent_workload(recording, knobs, 1)
+        assert refused.value.path == path, knobs
+    assert str(refused.value).endswith("lower arrival_factor or shorten duration_seconds")
+    with pytest.raises(WorkloadError) as window:
+        recent_workload(recording, Knobs(), 1)
+    assert str(window.value).endswith("pick a shorter window or lower arrival_factor")
+
+
+def _busy_recording(requests: int) -> dict[str, object]:
+    """A 900-s window of `requests` arrivals in one bucket (sizes are checked before any replay)."""
+    sample = {"query": "up", "api_type": "query", "now": 1.7e9, "epoch": 0}
+    return {
+        "window_seconds": 900,
+        "bucket_seconds": 5,
+        "keys": [
+            {
+                "tenant": "t",
+                "component": INGESTER,
+                "priority": 0,
+                "counts": [[0, requests]],
+                "samples": [sample],
+            }
+        ],
+        "service_seconds": {},
+        "fleet": [["q-1", 4]],
+    }
 
 
 def test_the_deadline_and_the_cancel_flag_stop_a_run() -> None:
