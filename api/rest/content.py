@@ -75,6 +75,12 @@ def _check_text(text: str) -> None:
         raise exceptions.ParseError("text must be valid Unicode (a lone surrogate?)") from exc
 
 
+def _reason(exc: ValueError) -> str:
+    """The error's message without Python's advice to the server's programmer
+    (an integer of thousands of digits: "...; use sys.set_int_max_str_digits()")."""
+    return str(exc).split("; use sys.", 1)[0]
+
+
 def _count_nodes(value: Any, budget: int) -> int:
     """Values in `value` counting every alias expansion; stops past `budget`.
 
@@ -116,8 +122,9 @@ def load_yaml(text: str | bytes) -> Any:
     except ValueError as exc:
         # A scalar its constructor refuses: a date like 2024-13-45, or an
         # integer of thousands of digits (Python's own limit on int()).
-        reason = str(exc).split("; use sys.", 1)[0]
-        raise exceptions.ParseError(f"YAML parse error: a value cannot be read: {reason}") from exc
+        raise exceptions.ParseError(
+            f"YAML parse error: a value cannot be read: {_reason(exc)}"
+        ) from exc
     if _count_nodes(value, MAX_YAML_NODES) > MAX_YAML_NODES:
         raise exceptions.ParseError(
             f"YAML document expands (through aliases) to over {MAX_YAML_NODES} values"
@@ -135,7 +142,7 @@ def parse_json(data: bytes) -> Any:
         # `strict_keys_loader`), and JSON is YAML to Cortex's loader.
         value = loads_bounded(data, unique_keys=True)
     except ValueError as exc:  # UnicodeDecodeError too
-        raise exceptions.ParseError(f"JSON parse error: {exc}") from exc
+        raise exceptions.ParseError(f"JSON parse error: {_reason(exc)}") from exc
     if b"\\u" in data:
         # Only an escape can smuggle a surrogate or NUL past UTF-8 decoding.
         _count_nodes(value, len(data))

@@ -25,6 +25,7 @@ __all__ = [
     "check_tenant_id",
     "errors",
     "flag",
+    "refuse_repeated_params",
 ]
 
 _ERROR_TEXT = {
@@ -90,6 +91,23 @@ def body_of(request: Request, what: str) -> Any:
     return request.data
 
 
+def refuse_repeated_params(request: Request) -> None:
+    """A query parameter given more than once is a 400 naming it.
+
+    Django keeps the last value, so `?dry_run=1&dry_run=0` was a real
+    rollback or import, and `?limit=abc&limit=1` passed the strict reading
+    of `limit`: no parameter of this API takes a list, so a repeat can only
+    be a mistake, and which value was meant cannot be known.
+    """
+    repeated = {
+        name: [f"given {len(values)} times; give it once"]
+        for name, values in request.query_params.lists()
+        if len(values) > 1
+    }
+    if repeated:
+        raise exceptions.ValidationError(repeated)
+
+
 def flag(request: Request, name: str) -> bool:
     """A boolean query parameter: 1/true/yes/on or 0/false/no/off (any case);
     anything else is a 400 naming it (`api.rest.query_params.bool_param`)."""
@@ -102,3 +120,8 @@ class ApiView(APIView):
     parser_classes = [LimitedJSONParser]
     renderer_classes = [JSONRenderer]
     source: Any = ConfigRevision.Source.API
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # After authentication and permissions: an anonymous caller gets its 401.
+        super().initial(request, *args, **kwargs)
+        refuse_repeated_params(request)

@@ -295,8 +295,16 @@ class QueueRequestCancelView(ApiView):
         responses={200: QueueRequestSerializer, **errors(400, 404, 409, 503)},
     )
     def post(self, request: Request, request_id: str) -> Response:
-        note = _note(request.data)
-        replica = request.data.get("replica") if isinstance(request.data, dict) else None
+        # Checked whole, as a cancel by filter is: a body of `[]` or with a
+        # misspelt field used to cancel the request as if it were empty.
+        body = request.data  # no body: an empty QueryDict (a dict)
+        if not isinstance(body, dict):
+            raise _invalid("non_field_errors", "the body must be a JSON object")
+        unknown = sorted(set(body) - {"note", "replica"})
+        if unknown:
+            raise _invalid(unknown[0], "unknown field")
+        note = _note(body)
+        replica = body.get("replica")
         if replica is not None and not isinstance(replica, str):
             raise _invalid("replica", f"must be a string, got {type(replica).__name__}")
         reason = queue_requests.operator_reason(_who(request), note)

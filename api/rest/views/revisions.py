@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -37,6 +39,28 @@ def _revision_id(raw: str) -> int:
     if value is None:
         raise NotFound(f"no revision {raw[:40]!r}")
     return value
+
+
+def _refuse_body(request: Request) -> None:
+    """A rollback takes no body: one is a 400 naming what it held.
+
+    The body used to go unread, so `{"dry_run": true}` sent there (rather
+    than as `?dry_run=1`) rolled back for real. An empty `{}` is no body.
+    """
+    if request.stream is None:
+        return
+    body = request.data  # the parser's own 400/413/415 first
+    if isinstance(body, Mapping) and not body:
+        return
+    refused = "a rollback takes no body"
+    if not isinstance(body, Mapping):
+        raise exceptions.ValidationError({"non_field_errors": [refused]})
+    messages = {str(key): [f"unknown field: {refused}"] for key in body}
+    if "dry_run" in messages:
+        messages["dry_run"] = [
+            f"unknown field: {refused}; dry_run is a query parameter, ?dry_run=1"
+        ]
+    raise exceptions.ValidationError(messages)
 
 
 __all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]
@@ -123,6 +147,7 @@ class RevisionRollbackView(ApiView):
     )
     def post(self, request: Request, revision_id: str) -> Response:
         target_id = _revision_id(revision_id)
+        _refuse_body(request)
         if flag(request, "dry_run"):
             version = selectors.config_version_get()
             preview = rollback_preview(selectors.revision_get(revision_id=target_id))

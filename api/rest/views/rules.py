@@ -24,7 +24,7 @@ from api.cluster import replica_rules
 from api.rest.dry_run import offloaded, tenant_reports
 from api.rest.permissions import AnyRole
 from api.rest.serializers import DryRunReportSerializer, RuleStatsSerializer, TenantConfigSerializer
-from api.rest.views.base import ApiView, check_tenant_id, errors
+from api.rest.views.base import ApiView, body_of, check_tenant_id, errors
 from api.store.exceptions import ConfigValidationError
 from api.store.models import Tenant
 from api.wire import rule_reports
@@ -96,4 +96,6 @@ class TenantDryRunView(ApiView):
         responses={200: DryRunReportSerializer, **errors(400, 413, 415)},
     )
     def post(self, request: Request, tenant_id: str) -> Response:
-        return Response(dry_run_report(tenant_id, request.data))
+        # As PUT: no body is a 400, not a silent dry run of the empty block.
+        draft = body_of(request, "a draft tenant block as JSON ({} for no limits)")
+        return Response(dry_run_report(tenant_id, draft))

@@ -9,10 +9,11 @@ from rest_framework.response import Response
 
 from api.rest.errors import etag_for
 from api.rest.serializers import SettingsSerializer
-from api.rest.views.base import IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, errors
+from api.rest.views.base import IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, body_of, errors
 from api.rest.views.conditional import expected_for_existing, not_modified
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError
+from scheduler_core.errors import FieldError
 from scheduler_core.model import QueueConfig
 from scheduler_core.validation import (
     queue_config_from_dict,
@@ -57,12 +58,17 @@ class SettingsView(ApiView):
     )
     def patch(self, request: Request) -> Response:
         # The body first: bad settings are a 400 whatever the preconditions say.
-        errors_found = validate_queue_settings(request.data, selectors.queue_config_get())
+        changes = body_of(request, "a JSON object of the settings to change")
+        if changes is None:
+            # The validator reads a null as "no settings given" (as for an
+            # optional section elsewhere); as a whole PATCH body it is a mistake.
+            raise ConfigValidationError([FieldError("(root)", "must be a mapping, got null")])
+        errors_found = validate_queue_settings(changes, selectors.queue_config_get())
         if errors_found:
             raise ConfigValidationError(errors_found)
         current = selectors.settings_get().version
         row = services.settings_update(
-            changes=request.data,
+            changes=changes,
             expected_version=expected_for_existing(request, current),
             author=request.user,
             source=self.source,

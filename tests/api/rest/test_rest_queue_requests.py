@@ -245,6 +245,20 @@ def test_an_editor_cancels_one_request_its_frontend_is_told_and_it_is_recorded(e
     assert OperatorCancel.objects.count() == 1
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [(b"[]", "non_field_errors"), (b'"x"', "non_field_errors"), (b'{"nte": "oops"}', "nte")],
+)
+def test_a_cancel_whose_body_is_not_an_object_of_its_fields_cancels_nothing(
+    editor_api, runtime, body, field
+):
+    url = "/api/v1/queue/requests/ws:c1:2/cancel/"
+    response = editor_api.generic("POST", url, body, content_type="application/json")
+    assert response.status_code == 400 and field in response.json()
+    assert len(runtime.queue) == 5
+    assert not OperatorCancel.objects.exists()
+
+
 def test_a_viewer_may_not_cancel(viewer_api, runtime):
     assert viewer_api.post("/api/v1/queue/requests/ws:c1:2/cancel/").status_code == 403
     assert viewer_api.post("/api/v1/queue/cancel/", {"tenant": "acme"}).status_code == 403
