@@ -73,7 +73,9 @@ def shown(value: object) -> str:
         return repr(value) if len(value) <= 40 else f"{value[:40]!r}…"
     if value is None:
         return "null"
-    named = {dict: "a mapping", list: "a list", bool: repr(value)}
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as JSON and YAML spell it, not Python
+    named = {dict: "a mapping", list: "a list"}
     return named.get(type(value), type(value).__name__)
 
 
@@ -125,7 +127,7 @@ def integer(value: object, path: str, errs: Collector, minimum: int | None = Non
 def number(value: object, path: str, errs: Collector, maximum: float = INT64_MAX) -> float | None:
     """A finite, non-negative number, at most `maximum` (default: int64's range)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errs.add(path, f"must be a finite number, got {value!r}")
+        errs.add(path, f"must be a finite number, got {shown(value)}")
         return None
     if (isinstance(value, int) and value.bit_length() > 100) or not math.isfinite(value):
         errs.add(path, f"must be a finite number at most {maximum:g}")
@@ -136,10 +138,15 @@ def number(value: object, path: str, errs: Collector, maximum: float = INT64_MAX
     if value > maximum:
         errs.add(path, f"must be at most {maximum:g}, got {value:g}")
         return None
-    return value
+    # -0.0 passes `< 0`; kept, it would be stored and shown as "-0.0".
+    return 0.0 if value == 0 else value
 
 
 def duration(value: object, path: str, errs: Collector, positive: bool = False) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        # Named as the person wrote it (null, true, a list), not as Python's repr.
+        errs.add(path, f"not a duration: {shown(value)}")
+        return None
     try:
         seconds = parse_duration(value)
     except InvalidDuration as exc:

@@ -14,6 +14,7 @@ import every config validator from this one module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -59,6 +60,11 @@ __all__ = [
 MAX_PRIORITIES = 100
 MAX_ATTRIBUTES_PER_PRIORITY = 50
 MAX_REGEX_LENGTH = 1000
+# A header value matched exactly (`dashboard_uid`, `panel_id`): Grafana's are
+# tens of characters, and proxies refuse a whole header block past 8 KB.
+MAX_HEADER_VALUE_LENGTH = 4096
+# What an HTTP field value cannot hold (RFC 9110 5.5): controls but tab, and DEL.
+_NOT_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 # Every top-level key of a tenant block (Cortex override names), set or not.
 TENANT_KEYS = (
@@ -120,11 +126,30 @@ def _limit(value: object, path: str, errs: f.Collector) -> TimeRange | None:
 TEXT_FIELDS = frozenset({"regex", "user_agent_regex", "dashboard_uid", "panel_id", "api_type"})
 
 
+def _header_value(value: object, path: str, errs: f.Collector) -> str | None:
+    """Text matched exactly against a request header: one no header can carry
+    could never match, so it is refused rather than kept as a dead rule."""
+    text = f.text(value, path, errs)
+    if text is None:
+        return None
+    if len(text) > MAX_HEADER_VALUE_LENGTH:
+        errs.add(path, f"is {len(text)} characters long, at most {MAX_HEADER_VALUE_LENGTH}")
+        return None
+    if (bad := _NOT_IN_HEADER.search(text)) is not None:
+        errs.add(
+            path,
+            f"holds the control character U+{ord(bad.group()):04X}, which no HTTP header "
+            "can carry, so it could never match",
+        )
+        return None
+    return text
+
+
 def _panel_id(value: object, path: str, errs: f.Collector) -> str | None:
     # YAML turns an unquoted `panel_id: 4` into an int; panel ids are numeric.
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return f.text(value, path, errs)
+    return _header_value(value, path, errs)
 
 
 def _api_type(value: object, path: str, errs: f.Collector) -> str | None:
@@ -143,7 +168,7 @@ _ATTRIBUTE_FIELDS: dict[str, _Parser] = {
     "time_range_limit": _limit,
     "query_step_limit": _limit,
     "user_agent_regex": _regex,
-    "dashboard_uid": f.text,
+    "dashboard_uid": _header_value,
     "panel_id": _panel_id,
 }
 

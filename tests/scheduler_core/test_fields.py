@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core import fields as f
 from scheduler_core.fields import meant_field
 from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
@@ -48,4 +49,17 @@ def test_the_validator_names_the_field_a_nested_typo_meant() -> None:
     errors = validate_tenant_config({"query_priority": {"enable": True}})
     assert [(e.path, e.message) for e in errors] == [
         ("query_priority.enable", "unknown field; did you mean enabled?")
+    ]
+
+
+@pytest.mark.parametrize(("value", "named"), [(None, "null"), (True, "true"), ([1], "a list")])
+def test_a_number_or_duration_of_the_wrong_type_is_named_as_json_spells_it(
+    value: object, named: str
+) -> None:
+    errs = f.Collector()
+    assert f.number(value, "n", errs) is None
+    assert f.duration(value, "d", errs) is None
+    assert [e.message for e in errs.errors] == [
+        f"must be a finite number, got {named}",
+        f"not a duration: {named}",
     ]

@@ -210,6 +210,9 @@ def test_an_empty_block_gives_default_limits() -> None:
         (with_attribute({"api_type": "instant"}), f"{A0}.api_type", "unknown api_type"),
         (with_attribute({"dashboard_uid": 5}), f"{A0}.dashboard_uid", "string"),
         (with_attribute({"panel_id": True}), f"{A0}.panel_id", "string"),
+        (with_attribute({"dashboard_uid": "u" * 4097}), f"{A0}.dashboard_uid", "at most 4096"),
+        (with_attribute({"panel_id": "4\n2"}), f"{A0}.panel_id", "U+000A, which no HTTP header"),
+        (with_attribute({"dashboard_uid": "a\x00"}), f"{A0}.dashboard_uid", "U+0000"),
         ([], "(root)", "mapping"),
     ],
 )
@@ -292,6 +295,17 @@ def test_building_invalid_limits_raises_with_the_same_errors() -> None:
     assert f"{A0}.regex" in str(caught.value)
 
 
+def test_a_header_value_may_hold_a_tab_as_http_headers_can() -> None:
+    limits = tenant_limits_from_dict(with_attribute({"dashboard_uid": "a\tb"}))
+    assert limits.query_priority.priorities[0].query_attributes[0].dashboard_uid == "a\tb"
+
+
+def test_negative_zero_reserved_queriers_is_read_as_zero() -> None:
+    block = with_priority({"priority": 1, "reserved_queriers": -0.0, "query_attributes": [RX]})
+    reserved = tenant_limits_from_dict(block).query_priority.priorities[0].reserved_queriers
+    assert math.copysign(1.0, reserved) == 1.0
+
+
 def test_an_unquoted_numeric_panel_id_is_read_as_text() -> None:
     limits = tenant_limits_from_dict(with_attribute({"panel_id": 4}))
     assert limits.query_priority.priorities[0].query_attributes[0].panel_id == "4"
@@ -372,7 +386,7 @@ def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
         ("abc", "got 'abc'"),
         ("9" * 60, f"got {'9' * 40!r}…"),
         (None, "got null"),
-        (True, "got True"),
+        (True, "got true"),
         ([1], "got a list"),
         (1.5, "got float"),
     ],
