@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -32,6 +33,8 @@ __all__ = [
     "PayloadTooLarge",
     "PreconditionRequired",
     "api_exception_handler",
+    "api_not_found",
+    "api_server_error",
     "etag_for",
     "nested_errors",
     "split_path",
@@ -120,3 +123,19 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, NotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     return drf_exception_handler(exc, context)
+
+
+def api_not_found(request: HttpRequest) -> JsonResponse:
+    """404 for a path under /api/ that names no endpoint: JSON, as every API answer.
+
+    Django's own page is HTML, which an API client cannot read as an error.
+    """
+    return JsonResponse(
+        {"detail": f"no endpoint at {request.path}; the endpoints are in /api/v1/schema/"},
+        status=404,
+    )
+
+
+def api_server_error(request: HttpRequest) -> JsonResponse:
+    """500 under /api/ (an error no view turned into an answer), in JSON."""
+    return JsonResponse({"detail": "internal error; the server log has the details"}, status=500)
