@@ -75,7 +75,7 @@ def shown(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"  # as JSON and YAML spell it, not Python
-    named = {dict: "a mapping", list: "a list"}
+    named: dict[type, str] = {dict: "a mapping", list: "a list"}
     return named.get(type(value), type(value).__name__)
 
 

@@ -302,9 +302,10 @@ def check_proposed_tenants(workload: Workload, live: ConfigSet, proposed: Config
             ", ..." if len(known) > _NAMED_TENANTS else ""
         )
         raise WorkloadError(
-            f"proposed.tenants.{tenant_id}",
+            "",
             f"no tenant {tenant_id!r} is configured or sent traffic in this window, so its "
             f"block would change nothing; tenants here: {listed or 'none'}",
+            prefix=("proposed", "tenants", tenant_id),
         )
 
 

@@ -75,11 +75,16 @@ class ConfigSet:
 
 
 class WorkloadError(Exception):
-    """The workload cannot be built as asked; `path` names the field to change."""
+    """The workload cannot be built as asked; `path` names the field to change.
 
-    def __init__(self, path: str, message: str) -> None:
+    `prefix` holds path parts that are names, not dotted paths (a tenant ID
+    may hold dots): `path` is under them.
+    """
+
+    def __init__(self, path: str, message: str, prefix: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.path = path
+        self.prefix = prefix
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,7 @@ def run_job(
 ) -> Outcome:
     """One simulation; always answers with one outcome tuple, never raises for input.
 
-    ("done", body) | ("invalid", path, message) | ("cancelled", message) |
+    ("done", body) | ("invalid", prefix, path, message) | ("cancelled", message) |
     ("timeout", message).
     """
     spec = job.spec
@@ -98,7 +98,7 @@ def run_job(
             progress=progress,
         )
     except WorkloadError as exc:
-        return ("invalid", exc.path, str(exc))
+        return ("invalid", exc.prefix, exc.path, str(exc))
     except SimulationCancelled as exc:
         return ("cancelled", str(exc))
     except SimulationTimeLimit as exc:

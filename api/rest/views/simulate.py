@@ -133,7 +133,8 @@ class SimulateView(ApiView):
             body["workload"]["run_id"] = run.run_id
             return Response(body)
         if kind == "invalid":
-            return _invalid([SpecError((), str(outcome[1]), str(outcome[2]))])
+            prefix, path, message = outcome[1:]
+            return _invalid([SpecError(tuple(prefix), str(path), str(message))])
         if kind == "cancelled":
             return Response({"detail": str(outcome[1]), "code": "cancelled"}, status=409)
         if kind == "timeout":
