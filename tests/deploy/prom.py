@@ -23,9 +23,11 @@ import promql_parser
 
 from loadgen.daphne_process import free_port
 
-__all__ = ["DEPLOY", "Prometheus", "exported_names", "metric_names", "tool"]
+__all__ = ["DEPLOY", "SCRAPE_SERIES", "Prometheus", "exported_names", "metric_names", "tool"]
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+# Series Prometheus writes for each target itself, not read from /metrics.
+SCRAPE_SERIES = frozenset({"up"})
 
 _SUFFIXES = {
     "histogram": ("_bucket", "_sum", "_count", "_created"),

@@ -1,9 +1,11 @@
 """deploy/prometheus/alerts.yaml: promtool's checks and unit tests, and a real Prometheus.
 
-The last test starts a server with one request stuck in its queue (no
-querier), points a real Prometheus at its /metrics with a copy of the rules
-whose thresholds and `for:` are shortened, and waits for the stuck-queue
-alert to fire, as an operator's Prometheus would see it.
+The last two point a real Prometheus at a real server's /metrics with a
+copy of the rules whose thresholds and `for:` are shortened, as an
+operator's Prometheus would see it: one with a request stuck in the queue
+(no querier) waits for the stuck-queue alert, the other stops its server
+and waits for the scrape alert to fire, then starts it again and waits for
+the alert to clear.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ import yaml
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import ws_connect
-from tests.deploy.prom import DEPLOY, Prometheus, exported_names, metric_names, tool
+from tests.deploy.prom import (
+    DEPLOY,
+    SCRAPE_SERIES,
+    Prometheus,
+    exported_names,
+    metric_names,
+    tool,
+)
 
 RULES = DEPLOY / "prometheus" / "alerts.yaml"
 RULE_TESTS = DEPLOY / "prometheus" / "alerts_test.yaml"
@@ -57,7 +66,7 @@ def test_every_alert_has_a_promtool_unit_test_and_they_all_pass() -> None:
 def test_every_metric_the_alerts_use_is_exported_by_the_server(scrape: str) -> None:
     exported = exported_names(scrape)
     for rule in alerts():
-        missing = metric_names(rule["expr"]) - exported
+        missing = metric_names(rule["expr"]) - exported - SCRAPE_SERIES
         assert not missing, f"{rule['alert']} uses metrics the server does not export: {missing}"
 
 
@@ -86,6 +95,28 @@ async def enqueue_stuck(server: DaphneProcess, token: str) -> Any:
     return ws
 
 
+def firing(prometheus: Prometheus, alertname: str) -> list[dict[str, Any]]:
+    """The alerts of that name firing now."""
+    return [
+        a
+        for a in prometheus.api("alerts")["alerts"]
+        if a["labels"]["alertname"] == alertname and a["state"] == "firing"
+    ]
+
+
+def wait_for(prometheus: Prometheus, alertname: str, *, fired: bool) -> list[dict[str, Any]]:
+    """Poll until that alert fires (or, with `fired=False`, no longer does); what fires."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = firing(prometheus, alertname)
+        if bool(now) == fired:
+            return now
+        time.sleep(0.5)
+    state = "fired" if fired else "cleared"
+    now = prometheus.api("alerts")
+    raise AssertionError(f"{alertname} never {state}: {now}\n{prometheus.log()}")
+
+
 async def test_a_real_prometheus_sees_the_stuck_queue_alert_fire(
     deploy_server: DaphneProcess,
 ) -> None:
@@ -94,20 +125,34 @@ async def test_a_real_prometheus_sees_the_stuck_queue_alert_fire(
     prometheus = Prometheus(f"127.0.0.1:{server.port}", shortened_rules(Path(server.tmp)))
     try:
         await asyncio.to_thread(prometheus.start)
-        deadline = time.monotonic() + 60
-        states: list[Any] = []
-        while time.monotonic() < deadline:
-            data = await asyncio.to_thread(prometheus.api, "alerts")
-            states = [(a["labels"]["alertname"], a["state"], a["value"]) for a in data["alerts"]]
-            if ("QueueInspectorSchedulerQueriesStuck", "firing") in [s[:2] for s in states]:
-                break
-            await asyncio.sleep(0.5)
-        else:
-            raise AssertionError(f"no stuck-queue alert fired: {states}\n{prometheus.log()}")
-        firing = next(s for s in states if s[0] == "QueueInspectorSchedulerQueriesStuck")
-        assert float(firing[2]) > 1.0
+        alerts = await asyncio.to_thread(
+            wait_for, prometheus, "QueueInspectorSchedulerQueriesStuck", fired=True
+        )
+        assert float(alerts[0]["value"]) > 1.0
         targets = await asyncio.to_thread(prometheus.api, "targets")
         assert [t["health"] for t in targets["activeTargets"]] == ["up"]
     finally:
         await ws.close()
         await asyncio.to_thread(prometheus.stop)
+
+
+def test_a_real_prometheus_pages_for_a_replica_it_cannot_scrape_until_it_is_back() -> None:
+    # A server of its own: it is stopped and started again.
+    with DaphneProcess(grpc=False) as server:
+        prometheus = Prometheus(f"127.0.0.1:{server.port}", shortened_rules(Path(server.tmp)))
+        try:
+            prometheus.start()
+            deadline = time.monotonic() + 30
+            while not prometheus.api("query?query=queue_inspector_config_version")["result"]:
+                assert time.monotonic() < deadline, prometheus.log()
+                time.sleep(0.5)
+            assert firing(prometheus, "QueueInspectorScrapeFailing") == []
+            server.stop()
+            (alert,) = wait_for(prometheus, "QueueInspectorScrapeFailing", fired=True)
+            assert alert["labels"]["instance"] == f"127.0.0.1:{server.port}"
+            assert alert["labels"]["severity"] == "critical"
+            assert "/healthz" in alert["annotations"]["description"]
+            server.start()
+            wait_for(prometheus, "QueueInspectorScrapeFailing", fired=False)
+        finally:
+            prometheus.stop()

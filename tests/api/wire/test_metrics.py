@@ -9,7 +9,7 @@ from django.test import AsyncClient
 
 from api.cluster.replicas import replica_id
 from api.wire import metrics  # importing registers the observer
-from scheduler_core.errors import TooManyRequests
+from scheduler_core.errors import DuplicateRequest, TooManyRequests
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,6 +90,18 @@ async def test_discards_and_cancels_are_counted(host: Any) -> None:
     text = await scrape()
     assert 'cortex_query_scheduler_discarded_requests_total{priority="0",user="m-full"} 1.0' in text
     assert 'cortex_query_scheduler_cancelled_requests_total{user="m-full"} 1.0' in text
+
+
+async def test_a_request_refused_for_another_reason_than_the_limit_is_not_counted_a_429(
+    host: Any,
+) -> None:
+    runtime = host.runtime
+    runtime.enqueue(Request(id="m-dup", tenant_id="m-dup"))
+    with pytest.raises(DuplicateRequest):
+        runtime.enqueue(Request(id="m-dup", tenant_id="m-dup"))
+    text = await scrape()
+    assert 'cortex_request_queue_requests_total{priority="0",user="m-dup"} 1.0' in text
+    assert 'discarded_requests_total{priority="0",user="m-dup"}' not in text
 
 
 async def test_counters_and_histograms_export_no_created_series_as_cortex_exports_none(
