@@ -10,17 +10,31 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from api.rest.views.explain import actor_body, known_queriers, queriers_body
 from api.store import selectors
 from api.store.exceptions import ConfigValidationError
+from dashboard.templatetags.dashboard_tags import field_label
 from scheduler_core.bounds import request_times_error
 from scheduler_core.classify import EXPRESSION_API_TYPES, parses
+from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
 from scheduler_core.validation import InvalidDuration, format_duration, parse_duration
 
-__all__ = ["EXPLAIN_DEFAULTS", "EXPLAIN_FIELDS", "explain_inputs", "run_explain"]
+__all__ = [
+    "EXPLAIN_DEFAULTS",
+    "EXPLAIN_FIELDS",
+    "NOT_A_BLOCK",
+    "explain_inputs",
+    "rules_problem",
+    "run_explain",
+]
+
+NOT_A_BLOCK = "Fix the YAML first: it is no tenant block."
+# Errors named in a box's one line; the editor shows every one at its field.
+_NAMED_ERRORS = 3
 
 EXPLAIN_FIELDS = (
     "query",
@@ -44,17 +58,32 @@ def explain_inputs(post: Any) -> dict[str, str]:
 _DURATIONS = (("start", "Start (ago)"), ("end", "End (ago)"), ("step", "Step"))
 
 
+def rules_problem(errors: Sequence[FieldError]) -> str:
+    """Why a draft cannot be tried: its first errors, each named as the editor labels it.
+
+    "Fix the 1 error(s) in the rules first" left the operator hunting for
+    it, and a draft can hold one in a part of the form scrolled away.
+    """
+    named = [f"{field_label(e.path) or '(whole block)'}: {e.message}" for e in errors]
+    more = len(named) - _NAMED_ERRORS
+    tail = f"; and {more} more" if more > 0 else ""
+    return f"Fix the rules first: {'; '.join(named[:_NAMED_ERRORS])}{tail}."
+
+
 def run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """The explain box's content for a draft block and a sample request."""
     now = time.time()
     if not inputs["query"].strip():
         return {"problem": "Type a query to explain."}
     spans: dict[str, float | None] = {}
+    unread = []
     for key, label in _DURATIONS:
         try:
             spans[key] = parse_duration(inputs[key]) if inputs[key].strip() else None
         except InvalidDuration as exc:
-            return {"problem": f"{label}: {exc}"}
+            unread.append(f"{label}: {exc}")
+    if unread:
+        return {"problem": "; ".join(unread)}
     start, end, step = (
         None if spans["start"] is None else now - spans["start"],
         None if spans["end"] is None else now - spans["end"],
@@ -84,7 +113,7 @@ def run_explain(tenant_id: str, draft: dict[str, Any], inputs: dict[str, str]) -
             draft_config=draft,
         )
     except ConfigValidationError as exc:
-        return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
+        return {"problem": rules_problem(exc.errors)}
     config = selectors.queue_config_get()
     actor = actor_body({config.actor_path_header: inputs["actor_path"]}, config)
     # Classification reads the query's selectors; one it cannot parse reads

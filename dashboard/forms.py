@@ -83,7 +83,10 @@ _ATTR_KEY = re.compile(rf"query_attributes{_INDEX}\.(.+)")
 _REJECT_KEY = re.compile(rf"query_rejection\.query_attributes{_INDEX}\.(.+)")
 _ACTION_INDEX = re.compile(_INDEX_DIGITS)  # the same bound on an editor action's indices
 _INT = re.compile(r"-?[0-9]+")
-_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?|-?\.[0-9]+")
+# Exponents too: a small share saved through the API or the YAML view
+# (max_query_capacity: 0.00001) is shown in its box as Python writes it,
+# "1e-05", and read back as text it was refused on every later form save.
+_NUMBER = re.compile(r"-?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?")
 
 
 def _number(text: str) -> Any:
@@ -112,11 +115,17 @@ def _put(target: dict[str, Any], dotted: str, value: Any) -> None:
     _put(inner, rest, value)
 
 
+# The attribute boxes whose text is kept as typed: a regex's spaces are part
+# of what it matches (" by " is not "by"), and the YAML view keeps them, so
+# trimming them here changed the rule on a save and on a switch of views.
+_VERBATIM = frozenset(key for key, _ in ATTRIBUTE_FIELDS)
+
+
 def _attribute(fields: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in fields.items():
         if value.strip():
-            _put(out, key, value.strip() if key != "panel_id" else value.strip())
+            _put(out, key, value if key in _VERBATIM else value.strip())
     return out
 
 

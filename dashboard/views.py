@@ -75,7 +75,9 @@ def stale_message(current: int | None) -> str:
         )
     return (
         f"Someone saved a change since you loaded this page (now version {current}). "
-        "Nothing was saved: reload to see their change (History lists it), then edit again."
+        "Nothing was saved: open the page again from its link to see their change "
+        "(History lists it), then edit again. (The browser's reload would send this "
+        "form again, at the old version.)"
     )
 
 

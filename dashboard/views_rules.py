@@ -21,7 +21,8 @@ from api.rest.views.rules import dry_run_report
 from api.store.exceptions import ConfigValidationError
 from api.wire import rule_reports
 from dashboard.access import role_required
-from dashboard.forms import tenant_config_from_post
+from dashboard.explain_box import NOT_A_BLOCK, rules_problem
+from dashboard.tenant_draft import draft_from_post
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import TenantLimits
 from scheduler_core.rule_stats import limits_fingerprint
@@ -39,7 +40,7 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
     try:
         report = dry_run_report(tenant_id, draft)
     except ConfigValidationError as exc:
-        return {"problem": f"Fix the {len(exc.errors)} error(s) in the rules first."}
+        return {"problem": rules_problem(exc.errors)}
     before, after = report["reservations"]["before"], report["reservations"]["after"]
     levels = sorted(set(before) | set(after), key=lambda p: -int(p))
     return {
@@ -77,8 +78,17 @@ def _below_reserved(serving: Mapping[str, Any], by_priority: Mapping[str, int]) 
 @require_POST
 @role_required
 def dry_run(request: HttpRequest, tenant_id: str) -> HttpResponse:
-    """The dry-run box as an HTML fragment, for the editor's script."""
-    box = dry_run_box(tenant_id, tenant_config_from_post(request.POST))
+    """The dry-run box as an HTML fragment, for the editor's script.
+
+    The draft of whichever view posted: read as the form's inputs, the
+    YAML view's post (its text, no inputs) was a block without rules, and
+    the box said every sampled request would drop to priority 0.
+    """
+    posted = draft_from_post(request.POST)
+    if posted.config is None:
+        box: dict[str, Any] = {"problem": NOT_A_BLOCK}
+    else:
+        box = dry_run_box(tenant_id, posted.config)
     return render(request, "dashboard/_dry_run.html", {"dry_run": box})
 
 

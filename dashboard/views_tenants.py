@@ -29,7 +29,7 @@ from api.store.exceptions import ConfigValidationError, NotFound, VersionConflic
 from api.store.import_plan import tenant_id_errors, validate_tenant
 from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.explain_box import explain_inputs, run_explain
+from dashboard.explain_box import NOT_A_BLOCK, explain_inputs, run_explain
 from dashboard.forms import EditorAction, apply_action, editor_model
 from dashboard.tenant_draft import (
     FORM,
@@ -308,7 +308,7 @@ def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
     """The explain box as an HTML fragment, for the editor's script."""
     posted = draft_from_post(request.POST)
     if posted.config is None:
-        explained: dict[str, Any] = {"problem": "Fix the YAML first: it is no tenant block."}
+        explained: dict[str, Any] = {"problem": NOT_A_BLOCK}
     else:
         explained = run_explain(tenant_id, posted.config, explain_inputs(request.POST))
     return render(request, "dashboard/_explain.html", {"explained": explained})

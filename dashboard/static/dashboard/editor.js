@@ -39,6 +39,14 @@ button.addEventListener("click", explain);
 document.getElementById("explain_query").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) explain(e);
 });
+// Enter in one of the box's one-line inputs explains, as its button does,
+// rather than pressing the editor form's default button (Save's review).
+box.addEventListener("keydown", (e) => {
+  if (e.key !== "Enter" || !e.target.matches("input")) return;
+  e.preventDefault();
+  if (box.dataset.url) explain(e);
+  else form.requestSubmit(button); // a tenant not created yet: the full-page post
+});
 
 const firstError = document.querySelector('[aria-invalid="true"]');
 if (firstError) firstError.focus();
