@@ -5,7 +5,8 @@ The page itself only renders; the run is the REST API's (`POST
 empty from the menu, or with a proposal carried from another page's unsaved
 form, which posts here (never saving anything):
 - the tenant editor's "Simulate this change": the whole draft tenant block
-  (`dashboard.forms.tenant_config_from_post`), as `proposed.tenants.<id>`;
+  of the view it was pressed in, form or YAML
+  (`dashboard.tenant_draft.draft_from_post`), as `proposed.tenants.<id>`;
 - the settings page's "Simulate switching layout / component selection":
   the settings that differ from the live ones, as `proposed.settings`.
 Viewers may use it: it changes nothing.
@@ -19,7 +20,8 @@ from django.http import HttpRequest, HttpResponse
 
 from api.store import selectors
 from dashboard.access import page, role_required
-from dashboard.forms import settings_from_post, tenant_config_from_post
+from dashboard.forms import settings_from_post
+from dashboard.tenant_draft import draft_from_post
 from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
@@ -42,7 +44,14 @@ def _carried(request: HttpRequest, live: dict[str, Any]) -> tuple[dict[str, Any]
     if origin.startswith("tenant"):
         tenant_id = request.POST.get("tenant_id", "").strip() or origin.partition(":")[2]
         if tenant_id:
-            draft = tenant_config_from_post(request.POST)
+            # The draft of whichever view posted: the YAML view has no form
+            # inputs, and read as a form its draft was an empty rule set.
+            draft = draft_from_post(request.POST).config
+            if draft is None:
+                return {"settings": {}, "tenants": {}}, (
+                    f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
+                    "block; fix it there first)"
+                )
             return {"settings": {}, "tenants": {tenant_id: draft}}, (
                 f"the unsaved editor of tenant {tenant_id}"
             )

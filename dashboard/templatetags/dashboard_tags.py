@@ -142,14 +142,24 @@ def other_layout(layout: str) -> str:
     return "component-first" if layout == "tenant-first" else "tenant-first"
 
 
+# Text that, shown bare, would read as something else: another type, "absent",
+# or without the spaces at its ends (a regex's spaces are part of it).
+_AMBIGUOUS_TEXT = re.compile(r"|\s.*|.*\s|true|false|null|—|[-+]?[0-9.][0-9.eE+-]*", re.DOTALL)
+
+
 @register.filter
 def config_value(value: Any) -> str:
-    """A revision value as the config spells it: JSON for blocks, "—" when absent."""
+    """A revision value as the config spells it: JSON for blocks, "—" when absent.
+
+    Text is shown bare, as YAML writes it, unless it would then read as
+    something else (`_AMBIGUOUS_TEXT`): then JSON-quoted. Non-ASCII stays
+    itself (`ñ`, not `\\u00f1`).
+    """
     if value is None:
         return "—"
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(", ", ": "))
-    return json.dumps(value) if isinstance(value, bool) else str(value)
+    if isinstance(value, str) and not _AMBIGUOUS_TEXT.fullmatch(value):
+        return value
+    return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
 
 
 @register.filter

@@ -57,6 +57,23 @@ def test_the_tenant_editors_unsaved_form_arrives_as_the_proposed_tenant_block(ed
     assert ConfigRevision.objects.count() == revisions
 
 
+def test_the_yaml_views_unsaved_draft_arrives_as_the_proposed_tenant_block(editor_client):
+    yaml = "max_queriers_per_tenant: 2\nquery_priority:\n  enabled: true\n"
+    post = {"simulate_from": "tenant:team-b", "view": "yaml", "yaml": yaml}
+    proposal = _proposal(editor_client.post("/simulate/", post))
+    assert proposal["tenants"]["team-b"] == {
+        "max_queriers_per_tenant": 2,
+        "query_priority": {"enabled": True},
+    }
+
+
+def test_yaml_that_is_no_tenant_block_carries_nothing_and_says_why(editor_client):
+    post = {"simulate_from": "tenant:team-b", "view": "yaml", "yaml": "- a list"}
+    response = editor_client.post("/simulate/", post)
+    assert _proposal(response)["tenants"] == {}
+    assert "its YAML is no tenant block" in response.content.decode()
+
+
 def test_settings_carry_only_what_differs_from_the_running_ones(viewer_client):
     form = {
         "simulate_from": "settings",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dashboard.templatetags.dashboard_tags import config_value, field_label
@@ -15,6 +17,23 @@ def test_revision_values_are_spelled_as_config_not_as_python() -> None:
     assert config_value(False) == "false"
     assert config_value("2h") == "2h"
     assert config_value(None) == "—"
+    assert config_value(0.5) == "0.5"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("rate\\(ñ.*€\\)", "rate\\(ñ.*€\\)"),  # as typed, not \\u00f1
+        (" sum ", '" sum "'),  # its spaces visible
+        ("", '""'),
+        ("5", '"5"'),  # text, not the number 5
+        ("true", '"true"'),
+        ("—", '"—"'),  # text, not "absent"
+    ],
+)
+def test_text_is_shown_bare_unless_it_would_read_as_something_else(text: str, shown: str) -> None:
+    assert config_value(text) == shown
+    assert config_value({"regex": text}) == f'{{"regex": {json.dumps(text, ensure_ascii=False)}}}'
 
 
 @pytest.mark.parametrize(
