@@ -20,7 +20,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler_core.errors import QuerierShuttingDown, SchedulerStopping, UnknownQuerier
+from scheduler_core.errors import (
+    QuerierShuttingDown,
+    SchedulerStopping,
+    TooManyRequests,
+    UnknownQuerier,
+)
 from scheduler_core.loops import running_loop
 from scheduler_core.model import CancelReason, QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
@@ -98,7 +103,11 @@ class SchedulerRuntime(RuntimeDrain):
             raise SchedulerStopping("scheduler is shutting down")
         try:
             self.queue.enqueue(request)
-        except Exception as exc:
+        except TooManyRequests as exc:
+            # Only the limit is a rejection (a 429, Cortex's "discarded"):
+            # a duplicate ID or an unknown component is the caller's error,
+            # and told to observers it was counted as a 429 and ended the
+            # original request's tracking under the same ID.
             self._notify("on_rejected", request, str(exc))
             raise
         self._notify("on_enqueued", request)

@@ -50,7 +50,6 @@ from api.wire.loop_metrics import (
 )
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
-from scheduler_core.errors import TooManyRequests
 from scheduler_core.model import Request
 from scheduler_core.queue_counts import QueueCounts
 from scheduler_core.runtime import SchedulerRuntime
@@ -194,10 +193,6 @@ def _note_priority(tenant: str, priority: str) -> None:
     seen.add(priority)
 
 
-# What the runtime reports as the reason of a TooManyRequests (its message).
-_TOO_MANY_REASON = str(TooManyRequests())
-
-
 def _run_ended(request: Request) -> None:
     # `dispatched_at` is on the runtime's clock, the host's time.monotonic;
     # None for a request that ended while queued (no querier time).
@@ -221,13 +216,11 @@ class MetricsObserver:
             PEAKS.note(tenant, runtime.queue.tenant_length(tenant))
 
     def on_rejected(self, request: Request, reason: str) -> None:
-        # Any refusal at enqueue reports here (a duplicate ID too); Cortex's
-        # discarded counter, and the 429 alert reading it, mean the limit only.
-        if reason == _TOO_MANY_REASON:
-            tenant, priority = request.tenant_id, str(request.priority)
-            DISCARDED.inc(tenant, priority)
-            _note_priority(tenant, priority)
-        JANITOR.seen(request.tenant_id)
+        # Only the outstanding limit reports here (the runtime's enqueue).
+        tenant, priority = request.tenant_id, str(request.priority)
+        DISCARDED.inc(tenant, priority)
+        _note_priority(tenant, priority)
+        JANITOR.seen(tenant)
 
     def on_refused(self, tenant_id: str) -> None:
         # Its rule counters' series go once it has been idle for the delay,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.errors import (
+    DuplicateRequest,
     QuerierShuttingDown,
     SchedulerStopping,
     TooManyRequests,
@@ -148,6 +149,17 @@ async def test_enqueue_over_the_tenant_limit_is_rejected_and_reported(
     with pytest.raises(TooManyRequests):
         runtime.enqueue(Request(id="r2", tenant_id="t1"))
     assert runtime.observer.kinds("r2") == ["rejected"]
+
+
+async def test_a_duplicate_id_is_the_callers_error_and_no_rejection_to_observers(
+    runtime: SchedulerRuntime,
+) -> None:
+    # Told as a rejection, it was counted a 429 and ended the tracking that
+    # observers keep by ID for the original request.
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    with pytest.raises(DuplicateRequest):
+        runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    assert runtime.observer.kinds("r1") == ["enqueued"]
 
 
 async def test_stop_refuses_new_work_and_fails_what_is_still_queued() -> None:
