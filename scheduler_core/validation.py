@@ -76,12 +76,18 @@ TENANT_KEYS = (
 )
 
 
-def _regex(value: object, path: str, errs: f.Collector) -> str | None:
-    pattern = f.text(value, path, errs)
-    if pattern is None:
+def _text_within(value: object, path: str, errs: f.Collector, limit: int) -> str | None:
+    """A text field of at most `limit` characters."""
+    text = f.text(value, path, errs)
+    if text is not None and len(text) > limit:
+        errs.add(path, f"is {len(text)} characters long, at most {limit}")
         return None
-    if len(pattern) > MAX_REGEX_LENGTH:
-        errs.add(path, f"regex is {len(pattern)} characters long, at most {MAX_REGEX_LENGTH}")
+    return text
+
+
+def _regex(value: object, path: str, errs: f.Collector) -> str | None:
+    pattern = _text_within(value, path, errs, MAX_REGEX_LENGTH)
+    if pattern is None:
         return None
     problem = regex_error(pattern)
     if problem is not None:
@@ -129,11 +135,8 @@ TEXT_FIELDS = frozenset({"regex", "user_agent_regex", "dashboard_uid", "panel_id
 def _header_value(value: object, path: str, errs: f.Collector) -> str | None:
     """Text matched exactly against a request header: one no header can carry
     could never match, so it is refused rather than kept as a dead rule."""
-    text = f.text(value, path, errs)
+    text = _text_within(value, path, errs, MAX_HEADER_VALUE_LENGTH)
     if text is None:
-        return None
-    if len(text) > MAX_HEADER_VALUE_LENGTH:
-        errs.add(path, f"is {len(text)} characters long, at most {MAX_HEADER_VALUE_LENGTH}")
         return None
     if (bad := _NOT_IN_HEADER.search(text)) is not None:
         errs.add(

@@ -107,10 +107,17 @@ def test_stale_edit_is_refused_with_a_clear_message(editor_client: Client, acme:
         author=None,
         source="api",
     )
-    response = editor_client.post("/tenants/acme/", form(acme.version, "down"), follow=True)
+    response = editor_client.post("/tenants/acme/", form(acme.version, "typed-draft"), follow=True)
+    html = response.content.decode()
     assert response.status_code == 409
-    assert "Someone saved a change since you loaded this page" in response.content.decode()
+    assert "Someone saved a change since you loaded this page" in html
     assert selectors.tenant_get(tenant_id="acme").config["max_queriers_per_tenant"] == 1
+    # The draft is kept. The answer is a POST's: the browser's reload sends
+    # the form again at the old version, refused again, so "reload to see
+    # their change" sent the operator round in a circle.
+    assert 'value="typed-draft"' in html
+    assert "reload to see" not in html
+    assert "open the page again from its link to see their change" in html
 
 
 def test_structural_buttons_edit_the_draft_without_saving(
