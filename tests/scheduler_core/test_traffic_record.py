@@ -66,12 +66,18 @@ def test_arrivals_are_counted_per_key_in_five_second_buckets_within_the_window()
     assert recording["measured"]["by_component"][INGESTER]["mean"] == pytest.approx(0.5)
 
 
-def test_a_window_longer_than_the_recording_starts_at_the_minute_recording_began() -> None:
-    clock = Clock(10_030.0)  # half a minute into minute 10_020
+def _served_from_10_030(seconds: int) -> tuple[TrafficRecorder, Clock]:
+    """A recorder begun half a minute into minute 10_020, a request served each second."""
+    clock = Clock(10_030.0)
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
-    for n in range(240):
+    for n in range(seconds):
         _serve(recorder, clock, _request(n, clock), 0.1)
         clock.now += 1.0
+    return recorder, clock
+
+
+def test_a_window_longer_than_the_recording_starts_at_the_minute_recording_began() -> None:
+    recorder, clock = _served_from_10_030(240)
     recording = recorder.export(900)
     # From 10_020 to 10_270, not the 900 s asked for: the idle fleet of the
     # unrecorded time before would thin out every rate the simulator reports.
@@ -218,11 +224,7 @@ def test_a_window_with_no_completed_request_cannot_be_replayed() -> None:
 
 
 def test_a_recorder_younger_than_the_window_has_no_warm_up_from_before_it_began() -> None:
-    clock = Clock(10_030.0)  # half a minute into minute 10_020
-    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
-    for n in range(90):
-        _serve(recorder, clock, _request(n, clock), 0.1)
-        clock.now += 1.0
+    recorder, clock = _served_from_10_030(90)
     recording = recorder.export(900)
     # Nothing was recorded before 10_030: a minute of warm-up there would be
     # reported, and counted against the size limit, for arrivals never seen.
