@@ -8,6 +8,11 @@ can contain NUL (every write refuses it: JSON and YAML bodies, forms), so
 such a request can only ever miss; it is refused up front with 400, the same
 on every database and for every view, present or future. The REST API gets
 its JSON error shape, pages the site's 400 page.
+
+`ContentSecurityPolicyMiddleware`: every response says, in
+`Content-Security-Policy`, that its page runs only scripts, styles and
+connections of this site and may not be framed (`settings.CONTENT_SECURITY_POLICY`),
+so text that got into a page unescaped still could not run.
 """
 
 from __future__ import annotations
@@ -16,27 +21,20 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import bad_request
 
-__all__ = ["RefuseNulMiddleware"]
+__all__ = ["ContentSecurityPolicyMiddleware", "RefuseNulMiddleware"]
 
 _NUL = "\x00"
 _MESSAGE = "the URL contains a NUL character (%00), which no tenant ID or filter may hold"
 
 
-def _has_nul(request: HttpRequest) -> bool:
-    if _NUL in request.path:
-        return True
-    return any(
-        _NUL in key or any(_NUL in value for value in values) for key, values in request.GET.lists()
-    )
+class _Middleware:
+    """Sync and async capable, so under ASGI it costs no thread hop per request.
 
-
-class RefuseNulMiddleware:
-    """400 for a NUL in the path or the query string, before any view runs.
-
-    Sync and async capable, so under ASGI it costs no thread hop per request.
+    Subclasses answer a request early (`refuse`) and/or amend the response (`amend`).
     """
 
     sync_capable = True
@@ -51,17 +49,60 @@ class RefuseNulMiddleware:
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self._acall(request)
-        if _has_nul(request):
-            return _refusal(request)
-        return self.get_response(request)
+        refusal = self.refuse(request)
+        if refusal is not None:
+            return refusal
+        return self.amend(request, self.get_response(request))
 
     async def _acall(self, request: HttpRequest) -> Any:
-        if _has_nul(request):
-            return _refusal(request)
-        return await self.get_response(request)
+        refusal = self.refuse(request)
+        if refusal is not None:
+            return refusal
+        return self.amend(request, await self.get_response(request))
+
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        return None
+
+    def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        return response
 
 
-def _refusal(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        return JsonResponse({"detail": _MESSAGE}, status=400)
-    return bad_request(request, ValueError(_MESSAGE))
+class RefuseNulMiddleware(_Middleware):
+    """400 for a NUL in the path or the query string, before any view runs."""
+
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        if not _has_nul(request):
+            return None
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": _MESSAGE}, status=400)
+        return bad_request(request, ValueError(_MESSAGE))
+
+
+def _has_nul(request: HttpRequest) -> bool:
+    if _NUL in request.path:
+        return True
+    return any(
+        _NUL in key or any(_NUL in value for value in values) for key, values in request.GET.lists()
+    )
+
+
+class ContentSecurityPolicyMiddleware(_Middleware):
+    """Sets `settings.CONTENT_SECURITY_POLICY` on every response that has no policy of its own.
+
+    drf-spectacular's Swagger UI (`SpectacularSwaggerView`) starts itself with
+    an inline script, so that one page also allows inline scripts.
+    """
+
+    def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if "Content-Security-Policy" not in response:
+            policy = dict(settings.CONTENT_SECURITY_POLICY)
+            match = request.resolver_match
+            if match is not None and match.view_name in _INLINE_SCRIPT_VIEWS:
+                policy["script-src"] = f"{policy.get('script-src', '')} 'unsafe-inline'".strip()
+            response["Content-Security-Policy"] = "; ".join(
+                f"{directive} {sources}" for directive, sources in policy.items()
+            )
+        return response
+
+
+_INLINE_SCRIPT_VIEWS = frozenset({"api-v1:swagger-ui"})

@@ -8,6 +8,8 @@ replicas must agree on signed cookies and sessions.
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import os
 import warnings
 from pathlib import Path
@@ -46,6 +48,33 @@ def env_int(name: str, default: int) -> int:
     value = parse_decimal(raw)
     if value is None:
         raise ImproperlyConfigured(f"{name} must be a whole number of at least 0, not {raw!r}")
+    return value
+
+
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of IP addresses or networks; a bad one stops start-up by name."""
+    networks = env_list(name, "")
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must list IP addresses or networks (10.0.0.0/8), not {network!r}"
+            ) from None
+    return networks
+
+
+def env_seconds(name: str, default: float) -> float:
+    """A positive, finite number of seconds; a bad value stops start-up, naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ImproperlyConfigured(f"{name} must be a number of seconds above 0, not {raw!r}")
     return value
 
 
@@ -96,6 +125,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
+    "api.middleware.ContentSecurityPolicyMiddleware",
     # A NUL in the URL is refused (400) before any view can query with it.
     "api.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -203,10 +234,36 @@ LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
 
+# What-if simulations (api.rest.simulation): niced worker processes, the wall
+# time one run may take, and off: run in the request thread (tests).
+SIMULATION_WORKERS = max(1, env_int("SIMULATION_WORKERS", 2))
+SIMULATION_TIME_LIMIT_SECONDS = env_seconds("SIMULATION_TIME_LIMIT_SECONDS", 60.0)
+SIMULATION_IN_WORKER_PROCESS = env_flag("SIMULATION_IN_WORKER_PROCESS", True)
+# Addresses or networks of the proxies in front (e.g. "10.0.0.0/8,127.0.0.1"):
+# only from them is X-Forwarded-For believed, read from the right.
+LOGIN_TRUSTED_PROXIES = env_networks("LOGIN_TRUSTED_PROXIES")
+
+# Every page loads its scripts, styles and data from this site only, so text
+# that slipped into a page unescaped could still not run. Styles may be
+# inline: the inspector, CodeMirror and the API docs apply them from script.
+# The inspector's websocket is 'self' too; Redoc starts a blob: worker.
+# Frames: none (as X-Frame-Options: DENY).
+CONTENT_SECURITY_POLICY = {
+    "default-src": "'self'",
+    "script-src": "'self'",
+    "style-src": "'self' 'unsafe-inline'",
+    "img-src": "'self' data:",
+    "font-src": "'self' data:",
+    "connect-src": "'self'",
+    "worker-src": "'self' blob:",
+    "object-src": "'none'",
+    "base-uri": "'self'",
+    "form-action": "'self'",
+    "frame-ancestors": "'none'",
+}
+
 # Behind TLS (docs/operations.md): each off by default so plain-HTTP local use
 # works; with all of them set, `manage.py check --deploy` is clean.
-SESSION_COOKIE_SECURE = env_flag("SESSION_COOKIE_SECURE")
-CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE")
 SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT")
 # Health probes often come over plain HTTP from inside; they are not redirected.
 SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", r"^healthz$")
@@ -214,6 +271,15 @@ SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = env_flag("SECURE_HSTS_PRELOAD")
 SECURE_PROXY_SSL_HEADER = proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+# Any of those says the site is served over HTTPS; then the cookies are
+# Secure unless set to 0. Otherwise a deployment that set the redirect but
+# not the cookie flags sent the session cookie in clear with the very
+# request that got redirected (a bookmark or a typed http:// address).
+_SERVED_OVER_HTTPS = (
+    SECURE_SSL_REDIRECT or SECURE_HSTS_SECONDS > 0 or SECURE_PROXY_SSL_HEADER is not None
+)
+SESSION_COOKIE_SECURE = env_flag("SESSION_COOKIE_SECURE", _SERVED_OVER_HTTPS)
+CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE", _SERVED_OVER_HTTPS)
 
 # A runtime-config import is seconds of CPU; in a worker process it leaves
 # this process's GIL to the scheduler's event loop (see api/rest/offload.py).

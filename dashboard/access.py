@@ -2,7 +2,8 @@
 
 Roles come from `api.store.roles.role_of` (Django groups), the same rule the REST
 API uses. Editing is enforced here, on the server, for every write; the
-templates only hide controls a viewer could not use anyway.
+templates only hide controls a viewer could not use anyway. Browser
+websockets also pass `socket_origin_allowed`, the websocket side of CSRF.
 """
 
 from __future__ import annotations
@@ -10,16 +11,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
+from django.http.request import split_domain_port, validate_host
 from django.shortcuts import render
+from django.utils.http import is_same_domain
 
 from api.store.roles import EDITOR, role_of
 from dashboard.live import Tick, get_broadcaster
 
-__all__ = ["current_tick", "editor_required", "forbidden", "page", "role_required"]
+__all__ = [
+    "current_tick",
+    "editor_required",
+    "forbidden",
+    "page",
+    "role_required",
+    "socket_origin_allowed",
+]
 
 View = Callable[..., HttpResponse]
 
@@ -80,3 +92,69 @@ def current_tick() -> Tick | None:
         return async_to_sync(_latest)()
     except RuntimeError:
         return None
+
+
+def socket_origin_allowed(scope: dict[str, Any]) -> bool:
+    """Whether a browser websocket comes from a page Django would take a form POST from.
+
+    That is the site's own origin (the handshake's `Host`, by a host in
+    `ALLOWED_HOSTS`) or one of `CSRF_TRUSTED_ORIGINS`. Channels'
+    `AllowedHostsOriginValidator` (config.asgi) compares the Origin's host
+    name only, so a page on any port or scheme of an allowed host passed:
+    another service on the same machine (http://host:3000) is the same
+    *site*, so the browser sends it the session cookie, and its script could
+    read the live inspector as whoever is logged in; with `ALLOWED_HOSTS=*`
+    any page could.
+    """
+    headers: dict[str, list[str]] = {}
+    for name, value in scope.get("headers", ()):
+        headers.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+    origins, hosts = headers.get("origin", []), headers.get("host", [])
+    if len(origins) != 1 or len(hosts) > 1:
+        return False
+    try:
+        origin = urlsplit(origins[0].lower())
+    except ValueError:
+        return False
+    if origin.scheme not in ("http", "https") or not origin.hostname:
+        return False
+    if not hosts:
+        # Every browser's handshake carries Host (RFC 6455); without one there
+        # is no site origin to compare with, and only a non-browser, which
+        # could send any Origin anyway, would leave it out.
+        return validate_host(origin.hostname, settings.ALLOWED_HOSTS)
+    host = hosts[0].lower()
+    domain, _ = split_domain_port(host)
+    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+        return False
+    # A TLS proxy in front leaves the socket's own scheme unknown unless
+    # SECURE_PROXY_SSL_HEADER says it; once it is known, it must match too.
+    schemes = ("https",) if _socket_is_secure(scope, headers) else ("http", "https")
+    if origin.scheme in schemes and origin.netloc == host:
+        return True
+    return _trusted_origin(origin.scheme, origin.netloc)
+
+
+def _socket_is_secure(scope: dict[str, Any], headers: dict[str, list[str]]) -> bool:
+    if scope.get("scheme") in ("wss", "https"):
+        return True
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if not proxy:
+        return False
+    name, secure_value = proxy
+    values = headers.get(name.removeprefix("HTTP_").replace("_", "-").lower(), [])
+    return bool(values) and values[0].split(",", 1)[0].strip() == secure_value
+
+
+def _trusted_origin(scheme: str, netloc: str) -> bool:
+    """`CSRF_TRUSTED_ORIGINS` as Django's CSRF check reads it (`https://*.example.com` too)."""
+    for trusted in settings.CSRF_TRUSTED_ORIGINS:
+        parts = urlsplit(trusted.lower())
+        if parts.scheme != scheme:
+            continue
+        if "*" in parts.netloc:
+            if is_same_domain(netloc, parts.netloc.lstrip("*")):
+                return True
+        elif parts.netloc == netloc:
+            return True
+    return False

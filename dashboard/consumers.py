@@ -9,6 +9,10 @@ resync; then `update` frames with only the sections that changed; both carry
 `epoch` and `seq`; `error` for a bad message (for a refused `drill` also
 `drill`: the field and why, and the drill is closed). See `dashboard.live`.
 
+Only the site's own pages may open it (`dashboard.access.socket_origin_allowed`),
+and logging out closes every inspector socket of that session, in every
+tab and on every replica (a channel-layer group per session).
+
 Frames are decoded with the same nesting limit as the machine protocol; any
 exception handling one is contained (`api.wire.consumers.guard`): the viewer
 is unregistered as on a disconnect, an `error` frame says so, and the socket
@@ -17,35 +21,56 @@ closes with 4500.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth.signals import user_logged_out
+from django.dispatch import receiver
+from redis.exceptions import RedisError
 
 from api.store.roles import role_of
 from api.wire.bounded_json import loads_bounded
 from api.wire.consumers.guard import GuardedConsumer
+from dashboard.access import socket_origin_allowed
 from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
 
-__all__ = ["InspectorConsumer"]
+__all__ = ["InspectorConsumer", "session_group"]
 
-# Close code for "not logged in / no role" (4000-4999 are the application's).
+log = logging.getLogger(__name__)
+
+# Close codes (4000-4999 are the application's): not logged in / no role,
+# and a page of another origin (`dashboard.access.socket_origin_allowed`).
 CLOSE_UNAUTHORISED = 4401
+CLOSE_FOREIGN_ORIGIN = 4403
 
 
 class InspectorConsumer(GuardedConsumer):
     """Pushes live inspector views; never blocks the broadcaster."""
 
     viewer: Viewer | None = None
+    # Where a logout reaches this socket (`session_group`).
+    logout_group = ""
 
     async def connect(self) -> None:
+        if not socket_origin_allowed(self.scope):
+            # The session cookie rides along on a same-site page of another
+            # origin; only the site's own pages may read the live queue.
+            await self.close(code=CLOSE_FOREIGN_ORIGIN)
+            return
         role = await database_sync_to_async(role_of)(self.scope.get("user"))
         if role is None:
             # Refusing before accept makes the handshake fail (HTTP 403).
             await self.close(code=CLOSE_UNAUTHORISED)
             return
+        self.logout_group = session_group(self.scope["session"].session_key)
+        await self.channel_layer.group_add(self.logout_group, self.channel_name)
         await self.accept()
         self.viewer = Viewer(self._send_text)
         get_broadcaster().register(self.viewer)
@@ -54,6 +79,12 @@ class InspectorConsumer(GuardedConsumer):
         if self.viewer is not None:
             get_broadcaster().unregister(self.viewer)
             self.viewer = None
+            await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        """The session logged out (in any tab, on any replica): stop showing the queue."""
+        await self.disconnect(CLOSE_UNAUTHORISED)
+        await self.close(code=CLOSE_UNAUTHORISED)
 
     async def _send_text(self, text: str) -> None:
         await self.send(text_data=text)
@@ -114,3 +145,25 @@ class InspectorConsumer(GuardedConsumer):
 
     async def _error(self, message: str, **extra: Any) -> None:
         await self.send(text_data=json.dumps({"type": "error", "message": message, **extra}))
+
+
+def session_group(session_key: str | None) -> str:
+    """The channel-layer group of a login session's inspector sockets (the key hashed)."""
+    digest = hashlib.sha256((session_key or "").encode()).hexdigest()[:32]
+    return f"inspector-session.{digest}"
+
+
+@receiver(user_logged_out, dispatch_uid="dashboard.consumers.logged_out")
+def _close_sockets_of_the_session(sender: Any, request: Any = None, **kw: Any) -> None:
+    # Sent before the session is flushed, so its key still names the group.
+    # Without this, an inspector left open in another tab kept streaming the
+    # queue (query text and all) after "Log out".
+    key = getattr(getattr(request, "session", None), "session_key", None)
+    if key is None:
+        return
+    try:
+        async_to_sync(get_channel_layer().group_send)(session_group(key), {"type": "session.ended"})
+    except (OSError, RedisError) as exc:
+        # Logging out must work through a Redis outage; the sockets then
+        # stay until they close, as before.
+        log.warning("logout could not reach the inspector sockets: %s", exc)

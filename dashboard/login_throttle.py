@@ -12,8 +12,10 @@ again, and a successful one clears its user name's count.
 How: a backend placed first in `AUTHENTICATION_BACKENDS` refuses a locked
 user or address before any password is checked (`PermissionDenied` stops
 Django's `authenticate`), `user_login_failed` counts, `user_logged_in`
-clears. Counts live in Django's cache: Redis when `REDIS_URL` is set, so
-every replica sees the same counts, else this process's memory. Windows are
+clears. The address is the peer's, or the client's as forwarded by a proxy
+listed in `LOGIN_TRUSTED_PROXIES` (`client_address`). Counts live in
+Django's cache: Redis when `REDIS_URL` is set, so every replica sees the
+same counts, else this process's memory. Windows are
 fixed buckets of the window's length, and a count is this bucket's plus the
 previous one's, so no burst gets more than the limit through by straddling
 a bucket edge. Time comes from `clock` (tests replace it). Logins without a
@@ -34,6 +36,8 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from typing import Any
 
 from django.conf import settings
@@ -102,10 +106,39 @@ def _subjects(username: str | None, address: str | None) -> list[tuple[str, int]
 
 
 def client_address(request: HttpRequest | None) -> str | None:
-    """The peer address (behind a proxy, run Daphne with --proxy-headers)."""
+    """The address counted: the peer's, or behind trusted proxies the client's they forward.
+
+    `X-Forwarded-For` is read only when the peer is one of
+    `LOGIN_TRUSTED_PROXIES`, and then from the right: the last address no
+    trusted proxy holds is the one the nearest proxy saw. The left end is
+    whatever the client wrote (a proxy appends to the header it got), so
+    taking it, as Daphne's `--proxy-headers` does, let one client spread its
+    failures over made-up addresses and never reach the per-address limit.
+    """
     if request is None:
         return None
-    return str(request.META.get("REMOTE_ADDR") or "") or None
+    peer = str(request.META.get("REMOTE_ADDR") or "") or None
+    proxies = _trusted_proxies(tuple(getattr(settings, "LOGIN_TRUSTED_PROXIES", ())))
+    if peer is None or not _held_by(peer, proxies):
+        return peer
+    forwarded = str(request.META.get("HTTP_X_FORWARDED_FOR") or "").split(",")
+    for address in reversed([part.strip() for part in forwarded if part.strip()]):
+        if not _held_by(address, proxies):
+            return address
+    return peer
+
+
+@lru_cache(maxsize=8)
+def _trusted_proxies(networks: tuple[str, ...]) -> tuple[IPv4Network | IPv6Network, ...]:
+    return tuple(ip_network(network, strict=False) for network in networks)
+
+
+def _held_by(address: str, networks: tuple[IPv4Network | IPv6Network, ...]) -> bool:
+    try:
+        ip = ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
 
 
 def locked_for(username: str | None, address: str | None) -> float:

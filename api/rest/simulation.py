@@ -72,7 +72,7 @@ class NoTraffic(Exception):
 
 def time_limit() -> float:
     """Seconds a simulation may run (`SIMULATION_TIME_LIMIT_SECONDS`, default 60)."""
-    return float(getattr(settings, "SIMULATION_TIME_LIMIT_SECONDS", 60.0))
+    return float(settings.SIMULATION_TIME_LIMIT_SECONDS)
 
 
 @dataclass(slots=True)
@@ -218,7 +218,7 @@ class _Pool:
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simulation-spawn")
 
     def _size(self) -> int:
-        return max(1, int(getattr(settings, "SIMULATION_WORKERS", 2)))
+        return max(1, int(settings.SIMULATION_WORKERS))
 
     def acquire(self) -> _Worker:
         with self._lock:
@@ -258,7 +258,7 @@ pool = _Pool()
 
 
 def _in_worker() -> bool:
-    return bool(getattr(settings, "SIMULATION_IN_WORKER_PROCESS", True))
+    return bool(settings.SIMULATION_IN_WORKER_PROCESS)
 
 
 def _wait(worker: _Worker, run: RunState, limit: float) -> tuple[Outcome, bool]:

@@ -66,9 +66,27 @@ def test_the_proxy_header_is_read_as_django_wants_it() -> None:
     assert settings_value({}, "SESSION_COOKIE_SECURE") == "False"
 
 
+def test_the_simulation_variables_the_readme_lists_are_read() -> None:
+    env = {
+        "SIMULATION_WORKERS": "3",
+        "SIMULATION_TIME_LIMIT_SECONDS": "1.5",
+        "SIMULATION_IN_WORKER_PROCESS": "0",
+    }
+    for name, shown in (
+        ("SIMULATION_WORKERS", "3"),
+        ("SIMULATION_TIME_LIMIT_SECONDS", "1.5"),
+        ("SIMULATION_IN_WORKER_PROCESS", "False"),
+    ):
+        assert settings_value(env, name) == shown
+    assert settings_value({}, "SIMULATION_TIME_LIMIT_SECONDS") == "60.0"
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
+        ("SIMULATION_TIME_LIMIT_SECONDS", "0"),
+        ("SIMULATION_TIME_LIMIT_SECONDS", "inf"),
+        ("SIMULATION_WORKERS", "two"),
         ("SECURE_PROXY_SSL_HEADER", "https"),
         ("SECURE_PROXY_SSL_HEADER", "X Forwarded: https"),
         ("SECURE_HSTS_SECONDS", "a year"),

@@ -1,0 +1,70 @@
+"""Logging out closes the inspector sockets of that session, and only those."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard import live
+from dashboard.consumers import CLOSE_UNAUTHORISED
+from dashboard.live import Broadcaster
+from dashboard.routing import websocket_urlpatterns
+from tests.dashboard.test_consumers import QueueSource
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+application = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+SITE = "127.0.0.1:8000"
+
+
+@pytest.fixture(autouse=True)
+def broadcaster() -> Iterator[Broadcaster]:
+    instance = Broadcaster(QueueSource(), autostart=False)
+    live.install_broadcaster(instance)
+    yield instance
+    live.install_broadcaster(None)
+
+
+def logged_in(username: str) -> Client:
+    user = User.objects.create_superuser(username, password="pw-logout-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+async def inspector(client: Client) -> WebsocketCommunicator:
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    headers = [(b"host", SITE.encode()), (b"origin", f"http://{SITE}".encode())]
+    socket = WebsocketCommunicator(
+        application, "/ws/inspector/", headers=[*headers, (b"cookie", cookie.encode())]
+    )
+    connected, _ = await socket.connect()
+    assert connected
+    return socket
+
+
+async def test_logging_out_closes_that_sessions_inspector_in_every_tab(
+    broadcaster: Broadcaster,
+) -> None:
+    alice = await database_sync_to_async(logged_in)("alice")
+    bob = await database_sync_to_async(logged_in)("bob")
+    tabs = [await inspector(alice), await inspector(alice)]
+    other = await inspector(bob)
+    assert len(broadcaster.viewers) == 3
+
+    response = await database_sync_to_async(alice.post)("/logout/")
+    assert response.status_code == 302
+
+    for tab in tabs:
+        assert await tab.receive_output() == {"type": "websocket.close", "code": CLOSE_UNAUTHORISED}
+    assert len(broadcaster.viewers) == 1
+    await other.send_json_to({"type": "subscribe"})
+    assert (await other.receive_json_from())["type"] == "snapshot"
+    await other.disconnect()
