@@ -87,22 +87,12 @@ def _has_nul(request: HttpRequest) -> bool:
 
 
 class ContentSecurityPolicyMiddleware(_Middleware):
-    """Sets `settings.CONTENT_SECURITY_POLICY` on every response that has no policy of its own.
-
-    drf-spectacular's Swagger UI (`SpectacularSwaggerView`) starts itself with
-    an inline script, so that one page also allows inline scripts.
-    """
+    """Sets `settings.CONTENT_SECURITY_POLICY` on every response that has no policy of its own."""
 
     def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if "Content-Security-Policy" not in response:
-            policy = dict(settings.CONTENT_SECURITY_POLICY)
-            match = request.resolver_match
-            if match is not None and match.view_name in _INLINE_SCRIPT_VIEWS:
-                policy["script-src"] = f"{policy.get('script-src', '')} 'unsafe-inline'".strip()
             response["Content-Security-Policy"] = "; ".join(
-                f"{directive} {sources}" for directive, sources in policy.items()
+                f"{directive} {sources}"
+                for directive, sources in settings.CONTENT_SECURITY_POLICY.items()
             )
         return response
-
-
-_INLINE_SCRIPT_VIEWS = frozenset({"api-v1:swagger-ui"})
