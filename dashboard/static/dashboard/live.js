@@ -9,6 +9,8 @@ import { parseExact } from "./exact_json.js";
 
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 5000;
+const SIGNED_OUT = 4401; // dashboard.consumers.CLOSE_UNAUTHORISED
+const LOGIN_URL = "/login/"; // settings.LOGIN_URL
 
 export class LiveClient {
   constructor(path, { params, onFrame, onState, onError }) {
@@ -39,7 +41,9 @@ export class LiveClient {
   connect() {
     const ws = new WebSocket(this.url());
     this.ws = ws;
+    let opened = false;
     ws.onopen = () => {
+      opened = true;
       this.backoff = BACKOFF_MIN;
       this.send({ type: "subscribe", ...this.params });
       if (this.drill) this.send(this.drill);
@@ -50,13 +54,34 @@ export class LiveClient {
       }
     };
     ws.onmessage = (event) => this.receive(event.data);
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
+      // 4401: the session logged out (in this tab or another). A handshake
+      // refused (no session any more: expired) reads as a network failure,
+      // so the page itself is asked whether it still needs a login.
+      if (event.code === SIGNED_OUT) { this.signIn(); return; }
+      if (!opened) this.checkSignedIn();
       this.setState("reconnecting");
       setTimeout(() => this.connect(), this.backoff);
       this.backoff = Math.min(BACKOFF_MAX, this.backoff * 2);
     };
+  }
+
+  async checkSignedIn() {
+    try {
+      const answer = await fetch(location.href, { redirect: "manual", credentials: "same-origin" });
+      // The page redirects (to the login) only when the session is gone.
+      if (answer.type === "opaqueredirect") this.signIn();
+    } catch {
+      // The server is down: keep reconnecting.
+    }
+  }
+
+  signIn() {
+    this.ws = null;
+    this.setState("signed-out");
+    location.assign(`${LOGIN_URL}?next=${encodeURIComponent(location.pathname + location.search)}`);
   }
 
   send(message) {
