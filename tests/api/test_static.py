@@ -18,6 +18,12 @@ async def no_leftover_runtime(settings: Any) -> AsyncIterator[None]:
 
 
 async def asgi_get(path: str) -> tuple[int, bytes]:
+    """One GET through the ASGI application: its status and whole body."""
+    status, _, body = await asgi_response(path)
+    return status, body
+
+
+async def asgi_response(path: str) -> tuple[int, dict[bytes, bytes], bytes]:
     """One GET through the ASGI application, collecting every body chunk."""
     sent: list[dict[str, Any]] = []
     requests = [{"type": "http.request", "body": b"", "more_body": False}]
@@ -46,16 +52,17 @@ async def asgi_get(path: str) -> tuple[int, bytes]:
         "client": ("127.0.0.1", 5000),
     }
     await application(scope, receive, send)
-    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    start = next(m for m in sent if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return status, body
+    return start["status"], dict(start.get("headers", [])), body
 
 
 @pytest.mark.django_db(transaction=True)
 async def test_daphne_serves_static_files_itself_with_debug_off() -> None:
-    status, body = await asgi_get("/static/admin/css/base.css")
+    status, headers, body = await asgi_response("/static/admin/css/base.css")
     assert status == 200
     assert b"body" in body
+    assert headers[b"X-Content-Type-Options"] == b"nosniff"
 
 
 @pytest.mark.django_db(transaction=True)
