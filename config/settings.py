@@ -234,6 +234,10 @@ LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20)
 LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
 
+# How often an open inspector checks its login still holds (expiry, a
+# deactivated user, a removed role end it; a logout ends it at once).
+INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS", 30.0)
+
 # What-if simulations (api.rest.simulation): niced worker processes, the wall
 # time one run may take, and off: run in the request thread (tests).
 SIMULATION_WORKERS = max(1, env_int("SIMULATION_WORKERS", 2))

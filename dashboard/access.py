@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from importlib import import_module
 from typing import Any
 from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
@@ -30,6 +32,7 @@ __all__ = [
     "forbidden",
     "page",
     "role_required",
+    "session_still_allowed",
     "socket_origin_allowed",
 ]
 
@@ -158,3 +161,17 @@ def _trusted_origin(scheme: str, netloc: str) -> bool:
         elif parts.netloc == netloc:
             return True
     return False
+
+
+def session_still_allowed(session_key: str | None, user_id: int | None) -> bool:
+    """Whether an open inspector's login still holds: the session is stored and
+    unexpired for that user, who is active and still has a role.
+
+    Checked again while the socket is open, so expiry, a deactivation or a
+    removed role end it as a logout does (a revoked token ends its sockets).
+    """
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    if session_key is None or str(store.load().get(SESSION_KEY)) != str(user_id):
+        return False
+    user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    return user is not None and role_of(user) is not None

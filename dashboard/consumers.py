@@ -21,6 +21,7 @@ closes with 4500.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -29,6 +30,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.dispatch import receiver
 from redis.exceptions import RedisError
@@ -36,7 +38,7 @@ from redis.exceptions import RedisError
 from api.store.roles import role_of
 from api.wire.bounded_json import loads_bounded
 from api.wire.consumers.guard import GuardedConsumer
-from dashboard.access import socket_origin_allowed
+from dashboard.access import session_still_allowed, socket_origin_allowed
 from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
@@ -57,6 +59,7 @@ class InspectorConsumer(GuardedConsumer):
     viewer: Viewer | None = None
     # Where a logout reaches this socket (`session_group`).
     logout_group = ""
+    recheck: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         if not socket_origin_allowed(self.scope):
@@ -74,12 +77,31 @@ class InspectorConsumer(GuardedConsumer):
         await self.accept()
         self.viewer = Viewer(self._send_text)
         get_broadcaster().register(self.viewer)
+        self.recheck = asyncio.get_running_loop().create_task(self._recheck_login())
 
     async def disconnect(self, code: int) -> None:
+        if self.recheck is not None and self.recheck is not asyncio.current_task():
+            self.recheck.cancel()
+        self.recheck = None
         if self.viewer is not None:
             get_broadcaster().unregister(self.viewer)
             self.viewer = None
             await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+
+    async def _recheck_login(self) -> None:
+        """End the socket once its login no longer holds (expired, deactivated, role gone).
+
+        A logout ends it at once (`session_ended`); these have no signal, so
+        the login is checked again every `INSPECTOR_LOGIN_RECHECK_SECONDS`.
+        """
+        user = self.scope.get("user")
+        key = self.scope["session"].session_key
+        still = database_sync_to_async(session_still_allowed)
+        while True:
+            await asyncio.sleep(settings.INSPECTOR_LOGIN_RECHECK_SECONDS)
+            if not await still(key, getattr(user, "pk", None)):
+                await self.session_ended({})
+                return
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         """The session logged out (in any tab, on any replica): stop showing the queue."""

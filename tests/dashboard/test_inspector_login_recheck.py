@@ -1,0 +1,63 @@
+"""An open inspector ends once its login no longer holds: a role removed, the
+user deactivated, the session gone. A login that holds keeps it open."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import Group, User
+from django.contrib.sessions.models import Session
+from django.test import Client
+
+from dashboard import live
+from dashboard.consumers import CLOSE_UNAUTHORISED
+from dashboard.live import Broadcaster
+from tests.dashboard.test_consumers import QueueSource
+from tests.dashboard.test_inspector_logout import inspector
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def broadcaster(settings: Any) -> Iterator[Broadcaster]:
+    settings.INSPECTOR_LOGIN_RECHECK_SECONDS = 0.05
+    instance = Broadcaster(QueueSource(), autostart=False)
+    live.install_broadcaster(instance)
+    yield instance
+    live.install_broadcaster(None)
+
+
+def viewer_client(username: str) -> Client:
+    user = User.objects.create_user(username, password="pw-recheck-123")
+    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def remove_roles(name: str) -> None:
+    User.objects.get(username=name).groups.clear()
+
+
+def deactivate(name: str) -> None:
+    User.objects.filter(username=name).update(is_active=False)
+
+
+def end_sessions(name: str) -> None:
+    Session.objects.all().delete()
+
+
+@pytest.mark.parametrize("change", [remove_roles, deactivate, end_sessions])
+async def test_an_inspector_whose_login_no_longer_holds_is_closed(
+    change: Callable[[str], None], broadcaster: Broadcaster
+) -> None:
+    client = await database_sync_to_async(viewer_client)("carol")
+    socket = await inspector(client)
+    assert await socket.receive_nothing(timeout=0.3)  # rechecked several times: still fine
+    await database_sync_to_async(change)("carol")
+    closed = await socket.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": CLOSE_UNAUTHORISED}
+    assert len(broadcaster.viewers) == 0
