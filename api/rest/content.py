@@ -29,6 +29,7 @@ __all__ = [
     "YAML_MEDIA_TYPES",
     "YAML_PARSERS",
     "LimitedJSONParser",
+    "MergePatchJSONParser",
     "TextYAMLParser",
     "XYAMLParser",
     "YAMLParser",
@@ -188,6 +189,12 @@ class LimitedJSONParser(_LimitedParser):
     media_type = "application/json"
     max_bytes = MAX_JSON_BODY_BYTES
     decode = staticmethod(parse_json)
+
+
+class MergePatchJSONParser(LimitedJSONParser):
+    """A JSON merge patch under RFC 7386's own media type (PATCH only)."""
+
+    media_type = "application/merge-patch+json"
 
 
 class YAMLParser(_LimitedParser):

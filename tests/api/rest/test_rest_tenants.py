@@ -108,6 +108,17 @@ def test_patch_merges_and_null_removes_a_field(editor_api, rules):
     assert body["query_priority"]["priorities"] == rules["query_priority"]["priorities"]
 
 
+def test_patch_takes_rfc_7386s_own_media_type_and_put_does_not(editor_api, rules):
+    etag = _create(editor_api, rules)
+    body = '{"max_queriers_per_tenant": 3}'
+    media = "application/merge-patch+json"
+    response = editor_api.patch(URL, body, content_type=media, HTTP_IF_MATCH=etag)
+    assert response.status_code == 200
+    assert response.json()["max_queriers_per_tenant"] == 3
+    refused = editor_api.put(URL, body, content_type=media, HTTP_IF_MATCH=response["ETag"])
+    assert refused.status_code == 415
+
+
 def test_patch_needs_if_match_and_a_current_one(editor_api, rules):
     etag = _create(editor_api, rules)
     assert editor_api.patch(URL, {"max_queriers_per_tenant": 1}, format="json").status_code == 428
