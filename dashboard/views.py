@@ -36,9 +36,13 @@ from dashboard.settings_text import SETTINGS_TEXT
 from dashboard.tenant_draft import review_token
 from dashboard.tenant_review import settings_review
 from dashboard.views_history import (
+    PICKS,
+    compare_picks,
+    compare_request,
     diff_mode,
     history_rows,
     kind_filter,
+    missing_picks,
     mode_links,
     rollback_confirm,
     tenant_search,
@@ -52,9 +56,11 @@ from scheduler_core.validation import (
 )
 
 __all__ = [
+    "already_saved_message",
     "history",
     "inspector",
     "layout_switch",
+    "own_revision",
     "posted_version",
     "rollback",
     "settings_page",
@@ -62,6 +68,7 @@ __all__ = [
 ]
 
 UI = ConfigRevision.Source.UI
+PICK_NAMES = tuple(name for name, _ in PICKS)
 # Operator cancels listed under the revisions on the History page, newest first.
 OPERATOR_CANCELS_SHOWN = 50
 
@@ -78,6 +85,25 @@ def stale_message(current: int | None) -> str:
         "Nothing was saved: open the page again from its link to see their change "
         "(History lists it), then edit again. (The browser's reload would send this "
         "form again, at the old version.)"
+    )
+
+
+def own_revision(request: HttpRequest, version: int | None) -> ConfigRevision | None:
+    """The revision at `version`, if this user wrote it from these pages.
+
+    A stale form whose draft is what that revision left in place is this
+    operator's own save sent again (the browser's Back to Save's review,
+    then Confirm), not someone else's change: said so, nothing is saved.
+    """
+    if version is None:
+        return None
+    return ConfigRevision.objects.filter(version=version, author=request.user, source=UI).first()
+
+
+def already_saved_message(revision: ConfigRevision) -> str:
+    return (
+        f"You already saved this change: it is revision #{revision.version} (History lists "
+        "it), so nothing was saved again. This page shows it as saved now."
     )
 
 
@@ -181,19 +207,44 @@ def history(request: HttpRequest) -> HttpResponse:
     refused = [
         name for name, errors in (("tenant", search_errors), ("kind", kind_errors)) if errors
     ]
+    picks, pick_errors = compare_picks(request)
+    compare_problem = ""
+    if "compare" in request.GET:
+        target, compare_problem = compare_request(request, picks)
+        if target:
+            return redirect(target)
     paginator = Paginator(found.none() if refused else found, 25)
     revisions = paginator.get_page(request.GET.get("page"))
     rows = history_rows(revisions, diff_mode(request))
     context = {"rows": rows, "page_obj": revisions, "kind": kind, "key": key or ""}
     context.update(search=search, search_errors=search_errors)
     context.update(kind_errors=kind_errors, refused=refused)
+    context.update(_picks_context(picks, {row["revision"].pk for row in rows}))
+    context.update(pick_errors=pick_errors, compare_problem=compare_problem)
+    context["missing_picks"] = missing_picks()
     context["mode_links"] = mode_links(request, request.path)
     context["kinds"] = ConfigRevision.Kind.choices
     context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
-    # The pager's links keep the filters and the diff mode.
-    kept = urlencode({k: v for k, v in request.GET.items() if k != "page" and v})
+    # The pager's links keep the filters, the picks and the diff mode.
+    kept = urlencode({k: v for k, v in request.GET.items() if k not in ("page", "compare") and v})
     context["query"] = f"{kept}&" if kept else ""
-    return page(request, "dashboard/history.html", context, status=400 if refused else 200)
+    # Compare carries the rest of the page's state; "clear picks" drops only the picks.
+    unpicked = [(k, v) for k, v in request.GET.items() if v and k not in ("compare", *PICK_NAMES)]
+    context.update(unpicked_query=unpicked, clear_picks=urlencode(unpicked))
+    bad = refused or pick_errors or compare_problem
+    return page(request, "dashboard/history.html", context, status=400 if bad else 200)
+
+
+def _picks_context(picks: dict[str, ConfigRevision], listed: set[int]) -> dict[str, Any]:
+    """Each pick as the Compare control shows it; one not on this page is carried in the form."""
+    return {
+        "picks": [
+            {"name": name, "label": label, "revision": picks.get(name)} for name, label in PICKS
+        ],
+        "carried": [(name, r) for name, r in picks.items() if r.pk not in listed],
+        "picked_from": picks["from"].pk if "from" in picks else None,
+        "picked_to": picks["to"].pk if "to" in picks else None,
+    }
 
 
 @editor_required
@@ -281,6 +332,14 @@ def _settings_review(
     )
 
 
+def _unchanged(changes: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether saving `changes` would leave the settings as they are."""
+    base = selectors.queue_config_get()
+    if validate_queue_settings(changes, base):
+        return False
+    return queue_config_to_dict(queue_config_from_dict(changes, base)) == current
+
+
 @role_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     """Scheduler settings; editors may save them (version-checked)."""
@@ -306,6 +365,11 @@ def settings_page(request: HttpRequest) -> HttpResponse:
                 message=request.POST.get("message", ""),
             )
         except VersionConflict as exc:
+            mine = own_revision(request, row.version) if _unchanged(changes, current) else None
+            if mine:
+                # The browser's Back to a review this operator then confirmed.
+                messages.info(request, already_saved_message(mine))
+                return redirect("dashboard:settings")
             messages.error(request, stale_message(exc.current_version))
             current.update(changes)
             status = 409

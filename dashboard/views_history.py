@@ -33,10 +33,14 @@ from dashboard.line_diff import MODES, UNIFIED, line_diff
 from scheduler_core.bounds import parse_decimal
 
 __all__ = [
+    "PICKS",
     "compare",
+    "compare_picks",
+    "compare_request",
     "diff_mode",
     "history_rows",
     "kind_filter",
+    "missing_picks",
     "mode_links",
     "rollback_confirm",
     "tenant_search",
@@ -78,7 +82,8 @@ def mode_links(request: HttpRequest, path: str) -> list[dict[str, Any]]:
     current = diff_mode(request)
     links = []
     for mode, label in ((UNIFIED, "Unified"), ("split", "Side by side")):
-        query = {k: v for k, v in request.GET.items() if k != "diff"}
+        # Not `compare`: History's refused Compare would be asked again.
+        query = {k: v for k, v in request.GET.items() if k not in ("diff", "compare")}
         query["diff"] = mode
         links.append(
             {"label": label, "href": f"{path}?{urlencode(query)}", "current": mode == current}
@@ -113,13 +118,65 @@ def _revision(raw: str | None) -> ConfigRevision | None:
         return None
 
 
+# History's two picks: the query parameter, and its label at the Compare control.
+PICKS = (("from", "From"), ("to", "To"))
+# What Compare with a pick missing says, by the picks missing (the page's
+# script says the same in place: `missing_picks` puts these in the page).
+MISSING = {
+    ("from", "to"): "Pick two revisions to compare: one as From and one as To.",
+    ("to",): "Pick a To revision as well: the From stays picked as you page and filter.",
+    ("from",): "Pick a From revision as well: the To stays picked as you page and filter.",
+}
+
+
+def missing_picks() -> dict[str, str]:
+    """`MISSING` keyed as the page's data attributes name them (both, from, to)."""
+    return {names[0] if len(names) == 1 else "both": text for names, text in MISSING.items()}
+
+
+def compare_picks(request: HttpRequest) -> tuple[dict[str, ConfigRevision], list[str]]:
+    """The revisions picked as From and To on History, and what is wrong with the picks.
+
+    They ride in History's URL (`from`, `to`: revision ids, as `compare/`
+    takes them), so a From picked on page 1 is still picked on page 5 or
+    after filtering. A pick carried from another page precedes the page's
+    own radio buttons in the form, and `get` takes the last value given:
+    picking again on this page replaces it.
+    """
+    picks: dict[str, ConfigRevision] = {}
+    errors = []
+    for name, label in PICKS:
+        raw = request.GET.get(name, "").strip()
+        if not raw:
+            continue
+        revision = _revision(raw)
+        if revision is None:
+            errors.append(f"{label}: there is no revision with id “{raw}”; pick another")
+        else:
+            picks[name] = revision
+    return picks, errors
+
+
+def compare_request(request: HttpRequest, picks: dict[str, ConfigRevision]) -> tuple[str, str]:
+    """History's Compare: the compare page's URL for two picks, else why not ("", message)."""
+    missing = tuple(name for name, _ in PICKS if name not in picks)
+    if missing:
+        return "", MISSING[missing]
+    query = {"from": picks["from"].pk, "to": picks["to"].pk}
+    key = request.GET.get("key")
+    if key:
+        query["tenant"] = key
+    query["diff"] = diff_mode(request)
+    return f"{reverse('dashboard:history-compare')}?{urlencode(query)}", ""
+
+
 @role_required
 def compare(request: HttpRequest) -> HttpResponse:
     """The state after one picked revision against the state after another."""
     first = _revision(request.GET.get("from"))
     second = _revision(request.GET.get("to"))
     if first is None or second is None:
-        message = "Pick two revisions to compare: one as From and one as To."
+        message = MISSING[("from", "to")]
         return page(request, "dashboard/history_compare.html", {"problem": message}, status=400)
     tenant = request.GET.get("tenant") or None
     scope = Scope("tenant", tenant) if tenant else None

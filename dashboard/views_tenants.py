@@ -40,7 +40,7 @@ from dashboard.tenant_draft import (
     spelled_as_saved,
 )
 from dashboard.tenant_review import review_context, views_context
-from dashboard.views import posted_version, stale_message
+from dashboard.views import already_saved_message, own_revision, posted_version, stale_message
 from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
@@ -155,6 +155,11 @@ def _review(
     )
     current = None if stored is None else stored[1]
     if current != version:
+        mine = own_revision(request, current) if stored and stored[0] == config else None
+        if mine:
+            # The browser's Back to a review this operator then confirmed.
+            messages.info(request, already_saved_message(mine))
+            return redirect(reverse("dashboard:tenant", args=[tenant_id])), config
         if is_new:
             messages.error(request, f"A tenant {tenant_id} already exists; nothing was saved.")
         else:
@@ -317,20 +322,41 @@ def explain(request: HttpRequest, tenant_id: str) -> HttpResponse:
 @require_POST
 @editor_required
 def tenant_delete(request: HttpRequest, tenant_id: str) -> HttpResponse:
+    """Delete a tenant from its editor's dialog, at the version the page was opened at.
+
+    A post without that version is refused, as the REST DELETE without
+    `If-Match` is (428): deleting whatever is current could delete a
+    change nobody on this page has seen.
+    """
+    version = posted_version(request)
+    if version is None:
+        messages.error(
+            request,
+            f"Nothing was deleted: the form gave no version of {tenant_id} (the version the "
+            "page was opened at). Delete it from its page.",
+        )
+        return redirect(reverse("dashboard:tenant", args=[tenant_id]))
     try:
         services.tenant_delete(
             tenant_id=tenant_id,
-            expected_version=posted_version(request),
+            expected_version=version,
             author=request.user,
             source=UI,
+            message=request.POST.get("message", ""),
         )
     except VersionConflict as exc:
         messages.error(request, stale_message(exc.current_version))
         return redirect(reverse("dashboard:tenant", args=[tenant_id]))
     except NotFound:
-        messages.error(request, f"There is no tenant {tenant_id}.")
+        messages.error(
+            request,
+            f"There is no tenant {tenant_id} to delete: if it was deleted since you loaded "
+            "its page, History lists the deletion.",
+        )
     else:
         messages.success(
-            request, f"Deleted {tenant_id}; its queued work now uses the default limits."
+            request,
+            f"Deleted {tenant_id}; its queued and future requests now use the default limits. "
+            "History can roll the deletion back.",
         )
     return redirect("dashboard:tenants")

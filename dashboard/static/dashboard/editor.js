@@ -76,3 +76,16 @@ form.addEventListener("input", () => {
 window.addEventListener("beforeunload", (event) => {
   if (dirty && !submitting) event.preventDefault();
 });
+
+// "Delete tenant…" opens its dialog by the browser's own invoker command
+// (commandfor), script or not; a browser without those gets it from here.
+// Escape and Cancel close it and the focus returns to the button, natively.
+const deleteButton = document.getElementById("delete-tenant");
+if (deleteButton && !("commandForElement" in deleteButton)) {
+  const dialog = document.getElementById("delete-dialog");
+  deleteButton.addEventListener("click", () => dialog.showModal());
+}
+// Confirming the deletion leaves the page on purpose, unsaved edits or not.
+document.getElementById("delete-form")?.addEventListener("submit", (event) => {
+  if (event.submitter?.getAttribute("formmethod") !== "dialog") submitting = true;
+});
