@@ -10,10 +10,10 @@ reported every sampled request as dropping to priority 0).
 
 from __future__ import annotations
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import Traffic, put_tenant
+from tests.e2e.conftest import Traffic, browser_tab, put_tenant
 
 SPECIAL: dict[str, object] = {
     "query_priority": {
@@ -92,3 +92,22 @@ def test_escape_in_the_review_sets_it_aside_and_returns_to_save(page: Page) -> N
     # Its token went with it: the next Save reviews again rather than saves.
     page.keyboard.press("Enter")
     expect(page.locator("#confirm-save")).to_be_focused()
+
+
+def test_a_viewers_checkbox_stays_as_saved_when_clicked(
+    browser: Browser, server: DaphneProcess
+) -> None:
+    # An inline onclick kept it so; the Content-Security-Policy blocks inline handlers.
+    put_tenant(server, "acme-ro", SPECIAL)
+    server.create_user("vic", "pw-vic-e2e-123", group="viewer")
+    with browser_tab(browser, server) as tab:
+        tab.goto("/login/?next=/tenants/acme-ro/")
+        tab.get_by_label("User name").fill("vic")
+        tab.get_by_label("Password").fill("pw-vic-e2e-123")
+        tab.get_by_role("button", name="Log in").click()
+        tab.wait_for_url("**/tenants/acme-ro/")  # its load: the page's scripts have run
+        enabled = tab.get_by_label("Enabled (off: every request gets priority 0)")
+        expect(enabled).to_be_checked()
+        enabled.click()
+        expect(enabled).to_be_checked()
+        expect(enabled).to_have_attribute("aria-readonly", "true")

@@ -35,6 +35,12 @@ async function explain(event) {
   }
 }
 
+// A viewer's checkboxes read as saved (checkboxes have no readonly; disabled
+// ones would be left out of the explain and dry-run posts).
+for (const box of form.querySelectorAll("input[type=checkbox][data-readonly]")) {
+  box.addEventListener("click", (event) => event.preventDefault());
+}
+
 button.addEventListener("click", explain);
 document.getElementById("explain_query").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) explain(e);
