@@ -351,6 +351,12 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         if request.role != "editor":  # type: ignore[attr-defined]
             return forbidden(request, "Changing settings needs the editor role.")
         changes = settings_from_post(request.POST)
+        if posted_version(request) is None:
+            # Saved with no version, the stale check had nothing to compare and
+            # the review was skipped: the page always posts its version.
+            messages.error(request, "This form came without its version: open Settings again.")
+            context = {"version": row.version, **_settings_context({**current, **changes}, {})}
+            return page(request, "dashboard/settings.html", context, status=400)
         review = _settings_review(request, row.version, changes)
         if review is not None:
             context = {"version": row.version, "review": review}

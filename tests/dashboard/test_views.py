@@ -279,6 +279,18 @@ def test_settings_save_is_validated_and_version_checked(editor_client: Client) -
     assert stale.status_code == 409
 
 
+def test_a_settings_post_without_its_version_saves_nothing(editor_client: Client) -> None:
+    # With no version the stale check had nothing to compare, and the review
+    # was skipped: the change was saved at once over whatever was current.
+    before = selectors.settings_get().version
+    for posted in ({}, {"version": "abc"}):
+        answer = editor_client.post("/settings/", {**posted, "querier_forget_delay": "30s"})
+        assert answer.status_code == 400
+        assert "came without its version" in answer.content.decode()
+    assert selectors.settings_get().version == before
+    assert selectors.queue_config_get().querier_forget_delay != 30.0
+
+
 @pytest.mark.parametrize(
     ("name", "words"),
     [("stuck_threshold", "not a valid duration"), ("actor_path_header", "must not be empty")],
