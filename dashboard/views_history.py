@@ -100,11 +100,21 @@ def _shown(found: Comparison, mode: str) -> dict[str, Any]:
 
 
 def history_rows(revisions: Iterable[ConfigRevision], mode: str) -> list[dict[str, Any]]:
-    """Each revision with its changed paths and its YAML line diff."""
+    """Each revision with its changed paths, its YAML line diff, and whether its
+    tenant exists now (a deleted one's name is not a link to a 404)."""
+    revisions = list(revisions)
+    existing = selectors.tenant_configs([r.key for r in revisions if r.key])
     rows = []
     for revision in revisions:
         found = revision_comparison(revision)
-        rows.append({"revision": revision, "diff": found.diff, **_shown(found, mode)})
+        rows.append(
+            {
+                "revision": revision,
+                "diff": found.diff,
+                "tenant_exists": revision.key in existing,
+                **_shown(found, mode),
+            }
+        )
     return rows
 
 

@@ -78,6 +78,9 @@ def test_deleting_lists_it_as_done_and_history_shows_the_deletion_which_rolls_ba
     assert (deletion.author_name, deletion.source, deletion.message) == ("erin", "ui", "retired")
     history = editor_client.get("/history/").content.decode()
     assert "deleted by erin via UI" in history
+    # Its name is no link while it is gone (the link led to a 404 page).
+    assert 'href="/tenants/acme/"' not in history
+    assert 'title="no such tenant now">acme<' in history
     asked = editor_client.post(f"/history/{deletion.pk}/rollback/").content.decode()
     seen = re.search(r'name="seen_version" value="(\d+)"', asked)
     assert seen is not None
@@ -85,6 +88,7 @@ def test_deleting_lists_it_as_done_and_history_shows_the_deletion_which_rolls_ba
         f"/history/{deletion.pk}/rollback/", {"confirm": "yes", "seen_version": seen.group(1)}
     )
     assert selectors.tenant_get(tenant_id="acme").config == rules
+    assert 'href="/tenants/acme/"' in editor_client.get("/history/").content.decode()
 
 
 def test_a_stale_delete_gives_the_stale_message_and_deletes_nothing(
