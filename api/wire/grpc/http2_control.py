@@ -30,6 +30,7 @@ from api.wire.grpc.http2_frames import (
     PING_STRIKES,
     PROTOCOL_ERROR,
     RST_STREAM,
+    S_ENABLE_PUSH,
     S_HEADER_TABLE_SIZE,
     S_INITIAL_WINDOW_SIZE,
     S_MAX_FRAME_SIZE,
@@ -80,6 +81,8 @@ class Http2Control:
             self.write(frame(RST_STREAM, 0, stream.id, code.to_bytes(4, "big")))
         stream.local_closed = stream.remote_closed = True
         self.streams.pop(stream.id, None)
+        if stream.queued:
+            self._flush_blocked()  # fails its writers' waits
         self._maybe_close()
 
     def consumed(self, stream: Http2Stream, size: int) -> None:
@@ -125,6 +128,8 @@ class Http2Control:
             self._send_window += increment
             if self._send_window > MAX_WINDOW:
                 raise ProtocolError(FLOW_CONTROL_ERROR, "connection window overflow")
+        elif stream_id > self._last_stream_id:
+            raise ProtocolError(PROTOCOL_ERROR, f"WINDOW_UPDATE on idle stream {stream_id}")
         elif (stream := self.streams.get(stream_id)) is not None:
             stream.send_window += increment
             if not increment or stream.send_window > MAX_WINDOW:
@@ -167,10 +172,14 @@ class Http2Control:
                 self._peer_initial_window = value
                 for stream in self.streams.values():
                     stream.send_window += delta
+                    if stream.send_window > MAX_WINDOW:
+                        raise ProtocolError(FLOW_CONTROL_ERROR, "initial window overflow")
             elif key == S_MAX_FRAME_SIZE:
                 if not DEFAULT_FRAME <= value <= 16_777_215:
                     raise ProtocolError(PROTOCOL_ERROR, "bad MAX_FRAME_SIZE")
                 self._peer_max_frame = value
+            elif key == S_ENABLE_PUSH and value > 1:
+                raise ProtocolError(PROTOCOL_ERROR, f"ENABLE_PUSH of {value}")
             elif key == S_HEADER_TABLE_SIZE:
                 pass  # our encoder never indexes, so any table size suits it
         self.write(frame(SETTINGS, ACK, 0))
@@ -179,6 +188,8 @@ class Http2Control:
     def _on_rst(self, stream_id: int, payload: bytes) -> None:
         if not stream_id or len(payload) != 4:
             raise ProtocolError(PROTOCOL_ERROR, "bad RST_STREAM")
+        if stream_id > self._last_stream_id:
+            raise ProtocolError(PROTOCOL_ERROR, f"RST_STREAM on idle stream {stream_id}")
         stream = self.streams.get(stream_id)
         if stream is not None:
             self._drop(stream, int.from_bytes(payload, "big"))

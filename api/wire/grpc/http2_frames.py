@@ -22,6 +22,7 @@ __all__ = [
     "ProtocolError",
     "encode_headers",
     "frame",
+    "request_header_problem",
 ]
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -35,7 +36,7 @@ NO_ERROR, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR = 0x0, 0x1, 0x2, 0x
 STREAM_CLOSED, FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL = 0x5, 0x6, 0x7, 0x8
 COMPRESSION_ERROR, ENHANCE_YOUR_CALM = 0x9, 0xB
 S_HEADER_TABLE_SIZE, S_MAX_CONCURRENT_STREAMS, S_INITIAL_WINDOW_SIZE = 0x1, 0x3, 0x4
-S_MAX_FRAME_SIZE, S_MAX_HEADER_LIST_SIZE = 0x5, 0x6
+S_ENABLE_PUSH, S_MAX_FRAME_SIZE, S_MAX_HEADER_LIST_SIZE = 0x2, 0x5, 0x6
 
 FRAME_HEADER = struct.Struct(">IBI")  # length << 8 | type, flags, stream id
 SETTING = struct.Struct(">HI")
@@ -48,6 +49,10 @@ STREAM_WINDOW = 1 << 20
 CONNECTION_WINDOW = 1 << 24
 MAX_CONCURRENT_STREAMS = 4096
 MAX_HEADER_LIST = 1 << 16  # a header block (with CONTINUATIONs) beyond this ends the connection
+# A server connection whose client has not sent its preface by then is
+# closed, as grpc-go's ConnectionTimeout does: else idle sockets cost
+# descriptors for ever.
+PREFACE_TIMEOUT = 120.0
 # Ping policing, as grpcio's min_ping_interval_without_data 5 s / 2 strikes.
 PING_INTERVAL = 5.0
 PING_STRIKES = 2
@@ -57,7 +62,7 @@ OUR_SETTINGS = b"".join(
         (S_MAX_CONCURRENT_STREAMS, MAX_CONCURRENT_STREAMS),
         (S_INITIAL_WINDOW_SIZE, STREAM_WINDOW),
         (S_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
-        (0x2, 0),  # ENABLE_PUSH off
+        (S_ENABLE_PUSH, 0),
     )
 )
 
@@ -85,6 +90,36 @@ def encode_headers(headers: list[tuple[str, str]]) -> bytes:
     return bytes(out)
 
 
+_REQUEST_PSEUDO = (":method", ":scheme", ":path")
+
+
+def request_header_problem(fields: list[tuple[str, str]]) -> str | None:
+    """Why a request's header block is malformed (RFC 9113 8.3), or None.
+
+    Kept as a list, not a dict, until checked: a pseudo-header given twice
+    would otherwise mean its last value here and maybe its first to a proxy.
+    """
+    seen: set[str] = set()
+    regular = False
+    for name, _ in fields:
+        if name.startswith(":"):
+            if regular:
+                return f"pseudo-header {name} after a regular header"
+            if name not in _REQUEST_PSEUDO and name != ":authority":
+                return f"unknown pseudo-header {name}"
+            if name in seen:
+                return f"pseudo-header {name} given twice"
+            seen.add(name)
+        else:
+            regular = True
+            if name != name.lower():
+                return f"header name {name!r} is not lowercase"
+    for name in _REQUEST_PSEUDO:
+        if name not in seen:
+            return f"no {name} pseudo-header"
+    return None
+
+
 def _hpack_int(value: int, prefix_bits: int) -> bytes:
     limit = (1 << prefix_bits) - 1
     if value < limit:
@@ -106,6 +141,7 @@ class Http2Stream:
         "credit",
         "id",
         "local_closed",
+        "queued",
         "recv_window",
         "remote_closed",
         "send_window",
@@ -119,4 +155,6 @@ class Http2Stream:
         self.credit = 0
         self.remote_closed = False
         self.local_closed = False
+        # DATA entries of this stream waiting on a window (`Http2Sending`).
+        self.queued = 0
         self.app: Any = None

@@ -36,7 +36,7 @@ from api.wire.grpc.streams import AbortError, malformed
 if TYPE_CHECKING:
     from api.wire.grpc.lean_server import GrpcConnection
 
-__all__ = ["ENCODINGS", "AbortError", "LeanCall", "Method"]
+__all__ = ["ENCODINGS", "AbortError", "LeanCall", "Method", "status_fields"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,14 @@ _HEADERS = encode_headers(
 )
 _OK_TRAILERS = encode_headers([("grpc-status", "0")])
 _EOF = grpc.aio.EOF
+
+
+def status_fields(code: grpc.StatusCode, details: str) -> list[tuple[str, str]]:
+    """grpc-status and, with details, grpc-message percent-encoded as gRPC asks."""
+    fields = [("grpc-status", str(code.value[0]))]
+    if details:
+        fields.append(("grpc-message", quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")))
+    return fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +89,7 @@ class LeanCall:
         "_unread",
         "_waiter",
         "ended",
+        "finished",
         "headers",
         "stream",
         "task",
@@ -108,6 +117,8 @@ class LeanCall:
         self._inline: Callable[[Any], Any] | None = None
         self._stalled = False
         self.ended = False
+        # Status sent or queued: its trailers may still wait on the window.
+        self.finished = False
         self.task: asyncio.Task[None] | None = None
 
     # -- grpc.aio.ServicerContext, the parts the servicers use ---------------------
@@ -118,13 +129,24 @@ class LeanCall:
             if self._error is not None:
                 raise self._error
             if self.ended:
-                return _EOF
+                return self._eof()
             self._waiter = self._conn.loop.create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
         return self._next()
+
+    def _eof(self) -> Any:
+        """grpc.aio.EOF for a peer that half-closed between messages; else it cut one short."""
+        buf = self._buffer
+        if buf:
+            size = int.from_bytes(buf[1:5], "big") + 5 if len(buf) >= 5 else 5
+            raise AbortError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"truncated message: the stream ended after {len(buf)} of its {size} bytes",
+            )
+        return _EOF
 
     def _next(self) -> Any:
         """Take the first queued message: re-open held windows, decompress, decode."""
@@ -134,12 +156,23 @@ class LeanCall:
             held, self._held = self._held, 0
             self._conn.consumed(self.stream, held)
         if flag:
+            if flag != 1:
+                raise AbortError(
+                    grpc.StatusCode.INTERNAL, f"message with compressed flag {flag} (not 0 or 1)"
+                )
             payload = self._decompress(payload)
         return self._method.deserialize(payload)
 
+    def release(self) -> None:
+        """Give the peer back the window bytes held for unread messages: the
+        call is over, and they count against the connection's window too."""
+        if self._held:
+            held, self._held = self._held, 0
+            self._conn.consumed(self.stream, held)
+
     async def write(self, message: Any) -> None:
         if not self._put(message):
-            await self._conn.wait_sent()
+            await self._conn.wait_sent(self.stream)
 
     def _put(self, message: Any) -> bool:
         """Frame and send one message; False while it waits on the peer's window."""
@@ -188,10 +221,11 @@ class LeanCall:
                 if self._error is not None:
                     raise self._error
                 if self._stalled:
-                    await self._conn.wait_sent()
+                    await self._conn.wait_sent(self.stream)
                     self._stalled = False
                     continue
                 if self.ended and not self._messages:
+                    self._eof()
                     return
                 self._waiter = self._conn.loop.create_future()
                 try:
@@ -308,13 +342,19 @@ class LeanCall:
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"received message larger than max after decompression (limit {limit})",
             )
+        # zlib returns what it could inflate of a cut-short stream without an
+        # error: that prefix could decode as a different message.
+        if not inflater.eof or inflater.unused_data:
+            problem = "ends early" if not inflater.eof else "has bytes after its end"
+            raise AbortError(grpc.StatusCode.INTERNAL, f"bad {self._encoding} data: it {problem}")
         return data
 
     def finish(self, code: grpc.StatusCode, details: str = "") -> None:
         """Send the status (trailers-only if nothing was sent); reset a still-open peer side."""
         conn, stream = self._conn, self.stream
-        if stream.local_closed:
+        if stream.local_closed or self.finished:
             return
+        self.finished = True
         if code is grpc.StatusCode.OK and self._sent_headers:
             block = _OK_TRAILERS
         else:
@@ -323,13 +363,11 @@ class LeanCall:
                 if self._sent_headers
                 else [(":status", "200"), ("content-type", "application/grpc")]
             )
-            fields.append(("grpc-status", str(code.value[0])))
-            if details:
-                fields.append(
-                    ("grpc-message", quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~"))
-                )
-            block = encode_headers(fields)
+            block = encode_headers(fields + status_fields(code, details))
+        self.release()
         conn.send_headers(stream, block, end=True)
-        if not stream.remote_closed:
-            # The client may still be sending: tell it to stop (as grpc-go does).
+        if not stream.remote_closed and not stream.queued:
+            # The client may still be sending: tell it to stop (as grpc-go
+            # does); not while our last frames wait for its window, which the
+            # reset would throw away.
             conn.reset(stream, NO_ERROR)

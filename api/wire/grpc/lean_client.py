@@ -24,6 +24,9 @@ from api.wire.grpc.tls import ClientTls, load_key_pair
 __all__ = ["GrpcCallError", "LeanChannels", "client_ssl_context"]
 
 _MAX_CONNECTIONS = 64  # open connections kept for recently called frontends
+# QueryResultResponse is empty: a peer sending more than this is not a
+# frontend, and what it sends must not pile up until the call's timeout.
+_MAX_RESPONSE = 1 << 20
 
 
 class GrpcCallError(Exception):
@@ -75,6 +78,12 @@ class _ClientConnection(Http2Connection):
         call: _Call = stream.app
         call.body += payload
         self.consumed(stream, len(payload))
+        if len(call.body) > _MAX_RESPONSE:
+            self.reset(stream, CANCEL)
+            if not call.done.done():
+                error = GrpcCallError(8, f"response over {_MAX_RESPONSE} bytes")
+                call.done.set_exception(error)
+            return
         if end and not call.done.done():
             call.done.set_result(None)
 
@@ -148,7 +157,7 @@ class LeanChannels:
         if not conn.send_data(
             stream, b"\x00" + len(request).to_bytes(4, "big") + request, end=True
         ):
-            await conn.wait_sent()
+            await conn.wait_sent(stream)
         lost = conn.lost
         await asyncio.wait({call.done, lost}, return_when=asyncio.FIRST_COMPLETED)
         if not call.done.done():

@@ -24,8 +24,14 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from api.wire.grpc.http2 import Http2Connection
-from api.wire.grpc.http2_frames import CANCEL, NO_ERROR, Http2Stream, encode_headers
-from api.wire.grpc.lean_call import ENCODINGS, AbortError, LeanCall, Method
+from api.wire.grpc.http2_frames import (
+    CANCEL,
+    NO_ERROR,
+    PROTOCOL_ERROR,
+    Http2Stream,
+    encode_headers,
+)
+from api.wire.grpc.lean_call import ENCODINGS, AbortError, LeanCall, Method, status_fields
 from api.wire.grpc.streams import malformed
 
 __all__ = ["AbortError", "LeanCall", "LeanGrpcServer", "Method"]
@@ -45,14 +51,15 @@ class GrpcConnection(Http2Connection):
         self._encodings_seen: set[str] = set()
 
     def stream_opened(self, stream: Http2Stream, headers: dict[str, str], end: bool) -> None:
-        method = self.server.methods.get(headers.get(":path", ""))
-        if headers.get(":method") != "POST":
-            self.send_headers(stream, encode_headers([(":status", "405")]), end=True)
-            self.reset(stream, NO_ERROR)
+        method = self.server.methods.get(headers[":path"])
+        if headers[":method"] != "POST":
+            problem = f":method {headers[':method']} (gRPC calls are POST)"
+            self._refuse(stream, "405", grpc.StatusCode.INTERNAL, problem, NO_ERROR)
             return
-        if not headers.get("content-type", "").startswith("application/grpc"):
-            self.send_headers(stream, encode_headers([(":status", "415")]), end=True)
-            self.reset(stream, NO_ERROR)
+        content_type = headers.get("content-type", "")
+        if not _is_grpc(content_type):
+            problem = f"content-type {content_type!r} is not application/grpc"
+            self._refuse(stream, "415", grpc.StatusCode.INVALID_ARGUMENT, problem, NO_ERROR)
             return
         call = LeanCall(self, stream, method or _UNKNOWN, headers)
         stream.app = call
@@ -75,6 +82,21 @@ class GrpcConnection(Http2Connection):
         self.server.calls.add(call.task)
         call.task.add_done_callback(self.server.calls.discard)
 
+    def stream_malformed(self, stream: Http2Stream, problem: str) -> None:
+        self._refuse(
+            stream, "400", grpc.StatusCode.INTERNAL, f"malformed request: {problem}", PROTOCOL_ERROR
+        )
+
+    def _refuse(
+        self, stream: Http2Stream, http: str, code: grpc.StatusCode, details: str, rst: int
+    ) -> None:
+        """Answer a stream no call is made for, as grpc-go does: an HTTP status
+        with the gRPC status, then RST_STREAM if the client may still send."""
+        fields = [(":status", http), ("content-type", "application/grpc")]
+        self.send_headers(stream, encode_headers(fields + status_fields(code, details)), end=True)
+        if not stream.remote_closed:
+            self.reset(stream, rst)
+
     def stream_data(self, stream: Http2Stream, payload: bytes, end: bool) -> None:
         call = stream.app
         if call is not None:
@@ -82,8 +104,10 @@ class GrpcConnection(Http2Connection):
 
     def stream_reset(self, stream: Http2Stream, code: int) -> None:
         call = stream.app
-        if call is not None and call.task is not None:
-            call.task.cancel()
+        if call is not None:
+            call.release()
+            if call.task is not None:
+                call.task.cancel()
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -113,6 +137,13 @@ class GrpcConnection(Http2Connection):
         return f"ipv{6 if ':' in host else 4}:{host}:{port}"
 
 
+def _is_grpc(content_type: str) -> bool:
+    """grpc-go's test: application/grpc, or it with a +subtype or ;parameters."""
+    return content_type == "application/grpc" or content_type.startswith(
+        ("application/grpc+", "application/grpc;")
+    )
+
+
 async def _unknown(request: Any, context: Any) -> None:  # pragma: no cover - never run
     raise AbortError(grpc.StatusCode.UNIMPLEMENTED, "unknown method")
 
@@ -139,7 +170,7 @@ async def _run(call: LeanCall, method: Method) -> None:
         code, details = refused.code, refused.details
     except asyncio.CancelledError:
         # Reset by the peer, its connection gone, or the server stopping.
-        if not call.stream.local_closed:
+        if not call.stream.local_closed and not call.finished:
             call._conn.reset(call.stream, CANCEL)
         return
     except Exception as exc:

@@ -25,7 +25,14 @@ NOW = 1_700_000_000.0
 # HTTP/2 framing, flow control and keepalive, hostile frames, chaos) run on
 # both; the rest on asyncio's, which behaves the same above the transport.
 _ON_BOTH_LOOPS = frozenset(
-    {"test_grpc_tls", "test_grpc_lean_http2", "test_grpc_lean_fuzz", "test_grpc_chaos"}
+    {
+        "test_grpc_tls",
+        "test_grpc_lean_http2",
+        "test_grpc_lean_flow_control",
+        "test_grpc_lean_hostile_requests",
+        "test_grpc_lean_fuzz",
+        "test_grpc_chaos",
+    }
 )
 
 
