@@ -11,24 +11,9 @@ from django.test import Client
 from api.store import selectors, services
 from api.store.models import ConfigRevision, Tenant
 from tests.dashboard.saving import review_token
+from tests.dashboard.test_views import form
 
 pytestmark = pytest.mark.django_db
-
-REGEX = "query_priority.priorities[0].query_attributes[0].regex"
-
-
-def _form(version: int | None, regex: str) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "action": "save",
-        "max_queriers_per_tenant": "3",
-        "query_priority.enabled": "on",
-        "query_priority.default_priority": "1",
-        "query_priority.priorities[0].priority": "5",
-        REGEX: regex,
-    }
-    if version is not None:
-        data["version"] = str(version)
-    return data
 
 
 def _reviewed(client: Client, url: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +42,7 @@ def other_editor_client(db: None) -> Client:
 def test_confirming_a_review_again_after_its_own_save_says_it_is_saved(
     editor_client: Client, acme: Tenant
 ) -> None:
-    confirming = _reviewed(editor_client, "/tenants/acme/", _form(acme.version, "down"))
+    confirming = _reviewed(editor_client, "/tenants/acme/", form(acme.version, "down"))
     assert editor_client.post("/tenants/acme/", confirming).status_code == 302
     saved = selectors.tenant_get(tenant_id="acme").version
     again = editor_client.post("/tenants/acme/", confirming, follow=True)
@@ -71,7 +56,7 @@ def test_confirming_a_review_again_after_its_own_save_says_it_is_saved(
 def test_a_new_tenant_confirmed_again_after_its_creation_says_it_is_saved(
     editor_client: Client,
 ) -> None:
-    confirming = _reviewed(editor_client, "/tenants/new/", {**_form(None, "up"), "tenant_id": "b"})
+    confirming = _reviewed(editor_client, "/tenants/new/", {**form(None, "up"), "tenant_id": "b"})
     editor_client.post("/tenants/new/", confirming)
     html = editor_client.post("/tenants/new/", confirming, follow=True).content.decode()
     assert "You already saved this change" in html and "already exists" not in html
@@ -81,14 +66,14 @@ def test_a_new_tenant_confirmed_again_after_its_creation_says_it_is_saved(
 def test_someone_elses_identical_change_or_a_different_draft_is_still_stale(
     editor_client: Client, other_editor_client: Client, acme: Tenant
 ) -> None:
-    confirming = _reviewed(editor_client, "/tenants/acme/", _form(acme.version, "down"))
-    other = _reviewed(other_editor_client, "/tenants/acme/", _form(acme.version, "down"))
+    confirming = _reviewed(editor_client, "/tenants/acme/", form(acme.version, "down"))
+    other = _reviewed(other_editor_client, "/tenants/acme/", form(acme.version, "down"))
     assert other_editor_client.post("/tenants/acme/", other).status_code == 302
     refused = editor_client.post("/tenants/acme/", confirming)
     assert refused.status_code == 409
     assert "Someone saved a change since you loaded this page" in refused.content.decode()
     # Olga's own form, another draft at the old version: stale, not "already saved".
-    changed = other_editor_client.post("/tenants/acme/", _form(acme.version, "sideways"))
+    changed = other_editor_client.post("/tenants/acme/", form(acme.version, "sideways"))
     assert changed.status_code == 409 and "You already saved" not in changed.content.decode()
     assert ConfigRevision.objects.count() == 2
 
