@@ -104,10 +104,8 @@ class SchedulerRuntime(RuntimeDrain):
         try:
             self.queue.enqueue(request)
         except TooManyRequests as exc:
-            # Only the limit is a rejection (a 429, Cortex's "discarded"):
-            # a duplicate ID or an unknown component is the caller's error,
-            # and told to observers it was counted as a 429 and ended the
-            # original request's tracking under the same ID.
+            # Only the limit is a rejection (a 429): told of a duplicate ID,
+            # observers counted a 429 and dropped the original's tracking.
             self._notify("on_rejected", request, str(exc))
             raise
         self._notify("on_enqueued", request)
