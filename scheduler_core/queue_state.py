@@ -173,7 +173,6 @@ class QueueState:
         return request
 
 
-
 def check_config(config: QueueConfig) -> None:
     if config.layout not in LAYOUTS:
         raise ValueError(f"unknown layout {config.layout!r}")
