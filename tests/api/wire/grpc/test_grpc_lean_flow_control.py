@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from typing import Any
 
 import grpc
 import pytest
@@ -74,20 +75,31 @@ async def test_a_request_larger_than_a_querier_s_64_kib_window_reaches_it_in_pie
         querier.close()
 
 
+async def stalled_loop(door: GrpcFrontDoor, enqueues: bytes) -> tuple[RawPeer, Any]:
+    """A frontend loop on stream 1 of a peer that does not read, with `enqueues` sent.
+
+    12-byte stream windows: the INIT reply and one OK (5 bytes each) fit, the
+    third reply waits until the test opens the stream's window.
+    """
+    peer = await RawPeer.connect(door.port, struct.pack(">HI", INITIAL_WINDOW, 12))
+    peer.grant = False  # windows open only when the test says
+    try:
+        peer.open(1, request_headers(FRONTEND_LOOP))
+        peer.data(1, init() + enqueues)
+        await peer.until_messages(1, 2)
+        (conn,) = lean(door).connections
+        await until(lambda: conn.streams[1].queued)
+    except BaseException:
+        peer.close()
+        raise
+    return peer, conn
+
+
 async def test_a_stream_whose_window_stays_shut_holds_back_only_its_own_replies(
     door: GrpcFrontDoor,
 ) -> None:
-    # 12-byte stream windows: a loop's INIT reply and one OK (5 bytes each)
-    # fit, the third reply does not until its stream's window opens.
-    peer = await RawPeer.connect(door.port, struct.pack(">HI", INITIAL_WINDOW, 12))
-    peer.grant = False  # a peer that does not read: windows open only when the test says
+    peer, _ = await stalled_loop(door, enqueue(1) + enqueue(2))
     try:
-        peer.open(1, request_headers(FRONTEND_LOOP))
-        peer.data(1, init() + enqueue(1) + enqueue(2))
-        await peer.until_messages(1, 2)
-        (conn,) = lean(door).connections
-        await until(lambda: conn.streams[1].queued)  # the third reply waits on the window
-
         peer.open(3, request_headers(FRONTEND_LOOP))
         peer.data(3, init())
         other = await peer.until_messages(3, 1)
@@ -108,14 +120,8 @@ async def test_a_stream_whose_window_stays_shut_holds_back_only_its_own_replies(
 async def test_a_calls_status_waits_behind_the_replies_its_window_holds(
     door: GrpcFrontDoor,
 ) -> None:
-    peer = await RawPeer.connect(door.port, struct.pack(">HI", INITIAL_WINDOW, 12))
-    peer.grant = False  # a peer that does not read: windows open only when the test says
+    peer, conn = await stalled_loop(door, enqueue(1) + enqueue(1))  # the duplicate's ERROR waits
     try:
-        peer.open(1, request_headers(FRONTEND_LOOP))
-        peer.data(1, init() + enqueue(1) + enqueue(1))  # the duplicate's ERROR waits
-        await peer.until_messages(1, 2)
-        (conn,) = lean(door).connections
-        await until(lambda: conn.streams[1].queued)
         # A length prefix over the limit ends the call at once, replies or not.
         peer.data(1, grpc_message(b"", length=lean(door).max_message + 1))
         await until(lambda: conn.streams[1].app.finished)
