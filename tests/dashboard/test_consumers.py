@@ -21,6 +21,7 @@ from dashboard.wire import tree_from_wire
 from scheduler_core.model import INGESTER, STORE_GATEWAY, QueueConfig, Request
 from scheduler_core.queue import RequestQueue
 from scheduler_core.snapshot import QueueSnapshot
+from tests.dashboard.installed import installed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,10 +67,8 @@ def wall() -> WallClock:
 
 @pytest.fixture
 def broadcaster(source: QueueSource, wall: WallClock) -> Any:
-    instance = Broadcaster(source, autostart=False, wall_clock=wall)
-    live.install_broadcaster(instance)
-    yield instance
-    live.install_broadcaster(None)
+    with installed(Broadcaster(source, autostart=False, wall_clock=wall)) as instance:
+        yield instance
 
 
 def session_cookie(user: User | None) -> list[tuple[bytes, bytes]]:

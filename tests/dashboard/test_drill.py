@@ -10,7 +10,6 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from dashboard import live
 from dashboard.drill import DrillParams, InvalidDrill, build_page
 from dashboard.live import Broadcaster
 from scheduler_core.model import (
@@ -22,6 +21,7 @@ from scheduler_core.model import (
 )
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.snapshot import QueueSnapshot
+from tests.dashboard.installed import installed
 from tests.dashboard.test_consumers import WallClock, connect
 from tests.fakes import FakeClock
 from tests.polling import until
@@ -59,10 +59,8 @@ def source() -> RuntimeSource:
 
 @pytest.fixture
 def broadcaster(source: RuntimeSource) -> Any:
-    instance = Broadcaster(source, autostart=False, wall_clock=WallClock())
-    live.install_broadcaster(instance)
-    yield instance
-    live.install_broadcaster(None)
+    with installed(Broadcaster(source, autostart=False, wall_clock=WallClock())) as instance:
+        yield instance
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from dashboard import live
 from dashboard.consumers import CLOSE_UNAUTHORISED
 from dashboard.live import Broadcaster
+from tests.dashboard.installed import installed
 from tests.dashboard.test_consumers import QueueSource
 from tests.dashboard.test_inspector_logout import inspector
 
@@ -24,10 +24,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def broadcaster(settings: Any) -> Iterator[Broadcaster]:
     settings.INSPECTOR_LOGIN_RECHECK_SECONDS = 0.05
-    instance = Broadcaster(QueueSource(), autostart=False)
-    live.install_broadcaster(instance)
-    yield instance
-    live.install_broadcaster(None)
+    with installed(Broadcaster(QueueSource(), autostart=False)) as instance:
+        yield instance
 
 
 def viewer_client(username: str) -> Client:

@@ -12,10 +12,10 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from dashboard import live
 from dashboard.consumers import CLOSE_UNAUTHORISED
 from dashboard.live import Broadcaster
 from dashboard.routing import websocket_urlpatterns
+from tests.dashboard.installed import installed
 from tests.dashboard.test_consumers import QueueSource
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,10 +26,8 @@ SITE = "127.0.0.1:8000"
 
 @pytest.fixture(autouse=True)
 def broadcaster() -> Iterator[Broadcaster]:
-    instance = Broadcaster(QueueSource(), autostart=False)
-    live.install_broadcaster(instance)
-    yield instance
-    live.install_broadcaster(None)
+    with installed(Broadcaster(QueueSource(), autostart=False)) as instance:
+        yield instance
 
 
 def logged_in(username: str) -> Client:

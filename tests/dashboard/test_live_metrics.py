@@ -11,15 +11,14 @@ from prometheus_client import generate_latest
 from api.wire.metrics import REGISTRY
 from dashboard import live
 from dashboard.live import Broadcaster, Viewer
+from tests.dashboard.installed import installed
 from tests.dashboard.test_live import Source
 
 
 @pytest.fixture
 def broadcaster() -> Iterator[Broadcaster]:
-    installed = Broadcaster(Source())
-    live.install_broadcaster(installed)
-    yield installed
-    live.install_broadcaster(None)
+    with installed(Broadcaster(Source())) as instance:
+        yield instance
 
 
 def scraped(name: str) -> float:
