@@ -76,12 +76,11 @@ def compact_dumps(value: Any) -> str:
 
 def loads(text: str, *, unique_keys: bool = False) -> Any:
     """`json.loads(text)`: a document that fills the whole text is scanned at once."""
-    hook = unique_object if unique_keys else None
     try:
         value, end = (_SCAN_UNIQUE if unique_keys else _SCAN)(text, 0)
     except StopIteration:
-        # No value at 0 (whitespace, BOM, empty): its error, or its parse.
-        return json.loads(text, object_pairs_hook=hook)
-    if end != len(text):
-        return json.loads(text, object_pairs_hook=hook)  # trailing whitespace, or extra data
-    return value
+        end = -1  # no value at 0 (whitespace, BOM, empty): json.loads' error, or its parse
+    if end == len(text):
+        return value
+    # Trailing whitespace or extra data too: what json.loads makes of it.
+    return json.loads(text, object_pairs_hook=unique_object if unique_keys else None)
