@@ -78,8 +78,26 @@ def test_an_error_mid_message_leaves_the_next_message_unaffected() -> None:
     assert compact_dumps({"a": [1, {"b": 2}]}) == '{"a":[1,{"b":2}]}'
 
 
+def repeats_a_name(text: str) -> bool:
+    """Whether some object in the document gives a name twice (keys False and
+    "false" of one dict are written as the same name)."""
+    repeated = False
+
+    def note(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeated
+        repeated = repeated or len({k for k, _ in pairs}) != len(pairs)
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=note)
+    return repeated
+
+
 @settings(max_examples=200)
-@given(values.filter(lambda v: outcome(stdlib_dumps, v)[0] == "ok").map(stdlib_dumps))
+@given(
+    values.filter(lambda v: outcome(stdlib_dumps, v)[0] == "ok")
+    .map(stdlib_dumps)
+    .filter(lambda text: not repeats_a_name(text))
+)
 def test_with_unique_keys_a_document_without_repeated_names_decodes_as_json_loads_does(
     text: str,
 ) -> None:
