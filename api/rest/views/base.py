@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from api.rest.content import LimitedJSONParser
+from api.rest.known_params import known_query_params
 from api.rest.query_params import bool_param
 from api.store.exceptions import ConfigValidationError
 from api.store.import_plan import tenant_id_errors
@@ -26,6 +27,7 @@ __all__ = [
     "errors",
     "flag",
     "refuse_repeated_params",
+    "refuse_unknown_params",
 ]
 
 _ERROR_TEXT = {
@@ -108,6 +110,25 @@ def refuse_repeated_params(request: Request) -> None:
         raise exceptions.ValidationError(repeated)
 
 
+def refuse_unknown_params(request: Request, view: type) -> None:
+    """A query parameter the operation does not take is a 400 naming it, with
+    the ones it does take (`api.rest.known_params`).
+
+    `format` is left to DRF, which reads it on every view (`?format=json`).
+    """
+    known = known_query_params(view, request.method or "GET")
+    if known is None:
+        return
+    takes = f"this operation takes {', '.join(sorted(known))}" if known else "it takes none"
+    unknown = {
+        name: [f"not a parameter of this operation; {takes}"]
+        for name in request.query_params
+        if name not in known and name != "format"
+    }
+    if unknown:
+        raise exceptions.ValidationError(unknown)
+
+
 def flag(request: Request, name: str) -> bool:
     """A boolean query parameter: 1/true/yes/on or 0/false/no/off (any case);
     anything else is a 400 naming it (`api.rest.query_params.bool_param`)."""
@@ -125,3 +146,4 @@ class ApiView(APIView):
         # After authentication and permissions: an anonymous caller gets its 401.
         super().initial(request, *args, **kwargs)
         refuse_repeated_params(request)
+        refuse_unknown_params(request, type(self))

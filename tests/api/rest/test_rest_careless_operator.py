@@ -50,6 +50,43 @@ def test_a_repeated_parameter_from_an_anonymous_caller_is_still_a_401(anon_api):
     assert anon_api.get("/api/v1/tenants/?limit=1&limit=2").status_code == 401
 
 
+def test_a_parameter_the_operation_does_not_take_is_a_400_naming_it_and_the_ones_it_does(
+    editor_api,
+):
+    # The listing filters by `tenant`; `tenant_id` used to answer every tenant's rows.
+    response = editor_api.get("/api/v1/queue/requests/?tenant_id=acme")
+    assert response.status_code == 400
+    (message,) = response.json()["tenant_id"]
+    assert message.startswith("not a parameter of this operation; this operation takes ")
+    assert message.endswith(", state, tenant")
+    assert editor_api.get("/api/v1/queue/requests/?tenant=acme").status_code == 200
+
+
+def test_an_operation_that_takes_no_parameter_says_so(editor_api):
+    response = editor_api.get("/api/v1/settings/?verbose=1")
+    assert response.status_code == 400
+    assert response.json() == {"verbose": ["not a parameter of this operation; it takes none"]}
+
+
+def test_a_misspelt_dry_run_on_a_rollback_is_refused_and_rolls_nothing_back(
+    editor_api, edited_twice
+):
+    before = _state()
+    response = editor_api.post(f"/api/v1/revisions/{edited_twice.pk}/rollback/?dryrun=1")
+    assert response.status_code == 400
+    assert list(response.json()) == ["dryrun"]
+    assert _state() == before
+
+
+def test_drfs_format_parameter_is_still_read_everywhere(editor_api, edited_twice):
+    assert editor_api.get("/api/v1/tenants/?format=json").status_code == 200
+    assert editor_api.get("/api/v1/settings/?format=json").status_code == 200
+
+
+def test_an_unknown_parameter_from_an_anonymous_caller_is_still_a_401(anon_api):
+    assert anon_api.get("/api/v1/tenants/?nonsense=1").status_code == 401
+
+
 def test_a_rollback_with_dry_run_in_its_body_is_refused_and_changes_nothing(
     editor_api, edited_twice
 ):
