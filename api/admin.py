@@ -15,12 +15,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html_join
 
 from api.store import selectors, services
 from api.store.exceptions import ConfigStoreError, ConfigValidationError
 from api.store.import_plan import validate_tenant
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.store.tokens import TokenExpiryError, api_token_expiry_check
 from scheduler_core.validation import validate_queue_settings
 
 __all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]
@@ -202,24 +204,68 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
 class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
-        fields = ["name", "role"]
+        fields = ["name", "role", "expires_at"]
+
+    def clean_expires_at(self) -> Any:
+        expires_at = self.cleaned_data.get("expires_at")
+        if expires_at is None:
+            return None
+        try:
+            return api_token_expiry_check(expires_at)
+        except TokenExpiryError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
+class TokenStateFilter(admin.SimpleListFilter):
+    """Live, expired or revoked, as `ApiToken.state` tells them apart."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "live"), ("expired", "expired"), ("revoked", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> QuerySet[ApiToken]:
+        if self.value() == "live":
+            return queryset.live(timezone.now())
+        if self.value() == "expired":
+            return queryset.expired(timezone.now())
+        if self.value() == "revoked":
+            return queryset.filter(revoked=True)
+        return queryset
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     form = ApiTokenForm
-    list_display = ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
-    list_filter = ["role", "revoked"]
+    list_display = [
+        "name",
+        "role",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked",
+        "expires_at",
+        "state",
+    ]
+    list_filter = ["role", "revoked", TokenStateFilter]
     search_fields = ["name", "prefix"]
     actions = ["revoke"]
+
+    @admin.display(description="state")
+    def state(self, obj: ApiToken) -> str:
+        return obj.state(timezone.now())
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
             return []
-        return ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
+        fields = ["name", "role", "prefix", "created_at", "last_used_at", "revoked"]
+        return [*fields, "expires_at", "state"]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return ["name", "role"] if obj is None else self.get_readonly_fields(request, obj)
+        if obj is None:
+            return ["name", "role", "expires_at"]
+        return self.get_readonly_fields(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Revoke instead, so revisions and logs can still name the token.
@@ -228,7 +274,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         if change:
             return
-        token, plaintext = services.api_token_issue(name=obj.name, role=obj.role)
+        token, plaintext = services.api_token_issue(
+            name=obj.name, role=obj.role, expires_at=obj.expires_at
+        )
         obj.pk = token.pk
         self.message_user(
             request,

@@ -35,7 +35,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("malformed Authorization header")
         token = api_token_authenticate(plaintext)
         if token is None:
-            raise exceptions.AuthenticationFailed("invalid or revoked token")
+            raise exceptions.AuthenticationFailed("invalid, revoked or expired token")
         return TokenUser(token), token
 
     def authenticate_header(self, request: Request) -> str:

@@ -7,6 +7,8 @@ global config version in one transaction; nothing else may save them.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -116,11 +118,25 @@ class ConfigRevision(models.Model):
         return f"#{self.version} {self.kind}{target} ({self.source})"
 
 
+class ApiTokenQuerySet(models.QuerySet):
+    """Tokens by their state at a given instant (the SQL side of `ApiToken.state`)."""
+
+    def live(self, now: datetime) -> ApiTokenQuerySet:
+        # Django's exclude keeps the rows whose expires_at is NULL.
+        return self.filter(revoked=False).exclude(expires_at__lte=now)
+
+    def expired(self, now: datetime) -> ApiTokenQuerySet:
+        return self.filter(revoked=False, expires_at__lte=now)
+
+
 class ApiToken(models.Model):
     """A bearer token for automation, frontends and queriers.
 
     Only the SHA-256 of the token is stored; the plaintext is shown once
     when issued. `prefix` lets people tell tokens apart without the secret.
+    A token with `expires_at` stops working at that instant, as if revoked
+    then; without one (every token issued before expiry existed) it works
+    until revoked.
     """
 
     class Role(models.TextChoices):
@@ -136,12 +152,25 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Empty: the token never expires."
+    )
+
+    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.role}, {self.prefix}…)"
+
+    def state(self, now: datetime) -> str:
+        """The token's state at `now`: revoked, expired or live (revoked wins: it is for good)."""
+        if self.revoked:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "live"
 
 
 class OperatorCancel(models.Model):

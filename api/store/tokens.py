@@ -4,6 +4,11 @@ Only a token's SHA-256 is stored, so a database leak gives no usable
 token; the plaintext exists once, in the answer to `api_token_issue`.
 A revocation is published after commit (`config_events`), so the running
 scheduler closes the sockets that authenticated with the token.
+
+A token may carry an expiry (`expires_at`, none by default): from that
+instant it is refused as a revoked one is. Nothing announces an expiry, so
+the sockets open with it are found by the runtime host's reconcile, which
+asks `api_token_ids_live` every CONFIG_RECONCILE_SECONDS.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,7 +26,9 @@ from api.store.exceptions import NotFound
 from api.store.models import ApiToken
 
 __all__ = [
+    "TokenExpiryError",
     "api_token_authenticate",
+    "api_token_expiry_check",
     "api_token_ids_live",
     "api_token_issue",
     "api_token_revoke",
@@ -32,17 +39,53 @@ def _token_hash(plaintext: str) -> str:
     return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
-def api_token_issue(*, name: str, role: str) -> tuple[ApiToken, str]:
-    """A new token and its plaintext, which is never stored and never shown again."""
+class TokenExpiryError(ValueError):
+    """The expiry asked for cannot be: no time zone, not in the future, out of range."""
+
+
+def api_token_expiry_check(expires_at: datetime) -> datetime:
+    """`expires_at` in UTC if a token may be issued with it, else `TokenExpiryError`."""
+    if timezone.is_naive(expires_at):
+        # Whose midnight? Guessing would shift the expiry by hours.
+        raise TokenExpiryError(
+            f"{expires_at.isoformat()} has no time zone; add one, e.g. 2027-01-31T00:00:00Z"
+            " or 2027-01-31T00:00:00+02:00"
+        )
+    try:
+        expires_at = expires_at.astimezone(UTC)
+    except OverflowError as exc:
+        raise TokenExpiryError("is out of range (years 1 to 9999, in UTC)") from exc
+    now = timezone.now()
+    if expires_at <= now:
+        raise TokenExpiryError(
+            f"{expires_at.isoformat()} is not in the future (now {now.isoformat()}); "
+            "leave the expiry out for a token that never expires"
+        )
+    return expires_at
+
+
+def api_token_issue(
+    *, name: str, role: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """A new token and its plaintext, which is never stored and never shown again.
+
+    Without `expires_at` the token works until revoked.
+    """
     if role not in ApiToken.Role.values:
         raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
     limit = ApiToken._meta.get_field("name").max_length
     if not name.strip() or len(name) > limit or "\x00" in name:
         # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
         raise ValueError(f"a token name is 1 to {limit} characters, with no NUL")
+    if expires_at is not None:
+        expires_at = api_token_expiry_check(expires_at)
     plaintext = "qi_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        name=name, role=role, token_hash=_token_hash(plaintext), prefix=plaintext[:8]
+        name=name,
+        role=role,
+        token_hash=_token_hash(plaintext),
+        prefix=plaintext[:8],
+        expires_at=expires_at,
     )
     return token, plaintext
 
@@ -52,13 +95,13 @@ _LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 def api_token_authenticate(token: str) -> ApiToken | None:
-    """The live token with this plaintext, or None (unknown or revoked)."""
+    """The live token with this plaintext, or None (unknown, revoked or expired)."""
     if not token:
         return None
-    found = ApiToken.objects.filter(token_hash=_token_hash(token), revoked=False).first()
+    now = timezone.now()
+    found = ApiToken.objects.live(now).filter(token_hash=_token_hash(token)).first()
     if found is None:
         return None
-    now = timezone.now()
     if found.last_used_at is None or now - found.last_used_at >= _LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
         found.last_used_at = now
@@ -82,8 +125,9 @@ def api_token_revoke(*, token_id: int) -> ApiToken:
 
 
 def api_token_ids_live(token_ids: Iterable[int]) -> set[int]:
-    """Those of `token_ids` that still exist and are not revoked."""
+    """Those of `token_ids` that still exist, are not revoked and have not expired."""
     ids = list(token_ids)
     if not ids:
         return set()
-    return set(ApiToken.objects.filter(pk__in=ids, revoked=False).values_list("pk", flat=True))
+    live = ApiToken.objects.live(timezone.now()).filter(pk__in=ids)
+    return set(live.values_list("pk", flat=True))

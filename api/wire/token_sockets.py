@@ -7,7 +7,10 @@ a token's sockets when it hears of the revocation (at once in the process
 that revoked it and, over the channel layer, on the others) and, because
 that news can be lost, checks every registered token against the database
 on each config reconcile, so no revoked socket outlives one reconcile
-interval anywhere.
+interval anywhere. A token's expiry is never announced: that same check
+(`api_token_ids_live` leaves expired tokens out) is what closes its sockets,
+the same way, within one reconcile interval (CONFIG_RECONCILE_SECONDS) plus
+that round's own work after the expiry.
 
 All calls happen on the event loop that runs the consumers.
 """
@@ -63,9 +66,13 @@ class TokenSockets:
                     closed += 1
                 except Exception:
                     # One broken socket must not keep the others open.
-                    log.exception("closing a socket of revoked token %d failed", token_id)
+                    log.exception("closing a socket of token %d failed", token_id)
             if sockets:
-                log.info("token %d revoked: closed %d open connection(s)", token_id, len(sockets))
+                log.info(
+                    "token %d revoked or expired: closed %d open connection(s)",
+                    token_id,
+                    len(sockets),
+                )
         return closed
 
 

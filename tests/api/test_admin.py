@@ -1,9 +1,12 @@
 import json
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from api.store import services
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
@@ -121,3 +124,47 @@ def test_revoking_tokens_in_the_admin_stops_them_working(boss: Client) -> None:
     token, plaintext = services.api_token_issue(name="ci", role="viewer")
     boss.post("/admin/api/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
     assert services.api_token_authenticate(plaintext) is None
+
+
+def test_adding_a_token_with_an_expiry_in_the_admin_issues_it_with_that_expiry(
+    boss: Client,
+) -> None:
+    form = {"name": "ci", "role": "viewer", "expires_at_0": "2999-01-31", "expires_at_1": "12:00"}
+    assert boss.post("/admin/api/apitoken/add/", form).status_code == 302
+    token = ApiToken.objects.get()
+    assert token.expires_at == datetime(2999, 1, 31, 12, 0, tzinfo=UTC)  # the admin's zone
+
+
+def test_the_admin_refuses_an_expiry_in_the_past_next_to_the_field_and_issues_nothing(
+    boss: Client,
+) -> None:
+    form = {"name": "ci", "role": "viewer", "expires_at_0": "2001-01-31", "expires_at_1": "12:00"}
+    response = boss.post("/admin/api/apitoken/add/", form)
+    assert response.status_code == 200
+    assert "is not in the future" in str(response.context["adminform"].form.errors["expires_at"])
+    assert not ApiToken.objects.exists()
+
+
+def test_the_admin_lists_expired_tokens_as_expired_and_filters_by_state(boss: Client) -> None:
+    services.api_token_issue(name="live-one", role="viewer")
+    expired, _ = services.api_token_issue(
+        name="expired-one", role="viewer", expires_at=timezone.now() + timedelta(hours=1)
+    )
+    ApiToken.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+    revoked, _ = services.api_token_issue(name="revoked-one", role="viewer")
+    services.api_token_revoke(token_id=revoked.pk)
+
+    page = boss.get("/admin/api/apitoken/")
+    rows = {t.name: t.state(timezone.now()) for t in page.context["cl"].result_list}
+    assert rows == {"live-one": "live", "expired-one": "expired", "revoked-one": "revoked"}
+    assert b'<td class="field-state">expired</td>' in page.content
+    for state, name in (
+        ("live", "live-one"),
+        ("expired", "expired-one"),
+        ("revoked", "revoked-one"),
+    ):
+        listed = boss.get(f"/admin/api/apitoken/?state={state}").context["cl"].result_list
+        assert [t.name for t in listed] == [name]
+    detail = boss.get(f"/admin/api/apitoken/{expired.pk}/change/").content.decode()
+    assert re.search(r"<label>State:</label>\s*<div class=\"readonly\">expired</div>", detail)
+    assert "<label>Expires at:</label>" in detail

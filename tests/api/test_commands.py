@@ -1,9 +1,11 @@
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from api.management.commands.seed_demo_config import DEMO_TENANTS
 from api.store.models import ApiToken, ConfigRevision, Tenant
@@ -31,6 +33,85 @@ def test_issue_token_refuses_a_name_the_store_cannot_keep_and_issues_nothing(nam
     with pytest.raises(CommandError, match="name"):
         run("issue_token", name, "--role", "querier")
     assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("expires_in", "seconds"),
+    [("45s", 45), ("90m", 90 * 60), ("12h", 12 * 3600), ("30d", 30 * 86400), (" 1d ", 86400)],
+)
+def test_issue_token_expires_in_a_duration_of_any_unit(expires_in: str, seconds: int) -> None:
+    before = timezone.now()
+    err = StringIO()
+    out = StringIO()
+    call_command(
+        "issue_token", "q", "--role", "querier", "--expires-in", expires_in, stdout=out, stderr=err
+    )
+    after = timezone.now()
+    token = api_token_authenticate(out.getvalue().strip())
+    assert token is not None and token.expires_at is not None
+    delta = timedelta(seconds=seconds)
+    assert before + delta <= token.expires_at <= after + delta
+    # The lines people and scripts read are unchanged; the expiry is one line more.
+    assert err.getvalue().splitlines() == [
+        f"It expires at {token.expires_at.isoformat(timespec='seconds')}.",
+        f"Issued querier token #{token.pk} 'q'; it is shown once:",
+    ]
+
+
+@pytest.mark.parametrize("at", ["2999-01-31T00:00:00Z", "2999-01-31T02:00:00+02:00"])
+def test_issue_token_expires_at_an_iso_time_kept_as_that_instant(at: str) -> None:
+    plaintext = run("issue_token", "q", "--role", "querier", "--expires-at", at).strip()
+    token = api_token_authenticate(plaintext)
+    assert token is not None
+    assert token.expires_at == datetime(2999, 1, 31, tzinfo=UTC)
+
+
+def test_issue_token_without_an_expiry_issues_one_that_never_expires() -> None:
+    err = StringIO()
+    out = StringIO()
+    call_command("issue_token", "q", "--role", "querier", stdout=out, stderr=err)
+    token = api_token_authenticate(out.getvalue().strip())
+    assert token is not None and token.expires_at is None
+    assert err.getvalue() == f"Issued querier token #{token.pk} 'q'; it is shown once:\n"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("--expires-in", "30", "is not a duration"),
+        ("--expires-in", "1w", "is not a duration"),
+        ("--expires-in", "1.5h", "is not a duration"),
+        ("--expires-in", "-1d", "is not a duration"),
+        ("--expires-in", "\u0661d", "is not a duration"),  # an Arabic-Indic digit one
+        ("--expires-in", "", "is not a duration"),
+        ("--expires-in", "0d", "must be longer than 0"),
+        ("--expires-in", "999999999999d", "out of range"),
+        ("--expires-at", "tomorrow", "is not an ISO-8601 time"),
+        ("--expires-at", "2999-01-31", "has no time zone"),
+        ("--expires-at", "2999-01-31T00:00:00", "has no time zone"),
+        ("--expires-at", "2001-01-01T00:00:00Z", "is not in the future"),
+        ("--expires-at", "9999-12-31T23:00:00-05:00", "out of range"),
+    ],
+)
+def test_issue_token_refuses_a_bad_expiry_naming_the_option_and_issues_nothing(
+    option: str, value: str, error: str
+) -> None:
+    with pytest.raises(CommandError, match=f"^{option}: .*{error}"):
+        run("issue_token", "q", "--role", "querier", f"{option}={value}")
+    assert not ApiToken.objects.exists()
+
+
+def test_issue_token_refuses_both_expiry_options_at_once_and_issues_nothing() -> None:
+    with pytest.raises(CommandError, match="--expires-at: not allowed with argument --expires-in"):
+        run("issue_token", "q", "--role", "querier", "--expires-in=1d", "--expires-at=2999-01-01Z")
+    assert not ApiToken.objects.exists()
+
+
+def test_revoke_token_revokes_an_expired_token_too() -> None:
+    token, _ = _issued("querier-1")
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert run("revoke_token", str(token.pk)) == f"Revoked querier token #{token.pk} 'querier-1'\n"
+    assert ApiToken.objects.get(pk=token.pk).state(timezone.now()) == "revoked"
 
 
 def _issued(name: str, role: str = "querier") -> tuple[ApiToken, str]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from api.store.models import ApiToken
 from api.store.services import api_token_issue, api_token_revoke
 
 READS = [
@@ -64,3 +68,17 @@ def test_session_writes_need_the_csrf_token(editor, rules):
     token = page.cookies["csrftoken"].value
     accepted = client.put("/api/v1/tenants/t1/", rules, format="json", HTTP_X_CSRFTOKEN=token)
     assert accepted.status_code == 201
+
+
+def test_an_expired_token_is_refused_like_a_revoked_one(db):
+    token, plaintext = api_token_issue(
+        name="v", role="viewer", expires_at=timezone.now() + timedelta(hours=1)
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    assert client.get("/api/v1/tenants/").status_code == 200
+    ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now())
+    refused = client.get("/api/v1/tenants/")
+    assert refused.status_code == 401
+    assert refused["WWW-Authenticate"].startswith("Bearer")
+    assert refused.json() == {"detail": "invalid, revoked or expired token"}
