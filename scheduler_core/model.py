@@ -33,6 +33,7 @@ __all__ = [
     "QueryInfo",
     "QueryPriority",
     "QueryRejection",
+    "QuerierDisconnected",
     "QueueConfig",
     "Request",
     "TenantLimits",
@@ -57,6 +58,17 @@ class CancelReason(str):
     the plain reason text. Observers that count how requests end
     (`scheduler_core.stats.RollingStats`) count it with the frontends'
     cancels: it left the queue because someone cancelled it.
+    """
+
+    __slots__ = ()
+
+
+class QuerierDisconnected(str):
+    """The reason of a failure because the querier running the request went away.
+
+    Its text names the querier, so it is plain reason text to transports;
+    observers that label series by reason (`api.wire.failure_metrics`) tell
+    it by its type, never by reading the words.
     """
 
     __slots__ = ()

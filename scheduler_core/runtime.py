@@ -27,7 +27,13 @@ from scheduler_core.errors import (
     UnknownQuerier,
 )
 from scheduler_core.loops import running_loop
-from scheduler_core.model import CancelReason, QueueConfig, Request, TenantLimits
+from scheduler_core.model import (
+    CancelReason,
+    QuerierDisconnected,
+    QueueConfig,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime_drain import SHUTTING_DOWN, RuntimeDrain
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
@@ -386,11 +392,11 @@ class SchedulerRuntime(RuntimeDrain):
             log.exception("scheduler observer %s failed", hook)
 
 
-def _disconnect_reason(querier_id: str, request: Request) -> str:
+def _disconnect_reason(querier_id: str, request: Request) -> QuerierDisconnected:
     reason = f"querier {querier_id} disconnected while running the request"
     if request.attempts > 1:
         reason += f" (after {request.attempts - 1} retry)"
-    return reason
+    return QuerierDisconnected(reason)
 
 
 def _mark_waiting(querier: QuerierSnapshot, waiting: Any) -> QuerierSnapshot:

@@ -37,8 +37,9 @@ from prometheus_client import (
 
 from api.cluster import replica_board
 from api.wire import runtime_host
-from api.wire.config_metrics import ConfigVersionCollector
+from api.wire.config_metrics import ConfigVersionCollector, ReconcileRecord
 from api.wire.exposition import RowFamily
+from api.wire.failure_metrics import FailureCounter
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import (
     Build,
@@ -92,6 +93,8 @@ ENQUEUED = TallyCounter(
     ("user", "priority"),
     registry=REGISTRY,
 )
+# Its `reason` is one of a fixed few (api.wire.failure_metrics), not the text.
+FAILED = FailureCounter(registry=REGISTRY)
 # What the inspector's "Querier time" panel shows, for dashboards: its rate
 # per tenant is how many workers the tenant held on average.
 QUERIER_SECONDS = TallyCounter(
@@ -165,6 +168,7 @@ def _forget_tenant(tenant_id: str) -> None:
         ENQUEUED.remove(tenant_id, priority)
         DISCARDED.remove(tenant_id, priority)
     CANCELLED.remove(tenant_id)
+    FAILED.forget(tenant_id)
     QUERIER_SECONDS.remove(tenant_id)
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
@@ -237,6 +241,7 @@ class MetricsObserver:
         JANITOR.ended(request.tenant_id)
 
     def on_failed(self, request: Request, reason: str) -> None:
+        FAILED.count(request.tenant_id, reason)
         _run_ended(request)
         JANITOR.ended(request.tenant_id)
 
@@ -366,9 +371,12 @@ def _loop_load() -> LoopLoad | None:
     return runtime_host.get_host().loop_load if runtime_host.started() else None
 
 
-register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
+def _reconciles() -> ReconcileRecord | None:
+    return runtime_host.get_host().reconciles if runtime_host.started() else None
 
-register_loop_bound(REGISTRY, ConfigVersionCollector(runtime_host.config_version))
+
+register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
+register_loop_bound(REGISTRY, ConfigVersionCollector(runtime_host.config_version, _reconciles))
 # What every Prometheus client exports, as Cortex's scheduler does (process_*;
 # python_* in place of go_*): process_cpu_seconds_total over dispatched
 # requests is the scheduler's CPU per query.

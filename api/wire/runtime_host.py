@@ -6,7 +6,8 @@ host then keeps the runtime's config equal to the database's: it applies
 changes committed in this process at once (`api.store.config_events`),
 hears about changes made in other processes over the channel layer group
 "scheduler-config" (`api.wire.config_group`), and reconciles by version
-every few seconds because the layer may drop messages. Each step applies
+every few seconds because the layer may drop messages (how those passes
+fare is on /metrics, `api.wire.config_metrics`). Each step applies
 only what changed since the version it applied (`api.store.config_delta`:
 the revisions in between name the tenants to read again), so a write to one
 tenant costs one tenant's work however many there are; a full reload only
@@ -37,6 +38,7 @@ from api.store.tokens import api_token_ids_live
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.config_group import CONFIG_GROUP, ConfigGroup, keep_membership
+from api.wire.config_metrics import ReconcileRecord
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
@@ -102,6 +104,7 @@ class RuntimeHost:
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self._usage_pages = UsagePages(self.usage, self.runtime.queue)
         self.applied_version = -1
+        self.reconciles = ReconcileRecord()
         self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
         self._config = ConfigApplier(self.runtime)
@@ -118,7 +121,8 @@ class RuntimeHost:
     # -- start / stop ---------------------------------------------------------
 
     async def start(self) -> None:
-        await self.reconcile()
+        with self.reconciles.attempt():
+            await self.reconcile()
         await self.runtime.start()
         config_events.subscribe(self._on_local_change)
         config_events.subscribe_token_revoked(self._on_local_revocation)
@@ -216,8 +220,9 @@ class RuntimeHost:
         while True:
             await asyncio.sleep(interval)
             try:
-                version = await database_sync_to_async(selectors.config_version_get)()
-                await self.reconcile(version)
+                with self.reconciles.attempt():
+                    version = await database_sync_to_async(selectors.config_version_get)()
+                    await self.reconcile(version)
                 await self.close_revoked_sockets()
             except Exception:
                 # A database hiccup must not end reconciling for good.

@@ -114,6 +114,8 @@ def feed_every_family(runtime: Any) -> None:
     with pytest.raises(TooManyRequests):
         runtime.enqueue(Request(id="lbl-3", tenant_id="lbl-a"))
     runtime.cancel("lbl-2")
+    runtime.enqueue(Request(id="lbl-6", tenant_id="lbl-b"))
+    runtime.fail("lbl-6", "cancelled by an operator")
 
 
 async def fed_exposition(host: Any) -> str:

@@ -1,17 +1,19 @@
 """deploy/prometheus/alerts.yaml: promtool's checks and unit tests, and a real Prometheus.
 
-The last two point a real Prometheus at a real server's /metrics with a
+The last three point a real Prometheus at a real server's /metrics with a
 copy of the rules whose thresholds and `for:` are shortened, as an
 operator's Prometheus would see it: one with a request stuck in the queue
-(no querier) waits for the stuck-queue alert, the other stops its server
-and waits for the scrape alert to fire, then starts it again and waits for
-the alert to clear.
+(no querier) waits for the stuck-queue alert; one stops its server and
+waits for the scrape alert to fire, then starts it again and waits for the
+alert to clear; one takes its server's config table away, so every
+reconcile fails, and waits for the stale-config alert, then puts it back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -70,16 +72,24 @@ def test_every_metric_the_alerts_use_is_exported_by_the_server(scrape: str) -> N
         assert not missing, f"{rule['alert']} uses metrics the server does not export: {missing}"
 
 
+# Thresholds in seconds, cut so a test sees the alert within seconds. The
+# stale one stays above what a healthy server shows: its reconciles (0.5 s
+# apart) as seen through 1 s scrapes and evaluations.
+_SHORTENED = {
+    "(cortex_query_scheduler_queue_max_wait_seconds) > 60": ("> 60", "> 1"),
+    "(queue_inspector_config_last_reconcile_success_timestamp_seconds)\n  > 300": ("> 300", "> 5"),
+}
+
+
 def shortened_rules(directory: Path) -> Path:
-    """The rules with the stuck threshold at 1 s and every `for:` at 2 s."""
+    """The rules with the stuck threshold at 1 s, the stale one at 5 s, every `for:` at 2 s."""
     doc = yaml.safe_load(RULES.read_text())
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            rule["for"] = "2s"
-            rule["expr"] = rule["expr"].replace(
-                "(cortex_query_scheduler_queue_max_wait_seconds) > 60",
-                "(cortex_query_scheduler_queue_max_wait_seconds) > 1",
-            )
+    rules = [rule for group in doc["groups"] for rule in group["rules"]]
+    for text, (threshold, short) in _SHORTENED.items():
+        (rule,) = [r for r in rules if text in r["expr"]]  # an edit of the rule must edit this
+        rule["expr"] = rule["expr"].replace(text, text.replace(threshold, short))
+    for rule in rules:
+        rule["for"] = "2s"
     path = directory / "alerts-fast.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -155,4 +165,35 @@ def test_a_real_prometheus_pages_for_a_replica_it_cannot_scrape_until_it_is_back
             server.start()
             wait_for(prometheus, "QueueInspectorScrapeFailing", fired=False)
         finally:
+            prometheus.stop()
+
+
+def test_a_real_prometheus_pages_for_a_replica_whose_config_reconciles_fail_until_they_pass() -> (
+    None
+):
+    # A server of its own: its database is broken and mended.
+    with DaphneProcess(grpc=False) as server:
+        prometheus = Prometheus(f"127.0.0.1:{server.port}", shortened_rules(Path(server.tmp)))
+        database = sqlite3.connect(Path(server.tmp) / "db.sqlite3", isolation_level=None)
+        (table,) = database.execute(
+            "SELECT name FROM sqlite_master WHERE name LIKE '%schedulersettings'"
+        ).fetchone()
+        try:
+            prometheus.start()
+            stamp = "queue_inspector_config_last_reconcile_success_timestamp_seconds"
+            deadline = time.monotonic() + 30
+            while not prometheus.api(f"query?query={stamp}")["result"]:
+                assert time.monotonic() < deadline, prometheus.log()
+                time.sleep(0.5)
+            assert firing(prometheus, "QueueInspectorConfigStale") == []
+            database.execute(f'ALTER TABLE "{table}" RENAME TO "{table}_away"')
+            (alert,) = wait_for(prometheus, "QueueInspectorConfigStale", fired=True)
+            assert alert["labels"]["instance"] == f"127.0.0.1:{server.port}"
+            assert "config reconcile failed" in server.log()
+            failures = prometheus.api("query?query=queue_inspector_config_reconcile_failures_total")
+            assert float(failures["result"][0]["value"][1]) > 0
+            database.execute(f'ALTER TABLE "{table}_away" RENAME TO "{table}"')
+            wait_for(prometheus, "QueueInspectorConfigStale", fired=False)
+        finally:
+            database.close()
             prometheus.stop()

@@ -8,7 +8,7 @@ import pytest
 from django.test import AsyncClient
 
 from api.cluster.replicas import replica_id
-from api.wire import metrics  # importing registers the observer
+from api.wire import metrics, runtime_host  # importing metrics registers the observer
 from scheduler_core.errors import DuplicateRequest, TooManyRequests
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 
@@ -90,6 +90,47 @@ async def test_discards_and_cancels_are_counted(host: Any) -> None:
     text = await scrape()
     assert 'cortex_query_scheduler_discarded_requests_total{priority="0",user="m-full"} 1.0' in text
     assert 'cortex_query_scheduler_cancelled_requests_total{user="m-full"} 1.0' in text
+
+
+async def test_each_way_a_request_fails_back_counts_on_its_own_fixed_reason(
+    settings: Any,
+) -> None:
+    settings.GRPC_PORT = 0
+    runtime = (await runtime_host.ensure_started()).runtime
+    runtime.enqueue(Request(id="m-f-op", tenant_id="m-failed"))
+    runtime.fail("m-f-op", "cancelled by operator ann: runaway")
+    runtime.enqueue(Request(id="m-f-lost", tenant_id="m-failed"))
+    for querier in ("m-f-q1", "m-f-q2"):  # lost twice: its one retry spent
+        worker = runtime.connect_querier(querier)
+        await runtime.next_request(querier, worker)
+        runtime.disconnect_querier_worker(querier, worker)
+    runtime.enqueue(Request(id="m-f-left", tenant_id="m-failed"))
+    await runtime_host.shutdown(drain_timeout=0)
+    try:
+        await runtime_host.ensure_started()  # the counters outlive a runtime, as the process's
+        failed = [
+            line
+            for line in (await scrape()).splitlines()
+            if line.startswith("queue_inspector_failed_requests_total{")
+            and 'user="m-failed"' in line
+        ]
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)
+    assert sorted(failed) == [
+        f'queue_inspector_failed_requests_total{{reason="{reason}",user="m-failed"}} 1.0'
+        for reason in ("operator_cancelled", "querier_disconnected", "shutting_down")
+    ]
+
+
+async def test_the_reconcile_failures_and_the_last_success_are_exported(host: Any) -> None:
+    lines = (await scrape()).splitlines()
+    assert "queue_inspector_config_reconcile_failures_total 0.0" in lines
+    (stamp,) = [
+        line.split()[1]
+        for line in lines
+        if line.startswith("queue_inspector_config_last_reconcile_success_timestamp_seconds ")
+    ]
+    assert float(stamp) == host.reconciles.last_success
 
 
 async def test_a_request_refused_for_another_reason_than_the_limit_is_not_counted_a_429(

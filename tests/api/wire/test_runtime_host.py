@@ -1,4 +1,4 @@
-"""The runtime host: config applied after commit, observer fan-out, shutdown."""
+"""The runtime host: config applied after commit and its reconciles recorded, fan-out, shutdown."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import OperationalError
 
 from api.store.models import ConfigRevision
 from api.store.services import settings_update, tenant_put
@@ -97,3 +98,47 @@ async def test_a_registered_background_loop_runs_from_the_hosts_start_to_its_sto
     await runtime_host.shutdown(drain_timeout=0)
     assert passes["early"][-1] == passes["late"][-1] == "stopped"
     assert passes["late"].count("stopped") == 1
+
+
+async def test_failed_config_reconciles_are_counted_and_the_last_success_kept_until_one_passes(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.GRPC_PORT = 0
+    settings.CONFIG_RECONCILE_SECONDS = 0.01
+    host = await runtime_host.ensure_started()
+    try:
+        started = host.reconciles.last_success  # the start's reconcile
+        assert started is not None and host.reconciles.failures == 0
+
+        def unreachable() -> int:
+            raise OperationalError("could not connect to server")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(runtime_host.selectors, "config_version_get", unreachable)
+            await until(lambda: host.reconciles.failures >= 2)
+            assert host.reconciles.last_success == started
+        await until(lambda: host.reconciles.last_success > started)
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)
+
+
+async def test_a_failed_token_recheck_is_not_counted_as_a_failed_config_reconcile(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.GRPC_PORT = 0
+    settings.CONFIG_RECONCILE_SECONDS = 0.01
+    host = await runtime_host.ensure_started()
+    checks: list[str] = []
+
+    async def broken() -> int:
+        checks.append("token check")
+        raise OperationalError("api_token table locked")
+
+    try:
+        monkeypatch.setattr(host, "close_revoked_sockets", broken)
+        stamp = host.reconciles.last_success
+        assert stamp is not None
+        await until(lambda: len(checks) >= 2 and host.reconciles.last_success > stamp)
+        assert host.reconciles.failures == 0
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)

@@ -101,6 +101,7 @@ COUNTERS = (
     "cortex_request_queue_requests_total",
     "cortex_query_scheduler_discarded_requests_total",
     "cortex_query_scheduler_cancelled_requests_total",
+    "queue_inspector_failed_requests_total",
 )
 
 
@@ -137,6 +138,8 @@ async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
     for n in range(50):
         runtime.enqueue(Request(id=f"gone-{n}", tenant_id=f"made-up-{n}"))
         runtime.cancel(f"gone-{n}")
+    runtime.enqueue(Request(id="failed-back", tenant_id="failed-once"))
+    runtime.fail("failed-back", "cancelled by an operator")
     runtime.set_tenant_limits("full", TenantLimits(max_outstanding=1))
     runtime.enqueue(Request(id="stays", tenant_id="full"))
     with pytest.raises(TooManyRequests):
@@ -144,6 +147,8 @@ async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
     text = await scrape()
     assert text.count('cortex_request_queue_requests_total{priority="0",user="made-up-') == 50
     assert text.count('cortex_query_scheduler_cancelled_requests_total{user="made-up-') == 50
+    failed = 'queue_inspector_failed_requests_total{reason="operator_cancelled",user="failed-once"}'
+    assert failed in text
     assert 'cortex_query_scheduler_discarded_requests_total{priority="0",user="full"}' in text
 
     clock.now += 901
