@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.classify import classify
-from scheduler_core.errors import ConfigInvalid
 from scheduler_core.federation import federated_tenants_error
-from scheduler_core.model import COMPONENTS, TenantLimits
+from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
 from scheduler_core.rejection import judge
-from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
+from scheduler_core.validation import (
+    queue_config_from_dict,
+    tenant_limits_from_dict,
+    validate_queue_settings,
+    validate_tenant_config,
+)
 from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
 from scheduler_core.whatif_workload import ConfigSet, Kind, Workload, WorkloadError
 
@@ -40,8 +44,10 @@ __all__ = [
     "SpecInvalid",
     "check_proposed_tenants",
     "merge_proposed",
+    "proposal_errors",
     "run_whatif",
     "summarize",
+    "unknown_tenants",
     "verdicts",
 ]
 
@@ -68,31 +74,50 @@ class SpecInvalid(Exception):
         self.errors = errors
 
 
+def proposal_errors(
+    base_config: QueueConfig | None,
+    settings: Mapping[str, Any],
+    tenants: Mapping[str, Mapping[str, Any] | None],
+) -> list[SpecError]:
+    """Every validator error of a proposal, under `proposed.settings` or `proposed.tenants.<id>`.
+
+    `base_config` is the config the settings change; None when the request
+    named no valid workload, so none is known: the settings are then judged
+    alone (the two windows against each other only when both are given),
+    which still names every field wrong whatever the base.
+    """
+    errors = [
+        SpecError(("proposed", "settings"), e.path, e.message)
+        for e in validate_queue_settings(settings, base_config)
+    ]
+    for tenant_id, body in tenants.items():
+        if body is not None:
+            prefix = ("proposed", "tenants", tenant_id)
+            errors += [SpecError(prefix, e.path, e.message) for e in validate_tenant_config(body)]
+    return errors
+
+
 def merge_proposed(
-    base: ConfigSet, settings: Mapping[str, Any], tenants: Mapping[str, Mapping[str, Any]]
+    base: ConfigSet,
+    settings: Mapping[str, Any],
+    tenants: Mapping[str, Mapping[str, Any] | None],
 ) -> ConfigSet:
     """`base` with the named settings changed and the named tenants' blocks replaced.
 
-    A tenant body is a whole block, as `PUT tenants/<id>` takes it. Raises
-    `SpecInvalid` with every validator error under `proposed.settings` or
-    `proposed.tenants.<id>`.
+    A tenant body is a whole block, as `PUT tenants/<id>` takes it; None
+    removes that tenant's override (it runs with the defaults, as a deleted
+    tenant does). Raises `SpecInvalid` with every `proposal_errors` error.
     """
-    errors: list[SpecError] = []
-    config = base.config
-    try:
-        config = queue_config_from_dict(settings, base.config)
-    except ConfigInvalid as exc:
-        errors += [SpecError(("proposed", "settings"), e.path, e.message) for e in exc.errors]
-    limits = dict(base.limits)
-    for tenant_id, body in tenants.items():
-        try:
-            limits[tenant_id] = tenant_limits_from_dict(body)
-        except ConfigInvalid as exc:
-            prefix = ("proposed", "tenants", tenant_id)
-            errors += [SpecError(prefix, e.path, e.message) for e in exc.errors]
+    errors = proposal_errors(base.config, settings, tenants)
     if errors:
         raise SpecInvalid(errors)
-    return ConfigSet(config, limits)
+    limits = dict(base.limits)
+    for tenant_id, body in tenants.items():
+        if body is None:
+            limits.pop(tenant_id, None)
+        else:
+            limits[tenant_id] = tenant_limits_from_dict(body)
+    return ConfigSet(queue_config_from_dict(settings, base.config), limits)
 
 
 # Why the doors refuse an arrival before the queue, as `_classified` says.
@@ -287,26 +312,44 @@ Progress = Callable[[float], None]
 _NAMED_TENANTS = 10  # tenants listed in an unknown tenant's error
 
 
-def check_proposed_tenants(workload: Workload, live: ConfigSet, proposed: ConfigSet) -> None:
+def unknown_tenants(named: Iterable[str], known: Collection[str], here: str) -> list[SpecError]:
+    """An error at `proposed.tenants.<id>` for each named tenant not in `known`.
+
+    Its block (or its removal) could change nothing, so both columns would
+    agree and the operator would read "no effect" into what is most likely a
+    mistyped ID (`team-bb`). `here` says where the tenants were looked for.
+    """
+    unknown = sorted(set(named).difference(known))
+    if not unknown:
+        return []
+    listed = sorted(known)
+    shown = ", ".join(listed[:_NAMED_TENANTS]) + (", ..." if len(listed) > _NAMED_TENANTS else "")
+    return [
+        SpecError(
+            ("proposed", "tenants", tenant_id),
+            "",
+            f"no tenant {tenant_id!r} is {here}, so proposing it changes nothing "
+            f"(a mistyped ID?); tenants here: {shown or 'none'}",
+        )
+        for tenant_id in unknown
+    ]
+
+
+def check_proposed_tenants(
+    workload: Workload, live: ConfigSet, proposed: ConfigSet, named: Collection[str] = ()
+) -> None:
     """Refuse a proposed tenant that is neither configured nor in the recorded traffic.
 
-    Its block could change nothing, so both columns would agree and the
-    operator would read "no effect" into what is most likely a mistyped ID
-    (`team-bb`). A part of a federated ID (`a` of `a|b`) is in the traffic.
-    Raises `WorkloadError` at `proposed.tenants.<id>`.
+    (`unknown_tenants`.) A part of a federated ID (`a` of `a|b`) is in the
+    traffic. `named` are the tenants the request names: one whose override
+    it removes (null) leaves no trace in `proposed` to find it by. Raises
+    `WorkloadError` at `proposed.tenants.<id>` for the first.
     """
     sent = {part for kind in workload.kinds for part in kind.tenant_id.split("|")}
-    for tenant_id in sorted(set(proposed.limits) - set(live.limits) - sent):
-        known = sorted(sent | set(live.limits))
-        listed = ", ".join(known[:_NAMED_TENANTS]) + (
-            ", ..." if len(known) > _NAMED_TENANTS else ""
-        )
-        raise WorkloadError(
-            "",
-            f"no tenant {tenant_id!r} is configured or sent traffic in this window, so its "
-            f"block would change nothing; tenants here: {listed or 'none'}",
-            prefix=("proposed", "tenants", tenant_id),
-        )
+    here = "configured or sent traffic in this window"
+    found = unknown_tenants(set(proposed.limits) | set(named), sent | set(live.limits), here)
+    if found:
+        raise WorkloadError("", found[0].message, prefix=found[0].prefix)
 
 
 def run_whatif(
@@ -318,14 +361,17 @@ def run_whatif(
     deadline: float | None = None,
     should_stop: Callable[[], bool] | None = None,
     progress: Progress | None = None,
+    named_tenants: Collection[str] = (),
 ) -> dict[str, Any]:
     """Both configs on the same arrivals and draws; the contract's response body.
 
     For recorded traffic a proposed tenant must be one it knows
-    (`check_proposed_tenants`); a scenario's tenants are its documented few.
+    (`check_proposed_tenants`, `named_tenants` the request's own); a
+    scenario's are its config's few, known before it runs, so the caller
+    checks those with `unknown_tenants` together with the rest of the request.
     """
     if workload.description.get("kind") == "recent":
-        check_proposed_tenants(workload, live, proposed)
+        check_proposed_tenants(workload, live, proposed, named_tenants)
     results: list[dict[str, Any]] = []
     for part, configs in enumerate((live, proposed)):
 

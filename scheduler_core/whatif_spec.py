@@ -4,16 +4,18 @@ One pass collects every problem with its path (`knobs.service_factor.store-gatew
 `workload.window_seconds`), so the REST API answers 400 with all of them at
 once, in the same nested shape as every other endpoint. The proposed
 settings and tenant blocks are only checked for shape here; their content is
-judged by `scheduler_core.validation` when they are merged onto the base
-(`scheduler_core.whatif.merge_proposed`), so a proposed rule is refused for
-exactly the reasons saving it would be.
+judged by `scheduler_core.validation` against the base the workload names
+(`scheduler_core.whatif.proposal_errors`), so a proposed rule is refused for
+exactly the reasons saving it would be. `read_spec` hands back the request as
+far as it reads with its problems, so that judgement (and the store's tenant
+ID rule) joins them in one answer rather than a second one after a fix.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,9 @@ __all__ = [
     "MAX_QUERIERS",
     "WINDOW_RANGE",
     "SimulationSpec",
+    "TenantIdCheck",
     "parse_spec",
+    "read_spec",
 ]
 
 DEFAULT_WINDOW_SECONDS = 900
@@ -40,6 +44,8 @@ MAX_ARRIVAL_FACTOR = 100.0
 MAX_SERVICE_FACTOR = 1000.0
 _RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOP = ("workload", "proposed", "knobs", "seed", "run_id")
+# What is wrong with a tenant ID, one message each ([] when nothing is).
+TenantIdCheck = Callable[[str], list[str]]
 _KNOBS = ("arrival_factor", "service_factor", "queriers", "duration_seconds", "slow_share")
 
 
@@ -47,11 +53,12 @@ _KNOBS = ("arrival_factor", "service_factor", "queriers", "duration_seconds", "s
 class SimulationSpec:
     """A valid request: what to simulate, what to change, how, and with which seed."""
 
-    kind: str  # "recent" or "scenario"
+    kind: str  # "recent" or "scenario" ("" in a body `read_spec` found no workload in)
     window_seconds: int | None = None
     scenario: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
-    tenants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # None: the tenant's override removed (`proposed.tenants.<id>: null`).
+    tenants: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     knobs: Knobs = field(default_factory=Knobs)
     seed: int = 1
     run_id: str | None = None
@@ -82,9 +89,16 @@ def _bounded(
     if too_low or value > high:
         low_text, high_text = _bound_text(low, integer), _bound_text(high, integer)
         lower = f"> {low_text}" if open_low else f">= {low_text}"
-        errs.add(path, f"must be {lower} and <= {high_text}, got {value!r}")
+        errs.add(path, f"must be {lower} and <= {high_text}, got {_number_text(value)}")
         return None
     return float(value)
+
+
+def _number_text(value: float) -> str:
+    """The number as refused; a huge integer (valid JSON) by its size, not 400 digits."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return "an integer of more than 38 digits"
+    return repr(value)
 
 
 def _bound_text(bound: float, integer: bool) -> str:
@@ -117,22 +131,28 @@ def _workload(raw: object, errs: f.Collector) -> tuple[str, int | None, str | No
 
 
 def _proposed(
-    raw: object, errs: f.Collector, tenant_errors: list[SpecError]
-) -> tuple[Mapping[str, Any], dict[str, Mapping[str, Any]]]:
+    raw: object, errs: f.Collector, tenant_id_problems: TenantIdCheck, found: list[SpecError]
+) -> tuple[Mapping[str, Any], dict[str, Mapping[str, Any] | None]]:
     body = f.mapping(raw, "proposed", errs)
     if body is None:
         return {}, {}
     f.unknown(body, ("settings", "tenants"), "proposed", errs)
     settings = f.mapping(body.get("settings"), "proposed.settings", errs) or {}
     tenants_raw = f.mapping(body.get("tenants"), "proposed.tenants", errs) or {}
-    tenants: dict[str, Mapping[str, Any]] = {}
-    for tenant_id, block in tenants_raw.items():
+    tenants: dict[str, Mapping[str, Any] | None] = {}
+    for key, block in tenants_raw.items():
+        tenant_id = str(key)
         # A tenant ID may hold dots, so its path is kept as parts, not joined.
+        where = ("proposed", "tenants", tenant_id)
+        found += [SpecError(where, "", message) for message in tenant_id_problems(tenant_id)]
         if block is not None and not isinstance(block, Mapping):
-            message = f"must be a mapping (a tenant block), got {type(block).__name__}"
-            tenant_errors.append(SpecError(("proposed", "tenants", str(tenant_id)), "", message))
+            message = f"must be a tenant block (a mapping) or null, got {f.shown(block)}"
+            found.append(SpecError(where, "", message))
             continue
-        tenants[str(tenant_id)] = block or {}
+        # Kept under a bad ID too, so its block is judged in the same answer.
+        # null is the tenant's override removed, as in a JSON merge patch of
+        # the overrides: it runs with the defaults, as a deleted tenant does.
+        tenants[tenant_id] = block
     return settings, tenants
 
 
@@ -178,26 +198,33 @@ def _knobs(raw: object, kind: str, scenario: str | None, errs: f.Collector) -> K
     )
 
 
-def parse_spec(raw: object) -> SimulationSpec:
-    """The checked request; raises `SpecInvalid` listing every problem."""
+def read_spec(
+    raw: object, tenant_id_problems: TenantIdCheck = lambda _: []
+) -> tuple[SimulationSpec, list[SpecError]]:
+    """The request as far as it reads, and every problem with its shape.
+
+    A part with a problem reads as its default (an unknown workload as kind
+    ""), so a caller can go on to judge the rest: the proposal against its
+    base (`whatif.proposal_errors`) and answer every error at once.
+    `tenant_id_problems` says what is wrong with a proposed tenant's ID (the
+    store's rule, which lives outside `scheduler_core`).
+    """
     errs = f.Collector()
     body = f.mapping(raw, "", errs)
     if body is None:
-        raise SpecInvalid([SpecError((), e.path, e.message) for e in errs.errors])
+        return SimulationSpec(kind=""), [SpecError((), e.path, e.message) for e in errs.errors]
     f.unknown(body, _TOP, "", errs)
     kind, window, scenario = _workload(body.get("workload"), errs)
     tenant_errors: list[SpecError] = []
-    settings, tenants = _proposed(body.get("proposed"), errs, tenant_errors)
+    settings, tenants = _proposed(body.get("proposed"), errs, tenant_id_problems, tenant_errors)
     knobs = _knobs(body.get("knobs"), kind, scenario, errs)
     seed_raw = body.get("seed", 1)
     seed = _bounded(seed_raw, "seed", errs, 0, 2**63 - 1, integer=True)
     run_id = body.get("run_id")
     if run_id is not None and (not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id)):
         errs.add("run_id", "must be 1 to 64 letters, digits, '-' or '_'")
-    if errs.errors or tenant_errors:
-        found = [SpecError((), e.path, e.message) for e in errs.errors]
-        raise SpecInvalid(found + tenant_errors)
-    return SimulationSpec(
+        run_id = None
+    spec = SimulationSpec(
         kind=kind,
         window_seconds=window,
         scenario=scenario,
@@ -207,3 +234,12 @@ def parse_spec(raw: object) -> SimulationSpec:
         seed=int(seed_raw) if seed is not None else 1,
         run_id=run_id,
     )
+    return spec, [SpecError((), e.path, e.message) for e in errs.errors] + tenant_errors
+
+
+def parse_spec(raw: object) -> SimulationSpec:
+    """The checked request; raises `SpecInvalid` listing every problem `read_spec` finds."""
+    spec, found = read_spec(raw)
+    if found:
+        raise SpecInvalid(found)
+    return spec

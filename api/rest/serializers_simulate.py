@@ -1,9 +1,10 @@
 """Shapes of `POST /api/v1/simulate/` for the OpenAPI schema (docs/api.md has the prose).
 
 Like the tenant serializers, these document and never validate: the body
-is checked by `scheduler_core.whatif_spec.parse_spec` and the proposed
-blocks by `scheduler_core.validation`, so every path-named error comes
-from the same rules the simulator and the store use.
+is checked by `api.rest.simulation.checked_spec` (its shape by
+`scheduler_core.whatif_spec.read_spec`, the proposed blocks by
+`scheduler_core.validation`), so every path-named error comes from the same
+rules the simulator and the store use, all in one answer.
 """
 
 from __future__ import annotations
@@ -39,14 +40,24 @@ class ProposedSerializer(serializers.Serializer):  # type: ignore[type-arg]
         required=False, help_text="scheduler settings to change, as PATCH settings/ takes them"
     )
     tenants = serializers.DictField(
-        child=serializers.DictField(),
+        child=serializers.DictField(allow_null=True),
         required=False,
-        help_text="tenant id -> its whole block, as PUT tenants/<id> takes it",
+        help_text=(
+            "tenant id -> its whole block, as PUT tenants/<id> takes it, replacing that "
+            "tenant's; null removes the tenant's override, as a JSON merge patch does: it "
+            "runs with the defaults, as a deleted tenant would. Every error of the request "
+            "is answered at once: a bad tenant ID at proposed.tenants.<id> (under "
+            "non_field_errors when its block has errors too) beside its block's and the "
+            "settings' errors. A tenant that is neither configured nor in the workload's "
+            "traffic (the scenario's tenants) is a 400 at proposed.tenants.<id>"
+        ),
     )
 
 
 class KnobsSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    arrival_factor = serializers.FloatField(required=False, help_text="multiply arrivals (0-100]")
+    arrival_factor = serializers.FloatField(
+        required=False, allow_null=True, help_text="multiply arrivals (0-100]; null: 1"
+    )
     service_factor = serializers.DictField(
         child=serializers.FloatField(),
         required=False,

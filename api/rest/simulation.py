@@ -1,5 +1,8 @@
 """Running what-if simulations for the REST API: jobs, worker processes, progress, cancel.
 
+- `checked_spec` reads a request and refuses it with every problem at
+  once: its shape, the proposed tenant IDs, the proposal judged against the
+  base config the workload names, and (for a scenario) tenants it lacks.
 - `build_job` turns a checked request into a `SimulationJob`: the base
   config (the live one from the store for `recent`, the scenario's own
   otherwise), the proposed one (base + overrides, judged by
@@ -35,11 +38,12 @@ from django.conf import settings
 from api.rest.offload_boot import WORKER_NICENESS
 from api.rest.simulation_worker import Outcome, SimulationJob, run_job, worker_main
 from api.store import selectors
+from api.store.import_plan import tenant_id_errors
 from scheduler_core.federation import combined_limits
-from scheduler_core.model import TenantLimits
-from scheduler_core.whatif import merge_proposed
+from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.whatif import SpecInvalid, merge_proposed, proposal_errors, unknown_tenants
 from scheduler_core.whatif_scenarios import scenario_base
-from scheduler_core.whatif_spec import SimulationSpec
+from scheduler_core.whatif_spec import SimulationSpec, read_spec
 from scheduler_core.whatif_workload import ConfigSet
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "RunState",
     "SimulationBusy",
     "build_job",
+    "checked_spec",
     "runs",
     "submit",
     "time_limit",
@@ -153,9 +158,37 @@ def _with_multi_tenant_ids(configs: ConfigSet, tenant_ids: set[str]) -> ConfigSe
     return ConfigSet(configs.config, limits)
 
 
+def _tenant_id_problems(tenant_id: str) -> list[str]:
+    return [e.message for e in tenant_id_errors(tenant_id)]
+
+
+def checked_spec(raw: object) -> SimulationSpec:
+    """The request's spec; raises `SpecInvalid` with every problem it has, at once.
+
+    Its shape, each proposed tenant's ID (the store's rule) and the proposal
+    judged against the base the workload names are one answer: a bad ID
+    hid the errors of its block and of the settings until it was fixed.
+    """
+    spec, found = read_spec(raw, _tenant_id_problems)
+    scenario = scenario_base(spec.scenario) if spec.scenario is not None else None
+    if spec.kind == "recent":
+        base_config: QueueConfig | None = selectors.queue_config_get()
+    else:
+        base_config = None if scenario is None else scenario.config
+    found += proposal_errors(base_config, spec.settings, spec.tenants)
+    if scenario is not None:
+        # A scenario's traffic is its configured tenants' only; the recorded
+        # traffic's tenants are known only once the worker reads it.
+        found += unknown_tenants(spec.tenants, scenario.limits, "in this scenario")
+    if found:
+        raise SpecInvalid(found)
+    return spec
+
+
 def build_job(spec: SimulationSpec, capture: Any = None) -> SimulationJob:
     """The job for a checked spec; raises `SpecInvalid` for a bad proposed config.
 
+    (`checked_spec` judged it; only a live config changed since can fail it.)
     `capture` is this replica's `LiveCapture` for `recent` (None: `NoTraffic`).
     """
     if spec.kind == "recent":

@@ -96,6 +96,7 @@ def run_job(
             deadline=started + job.time_limit,
             should_stop=should_stop,
             progress=progress,
+            named_tenants=tuple(spec.tenants),
         )
     except WorkloadError as exc:
         return ("invalid", exc.prefix, exc.path, str(exc))

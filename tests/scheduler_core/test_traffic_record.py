@@ -268,6 +268,17 @@ def test_a_proposed_tenant_nobody_configured_or_heard_from_is_refused_at_its_id(
     check_proposed_tenants(workload, live, proposing("t2"))
 
 
+def test_removing_the_override_of_a_tenant_nobody_configured_or_heard_from_is_refused() -> None:
+    workload = recent_workload(_recording(Clock()), Knobs(), seed=1)
+    live = ConfigSet(QueueConfig(), {"t9": TenantLimits()})
+    # A removed override leaves no trace in the proposed config: the request names it.
+    removed = ConfigSet(live.config, {})
+    check_proposed_tenants(workload, live, removed, named=["t9", "t1"])
+    with pytest.raises(WorkloadError) as refused:
+        run_whatif(workload, live, removed, seed=1, named_tenants=["t9", "t.11"])
+    assert refused.value.prefix == ("proposed", "tenants", "t.11")
+
+
 def test_a_key_idle_for_a_whole_horizon_makes_room_for_a_new_one() -> None:
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, horizon_seconds=600, max_keys=2)

@@ -12,7 +12,14 @@ import pytest
 
 from scheduler_core.model import INGESTER, STORE_GATEWAY
 from scheduler_core.simulate import SCENARIOS, STRATEGIES, run_scenario
-from scheduler_core.whatif import SpecInvalid, merge_proposed, run_whatif, verdicts
+from scheduler_core.whatif import (
+    SpecInvalid,
+    merge_proposed,
+    proposal_errors,
+    run_whatif,
+    unknown_tenants,
+    verdicts,
+)
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
 from scheduler_core.whatif_scenarios import SEED_TENANT_CONFIG, scenario_base, scenario_workload
 from scheduler_core.whatif_spec import parse_spec
@@ -234,3 +241,44 @@ def test_a_proposed_rejection_rule_refuses_its_queries_before_the_queue() -> Non
     assert refused["by_rule"] == body["live"]["by_priority"]["0"]["count"]
     assert "0" not in body["proposed"]["by_priority"]
     assert body["verdicts"][-1].endswith("-> no requests")
+
+
+def test_a_null_block_removes_the_tenants_override_so_it_runs_with_the_defaults() -> None:
+    base = scenario_base("cortex-seed")
+    removed = merge_proposed(base, {}, {"tenant-1": None})
+    assert "tenant-1" not in removed.limits
+    workload = scenario_workload("cortex-seed", Knobs(duration_seconds=60), 1)
+    body = run_whatif(workload, base, removed, seed=1)
+    # As a deleted tenant: no priorities, no reserved querier.
+    assert set(body["proposed"]["by_priority"]) == {"0"}
+    assert body["proposed"]["reserved_queriers"] == []
+    assert merge_proposed(base, {}, {"nobody": None}).limits == base.limits
+
+
+def test_without_a_base_the_settings_are_judged_alone_and_every_block_still_is() -> None:
+    late_store = {"query_store_after": "14h"}  # past the default 13h ingesters window
+    bad_block = {"max_queriers_per_tenant": "x"}
+    with_base = proposal_errors(scenario_base("cortex-seed").config, late_store, {"t": bad_block})
+    alone = proposal_errors(None, {**late_store, "layout": "x"}, {"t": bad_block, "u": None})
+    assert {(e.prefix, e.path) for e in with_base} == {
+        (("proposed", "settings"), "query_store_after"),
+        (("proposed", "tenants", "t"), "max_queriers_per_tenant"),
+    }
+    # No base, no window to compare the store's with: only what is wrong whatever the base.
+    assert {(e.prefix, e.path) for e in alone} == {
+        (("proposed", "settings"), "layout"),
+        (("proposed", "tenants", "t"), "max_queriers_per_tenant"),
+    }
+
+
+def test_a_proposed_tenant_outside_the_known_ones_is_named_with_the_known_ones() -> None:
+    (error,) = unknown_tenants(["tenant-1", "tenant-2"], {"tenant-1"}, "in this scenario")
+    assert error.prefix == ("proposed", "tenants", "tenant-2")
+    assert error.message == (
+        "no tenant 'tenant-2' is in this scenario, so proposing it changes nothing "
+        "(a mistyped ID?); tenants here: tenant-1"
+    )
+    many = unknown_tenants(["x"], {f"t{i:02}" for i in range(12)}, "here")
+    assert many[0].message.endswith(
+        "tenants here: t00, t01, t02, t03, t04, t05, t06, t07, t08, t09, ..."
+    )

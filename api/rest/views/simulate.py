@@ -38,15 +38,21 @@ from api.rest.serializers_simulate import (
     SimulateResponseSerializer,
     SimulationRunSerializer,
 )
-from api.rest.simulation import NoTraffic, SimulationBusy, build_job, runs, submit
+from api.rest.simulation import (
+    NoTraffic,
+    SimulationBusy,
+    build_job,
+    checked_spec,
+    runs,
+    submit,
+)
 from api.rest.views.base import ApiView, errors
 from api.store import selectors
-from api.store.import_plan import tenant_id_errors
 from api.wire.traffic_recording import capture_on_loop
 from scheduler_core.errors import FieldError
 from scheduler_core.traffic_record import recording_of
 from scheduler_core.whatif import SpecError, SpecInvalid
-from scheduler_core.whatif_spec import WINDOW_RANGE, parse_spec
+from scheduler_core.whatif_spec import WINDOW_RANGE
 from scheduler_core.whatif_workload import ConfigSet
 
 log = logging.getLogger(__name__)
@@ -100,14 +106,7 @@ class SimulateView(ApiView):
     )
     def post(self, request: Request) -> Response:
         try:
-            spec = parse_spec(request.data)
-            id_errors = [
-                SpecError(("proposed", "tenants", tenant_id), "", e.message)
-                for tenant_id in spec.tenants
-                for e in tenant_id_errors(tenant_id)
-            ]
-            if id_errors:
-                raise SpecInvalid(id_errors)
+            spec = checked_spec(request.data)
             capture = None
             if spec.kind == "recent":
                 assert spec.window_seconds is not None

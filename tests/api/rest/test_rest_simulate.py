@@ -58,7 +58,11 @@ def test_simulating_writes_nothing(editor_api):
         editor_api,
         {
             **SEED,
-            "proposed": {"settings": {"layout": "component-first"}, "tenants": {"t1": proposal}},
+            "proposed": {
+                "settings": {"layout": "component-first"},
+                # The scenario's own tenant (t1 is in the store, not in it: a 400).
+                "tenants": {"tenant-1": proposal},
+            },
         },
     )
     assert ConfigRevision.objects.count() == revisions
@@ -188,6 +192,26 @@ def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(editor
     assert body["workload"]["kind"] == "recent" and body["workload"]["workers"] == 8
     assert body["workload"]["measured"]["by_component"]["ingester"]["count"] > 0
     assert live["requests"]["offered"] == proposed["requests"]["offered"] > 2000
+
+
+def test_removing_the_override_of_a_tenant_the_window_never_saw_is_refused_at_its_id(
+    viewer_api, monkeypatch
+):
+    recorder = _recorded([1000.0])
+
+    async def capture(window: int) -> LiveCapture:
+        return LiveCapture(recorder.capture(window), (("q-1", 4),), {})
+
+    monkeypatch.setattr(simulate_view, "capture_on_loop", capture)
+    recent = {
+        "workload": {"kind": "recent", "window_seconds": 300},
+        "knobs": {"arrival_factor": 0.1},
+    }
+    body = _post(viewer_api, {**recent, "proposed": {"tenants": {"t3": None}}}, expected=400)
+    (message,) = body["proposed"]["tenants"]["t3"]
+    assert message.startswith("no tenant 't3' is configured or sent traffic in this window")
+    # t2 sent traffic only as part of t1|t2: removing its (absent) override is no mistake.
+    _post(viewer_api, {**recent, "proposed": {"tenants": {"t2": None}}})
 
 
 def test_the_recording_is_refused_where_no_scheduler_runs_and_checks_its_window(viewer_api):
