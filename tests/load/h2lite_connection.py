@@ -1,11 +1,16 @@
 """One HTTP/2 connection of `h2lite`: frames, settings, pings, both windows, its streams.
 
 `Connection` is the asyncio Protocol both ends share: it splits the bytes
-into frames, answers PINGs and SETTINGS, reassembles CONTINUATION, decodes
-header blocks with `hpack`, and sends DATA only as far as the peer's
-connection and stream windows allow (the rest waits, in order, for
-WINDOW_UPDATE). `Stream` is one call on it, carrying gRPC's length-prefixed
-messages (`grpc_message`). The client and the server are in `h2lite`.
+into frames, answers PINGs and SETTINGS, reassembles CONTINUATION and
+decodes header blocks with `hpack`. It sends with the lean door's own
+sending half (`http2_send.Http2Sending`, which its lean client shares): DATA
+goes as far as the peer's connection and stream windows allow, even part of
+a message (grpc-go opens 64 KiB windows and widens them only as DATA
+arrives, so a larger message must go in pieces or it never goes), the rest
+waits for WINDOW_UPDATE in order per stream, trailers behind it, and a
+stream whose window stays shut holds back only its own frames. `Stream` is
+one call on it, carrying gRPC's length-prefixed messages (`grpc_message`).
+The client and the server are in `h2lite`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import struct
 from collections import deque
+from typing import cast
 
 import hpack
 
@@ -35,8 +41,10 @@ from api.wire.grpc.http2_frames import (
     SETTING,
     SETTINGS,
     WINDOW_UPDATE,
+    Http2Stream,
     frame,
 )
+from api.wire.grpc.http2_send import Http2Sending, Pending
 
 __all__ = ["Connection", "GrpcCallError", "Stream", "StreamReset", "grpc_message"]
 
@@ -63,7 +71,7 @@ def grpc_message(payload: bytes) -> bytes:
     return b"\x00" + len(payload).to_bytes(4, "big") + payload
 
 
-class Stream:
+class Stream(Http2Stream):
     """One HTTP/2 stream carrying gRPC messages in both directions.
 
     `recv()` returns the next message, or None once the peer ended the
@@ -78,16 +86,13 @@ class Stream:
         "closed",
         "ended",
         "headers",
-        "id",
-        "send_window",
         "trailers",
         "unacked",
     )
 
     def __init__(self, conn: Connection, stream_id: int, send_window: int) -> None:
+        super().__init__(stream_id, send_window)
         self._conn = conn
-        self.id = stream_id
-        self.send_window = send_window
         self.unacked = 0
         self.headers: dict[str, str] = {}
         self.trailers: dict[str, str] = {}
@@ -98,7 +103,7 @@ class Stream:
         self.closed: BaseException | None = None
 
     def send(self, payload: bytes, *, end: bool = False) -> None:
-        self._conn.send_data(self, grpc_message(payload), end)
+        self._conn.send_data(self, grpc_message(payload), end=end)
 
     async def recv(self) -> bytes | None:
         while not self._messages:
@@ -149,33 +154,42 @@ class Stream:
         self._wake()
 
 
-class Connection(asyncio.Protocol):
+class Connection(Http2Sending, asyncio.Protocol):
     """Frames, settings, pings and both flow-control windows of one connection."""
+
+    streams: dict[int, Stream]  # type: ignore[assignment]  # Http2Stream's, with messages
 
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
-        self.streams: dict[int, Stream] = {}
+        self.streams = {}
         self._decoder = hpack.Decoder()
         self._inbox = bytearray()
         self._peer_initial_window = 65_535
         self._peer_max_frame = 16_384
         self._send_window = 65_535
         self._received = 0
-        self._blocked: deque[tuple[Stream, bytes, bool, bytes]] = deque()
         self._partial: tuple[int, int, bytearray] | None = None  # HEADERS awaiting CONTINUATION
         self.lost = asyncio.Event()
+        # The sending half's state (`Http2Sending`): frames waiting on a
+        # window; `write` below sends at once instead of batching.
+        self._blocked: deque[Pending] = deque()
+        self._closed = False
 
     # -- asyncio.Protocol ------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses.
+        self.transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
         for stream in list(self.streams.values()):
             stream._close(StreamReset("connection lost"))
         self.streams.clear()
+        for pending in self._blocked:
+            pending.settle(ConnectionResetError("connection lost"))
+        self._blocked.clear()
         self.lost.set()
 
     def data_received(self, data: bytes) -> None:
@@ -198,48 +212,21 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
-    def send_headers(self, stream: Stream, block: bytes, *, end: bool = False) -> None:
-        flags = END_HEADERS | (END_STREAM if end else 0)
-        self.write(frame(HEADERS, flags, stream.id, block))
-
-    def send_data(self, stream: Stream, data: bytes, end: bool, trailers: bytes = b"") -> None:
-        """DATA now if both windows allow, else queued behind earlier DATA.
-
-        Trailers, if given, follow the data (and end the stream) whenever it goes.
-        """
-        if self._blocked or len(data) > min(self._send_window, stream.send_window):
-            self._blocked.append((stream, data, end, trailers))
-            self._flush_blocked()
-            return
-        self._send_now(stream, data, end, trailers)
-
-    def _send_now(self, stream: Stream, data: bytes, end: bool, trailers: bytes) -> None:
-        self._send_window -= len(data)
-        stream.send_window -= len(data)
-        step = self._peer_max_frame
-        if len(data) <= step:
-            self.write(frame(DATA, END_STREAM if end else 0, stream.id, data))
-        else:
-            chunks = [data[i : i + step] for i in range(0, len(data), step)]
-            for i, chunk in enumerate(chunks):
-                last = end and i == len(chunks) - 1
-                self.write(frame(DATA, END_STREAM if last else 0, stream.id, chunk))
+    def send_data(
+        self, stream: Http2Stream, data: bytes, end: bool = False, trailers: bytes = b""
+    ) -> bool:
+        """DATA as far as both windows allow, the rest when they open (False
+        then); `trailers`, if given, follow it whenever it goes and end the stream."""
+        sent = super().send_data(stream, data, end=end and not trailers)
         if trailers:
             self.send_headers(stream, trailers, end=True)
-            self.streams.pop(stream.id, None)
+        return sent
 
-    def _flush_blocked(self) -> None:
-        # In order across streams: a later small message must not overtake an
-        # earlier large one on the same stream.
-        while self._blocked:
-            stream, data, end, trailers = self._blocked[0]
-            if stream.closed is not None:
-                self._blocked.popleft()
-                continue
-            if len(data) > min(self._send_window, stream.send_window):
-                return
-            self._blocked.popleft()
-            self._send_now(stream, data, end, trailers)
+    def _local_end(self, stream: Http2Stream) -> None:
+        # Our side is done; the stream is forgotten once the peer's is too.
+        stream.local_closed = True
+        if isinstance(stream, Stream) and stream.ended:
+            self.streams.pop(stream.id, None)
 
     def _forget(self, stream: Stream, error: BaseException | None) -> None:
         self.streams.pop(stream.id, None)

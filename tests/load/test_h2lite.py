@@ -18,8 +18,6 @@ from tests.load.h2lite import (
     HEADERS,
     PING,
     RST_STREAM,
-    S_INITIAL_WINDOW_SIZE,
-    SETTINGS,
     WINDOW_UPDATE,
     ClientConnection,
     GrpcCallError,
@@ -110,22 +108,6 @@ async def test_the_stream_ends_cleanly_on_trailers_with_status_zero() -> None:
     assert await stream.recv() == b"reply"
     assert await stream.recv() is None
     assert stream.id not in conn.streams
-
-
-async def test_data_beyond_the_peers_window_waits_for_its_window_update() -> None:
-    conn, transport = connection()
-    conn.data_received(frame(SETTINGS, 0, 0, struct.pack(">HI", S_INITIAL_WINDOW_SIZE, 8)))
-    stream = conn.open_stream("/svc/Method")
-    transport.frames()
-    stream.send(b"0123456789")  # 15 bytes framed: more than the 8 the stream may send
-    stream.send(b"x")  # must not overtake the first message
-    assert transport.frames() == []
-    conn.data_received(frame(WINDOW_UPDATE, 0, stream.id, (20).to_bytes(4, "big")))
-    sent = transport.frames()
-    assert [(kind, payload) for kind, _, _, payload in sent] == [
-        (DATA, grpc_message(b"0123456789")),
-        (DATA, grpc_message(b"x")),
-    ]
 
 
 async def test_received_data_is_given_back_to_the_peer_before_its_window_runs_low() -> None:

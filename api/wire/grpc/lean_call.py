@@ -88,6 +88,7 @@ class LeanCall:
         "_stalled",
         "_unread",
         "_waiter",
+        "deadline",
         "ended",
         "finished",
         "headers",
@@ -120,6 +121,8 @@ class LeanCall:
         # Status sent or queued: its trailers may still wait on the window.
         self.finished = False
         self.task: asyncio.Task[None] | None = None
+        # The timer of the client's grpc-timeout, if it set one (`lean_server`).
+        self.deadline: asyncio.TimerHandle | None = None
 
     # -- grpc.aio.ServicerContext, the parts the servicers use ---------------------
 

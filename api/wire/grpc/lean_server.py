@@ -7,8 +7,10 @@ resets, or whose connection drops, has its task cancelled, as grpcio does.
 Here: the method table by `:path`, refusing what is not a gRPC POST or uses
 an encoding other than `gzip` or `deflate` (what grpc-go's and grpcio's
 compressors send; Cortex clients may enable gzip), the mutual-TLS identity,
-and the server's start and `stop(grace)`: GOAWAY, let calls finish for
-`grace` seconds, cancel the rest, close. The call itself (framing, size
+the `grpc-timeout` a client may set (malformed: refused with INTERNAL as
+grpc-go does; passed: DEADLINE_EXCEEDED, the call's task cancelled as for a
+disconnect), and the server's start and `stop(grace)`: GOAWAY, let calls
+finish for `grace` seconds, cancel the rest, close. The call itself (framing, size
 limits, flow control, status trailers) is `lean_call.py`.
 """
 
@@ -34,7 +36,7 @@ from api.wire.grpc.http2_frames import (
 from api.wire.grpc.lean_call import ENCODINGS, AbortError, LeanCall, Method, status_fields
 from api.wire.grpc.streams import malformed
 
-__all__ = ["AbortError", "LeanCall", "LeanGrpcServer", "Method"]
+__all__ = ["AbortError", "LeanCall", "LeanGrpcServer", "Method", "grpc_timeout"]
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +63,20 @@ class GrpcConnection(Http2Connection):
             problem = f"content-type {content_type!r} is not application/grpc"
             self._refuse(stream, "415", grpc.StatusCode.INVALID_ARGUMENT, problem, NO_ERROR)
             return
+        timeout = headers.get("grpc-timeout")
+        seconds = None
+        if timeout is not None:
+            seconds = grpc_timeout(timeout)
+            if seconds is None:
+                # grpc-go's answer; grpcio's differs only in HTTP status 200.
+                problem = f"malformed grpc-timeout {timeout!r}: {_TIMEOUT_FORMAT}"
+                self._refuse(stream, "400", grpc.StatusCode.INTERNAL, problem, NO_ERROR)
+                return
         call = LeanCall(self, stream, method or _UNKNOWN, headers)
         stream.app = call
+        if seconds == 0:
+            _expire(call)  # already over, as grpc-go answers: the servicer never runs
+            return
         if method is None:
             call.finish(grpc.StatusCode.UNIMPLEMENTED, f"unknown method {headers.get(':path')}")
             return
@@ -81,6 +95,12 @@ class GrpcConnection(Http2Connection):
         call.task = self.loop.create_task(_run(call, method))
         self.server.calls.add(call.task)
         call.task.add_done_callback(self.server.calls.discard)
+        if seconds is not None:
+            # One timer per call, nothing per message. Frames still waiting on
+            # the peer's window when the servicer ends keep it: past the
+            # deadline they go no further.
+            timer = call.deadline = self.loop.call_later(seconds, _expire, call)
+            call.task.add_done_callback(lambda _: None if stream.queued else timer.cancel())
 
     def stream_malformed(self, stream: Http2Stream, problem: str) -> None:
         self._refuse(
@@ -137,6 +157,20 @@ class GrpcConnection(Http2Connection):
         return f"ipv{6 if ':' in host else 4}:{host}:{port}"
 
 
+# gRPC's TimeoutValue is 1 to 8 ASCII digits; grpc-go refuses more (grpcio takes them).
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+_TIMEOUT_FORMAT = "expected 1 to 8 digits and a unit (H, M, S, m, u or n)"
+
+
+def grpc_timeout(value: str) -> float | None:
+    """The seconds a `grpc-timeout` header gives the call; None if it is malformed."""
+    digits, unit = value[:-1], value[-1:]
+    if not 1 <= len(digits) <= 8 or not (digits.isascii() and digits.isdigit()):
+        return None
+    scale = _TIMEOUT_UNITS.get(unit)
+    return None if scale is None else int(digits) * scale
+
+
 def _is_grpc(content_type: str) -> bool:
     """grpc-go's test: application/grpc, or it with a +subtype or ;parameters."""
     return content_type == "application/grpc" or content_type.startswith(
@@ -177,6 +211,21 @@ async def _run(call: LeanCall, method: Method) -> None:
         log.exception("gRPC method %s failed", method.path)
         code, details = grpc.StatusCode.UNKNOWN, f"{type(exc).__name__}: {exc}"
     call.finish(code, details)
+
+
+def _expire(call: LeanCall) -> None:
+    """The deadline passed: DEADLINE_EXCEEDED then RST_STREAM, as grpcio
+    answers, and the servicer cancelled exactly as when the client
+    disconnects, so what its stream owns ends the same way."""
+    if call.stream.queued:
+        # The status may not overtake replies waiting on the peer's window,
+        # and they are of no use now: reset, as grpc-go does.
+        call.release()
+        call._conn.reset(call.stream, CANCEL)
+    else:
+        call.finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+    if call.task is not None:
+        call.task.cancel()
 
 
 class LeanGrpcServer:

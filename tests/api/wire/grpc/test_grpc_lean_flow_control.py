@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from api.wire.grpc.http2_frames import CONNECTION_WINDOW, RST_STREAM, WINDOW_UPDATE
+from api.wire.grpc.http2_frames import CONNECTION_WINDOW, RST_STREAM, STREAM_WINDOW, WINDOW_UPDATE
 from api.wire.grpc.http2_frames import frame as h2_frame
 from api.wire.grpc.lean_client import GrpcCallError, LeanChannels
 from api.wire.grpc.lean_server import LeanGrpcServer
@@ -24,6 +24,7 @@ from api.wire.grpc.server import GrpcFrontDoor
 from scheduler_core.pb import frontendv2pb_pb2, httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from tests.api.wire.grpc.raw_http2 import RawPeer, grpc_message, request_headers, until
+from tests.load.h2lite import ClientConnection
 
 FRONTEND_LOOP = "/schedulerpb.SchedulerForFrontend/FrontendLoop"
 QUERIER_LOOP = "/schedulerpb.SchedulerForQuerier/QuerierLoop"
@@ -189,6 +190,58 @@ async def test_the_lean_client_sends_a_result_larger_than_the_frontends_64_kib_w
     finally:
         channels.close()
         server.close()
+
+
+async def test_the_benchmarks_h2lite_client_sends_a_request_larger_than_a_64_kib_window() -> None:
+    received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+    async def frontend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = RawPeer(reader, writer)  # grpc-go's server windows: 64 KiB
+        await peer.accept()
+        request = await peer.until_ended(1)
+        peer.open(1, [(":status", "200"), ("content-type", "application/grpc")])
+        peer.data(1, grpc_message(b""))
+        peer.open(1, [("grpc-status", "0")], end=True)
+        received.set_result(request.messages()[0])
+
+    server = await asyncio.start_server(frontend, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    conn = await ClientConnection.connect(f"127.0.0.1:{port}")
+    result = frontendv2pb_pb2.QueryResultRequest(
+        queryID=7, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"r" * 300_000)
+    ).SerializeToString()
+    try:
+        assert await asyncio.wait_for(conn.unary(QUERY_RESULT, result), 10) == b""
+        assert await received == result
+    finally:
+        conn.close()
+        server.close()
+
+
+async def test_the_benchmarks_h2lite_frontend_enqueues_a_query_larger_than_a_door_window(
+    door: GrpcFrontDoor,
+) -> None:
+    body = b"query=" + b"x" * (3 * STREAM_WINDOW)
+    frontend = await ClientConnection.connect(f"127.0.0.1:{door.port}")
+    querier = await RawPeer.connect(door.port)
+    try:
+        loop = frontend.open_stream(FRONTEND_LOOP)
+        loop.send(init()[5:])
+        loop.send(enqueue(1, body)[5:])
+        replies = [await asyncio.wait_for(loop.recv(), 10) for _ in range(2)]
+        assert [pb.SchedulerToFrontend.FromString(r or b"").status for r in replies] == [
+            pb.OK,
+            pb.OK,
+        ]
+        querier.open(1, request_headers(QUERIER_LOOP))
+        querier.data(1, grpc_message(pb.QuerierToScheduler(querierID="q").SerializeToString()))
+
+        (message,) = (await querier.until_messages(1, 1)).messages()
+
+        assert pb.SchedulerToQuerier.FromString(message).httpRequest.body == body
+    finally:
+        frontend.close()
+        querier.close()
 
 
 async def test_the_lean_client_stops_reading_a_response_past_its_limit() -> None:
