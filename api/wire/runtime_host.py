@@ -219,14 +219,19 @@ class RuntimeHost:
         interval = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
         while True:
             await asyncio.sleep(interval)
+            # Each step on its own: a config that will not apply must not keep
+            # the sockets of revoked or expired tokens open. A database
+            # hiccup must not end either loop for good.
             try:
                 with self.reconciles.attempt():
                     version = await database_sync_to_async(selectors.config_version_get)()
                     await self.reconcile(version)
+            except Exception:
+                log.exception("config reconcile failed; retrying in %.1fs", interval)
+            try:
                 await self.close_revoked_sockets()
             except Exception:
-                # A database hiccup must not end reconciling for good.
-                log.exception("config reconcile failed; retrying in %.1fs", interval)
+                log.exception("token re-check failed; retrying in %.1fs", interval)
 
     # -- token revocation --------------------------------------------------------
 

@@ -122,6 +122,29 @@ async def test_failed_config_reconciles_are_counted_and_the_last_success_kept_un
         await runtime_host.shutdown(drain_timeout=0)
 
 
+async def test_the_token_recheck_runs_while_config_reconciles_fail(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.GRPC_PORT = 0
+    settings.CONFIG_RECONCILE_SECONDS = 0.01
+    host = await runtime_host.ensure_started()
+    checks: list[str] = []
+
+    async def checked() -> int:
+        checks.append("token check")
+        return 0
+
+    def will_not_apply(version: int) -> None:
+        raise ValueError("the stored config does not apply")
+
+    try:
+        monkeypatch.setattr(host, "close_revoked_sockets", checked)
+        monkeypatch.setattr(host, "reconcile", will_not_apply)
+        await until(lambda: host.reconciles.failures >= 2 and len(checks) >= 2)
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)
+
+
 async def test_a_failed_token_recheck_is_not_counted_as_a_failed_config_reconcile(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
