@@ -51,7 +51,7 @@ def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
 def _choice(options: tuple[str, ...]) -> Callable[[object, str, f.Collector], object]:
     def check(value: object, path: str, errs: f.Collector) -> object:
         if value not in options:
-            errs.add(path, f"must be one of {', '.join(options)}, got {value!r}")
+            errs.add(path, f"must be one of {', '.join(options)}, got {f.shown(value)}")
             return None
         return value
 

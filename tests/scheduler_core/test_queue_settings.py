@@ -19,6 +19,9 @@ from scheduler_core.queue_settings import (
     ("raw", "path", "fragment"),
     [
         ({"layout": "tree"}, "layout", "tenant-first, component-first"),
+        # Named as JSON and YAML spell it, not as Python does ("None", "True").
+        ({"layout": None}, "layout", "got null"),
+        ({"component_selection": True}, "component_selection", "got true"),
         ({"component_selection": "random"}, "component_selection", "round-robin"),
         ({"max_outstanding_requests_per_tenant": 0}, "max_outstanding_requests_per_tenant", ">= 1"),
         ({"querier_forget_delay": "-1m"}, "querier_forget_delay", "not a valid duration"),
