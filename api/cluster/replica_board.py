@@ -9,6 +9,11 @@ board with the live local snapshot and do no I/O of their own, so a page
 costs no Redis round trip, and peers' data is at most about two publish
 periods old. When Redis fails the board empties: no
 numbers beat stale numbers.
+
+How old a summary is comes from Redis's clock (its key's remaining TTL),
+not from the publisher's: a replica whose clock was 5 s behind was
+reported down by every peer, its requests never listed nor cancelled.
+Each peer's clock offset is kept (`skew`) and logged when over a second.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from api.cluster import replica_rules
@@ -39,7 +46,9 @@ __all__ = [
     "STALE_SECONDS",
     "ReplicaBoard",
     "get_board",
+    "publish",
     "publish_loop",
+    "read_peers",
 ]
 
 log = logging.getLogger(__name__)
@@ -49,6 +58,8 @@ PUBLISH_SECONDS = 0.5
 # its replica has stopped publishing (hung or gone), and old numbers mislead.
 STALE_SECONDS = 3.0
 KEY_TTL_SECONDS = 5
+# A peer clock further off than this is logged (once, until it is back in step).
+SKEW_WARN_SECONDS = 1.0
 
 
 # A replica that stopped publishing without withdrawing (crashed, hung, or
@@ -76,6 +87,14 @@ class ReplicaBoard:
         # Wall time of the last successful registry read; peers are only
         # judged while it is fresh (Redis down: we know nothing of them).
         self.registry_at: float | None = None
+        # Each peer's clock minus ours, measured through its key's TTL.
+        self._skews: dict[str, float] = {}
+        self._skew_warned: set[str] = set()
+        # This process, in its summary: another one publishing under our ID
+        # (REPLICA_ID set alike on several) shows as a foreign instance.
+        self.instance = uuid.uuid4().hex
+        self._foreign: tuple[str, float] | None = None
+        self.twin_warned_at: float | None = None
 
     def note_registry(self, members: Mapping[str, float], wall_now: float) -> None:
         """Remember each registered peer's last publish; forget withdrawn ones."""
@@ -100,7 +119,7 @@ class ReplicaBoard:
         """
         wall_now = time.time() if wall_now is None else wall_now
         states = {self.own_id: True}
-        if self.registry_at is not None and wall_now - self.registry_at <= STALE_SECONDS:
+        if self._registry_read(wall_now):
             fresh = {p.replica for p in self.fresh_peers(wall_now)}
             for replica in self.last_seen:
                 states[replica] = replica in fresh
@@ -108,21 +127,64 @@ class ReplicaBoard:
                 states[replica] = True
         return sorted(states.items())
 
+    def unreachable_peers(self, wall_now: float | None = None) -> list[str]:
+        """Peers whose queue this replica cannot see now, sorted.
+
+        The down ones of `replica_states` and, while the registry cannot be
+        read (Redis unreachable), every peer known within
+        `MISSING_MEMORY_SECONDS` that did not withdraw: their requests are
+        absent from this replica's answers, which must name them rather
+        than pass for a lone replica's. (`replica_states`, behind the up
+        gauge, judges no peer then, so a Redis outage does not page as
+        replicas down.)
+        """
+        wall_now = time.time() if wall_now is None else wall_now
+        if self._registry_read(wall_now):
+            return [r for r, up in self.replica_states(wall_now) if not up]
+        fresh = {p.replica for p in self.fresh_peers(wall_now)}
+        return sorted(
+            replica
+            for replica, at in self.last_seen.items()
+            if wall_now - at <= MISSING_MEMORY_SECONDS and replica not in fresh
+        )
+
+    def _registry_read(self, wall_now: float) -> bool:
+        """Whether the registry was read lately enough to judge peers by it."""
+        return self.registry_at is not None and wall_now - self.registry_at <= STALE_SECONDS
+
     def fresh_peers(self, wall_now: float) -> tuple[PeerSummary, ...]:
         return tuple(p for p in self.peers if wall_now - p.at <= STALE_SECONDS)
 
     def view(self, local: QueueSnapshot, wall_now: float | None = None) -> MergedView | None:
-        """The merged view, or None when no peer is live (single-replica mode)."""
+        """The merged view, or None for a lone replica (no peer live or unreachable).
+
+        A view whose peers are all unreachable is still one: its answers
+        are this replica's alone and must name the others as missing.
+        """
         wall_now = time.time() if wall_now is None else wall_now
         peers = self.fresh_peers(wall_now)
-        if not peers:
+        missing = tuple(self.unreachable_peers(wall_now))
+        if not peers and not missing:
             return None
-        return merge(local, self.own_id, peers, wall_now)
+        return replace(merge(local, self.own_id, peers, wall_now), missing=missing)
 
-    def accept(self, raws: Iterable[bytes | None]) -> None:
-        """Replace the peers with the summaries just read; bad ones are skipped."""
+    def accept(
+        self,
+        raws: Iterable[bytes | None],
+        ages: Sequence[float | None] = (),
+        wall_now: float | None = None,
+    ) -> None:
+        """Replace the peers with the summaries just read; bad ones are skipped.
+
+        `ages[i]`, when known, is how long ago `raws[i]` was published by
+        Redis's clock (its key's TTL): the summary's `at` is then moved onto
+        this replica's clock, so a peer whose clock is behind is neither
+        stale forever (reported down, its requests never listed) nor, ahead,
+        fresh after it stopped. How far its clock is off is kept (`skew`).
+        """
+        wall_now = time.time() if wall_now is None else wall_now
         peers: list[PeerSummary] = []
-        for raw in raws:
+        for i, raw in enumerate(raws):
             if raw is None:
                 continue
             try:
@@ -130,9 +192,67 @@ class ReplicaBoard:
             except (ValueError, MalformedSummary) as exc:
                 log.warning("ignoring a replica summary: %s", exc)
                 continue
-            if peer.replica != self.own_id:
-                peers.append(peer)
+            if peer.replica == self.own_id:
+                continue
+            age = ages[i] if i < len(ages) else None
+            if age is not None:
+                published = wall_now - age
+                self._note_skew(peer.replica, peer.at - published)
+                peer = replace(peer, at=published)
+            peers.append(peer)
         self.peers = tuple(sorted(peers, key=lambda p: p.replica))
+
+    def note_own_key(self, raw: bytes | None, wall_now: float) -> bool:
+        """Check what our key held before we wrote it: another live process's summary?
+
+        Two replicas with one REPLICA_ID overwrite each other's summary and
+        answer each other's questions as one: the merged queue shows either
+        one's, a listing counted one and listed the other's rows, a cancel
+        of a listed request was a 404. A foreign instance seen publishing
+        again (a newer summary, not a dead predecessor's last one) is
+        logged as an error, at most once a minute.
+        """
+        try:
+            found = json.loads(raw) if raw is not None else None
+        except ValueError:
+            found = None
+        if not isinstance(found, dict) or found.get("instance") in (None, self.instance):
+            return False
+        instance, at = str(found["instance"]), found.get("at")
+        if not isinstance(at, (int, float)):
+            return False
+        previous, self._foreign = self._foreign, (instance, float(at))
+        if previous is None or previous[0] != instance or previous[1] >= at:
+            return False
+        if self.twin_warned_at is None or wall_now - self.twin_warned_at >= 60:
+            log.error(
+                "another process publishes as replica %s: give each replica its own "
+                "REPLICA_ID, or their queues show as one and listings and cancels "
+                "across replicas go wrong",
+                self.own_id,
+            )
+            self.twin_warned_at = wall_now
+        return True
+
+    def skew(self, replica: str) -> float:
+        """How far `replica`'s clock is ahead of this one's (seconds; 0 if unknown)."""
+        return self._skews.get(replica, 0.0)
+
+    def _note_skew(self, replica: str, skew: float) -> None:
+        self._skews[replica] = skew
+        warned = replica in self._skew_warned
+        if abs(skew) > SKEW_WARN_SECONDS and not warned:
+            side = "ahead of" if skew > 0 else "behind"
+            log.warning(
+                "replica %s's clock is %.1f s %s this one's: keep the replicas' clocks "
+                "in step (NTP); summaries are corrected for it, cancels' deadlines too",
+                replica,
+                abs(skew),
+                side,
+            )
+            self._skew_warned.add(replica)
+        elif abs(skew) <= SKEW_WARN_SECONDS / 2 and warned:
+            self._skew_warned.discard(replica)
 
 
 _board: ReplicaBoard | None = None
@@ -162,25 +282,56 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
         stats=stats,
         frontends=frontends,
     )
+    summary["instance"] = board.instance
     body = json.dumps(summary, separators=(",", ":"))
+    registered = await publish(client, board, prefix, body, wall)
+    await read_peers(client, board, prefix, [m for m in registered if m != board.own_id])
+    board.note_registry(registered, wall)
+    # Rule hit counts ride the same loop, at their own slower cadence.
+    log_ = getattr(host, "admission_log", None)
+    if log_ is not None:
+        peers = list(registered)
+        await replica_rules.exchange(
+            client, log_.stats, board.own_id, peers, prefix, skew=board.skew
+        )
+
+
+async def publish(
+    client: Any, board: ReplicaBoard, prefix: str, body: str, wall: float
+) -> dict[str, float]:
+    """Write our summary and registry entry; the registry as it now is (id -> publish time).
+
+    What our key held before is read in the same round trip, to catch
+    another process publishing under our ID (`ReplicaBoard.note_own_key`).
+    """
     key, registry = _keys(prefix, board.own_id)
     async with client.pipeline(transaction=False) as pipe:
+        pipe.get(key)
         pipe.set(key, body, ex=KEY_TTL_SECONDS)
         pipe.zadd(registry, {board.own_id: wall})
         # Registry entries of replicas gone for a minute are pruned; the TTL
         # on their keys already hides them from readers.
         pipe.zremrangebyscore(registry, "-inf", wall - 60)
         pipe.zrange(registry, 0, -1, withscores=True)
-        *_, members = await pipe.execute()
-    registered = {m.decode(): float(at) for m, at in members}
-    others = [m for m in registered if m != board.own_id]
-    values = await client.mget([_keys(prefix, m)[0] for m in others]) if others else []
-    board.accept(values)
-    board.note_registry(registered, wall)
-    # Rule hit counts ride the same loop, at their own slower cadence.
-    log_ = getattr(host, "admission_log", None)
-    if log_ is not None:
-        await replica_rules.exchange(client, log_.stats, board.own_id, list(registered), prefix)
+        before, *_, members = await pipe.execute()
+    board.note_own_key(before, wall)
+    return {m.decode(): float(at) for m, at in members}
+
+
+async def read_peers(client: Any, board: ReplicaBoard, prefix: str, peers: list[str]) -> None:
+    """Every peer's summary and how long ago Redis got it (one round trip) into the board."""
+    replies: list[Any] = []
+    if peers:
+        async with client.pipeline(transaction=False) as pipe:
+            for replica in peers:
+                key = _keys(prefix, replica)[0]
+                pipe.get(key)
+                pipe.pttl(key)
+            replies = await pipe.execute()
+    raws, ttls = replies[0::2], replies[1::2]
+    # A key set with `ex=KEY_TTL_SECONDS` has lived what its TTL lost since.
+    ages = [KEY_TTL_SECONDS - ms / 1000 if ms >= 0 else None for ms in ttls]
+    board.accept(raws, ages, time.time())
 
 
 async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,8 +73,20 @@ def _key(prefix: str, replica: str) -> str:
     return f"{prefix}:qi:rules:{replica}"
 
 
-async def exchange(client: Any, stats: Any, own_id: str, replicas: list[str], prefix: str) -> None:
-    """Publish ours and read the peers' (`replicas`: every registered id)."""
+async def exchange(
+    client: Any,
+    stats: Any,
+    own_id: str,
+    replicas: list[str],
+    prefix: str,
+    skew: Callable[[str], float] = lambda _replica: 0.0,
+) -> None:
+    """Publish ours and read the peers' (`replicas`: every registered id).
+
+    `skew(replica)` is how far that replica's clock is ahead of ours (the
+    board measures it): its `at` is moved onto our clock, or a peer whose
+    clock ran `STALE_SECONDS` behind had its counts left out for good.
+    """
     wall = time.time()
     if wall - PEERS.last_publish < PUBLISH_EVERY:
         return
@@ -89,7 +102,7 @@ async def exchange(client: Any, stats: Any, own_id: str, replicas: list[str], pr
             continue
         try:
             parsed = json.loads(raw)
-            at[replica] = float(parsed["at"])
+            at[replica] = float(parsed["at"]) - skew(replica)
             tenants[replica] = dict(parsed["tenants"])
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring replica %s's rule counts: %s", replica, exc)

@@ -12,8 +12,10 @@ most about two publish periods old.
 Times cross process boundaries as ages, never as clock readings: each
 replica's queue runs on its own monotonic clock, so a summary says "oldest
 waiting 3.2 s at wall time T", and the reader rebases that age onto its own
-queue clock, adding how long ago T was. Wall clocks are assumed to agree to
-well under a second (NTP); a peer clock ahead of ours counts as age 0.
+queue clock, adding how long ago T was. The board first moves T onto the
+reader's wall clock (`api.cluster.replica_board`: by the age Redis gives
+the summary's key), so replicas' clocks need not agree; a T still ahead of
+ours counts as age 0.
 
 A summary also carries the replica's frontends, capped, with true totals
 (`api.cluster.replica_frontends`). A summary without them (an older replica) is
@@ -208,7 +210,9 @@ class MergedView:
     connected to: a querier connects to every replica, so it appears once
     per replica, each row with that replica's workers. `peer_frontends` are
     the peers that published frontends (ages rebased to now), sorted by
-    replica; `frontends_missing` the live peers that did not.
+    replica; `frontends_missing` the live peers that did not. `missing` are
+    the peers left out because this replica cannot read them (down, or
+    Redis unreachable): the view is partial and must say so.
     """
 
     snapshot: QueueSnapshot
@@ -218,16 +222,24 @@ class MergedView:
     local: str = ""
     peer_frontends: tuple[ReplicaFrontends, ...] = ()
     frontends_missing: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
 
     def header(self) -> dict[str, Any]:
-        """The replica figures the inspector and the REST API show."""
+        """The replica figures the inspector and the REST API show.
+
+        The note does not repeat `missing`: the inspector names those
+        itself ("not answering: ..."), from the same board. With no peer
+        answering it is empty: `missing` says who is not.
+        """
         count = len(self.replicas)
         age = round(self.peers_max_age, 1)
+        note = f"{count} replicas, peers' data ≤{max(age, 1.0):g} s old" if count > 1 else ""
         return {
             "count": count,
             "ids": list(self.replicas),
+            "missing": list(self.missing),
             "peers_max_age": age,
-            "note": f"{count} replicas, peers' data ≤{max(age, 1.0):g} s old",
+            "note": note,
         }
 
 

@@ -54,8 +54,13 @@ class OthersSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class ReplicasSerializer(serializers.Serializer):  # type: ignore[type-arg]
     count = serializers.IntegerField()
     ids = serializers.ListField(child=serializers.CharField())
+    missing = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="peers left out of this answer: down, or every peer known while Redis is "
+        "unreachable",
+    )
     peers_max_age = serializers.FloatField(help_text="seconds since the oldest peer summary")
-    note = serializers.CharField()
+    note = serializers.CharField(help_text="empty when no peer answers")
 
 
 class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -68,7 +73,7 @@ class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant_count = serializers.IntegerField(help_text="tenants matching the filter")
     tenants = TenantRowSerializer(many=True)
     others = OthersSerializer()
-    replicas = ReplicasSerializer(required=False, help_text="only when peer replicas publish")
+    replicas = ReplicasSerializer(required=False, help_text="only when a peer replica is known")
 
 
 class WorkerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -3,9 +3,14 @@
 Daphne's Twisted reactor owns both signals. `SignalDrain.install` takes
 them on the event loop (main thread only: elsewhere, or on a loop that
 cannot, the server exits on them as before, without a drain) and keeps the
-previous handlers. The first signal gives them back, runs the drain, and
+previous handlers. The first signal runs the drain, then gives them back and
 raises the same signal again, so the reactor shuts down as usual once every
-request was answered and every socket closed.
+request was answered and every socket closed. A signal heard during the
+drain is logged and ignored: handed to the reactor, a second SIGTERM (a
+process manager repeating itself, a wrapper forwarding the group's signal)
+ended the process mid-drain, its queue lost without a word to the frontends
+and its summary never withdrawn. The drain is bounded by its timeout;
+SIGKILL stops the process at once.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class SignalDrain:
         self._previous: dict[signal.Signals, Any] = {}
         # The drain's task is kept here: the loop holds tasks only weakly.
         self._running: set[asyncio.Task[None]] = set()
+        self._draining = False
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -49,7 +55,13 @@ class SignalDrain:
             self._previous[sig] = previous
 
     def restore(self) -> None:
-        """Give the signals back to whoever had them (Daphne's Twisted reactor)."""
+        """Give the signals back to whoever had them (Daphne's Twisted reactor).
+
+        During a drain this waits for its end: the drain itself (the host's
+        stop) asks for it, and a signal must not reach the reactor before.
+        """
+        if self._draining:
+            return
         for sig, previous in self._previous.items():
             self._loop.remove_signal_handler(sig)
             if previous is not None:
@@ -57,12 +69,17 @@ class SignalDrain:
         self._previous.clear()
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        self.restore()
+        if self._draining:
+            log.warning("%s again: already draining (SIGKILL stops at once)", sig.name)
+            return
+        self._draining = True
 
         async def drain_then_exit() -> None:
             try:
                 await self._drain(sig)
             finally:
+                self._draining = False
+                self.restore()
                 signal.raise_signal(sig)
 
         task = self._loop.create_task(drain_then_exit())

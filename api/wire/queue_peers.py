@@ -14,8 +14,10 @@ is down.
 
 A cancel is asked with a deadline: a replica that hears it after the asker
 gave up (hung, then resumed) drops it, so a cancel reported as not done
-never happens later, unrecorded. The merged REST operations built on this
-(listing pages, lookups, cancels) live in `queue_merged`.
+never happens later, unrecorded. The deadline is on the asker's clock and
+read through its measured skew (`ReplicaBoard.skew`), so clocks need not
+agree. The merged REST operations built on this (listing pages, lookups,
+cancels) live in `queue_merged`.
 """
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ def live_peers() -> list[str]:
 
 
 def down_peers() -> list[str]:
-    """Peers that stopped publishing without withdrawing: hung, or gone without a stop.
+    """Peers that stopped publishing without withdrawing (hung, or gone without a
+    stop), and every known peer while Redis is unreachable (`unreachable_peers`).
 
     Not asked (they cannot answer), but named in `replicas_missing`: their
     requests are absent from an answer that must not look complete.
     """
-    board = get_board()
-    return [r for r, up in board.replica_states() if not up and r != board.own_id]
+    return get_board().unreachable_peers()
 
 
 def _query_limit(raw: Any) -> int:
@@ -125,7 +127,7 @@ class QueuePeers:
         if message.get("target") not in (None, self.own):
             return
         expires = message.get("expires")
-        if message.get("op") in _CHANGES and isinstance(expires, float) and time.time() > expires:
+        if message.get("op") in _CHANGES and isinstance(expires, float) and self._late(message):
             log.warning(
                 "queue peers: dropped a %s from %s heard after its asker gave up",
                 message.get("op"),
@@ -135,6 +137,17 @@ class QueuePeers:
         task = asyncio.get_running_loop().create_task(self._reply(layer, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    def _late(message: dict[str, Any]) -> bool:
+        """Whether the asker has given up: its deadline, on the asker's clock, has passed.
+
+        Read on this clock through the asker's measured skew: a replica whose
+        clock was seconds behind the asker's dropped every cancel as late.
+        """
+        asker = message.get("from")
+        skew = get_board().skew(asker) if isinstance(asker, str) else 0.0
+        return bool(time.time() + skew > message["expires"])
 
     async def _reply(self, layer: Any, message: dict[str, Any]) -> None:
         try:

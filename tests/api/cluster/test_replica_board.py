@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from api.cluster.replica_board import MISSING_MEMORY_SECONDS, STALE_SECONDS, ReplicaBoard
 from api.cluster.replicas import summarize
 from api.wire.frontends import FrontendRow
@@ -89,3 +91,52 @@ def test_without_a_fresh_registry_read_only_this_replica_is_reported() -> None:
     board.accept([encoded("b", WALL)])
     board.note_registry({"a": WALL, "b": WALL}, WALL)
     assert board.replica_states(WALL + STALE_SECONDS + 1) == [("a", True)]
+
+
+def test_while_the_registry_cannot_be_read_every_known_peer_is_unreachable() -> None:
+    """Redis down: the board emptied and answers passed for a lone replica's."""
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL), encoded("c", WALL)])
+    board.note_registry({"a": WALL, "b": WALL, "c": WALL}, WALL)
+    assert board.unreachable_peers(WALL) == []
+    outage = WALL + STALE_SECONDS + 1
+    board.peers = ()  # as the publish loop leaves it when Redis fails
+    assert board.unreachable_peers(outage) == ["b", "c"]
+    # The up gauge still judges no peer: a Redis outage is not replicas down.
+    assert board.replica_states(outage) == [("a", True)]
+    assert board.unreachable_peers(WALL + MISSING_MEMORY_SECONDS + 1) == []
+
+
+def test_a_view_whose_only_peer_is_down_is_this_replica_naming_the_peer_missing() -> None:
+    """It was no view at all: queue/ of two replicas, one killed, looked like a lone one."""
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL), encoded("c", WALL)])
+    board.note_registry({"a": WALL, "b": WALL, "c": WALL}, WALL)
+    later = WALL + 10
+    board.accept([None, encoded("c", later)])  # b was killed; c lives
+    board.note_registry({"a": later, "b": WALL, "c": later}, later)
+    both = board.view(snapshot(1000.0, []), later)
+    assert both is not None and both.replicas == ("a", "c") and both.missing == ("b",)
+    assert both.header()["missing"] == ["b"]
+    board.accept([None, None])  # c too
+    alone = board.view(snapshot(1000.0, []), later)
+    assert alone is not None and alone.replicas == ("a",) and alone.missing == ("b", "c")
+    assert alone.header()["note"] == ""
+
+
+def test_a_peer_whose_clock_is_behind_is_fresh_by_the_age_redis_gives_its_summary(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Judged by its own clock, a peer 5 s behind was down for good: never listed, paged."""
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL - 5.0), encoded("c", WALL + 0.3)], [0.2, 0.1], WALL)
+    assert [p.replica for p in board.fresh_peers(WALL)] == ["b", "c"]
+    assert board.skew("b") == pytest.approx(-4.8) and board.skew("c") == pytest.approx(0.4)
+    assert board.skew("unknown") == 0.0
+    view = board.view(snapshot(1000.0, []), WALL)
+    assert view is not None and view.peers_max_age == pytest.approx(0.2)
+    assert "replica b's clock is 4.8 s behind this one's" in caplog.text
+    assert "replica c's clock" not in caplog.text
+    # Without an age (an expired key read in passing) its own clock is all there is.
+    board.accept([encoded("b", WALL - 5.0)], [None], WALL)
+    assert board.fresh_peers(WALL) == ()

@@ -121,6 +121,7 @@ def test_the_header_counts_replicas_and_says_how_old_peers_data_is() -> None:
     ]
     header = merge(local, "a", peers, WALL).header()
     assert header["count"] == 3 and header["ids"] == ["a", "b", "c"]
+    assert header["missing"] == []
     assert header["peers_max_age"] == pytest.approx(0.8)
     assert header["note"] == "3 replicas, peers' data ≤1 s old"
 

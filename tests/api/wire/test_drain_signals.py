@@ -69,3 +69,27 @@ async def test_off_the_main_thread_nothing_is_taken(server_handler: list[str]) -
     worker.join()
     os.kill(os.getpid(), signal.SIGTERM)
     await until(lambda: server_handler == ["server"])
+
+
+async def test_a_signal_repeated_during_the_drain_waits_for_it(
+    server_handler: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Handed to the server, a second SIGTERM ended the process mid-drain, its queue lost."""
+    events = server_handler
+    release = asyncio.Event()
+
+    async def drain(sig: signal.Signals) -> None:
+        events.append("drain")
+        signals.restore()  # the host's stop asks for this at its start
+        await release.wait()
+        events.append("drained")
+
+    signals = SignalDrain(asyncio.get_running_loop(), drain)
+    signals.install()
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: events == ["drain"])
+    os.kill(os.getpid(), signal.SIGTERM)
+    await until(lambda: "SIGTERM again: already draining" in caplog.text)
+    assert events == ["drain"]
+    release.set()
+    await until(lambda: events == ["drain", "drained", "server"])

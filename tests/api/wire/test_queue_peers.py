@@ -156,3 +156,55 @@ async def test_a_stalled_channel_layer_costs_the_timeout_not_more(
     # The fixture's timeout is 0.5 s; before, this waited on the send for good.
     asked = peers["r-a"].ask("count", {}, ["r-b"])
     assert await asyncio.wait_for(asked, 10) == ({}, ["r-b"])
+
+
+async def test_a_peer_silent_on_the_count_is_not_asked_for_rows_too(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked again for each phase's rows, a hung peer held a listing 6 s, not 2."""
+    from channels.layers import get_channel_layer
+
+    hosts, peers = pair
+    fill(hosts["r-a"], "a", 1)
+    fill(hosts["r-b"], "b", 1)
+    monkeypatch.setattr(queue_peers, "live_peers", lambda: ["r-b", "r-gone"])
+    layer = get_channel_layer()
+    asked: list[tuple[str, str | None]] = []
+    send = layer.group_send
+
+    async def recording(group: str, message: dict[str, Any]) -> None:
+        asked.append((message["op"], message["target"]))
+        await send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", recording)
+    page = await merged.page(peers["r-a"], RequestFilter(tenant="t"), None, 10)
+    assert page["replicas_missing"] == ["r-gone"]
+    assert [r["id"] for r in page["results"]] == ["a0", "b0"]
+    assert asked == [("count", None), ("page", "r-b"), ("page", "r-b")]
+
+
+async def test_a_cancel_from_an_asker_whose_clock_is_behind_is_not_taken_for_late(
+    pair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its deadline read on the hearer's clock: every cancel from that replica was dropped."""
+    import time
+
+    from channels.layers import get_channel_layer
+
+    from api.cluster import replica_board
+    from tests.api.cluster.replica_summaries import encoded
+
+    hosts, peers = pair
+    fill(hosts["r-b"], "b", 1)
+    board = replica_board.ReplicaBoard("r-b")
+    now = time.time()
+    board.accept([encoded("r-a", now - 3.0)], [0.0], now)  # r-a's clock: 3 s behind
+    monkeypatch.setattr(replica_board, "_board", board)
+    ask = {"type": "queue.ask", "rid": "skewed", "reply": peers["r-a"].channel, "from": "r-a"}
+    args = {"id": "b0", "reason": "by op"}
+    # Within its 2 s on r-a's clock, though a second past on r-b's.
+    message = {**ask, "op": "cancel_one", "args": args, "expires": now - 1.0, "target": "r-b"}
+    await get_channel_layer().group_send(queue_peers.QUEUE_GROUP, message)
+    found, missing = await merged.find(peers["r-a"], "b0", None)
+    assert found is None and missing == []
+    assert len(hosts["r-b"].runtime.queue) == 0

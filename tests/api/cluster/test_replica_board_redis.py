@@ -1,0 +1,98 @@
+"""Reading peers' summaries from a real Redis (TEST_REDIS_URL): their age is Redis's to tell."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from api.cluster import replica_rules
+from api.cluster.replica_board import KEY_TTL_SECONDS, ReplicaBoard, publish, read_peers
+from api.cluster.replicas import summarize
+from scheduler_core.rule_stats import RuleStats
+from tests.api.cluster.replica_summaries import encoded, snapshot
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[tuple[Any, str]]:
+    import redis.asyncio as aioredis
+
+    url = os.environ.get("TEST_REDIS_URL", "")
+    if not url:
+        pytest.fail("TEST_REDIS_URL is unset (tests/servers.py sets it)", pytrace=False)
+    client = aioredis.Redis.from_url(url)
+    prefix = f"qi-test-{uuid.uuid4().hex[:8]}"
+    yield client, prefix
+    keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+async def test_a_peer_publishing_with_a_clock_5_s_behind_reads_as_fresh(
+    redis: tuple[Any, str],
+) -> None:
+    client, prefix = redis
+    behind = time.time() - 5.0
+    summary = summarize(snapshot(1.0, []), replica="b", wall_time=behind, stats=None)
+    await client.set(f"{prefix}:qi:replica:b", json.dumps(summary), ex=KEY_TTL_SECONDS)
+    board = ReplicaBoard("a")
+    await read_peers(client, board, prefix, ["b", "gone"])
+    assert [p.replica for p in board.fresh_peers(time.time())] == ["b"]
+    assert board.skew("b") == pytest.approx(-5.0, abs=0.5)
+
+
+async def test_rule_counts_of_a_peer_whose_clock_is_behind_are_counted(
+    redis: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its `at`, read on its own clock, was over STALE_SECONDS old: its hits left out."""
+    client, prefix = redis
+    peers = replica_rules.PEERS
+    for field in ("own_id", "at", "tenants", "last_publish"):
+        monkeypatch.setattr(peers, field, getattr(peers, field))
+    peers.last_publish = 0.0
+    counts = {"t": ["fp", {"1h": [3]}, 60.0]}
+    behind = time.time() - 20.0
+    record = json.dumps({"at": behind, "tenants": counts})
+    await client.set(f"{prefix}:qi:rules:b", record, ex=replica_rules.KEY_TTL_SECONDS)
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", behind)], [0.0], time.time())
+    await replica_rules.exchange(client, RuleStats(), "a", ["a", "b"], prefix, skew=board.skew)
+    assert [c.replica for c in replica_rules.tenant_counts("t", None, "a")] == ["b"]
+
+
+def _body(board: ReplicaBoard, at: float) -> str:
+    return json.dumps({"instance": board.instance, "at": at})
+
+
+async def test_two_processes_publishing_under_one_replica_id_are_told_apart_and_logged(
+    redis: tuple[Any, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """They answered as one: a listing counted 0 and listed the twin's 4 rows."""
+    client, prefix = redis
+    one, two = ReplicaBoard("a"), ReplicaBoard("a")
+    warned = []
+    for at in (1.0, 1.5, 2.0):  # each overwrites the other's summary, turn by turn
+        for board in (one, two):
+            await publish(client, board, prefix, _body(board, at), at)
+            warned.append(board.twin_warned_at is not None)
+    # Once each has seen the other's summary advance, both say so.
+    assert warned == [False, False, False, True, True, True]
+    assert "another process publishes as replica a" in caplog.text
+
+
+async def test_a_restart_under_the_same_id_is_not_taken_for_a_twin(
+    redis: tuple[Any, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The killed predecessor's last summary is still there once; it never advances."""
+    client, prefix = redis
+    old, new = ReplicaBoard("a"), ReplicaBoard("a")
+    await publish(client, old, prefix, _body(old, 1.0), 1.0)
+    for at in (2.0, 2.5, 3.0):
+        await publish(client, new, prefix, _body(new, at), at)
+    assert new.twin_warned_at is None and "another process" not in caplog.text
