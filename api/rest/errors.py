@@ -17,9 +17,11 @@ message about a whole object that also has failing children goes under
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -30,6 +32,7 @@ from api.store.exceptions import ConfigValidationError, NotFound, VersionConflic
 from scheduler_core.errors import FieldError
 
 __all__ = [
+    "DATABASE_DOWN_RETRY_SECONDS",
     "PayloadTooLarge",
     "PreconditionRequired",
     "api_exception_handler",
@@ -41,6 +44,10 @@ __all__ = [
 ]
 
 ROOT = "(root)"
+# How long a client is asked to wait when the database did not answer.
+DATABASE_DOWN_RETRY_SECONDS = 5
+
+log = logging.getLogger(__name__)
 
 Splitter = Callable[[str], list[str]]
 
@@ -122,6 +129,14 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return response
     if isinstance(exc, NotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is down or refusing connections (token checks read it
+        # on every call): a 500 "internal error" sent operators to the code.
+        log.warning("REST call answered 503: the database did not answer (%s)", exc)
+        detail = "the database did not answer; try again shortly"
+        response = Response({"detail": detail}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        response["Retry-After"] = str(DATABASE_DOWN_RETRY_SECONDS)
+        return response
     return drf_exception_handler(exc, context)
 
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import grpc
 import pytest
 
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
+from django.db import OperationalError
+
+from config import serve
 from config.serve import event_loop_name, install_event_loop
-from loadgen.daphne_process import DaphneProcess
+from loadgen.daphne_process import BASE_DIR, DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
 
@@ -23,6 +28,37 @@ def test_no_event_loop_setting_runs_uvloop_and_asyncio_stays_a_choice() -> None:
     assert event_loop_name({}) == "uvloop"
     assert event_loop_name({"EVENT_LOOP": " "}) == "uvloop"
     assert event_loop_name({"EVENT_LOOP": "AsyncIO"}) == "asyncio"
+
+
+def test_a_database_behind_the_code_stops_start_up_naming_the_migrations_to_run() -> None:
+    server = DaphneProcess(grpc=False)
+    try:
+        server.manage("migrate", "--noinput", "-v0")
+        server.manage("migrate", "api", "0003", "--noinput", "-v0")  # as before an upgrade
+        started = subprocess.run(
+            [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(server.port)]
+            + ["config.asgi:application"],
+            env=server.env,
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert started.returncode == 1
+        assert "the database is behind this code: 1 migration(s) not applied" in started.stderr
+        assert "(api.0004_apitoken_expires_at); run `python manage.py migrate`" in started.stderr
+    finally:
+        server.cleanup()
+
+
+def test_a_database_that_cannot_be_reached_at_start_up_does_not_stop_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreachable() -> list[str]:
+        raise OperationalError("could not connect to server")
+
+    monkeypatch.setattr(serve, "unapplied_migrations", unreachable)
+    serve.refuse_unmigrated_database()
 
 
 # An empty EVENT_LOOP is the default: the variable cannot be unset through

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 from channels.db import aclose_old_connections, database_sync_to_async
 from channels.exceptions import StopConsumer
+from django.db import InterfaceError, OperationalError
 
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
@@ -28,7 +29,13 @@ from api.wire import token_sockets
 from api.wire.consumers.guard import CLIENT_GONE, GuardedConsumer
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
 
-__all__ = ["CLOSE_FORBIDDEN", "CLOSE_UNAUTHENTICATED", "MachineConsumer", "scope_token"]
+__all__ = [
+    "CLOSE_FORBIDDEN",
+    "CLOSE_TRY_AGAIN_LATER",
+    "CLOSE_UNAUTHENTICATED",
+    "MachineConsumer",
+    "scope_token",
+]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +43,9 @@ log = logging.getLogger(__name__)
 # accept into HTTP 403, so clients see the refusal, and the code shows in logs.
 CLOSE_UNAUTHENTICATED = 4001
 CLOSE_FORBIDDEN = 4003
+# RFC 6455's registry: the server cannot serve now, the client should retry.
+CLOSE_TRY_AGAIN_LATER = 1013
+DATABASE_DOWN = "the token could not be checked: the database did not answer; try again"
 
 _connection_ids = itertools.count(1)
 
@@ -97,7 +107,19 @@ class MachineConsumer(GuardedConsumer):
     async def connect(self) -> None:
         self.connection_id = f"{self.kind}-{next(_connection_ids)}"
         plaintext = scope_token(self.scope)
-        token = await database_sync_to_async(api_token_authenticate)(plaintext or "")
+        try:
+            token = await database_sync_to_async(api_token_authenticate)(plaintext or "")
+        except (OperationalError, InterfaceError) as exc:
+            # Refused before the accept, this read as a bad token (Daphne's
+            # 403), and operators went looking at their tokens: accepted,
+            # the socket can say why before it closes.
+            log.warning("%s %s: %s (%s)", self.kind, self.connection_id, DATABASE_DOWN, exc)
+            await self.accept()
+            # Straight to the socket: the frontend's outbox exists only once opened.
+            frame = error_message(ProtocolError(None, DATABASE_DOWN), 503)
+            await self.send(text_data=dumps(frame))
+            await self.close(code=CLOSE_TRY_AGAIN_LATER)
+            return
         await aclose_old_connections()
         if token is None:
             await self.close(code=CLOSE_UNAUTHENTICATED)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from api.rest import auth
 from api.store.models import ApiToken
 from api.store.services import api_token_issue, api_token_revoke
 
@@ -82,3 +84,16 @@ def test_an_expired_token_is_refused_like_a_revoked_one(db):
     assert refused.status_code == 401
     assert refused["WWW-Authenticate"].startswith("Bearer")
     assert refused.json() == {"detail": "invalid, revoked or expired token"}
+
+
+def test_a_database_that_does_not_answer_is_a_503_to_retry_not_a_server_error(
+    viewer_api, monkeypatch
+):
+    def down(plaintext: str) -> None:
+        raise OperationalError("could not connect to server: Connection refused")
+
+    monkeypatch.setattr(auth, "api_token_authenticate", down)
+    response = viewer_api.get("/api/v1/tenants/")
+    assert response.status_code == 503
+    assert response.json() == {"detail": "the database did not answer; try again shortly"}
+    assert response["Retry-After"] == "5"

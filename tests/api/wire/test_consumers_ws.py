@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import OperationalError
 
 from api.store.models import ConfigRevision
 from api.store.services import api_token_issue, tenant_put
+from api.wire.consumers import base
 from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,6 +90,22 @@ async def test_a_token_of_another_role_is_forbidden(host: Any, tokens: dict[str,
     assert await comm.connect(timeout=5) == (False, 4003)
     comm = WebsocketCommunicator(application, f"/ws/frontend/?token={tokens['viewer']}")
     assert await comm.connect(timeout=5) == (False, 4003)
+
+
+@pytest.mark.parametrize("path", ["/ws/frontend/", "/ws/querier/"])
+async def test_a_database_that_does_not_answer_the_token_check_is_said_not_taken_for_a_bad_token(
+    host: Any, tokens: dict[str, str], monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    def down(plaintext: str) -> None:
+        raise OperationalError("could not connect to server: Connection refused")
+
+    monkeypatch.setattr(base, "api_token_authenticate", down)
+    comm = WebsocketCommunicator(application, f"{path}?token={tokens['frontend']}")
+    assert await comm.connect(timeout=5) == (True, None)
+    error = await comm.receive_json_from(timeout=5)
+    assert (error["type"], error["status"]) == ("error", 503)
+    assert error["error"].startswith("the token could not be checked: the database did not answer")
+    assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 1013}
 
 
 async def test_enqueue_request_result_round_trip(host: Any, tokens: dict[str, str]) -> None:
