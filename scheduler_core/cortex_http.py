@@ -14,6 +14,7 @@ protobuf messages, so it stays independent of the generated code.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,8 +59,27 @@ _HINTED_COMPONENTS = frozenset({INGESTER, STORE_GATEWAY, BOTH})
 _FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Prometheus' duration syntax; every unit is optional but they keep this order.
+# ASCII digits only: `\d` would take any Unicode digit, which Go refuses.
 _DURATION = re.compile(
-    r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?"
+    r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?"
+    r"(?:([0-9]+)m(?!s))?(?:([0-9]+)s)?(?:([0-9]+)ms)?"
+)
+# Go's strconv.ParseFloat syntax, which the querier's Prometheus API and
+# Cortex use for times and steps: ASCII digits, "_" only between digits, no
+# surrounding space (Python's float() takes spaces and any Unicode digit),
+# and hex floats with their mandatory "p" exponent (which float() refuses).
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_GO_DECIMAL = re.compile(
+    rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+)
+_GO_HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+(?:\.[0-9a-fA-F]*)?|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+")
+# Go's time.RFC3339Nano layout as time.Parse reads it: upper-case "T", one to
+# nine fraction digits after "." or ",", "Z" or a zone with a colon.
+# fromisoformat alone would also take a space for "T", no seconds, basic and
+# week-date forms and "+0200", all of which Prometheus answers with a 400.
+_RFC3339 = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
+    r"(Z|[+-][0-9]{2}:[0-9]{2})"
 )
 _DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 # Far longer than any real timestamp or duration; bounds parsing work.
@@ -94,27 +114,31 @@ def api_type_of_path(path: str) -> str:
 
 
 def parse_prometheus_time(value: str) -> float | None:
-    """Unix seconds from a Prometheus time parameter (float or RFC3339)."""
-    text = value.strip()
-    if not text or len(text) > _MAX_VALUE_LENGTH:
+    """Unix seconds from a Prometheus time parameter, read as the querier reads it.
+
+    Prometheus' `parseTime` (and Cortex's `util.ParseTime`): a Go float, or
+    RFC3339 truncated to the millisecond. Anything else is None: the querier
+    answers it with a 400, so no rule should see a time in it. A float keeps
+    its digits (the inspector shows what was sent); matching rounds it to
+    the millisecond as Prometheus does, alike for up to three decimals.
+    """
+    if not value or len(value) > _MAX_VALUE_LENGTH:
         return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        return _parse_rfc3339(text)
+    seconds = _go_float(value)
+    if seconds is None:
+        return _parse_rfc3339(value)
     # Beyond Prometheus' minTime/maxTime (or inf, NaN) the time is unknown.
     return seconds if timestamp_error(seconds) is None else None
 
 
 def parse_duration_seconds(value: str) -> float | None:
-    """Seconds from a step: a float number of seconds or a duration like 1m30s."""
-    text = value.strip()
-    if not text or len(text) > _MAX_VALUE_LENGTH:
+    """Seconds from a step as Cortex reads it (`parseDurationMs`): a Go float
+    of seconds truncated to whole milliseconds, or a duration like 1m30s."""
+    if not value or len(value) > _MAX_VALUE_LENGTH:
         return None
-    try:
-        seconds = float(text)
-    except ValueError:
-        match = _DURATION.fullmatch(text)
+    seconds = _go_float(value)
+    if seconds is None:
+        match = _DURATION.fullmatch(value)
         if match is None or not any(match.groups()):
             return None
         seconds = sum(
@@ -123,7 +147,21 @@ def parse_duration_seconds(value: str) -> float | None:
             if amount
         )
     # A step Prometheus would refuse (beyond Go's time.Duration) is unknown.
-    return seconds if seconds >= 0 and duration_error(seconds) is None else None
+    if seconds < 0 or duration_error(seconds) is not None:
+        return None
+    return math.trunc(seconds * 1000) / 1000
+
+
+def _go_float(text: str) -> float | None:
+    """`text` as Go's strconv.ParseFloat reads it; None where Go refuses it."""
+    if _GO_DECIMAL.fullmatch(text):
+        return float(text)
+    if _GO_HEX.fullmatch(text):
+        try:
+            return float.fromhex(text)
+        except OverflowError:
+            return None  # Go's ErrRange: refused too
+    return None
 
 
 def component_hint(dimensions: Sequence[str]) -> str | None:
@@ -274,7 +312,9 @@ def _form_params(
     """Query-string and form-body parameters, body values first (Go's r.Form)."""
     params: dict[str, list[str]] = {}
     media_type = content_type.split(";", 1)[0].strip().lower()
-    reads_body = method.upper() in _BODY_METHODS and media_type in ("", _FORM_CONTENT_TYPE)
+    # Go reads the body only when it says it is a form: with no Content-Type
+    # it is application/octet-stream (RFC 7231), so the querier ignores it.
+    reads_body = method.upper() in _BODY_METHODS and media_type == _FORM_CONTENT_TYPE
     if reads_body and body:
         _add_pairs(params, body.decode("utf-8", errors="replace"))
     _add_pairs(params, query_string)
@@ -317,10 +357,13 @@ def _first(params: dict[str, list[str]], name: str) -> str:
 
 
 def _parse_rfc3339(text: str) -> float | None:
-    # fromisoformat (3.11+) reads "Z" and nanosecond fractions (truncated to
-    # microseconds); a time without a zone is not RFC3339, so it is refused.
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
+    match = _RFC3339.fullmatch(text)
+    if match is None:
         return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+    stamp, fraction, zone = match.groups()
+    try:
+        parsed = datetime.fromisoformat(stamp + ("+00:00" if zone == "Z" else zone))
+    except ValueError:
+        return None  # a month, day, hour, minute, second or zone out of range
+    millis = int((fraction or "").ljust(3, "0")[:3])
+    return (round(parsed.timestamp()) * 1000 + millis) / 1000
