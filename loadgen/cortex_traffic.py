@@ -130,6 +130,11 @@ class GrpcDemo:
     def outstanding(self) -> int:
         return len(self._pending) + self._queue.qsize()
 
+    @property
+    def unanswered(self) -> int:
+        """Sent with no answer yet, and not (yet) counted lost by `status()`."""
+        return len(self._pending)
+
     async def start(self, timeout: float = 10.0) -> GrpcDemo:
         """Connect the frontend loops and querier workers; raises GrpcUnavailable."""
         try:
@@ -217,7 +222,8 @@ class GrpcDemo:
                     query_id, msg["tenant"], forwarded_request(msg, self._rng)
                 )
             except _STREAM_ERRORS as exc:
-                self._pending.pop(query_id, None)
+                if self._pending.pop(query_id, None) is not None:
+                    self.counts["errors"] += 1  # this query's ENQUEUE got no answer
                 self._orphan(address)
                 self._note(f"frontend loop to {address}", exc)
                 loop = await self._reopen(address, channel)
@@ -271,7 +277,8 @@ class GrpcDemo:
         self.counts["answered"] += 1
 
     def _note(self, where: str, exc: BaseException) -> None:
-        self.counts["errors"] += 1
+        """The last problem, for the report line. Not a count: `errors` counts queries,
+        and a stream retried every few seconds would otherwise outnumber them."""
         detail = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
         self.problem = f"{where}: {type(exc).__name__} {detail or ''}".strip()
 

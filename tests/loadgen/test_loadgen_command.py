@@ -1,7 +1,9 @@
 """`manage.py loadgen` against real Daphne processes.
 
-A lone scheduler shutting down stops it in one line; one of two replicas
+A lone scheduler shutting down stops it in one line; SIGTERM (what `make
+demo`'s Ctrl-C trap sends it) stops it as Ctrl-C does; one of two replicas
 killed (`kill -9`) leaves the traffic to the other, and it carries on.
+Either way it stops, the tokens it issued for itself are revoked.
 """
 
 from __future__ import annotations
@@ -45,9 +47,53 @@ def test_a_scheduler_shutting_down_stops_the_load_generator_with_a_clear_error()
         finally:
             if loadgen.poll() is None:
                 loadgen.kill()
+        revoked = own_tokens_revoked(server)
     assert loadgen.returncode == 1
     assert "the scheduler closed the connection" in stderr
     assert "Traceback" not in stderr
+    assert revoked == [("loadgen-frontend", 1), ("loadgen-querier", 1)]
+
+
+def own_tokens_revoked(server: DaphneProcess) -> list[tuple[str, int]]:
+    """(name, revoked) of the tokens the load generator issued in the server's database."""
+    with contextlib.closing(sqlite3.connect(server.tmp / "db.sqlite3")) as db:
+        rows = db.execute(
+            f"SELECT name, revoked FROM {ApiToken._meta.db_table} "
+            "WHERE name LIKE 'loadgen-%' ORDER BY name"
+        )
+        return list(rows)
+
+
+def test_sigterm_stops_the_load_generator_as_ctrl_c_does_with_its_totals_and_no_traceback() -> None:
+    with DaphneProcess(grpc=False) as server:
+        loadgen = subprocess.Popen(
+            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
+             "--rate", "50", "--report-every", "0.3"],
+            env=server.env, cwd=BASE_DIR, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        out, err = Output(loadgen.stdout), Output(loadgen.stderr)
+        try:
+            deadline = time.monotonic() + DEADLINE
+            while not out.reports():
+                assert time.monotonic() < deadline and loadgen.poll() is None, err.lines
+                time.sleep(0.05)
+            loadgen.terminate()
+            assert loadgen.wait(20) == 0
+        finally:
+            if loadgen.poll() is None:
+                loadgen.kill()
+                loadgen.wait()
+        revoked = own_tokens_revoked(server)
+    *_, totals, unanswered, last = out.all()
+    assert last == "loadgen stopped"
+    # The totals at the stop add up: every request sent is answered or said unanswered.
+    sent, *ends = map(int, re.findall(
+        r"^websocket: sent (\d+) enqueued \d+ results (\d+) rejected (\d+) failed (\d+) "
+        r"errors (\d+) ", totals)[0])  # fmt: skip
+    assert unanswered == f"loadgen: unanswered at the stop: websocket {sent - sum(ends)}"
+    assert not any("Traceback" in line for line in err.all())
+    assert revoked == [("loadgen-frontend", 1), ("loadgen-querier", 1)]
 
 
 class Output:

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from api.store.roles import EDITOR
@@ -19,12 +20,24 @@ class Command(BaseCommand):
     help = "Create (or reset the password of) the demo editor login and print it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--username", default=os.environ.get("DEMO_USER", "demo"))
-        parser.add_argument("--password", default=os.environ.get("DEMO_PASSWORD", "demo-password"))
+        parser.add_argument(
+            "--username",
+            default=os.environ.get("DEMO_USER", "demo"),
+            help="default: DEMO_USER, else demo",
+        )
+        parser.add_argument(
+            "--password",
+            default=os.environ.get("DEMO_PASSWORD", "demo-password"),
+            help="default: DEMO_PASSWORD, else demo-password",
+        )
 
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
-        username, password = options["username"], options["password"]
+        username = _login_name(options["username"])
+        password = options["password"]
+        if not password:
+            # The login form requires a password, so this login could never be used.
+            raise CommandError("--password (DEMO_PASSWORD): must not be empty")
         user, created = get_user_model().objects.get_or_create(username=username)
         user.set_password(password)
         user.is_active = True
@@ -33,3 +46,21 @@ class Command(BaseCommand):
         user.groups.add(group)
         verb = "Created" if created else "Updated"
         self.stdout.write(f"{verb} demo editor login -> user: {username}  password: {password}")
+
+
+def _login_name(raw: str) -> str:
+    """The name as the login form will look it up, or CommandError saying why it cannot be one.
+
+    get_or_create skips the model's validation, and the login form
+    NFKC-normalises what is typed (as create_user does): a name the form cannot
+    reproduce (blank, spaces, too long for the column) would print a login
+    that never works.
+    """
+    model = get_user_model()
+    field = model._meta.get_field(model.USERNAME_FIELD)
+    name = model.normalize_username(raw)
+    try:
+        field.clean(name, None)
+    except ValidationError as exc:
+        raise CommandError(f"--username (DEMO_USER): {raw!r}: {' '.join(exc.messages)}") from None
+    return str(name)

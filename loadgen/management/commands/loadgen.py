@@ -14,7 +14,9 @@ demo mix of loadgen.demo_traffic at `--rate` requests per second (Poisson), quer
 answer after per-component latencies, store-gateway work slowed by the
 factor `manage.py loadgen_slowdown N` sets. Without `--token` it issues its
 own frontend and querier tokens through the services, so it must run
-against the same database as the server (as `make demo` does).
+against the same database as the server (as `make demo` does), and revokes
+them when it stops. Ctrl-C and SIGTERM stop it alike: its queriers say
+`shutdown`, and it prints its totals and what was still unanswered.
 
 `--grpc HOST:PORT` (repeatable, one per replica) adds Cortex's protocol: a
 Cortex-style frontend sends `--grpc-share` of the same mix as forwarded HTTP
@@ -26,9 +28,10 @@ everything and each report line says why.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import math
 import os
 import random
+import signal
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,8 +39,9 @@ from urllib.parse import urlsplit
 import grpc
 import websockets
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
-from api.store.services import api_token_issue
+from api.store.services import api_token_issue, api_token_revoke
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
 from loadgen.replicas import NoReplicaReachable, Replicas
@@ -51,11 +55,14 @@ MAX_OUTSTANDING = 2000
 # With several replicas, how long none may be reachable before the command
 # stops: long enough for every replica to restart at once.
 GIVE_UP_SECONDS = 30.0
+# What a querier may announce (docs/protocol.md `hello`).
+MAX_WORKERS = 256
 
 
 class Command(BaseCommand):
     help = "Run demo frontends and queriers against a running scheduler until Ctrl-C."
     grpc_off = ""  # why the Cortex clients are not running, when they were asked for
+    terminated = False  # SIGTERM asked it to stop
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -86,15 +93,26 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        _check_options(options)
         ws = [_ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
-        if not 0.0 <= options["grpc_share"] <= 1.0:
-            raise CommandError("--grpc-share must be between 0 and 1")
-        frontend_token = options["frontend_token"] or options["token"]
-        querier_token = options["querier_token"] or options["token"]
-        if frontend_token is None:
-            frontend_token = api_token_issue(name="loadgen-frontend", role="frontend")[1]
-        if querier_token is None:
-            querier_token = api_token_issue(name="loadgen-querier", role="querier")[1]
+        # Tokens it issues itself are revoked when it stops, however it stops:
+        # otherwise every demo run would leave two working tokens behind.
+        issued: list[int] = []
+        try:
+            frontend_token = options["frontend_token"] or options["token"]
+            querier_token = options["querier_token"] or options["token"]
+            if frontend_token is None:
+                frontend_token = _issue("loadgen-frontend", "frontend", issued)
+            if querier_token is None:
+                querier_token = _issue("loadgen-querier", "querier", issued)
+            self._start_and_run(ws, frontend_token, querier_token, options)
+        finally:
+            self._revoke(issued)
+        self.stdout.write("loadgen stopped")
+
+    def _start_and_run(
+        self, ws: list[str], frontend_token: str, querier_token: str, options: Any
+    ) -> None:
         self.stdout.write(
             f"loadgen: {options['rate']:g} req/s to {', '.join(ws)}, "
             f"{options['queriers']} queriers x "
@@ -106,16 +124,36 @@ class Command(BaseCommand):
                 f"send {options['grpc_share']:.0%} of requests"
             )
         try:
-            with contextlib.suppress(KeyboardInterrupt):
-                asyncio.run(self._run(ws, frontend_token, querier_token, options))
+            asyncio.run(self._run(ws, frontend_token, querier_token, options))
+        except KeyboardInterrupt:
+            pass  # Ctrl-C: asyncio.run has cancelled _run, which closed everything
+        except asyncio.CancelledError:
+            if not self.terminated:
+                raise  # cancelled by something other than SIGTERM: a bug, not a stop
         except (websockets.ConnectionClosed, NoReplicaReachable) as exc:
             # The scheduler (with several, every replica for GIVE_UP_SECONDS)
             # shut down or restarted under it (a drain closes every socket):
             # say so in a line, not with a traceback.
             raise CommandError(f"the scheduler closed the connection ({exc}); stopping") from None
-        self.stdout.write("loadgen stopped")
+
+    def _revoke(self, token_ids: list[int]) -> None:
+        for token_id in token_ids:
+            try:
+                api_token_revoke(token_id=token_id)
+            except DatabaseError as exc:
+                self.stderr.write(f"loadgen: could not revoke its token #{token_id}: {exc}")
 
     async def _run(self, ws: list[str], frontend_token: str, querier_token: str, opts: Any) -> None:
+        # SIGTERM (what `make demo`'s Ctrl-C trap and process managers send)
+        # stops it as Ctrl-C does: queriers say goodbye, tokens are revoked.
+        main = asyncio.current_task()
+        assert main is not None
+
+        def stop() -> None:
+            self.terminated = True
+            main.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
         rng = random.Random(opts["seed"])
         counts: Counter[str] = Counter()
         slowdown = [read_slowdown()]
@@ -156,7 +194,8 @@ class Command(BaseCommand):
         try:
             await replicas.start()
         except Exception as exc:
-            raise CommandError(f"cannot connect to {ws}: {exc}") from exc
+            await replicas.close()
+            raise CommandError(f"cannot connect to {', '.join(ws)}: {exc}{_hint(exc)}") from None
         grpc_demo = await self._start_grpc(
             opts, lambda component: latency_for(component, slowdown[0], rng)
         )
@@ -176,6 +215,14 @@ class Command(BaseCommand):
             await replicas.close()
             if grpc_demo is not None:
                 await grpc_demo.close()
+            # The totals at the end, and what they do not count: requests
+            # sent that had no answer when it stopped (neither lost nor done).
+            # The report line first: it counts gRPC queries past their deadline lost.
+            self._report_line(counts, replicas, grpc_demo, slowdown)
+            self.stdout.write(
+                f"loadgen: unanswered at the stop: websocket {_ws_unanswered(counts, replicas)}"
+                + (f", grpc {grpc_demo.unanswered}" if grpc_demo is not None else "")
+            )
 
     async def _start_grpc(self, opts: Any, latency: Any) -> GrpcDemo | None:
         """The Cortex clients, or None (said once, loudly) when they cannot connect."""
@@ -203,10 +250,8 @@ class Command(BaseCommand):
         n = 0
         while True:
             await asyncio.sleep(rng.expovariate(opts["rate"]))
-            done = counts["result"] + counts["failed"] + counts["rejected"] + counts["error"]
-            done += replicas.lost
             grpc_outstanding = grpc_demo.outstanding if grpc_demo is not None else 0
-            if counts["sent"] - done + grpc_outstanding >= MAX_OUTSTANDING:
+            if _ws_unanswered(counts, replicas) + grpc_outstanding >= MAX_OUTSTANDING:
                 continue
             n += 1
             msg = make_request(rng, n)
@@ -227,17 +272,70 @@ class Command(BaseCommand):
     ) -> None:
         while True:
             await asyncio.sleep(every)
-            grpc_part = grpc_demo.status() if grpc_demo is not None else self.grpc_off
-            self.stdout.write(
-                f"websocket: sent {counts['sent']} enqueued {counts['enqueued']} "
-                f"results {counts['result']} rejected {counts['rejected']} "
-                f"failed {counts['failed']} errors {counts['error']} "
-                + (f"| {grpc_part} " if grpc_part else "")
-                + f"(store-gateway slowdown x{slowdown[0]:g})"
-                # Added at the end, and only with several replicas, so the
-                # line reads as before wherever it was read before.
-                + (f" | {replicas.status()}" if len(replicas.names) > 1 else "")
-            )
+            self._report_line(counts, replicas, grpc_demo, slowdown)
+
+    def _report_line(
+        self,
+        counts: Counter[str],
+        replicas: Replicas,
+        grpc_demo: GrpcDemo | None,
+        slowdown: list[float],
+    ) -> None:
+        grpc_part = grpc_demo.status() if grpc_demo is not None else self.grpc_off
+        self.stdout.write(
+            f"websocket: sent {counts['sent']} enqueued {counts['enqueued']} "
+            f"results {counts['result']} rejected {counts['rejected']} "
+            f"failed {counts['failed']} errors {counts['error']} "
+            + (f"| {grpc_part} " if grpc_part else "")
+            + f"(store-gateway slowdown x{slowdown[0]:g})"
+            # Added at the end, and only with several replicas, so the
+            # line reads as before wherever it was read before.
+            + (f" | {replicas.status()}" if len(replicas.names) > 1 else "")
+        )
+
+
+def _ws_unanswered(counts: Counter[str], replicas: Replicas) -> int:
+    """Websocket requests sent with no final reply yet and not lost with a replica."""
+    done = counts["result"] + counts["failed"] + counts["rejected"] + counts["error"]
+    return counts["sent"] - done - replicas.lost
+
+
+def _hint(exc: Exception) -> str:
+    """What a failed first connection most likely means, for the one line it stops with."""
+    if isinstance(exc, OSError):
+        return " (is the scheduler running?)"
+    if isinstance(exc, websockets.InvalidStatus) and exc.response.status_code in (401, 403):
+        return " (the token was refused: give a live editor token, or frontend and querier ones)"
+    return ""
+
+
+def _issue(name: str, role: str, issued: list[int]) -> str:
+    token, plaintext = api_token_issue(name=name, role=role)
+    issued.append(token.pk)
+    return plaintext
+
+
+def _check_options(options: Any) -> None:
+    """CommandError naming the first option out of range; checked before anything starts."""
+    rate, every, share = options["rate"], options["report_every"], options["grpc_share"]
+    if not (math.isfinite(rate) and rate > 0):
+        raise CommandError(f"--rate must be a number of requests per second above 0, not {rate}")
+    if not (math.isfinite(every) and every > 0):
+        raise CommandError(f"--report-every must be a number of seconds above 0, not {every}")
+    if not 0.0 <= share <= 1.0:
+        raise CommandError("--grpc-share must be between 0 and 1")
+    if options["frontends"] < 1:
+        raise CommandError(f"--frontends must be at least 1, not {options['frontends']}")
+    if options["queriers"] < 0:
+        raise CommandError(f"--queriers must be 0 or more, not {options['queriers']}")
+    if not 1 <= options["workers"] <= MAX_WORKERS:
+        raise CommandError(
+            f"--workers must be between 1 and {MAX_WORKERS}, not {options['workers']}"
+        )
+    for address in options["grpc"] or []:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or int(port) > 65535:
+            raise CommandError(f"--grpc must look like 127.0.0.1:9095 (host:port), not {address!r}")
 
 
 def _ws_base(url: str) -> str:

@@ -1,0 +1,113 @@
+"""`manage.py loadgen`'s options and start-up, in-process, with no scheduler running.
+
+An option out of range is refused before anything starts, naming the
+option; the tokens the command issues for itself are revoked however it
+stops, here when nothing answers at `--url`.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http import HTTPStatus
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from websockets.sync.server import serve
+
+from api.store.models import ApiToken
+from api.store.services import api_token_issue
+
+pytestmark = pytest.mark.django_db
+
+
+def loadgen(*args: str) -> None:
+    call_command("loadgen", *args, stdout=StringIO(), stderr=StringIO())
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--rate", "0"], "--rate must be a number of requests per second above 0, not 0.0"),
+        (["--rate", "-5"], "--rate must be a number of requests per second above 0"),
+        (["--rate", "nan"], "--rate must be a number of requests per second above 0, not nan"),
+        (["--rate", "inf"], "--rate must be a number of requests per second above 0, not inf"),
+        (["--report-every", "0"], "--report-every must be a number of seconds above 0"),
+        (["--report-every", "nan"], "--report-every must be a number of seconds above 0"),
+        (["--grpc-share", "1.5"], "--grpc-share must be between 0 and 1"),
+        (["--frontends", "0"], "--frontends must be at least 1, not 0"),
+        (["--queriers", "-1"], "--queriers must be 0 or more, not -1"),
+        (["--workers", "0"], "--workers must be between 1 and 256, not 0"),
+        (["--workers", "257"], "--workers must be between 1 and 256, not 257"),
+        (["--grpc", "localhost"], "--grpc must look like 127.0.0.1:9095 (host:port), not 'local"),
+        (["--grpc", ":9095"], "--grpc must look like 127.0.0.1:9095"),
+        (["--grpc", "h:99999"], "--grpc must look like 127.0.0.1:9095"),
+        (["--url", "ftp://x"], "--url must look like http://127.0.0.1:8000"),
+    ],
+)  # fmt: skip
+def test_an_option_out_of_range_is_refused_by_name_before_anything_starts(
+    args: list[str], error: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        loadgen(*args)
+    assert str(raised.value).startswith(error)
+    assert not ApiToken.objects.exists()
+
+
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    """A loopback port bound but not listening: every connection to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_no_scheduler_at_the_url_is_said_in_one_line_and_its_own_tokens_are_revoked(
+    refusing_url: str,
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        loadgen("--url", refusing_url, "--queriers", "1")
+    assert str(raised.value).startswith(f"cannot connect to ws://{refusing_url[7:]}: ")
+    assert str(raised.value).endswith("(is the scheduler running?)")
+    tokens = ApiToken.objects.order_by("name")
+    assert [(t.name, t.revoked) for t in tokens] == [
+        ("loadgen-frontend", True),
+        ("loadgen-querier", True),
+    ]
+
+
+@pytest.fixture
+def refusing_scheduler() -> Iterator[str]:
+    """A websocket server that answers every handshake 403, as ours does a dead token."""
+    with serve(
+        lambda _: None,
+        "127.0.0.1",
+        0,
+        process_request=lambda conn, _: conn.respond(HTTPStatus.FORBIDDEN, "no\n"),
+    ) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield f"http://127.0.0.1:{server.socket.getsockname()[1]}"
+        server.shutdown()
+        thread.join(5)
+
+
+def test_a_refused_token_is_said_as_such_not_as_a_scheduler_that_is_down(
+    refusing_scheduler: str,
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        loadgen("--url", refusing_scheduler, "--token", "qi_dead", "--queriers", "1")
+    assert "HTTP 403 (the token was refused: " in str(raised.value)
+    assert "is the scheduler running" not in str(raised.value)
+
+
+def test_a_token_given_on_the_command_line_is_not_revoked(refusing_url: str) -> None:
+    token, plaintext = api_token_issue(name="mine", role="editor")
+    with pytest.raises(CommandError, match="cannot connect"):
+        loadgen("--url", refusing_url, "--token", plaintext)
+    token.refresh_from_db()
+    assert not token.revoked
+    assert ApiToken.objects.count() == 1
