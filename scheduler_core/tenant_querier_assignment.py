@@ -221,6 +221,11 @@ class TenantQuerierAssignment:
             querier = self.queriers[querier_id] = QuerierState(querier_id)
             self._queriers_changed()
             querier.reserved = self.reserved_by_querier.get(querier_id)
+        # A new connection means the querier is back, as in Cortex's
+        # `addQuerierConnection`: left set, a shutdown announced under its
+        # ID (a restart, or another process using the same ID) kept it from
+        # work for good while tenant shards still counted it.
+        querier.shutting_down = False
         querier.disconnected_at = None
         worker_id = 0
         while worker_id in querier.workers:

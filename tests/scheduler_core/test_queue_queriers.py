@@ -36,6 +36,18 @@ def test_a_shutting_down_querier_gets_an_error_and_others_get_the_work() -> None
     assert got is not None and got.id == "r1"
 
 
+def test_a_new_connection_of_a_shutting_down_querier_brings_it_back_to_work() -> None:
+    q, _ = clocked_queue()
+    old = q.connect_querier("q1")
+    q.notify_querier_shutdown("q1")
+    with pytest.raises(QuerierShuttingDown):
+        q.dequeue("q1", old)
+    new = q.connect_querier("q1")  # as Cortex's addQuerierConnection resets it
+    q.enqueue(Request(id="r1", tenant_id="t"))
+    got, _ = q.dequeue("q1", new)
+    assert got is not None and got.id == "r1"
+
+
 def test_shutdown_of_a_querier_without_workers_forgets_it_at_once() -> None:
     q, _ = clocked_queue(querier_forget_delay=60)
     worker = q.connect_querier("q1")

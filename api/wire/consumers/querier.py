@@ -79,6 +79,7 @@ class QuerierConsumer(MachineConsumer):
         self.querier_id: str | None = None
         self.workers: dict[int, _Worker] = {}
         self._endings: set[asyncio.Task[None]] = set()
+        self.leaving = False  # this socket announced the querier's shutdown
         self.handlers = {
             Hello: self.on_hello,
             QuerierResult: self.on_result,
@@ -131,6 +132,7 @@ class QuerierConsumer(MachineConsumer):
     async def on_shutdown(self, msg: Shutdown) -> None:
         if self.querier_id is None:
             raise ProtocolError("type", "say hello before shutdown")
+        self.leaving = True
         self.runtime.notify_querier_shutdown(self.querier_id)
 
     async def before_revoke(self) -> None:
@@ -151,7 +153,11 @@ class QuerierConsumer(MachineConsumer):
         while True:
             try:
                 request = await self.runtime.next_request(querier_id, worker.worker_id)
-            except (QuerierShuttingDown, UnknownQuerier):
+            except QuerierShuttingDown:
+                if not self.leaving:
+                    await self._shut_down_elsewhere()
+                return
+            except UnknownQuerier:
                 return
             worker.queue_seconds = max(0.0, self.runtime.clock() - request.enqueued_at)
             worker.request = request
@@ -159,6 +165,29 @@ class QuerierConsumer(MachineConsumer):
             await self.send_message(request_message(request, worker.worker_id))
             await worker.woken
             await self._finish(worker)
+
+    async def _shut_down_elsewhere(self) -> None:
+        """Another socket announced this querier ID's shutdown: say so and close.
+
+        A Cortex querier's stream ends then, and its worker reconnects (which
+        brings the querier back, `connect` resets the shutdown). Left open,
+        this socket's workers stopped asking for work without a word, and
+        the querier, still connected, stayed in tenants' shards for good.
+        Every worker of the socket gets here; the first one closes it.
+        """
+        if self.leaving:
+            return
+        self.leaving = True
+        log.warning(
+            "querier %s: its shutdown was announced on another connection; closing this one",
+            self.querier_id,
+        )
+        problem = (
+            f"querier {self.querier_id} was announced as shutting down on another connection; "
+            "reconnect to get work (give each querier process its own querier_id)"
+        )
+        await self.send_error(ProtocolError(None, problem), status=503)
+        await self.close(code=1000)
 
     async def _finish(self, worker: _Worker) -> None:
         """The worker's result arrived: complete its request and answer the frontend."""

@@ -251,6 +251,28 @@ async def test_a_querier_that_vanishes_mid_request_gets_it_retried_then_failed(
     await f.disconnect()
 
 
+async def test_a_shutdown_announced_on_another_socket_closes_this_one_and_a_reconnect_works(
+    host: Any, tokens: dict[str, str]
+) -> None:
+    first = await querier(tokens["querier"], "q-same", workers=2)
+    other = await querier(tokens["querier"], "q-same", workers=1)
+    await other.send_json_to({"type": "shutdown"})
+    await other.disconnect()
+    said = await first.receive_json_from(timeout=5)
+    assert (said["type"], said["status"]) == ("error", 503)
+    assert "announced as shutting down on another connection" in said["error"]
+    assert await first.receive_output(timeout=5) == {"type": "websocket.close", "code": 1000}
+    # The querier comes back on a new connection, as a Cortex querier's reconnect does.
+    again = await querier(tokens["querier"], "q-same", workers=1)
+    f = await connect("/ws/frontend/", tokens["frontend"])
+    await f.send_json_to(enqueue("after"))
+    assert (await f.receive_json_from(timeout=5))["type"] == "enqueued"
+    handed = await again.receive_json_from(timeout=5)
+    assert (handed["type"], handed["tenant"]) == ("request", "t1")
+    await again.disconnect()
+    await f.disconnect()
+
+
 async def test_a_frontend_that_disconnects_cancels_its_queued_requests(
     host: Any, tokens: dict[str, str]
 ) -> None:
