@@ -11,6 +11,12 @@ process manager repeating itself, a wrapper forwarding the group's signal)
 ended the process mid-drain, its queue lost without a word to the frontends
 and its summary never withdrawn. The drain is bounded by its timeout;
 SIGKILL stops the process at once.
+
+A signal nobody acts on once given back is not raised again: a server
+started as a background job (`make demo`) inherits SIGINT ignored, so after
+Ctrl-C's drain the raised SIGINT did nothing and the process hung, drained,
+for ever. SIGTERM is raised instead when the server acts on it, else the
+signal's default action ends the process.
 """
 
 from __future__ import annotations
@@ -68,6 +74,15 @@ class SignalDrain:
                 signal.signal(sig, previous)
         self._previous.clear()
 
+    def _ending_signal(self, sig: signal.Signals) -> signal.Signals | None:
+        """What to raise once drained: `sig`, or SIGTERM, whichever someone acts
+        on once given back; None when neither (then `sig`'s default action)."""
+        for candidate in (sig, signal.SIGTERM):
+            handler = self._previous.get(candidate, signal.getsignal(candidate))
+            if handler not in (signal.SIG_IGN, None):
+                return candidate
+        return None
+
     def _on_signal(self, sig: signal.Signals) -> None:
         if self._draining:
             log.warning("%s again: already draining (SIGKILL stops at once)", sig.name)
@@ -75,12 +90,15 @@ class SignalDrain:
         self._draining = True
 
         async def drain_then_exit() -> None:
+            ending = self._ending_signal(sig)
             try:
                 await self._drain(sig)
             finally:
                 self._draining = False
                 self.restore()
-                signal.raise_signal(sig)
+                if ending is None:
+                    signal.signal(sig, signal.SIG_DFL)
+                signal.raise_signal(ending or sig)
 
         task = self._loop.create_task(drain_then_exit())
         self._running.add(task)

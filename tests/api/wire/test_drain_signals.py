@@ -93,3 +93,25 @@ async def test_a_signal_repeated_during_the_drain_waits_for_it(
     assert events == ["drain"]
     release.set()
     await until(lambda: events == ["drain", "drained", "server"])
+
+
+async def test_a_sigint_ignored_before_the_drain_ends_the_server_by_sigterm_after_it(
+    server_handler: list[str],
+) -> None:
+    """A background job inherits SIGINT ignored: raised again, it did nothing,
+    and the drained server hung for ever."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        drains: list[str] = []
+
+        async def drain(sig: signal.Signals) -> None:
+            drains.append(sig.name)
+
+        signals = SignalDrain(asyncio.get_running_loop(), drain)
+        signals.install()
+        os.kill(os.getpid(), signal.SIGINT)
+        await until(lambda: server_handler == ["server"])
+        assert drains == ["SIGINT"]
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # given back as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)
