@@ -23,6 +23,8 @@ from api.store.exceptions import ConfigStoreError, ConfigValidationError
 from api.store.import_plan import validate_tenant
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
 from api.store.tokens import TokenExpiryError, api_token_expiry_check
+from scheduler_core.model import QueueConfig
+from scheduler_core.queue_settings import queue_config_to_dict
 from scheduler_core.validation import validate_queue_settings
 
 __all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]
@@ -44,7 +46,14 @@ class _VersionedForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk is not None:
-            self.fields["expected_version"].initial = self.instance.version
+            field = self.fields["expected_version"]
+            field.initial = self.instance.version
+            # Without it a change was saved over whatever was there: the
+            # version read at the POST stood in for the one the editor saw.
+            field.required = True
+            field.error_messages["required"] = (
+                "this form lacks the version it was loaded at; reload the page and edit again"
+            )
 
     def check_version(self, current: int) -> None:
         expected = self.cleaned_data.get("expected_version")
@@ -86,8 +95,6 @@ class TenantAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
         expected = form.cleaned_data.get("expected_version") if change else None
-        if change and expected is None:
-            expected = obj.version
         saved = services.tenant_put(
             tenant_id=obj.tenant_id,
             config=obj.config,
@@ -108,15 +115,22 @@ class TenantAdmin(admin.ModelAdmin):
 
 
 class SchedulerSettingsForm(_VersionedForm):
+    """The whole settings document: a setting left out is set to its default.
+
+    The service takes changes (a PATCH); read as one here, a setting deleted
+    from the text was silently kept at its old value.
+    """
+
     class Meta:
         model = SchedulerSettings
         fields = ["config"]
+        help_texts = {"config": "Every scheduler setting; one left out is set to its default."}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         config = data.get("config")
         if isinstance(config, dict):
-            for error in validate_queue_settings(config, selectors.queue_config_get()):
+            for error in validate_queue_settings(config, QueueConfig()):
                 self.add_error("config", f"{error.path}: {error.message}")
         elif "config" in data:
             self.add_error("config", "must be a mapping of settings")
@@ -140,7 +154,7 @@ class SchedulerSettingsAdmin(admin.ModelAdmin):
         self, request: HttpRequest, obj: SchedulerSettings, form: Any, change: bool
     ) -> None:
         saved = services.settings_update(
-            changes=obj.config,
+            changes={**queue_config_to_dict(QueueConfig()), **obj.config},
             expected_version=form.cleaned_data.get("expected_version"),
             author=request.user,
             source=ADMIN,

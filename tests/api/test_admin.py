@@ -94,6 +94,39 @@ def test_changing_settings_in_the_admin_is_validated_and_versioned(boss: Client)
     assert SchedulerSettings.objects.get().config["layout"] == "component-first"
 
 
+def test_a_tenant_change_without_the_version_it_was_loaded_at_saves_nothing(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenant = services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="api"
+    )
+    response = boss.post(f"/admin/api/tenant/{tenant.pk}/change/", {"config": "{}"})
+    assert response.status_code == 200
+    assert b"lacks the version it was loaded at" in response.content
+    assert Tenant.objects.get().config == rules
+
+
+def test_a_setting_deleted_from_the_admins_text_is_set_back_to_its_default(
+    boss: Client,
+) -> None:
+    services.settings_update(
+        changes={"layout": "component-first", "max_outstanding_requests_per_tenant": 7},
+        expected_version=None,
+        author=None,
+        source="api",
+    )
+    row = SchedulerSettings.objects.get()
+    edited = {k: v for k, v in row.config.items() if k != "max_outstanding_requests_per_tenant"}
+    response = boss.post(
+        "/admin/api/schedulersettings/1/change/",
+        {"config": json.dumps(edited), "expected_version": row.version},
+    )
+    assert response.status_code == 302
+    config = SchedulerSettings.objects.get().config
+    assert config["layout"] == "component-first"
+    assert config["max_outstanding_requests_per_tenant"] == 100
+
+
 def test_revisions_are_read_only_and_can_be_rolled_back_from_the_admin(
     boss: Client, rules: dict[str, Any]
 ) -> None:
