@@ -11,7 +11,7 @@ from api.management.commands.seed_demo_config import DEMO_TENANTS
 from api.store.models import ApiToken, ConfigRevision, Tenant
 from api.store.roles import role_of
 from api.store.selectors import tenant_limits_all
-from api.store.services import api_token_authenticate
+from api.store.services import api_token_authenticate, tenant_delete
 
 pytestmark = pytest.mark.django_db
 
@@ -177,6 +177,15 @@ def test_seed_demo_config_creates_valid_tenants_once_and_keeps_later_edits() -> 
     assert set(tenant_limits_all()) == set(DEMO_TENANTS)
     assert Tenant.objects.get(tenant_id="team-c").config == {"max_queriers_per_tenant": 9}
     assert ConfigRevision.objects.filter(source="cli").count() == len(DEMO_TENANTS)
+
+
+def test_seed_demo_config_leaves_a_demo_tenant_deleted_in_the_browser_deleted() -> None:
+    run("seed_demo_config")
+    tenant_delete(
+        tenant_id="team-c", expected_version=None, author=None, source=ConfigRevision.Source.UI
+    )
+    run("seed_demo_config")
+    assert not Tenant.objects.filter(tenant_id="team-c").exists()
 
 
 def test_the_demo_config_has_a_reserved_querier() -> None:

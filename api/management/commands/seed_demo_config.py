@@ -1,7 +1,9 @@
 """`manage.py seed_demo_config`: a few demo tenants, for `make demo`.
 
-Idempotent and polite: a demo tenant that already exists is left as it is,
-so re-running `make demo` never undoes edits made in the browser.
+Idempotent and polite: a demo tenant that exists, or ever did, is left as
+it is, so re-running `make demo` never undoes edits made in the browser,
+deleting one included (its History holds its revisions; an import that
+deletes one without naming it leaves none, so there it is seeded again).
 """
 
 from __future__ import annotations
@@ -65,10 +67,15 @@ DEMO_TENANTS: dict[str, dict[str, Any]] = {
 
 
 class Command(BaseCommand):
-    help = "Create the demo tenants that do not exist yet."
+    help = "Create the demo tenants that never existed yet."
 
     def handle(self, *args: Any, **options: Any) -> None:
         existing = set(Tenant.objects.values_list("tenant_id", flat=True))
+        existing |= set(
+            ConfigRevision.objects.filter(
+                kind=ConfigRevision.Kind.TENANT, key__in=DEMO_TENANTS
+            ).values_list("key", flat=True)
+        )
         for tenant_id, config in DEMO_TENANTS.items():
             if tenant_id in existing:
                 continue
