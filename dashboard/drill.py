@@ -21,6 +21,7 @@ comes from the REST detail when a row is expanded).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -111,10 +112,24 @@ def _wall_offset(runtime: SchedulerRuntime) -> float:
     return float(offset)
 
 
+_TEXT = re.compile(r"\S")
+
+
 def _first_line(query: str) -> tuple[str, bool]:
-    line, newline, _ = query.partition("\n")
-    cut = line[:QUERY_LINE_LIMIT]
-    return cut, bool(newline) or len(line) > QUERY_LINE_LIMIT
+    """The query's first line with text on it, and whether the query holds more than that.
+
+    Queries written in Grafana's editor often open with a newline or an
+    indent: their first line as such is blank, and a row of only "…" says
+    nothing of the query. A line break ending in blanks only is no more
+    text (the row says "…" only when expanding it shows something else).
+    """
+    first = _TEXT.search(query)
+    if first is None:
+        return "", False
+    end = query.find("\n", first.start())
+    line = (query[first.start() :] if end < 0 else query[first.start() : end]).rstrip()
+    more = end >= 0 and _TEXT.search(query, end) is not None
+    return line[:QUERY_LINE_LIMIT], more or len(line) > QUERY_LINE_LIMIT
 
 
 class _WireRow(NamedTuple):

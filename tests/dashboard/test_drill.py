@@ -10,6 +10,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
+from api.wire.queue_rows import QUERY_LINE_LIMIT
 from dashboard.drill import DrillParams, InvalidDrill, build_page
 from dashboard.live import Broadcaster
 from scheduler_core.model import (
@@ -251,3 +252,25 @@ def test_a_drill_of_a_component_alone_says_nothing_of_serving() -> None:
     assert "serving" not in page
     page = build_page(source.runtime, DrillParams.from_message({"tenant": "acme"}), {}, "r")
     assert page["serving"] == {"shard": None, "queriers": 0, "reserved": []}
+
+
+@pytest.mark.parametrize(
+    ("query", "line", "more"),
+    [
+        ("\n  sum(rate(x[5m]))\n  by (job)\n", "sum(rate(x[5m]))", True),
+        ("\r\n\tup\r\n", "up", False),
+        ("up  \n\n", "up", False),
+        ("x" * (QUERY_LINE_LIMIT + 40), "x" * QUERY_LINE_LIMIT, True),
+        (" \n \n", "", False),
+    ],
+)
+def test_a_row_shows_the_query_s_first_line_with_text_on_it(
+    query: str, line: str, more: bool
+) -> None:
+    source = RuntimeSource()
+    # Its own id: encoded rows are kept by id and enqueue instant, the same each case.
+    source.enqueue(repr(query), "acme", query)
+    page = build_page(source.runtime, DrillParams.from_message({"tenant": "acme"}), {}, "r")
+    (_, text), *_ = page["rows"]
+    row = json.loads(text)
+    assert (row[7], row[8]) == (line, more)

@@ -61,6 +61,10 @@ export class DrillPanel {
     for (const id of ["drill-regex", "drill-state"]) this.$(id).addEventListener("change", () => this.send());
     this.$("drill-form").addEventListener("submit", (e) => { e.preventDefault(); this.send(); });
     this.$("drill-close").addEventListener("click", () => this.close());
+    // Escape closes it, but a search box holding text is the browser's to clear first.
+    this.card.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && !e.defaultPrevented && !(e.target.matches('input[type="search"]') && e.target.value)) this.close();
+    });
     this.$("drill-more").addEventListener("click", () => { this.limit = Math.min(MAX, this.limit + STEP); this.send(); });
     this.list.addEventListener("click", (e) => this.onClick(e));
     this.$("request-close").addEventListener("click", () => this.$("request-dialog").close());
@@ -103,11 +107,16 @@ export class DrillPanel {
     this.order = [];
     this.oldest = null;
     this.open.clear();
+    this.texts.clear(); // apply() forgets only the texts of rows it still has
     this.$("drill-actor").value = node.actor || "";
     // Focus goes back here on close: the ≡ button (or link) that opened the panel.
-    if (!this.card.contains(document.activeElement)) this.opener = document.activeElement;
+    const from = this.card.contains(document.activeElement) ? null : document.activeElement;
+    if (from) this.opener = from;
     this.card.hidden = false;
+    // Left on the ≡ button, the next Tab went on through the tree, far from the panel.
+    if (from) this.$("drill-title").focus();
     this.list.replaceChildren();
+    setText(this.$("drill-count"), ""); // the last node's, until this one's first frame
     this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
     this.showUsage();
@@ -201,6 +210,8 @@ export class DrillPanel {
     if (this.node) setText(this.$("drill-title"), title(this.filter()));
     if (this.cancels) this.cancels.sync(this.filter());
     this.client.setDrill(message);
+    // Paused, no frame brings this list until Resume: said, not an empty panel.
+    if (this.client.paused) setText(this.$("drill-note"), "Paused: these requests are listed when you resume.");
   }
 
   close() {

@@ -6,6 +6,7 @@
 
 import { setAttr, setText } from "./dom.js";
 import { formatWait } from "./format.js";
+import { regexSpans } from "./regex_marks.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
 
@@ -22,24 +23,33 @@ export function decodeRow(a) {
 }
 
 // Fills `el` with `text`, the matches of `search` (any case) or of `regex`
-// wrapped in <mark>. A regex JavaScript cannot read (RE2 and JS differ at
-// the edges) is simply not highlighted.
+// wrapped in <mark>. A regex is matched off the page's thread (regex_marks.js):
+// its marks come a moment later, and none for one JavaScript cannot read
+// (RE2 and JS differ at the edges) or that takes it too long.
 function highlight(el, text, search, regex) {
+  el.textContent = text;
+  if (regex) {
+    const asked = (el._marking = `${regex}\u0000${text}`);
+    regexSpans(regex, text).then((spans) => {
+      if (spans && el._marking === asked) mark(el, text, spans);
+    });
+    return;
+  }
+  el._marking = null;
+  if (!search) return;
+  const literal = new RegExp(search.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
+  mark(el, text, Array.from(text.matchAll(literal), (m) => [m.index, m.index + m[0].length]));
+}
+
+function mark(el, text, spans) {
   el.replaceChildren();
-  let pattern = null;
-  try {
-    if (regex) pattern = new RegExp(regex, "g");
-    else if (search) pattern = new RegExp(search.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi");
-  } catch { pattern = null; }
-  if (!pattern) { el.textContent = text; return; }
   let last = 0;
-  for (const m of text.matchAll(pattern)) {
-    if (!m[0]) { pattern.lastIndex += 1; continue; }
-    if (m.index > last) el.append(text.slice(last, m.index));
-    const mark = document.createElement("mark");
-    mark.textContent = m[0];
-    el.append(mark);
-    last = m.index + m[0].length;
+  for (const [start, end] of spans) {
+    if (start > last) el.append(text.slice(last, start));
+    const m = document.createElement("mark");
+    m.textContent = text.slice(start, end);
+    el.append(m);
+    last = end;
   }
   if (last < text.length) el.append(text.slice(last));
 }

@@ -198,6 +198,7 @@ export class TreeView {
       button.textContent = "≡";
       cell.append(button);
     }
+    button.tabIndex = cell.closest('[role="treeitem"]') === this.tabStop ? 0 : -1;
     button.setAttribute("aria-label", `Requests of ${node.name}`);
     button.title = `List the requests of ${node.name} in dequeue order`;
   }
@@ -249,23 +250,28 @@ export class TreeView {
     const items = this.visibleItems();
     let current = items.find((li) => keyOf(li) === this.focusKey);
     if (!current) current = items[0];
-    for (const li of this.root.querySelectorAll('[role="treeitem"][tabindex="0"]')) {
-      if (li !== current) li.tabIndex = -1;
-    }
-    this.tabStop = current || null;
-    if (current) {
-      current.tabIndex = 0;
-      this.focusKey = keyOf(current);
-    }
+    this.moveStop(current || null);
+    if (current) this.focusKey = keyOf(current);
   }
 
   setFocus(li, move = true) {
     if (!li) return;
-    for (const other of this.root.querySelectorAll('[role="treeitem"][tabindex="0"]')) other.tabIndex = -1;
-    li.tabIndex = 0;
-    this.tabStop = li;
+    this.moveStop(li);
     this.focusKey = keyOf(li);
     if (move) li.focus();
+  }
+
+  // The tab stop is one row and its ≡ button: with every row's button in
+  // the tab order, a page of 50 tenants took 50 Tabs to get past the tree.
+  moveStop(li) {
+    for (const other of this.root.querySelectorAll('[role="treeitem"][tabindex="0"], button.drill[tabindex="0"]')) {
+      if (other !== li) other.tabIndex = -1;
+    }
+    this.tabStop = li;
+    if (!li) return;
+    li.tabIndex = 0;
+    const button = li.querySelector(":scope > .row button.drill");
+    if (button) button.tabIndex = 0;
   }
 
   toggle(li, open) {
