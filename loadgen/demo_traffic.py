@@ -3,7 +3,9 @@
 The mix is built for the demo config (`seed_demo_config`): each tenant sends
 queries whose PromQL time ranges make the scheduler pick each component,
 and some match that tenant's priority rules (alert queries, the on-call
-dashboard, instant queries, long ranges, fine steps). Queriers take a
+dashboard, instant queries, long ranges, fine steps). Most tenants' requests
+name an actor (`X-Loki-Actor-Path`: a user, a dashboard, a job), so the
+inspector's actor sub-queues have something to show. Queriers take a
 per-component time; store-gateway work is multiplied by a factor read from
 VAR_DIR/loadgen.json every second, so an operator can slow it down live
 (`manage.py loadgen_slowdown 10`) and watch the queue tree react.
@@ -22,6 +24,8 @@ from typing import Any
 from django.conf import settings
 
 __all__ = [
+    "ACTORS",
+    "ACTOR_HEADER",
     "LATENCY",
     "TENANT_WEIGHTS",
     "latency_for",
@@ -47,6 +51,17 @@ LATENCY: dict[str, tuple[float, float]] = {
 }
 SLOWED = frozenset({"store-gateway", "ingester-and-store-gateway"})
 TENANT_WEIGHTS: dict[str, float] = {"team-a": 4, "team-b": 3, "team-c": 2, "batch": 1}
+
+# The actor sub-queues each tenant's requests wait in (the default
+# `actor_path_header`), taken in turn by request number so the rest of the
+# mix, drawn from the seeded generator, is the same with or without them.
+# team-c sends none: requests without a path wait in the leaf's own queue.
+ACTOR_HEADER = "X-Loki-Actor-Path"
+ACTORS: dict[str, tuple[str, ...]] = {
+    "team-a": ("users|alice", "users|bob", "grafana|oncall"),
+    "team-b": ("users|carol", "users|dave", "grafana|capacity", "api|ci"),
+    "batch": ("jobs|nightly-report", "jobs|backfill"),
+}
 
 _QUERIES = (
     "sum by (job) (rate(http_requests_total[5m]))",
@@ -124,4 +139,7 @@ def make_request(rng: random.Random, n: int) -> dict[str, Any]:
         msg.update(api_type="query", start=end, end=end, step=None)
     elif tenant == "batch" and roll < 0.5:
         msg["step"] = 30
+    actors = ACTORS.get(tenant)
+    if actors:
+        msg["headers"][ACTOR_HEADER] = actors[n % len(actors)]
     return msg

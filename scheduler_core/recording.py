@@ -7,10 +7,20 @@ data on the scheduler's loop into a `Capture` (picklable);
 replays and `GET /api/v1/recording/` hands out. Its keys: `window_seconds`,
 `bucket_seconds`, `epoch_seconds`, `warmup_seconds`, `recorded_at`, `keys`
 (per tenant, component and priority: `counts` as [bucket offset, n], with
-negative offsets for the warm-up, and `samples`), `dropped`,
+negative offsets for the warm-up, `samples` and, when actors sent any,
+`actors`), `dropped`,
 `service_seconds` (per component: [minute start offset, histogram]) and
 `measured` (waits by component and priority, rejections). The service adds
 `fleet`, `windows` and, for `recording/`, `config`.
+
+`format` is `RECORDING_FORMAT`. Format 2 samples' `headers` carry, beside
+the three the rules read, the actor path a request was queued under, as
+the live `actor_path_header` with the path `|`-joined (`actor_value`), and
+the same value as `actor`; a key's `actors` count, per epoch (`epoch`, as
+the samples'), its arrivals by that value (`counts`, "" for none) and
+those of actors past the bound (`other`). Format 1 (the fixture
+`tests/scheduler_core/fixtures/demo_window.json`) has neither, and replays
+every request in its tenant's own queue, as it was read then.
 """
 
 from __future__ import annotations
@@ -20,13 +30,29 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.actor_path import MAX_ACTOR_SEGMENTS, MAX_SEGMENT_LENGTH, parse_actor_path
 from scheduler_core.stats import WaitHistogram
 
-__all__ = ["RECORDING_FORMAT", "Capture", "WaitCopy", "recording_of", "summary_of"]
+__all__ = ["RECORDING_FORMAT", "Capture", "WaitCopy", "actor_value", "recording_of", "summary_of"]
 
-RECORDING_FORMAT = 1
+# 2: samples' headers carry the actor path (see the module doc).
+RECORDING_FORMAT = 2
 
 WaitCopy = tuple[Counter[int], float, float]  # histogram counts, max, sum
+# The longest value a path parsed at admission joins to.
+_MAX_ACTOR_VALUE = MAX_ACTOR_SEGMENTS * (MAX_SEGMENT_LENGTH + 1)
+
+
+def actor_value(path: tuple[str, ...]) -> str:
+    """An actor path as the header value naming it ("" for none), bounded as at admission.
+
+    A path parsed at admission is within the bounds already and is only
+    joined (it parses back to itself); a longer one is parsed again.
+    """
+    value = "|".join(path)
+    if len(path) > MAX_ACTOR_SEGMENTS or len(value) > _MAX_ACTOR_VALUE:
+        value = "|".join(parse_actor_path(value))
+    return value
 
 
 def summary_of(waits: list[WaitCopy]) -> dict[str, float | int]:
@@ -57,8 +83,19 @@ class Capture:
     current: int
     warm_first: int
     wall: float
-    # (tenant, component, priority, count ring, last bucket, [(epoch start, sample)])
-    keys: list[tuple[str, str, int, array[int], int, list[tuple[int, dict[str, Any]]]]]
+    # (tenant, component, priority, count ring, last bucket, [(epoch start, sample)],
+    #  [(epoch start, arrivals, {actor path: arrivals})])
+    keys: list[
+        tuple[
+            str,
+            str,
+            int,
+            array[int],
+            int,
+            list[tuple[int, dict[str, Any]]],
+            list[tuple[int, int, dict[str, int]]],
+        ]
+    ]
     epoch_seconds: int
     dropped: tuple[array[int], int]
     # (minute, service {component: (counts, max)}, waits by component, by priority, rejected)
@@ -87,6 +124,23 @@ def _ring(counts: array[int], last: int, capture: Capture) -> list[list[int]]:
     return out
 
 
+def _actors(
+    tallies: list[tuple[int, int, dict[str, int]]], start: int, early: int, width: int
+) -> list[dict[str, Any]]:
+    """The epochs' arrivals by actor path ("" none; `other`: actors past the tally's bound).
+
+    Only epochs overlapping the window, and only those some actor sent in.
+    """
+    out = []
+    for epoch, seen, tally in tallies:
+        other = seen - sum(tally.values())
+        if epoch + width > early and (other or any(tally)):
+            out.append(
+                {"epoch": epoch - start, "counts": dict(sorted(tally.items())), "other": other}
+            )
+    return out
+
+
 def recording_of(capture: Capture) -> dict[str, Any]:
     """A capture as a recording: plain JSON-able data (see the module doc).
 
@@ -97,7 +151,7 @@ def recording_of(capture: Capture) -> dict[str, Any]:
     start = capture.first * capture.bucket_seconds
     early = capture.warm_first * capture.bucket_seconds
     keys = []
-    for tenant, component, priority, counts, last, sampled in capture.keys:
+    for tenant, component, priority, counts, last, sampled, tallies in capture.keys:
         ring = _ring(counts, last, capture)
         # Samples of the epochs overlapping the window, each with its epoch's
         # start in window seconds (negative: it began before the window).
@@ -107,15 +161,17 @@ def recording_of(capture: Capture) -> dict[str, Any]:
             if epoch + capture.epoch_seconds > early
         ]
         if ring and samples:
-            keys.append(
-                {
-                    "tenant": tenant,
-                    "component": component,
-                    "priority": priority,
-                    "counts": ring,
-                    "samples": samples,
-                }
-            )
+            key = {
+                "tenant": tenant,
+                "component": component,
+                "priority": priority,
+                "counts": ring,
+                "samples": samples,
+            }
+            actors = _actors(tallies, start, early, capture.epoch_seconds)
+            if actors:
+                key["actors"] = actors
+            keys.append(key)
     service: dict[str, list[list[Any]]] = {}
     comps: dict[str, list[WaitCopy]] = {}
     prios: dict[int, list[WaitCopy]] = {}

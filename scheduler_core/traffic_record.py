@@ -14,7 +14,14 @@ whatever the request rate:
   `samples_per_epoch` requests' classification inputs (query, API type,
   time range, step, the three headers the rules read, and the wall time it
   came), so a proposed rule re-prioritises them with the real classifier and
-  each part of the window replays the queries of its own epoch. Their text
+  each part of the window replays the queries of its own epoch. A request
+  that waited in an actor sub-queue keeps its actor path too, as the header
+  it came in (`actor_path_header()`, the one admission read it from) with
+  the path `|`-joined: the replay derives the path from the headers as
+  admission does (`actor_path_from_headers`) under each simulated config,
+  so a proposed header name or depth places it as the doors would. The path
+  is bounded as at admission (`parse_actor_path`: 10 segments of 200
+  characters). Their text
   is held to `max_sample_bytes` in all (as the dry run's sample is): past
   it an epoch's reservoir keeps its first request, so every key still
   replays, and takes others only in place of one as large or larger;
@@ -22,6 +29,24 @@ whatever the request rate:
   from dispatch to result (`on_dispatched` -> `on_completed`; cancelled or
   failed runs are not service times), and the queue waits the scheduler
   measured, by component and by priority, with their sums for the mean.
+
+The actor path rides in the samples, not in the key: actors are open-ended
+(one per user, dashboard or job) and a key costs a ring of `slots` counts,
+so keys per actor would fill `max_keys` and drop whole arrivals, where the
+sub-queues only decide who *within* a (tenant, component, priority) goes
+next. That needs each key's actor mix, and 16 samples give it too coarsely
+(a 60/40 mix comes out anywhere from 40/60 to 80/20, and the backlog of the
+busier actor with it), so each key's epoch also counts its arrivals by
+actor path exactly (`max_actors_per_epoch` paths, their text in the
+`max_sample_bytes` budget; arrivals of further actors are counted as
+`other`), and the replay draws the actor by those counts, then a sample
+of that actor (`whatif_workload`; the key's samples of that actor from
+other epochs when this one has none). What it loses is one actor's bursts
+inside an epoch and an actor never sampled in the window (its arrivals go
+to the sampled actors, in proportion). The path recorded is the one the
+queue placed, already cut to the live
+`max_queue_hierarchy_levels` (the queue cuts it on the request): a
+proposal of more levels replays no deeper than the live config queued.
 
 Clocks are injected (monotonic for buckets, wall for the samples' "now").
 `capture(window_seconds)` copies what a window needs, cheaply, on the
@@ -41,8 +66,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler_core.actor_path import DEFAULT_ACTOR_PATH_HEADER
 from scheduler_core.model import Request
-from scheduler_core.recording import RECORDING_FORMAT, Capture, recording_of, summary_of
+from scheduler_core.recording import (
+    RECORDING_FORMAT,
+    Capture,
+    actor_value,
+    recording_of,
+    summary_of,
+)
 from scheduler_core.stats import WaitHistogram
 from scheduler_core.traffic import DEFAULT_MAX_BYTES, ENTRY_OVERHEAD
 
@@ -58,6 +90,15 @@ __all__ = [
 # Recorded time replayed before a window, so it starts with the queue it had.
 WARMUP_SECONDS = 60
 _HEADERS = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
+# What one actor's count costs besides its text (a dict entry and an int).
+_TALLY_OVERHEAD = 100
+
+
+def _held(epoch: list[Any]) -> int:
+    """The bytes of `sample_bytes` one epoch holds: its samples and its actor counts."""
+    sizes: list[int] = epoch[3]
+    held: int = epoch[5]
+    return sum(sizes) + held
 
 
 @dataclass(slots=True)
@@ -65,7 +106,8 @@ class _Key:
     """One (tenant, component, priority): its count ring and sampled requests.
 
     `epochs` holds, per epoch still in the horizon, [epoch index, requests
-    seen in it, the reservoir of samples, their sizes].
+    seen in it, the reservoir of samples, their sizes, arrivals by actor
+    path ("" none), the bytes that tally holds].
     """
 
     tenant_id: str
@@ -110,16 +152,21 @@ class TrafficRecorder:
         max_sample_bytes: int = DEFAULT_MAX_BYTES,
         epoch_seconds: int = 300,
         seed: int = 0,
+        actor_path_header: Callable[[], str] = lambda: DEFAULT_ACTOR_PATH_HEADER,
+        max_actors_per_epoch: int = 64,
     ) -> None:
         if horizon_seconds < 120 or bucket_seconds < 1 or 60 % bucket_seconds:
             raise ValueError("horizon_seconds must be >= 120, bucket_seconds divide 60")
         self._clock = clock
         self._wall = wall_clock
+        # The header admission reads actor paths from now (the live setting).
+        self._actor_header = actor_path_header
         self.horizon_seconds = horizon_seconds
         self.bucket_seconds = bucket_seconds
         self.slots = horizon_seconds // bucket_seconds
         self.max_keys = max_keys
         self.samples_per_epoch = samples_per_epoch
+        self.max_actors_per_epoch = max_actors_per_epoch
         self.max_sample_bytes = max_sample_bytes
         self.sample_bytes = 0  # the sampled requests' size, as `ENTRY_OVERHEAD` + text
         self.epoch_seconds = epoch_seconds
@@ -208,6 +255,7 @@ class TrafficRecorder:
                 k.counts[:],
                 k.last_bucket,
                 [(e[0] * self.epoch_seconds, x) for e in k.epochs for x in e[2]],
+                [(e[0] * self.epoch_seconds, e[1], dict(e[4])) for e in k.epochs],
             )
             for k in self._keys.values()
             if k.last_bucket >= warm_first
@@ -270,10 +318,22 @@ class TrafficRecorder:
         epochs = key.epochs
         if not epochs or epochs[-1][0] != epoch:
             if len(epochs) >= self._epochs_kept:
-                self.sample_bytes -= sum(epochs.popleft()[3])
-            epochs.append([epoch, 0, [], []])
+                self.sample_bytes -= _held(epochs.popleft())
+            epochs.append([epoch, 0, [], [], {}, 0])
         current = epochs[-1]
         current[1] += 1
+        actor = actor_value(request.actor_path)
+        tally: dict[str, int] = current[4]
+        if actor in tally:
+            tally[actor] += 1
+        elif not actor:  # one entry per epoch, as the epoch's own record: not text
+            tally[actor] = 1
+        elif len(tally) - ("" in tally) < self.max_actors_per_epoch:
+            size = _TALLY_OVERHEAD + len(actor)
+            if self.sample_bytes + size <= self.max_sample_bytes:
+                tally[actor] = 1
+                current[5] += size
+                self.sample_bytes += size
         reservoir: list[dict[str, Any]] = current[2]
         sizes: list[int] = current[3]
         if len(reservoir) < self.samples_per_epoch:
@@ -282,8 +342,7 @@ class TrafficRecorder:
             slot = self._rng.randrange(current[1])
             if slot >= self.samples_per_epoch:
                 return
-        headers = request.headers
-        kept = {h: headers[h] for h in _HEADERS if headers.get(h)}
+        kept = self._kept_headers(request, actor)
         size = ENTRY_OVERHEAD + len(request.query) + sum(map(len, kept.values()))
         old = sizes[slot] if slot < len(sizes) else 0
         # Past the budget only what replaces as much text may come in; an
@@ -304,6 +363,22 @@ class TrafficRecorder:
             "headers": kept,
             "now": self._wall(),
         }
+        if actor:
+            reservoir[slot]["actor"] = actor
+
+    def _kept_headers(self, request: Request, actor: str) -> dict[str, str]:
+        """The headers the rules read, and the actor header with the path it placed.
+
+        A recorded header of the same name (an actor header set to one the
+        rules read) is the raw value admission parsed, and stays.
+        """
+        headers = request.headers
+        kept = {h: headers[h] for h in _HEADERS if headers.get(h)}
+        if actor:
+            name = self._actor_header()
+            if name.lower() not in {h.lower() for h in kept}:
+                kept[name] = actor
+        return kept
 
     def _forget_idle(self, bucket: int) -> bool:
         """Forget the keys with no arrival for a horizon; True if that made room for one.
@@ -319,7 +394,7 @@ class TrafficRecorder:
             ident for ident, key in self._keys.items() if key.last_bucket <= bucket - self.slots
         ]
         for ident in idle:
-            self.sample_bytes -= sum(sum(epoch[3]) for epoch in self._keys.pop(ident).epochs)
+            self.sample_bytes -= sum(map(_held, self._keys.pop(ident).epochs))
         return len(self._keys) < self.max_keys
 
     def _count(self, key: _Key, bucket: int) -> None:

@@ -4,9 +4,12 @@ The simulator is the scheduler: each config is the pair of values the
 runtime itself runs (`QueueConfig` and per-tenant `TenantLimits`, built by
 `scheduler_core.validation` from the same raw dicts the store holds); each
 arrival's component and priority come from `scheduler_core.classify` and
-`QueryPriority.priority_for` under that config; and the queue is the real
-`RequestQueue`, driven by `scheduler_core.whatif_engine` on a virtual clock
-in the runtime's dispatch order. Nothing here decides who goes first.
+`QueryPriority.priority_for` under that config, its actor path from its
+headers under that config's `actor_path_header` (`actor_path_from_headers`,
+as admission reads it; the queue cuts it to `max_queue_hierarchy_levels`);
+and the queue is the real `RequestQueue`, driven by
+`scheduler_core.whatif_engine` on a virtual clock in the runtime's
+dispatch order. Nothing here decides who goes first.
 
 `run_whatif` answers the REST contract's body: `live` and `proposed`
 results (waits by priority, by component, the five worst tenants, 429s,
@@ -25,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.actor_path import actor_path_from_headers
 from scheduler_core.classify import classify
 from scheduler_core.federation import federated_tenants_error
 from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
@@ -187,6 +191,9 @@ def _engine_input(
         picked = kept
     kind_of = [workload.kind_of[i] for i in picked]
     components = [classes[k][0] for k in kind_of]
+    # Each kind's actor path as admission reads it under this config's header.
+    header = configs.config.actor_path_header
+    paths = [actor_path_from_headers(kind.headers, header) for kind in workload.kinds]
     quantiles = [workload.quantiles[i] for i in picked]
     seconds = [workload.seconds[i] for i in picked]
     span = workload.duration_seconds or 0.0
@@ -199,6 +206,7 @@ def _engine_input(
         components=components,
         priorities=[classes[k][1] for k in kind_of],
         services=list(map(workload.service, components, quantiles, seconds)),
+        actor_paths=[paths[k] for k in kind_of] if any(paths) else (),
         worker_order_seed=seed,
         start_after_arrivals_at_zero=workload.start_after_arrivals_at_zero,
         measure_from_us=workload.measure_from_us,

@@ -67,9 +67,12 @@ class EngineInput:
     """One run: the config, the querier fleet and the arrivals (parallel lists).
 
     `times` are arrival times in microseconds, non-decreasing; request i is
-    (`tenants[i]`, `components[i]`, `priorities[i]`) and keeps its worker
-    busy for `services[i]` microseconds. `fleet` is (querier id, workers) in
-    connection order; `worker_order_seed` shuffles which worker asks first.
+    (`tenants[i]`, `components[i]`, `priorities[i]`), waits in the actor
+    sub-queue `actor_paths[i]` (none when the list is empty; the queue cuts
+    it to the config's `max_queue_hierarchy_levels`, as at admission) and
+    keeps its worker busy for `services[i]` microseconds. `fleet` is
+    (querier id, workers) in connection order; `worker_order_seed` shuffles
+    which worker asks first.
     `start_after_arrivals_at_zero` enqueues every t=0 arrival before any
     worker asks (Mimir's benchmark); otherwise workers wait from the start,
     as connected queriers do before traffic comes.
@@ -83,6 +86,7 @@ class EngineInput:
     components: Sequence[str]
     priorities: Sequence[int]
     services: Sequence[int]
+    actor_paths: Sequence[tuple[str, ...]] = ()
     worker_order_seed: int = 0
     start_after_arrivals_at_zero: bool = False
     keep_log: bool = False
@@ -207,6 +211,7 @@ def run_engine(
 
     times, tenants, components = run.times, run.tenants, run.components
     priorities, services = run.priorities, run.services
+    actor_paths = run.actor_paths
     total = len(times)
     rejected = out.rejected_by_tenant
     ai = 0
@@ -219,6 +224,7 @@ def run_engine(
             priority=priorities[i],
             headers=_NO_HEADERS,
             payload=services[i],
+            actor_path=actor_paths[i] if actor_paths else (),
         )
         try:
             enqueue(request)

@@ -12,7 +12,10 @@ the proposed config see the very same arrivals and the same draws.
 (`scheduler_core.traffic_record`): each 5-second bucket's arrivals of each
 (tenant, component, priority) come back with the same count, at uniformly
 drawn instants within the bucket, each taking one of the queries sampled
-for that key in the 5-minute epoch the bucket belongs to. Service times
+for that key in the 5-minute epoch the bucket belongs to, with its headers:
+the actor header among them puts it in the actor sub-queue it was recorded
+in, or, under a proposed `actor_path_header` or depth, where that would
+(`scheduler_core.whatif` reads it as admission does). Service times
 are drawn from the histogram of the minute being replayed, for the
 component the request gets under the simulated config (the whole window's
 histogram for that component when that minute has none, all components'
@@ -30,11 +33,12 @@ import random
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduler_core.classify import classify
 from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
+from scheduler_core.recording import RECORDING_FORMAT
 from scheduler_core.stats import bucket_bounds
 from scheduler_core.validation import queue_config_to_dict, tenant_limits_to_dict
 from scheduler_core.whatif_engine import US
@@ -284,25 +288,51 @@ def _sample_kind(
         query_ingesters_within=windows[0],
         query_store_after=windows[1],
     )
-    return kind if found.component == component else _with_hint(kind, component)
+    return kind if found.component == component else replace(kind, hint=component)
 
 
-def _with_hint(kind: Kind, component: str) -> Kind:
-    return Kind(
-        kind.tenant_id,
-        component,
-        kind.query,
-        kind.api_type,
-        kind.start,
-        kind.end,
-        kind.step,
-        kind.headers,
-        kind.now,
-    )
+# An epoch's samples grouped by actor, with the groups' cumulative weights.
+_Strata = tuple[list[float], list[list[int]]]
+
+
+def _strata(
+    by_actor: Mapping[str, list[int]],
+    tally: Mapping[str, Any] | None,
+    anywhen: Mapping[str, list[int]],
+) -> _Strata:
+    """Samples (kind indices) by actor, weighted by the epoch's arrivals of each actor.
+
+    An actor counted in the epoch with no sample in it replays the key's
+    samples of that actor from other epochs (a reservoir of 16 misses an
+    actor with a fifth of the arrivals once in 35 epochs, and its turns in
+    the sub-queues go with it); one with none at all is left out, its
+    arrivals going to the others in proportion. Samples of actors past the
+    tally's bound share its `other` arrivals. With no counts (a format 1
+    recording, an epoch no actor sent in) it is one group: every sample alike.
+    """
+    counts = tally["counts"] if tally else {}
+    groups = [
+        (float(n), by_actor.get(actor) or anywhen.get(actor, [])) for actor, n in counts.items()
+    ]
+    other = [i for actor, kinds in by_actor.items() if actor not in counts for i in kinds]
+    if other:
+        groups.append((float(tally["other"]) if tally else 0.0, other))
+    groups = [(weight, kinds) for weight, kinds in groups if weight > 0 and kinds]
+    if not groups:
+        return [1.0], [[i for kinds in by_actor.values() for i in kinds]]
+    cumulative, total = [], 0.0
+    for weight, _ in groups:
+        total += weight
+        cumulative.append(total)
+    return cumulative, [kinds for _, kinds in groups]
 
 
 def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Workload:
     """Replay a recording (see the module doc); deterministic for the seed."""
+    if int(recording.get("format", 1)) > RECORDING_FORMAT:
+        raise WorkloadError(
+            "workload", f"recording format {recording['format']} is newer than this server's"
+        )
     window = int(recording["window_seconds"])
     width = int(recording["bucket_seconds"])
     warm = int(recording.get("warmup_seconds", 0)) // width
@@ -323,16 +353,23 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         float(recorded_windows.get("query_store_after", 12 * 3600.0)),
     )
     kinds: list[Kind] = []
-    # Per key: its epochs' starts (window seconds) and each epoch's kinds.
-    key_epochs: list[tuple[list[float], list[list[int]]]] = []
+    # Per key: its epochs' starts (window seconds) and each epoch's strata.
+    key_epochs: list[tuple[list[float], list[_Strata]]] = []
     per_bucket: dict[int, list[tuple[int, int]]] = {}
     for k, key in enumerate(keys):
-        epochs: dict[float, list[int]] = {}
+        epochs: dict[float, dict[str, list[int]]] = {}
         for sample in key["samples"]:
-            epochs.setdefault(float(sample.get("epoch", 0.0)), []).append(len(kinds))
+            by_actor = epochs.setdefault(float(sample.get("epoch", 0.0)), {})
+            by_actor.setdefault(str(sample.get("actor", "")), []).append(len(kinds))
             kinds.append(_sample_kind(key["tenant"], key["component"], sample, windows))
+        tallies = {float(t["epoch"]): t for t in key.get("actors", ())}
+        anywhen: dict[str, list[int]] = {}
+        for by_actor in epochs.values():
+            for actor, picks in by_actor.items():
+                anywhen.setdefault(actor, []).extend(picks)
         starts = sorted(epochs)
-        key_epochs.append((starts, [epochs[e] for e in starts]))
+        strata = [_strata(epochs[e], tallies.get(e), anywhen) for e in starts]
+        key_epochs.append((starts, strata))
         for offset, n in key["counts"]:
             if -warm <= offset < recorded and starts:
                 per_bucket.setdefault(int(offset), []).append((k, int(n)))
@@ -355,10 +392,13 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         batch: list[tuple[int, int, float]] = []
         for k, n in per_bucket.get(source, ()):
             # The queries of the epoch this bucket was recorded in.
-            starts, groups = key_epochs[k]
-            choices = groups[max(0, bisect_right(starts, source * width) - 1)]
+            starts, strata = key_epochs[k]
+            cumulative, groups = strata[max(0, bisect_right(starts, source * width) - 1)]
             for _ in range(_scaled(n, knobs.arrival_factor, rng)):
                 at = round((j + warm + rng.random()) * width * US)
+                choices = groups[0]
+                if len(groups) > 1:  # the actor first, by the counts
+                    choices = groups[bisect_right(cumulative, rng.random() * cumulative[-1])]
                 pick = choices[rng.randrange(len(choices))]
                 batch.append((at, pick, rng.random()))
         batch.sort()

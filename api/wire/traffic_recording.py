@@ -3,7 +3,9 @@
 One `scheduler_core.traffic_record.TrafficRecorder` hangs on the runtime's
 observer fan-out from the start (as the metrics observer does: importing
 this module registers it, and `config.asgi` imports it), so it has seen
-every request of this replica for the last hour. `capture_on_loop` copies
+every request of this replica for the last hour. It records actor paths
+under the header the live config names (`actor_path_header`), read when
+each request is sampled. `capture_on_loop` copies
 a window of it, plus the querier fleet connected now and the classifier's
 windows, on the scheduler's loop, where the recorder and the runtime live.
 """
@@ -13,11 +15,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from api.wire import runtime_host
+from scheduler_core.actor_path import DEFAULT_ACTOR_PATH_HEADER
 from scheduler_core.traffic_record import Capture, TrafficRecorder
 
 __all__ = ["LiveCapture", "capture_on_loop", "recorder"]
 
-_recorder = TrafficRecorder()
+
+def _actor_path_header() -> str:
+    """The header the running scheduler reads actor paths from, as admission reads it."""
+    if runtime_host.started():
+        return runtime_host.get_runtime().config.actor_path_header
+    return DEFAULT_ACTOR_PATH_HEADER
+
+
+_recorder = TrafficRecorder(actor_path_header=_actor_path_header)
 runtime_host.add_observer(_recorder)
 
 

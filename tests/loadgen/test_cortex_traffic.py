@@ -16,7 +16,7 @@ import pytest
 
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable, component_of, forwarded_request
 from loadgen.daphne_process import DaphneProcess
-from loadgen.demo_traffic import make_request
+from loadgen.demo_traffic import ACTOR_HEADER, make_request
 from loadgen.management.commands.loadgen import Command
 from loadgen.wsclients import ws_connect
 from scheduler_core.cortex_http import parse_forwarded_request
@@ -40,7 +40,10 @@ def test_every_demo_request_reaches_the_scheduler_with_its_range_step_and_header
         assert http.url.split("?")[0] == f"/prometheus/api/v1/{msg['api_type']}"
         assert (seen.api_type, seen.query) == (msg["api_type"], msg["query"])
         assert (seen.start, seen.end, seen.step) == (msg["start"], msg["end"], msg["step"])
-        assert seen.headers == msg["headers"]
+        actor = msg["headers"].get(ACTOR_HEADER)
+        assert seen.headers == {k: v for k, v in msg["headers"].items() if k != ACTOR_HEADER}
+        forwarded = [list(h.values) for h in http.headers if h.key == ACTOR_HEADER]
+        assert forwarded == ([[actor]] if actor else [])
     assert methods == {"GET", "POST"}
 
 
