@@ -77,6 +77,14 @@ function nodeFilter(key, chain = []) {
 }
 tree.onDrill = (key, chain) => drill.show(nodeFilter(key, chain));
 
+// Other rows asked for (a search, a projection, a page): the next frame is
+// drawn unheld, though the pointer rests on the tree. An expand or collapse
+// (the tree's own callback) keeps the hold.
+function showOther(resetPage) {
+  tree.releaseHold();
+  resubscribe(resetPage);
+}
+
 function resubscribe(resetPage) {
   if (resetPage) params.page = 0;
   params.expanded = tree.openKeys(defaults());
@@ -347,7 +355,7 @@ for (const radio of document.querySelectorAll('input[name="projection"]')) {
   radio.addEventListener("change", () => {
     params.projection = radio.value;
     document.querySelector('#search-form input[name="projection"]').value = radio.value;
-    resubscribe(true);
+    showOther(true);
   });
 }
 
@@ -356,15 +364,15 @@ $("search").addEventListener("input", () => {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(() => {
     params.search = $("search").value.trim();
-    resubscribe(true);
+    showOther(true);
   }, 200);
 });
 $("search-form").addEventListener("submit", (e) => e.preventDefault());
 $("prev-page").addEventListener("click", () => {
-  if (params.page > 0) { params.page -= 1; resubscribe(false); }
+  if (params.page > 0) { params.page -= 1; showOther(false); }
 });
 $("next-page").addEventListener("click", () => {
-  if (params.page + 1 < pages) { params.page += 1; resubscribe(false); }
+  if (params.page + 1 < pages) { params.page += 1; showOther(false); }
 });
 
 const layoutForm = $("layout-form");

@@ -1,12 +1,12 @@
 // The queue tree: an ARIA tree (role tree/treeitem/group, aria-expanded,
 // aria-level) with a roving tabindex and arrow-key navigation, patched in
 // place by node key on every update so focus and expansion survive and an
-// update touches only the rows whose figures changed.
+// update touches only the rows whose figures changed. While the pointer or
+// the focus is on it, the tree holds its rows in place (tree_hold.js).
 
 import { placeChildren, setAttr, setText, splitKeyed } from "./dom.js";
 import { formatWait, nodeLabel, nodeName, priorityClass, priorityText } from "./format.js";
-
-const keyOf = (li) => (li._key === undefined ? li.dataset.key : li._key);
+import { GONE, TreeHold, keyOf } from "./tree_hold.js";
 
 export class TreeView {
   constructor(root, onToggle) {
@@ -16,6 +16,8 @@ export class TreeView {
     this.focusKey = null;
     this.stuckAfter = null; // seconds; set from the header
     this.onDrill = null; // (node key, nodes from the top down to it) => void, set by the inspector
+    this.live = null; // the last frame's nodes, drawn again when a hold ends
+    this.hold = new TreeHold(root, () => this.render(this.live));
     root.addEventListener("keydown", (e) => this.onKey(e));
     root.addEventListener("click", (e) => this.onClick(e));
     root.addEventListener("focusin", (e) => {
@@ -41,19 +43,28 @@ export class TreeView {
     return [...keys].slice(0, 400);
   }
 
+  // The next frame answers a new question (search, projection, page): drawn unheld.
+  releaseHold() {
+    this.hold.releaseNext();
+  }
+
   render(nodes) {
+    this.live = nodes;
     // Rows come and go several times a second as short queues empty and
     // refill. Removing (or moving) the focused row drops focus to the body,
     // where arrow keys do nothing: focus then returns to the same node, or
-    // to the nearest one that is still there.
+    // to the nearest one that is still there. A hold keeps the focused row,
+    // so this is for rows the server drew before the first frame.
     const active = document.activeElement;
     const inside = this.root.contains(active);
     const item = inside ? active.closest('[role="treeitem"]') : null;
     const near = item ? this.nearKeys(item) : [];
+    this.hold.begin(inside);
     this.reconcile(this.root, nodes, 1);
     this.ensureTabStop();
     // The tree itself holds focus only while it has no rows (refocus).
     if (inside && (active === this.root || !this.root.contains(document.activeElement))) this.refocus(near);
+    if (this.hold.on || this.hold.since !== null) this.hold.end(inside);
   }
 
   // `li`'s key, then its siblings' (the next ones first: the row that takes
@@ -86,6 +97,7 @@ export class TreeView {
   }
 
   reconcile(container, nodes, level) {
+    if (this.hold.on) nodes = this.hold.nodes(container, nodes);
     const keys = new Set(nodes.map((n) => n.key));
     const { kept, stale } = splitKeyed(container, keys, keyOf);
     // A row that has focus is never recycled: focus must not jump to
@@ -139,7 +151,8 @@ export class TreeView {
     const hasChildren = (node.fanout || 0) > 0;
     const open = hasChildren && this.isExpanded(node, level);
     const prios = priorityText(node.by_priority);
-    const sig = `${node.kind}|${node.length}|${prios}|${node.count}|${hasChildren}|${open}`;
+    const gone = node.gone || "";
+    const sig = `${node.kind}|${node.length}|${prios}|${node.count}|${hasChildren}|${open}|${gone}`;
     const row = li.firstElementChild;
     if (!li._cells) {
       // Rows rendered before the drill cell existed get one.
@@ -149,15 +162,17 @@ export class TreeView {
     const cells = li._cells;
     if (li._sig !== sig) {
       li._sig = sig;
-      const cls = `node kind-${node.kind}`;
+      const cls = `node kind-${node.kind}${gone ? " gone" : ""}`;
       if (li.className !== cls) li.className = cls;
       if (li.dataset.kind !== node.kind) li.dataset.kind = node.kind;
-      setAttr(li, "aria-label", nodeLabel(node));
+      setAttr(li, "aria-label", gone === "left" ? `${nodeName(node)}: not on this page now` : nodeLabel(node));
       const name = nodeName(node);
       setText(cells[1], name);
       // Either may be cut short in a narrow row: the title has it whole.
       setAttr(cells[1], "title", name);
-      setText(cells[2], String(node.length));
+      // How many a row that left the page holds is not in the frame.
+      setText(cells[2], gone === "left" ? "–" : String(node.length));
+      setAttr(cells[2], "title", gone ? GONE[gone] : null);
       this.drawBar(cells[3], node);
       setText(cells[4], prios);
       setAttr(cells[4], "title", prios);
