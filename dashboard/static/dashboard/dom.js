@@ -80,3 +80,16 @@ export function setAttr(node, name, value) {
   if (value === null) node.removeAttribute(name);
   else node.setAttribute(name, value);
 }
+
+const textOf = (node) => node.textContent.replace(/\s+/g, " ").trim();
+
+// A status line (role=status) says what a box the server answered into holds
+// (the tenant editor's explain and dry-run boxes): a screen reader does not
+// read a box whose content is replaced whole, nor all of a long one. Its
+// facts as "term: value" after any warning above them, else its text.
+export function announce(status, box) {
+  const facts = box.querySelectorAll(".facts > div");
+  const notes = [...box.querySelectorAll(".rejected, .error")].map(textOf);
+  const pairs = [...facts].map((d) => `${textOf(d.querySelector("dt"))}: ${textOf(d.querySelector("dd"))}`);
+  status.textContent = facts.length ? [...notes, pairs.join(", ")].join(" ") : textOf(box);
+}

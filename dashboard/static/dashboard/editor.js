@@ -4,12 +4,15 @@
 // It also keeps the editor's place across the server-side edit buttons and
 // asks before a page with unsaved edits is left.
 
+import { announce } from "./dom.js";
 import "./yaml_view.js";
 
 const form = document.getElementById("tenant-form");
 const box = document.getElementById("explain");
 const output = document.getElementById("explain-output");
 const button = document.getElementById("explain-button");
+const status = document.getElementById("explain-status");
+const nothingFocused = () => document.activeElement === document.body || !document.activeElement;
 
 async function explain(event) {
   const url = box.dataset.url;
@@ -31,8 +34,12 @@ async function explain(event) {
   } catch (error) {
     output.innerHTML = '<p class="error">The server could not be reached.</p>';
   } finally {
+    // Explain was disabled while it asked, which dropped its focus to the page.
+    const lost = nothingFocused();
     button.disabled = false;
+    if (lost) button.focus();
   }
+  announce(status, output);
 }
 
 // A viewer's checkboxes read as saved (checkboxes have no readonly; disabled
@@ -54,24 +61,76 @@ box.addEventListener("keydown", (e) => {
   else form.requestSubmit(button); // a tenant not created yet: the full-page post
 });
 
-const firstError = document.querySelector('[aria-invalid="true"]');
+// A refused draft: the first box in error takes the focus, else (an error on
+// a whole rule or attribute) the summary that counts them, unless the YAML
+// view has put it on the first line in error.
+const firstError =
+  document.querySelector('[aria-invalid="true"]') ||
+  (nothingFocused() ? document.getElementById("error-summary") : null);
 if (firstError) firstError.focus();
 
 // The rule and attribute buttons re-render the page on the server (the form
 // works without this script); the editor comes back where it was rather
-// than at the top. Save is left out: its review is shown at the top.
+// than at the top, and the focus with it: on what the button made or moved,
+// else on the button again, else on its nearest neighbour (the keyboard
+// went back to the top of the page). Save is left out: its review is shown
+// at the top and holds the focus.
 const PLACE = "tenant-editor-place";
 let submitting = false;
 form.addEventListener("submit", (event) => {
   submitting = true;
   const action = event.submitter ? event.submitter.value : "";
-  if (action && action !== "save") {
-    sessionStorage.setItem(PLACE, JSON.stringify({ path: location.pathname, y: window.scrollY }));
+  // "Simulate this change" posts to another page: no place to come back to.
+  if (action && action !== "save" && !event.submitter.hasAttribute("formaction")) {
+    sessionStorage.setItem(
+      PLACE,
+      JSON.stringify({ path: location.pathname, y: window.scrollY, action }),
+    );
   }
 });
+
+const enabledButton = (value) =>
+  document.querySelector(`button[value="${CSS.escape(value)}"]:not(:disabled):not(.default-action)`);
+const ruleBox = (i) => document.getElementById(`query_priority.priorities[${i}].priority`);
+const attributes = (scope) => [...form.querySelectorAll(`${scope} fieldset.attribute`)];
+const firstBox = (attribute) => attribute?.querySelector("input:not([type=hidden]), select") ?? null;
+
+function focusTarget(action) {
+  const [verb, a, b] = action.split(":");
+  const i = Number(a);
+  const rules = form.querySelectorAll("li.rule").length;
+  switch (verb) {
+    case "add-rule":
+      return ruleBox(rules - 1);
+    case "remove-rule":
+      return ruleBox(Math.min(i, rules - 1)) || enabledButton("add-rule");
+    case "up":
+      return enabledButton(`up:${i - 1}`) || enabledButton(`down:${i - 1}`);
+    case "down":
+      return enabledButton(`down:${i + 1}`) || enabledButton(`up:${i + 1}`);
+    case "add-attr":
+      return firstBox(attributes(`[data-rule="${i}"]`).at(-1));
+    case "remove-attr": {
+      const left = attributes(`[data-rule="${i}"]`);
+      return firstBox(left[Math.min(Number(b), left.length - 1)]) || enabledButton(`add-attr:${i}`);
+    }
+    case "add-reject-attr":
+      return firstBox(attributes("#rejection").at(-1));
+    case "remove-reject-attr": {
+      const left = attributes("#rejection");
+      return firstBox(left[Math.min(i, left.length - 1)]) || enabledButton("add-reject-attr");
+    }
+    default: // the view switch; explain and dry-run posted whole (a tenant not created yet)
+      return enabledButton(action);
+  }
+}
+
 const place = JSON.parse(sessionStorage.getItem(PLACE) || "null");
 sessionStorage.removeItem(PLACE);
-if (place && place.path === location.pathname && !firstError) window.scrollTo(0, place.y);
+if (place && place.path === location.pathname && !firstError) {
+  window.scrollTo(0, place.y);
+  if (nothingFocused()) focusTarget(place.action || "")?.focus();
+}
 
 // Leaving with unsaved edits asks first. A page the server rendered from a
 // post (an edit button, a refused save, the review) is itself an unsaved draft.

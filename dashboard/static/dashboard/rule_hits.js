@@ -4,7 +4,7 @@
 // or not) and shows the dry run in place. Without this script the button
 // re-renders the whole page with the same report, and no counts are shown.
 
-import { setAttr, setText } from "./dom.js";
+import { announce, setAttr, setText } from "./dom.js";
 import { servingText } from "./drill_text.js";
 
 const POLL_MS = 3000;
@@ -72,6 +72,7 @@ if (form && form.dataset.ruleStats) {
 const box = document.getElementById("dry-run");
 const button = document.getElementById("dry-run-button");
 const output = document.getElementById("dry-run-output");
+const status = document.getElementById("dry-run-status");
 
 async function dryRun(event) {
   if (!box || !box.dataset.url) return;
@@ -93,8 +94,12 @@ async function dryRun(event) {
   } catch (error) {
     output.innerHTML = '<p class="error">The server could not be reached.</p>';
   } finally {
+    // The button was disabled while it asked, which dropped its focus to the page.
+    const lost = document.activeElement === document.body || document.activeElement === null;
     button.disabled = false;
+    if (lost) button.focus();
   }
+  announce(status, output);
 }
 
 // The dry run's "who would serve it" lines, now and with the form, in the

@@ -190,6 +190,8 @@ function boxOf(path) {
 // "Queriers: must be at least 1" rather than the API's "knobs.queriers: ...";
 // a path inside the JSON box is named as that box's, as its JSON spells it,
 // and said under the box too. The first box named is marked and focused.
+// Each line comes with the box it describes (null: none, or the JSON box,
+// which its own line under it describes).
 function errorLines(pairs) {
   for (const box of form.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
   const inChanges = [];
@@ -197,30 +199,39 @@ function errorLines(pairs) {
     const box = boxOf(path);
     if (box) {
       box.setAttribute("aria-invalid", "true");
-      return `${labelOf(box)}: ${message}`;
+      return { text: `${labelOf(box)}: ${message}`, box };
     }
     if (path === "proposed" || path.startsWith("proposed.")) {
       const inside = path.slice("proposed.".length);
       const line = inside ? `Changes, at ${inside}: ${message}` : `Changes: ${message}`;
       inChanges.push(line);
       proposedBox.setAttribute("aria-invalid", "true");
-      return line;
+      return { text: line, box: null };
     }
-    return path ? `${path}: ${message}` : message;
+    return { text: path ? `${path}: ${message}` : message, box: null };
   });
   showProposedError(inChanges.join(" "));
   form.querySelector("[aria-invalid]")?.focus();
   return lines;
 }
 
+// The list under the form; each box named in it is described by its lines,
+// so a screen reader on the box (the first one is focused) reads why.
 function showErrors(lines) {
+  for (const box of form.querySelectorAll('[aria-describedby^="sim-error-"]')) {
+    box.removeAttribute("aria-describedby");
+  }
+  const described = new Map();
   errorList.replaceChildren(
-    ...lines.map((line) => {
+    ...lines.map(({ text, box }, i) => {
       const li = document.createElement("li");
-      li.textContent = line;
+      li.id = `sim-error-${i}`;
+      li.textContent = text;
+      if (box) described.set(box, [...(described.get(box) || []), li.id]);
       return li;
     }),
   );
+  for (const [box, ids] of described) box.setAttribute("aria-describedby", ids.join(" "));
   errorList.hidden = !lines.length;
 }
 
@@ -257,7 +268,7 @@ async function run(event) {
   } catch (error) {
     if (error instanceof UnreadableNumbers) {
       statusLine.textContent = "Nothing was simulated: fix the fields below.";
-      showErrors(error.inputs.map((input) => `${labelOf(input)}: not a number`));
+      showErrors(error.inputs.map((input) => ({ text: `${labelOf(input)}: not a number`, box: input })));
       error.inputs[0].focus();
     } else {
       showProposedError(`The proposed changes are not valid JSON: ${error.message}`);
@@ -303,10 +314,11 @@ async function run(event) {
   } finally {
     clearInterval(current.timer);
     current = null;
-    // Simulate was disabled while it ran, which dropped the focus to the page.
-    const lost = document.activeElement === document.body || document.activeElement === null;
+    // Simulate was disabled while it ran, which dropped the focus to the
+    // page, and Cancel is now: the keyboard's place goes back to Simulate.
+    const held = document.activeElement;
     running(false);
-    if (lost) runButton.focus();
+    if (held === document.body || held === null || held === cancelButton) runButton.focus();
   }
 }
 
