@@ -21,25 +21,16 @@ from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import EDITOR, Traffic
-from tests.service.replica_pair import replica, require_servers, scale_out_env
+from tests.service.replica_pair import replica_pair
 
 PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a busy machine
 
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    redis_url = require_servers()[1]
-    with scale_out_env() as env:
-        a = replica(env, "replica-a", REDIS_URL=redis_url, SHUTDOWN_DRAIN_TIMEOUT="1")
-        b = replica(env, "replica-b", REDIS_URL=redis_url, SHUTDOWN_DRAIN_TIMEOUT="1")
-        try:
-            a.start()
-            b.start()
-            a.create_user(*EDITOR, group="editor")
-            yield a, b
-        finally:
-            a.cleanup()
-            b.cleanup()
+    with replica_pair(SHUTDOWN_DRAIN_TIMEOUT="1") as (a, b):
+        a.create_user(*EDITOR, group="editor")
+        yield a, b
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,7 @@ def test_a_row_s_button_is_clicked_at_once_while_queues_churn_under_the_pointer(
 ) -> None:
     open_inspector(page)
     with churn(traffic, seed=1):
-        expect(page.locator(ROWS).nth(2)).to_be_attached()
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
         page.locator(ROWS).first.hover()
         target = tenant_of(page, page.locator(ROWS).count() - 1)
         # The row farthest from the pointer: every row above it used to move.
@@ -120,7 +120,7 @@ def test_a_click_lands_on_the_row_aimed_at_however_long_the_aim_takes(
 ) -> None:
     open_inspector(page)
     with churn(traffic, seed=4):
-        expect(page.locator(ROWS).nth(2)).to_be_attached()
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
         for row in (-1, 1, -1):
             # The drill-down opened by the last aim scrolled the page to itself.
             page.evaluate("window.scrollTo(0, 0)")
@@ -134,6 +134,9 @@ def test_a_click_lands_on_the_row_aimed_at_however_long_the_aim_takes(
             page.wait_for_timeout(400)  # an operator's aim: frames come every 250 ms
             page.mouse.click(x, y)
             expect(page.locator("#drill-title")).to_contain_text(f"tenant {tenant}")
+            # Its first listing scrolls the page to the panel (revealRows): wait
+            # for it, or that scroll moves the tree under the next aim.
+            expect(page.locator("#drill-count")).to_have_text(re.compile(r"\d+ of "))
     move_away(page)
 
 
@@ -142,7 +145,7 @@ def test_while_the_pointer_is_over_the_tree_a_frame_moves_no_row_and_adds_none_a
 ) -> None:
     open_inspector(page)
     with churn(traffic, seed=5):
-        expect(page.locator(ROWS).nth(2)).to_be_attached()
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
         page.locator(ROWS).nth(1).hover()
         page.evaluate(LOG_ROW_CHANGES)
         page.wait_for_function("() => window.inspectorClient.frames >= window.holdLog.from + 12")
@@ -157,7 +160,7 @@ def test_once_the_pointer_leaves_the_tree_shows_the_live_order_at_once(
 ) -> None:
     open_inspector(page)
     with churn(traffic, seed=2):
-        expect(page.locator(ROWS).nth(2)).to_be_attached()
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
         hovered = page.locator(ROWS).first
         hovered.hover()
         key, top = hovered.get_attribute("data-key"), hovered.bounding_box()
@@ -188,7 +191,7 @@ def test_a_long_hold_says_the_order_is_held_while_the_counts_stay_live(
     open_inspector(page)
     hint = page.locator("#tree-held")
     with churn(traffic, seed=3):
-        expect(page.locator(ROWS).nth(2)).to_be_attached()
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
         page.locator(ROWS).first.hover()
         expect(hint).to_be_visible(timeout=5_000)
         expect(hint).to_have_text(re.compile("^order held while the pointer is here"))

@@ -29,14 +29,19 @@ DEADLINE = 30.0
 TOKEN = "qi_loadgen-two-replicas-test-token"
 
 
+def start_loadgen(server: DaphneProcess, report_every: str) -> subprocess.Popen[str]:
+    """`manage.py loadgen` at 50 requests/s against `server`, its output piped."""
+    return subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
+         "--rate", "50", "--report-every", report_every],
+        env=server.env, cwd=BASE_DIR, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
 def test_a_scheduler_shutting_down_stops_the_load_generator_with_a_clear_error() -> None:
     with DaphneProcess(grpc=False) as server:
-        loadgen = subprocess.Popen(
-            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
-             "--rate", "50", "--report-every", "0.5"],
-            env=server.env, cwd=BASE_DIR, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        loadgen = start_loadgen(server, report_every="0.5")
         try:
             assert loadgen.stdout is not None
             deadline = time.monotonic() + 60
@@ -66,12 +71,7 @@ def own_tokens_revoked(server: DaphneProcess) -> list[tuple[str, int]]:
 
 def test_sigterm_stops_the_load_generator_as_ctrl_c_does_with_its_totals_and_no_traceback() -> None:
     with DaphneProcess(grpc=False) as server:
-        loadgen = subprocess.Popen(
-            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
-             "--rate", "50", "--report-every", "0.3"],
-            env=server.env, cwd=BASE_DIR, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        loadgen = start_loadgen(server, report_every="0.3")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
         try:
             deadline = time.monotonic() + DEADLINE

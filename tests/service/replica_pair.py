@@ -20,7 +20,7 @@ import pytest
 
 from loadgen.daphne_process import DaphneProcess
 
-__all__ = ["require_servers", "replica", "scale_out_env"]
+__all__ = ["replica_pair", "require_servers", "replica", "scale_out_env"]
 
 
 def require_servers() -> tuple[str, str]:
@@ -73,3 +73,20 @@ def replica(env: dict[str, str], name: str, **extra: str) -> DaphneProcess:
     """A replica named `name` (REPLICA_ID); config reconcile only every 300 s."""
     settings = {**env, "REPLICA_ID": name, "CONFIG_RECONCILE_SECONDS": "300", **extra}
     return DaphneProcess(extra_env=settings)
+
+
+@contextmanager
+def replica_pair(**extra: str) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    """Replicas "replica-a" and "replica-b", started on a fresh scale-out env and
+    Redis, with `extra` settings; both stopped and cleaned up on the way out."""
+    redis_url = require_servers()[1]
+    with scale_out_env() as env:
+        a = replica(env, "replica-a", REDIS_URL=redis_url, **extra)
+        b = replica(env, "replica-b", REDIS_URL=redis_url, **extra)
+        try:
+            a.start()
+            b.start()
+            yield a, b
+        finally:
+            a.cleanup()
+            b.cleanup()

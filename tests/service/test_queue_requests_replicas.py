@@ -23,24 +23,15 @@ import pytest
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import ws_connect
-from tests.service.replica_pair import replica, require_servers, scale_out_env
+from tests.service.replica_pair import replica_pair
 
 NOW = time.time()
 
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    with scale_out_env() as env:
-        redis_url = require_servers()[1]
-        extra = {"REDIS_URL": redis_url, "QUEUE_PEER_TIMEOUT": "1"}
-        a, b = replica(env, "replica-a", **extra), replica(env, "replica-b", **extra)
-        try:
-            a.start()
-            b.start()
-            yield a, b
-        finally:
-            a.cleanup()
-            b.cleanup()
+    with replica_pair(QUEUE_PEER_TIMEOUT="1") as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import websockets
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import ws_connect
-from tests.service.replica_pair import replica, require_servers, scale_out_env
+from tests.service.replica_pair import replica_pair
 
 NOW = time.time()
 SHUTTING_DOWN = "scheduler shutting down"
@@ -33,16 +33,8 @@ SHUTTING_DOWN = "scheduler shutting down"
 @pytest.fixture
 def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
     """Replicas a and b; each test loses b its own way."""
-    with scale_out_env() as env:
-        extra = {"REDIS_URL": require_servers()[1], "SHUTDOWN_DRAIN_TIMEOUT": "5"}
-        a, b = replica(env, "replica-a", **extra), replica(env, "replica-b", **extra)
-        try:
-            a.start()
-            b.start()
-            yield a, b
-        finally:
-            a.cleanup()
-            b.cleanup()
+    with replica_pair(SHUTDOWN_DRAIN_TIMEOUT="5") as pair:
+        yield pair
 
 
 def get(server: DaphneProcess, token: str, path: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,18 @@ from scheduler_core.model import Request
 from tests.polling import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+async def reconciling(settings: Any) -> AsyncIterator[Any]:
+    """A started host whose reconcile loop runs every 10 ms; shut down after the test."""
+    settings.GRPC_PORT = 0
+    settings.CONFIG_RECONCILE_SECONDS = 0.01
+    host = await runtime_host.ensure_started()
+    try:
+        yield host
+    finally:
+        await runtime_host.shutdown(drain_timeout=0)
 
 
 def put_tenant(tenant_id: str, config: dict[str, Any], version: int | None) -> Any:
@@ -101,33 +114,26 @@ async def test_a_registered_background_loop_runs_from_the_hosts_start_to_its_sto
 
 
 async def test_failed_config_reconciles_are_counted_and_the_last_success_kept_until_one_passes(
-    settings: Any, monkeypatch: pytest.MonkeyPatch
+    reconciling: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.GRPC_PORT = 0
-    settings.CONFIG_RECONCILE_SECONDS = 0.01
-    host = await runtime_host.ensure_started()
-    try:
-        started = host.reconciles.last_success  # the start's reconcile
-        assert started is not None and host.reconciles.failures == 0
+    host = reconciling
+    started = host.reconciles.last_success  # the start's reconcile
+    assert started is not None and host.reconciles.failures == 0
 
-        def unreachable() -> int:
-            raise OperationalError("could not connect to server")
+    def unreachable() -> int:
+        raise OperationalError("could not connect to server")
 
-        with monkeypatch.context() as patch:
-            patch.setattr(runtime_host.selectors, "config_version_get", unreachable)
-            await until(lambda: host.reconciles.failures >= 2)
-            assert host.reconciles.last_success == started
-        await until(lambda: host.reconciles.last_success > started)
-    finally:
-        await runtime_host.shutdown(drain_timeout=0)
+    with monkeypatch.context() as patch:
+        patch.setattr(runtime_host.selectors, "config_version_get", unreachable)
+        await until(lambda: host.reconciles.failures >= 2)
+        assert host.reconciles.last_success == started
+    await until(lambda: host.reconciles.last_success > started)
 
 
 async def test_the_token_recheck_runs_while_config_reconciles_fail(
-    settings: Any, monkeypatch: pytest.MonkeyPatch
+    reconciling: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.GRPC_PORT = 0
-    settings.CONFIG_RECONCILE_SECONDS = 0.01
-    host = await runtime_host.ensure_started()
+    host = reconciling
     checks: list[str] = []
 
     async def checked() -> int:
@@ -137,31 +143,23 @@ async def test_the_token_recheck_runs_while_config_reconciles_fail(
     def will_not_apply(version: int) -> None:
         raise ValueError("the stored config does not apply")
 
-    try:
-        monkeypatch.setattr(host, "close_revoked_sockets", checked)
-        monkeypatch.setattr(host, "reconcile", will_not_apply)
-        await until(lambda: host.reconciles.failures >= 2 and len(checks) >= 2)
-    finally:
-        await runtime_host.shutdown(drain_timeout=0)
+    monkeypatch.setattr(host, "close_revoked_sockets", checked)
+    monkeypatch.setattr(host, "reconcile", will_not_apply)
+    await until(lambda: host.reconciles.failures >= 2 and len(checks) >= 2)
 
 
 async def test_a_failed_token_recheck_is_not_counted_as_a_failed_config_reconcile(
-    settings: Any, monkeypatch: pytest.MonkeyPatch
+    reconciling: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings.GRPC_PORT = 0
-    settings.CONFIG_RECONCILE_SECONDS = 0.01
-    host = await runtime_host.ensure_started()
+    host = reconciling
     checks: list[str] = []
 
     async def broken() -> int:
         checks.append("token check")
         raise OperationalError("api_token table locked")
 
-    try:
-        monkeypatch.setattr(host, "close_revoked_sockets", broken)
-        stamp = host.reconciles.last_success
-        assert stamp is not None
-        await until(lambda: len(checks) >= 2 and host.reconciles.last_success > stamp)
-        assert host.reconciles.failures == 0
-    finally:
-        await runtime_host.shutdown(drain_timeout=0)
+    monkeypatch.setattr(host, "close_revoked_sockets", broken)
+    stamp = host.reconciles.last_success
+    assert stamp is not None
+    await until(lambda: len(checks) >= 2 and host.reconciles.last_success > stamp)
+    assert host.reconciles.failures == 0

@@ -57,12 +57,12 @@ def enqueue(rid: str) -> dict[str, Any]:
 
 
 async def querier_running_r1(
-    tokens: Any,
+    tokens: Any, frontend_token: str = "frontend", querier_id: str = "q-revoked"
 ) -> tuple[WebsocketCommunicator, WebsocketCommunicator, dict[str, Any]]:
-    """A frontend, and querier "q-revoked" running its request "r1" (the `request` frame)."""
-    frontend = await connect("/ws/frontend/", tokens["frontend"][1])
+    """A frontend, and querier `querier_id` running its request "r1" (the `request` frame)."""
+    frontend = await connect("/ws/frontend/", tokens[frontend_token][1])
     querier = await connect("/ws/querier/", tokens["querier"][1])
-    await querier.send_json_to({"type": "hello", "querier_id": "q-revoked", "workers": 1})
+    await querier.send_json_to({"type": "hello", "querier_id": querier_id, "workers": 1})
     assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
     await frontend.send_json_to(enqueue("r1"))
     assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"

@@ -20,7 +20,12 @@ from api.store.services import api_token_issue, api_token_revoke
 from api.wire import runtime_host, token_sockets
 from config.asgi import application
 from tests.api.store.test_token_expiry import set_clock
-from tests.api.wire.test_token_sockets import closed_for_revocation, connect, enqueue
+from tests.api.wire.test_token_sockets import (
+    closed_for_revocation,
+    connect,
+    enqueue,
+    querier_running_r1,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -90,25 +95,10 @@ async def test_an_open_frontend_socket_is_closed_at_the_first_check_past_its_exp
     await other.disconnect()
 
 
-async def _querier_running_r1(
-    tokens: Any,
-) -> tuple[WebsocketCommunicator, WebsocketCommunicator, dict[str, Any]]:
-    """The never-expiring frontend, and the expiring querier running its request "r1"."""
-    frontend = await connect("/ws/frontend/", tokens["other"][1])
-    querier = await connect("/ws/querier/", tokens["querier"][1])
-    await querier.send_json_to({"type": "hello", "querier_id": "q-expiring", "workers": 1})
-    assert (await querier.receive_json_from(timeout=5))["type"] == "welcome"
-    await frontend.send_json_to(enqueue("r1"))
-    assert (await frontend.receive_json_from(timeout=5))["type"] == "enqueued"
-    request = await querier.receive_json_from(timeout=5)
-    assert request["type"] == "request"
-    return frontend, querier, request
-
-
 async def test_a_querier_whose_token_expires_mid_request_hands_the_request_back(
     host: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    frontend, querier, _ = await _querier_running_r1(tokens)
+    frontend, querier, _ = await querier_running_r1(tokens, "other", "q-expiring")
     past_the_expiry(monkeypatch)
     assert await host.close_revoked_sockets() == 1
     await closed_for_revocation(querier)
@@ -122,7 +112,7 @@ async def test_a_querier_whose_token_expires_mid_request_hands_the_request_back(
 async def test_a_result_on_the_socket_when_the_querier_token_expires_ends_the_request_once(
     host: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    frontend, querier, request = await _querier_running_r1(tokens)
+    frontend, querier, request = await querier_running_r1(tokens, "other", "q-expiring")
     result = {"type": "result", "worker": request["worker"], "id": request["id"], "status": 200}
     await querier.send_input({"type": "websocket.receive", "text": json.dumps(result)})
     past_the_expiry(monkeypatch)

@@ -100,13 +100,16 @@ class Scheduler:
         return channel
 
 
-async def running_scheduler(config: QueueConfig) -> Scheduler:
+async def running_scheduler(config: QueueConfig, **door_options: Any) -> Scheduler:
+    """A started runtime with its gRPC door (`door_options`: `start_grpc_server`'s)."""
     runtime = SchedulerRuntime(config, forget_check_interval=3600.0)
     recorder = Recorder()
     install_observer(runtime, recorder)
     await runtime.start()
     admission = Admission(runtime, wall_clock=lambda: NOW)
-    door = await start_grpc_server(runtime, port=0, host="127.0.0.1", admission=admission)
+    door = await start_grpc_server(
+        runtime, port=0, host="127.0.0.1", admission=admission, **door_options
+    )
     return Scheduler(runtime, door, recorder, f"127.0.0.1:{door.port}")
 
 

@@ -17,17 +17,13 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from api.wire.grpc.admission import Admission
 from api.wire.grpc.clients import CortexFrontend, get_request
 from api.wire.grpc.http2_frames import CANCEL, NO_ERROR, RST_STREAM, S_INITIAL_WINDOW_SIZE, frame
 from api.wire.grpc.lean_server import LeanGrpcServer, grpc_timeout
-from api.wire.grpc.server import start_grpc_server
-from api.wire.observers import install_observer
 from scheduler_core.model import QueueConfig
 from scheduler_core.pb import httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from scheduler_core.runtime import SchedulerRuntime
-from tests.api.wire.grpc.conftest import NOW, Recorder, Scheduler
+from tests.api.wire.grpc.conftest import Scheduler, running_scheduler
 from tests.api.wire.grpc.raw_http2 import RawPeer, grpc_message, request_headers, until
 
 FRONTEND_LOOP = "/schedulerpb.SchedulerForFrontend/FrontendLoop"
@@ -40,19 +36,10 @@ SHORT = "400m"
 
 
 async def scheduler_on(implementation: str) -> AsyncIterator[Scheduler]:
-    runtime = SchedulerRuntime(QueueConfig(), forget_check_interval=3600.0)
-    recorder = Recorder()
-    install_observer(runtime, recorder)
-    await runtime.start()
-    door = await start_grpc_server(
-        runtime,
-        port=0,
-        admission=Admission(runtime, wall_clock=lambda: NOW),
-        implementation=implementation,
-    )
-    yield Scheduler(runtime, door, recorder, f"127.0.0.1:{door.port}")
-    await door.stop(0)
-    await runtime.stop(drain_timeout=0)
+    sched = await running_scheduler(QueueConfig(), implementation=implementation)
+    yield sched
+    await sched.door.stop(0)
+    await sched.runtime.stop(drain_timeout=0)
 
 
 @pytest.fixture(params=["lean", "grpcio"])

@@ -65,15 +65,18 @@ async def test_a_request_larger_than_a_querier_s_64_kib_window_reaches_it_in_pie
             pb.OK,
             pb.OK,
         ]
-        querier.open(1, request_headers(QUERIER_LOOP))
-        querier.data(1, grpc_message(pb.QuerierToScheduler(querierID="q").SerializeToString()))
-
-        (message,) = (await querier.until_messages(1, 1)).messages()
-
-        assert pb.SchedulerToQuerier.FromString(message).httpRequest.body == body
+        await a_querier_is_handed(querier, body)
     finally:
         frontend.close()
         querier.close()
+
+
+async def a_querier_is_handed(querier: RawPeer, body: bytes) -> None:
+    """A querier loop opened on `querier` gets the queued request, `body` whole."""
+    querier.open(1, request_headers(QUERIER_LOOP))
+    querier.data(1, grpc_message(pb.QuerierToScheduler(querierID="q").SerializeToString()))
+    (message,) = (await querier.until_messages(1, 1)).messages()
+    assert pb.SchedulerToQuerier.FromString(message).httpRequest.body == body
 
 
 async def stalled_loop(door: GrpcFrontDoor, enqueues: bytes) -> tuple[RawPeer, Any]:
@@ -233,12 +236,7 @@ async def test_the_benchmarks_h2lite_frontend_enqueues_a_query_larger_than_a_doo
             pb.OK,
             pb.OK,
         ]
-        querier.open(1, request_headers(QUERIER_LOOP))
-        querier.data(1, grpc_message(pb.QuerierToScheduler(querierID="q").SerializeToString()))
-
-        (message,) = (await querier.until_messages(1, 1)).messages()
-
-        assert pb.SchedulerToQuerier.FromString(message).httpRequest.body == body
+        await a_querier_is_handed(querier, body)
     finally:
         frontend.close()
         querier.close()
