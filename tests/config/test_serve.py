@@ -9,10 +9,9 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-
-from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from django.db import OperationalError
 
+from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from config import serve
 from config.serve import event_loop_name, install_event_loop
 from loadgen.daphne_process import BASE_DIR, DaphneProcess
