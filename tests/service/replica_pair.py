@@ -20,7 +20,7 @@ import pytest
 
 from loadgen.daphne_process import DaphneProcess
 
-__all__ = ["replica_pair", "require_servers", "replica", "scale_out_env"]
+__all__ = ["replica", "replica_pair", "require_servers", "scale_out_env", "started_pair"]
 
 
 def require_servers() -> tuple[str, str]:
@@ -76,17 +76,25 @@ def replica(env: dict[str, str], name: str, **extra: str) -> DaphneProcess:
 
 
 @contextmanager
-def replica_pair(**extra: str) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    """Replicas "replica-a" and "replica-b", started on a fresh scale-out env and
-    Redis, with `extra` settings; both stopped and cleaned up on the way out."""
+def started_pair(
+    env: dict[str, str], **extra: str
+) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    """Replicas "replica-a" and "replica-b" on `env` and Redis, with `extra`
+    settings, started; both stopped and cleaned up on the way out."""
     redis_url = require_servers()[1]
-    with scale_out_env() as env:
-        a = replica(env, "replica-a", REDIS_URL=redis_url, **extra)
-        b = replica(env, "replica-b", REDIS_URL=redis_url, **extra)
-        try:
-            a.start()
-            b.start()
-            yield a, b
-        finally:
-            a.cleanup()
-            b.cleanup()
+    a = replica(env, "replica-a", REDIS_URL=redis_url, **extra)
+    b = replica(env, "replica-b", REDIS_URL=redis_url, **extra)
+    try:
+        a.start()
+        b.start()
+        yield a, b
+    finally:
+        a.cleanup()
+        b.cleanup()
+
+
+@contextmanager
+def replica_pair(**extra: str) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    """`started_pair` on a fresh scale-out env of its own."""
+    with scale_out_env() as env, started_pair(env, **extra) as pair:
+        yield pair

@@ -28,7 +28,7 @@ import websockets
 from api.wire.grpc.clients import CortexFrontend
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
-from tests.service.replica_pair import replica, require_servers, scale_out_env
+from tests.service.replica_pair import replica, require_servers, scale_out_env, started_pair
 
 NOW = time.time()
 
@@ -45,18 +45,9 @@ def redis_url(shared_env: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def replicas(
-    shared_env: dict[str, str], redis_url: str
-) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    a = replica(shared_env, "replica-a", REDIS_URL=redis_url, GROUP_REJOIN_SECONDS="1")
-    b = replica(shared_env, "replica-b", REDIS_URL=redis_url, GROUP_REJOIN_SECONDS="1")
-    try:
-        a.start()
-        b.start()
-        yield a, b
-    finally:
-        a.cleanup()
-        b.cleanup()
+def replicas(shared_env: dict[str, str]) -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
+    with started_pair(shared_env, GROUP_REJOIN_SECONDS="1") as pair:
+        yield pair
 
 
 @pytest.fixture(scope="module")
