@@ -73,6 +73,16 @@ def churn(traffic: Traffic, seed: int) -> Iterator[None]:
             thread.join(timeout=10)
 
 
+@contextmanager
+def churning_inspector(page: Page, traffic: Traffic, seed: int) -> Iterator[None]:
+    """The inspector open on a churning queue (`churn`) that shows three rows at least."""
+    open_inspector(page)
+    with churn(traffic, seed):
+        # A module's first churn waits for its queriers and first bursts.
+        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+        yield
+
+
 def open_inspector(page: Page, search: str = "") -> None:
     page.goto(f"/?projection=tenant-first&search={search}")
     expect(page.locator("#live-state")).to_have_text("live")
@@ -104,9 +114,7 @@ def move_away(page: Page) -> None:
 def test_a_row_s_button_is_clicked_at_once_while_queues_churn_under_the_pointer(
     page: Page, traffic: Traffic
 ) -> None:
-    open_inspector(page)
-    with churn(traffic, seed=1):
-        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+    with churning_inspector(page, traffic, seed=1):
         page.locator(ROWS).first.hover()
         target = tenant_of(page, page.locator(ROWS).count() - 1)
         # The row farthest from the pointer: every row above it used to move.
@@ -118,9 +126,7 @@ def test_a_row_s_button_is_clicked_at_once_while_queues_churn_under_the_pointer(
 def test_a_click_lands_on_the_row_aimed_at_however_long_the_aim_takes(
     page: Page, traffic: Traffic
 ) -> None:
-    open_inspector(page)
-    with churn(traffic, seed=4):
-        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+    with churning_inspector(page, traffic, seed=4):
         for row in (-1, 1, -1):
             # The drill-down opened by the last aim scrolled the page to itself.
             page.evaluate("window.scrollTo(0, 0)")
@@ -143,9 +149,7 @@ def test_a_click_lands_on_the_row_aimed_at_however_long_the_aim_takes(
 def test_while_the_pointer_is_over_the_tree_a_frame_moves_no_row_and_adds_none_above_it(
     page: Page, traffic: Traffic
 ) -> None:
-    open_inspector(page)
-    with churn(traffic, seed=5):
-        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+    with churning_inspector(page, traffic, seed=5):
         page.locator(ROWS).nth(1).hover()
         page.evaluate(LOG_ROW_CHANGES)
         page.wait_for_function("() => window.inspectorClient.frames >= window.holdLog.from + 12")
@@ -158,9 +162,7 @@ def test_while_the_pointer_is_over_the_tree_a_frame_moves_no_row_and_adds_none_a
 def test_once_the_pointer_leaves_the_tree_shows_the_live_order_at_once(
     page: Page, traffic: Traffic
 ) -> None:
-    open_inspector(page)
-    with churn(traffic, seed=2):
-        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+    with churning_inspector(page, traffic, seed=2):
         hovered = page.locator(ROWS).first
         hovered.hover()
         key, top = hovered.get_attribute("data-key"), hovered.bounding_box()
@@ -188,10 +190,8 @@ def test_once_the_pointer_leaves_the_tree_shows_the_live_order_at_once(
 def test_a_long_hold_says_the_order_is_held_while_the_counts_stay_live(
     page: Page, traffic: Traffic
 ) -> None:
-    open_inspector(page)
     hint = page.locator("#tree-held")
-    with churn(traffic, seed=3):
-        expect(page.locator(ROWS).nth(2)).to_be_attached(timeout=15_000)
+    with churning_inspector(page, traffic, seed=3):
         page.locator(ROWS).first.hover()
         expect(hint).to_be_visible(timeout=5_000)
         expect(hint).to_have_text(re.compile("^order held while the pointer is here"))
