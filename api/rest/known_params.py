@@ -23,11 +23,11 @@ _known: dict[tuple[type, str], frozenset[str]] | None = None
 
 
 def _build() -> dict[tuple[type, str], frozenset[str]]:
-    schema = SchemaGenerator().get_schema(request=None, public=True)
-    endpoints = SchemaGenerator()
-    endpoints._initialise_endpoints()
+    generator = SchemaGenerator()
+    schema = generator.get_schema(request=None, public=True)
     known: dict[tuple[type, str], frozenset[str]] = {}
-    for path, _regex, method, callback in endpoints.endpoints:
+    # The endpoints the schema was made from (found once, by `get_schema`).
+    for path, _regex, method, callback in generator.endpoints:
         operation = schema["paths"].get(path, {}).get(method.lower())
         if operation is None:
             continue
