@@ -34,6 +34,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any
 
 from scheduler_core.classify import classify
@@ -320,11 +321,7 @@ def _strata(
     groups = [(weight, kinds) for weight, kinds in groups if weight > 0 and kinds]
     if not groups:
         return [1.0], [[i for kinds in by_actor.values() for i in kinds]]
-    cumulative, total = [], 0.0
-    for weight, _ in groups:
-        total += weight
-        cumulative.append(total)
-    return cumulative, [kinds for _, kinds in groups]
+    return list(accumulate(weight for weight, _ in groups)), [kinds for _, kinds in groups]
 
 
 def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Workload:
