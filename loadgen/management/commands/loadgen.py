@@ -42,6 +42,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from api.store.services import api_token_issue, api_token_revoke
+from api.wire.protocol import MAX_WORKERS  # what a querier may announce in `hello`
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
 from loadgen.replicas import NoReplicaReachable, Replicas
@@ -55,8 +56,6 @@ MAX_OUTSTANDING = 2000
 # With several replicas, how long none may be reachable before the command
 # stops: long enough for every replica to restart at once.
 GIVE_UP_SECONDS = 30.0
-# What a querier may announce (docs/protocol.md `hello`).
-MAX_WORKERS = 256
 
 
 class Command(BaseCommand):
