@@ -81,6 +81,10 @@ export function setAttr(node, name, value) {
   else node.setAttribute(name, value);
 }
 
+// Whether the keyboard's place is lost: nothing has the focus (a disabled
+// button, or a re-rendered page, dropped it to the body).
+export const focusLost = () => document.activeElement === document.body || !document.activeElement;
+
 const textOf = (node) => node.textContent.replace(/\s+/g, " ").trim();
 
 // A status line (role=status) says what a box the server answered into holds

@@ -4,7 +4,7 @@
 // It also keeps the editor's place across the server-side edit buttons and
 // asks before a page with unsaved edits is left.
 
-import { announce } from "./dom.js";
+import { announce, focusLost } from "./dom.js";
 import "./yaml_view.js";
 
 const form = document.getElementById("tenant-form");
@@ -12,7 +12,6 @@ const box = document.getElementById("explain");
 const output = document.getElementById("explain-output");
 const button = document.getElementById("explain-button");
 const status = document.getElementById("explain-status");
-const nothingFocused = () => document.activeElement === document.body || !document.activeElement;
 
 async function explain(event) {
   const url = box.dataset.url;
@@ -35,7 +34,7 @@ async function explain(event) {
     output.innerHTML = '<p class="error">The server could not be reached.</p>';
   } finally {
     // Explain was disabled while it asked, which dropped its focus to the page.
-    const lost = nothingFocused();
+    const lost = focusLost();
     button.disabled = false;
     if (lost) button.focus();
   }
@@ -66,7 +65,7 @@ box.addEventListener("keydown", (e) => {
 // view has put it on the first line in error.
 const firstError =
   document.querySelector('[aria-invalid="true"]') ||
-  (nothingFocused() ? document.getElementById("error-summary") : null);
+  (focusLost() ? document.getElementById("error-summary") : null);
 if (firstError) firstError.focus();
 
 // The rule and attribute buttons re-render the page on the server (the form
@@ -129,7 +128,7 @@ const place = JSON.parse(sessionStorage.getItem(PLACE) || "null");
 sessionStorage.removeItem(PLACE);
 if (place && place.path === location.pathname && !firstError) {
   window.scrollTo(0, place.y);
-  if (nothingFocused()) focusTarget(place.action || "")?.focus();
+  if (focusLost()) focusTarget(place.action || "")?.focus();
 }
 
 // Leaving with unsaved edits asks first. A page the server rendered from a

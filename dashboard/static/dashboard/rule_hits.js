@@ -4,7 +4,7 @@
 // or not) and shows the dry run in place. Without this script the button
 // re-renders the whole page with the same report, and no counts are shown.
 
-import { announce, setAttr, setText } from "./dom.js";
+import { announce, focusLost, setAttr, setText } from "./dom.js";
 import { servingText } from "./drill_text.js";
 
 const POLL_MS = 3000;
@@ -95,7 +95,7 @@ async function dryRun(event) {
     output.innerHTML = '<p class="error">The server could not be reached.</p>';
   } finally {
     // The button was disabled while it asked, which dropped its focus to the page.
-    const lost = document.activeElement === document.body || document.activeElement === null;
+    const lost = focusLost();
     button.disabled = false;
     if (lost) button.focus();
   }

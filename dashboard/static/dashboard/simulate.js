@@ -4,6 +4,7 @@
 // both results side by side. Everything it loads comes from this site's
 // static files; nothing is fetched from elsewhere.
 
+import { focusLost } from "./dom.js";
 import { render } from "./simulate_results.js";
 
 const form = document.getElementById("sim-form");
@@ -316,9 +317,9 @@ async function run(event) {
     current = null;
     // Simulate was disabled while it ran, which dropped the focus to the
     // page, and Cancel is now: the keyboard's place goes back to Simulate.
-    const held = document.activeElement;
+    const lost = focusLost() || document.activeElement === cancelButton;
     running(false);
-    if (held === document.body || held === null || held === cancelButton) runButton.focus();
+    if (lost) runButton.focus();
   }
 }
 
