@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -168,11 +169,20 @@ async def test_window_held_for_a_reset_call_goes_back_to_its_connection(
         peer.close()
 
 
-async def test_the_lean_client_sends_a_result_larger_than_the_frontends_64_kib_window() -> None:
+# A QueryResult over grpc-go's 64 KiB window, for the clients that send one.
+LARGE_RESULT = frontendv2pb_pb2.QueryResultRequest(
+    queryID=7, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"r" * 300_000)
+).SerializeToString()
+
+
+@contextlib.asynccontextmanager
+async def go_frontend() -> AsyncIterator[tuple[int, asyncio.Future[bytes]]]:
+    """A frontend with grpc-go's server windows (64 KiB) answering one unary call
+    (an empty QueryResultResponse): its port, and the request message it got."""
     received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
 
     async def frontend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = RawPeer(reader, writer)  # grpc-go's server windows: 64 KiB
+        peer = RawPeer(reader, writer)
         await peer.accept()
         request = await peer.until_ended(1)
         response = frontendv2pb_pb2.QueryResultResponse().SerializeToString()
@@ -182,43 +192,30 @@ async def test_the_lean_client_sends_a_result_larger_than_the_frontends_64_kib_w
         received.set_result(request.messages()[0])
 
     server = await asyncio.start_server(frontend, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    channels = LeanChannels(None)
-    result = frontendv2pb_pb2.QueryResultRequest(
-        queryID=7, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"r" * 300_000)
-    ).SerializeToString()
     try:
-        await channels.unary(f"127.0.0.1:{port}", QUERY_RESULT, result, (), timeout=10)
-        assert await received == result
+        yield server.sockets[0].getsockname()[1], received
     finally:
-        channels.close()
         server.close()
+
+
+async def test_the_lean_client_sends_a_result_larger_than_the_frontends_64_kib_window() -> None:
+    channels = LeanChannels(None)
+    async with go_frontend() as (port, received):
+        try:
+            await channels.unary(f"127.0.0.1:{port}", QUERY_RESULT, LARGE_RESULT, (), timeout=10)
+            assert await received == LARGE_RESULT
+        finally:
+            channels.close()
 
 
 async def test_the_benchmarks_h2lite_client_sends_a_request_larger_than_a_64_kib_window() -> None:
-    received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-
-    async def frontend(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = RawPeer(reader, writer)  # grpc-go's server windows: 64 KiB
-        await peer.accept()
-        request = await peer.until_ended(1)
-        peer.open(1, [(":status", "200"), ("content-type", "application/grpc")])
-        peer.data(1, grpc_message(b""))
-        peer.open(1, [("grpc-status", "0")], end=True)
-        received.set_result(request.messages()[0])
-
-    server = await asyncio.start_server(frontend, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    conn = await ClientConnection.connect(f"127.0.0.1:{port}")
-    result = frontendv2pb_pb2.QueryResultRequest(
-        queryID=7, httpResponse=httpgrpc_pb2.HTTPResponse(Code=200, body=b"r" * 300_000)
-    ).SerializeToString()
-    try:
-        assert await asyncio.wait_for(conn.unary(QUERY_RESULT, result), 10) == b""
-        assert await received == result
-    finally:
-        conn.close()
-        server.close()
+    async with go_frontend() as (port, received):
+        conn = await ClientConnection.connect(f"127.0.0.1:{port}")
+        try:
+            assert await asyncio.wait_for(conn.unary(QUERY_RESULT, LARGE_RESULT), 10) == b""
+            assert await received == LARGE_RESULT
+        finally:
+            conn.close()
 
 
 async def test_the_benchmarks_h2lite_frontend_enqueues_a_query_larger_than_a_door_window(
