@@ -75,6 +75,14 @@ class _Page(HTMLParser):
         return found
 
 
+@pytest.fixture
+def acme(db: None, rules: dict[str, Any]) -> None:
+    """Tenant acme, configured with `rules`."""
+    services.tenant_put(
+        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
+    )
+
+
 def _refused_draft(client: Client, **fields: str) -> _Page:
     post = {"action": "save", "tenant_id": "acme", "query_priority.enabled": "on", **fields}
     response = client.post("/tenants/new/", post)
@@ -100,11 +108,8 @@ def test_a_refused_time_window_marks_both_its_boxes_and_describes_each_by_its_er
 
 
 def test_a_duration_pairs_boxes_are_grouped_under_the_pairs_name(
-    editor_client: Client, rules: dict[str, Any]
+    editor_client: Client, acme: None
 ) -> None:
-    services.tenant_put(
-        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
-    )
     page = _Page(editor_client.get("/tenants/acme/").content.decode())
     for key, name in (
         ("time_window", "Time window (before now)"),
@@ -143,22 +148,16 @@ def test_each_rule_is_a_group_named_for_its_rule_and_described_by_its_own_errors
 
 
 def test_an_attribute_is_named_by_its_number_not_its_remove_button(
-    editor_client: Client, rules: dict[str, Any]
+    editor_client: Client, acme: None
 ) -> None:
-    services.tenant_put(
-        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
-    )
     page = _Page(editor_client.get("/tenants/acme/").content.decode())
     assert page.labelled_by(f"{ATTR}-title")["tag"] == "fieldset"
     assert page.text[f"{ATTR}-title"] == "Attribute 1"
 
 
 def test_the_editors_headings_are_an_outline_with_no_level_skipped(
-    editor_client: Client, rules: dict[str, Any]
+    editor_client: Client, rules: dict[str, Any], acme: None
 ) -> None:
-    services.tenant_put(
-        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
-    )
     html = editor_client.post(
         "/tenants/acme/", {"action": "explain", "explain_query": "up", **_form(rules)}
     ).content.decode()
@@ -199,11 +198,8 @@ def test_a_refused_login_marks_both_boxes_and_describes_them_by_the_refusal(
     [("unified", ("removed: ", "added: ")), ("split", ("before: ", "after: "))],
 )
 def test_a_diff_says_in_words_which_lines_it_removed_and_added(
-    editor_client: Client, rules: dict[str, Any], layout: str, words: tuple[str, str]
+    editor_client: Client, acme: None, layout: str, words: tuple[str, str]
 ) -> None:
-    services.tenant_put(
-        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
-    )
     services.tenant_patch(
         tenant_id="acme",
         changes={"max_queriers_per_tenant": 4},
@@ -216,12 +212,7 @@ def test_a_diff_says_in_words_which_lines_it_removed_and_added(
         assert f'<span class="visually-hidden">{word}</span>' in html
 
 
-def test_historys_changed_values_have_column_headers(
-    editor_client: Client, rules: dict[str, Any]
-) -> None:
-    services.tenant_put(
-        tenant_id="acme", config=rules, expected_version=None, author=None, source="cli"
-    )
+def test_historys_changed_values_have_column_headers(editor_client: Client, acme: None) -> None:
     html = editor_client.get("/history/").content.decode()
     table = re.search(r'<table class="diff compact">.*?</thead>', html, re.DOTALL)
     assert table is not None
