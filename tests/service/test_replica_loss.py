@@ -10,7 +10,6 @@ when the signal comes twice, then withdraws: its peer does not miss it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import signal
 import time
@@ -20,11 +19,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import websockets
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.wsclients import ws_connect
 from tests.service.replica_pair import replica_pair
+from tests.service.test_faults import frames_until_closed
 
 NOW = time.time()
 SHUTTING_DOWN = "scheduler shutting down"
@@ -75,15 +74,6 @@ def test_a_killed_replica_is_named_missing_in_every_answer_of_its_peer(
         assert (replicas["ids"], replicas["missing"]) == (["replica-a"], ["replica-b"]), path
         assert replicas["note"] == ""
     assert get(a, viewer, "queue/requests/")["replicas_missing"] == ["replica-b"]
-
-
-async def frames_until_closed(ws: Any) -> tuple[list[dict[str, Any]], int | None]:
-    frames: list[dict[str, Any]] = []
-    with contextlib.suppress(websockets.ConnectionClosed):
-        while True:
-            frames.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
-    received = ws.protocol.close_rcvd  # None: the TCP connection dropped, no close frame
-    return frames, None if received is None else received.code
 
 
 async def test_a_second_sigterm_during_the_drain_still_fails_every_request_back_once(
