@@ -69,6 +69,9 @@ class Http2Sending:
     _ping_strikes: int
 
     def _local_end(self, stream: Http2Stream) -> None:
+        """Our side of `stream` has ended. Each connection defines when a
+        stream is then forgotten (the door's, once both sides ended; the
+        benchmark client's, once its reader has the end too)."""
         raise NotImplementedError
 
     def write(self, data: bytes) -> None:
