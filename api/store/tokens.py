@@ -29,6 +29,7 @@ __all__ = [
     "TokenExpiryError",
     "api_token_authenticate",
     "api_token_expiry_check",
+    "api_token_ids_expired",
     "api_token_ids_live",
     "api_token_issue",
     "api_token_revoke",
@@ -131,3 +132,13 @@ def api_token_ids_live(token_ids: Iterable[int]) -> set[int]:
         return set()
     live = ApiToken.objects.live(timezone.now()).filter(pk__in=ids)
     return set(live.values_list("pk", flat=True))
+
+
+def api_token_ids_expired(token_ids: Iterable[int]) -> set[int]:
+    """Those of `token_ids` that ran out (not revoked): their sockets say so."""
+    ids = list(token_ids)
+    if not ids:
+        return set()
+    return set(
+        ApiToken.objects.expired(timezone.now()).filter(pk__in=ids).values_list("pk", flat=True)
+    )

@@ -34,7 +34,7 @@ from django.conf import settings
 
 from api.cluster import replica_board
 from api.store import config_events, selectors
-from api.store.tokens import api_token_ids_live
+from api.store.tokens import api_token_ids_expired, api_token_ids_live
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.config_group import CONFIG_GROUP, ConfigGroup, keep_membership
@@ -236,12 +236,19 @@ class RuntimeHost:
     # -- token revocation --------------------------------------------------------
 
     async def close_revoked_sockets(self) -> int:
-        """Close open sockets whose token is revoked or gone (the news may be lost)."""
+        """Close open sockets whose token is revoked, gone (the news may be lost) or expired."""
         open_ids = token_sockets.registry.token_ids()
         if not open_ids:
             return 0
         live = await database_sync_to_async(api_token_ids_live)(open_ids)
-        return await token_sockets.registry.close_tokens(set(open_ids) - live)
+        dead = set(open_ids) - live
+        if not dead:
+            return 0
+        # An operator told "revoked" about a token that merely ran out would
+        # go looking for who revoked it.
+        expired = await database_sync_to_async(api_token_ids_expired)(dead)
+        closed = await token_sockets.registry.close_tokens(expired, token_sockets.EXPIRED)
+        return closed + await token_sockets.registry.close_tokens(dead - expired)
 
     def _on_local_revocation(self, token_id: int) -> None:
         # As `_on_local_change`: from the committing thread, in a fresh context.

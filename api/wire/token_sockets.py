@@ -21,7 +21,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-__all__ = ["RevocableSocket", "TokenSockets", "registry"]
+__all__ = ["EXPIRED", "REVOKED", "RevocableSocket", "TokenSockets", "registry"]
+
+# What a closed socket is told (its `error` frame and close reason).
+REVOKED = "token revoked"
+EXPIRED = "token expired"
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,7 @@ log = logging.getLogger(__name__)
 class RevocableSocket(Protocol):
     """What a registered connection offers: a way to be closed for revocation."""
 
-    async def token_revoked(self) -> None: ...
+    async def token_revoked(self, reason: str = ...) -> None: ...
 
 
 class TokenSockets:
@@ -55,21 +59,22 @@ class TokenSockets:
     def count(self, token_id: int) -> int:
         return len(self._by_token.get(token_id, ()))
 
-    async def close_tokens(self, token_ids: Iterable[int]) -> int:
-        """Close every connection of these tokens; how many were closed."""
+    async def close_tokens(self, token_ids: Iterable[int], reason: str = REVOKED) -> int:
+        """Close every connection of these tokens, telling them `reason`; how many closed."""
         closed = 0
         for token_id in set(token_ids):
             sockets = self._by_token.pop(token_id, set())
             for socket in sockets:
                 try:
-                    await socket.token_revoked()
+                    await socket.token_revoked(reason)
                     closed += 1
                 except Exception:
                     # One broken socket must not keep the others open.
                     log.exception("closing a socket of token %d failed", token_id)
             if sockets:
                 log.info(
-                    "token %d revoked or expired: closed %d open connection(s)",
+                    "%s (token %d): closed %d open connection(s)",
+                    reason,
                     token_id,
                     len(sockets),
                 )

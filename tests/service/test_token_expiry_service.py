@@ -67,7 +67,7 @@ async def test_a_token_stops_working_at_its_expiry_and_its_open_socket_is_closed
         await asyncio.sleep(max(0.0, deadline - time.time() - 0.3))
         assert ws.close_code is None
         seen, code = await _closed_for_revocation(ws)
-        assert code == 4001 and seen[-1]["error"] == "token revoked"
+        assert code == 4001 and seen[-1]["error"] == "token expired"
 
         # Refused at both doors as a revoked token is; others unaffected.
         assert _rest_status(daphne_server, viewer) == 401

@@ -147,16 +147,16 @@ class MachineConsumer(GuardedConsumer):
     async def before_revoke(self) -> None:
         """Runs before a revoked token's socket closes (stop taking work, ...)."""
 
-    async def token_revoked(self) -> None:
-        """Close this socket because its token was revoked: an `error` says why.
+    async def token_revoked(self, reason: str = token_sockets.REVOKED) -> None:
+        """Close this socket because its token was revoked or expired: an `error` says which.
 
         The close then runs the consumer's usual disconnect path (a
         frontend's pending requests are cancelled, a querier's in-flight
         ones go back to the queue).
         """
         await self.before_revoke()
-        await self.send_error(ProtocolError(None, "token revoked"), status=401)
-        await self.close(code=CLOSE_UNAUTHENTICATED, reason="token revoked")
+        await self.send_error(ProtocolError(None, reason), status=401)
+        await self.close(code=CLOSE_UNAUTHENTICATED, reason=reason)
 
     @property
     def kind(self) -> str:

@@ -46,6 +46,20 @@ def test_a_token_works_until_its_expiry_and_is_refused_from_that_instant(
     assert tokens.api_token_ids_live([token.pk]) == set()
 
 
+def test_only_tokens_that_ran_out_are_reported_expired_not_revoked_or_live_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    issued = timezone.now()
+    ran_out, _ = services.api_token_issue(name="a", role="viewer", expires_at=issued + HOUR)
+    revoked, _ = services.api_token_issue(name="b", role="viewer", expires_at=issued + HOUR)
+    services.api_token_revoke(token_id=revoked.pk)
+    live, _ = services.api_token_issue(name="c", role="viewer")
+    set_clock(monkeypatch, issued + HOUR)
+    ids = [ran_out.pk, revoked.pk, live.pk, 999_999]
+    assert tokens.api_token_ids_expired(ids) == {ran_out.pk}
+    assert tokens.api_token_ids_expired([]) == set()
+
+
 def test_an_expired_token_is_refused_at_rest_exactly_as_a_revoked_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -39,14 +40,14 @@ async def connect(path: str, plaintext: str) -> WebsocketCommunicator:
     return comm
 
 
-async def closed_for_revocation(comm: WebsocketCommunicator) -> None:
+async def closed_for_revocation(comm: WebsocketCommunicator, why: str = "token revoked") -> None:
     """The socket says why, closes with 4001, and (the client answering) disconnects."""
     error = await comm.receive_json_from(timeout=5)
-    assert (error["type"], error["status"], error["error"]) == ("error", 401, "token revoked")
+    assert (error["type"], error["status"], error["error"]) == ("error", 401, why)
     assert await comm.receive_output(timeout=5) == {
         "type": "websocket.close",
         "code": 4001,
-        "reason": "token revoked",
+        "reason": why,
     }
     await comm.disconnect()
 
@@ -173,3 +174,20 @@ async def test_a_socket_that_closes_by_itself_leaves_the_registry(host: Any, tok
     await comm.disconnect()
     await asyncio.sleep(0)
     assert token_sockets.registry.count(token_id) == 0
+
+
+async def test_the_re_check_tells_an_expired_tokens_socket_expired_and_a_revoked_ones_revoked(
+    host: Any, tokens: Any
+) -> None:
+    # Both notices lost (nothing announces an expiry): the reconcile's
+    # re-check finds them, and each socket is told the real reason.
+    ran_out, revoked = tokens["frontend"], tokens["other"]
+    expiring = await connect("/ws/frontend/", ran_out[1])
+    revoking = await connect("/ws/frontend/", revoked[1])
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    await database_sync_to_async(ApiToken.objects.filter(pk=ran_out[0]).update)(expires_at=past)
+    await database_sync_to_async(ApiToken.objects.filter(pk=revoked[0]).update)(revoked=True)
+
+    assert await host.close_revoked_sockets() == 2
+    await closed_for_revocation(expiring, "token expired")
+    await closed_for_revocation(revoking, "token revoked")
