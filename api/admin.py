@@ -13,8 +13,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html_join
 
@@ -85,6 +88,7 @@ class TenantForm(_VersionedForm):
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     form = TenantForm
+    actions = ["delete_tenants"]
     list_display = ["tenant_id", "version", "updated_at"]
     search_fields = ["tenant_id"]
     readonly_fields = ["version", "created_at", "updated_at"]
@@ -104,14 +108,75 @@ class TenantAdmin(admin.ModelAdmin):
         )
         obj.pk, obj.version = saved.pk, saved.version
 
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        # Django's own bulk delete confirms without versions; `delete_tenants` carries them.
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ConfigStoreError as exc:
+            # The view's transaction rolled back: nothing was deleted. The
+            # page shown again carries the current version.
+            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
     def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
+        # Without the version the confirmation was shown at, a change made
+        # meanwhile was deleted unseen (as if If-Match were `*`).
         services.tenant_delete(
-            tenant_id=obj.tenant_id, expected_version=None, author=request.user, source=ADMIN
+            tenant_id=obj.tenant_id,
+            expected_version=_shown_version(request, "expected_version"),
+            author=request.user,
+            source=ADMIN,
         )
 
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Tenant]) -> None:
-        for tenant in queryset:
-            self.delete_model(request, tenant)
+    @admin.action(description="Delete the selected tenants", permissions=["delete"])
+    def delete_tenants(
+        self, request: HttpRequest, queryset: QuerySet[Tenant]
+    ) -> TemplateResponse | None:
+        tenants = list(queryset.order_by("tenant_id"))
+        if not request.POST.get("post"):
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Delete tenants",
+                "opts": self.opts,
+                "tenants": tenants,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            template = "admin/api/tenant/delete_selected_confirmation.html"
+            return TemplateResponse(request, template, context)
+        tenant_id = ""
+        try:
+            # All or none: half a bulk delete is a config nobody chose.
+            with transaction.atomic():
+                for tenant in tenants:
+                    tenant_id = tenant.tenant_id
+                    services.tenant_delete(
+                        tenant_id=tenant_id,
+                        expected_version=_shown_version(request, f"version_{tenant.pk}"),
+                        author=request.user,
+                        source=ADMIN,
+                    )
+        except ConfigStoreError as exc:
+            self.message_user(request, f"Nothing deleted: {tenant_id}: {exc}", messages.ERROR)
+            return None
+        self.message_user(request, f"Deleted {len(tenants)} tenant(s).")
+        return None
+
+
+def _shown_version(request: HttpRequest, field: str) -> int:
+    """The version a delete confirmation showed, from its hidden `field`."""
+    try:
+        return int(request.POST[field])
+    except (KeyError, ValueError):
+        raise ConfigStoreError(
+            "this confirmation lacks the version it was shown at; go back and delete again"
+        ) from None
 
 
 class SchedulerSettingsForm(_VersionedForm):

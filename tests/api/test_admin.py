@@ -72,15 +72,97 @@ def test_editing_a_tenant_someone_else_changed_is_refused(
     assert Tenant.objects.get().config["max_queriers_per_tenant"] == 5
 
 
+def put_t1(rules: dict[str, Any], tenant_id: str = "t1") -> Tenant:
+    return services.tenant_put(
+        tenant_id=tenant_id, config=rules, expected_version=None, author=None, source="api"
+    )
+
+
+def change_elsewhere(tenant_id: str = "t1") -> None:
+    services.tenant_patch(
+        tenant_id=tenant_id,
+        changes={"max_queriers_per_tenant": 5},
+        expected_version=None,
+        author=None,
+        source="api",
+    )
+
+
 def test_deleting_a_tenant_in_the_admin_records_a_revision(
     boss: Client, rules: dict[str, Any]
 ) -> None:
-    tenant = services.tenant_put(
-        tenant_id="t1", config=rules, expected_version=None, author=None, source="api"
+    tenant = put_t1(rules)
+    page = boss.get(f"/admin/api/tenant/{tenant.pk}/delete/")
+    assert f'name="expected_version" value="{tenant.version}"'.encode() in page.content
+    response = boss.post(
+        f"/admin/api/tenant/{tenant.pk}/delete/",
+        {"post": "yes", "expected_version": tenant.version},
     )
-    response = boss.post(f"/admin/api/tenant/{tenant.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
     assert ConfigRevision.objects.order_by("-version").first().after is None  # type: ignore[union-attr]
+    assert not Tenant.objects.exists()
+
+
+@pytest.mark.parametrize("shown", ["stale", "missing", "garbage"])
+def test_deleting_a_tenant_changed_since_the_confirmation_was_shown_deletes_nothing(
+    boss: Client, rules: dict[str, Any], shown: str
+) -> None:
+    tenant = put_t1(rules)
+    change_elsewhere()
+    form = {"post": "yes"} | {
+        "stale": {"expected_version": str(tenant.version)},
+        "missing": {},
+        "garbage": {"expected_version": "latest"},
+    }[shown]
+    url = f"/admin/api/tenant/{tenant.pk}/delete/"
+    response = boss.post(url, form, follow=True)
+    assert response.redirect_chain == [(url, 302)]
+    assert b"Not deleted" in response.content
+    # Shown again at the version now current, and the change is kept.
+    now = Tenant.objects.get()
+    assert now.config["max_queriers_per_tenant"] == 5
+    assert f'name="expected_version" value="{now.version}"'.encode() in response.content
+    assert ConfigRevision.objects.filter(after__isnull=True).count() == 0
+
+
+def bulk_delete(boss: Client, tenants: list[Tenant], versions: dict[int, Any]) -> Any:
+    form: dict[str, Any] = {
+        "action": "delete_tenants",
+        "post": "yes",
+        "_selected_action": [t.pk for t in tenants],
+    }
+    form.update({f"version_{pk}": v for pk, v in versions.items()})
+    return boss.post("/admin/api/tenant/", form, follow=True)
+
+
+def test_bulk_deleting_tenants_shows_each_version_and_deletes_them_all_at_those_versions(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenants = [put_t1(rules, "t1"), put_t1(rules, "t2")]
+    page = boss.post(
+        "/admin/api/tenant/",
+        {"action": "delete_tenants", "_selected_action": [t.pk for t in tenants]},
+    )
+    for tenant in tenants:
+        assert f'name="version_{tenant.pk}" value="{tenant.version}"'.encode() in page.content
+    # Django's own bulk delete, which carried no versions, is not offered.
+    assert b'value="delete_selected"' not in boss.get("/admin/api/tenant/").content
+
+    response = bulk_delete(boss, tenants, {t.pk: t.version for t in tenants})
+    assert b"Deleted 2 tenant(s)." in response.content
+    assert not Tenant.objects.exists()
+    assert ConfigRevision.objects.filter(after__isnull=True).count() == 2
+
+
+def test_a_bulk_delete_with_one_tenant_changed_since_deletes_none_of_them(
+    boss: Client, rules: dict[str, Any]
+) -> None:
+    tenants = [put_t1(rules, "t1"), put_t1(rules, "t2")]
+    change_elsewhere("t2")
+    response = bulk_delete(boss, tenants, {t.pk: t.version for t in tenants})
+    assert b"Nothing deleted: t2: version conflict" in response.content
+    assert sorted(Tenant.objects.values_list("tenant_id", flat=True)) == ["t1", "t2"]
+    assert ConfigRevision.objects.filter(after__isnull=True).count() == 0
 
 
 def test_changing_settings_in_the_admin_is_validated_and_versioned(boss: Client) -> None:
