@@ -49,6 +49,7 @@ from api.wire.loop_metrics import (
     register_loop_bound,
     render,
 )
+from api.wire.metrics_access import scrape_refusal
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
@@ -389,9 +390,9 @@ runtime_host.add_observer(MetricsObserver())
 async def metrics_view(request: HttpRequest) -> HttpResponse:
     """Open unless `METRICS_REQUIRE_LOGIN`, as Prometheus scrapers expect."""
     if getattr(settings, "METRICS_REQUIRE_LOGIN", False):
-        user = await request.auser()
-        if not user.is_authenticated:
-            return HttpResponse("login required\n", status=401, content_type="text/plain")
+        refusal = await scrape_refusal(request)
+        if refusal is not None:
+            return refusal
     # Before the counters are read: idle tenants' series are gone from this scrape.
     _same_runtime(runtime_host.get_runtime() if runtime_host.started() else None)
     JANITOR.maybe_sweep()

@@ -78,18 +78,27 @@ def metric_names(expr: str) -> set[str]:
 
 
 class Prometheus:
-    """A real Prometheus scraping `target` every `interval` with `rules`."""
+    """A real Prometheus scraping `target` every `interval` with `rules`.
 
-    def __init__(self, target: str, rules: Path, *, interval: str = "1s") -> None:
+    With `token`, each scrape sends it as `Authorization: Bearer <token>`.
+    """
+
+    def __init__(
+        self, target: str, rules: Path, *, interval: str = "1s", token: str | None = None
+    ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="qi-prometheus-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        job: dict[str, Any] = {
+            "job_name": "queue-inspector",
+            "static_configs": [{"targets": [target]}],
+        }
+        if token is not None:
+            job["authorization"] = {"type": "Bearer", "credentials": token}
         config = {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "rule_files": [str(rules)],
-            "scrape_configs": [
-                {"job_name": "queue-inspector", "static_configs": [{"targets": [target]}]}
-            ],
+            "scrape_configs": [job],
         }
         (self.tmp / "prometheus.yml").write_text(json.dumps(config))
         self.proc: subprocess.Popen[bytes] | None = None

@@ -1,12 +1,14 @@
 """deploy/prometheus/alerts.yaml: promtool's checks and unit tests, and a real Prometheus.
 
-The last three point a real Prometheus at a real server's /metrics with a
+Three more point a real Prometheus at a real server's /metrics with a
 copy of the rules whose thresholds and `for:` are shortened, as an
 operator's Prometheus would see it: one with a request stuck in the queue
 (no querier) waits for the stuck-queue alert; one stops its server and
 waits for the scrape alert to fire, then starts it again and waits for the
 alert to clear; one takes its server's config table away, so every
 reconcile fails, and waits for the stale-config alert, then puts it back.
+The last scrapes a /metrics locked by METRICS_REQUIRE_LOGIN with a viewer
+token, as an operator's Prometheus would.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import json
 import sqlite3
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from loadgen.daphne_process import DaphneProcess
@@ -196,4 +201,24 @@ def test_a_real_prometheus_pages_for_a_replica_whose_config_reconciles_fail_unti
             wait_for(prometheus, "QueueInspectorConfigStale", fired=False)
         finally:
             database.close()
+            prometheus.stop()
+
+
+def test_a_real_prometheus_scrapes_a_locked_metrics_endpoint_with_a_viewer_token() -> None:
+    # As an operator who set METRICS_REQUIRE_LOGIN would configure it.
+    with DaphneProcess(grpc=False, extra_env={"METRICS_REQUIRE_LOGIN": "1"}) as server:
+        token = server.issue_token("viewer", "prometheus")
+        rules = shortened_rules(Path(server.tmp))
+        prometheus = Prometheus(f"127.0.0.1:{server.port}", rules, token=token)
+        try:
+            prometheus.start()
+            deadline = time.monotonic() + 30
+            while not prometheus.api("query?query=queue_inspector_config_version")["result"]:
+                assert time.monotonic() < deadline, prometheus.log()
+                time.sleep(0.5)
+            # A scrape without the token is refused (tests/api/wire/test_metrics_access.py).
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{server.base_url}/metrics", timeout=5)
+            assert refused.value.code == 401
+        finally:
             prometheus.stop()

@@ -1,0 +1,90 @@
+"""With METRICS_REQUIRE_LOGIN, /metrics takes a login, or a viewer or editor token as
+Prometheus sends one (`authorization` in its scrape config)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.contrib.auth.models import User
+from django.db import DatabaseError
+from django.test import AsyncClient
+
+from api.store.services import api_token_issue, api_token_revoke
+from api.wire import metrics_access
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def locked(host: Any, settings: Any) -> None:
+    settings.METRICS_REQUIRE_LOGIN = True
+
+
+def bearer(plaintext: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {plaintext}"}
+
+
+@pytest.mark.parametrize("role", ["viewer", "editor"])
+async def test_a_viewer_or_editor_token_may_scrape(locked: None, role: str) -> None:
+    _, plaintext = await api_token_issue_async(role)
+    response = await AsyncClient().get("/metrics", headers=bearer(plaintext))
+    assert response.status_code == 200
+    assert b"cortex_query_scheduler_queue_length" in response.content
+
+
+async def test_a_signed_in_person_may_scrape(locked: None) -> None:
+    client = AsyncClient()
+    await client.aforce_login(await User.objects.acreate_user("ops", password="pw-ops-123"))
+    assert (await client.get("/metrics")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "says"),
+    [
+        ({}, 401, b"login or a viewer token required"),
+        (bearer("not-a-token"), 401, b"invalid, revoked or expired token"),
+        ({"Authorization": "Bearer"}, 401, b"malformed Authorization header"),
+        ({"Authorization": "Basic dXNlcjpwdw=="}, 401, b"malformed Authorization header"),
+    ],
+)
+async def test_a_scrape_without_a_good_token_is_refused_saying_why(
+    locked: None, headers: dict[str, str], status: int, says: bytes
+) -> None:
+    response = await AsyncClient().get("/metrics", headers=headers)
+    assert (response.status_code, response.content.strip()) == (status, says)
+    assert response["WWW-Authenticate"] == 'Bearer realm="metrics"'
+
+
+async def test_a_frontend_or_querier_token_may_not_read_metrics(locked: None) -> None:
+    for role in ("frontend", "querier"):
+        _, plaintext = await api_token_issue_async(role)
+        response = await AsyncClient().get("/metrics", headers=bearer(plaintext))
+        assert response.status_code == 403
+        assert b"viewer or editor role" in response.content
+
+
+async def test_a_revoked_token_may_not_scrape(locked: None) -> None:
+    token, plaintext = await api_token_issue_async("viewer")
+    await database_sync_to_async(api_token_revoke)(token_id=token.pk)
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 401
+
+
+async def test_an_unreachable_database_is_a_503_not_a_bad_token(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def down(plaintext: str) -> None:
+        raise DatabaseError("connection refused")
+
+    monkeypatch.setattr(metrics_access, "api_token_authenticate", down)
+    response = await AsyncClient().get("/metrics", headers=bearer("anything"))
+    assert (response.status_code, response["Retry-After"]) == (503, "5")
+
+
+async def test_metrics_stay_open_without_the_setting(host: Any) -> None:
+    assert (await AsyncClient().get("/metrics")).status_code == 200
+
+
+async def api_token_issue_async(role: str) -> Any:
+    return await database_sync_to_async(api_token_issue)(name=f"scrape-{role}", role=role)
