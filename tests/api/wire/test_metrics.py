@@ -159,12 +159,6 @@ async def test_counters_and_histograms_export_no_created_series_as_cortex_export
     assert [line for line in text.splitlines() if "_created" in line] == []
 
 
-async def test_metrics_can_require_a_login(host: Any, settings: Any) -> None:
-    settings.METRICS_REQUIRE_LOGIN = True
-    response = await AsyncClient().get("/metrics")
-    assert response.status_code == 401
-
-
 async def test_the_oldest_wait_is_the_age_of_the_oldest_queued_request(host: Any) -> None:
     runtime = host.runtime
     text = await scrape()
