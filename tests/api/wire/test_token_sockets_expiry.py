@@ -84,7 +84,7 @@ async def test_an_open_frontend_socket_is_closed_at_the_first_check_past_its_exp
 
     past_the_expiry(monkeypatch)
     assert await host.close_revoked_sockets() == 1
-    await closed_for_revocation(comm)
+    await closed_for_revocation(comm, token_sockets.EXPIRED)
     assert len(host.runtime.queue) == 0  # its queued request was cancelled, as on revocation
     assert token_sockets.registry.count(token_id) == 0
 
@@ -101,7 +101,7 @@ async def test_a_querier_whose_token_expires_mid_request_hands_the_request_back(
     frontend, querier, _ = await querier_running_r1(tokens, "other", "q-expiring")
     past_the_expiry(monkeypatch)
     assert await host.close_revoked_sockets() == 1
-    await closed_for_revocation(querier)
+    await closed_for_revocation(querier, token_sockets.EXPIRED)
     snap = host.runtime.snapshot()
     assert len(host.runtime.queue) == 1  # back in its queue, not lost
     assert host.runtime.queue.in_flight_count() == 0
@@ -117,7 +117,7 @@ async def test_a_result_on_the_socket_when_the_querier_token_expires_ends_the_re
     await querier.send_input({"type": "websocket.receive", "text": json.dumps(result)})
     past_the_expiry(monkeypatch)
     assert await host.close_revoked_sockets() == 1
-    await closed_for_revocation(querier)
+    await closed_for_revocation(querier, token_sockets.EXPIRED)
     answer = await frontend.receive_json_from(timeout=5)
     assert (answer["type"], answer["id"], answer["status"]) == ("result", "r1", 200)
     assert len(host.runtime.queue) == 0 and host.runtime.queue.in_flight_count() == 0
@@ -134,6 +134,6 @@ async def test_the_reconcile_loop_closes_a_socket_once_its_token_expires(
     try:
         comm = await connect("/ws/querier/", tokens["querier"][1])
         past_the_expiry(monkeypatch)
-        await closed_for_revocation(comm)
+        await closed_for_revocation(comm, token_sockets.EXPIRED)
     finally:
         await runtime_host.shutdown(drain_timeout=0)
