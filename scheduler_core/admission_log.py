@@ -43,12 +43,9 @@ class AdmissionLog:
         info: QueryInfo,
         component: str,
         arrived: float,
-        request_id: str | None = None,
     ) -> None:
         """Count and sample one judged request (`arrived`: unix seconds)."""
         self.stats.record(tenant_id, limits, verdict)
-        self.traffic.record(
-            tenant_id, info, arrived, component, verdict.priority, verdict.rejected, request_id
-        )
+        self.traffic.record(tenant_id, info, arrived, component, verdict.priority, verdict.rejected)
         if verdict.rejected_by is not None and self._refused is not None:
             self._refused(tenant_id)

@@ -113,7 +113,11 @@ class Request:
     `actor_path` is who inside the tenant sent it (Loki's
     `X-Loki-Actor-Path`, split on "|"): the queue cuts it to
     `max_queue_hierarchy_levels` on entry, and it then names the actor
-    sub-queue the request waits in.
+    sub-queue the request waits in. `sent_actor_path` is the path as it
+    came (`arrived_actor_path` holds it once a cut made the two differ, so
+    an uncut request stores nothing more); the traffic recorder keeps that
+    one, since a what-if run of more levels needs the levels the queue
+    ignored.
     """
 
     id: str
@@ -133,6 +137,13 @@ class Request:
     priority_source: str = "default"
     actor_path: tuple[str, ...] = ()
     dispatched_at: float | None = None
+    arrived_actor_path: tuple[str, ...] | None = None
+
+    @property
+    def sent_actor_path(self) -> tuple[str, ...]:
+        """The actor path as the request arrived, before the queue cut it."""
+        arrived = self.arrived_actor_path
+        return self.actor_path if arrived is None else arrived
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,11 +102,17 @@ class QueueState:
         The request then waits in the sub-queue of its first levels (with 0,
         in the leaf's own queue), rather than failing as in Loki; the cut
         path is kept on the request, so a cancel or a front re-queue finds
-        the same sub-queue even if the setting changes meanwhile.
+        the same sub-queue even if the setting changes meanwhile. The path
+        as it arrived is kept too (`Request.sent_actor_path`), set by the
+        first cut only: a re-queue under fewer levels cuts the placed path
+        again, and the recorder must still see every level that was sent.
         """
+        path = request.actor_path
         levels = self._config.max_queue_hierarchy_levels
-        if len(request.actor_path) > levels:
-            request.actor_path = placed_path(request.actor_path, levels)
+        if len(path) > levels:
+            if request.arrived_actor_path is None:
+                request.arrived_actor_path = path
+            request.actor_path = placed_path(path, levels)
 
     def _insert(self, request: Request, state: TenantState | None, front: bool) -> None:
         if request.actor_path:

@@ -14,11 +14,14 @@ negative offsets for the warm-up, `samples` and, when actors sent any,
 `fleet`, `windows` and, for `recording/`, `config`.
 
 `format` is `RECORDING_FORMAT`. Format 2 samples' `headers` carry, beside
-the three the rules read, the actor path a request was queued under, as
-the live `actor_path_header` with the path `|`-joined (`actor_value`), and
-the same value as `actor`; a key's `actors` count, per epoch (`epoch`, as
-the samples'), its arrivals by that value (`counts`, "" for none) and
-those of actors past the bound (`other`). Format 1 (the fixture
+the three the rules read, the actor path a request was sent with, as the
+live `actor_path_header` with the path `|`-joined (`actor_value`), and the
+same value as `actor`; a key's `actors` count, per epoch (`epoch`, as the
+samples'), its arrivals by that value (`counts`, "" for none) and those of
+actors past the bound (`other`). The path is every level sent (bounded as
+at admission); recordings taken before that was so hold the path cut to
+the live `max_queue_hierarchy_levels`, in the same shape, and replay alike,
+no deeper than they hold. Format 1 (the fixture
 `tests/scheduler_core/fixtures/demo_window.json`) has neither, and replays
 every request in its tenant's own queue, as it was read then.
 """
@@ -26,19 +29,32 @@ every request in its tenant's own queue, as it was read then.
 from __future__ import annotations
 
 from array import array
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from scheduler_core.actor_path import MAX_ACTOR_SEGMENTS, MAX_SEGMENT_LENGTH, parse_actor_path
 from scheduler_core.stats import WaitHistogram
+from scheduler_core.traffic_minutes import MinuteCopy, WaitCopy
 
-__all__ = ["RECORDING_FORMAT", "Capture", "WaitCopy", "actor_value", "recording_of", "summary_of"]
+__all__ = [
+    "RECORDING_FORMAT",
+    "Capture",
+    "KeyCopy",
+    "WaitCopy",
+    "actor_value",
+    "recording_of",
+    "summary_of",
+]
 
 # 2: samples' headers carry the actor path (see the module doc).
 RECORDING_FORMAT = 2
 
-WaitCopy = tuple[Counter[int], float, float]  # histogram counts, max, sum
+# (tenant, component, priority, count ring, last bucket, [(epoch start, sample)],
+#  [(epoch start, arrivals, {actor path: arrivals})])
+KeyCopy: TypeAlias = (  # a string: `array` takes no subscript at run time before 3.12
+    "tuple[str, str, int, array[int], int, list[tuple[int, dict[str, Any]]],"
+    " list[tuple[int, int, dict[str, int]]]]"
+)
 # The longest value a path parsed at admission joins to.
 _MAX_ACTOR_VALUE = MAX_ACTOR_SEGMENTS * (MAX_SEGMENT_LENGTH + 1)
 
@@ -83,31 +99,10 @@ class Capture:
     current: int
     warm_first: int
     wall: float
-    # (tenant, component, priority, count ring, last bucket, [(epoch start, sample)],
-    #  [(epoch start, arrivals, {actor path: arrivals})])
-    keys: list[
-        tuple[
-            str,
-            str,
-            int,
-            array[int],
-            int,
-            list[tuple[int, dict[str, Any]]],
-            list[tuple[int, int, dict[str, int]]],
-        ]
-    ]
+    keys: list[KeyCopy]
     epoch_seconds: int
     dropped: tuple[array[int], int]
-    # (minute, service {component: (counts, max)}, waits by component, by priority, rejected)
-    minutes: list[
-        tuple[
-            int,
-            dict[str, tuple[Counter[int], float]],
-            dict[str, WaitCopy],
-            dict[int, WaitCopy],
-            int,
-        ]
-    ]
+    minutes: list[MinuteCopy]
 
 
 def _ring(counts: array[int], last: int, capture: Capture) -> list[list[int]]:

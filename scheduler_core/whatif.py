@@ -40,7 +40,7 @@ from scheduler_core.validation import (
     validate_tenant_config,
 )
 from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
-from scheduler_core.whatif_workload import ConfigSet, Kind, Workload, WorkloadError
+from scheduler_core.whatif_model import ConfigSet, Kind, Workload, WorkloadError
 
 __all__ = [
     "ConfigSet",

@@ -36,7 +36,7 @@ from scheduler_core.model import BOTH, COMPONENTS, INGESTER, STORE_GATEWAY, UNKN
 from scheduler_core.simulate import STRATEGIES, Scenario, scenario_input
 from scheduler_core.validation import tenant_limits_from_dict
 from scheduler_core.whatif_engine import US
-from scheduler_core.whatif_workload import (
+from scheduler_core.whatif_model import (
     ConfigSet,
     Kind,
     Knobs,

@@ -22,8 +22,8 @@ from typing import Any
 from scheduler_core import fields as f
 from scheduler_core.model import COMPONENTS
 from scheduler_core.whatif import SpecError, SpecInvalid
+from scheduler_core.whatif_model import Knobs
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
-from scheduler_core.whatif_workload import Knobs
 
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",

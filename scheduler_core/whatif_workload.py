@@ -1,48 +1,53 @@
-"""The what-if simulator's workload model, and the `recent` workload (recorded traffic).
+"""The `recent` workload: a recording of the live scheduler, replayed.
 
-A workload is a config-independent list of arrivals: each arrival is a
-*kind* (a tenant and the classification inputs of one query, or a fixed
-component), an arrival time and a service-time quantile. The simulator
-classifies each kind under each config with the real classifier and
-priority rules, and turns the quantile into a service time through the
-workload's service model for the component the kind gets, so the live and
-the proposed config see the very same arrivals and the same draws.
+`recent_workload` replays a recording (`scheduler_core.recording`, taken
+by `scheduler_core.traffic_record`): each 5-second bucket's arrivals of
+each (tenant, component, priority) come back with the same count, at
+uniformly drawn instants within the bucket, each taking one of the
+queries sampled for that key in the 5-minute epoch the bucket belongs to,
+with its headers. The actor is drawn first, by the epoch's arrivals per
+actor path, then a sample of that actor. The actor header among the
+headers holds the path as it was sent, every level: each simulated config
+reads it as admission does (its own `actor_path_header`) and its queue
+places it by its own `max_queue_hierarchy_levels`
+(`scheduler_core.whatif`), so a proposal of more levels than live is
+fair between the actors live lumped together. Service times come from
+the recorded histograms (`whatif_service.HistogramService`). The fleet is
+the one connected when the recording was taken. The replay starts with
+the recording's warm-up (the minute before the window), which is not
+measured, so the window begins with the backlog it really had.
 
-`recent` (`recent_workload`) replays a recording of the live scheduler
-(`scheduler_core.traffic_record`): each 5-second bucket's arrivals of each
-(tenant, component, priority) come back with the same count, at uniformly
-drawn instants within the bucket, each taking one of the queries sampled
-for that key in the 5-minute epoch the bucket belongs to, with its headers:
-the actor header among them puts it in the actor sub-queue it was recorded
-in, or, under a proposed `actor_path_header` or depth, where that would
-(`scheduler_core.whatif` reads it as admission does). Service times
-are drawn from the histogram of the minute being replayed, for the
-component the request gets under the simulated config (the whole window's
-histogram for that component when that minute has none, all components'
-when the component had none at all). The fleet is the one
-connected when the recording was taken. The replay starts with the
-recording's warm-up (the minute before the window), which is not
-measured, so the window begins with the backlog it really had. The named
-scenarios are in `scheduler_core.whatif_scenarios`.
+The workload model itself (`Kind`, `Workload`, `Knobs`, `ConfigSet`, ...)
+is `scheduler_core.whatif_model`; its names are importable from here too,
+where they were first defined.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from bisect import bisect_left, bisect_right
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from bisect import bisect_right
+from collections.abc import Mapping
+from dataclasses import replace
 from itertools import accumulate
 from typing import Any
 
 from scheduler_core.classify import classify
-from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
 from scheduler_core.recording import RECORDING_FORMAT
-from scheduler_core.stats import bucket_bounds
-from scheduler_core.validation import queue_config_to_dict, tenant_limits_to_dict
 from scheduler_core.whatif_engine import US
+from scheduler_core.whatif_model import (
+    MAX_REQUESTS,
+    ConfigSet,
+    Kind,
+    Knobs,
+    ServiceModel,
+    Workload,
+    WorkloadError,
+    check_size,
+    resize_fleet,
+    service_factor,
+)
+from scheduler_core.whatif_service import HistogramService
 
 __all__ = [
     "MAX_REQUESTS",
@@ -57,203 +62,6 @@ __all__ = [
     "resize_fleet",
     "service_factor",
 ]
-
-# At most this many arrivals per config: with two configs and the engine's
-# speed on this machine class (>= 20,000 requests per second of wall time)
-# a run stays well inside the call's time limit.
-MAX_REQUESTS = 600_000
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSet:
-    """The values one simulated scheduler runs: settings and per-tenant limits."""
-
-    config: QueueConfig
-    limits: Mapping[str, TenantLimits]
-
-    def raw(self) -> dict[str, Any]:
-        """Both as the store spells them (for the response's `workload.config`)."""
-        return {
-            "settings": queue_config_to_dict(self.config),
-            "tenants": {t: tenant_limits_to_dict(v) for t, v in sorted(self.limits.items())},
-        }
-
-
-class WorkloadError(Exception):
-    """The workload cannot be built as asked; `path` names the field to change.
-
-    `prefix` holds path parts that are names, not dotted paths (a tenant ID
-    may hold dots): `path` is under them.
-    """
-
-    def __init__(self, path: str, message: str, prefix: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.path = path
-        self.prefix = prefix
-
-
-@dataclass(frozen=True, slots=True)
-class Knobs:
-    """What the operator varies; None means the workload's own value."""
-
-    arrival_factor: float = 1.0
-    service_factor: Mapping[str, float] = field(default_factory=dict)
-    queriers: int | None = None
-    duration_seconds: float | None = None
-    slow_share: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """What the classifier sees of one sort of request; `hint` fixes its component."""
-
-    tenant_id: str
-    hint: str | None = None
-    query: str = ""
-    api_type: str = "query"
-    start: float | None = None
-    end: float | None = None
-    step: float | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    now: float = 0.0
-
-
-# (component, quantile in [0, 1), replayed second) -> service microseconds
-ServiceModel = Callable[[str, float, int], int]
-
-
-@dataclass(slots=True)
-class Workload:
-    """Arrivals (parallel lists, in time order) plus the fleet and service model."""
-
-    kinds: list[Kind]
-    times: list[int]
-    kind_of: list[int]
-    quantiles: list[float]
-    seconds: list[int]
-    service: ServiceModel
-    fleet: list[tuple[str, int]]
-    description: dict[str, Any]
-    duration_seconds: float | None = None
-    start_after_arrivals_at_zero: bool = False
-    # Arrivals before this instant are a warm-up, not measured (see the engine).
-    measure_from_us: int = 0
-
-
-def service_factor(knobs: Knobs, component: str) -> float:
-    return float(knobs.service_factor.get(component, 1.0))
-
-
-# What to change, by the field a too-large run is refused at.
-_SHRINK = {
-    "knobs.duration_seconds": "shorten duration_seconds or lower arrival_factor",
-    "knobs.arrival_factor": "lower arrival_factor or shorten duration_seconds",
-    "workload.window_seconds": "pick a shorter window or lower arrival_factor",
-}
-
-
-def check_size(expected: float, knobs: Knobs, own_seconds: float | None, own_path: str) -> None:
-    """Refuse a run of more than `MAX_REQUESTS` arrivals, at the field that made it so.
-
-    The error goes where the operator will look: the duration when they
-    lengthened the workload past its own `own_seconds` (None: it has no
-    duration to lengthen), else the arrival factor when they raised it,
-    else `own_path`, the workload's own size (a busy replica's hour): the
-    page marks the box the operator typed into, not a blank Duration box.
-    """
-    if expected <= MAX_REQUESTS:
-        return
-    if own_seconds is not None and (knobs.duration_seconds or 0.0) > own_seconds:
-        path = "knobs.duration_seconds"
-    elif knobs.arrival_factor > 1.0:
-        path = "knobs.arrival_factor"
-    else:
-        path = own_path
-    raise WorkloadError(
-        path,
-        f"this would simulate about {expected:,.0f} requests per config, at most "
-        f"{MAX_REQUESTS:,}: {_SHRINK[path]}",
-    )
-
-
-def resize_fleet(fleet: Sequence[tuple[str, int]], wanted: int | None) -> list[tuple[str, int]]:
-    """The fleet with queriers removed from its end or added (as `sim-querier-N`)."""
-    out = list(fleet)
-    if wanted is None:
-        return out
-    common = Counter(workers for _, workers in out).most_common(1)
-    workers = common[0][0] if common else 4
-    del out[wanted:]
-    n = 1
-    while len(out) < wanted:
-        name = f"sim-querier-{n}"
-        n += 1
-        if all(q != name for q, _ in out):
-            out.append((name, workers))
-    return out
-
-
-# -- service models ---------------------------------------------------------------
-
-
-class _HistogramService:
-    """Inverse CDF of recorded log-scale histograms, per component and minute."""
-
-    def __init__(self, rows: Mapping[str, Sequence[Sequence[Any]]], knobs: Knobs) -> None:
-        self._starts: dict[str, list[float]] = {}
-        self._cdfs: dict[str, list[tuple[list[int], list[int]]]] = {}
-        merged: Counter[int] = Counter()
-        for component, minutes in rows.items():
-            whole: Counter[int] = Counter()
-            starts, cdfs = [], []
-            for start, counts in minutes:
-                hist = Counter({int(i): int(n) for i, n in counts})
-                whole.update(hist)
-                starts.append(float(start))
-                cdfs.append(_cdf(hist))
-            merged.update(whole)
-            self._starts[component] = starts
-            self._cdfs[component] = cdfs
-            self._cdfs[component + "/all"] = [_cdf(whole)]
-        if not merged:
-            raise WorkloadError(
-                "workload.window_seconds",
-                "no request completed in this window, so there are no service times to replay",
-            )
-        self._any = _cdf(merged)
-        self._factors = {c: service_factor(knobs, c) for c in COMPONENTS}
-
-    def __call__(self, component: str, u: float, second: int) -> int:
-        starts = self._starts.get(component)
-        if starts is None:
-            cdf = self._any
-        else:
-            row = bisect_right(starts, second) - 1
-            cdf = self._cdfs[component][row] if row >= 0 else self._cdfs[component + "/all"][0]
-        return round(_sample(cdf, u) * self._factors.get(component, 1.0) * US)
-
-
-def _cdf(hist: Mapping[int, int]) -> tuple[list[int], list[int]]:
-    indices = sorted(i for i, n in hist.items() if n > 0)
-    cumulative, total = [], 0
-    for i in indices:
-        total += hist[i]
-        cumulative.append(total)
-    return indices, cumulative
-
-
-def _sample(cdf: tuple[list[int], list[int]], u: float) -> float:
-    """The u-quantile, interpolated geometrically inside its bucket."""
-    indices, cumulative = cdf
-    target = u * cumulative[-1]
-    at = min(bisect_left(cumulative, target), len(indices) - 1)
-    before = cumulative[at - 1] if at else 0
-    share = (target - before) / max(1, cumulative[at] - before)
-    low, high = bucket_bounds(indices[at])
-    return high * share if low <= 0 else float(low * (high / low) ** share)
-
-
-# -- recent -----------------------------------------------------------------------
 
 
 def _scaled(n: int, factor: float, rng: random.Random) -> int:
@@ -412,7 +220,7 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         kind_of=kind_of,
         quantiles=quantiles,
         seconds=seconds,
-        service=_HistogramService(recording.get("service_seconds") or {}, knobs),
+        service=HistogramService(recording.get("service_seconds") or {}, knobs),
         fleet=fleet,
         duration_seconds=duration,
         measure_from_us=measure_from,

@@ -42,9 +42,9 @@ from api.store.import_plan import tenant_id_errors
 from scheduler_core.federation import combined_limits
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.whatif import SpecInvalid, merge_proposed, proposal_errors, unknown_tenants
+from scheduler_core.whatif_model import ConfigSet
 from scheduler_core.whatif_scenarios import scenario_base
 from scheduler_core.whatif_spec import SimulationSpec, read_spec
-from scheduler_core.whatif_workload import ConfigSet
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",

@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_core.traffic_record import Capture, recording_of
+from scheduler_core.recording import Capture, recording_of
 from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif import run_whatif
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
+from scheduler_core.whatif_model import ConfigSet, WorkloadError
 from scheduler_core.whatif_scenarios import scenario_workload
 from scheduler_core.whatif_spec import SimulationSpec
-from scheduler_core.whatif_workload import ConfigSet, WorkloadError, recent_workload
+from scheduler_core.whatif_workload import recent_workload
 
 __all__ = ["PROGRESS_EVERY_SECONDS", "SimulationJob", "run_job", "worker_main"]
 

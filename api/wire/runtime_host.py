@@ -100,7 +100,6 @@ class RuntimeHost:
             ),
             refused=self.observer.on_refused,
         )
-        self.observer.add(self.admission_log.traffic)
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self._usage_pages = UsagePages(self.usage, self.runtime.queue)
         self.applied_version = -1

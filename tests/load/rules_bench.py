@@ -198,9 +198,7 @@ class _Workload:
             now = time.time()
             found, verdict = _admit(self.limits[tenant], request_fields(n), now)
             rid = f"r{next(self.ids)}"
-            self.log.record(
-                tenant, self.limits[tenant], verdict, found.info, found.component, now, rid
-            )
+            self.log.record(tenant, self.limits[tenant], verdict, found.info, found.component, now)
             if verdict.rejected:
                 await asyncio.sleep(0)
                 continue

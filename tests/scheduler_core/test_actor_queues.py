@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from scheduler_core.actor_path import (
     actor_path_from_headers,
@@ -76,6 +77,26 @@ def test_a_path_deeper_than_the_limit_joins_the_sub_queue_of_its_first_levels() 
     (leaf,) = q.snapshot().leaves
     assert {a.path: a.length for a in leaf.actors} == {("users",): 2, ("users", "joe"): 2}
     assert drain(q, w) == ["deep", "joe"]
+
+
+def test_the_queue_places_a_request_by_its_first_levels_and_keeps_the_path_it_was_sent() -> None:
+    q, w = queue(max_queue_hierarchy_levels=3)
+    sent = ("users", "joe", "dash1", "panel3")
+    deep = put(q, "deep", sent)
+    shallow = put(q, "shallow", ("users", "ann"))
+    assert (deep.actor_path, deep.sent_actor_path) == (sent[:3], sent)
+    assert (shallow.actor_path, shallow.sent_actor_path) == (("users", "ann"),) * 2
+    assert shallow.arrived_actor_path is None  # nothing was cut: nothing more is stored
+    # A re-queue under fewer levels cuts the placed path again; the path as
+    # it was sent stays whole.
+    got = q.dequeue("q", w)[0]
+    assert got is deep
+    q.set_config(replace(q.config, max_queue_hierarchy_levels=1))
+    q.requeue_front(deep)
+    assert (deep.actor_path, deep.sent_actor_path) == (("users",), sent)
+    (leaf,) = q.snapshot().leaves
+    assert {a.path: a.length for a in leaf.actors} == {("users",): 2, ("users", "ann"): 1}
+    assert drain(q, w) == ["deep", "shallow"]
 
 
 def test_zero_levels_turns_actor_sub_queues_off() -> None:

@@ -208,6 +208,17 @@ def test_a_component_the_frontend_named_stays_and_a_proposed_rule_reprioritises(
     )
 
 
+def test_the_headers_the_rules_read_are_recorded_in_any_case_under_their_names() -> None:
+    # A websocket frontend's headers come as it spelled them; classification
+    # reads them in any case, so the replay must have them to match the rules.
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    headers = {"user-agent": "Grafana/11", "X-PANEL-ID": "4", "x-other": "kept out"}
+    _serve(recorder, clock, _request(1, clock, headers=headers), 0.1)
+    (sample,) = recorder.export(60)["keys"][0]["samples"]
+    assert sample["headers"] == {"User-Agent": "Grafana/11", "X-Panel-Id": "4"}
+
+
 def test_a_window_with_no_completed_request_cannot_be_replayed() -> None:
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)

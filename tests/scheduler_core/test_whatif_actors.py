@@ -10,6 +10,11 @@ sub-queues (each actor a third of the turns) make big wait about twice
 as long as one FIFO would. The replay must give the waits the live queue
 measured; the same replay with the path read from another header (no
 sub-queues) must not.
+
+The recording keeps the path each request was sent with, not the levels
+the live queue placed it by: a recording made under one level replays
+under two or three with the actors one level lumped together in their own
+sub-queues, taking turns.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,7 +34,14 @@ from scheduler_core.recording import RECORDING_FORMAT
 from scheduler_core.traffic import ENTRY_OVERHEAD
 from scheduler_core.traffic_record import TrafficRecorder
 from scheduler_core.whatif import _engine_input, merge_proposed, run_whatif
-from scheduler_core.whatif_workload import ConfigSet, Knobs, WorkloadError, recent_workload
+from scheduler_core.whatif_engine import run_engine
+from scheduler_core.whatif_workload import (
+    ConfigSet,
+    Knobs,
+    Workload,
+    WorkloadError,
+    recent_workload,
+)
 from tests.scheduler_core.test_traffic_record import WINDOWS, Clock, _request, _serve
 
 ACTORS = (("users", "big"), ("users", "small"), ("jobs", "nightly"))
@@ -60,6 +73,60 @@ def test_a_sampled_request_keeps_its_actor_path_under_the_live_header_bounded() 
     assert recorder.sample_bytes == samples + 2 * 100 + paths_text
 
 
+@pytest.mark.parametrize("levels", [1, 0])
+def test_a_recording_made_under_fewer_levels_keeps_every_level_each_request_was_sent(
+    levels: int,
+) -> None:
+    clock = Clock()
+    recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall)
+    queue = RequestQueue(replace(LIVE.config, max_queue_hierarchy_levels=levels), clock=clock)
+    sent = [("team", "alice", "dash1"), ("team", "bob"), ("solo",)]
+    for n, path in enumerate(sent):
+        request = _request(n, clock, actor_path=path)
+        queue.enqueue(request)
+        assert request.actor_path == path[:levels]  # placed by its first levels (0: none)
+        _serve(recorder, clock, request, 0.1)
+    (key,) = recorder.export(60)["keys"]
+    whole = ["team|alice|dash1", "team|bob", "solo"]
+    assert [s["headers"]["X-Loki-Actor-Path"] for s in key["samples"]] == whole
+    assert [s["actor"] for s in key["samples"]] == whole
+    (tally,) = key["actors"]
+    assert tally["counts"] == dict.fromkeys(whole, 1)
+
+
+# Live, one level lumps alice (80% of the team's requests) and bob in one FIFO.
+TEAM = (("team", "alice"), ("team", "bob"))
+ONE_LEVEL = ConfigSet(replace(LIVE.config, max_queue_hierarchy_levels=1), {})
+
+
+def _mean_wait_by_actor(workload: Workload, configs: ConfigSet) -> dict[tuple[str, ...], float]:
+    """Each actor path's mean wait (as sent) in one config's replay of the workload."""
+    run, _ = _engine_input(workload, configs, 1)
+    run.keep_log = True
+    waits: dict[tuple[str, ...], list[float]] = {}
+    for request_id, _, wait in run_engine(run).log:
+        waits.setdefault(run.actor_paths[int(request_id[1:])], []).append(wait)
+    return {path: sum(w) / len(w) for path, w in waits.items()}
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+def test_a_proposal_of_more_levels_makes_actors_live_lumped_together_take_turns(
+    levels: int,
+) -> None:
+    recording = _live_run(1, seconds=300, config=ONE_LEVEL.config, actors=TEAM, shares=(0.8, 0.2))
+    workload = recent_workload(recording, Knobs(), 1)
+    live = _mean_wait_by_actor(workload, ONE_LEVEL)
+    deeper = merge_proposed(ONE_LEVEL, {"max_queue_hierarchy_levels": levels}, {})
+    proposed = _mean_wait_by_actor(workload, deeper)
+    alice, bob = TEAM
+    assert set(live) == set(proposed) == set(TEAM)
+    # One FIFO: bob waits behind alice's backlog as long as she does.
+    assert live[alice] > 2.0 and abs(live[bob] - live[alice]) <= 0.25 * live[alice]
+    # Their own sub-queues: bob's turns come every other request, alice
+    # keeps the backlog she makes.
+    assert proposed[bob] < 0.25 * proposed[alice] and proposed[bob] < 0.5 * live[bob]
+
+
 def test_actors_past_the_bound_are_counted_as_other() -> None:
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, max_actors_per_epoch=2)
@@ -69,12 +136,18 @@ def test_actors_past_the_bound_are_counted_as_other() -> None:
     assert tally["counts"] == {"users|u0": 1, "users|u1": 1} and tally["other"] == 3
 
 
-def _live_run(seed: int, seconds: int = 420) -> dict[str, Any]:
+def _live_run(
+    seed: int,
+    seconds: int = 420,
+    config: QueueConfig = LIVE.config,
+    actors: tuple[tuple[str, ...], ...] = ACTORS,
+    shares: tuple[float, ...] = SHARES,
+) -> dict[str, Any]:
     """A real queue on a fake clock, recorded: the window is its last 5 minutes."""
     rng = random.Random(seed)
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, seed=seed)
-    queue = RequestQueue(LIVE.config, clock=clock)
+    queue = RequestQueue(config, clock=clock)
     workers = [("q-1", queue.connect_querier("q-1")) for _ in range(4)]
     last = [-1] * len(workers)
     idle = list(range(len(workers)))
@@ -105,7 +178,7 @@ def _live_run(seed: int, seconds: int = 420) -> dict[str, Any]:
         at += rng.expovariate(rate)
         finish_until(at)
         clock.now = at
-        path = rng.choices(ACTORS, SHARES)[0]
+        path = rng.choices(actors, shares)[0]
         request = _request(n, clock, actor_path=path, payload=rng.uniform(0.05, 0.15))
         n += 1
         queue.enqueue(request)

@@ -50,10 +50,10 @@ from api.rest.views.base import ApiView, errors
 from api.store import selectors
 from api.wire.traffic_recording import capture_on_loop
 from scheduler_core.errors import FieldError
-from scheduler_core.traffic_record import recording_of
+from scheduler_core.recording import recording_of
 from scheduler_core.whatif import SpecError, SpecInvalid
+from scheduler_core.whatif_model import ConfigSet
 from scheduler_core.whatif_spec import WINDOW_RANGE
-from scheduler_core.whatif_workload import ConfigSet
 
 log = logging.getLogger(__name__)
 # 503s of a service working as configured (the others are failures).

@@ -180,7 +180,7 @@ class FrontendConsumer(MachineConsumer):
         now = time.time()
         component, verdict, info, limits = judge_enqueue(self.runtime, msg, now)
         rid = f"ws:{self.connection_id}:{next(self._seq)}"
-        self.host.admission_log.record(msg.tenant, limits, verdict, info, component, now, rid)
+        self.host.admission_log.record(msg.tenant, limits, verdict, info, component, now)
         if verdict.rejected_by is not None:
             # Never queued, so never on a querier: answered as Cortex does.
             error = rejection_error(msg.tenant, verdict.rejected_by)

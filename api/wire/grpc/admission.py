@@ -238,7 +238,7 @@ class Admission:
         rid = request_id(frontend_address, query_id)
         verdict = judge(limits, info, now)
         if self.admission_log is not None:
-            self.admission_log.record(user, limits, verdict, info, component, now, rid)
+            self.admission_log.record(user, limits, verdict, info, component, now)
         if verdict.rejected_by is not None:
             raise QueryRejected(handle, rejection_error(user, verdict.rejected_by))
         rule, source = priority_origin(limits, verdict)
