@@ -31,7 +31,9 @@ __all__ = [
     "LimitedJSONParser",
     "MergePatchJSONParser",
     "TextYAMLParser",
+    "TextYAMLRenderer",
     "XYAMLParser",
+    "XYAMLRenderer",
     "YAMLParser",
     "YAMLRenderer",
     "dump_yaml",
@@ -96,7 +98,12 @@ def _count_nodes(value: Any, budget: int) -> int:
         if count > budget:
             break
         if isinstance(item, str):
-            _check_text(item)
+            try:
+                _check_text(item)
+            except exceptions.ParseError as exc:
+                raise exceptions.ParseError(
+                    f"{exc.detail} (at {_refused_text_path(value)})"
+                ) from exc
         elif isinstance(item, Mapping | list):
             if depth >= MAX_JSON_DEPTH:
                 raise exceptions.ParseError(
@@ -105,6 +112,36 @@ def _count_nodes(value: Any, budget: int) -> int:
             children = [*item.keys(), *item.values()] if isinstance(item, Mapping) else item
             stack.extend((child, depth + 1) for child in children)
     return count
+
+
+def _refused_text_path(value: Any) -> str:
+    """Where the first string `_check_text` refuses is (`overrides.a.b[0].regex`).
+
+    Walked again only once such a string was found, so a good document pays
+    nothing for it: "text must not contain NUL characters" alone left the
+    operator to search a whole runtime-config file for it.
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    seen: set[int] = set()  # aliases can make a document refer to itself
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            try:
+                _check_text(item)
+            except exceptions.ParseError:
+                return path or "the document's root"
+            continue
+        if not isinstance(item, Mapping | list) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, list):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+            continue
+        for key, child in item.items():
+            # A refused key cannot be printed as part of a path: its parent is named.
+            stack.append((key, f"a key of {path or 'the document'}"))
+            stack.append((child, f"{path}.{key}" if path else str(key)))
+    return "the document"
 
 
 def load_yaml(text: str | bytes) -> Any:
@@ -233,6 +270,18 @@ class YAMLRenderer(renderers.BaseRenderer):
         if data is None:
             return b""
         return dump_yaml(data).encode("utf-8")
+
+
+class TextYAMLRenderer(YAMLRenderer):
+    """The same YAML for a client that accepts only `text/yaml`."""
+
+    media_type = "text/yaml"
+
+
+class XYAMLRenderer(YAMLRenderer):
+    """The same YAML for a client that accepts only the legacy `application/x-yaml`."""
+
+    media_type = "application/x-yaml"
 
 
 YAML_PARSERS = (YAMLParser, TextYAMLParser, XYAMLParser)

@@ -123,7 +123,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         split = getattr(context.get("view"), "error_path_splitter", split_path)
         return Response(nested_errors(exc.errors, split), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, VersionConflict):
-        response = Response({"detail": str(exc)}, status=status.HTTP_412_PRECONDITION_FAILED)
+        # The view names what conflicted, in its own terms (a tenant, the tenant set).
+        describe = getattr(context.get("view"), "version_conflict_detail", None)
+        detail = describe(exc) if describe is not None else str(exc)
+        response = Response({"detail": detail}, status=status.HTTP_412_PRECONDITION_FAILED)
         if exc.current_version is not None:
             response["ETag"] = etag_for(exc.current_version)
         return response

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from api.store.import_plan import misspelt_field
+from api.store.import_plan import block_in_field_order, misspelt_field
 from api.store.yaml_keys import DuplicateKey, duplicate_key_path, strict_keys_loader
 from scheduler_core.bounds import MAX_DOCUMENT_DEPTH
 from scheduler_core.errors import ConfigInvalid, FieldError
@@ -88,7 +88,7 @@ def tenant_block_yaml(tenant_id: str | None, config: Mapping[str, Any] | None) -
     """
     if config is None:
         return ""
-    body = dict(config)
+    body = block_in_field_order(config)
     return dump_yaml({tenant_id: body} if tenant_id else body)
 
 
@@ -111,7 +111,8 @@ def settings_yaml(config: Mapping[str, Any] | None) -> str:
 
 def overrides_yaml(overrides: Mapping[str, Any] | None) -> str:
     """A runtime-config file's `overrides:` section, tenants in ID order."""
-    tenants = {tid: (overrides or {})[tid] for tid in sorted(overrides or {})}
+    blocks = overrides or {}
+    tenants = {tid: block_in_field_order(blocks[tid]) for tid in sorted(blocks)}
     return dump_yaml({OVERRIDES: tenants})
 
 

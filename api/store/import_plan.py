@@ -25,6 +25,7 @@ __all__ = [
     "TENANT_ID_MAX_LENGTH",
     "Author",
     "ImportResult",
+    "block_in_field_order",
     "misspelt_field",
     "overrides_restored",
     "plan_import",
@@ -57,6 +58,36 @@ def misspelt_field(key: object) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _misspelt(text: str) -> bool:
     return meant_field(text, TENANT_FIELDS) is not None
+
+
+# Every field of a tenant block, in the order Cortex's docs and the validator
+# write them; a name means the same at every level it appears at, so one
+# ranking orders the block, its rules, their attributes and time pairs.
+_FIELD_ORDER = (
+    *("max_queriers_per_tenant", "max_outstanding_requests_per_tenant", "max_query_capacity"),
+    *("query_priority", "query_rejection", "enabled", "default_priority", "priorities"),
+    *("priority", "reserved_queriers", "query_attributes", "regex", "time_window", "api_type"),
+    *("time_range_limit", "query_step_limit", "user_agent_regex", "dashboard_uid", "panel_id"),
+    *("start", "end", "min", "max"),
+)
+_FIELD_RANK = {name: rank for rank, name in enumerate(_FIELD_ORDER)}
+
+
+def block_in_field_order(value: Any) -> Any:
+    """A tenant block with every mapping's keys in `_FIELD_ORDER` (others after, as they were).
+
+    PostgreSQL's jsonb keeps keys by length, not as written, so on the
+    scale-out database the export, the YAML view and every YAML diff read
+    `end:` before `start:` and `max_queriers_per_tenant:` last, and the
+    editor's Save diff of a stored block against the same block from the
+    form moved lines that had not changed. One order on every database.
+    """
+    if isinstance(value, Mapping):
+        items = sorted(value.items(), key=lambda item: _FIELD_RANK.get(item[0], len(_FIELD_RANK)))
+        return {key: block_in_field_order(child) for key, child in items}
+    if isinstance(value, list):
+        return [block_in_field_order(child) for child in value]
+    return value
 
 
 class Author(Protocol):

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 
 from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound
+from api.store.import_plan import block_in_field_order
 from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
@@ -171,9 +172,12 @@ def revision_diff(revision: ConfigRevision) -> list[Change]:
 
 
 def runtime_config_export() -> dict[str, Any]:
-    """Every tenant's block as Cortex's runtime-config `overrides` mapping."""
+    """Every tenant's block as Cortex's runtime-config `overrides` mapping.
+
+    Keys in field order (`block_in_field_order`), whatever the database keeps.
+    """
     return {
-        tenant_id: config
+        tenant_id: block_in_field_order(config)
         for tenant_id, config in Tenant.objects.order_by("tenant_id").values_list(
             "tenant_id", "config"
         )

@@ -21,6 +21,7 @@ from scheduler_core.bounds import parse_decimal
 
 __all__ = [
     "Preconditions",
+    "conflict_detail",
     "expected_for_existing",
     "expected_if_given",
     "expected_for_put",
@@ -150,3 +151,35 @@ def not_modified(request: Request, current: int) -> bool:
     """True when a GET's If-None-Match already names the current version (304)."""
     cond = preconditions(request)
     return cond.if_none_match_any or current in cond.if_none_match
+
+
+def _sent(request: Request) -> str:
+    """The conditional headers as sent (at most 60 characters each), for a 412's text."""
+    sent = []
+    for header, meta in (("If-Match", "HTTP_IF_MATCH"), ("If-None-Match", "HTTP_IF_NONE_MATCH")):
+        value = request.META.get(meta)
+        if value is not None:
+            sent.append(f"{header}: {value[:60]}")
+    return ", ".join(sent) or "no If-Match"
+
+
+def conflict_detail(
+    request: Request, exc: VersionConflict, subject: str, again: str, exists: str = "it exists"
+) -> str:
+    """A 412's text naming what conflicted: `subject`, its version now, what was sent.
+
+    "the current version is 17" left the client to guess which version (the
+    tenant's, the tenant set's or the global config's) had moved, and why
+    its header did not match. `again` says what to do next; `exists` how to
+    say that a create-only write found the subject there.
+    """
+    sent = _sent(request)
+    if exc.current_version is None:
+        return f"{subject} does not exist (any more), and If-Match never creates ({sent})"
+    now = f"{subject} is at version {exc.current_version} (this answer's ETag)"
+    cond = preconditions(request)
+    if cond.if_none_match_any:
+        return f"{now}: {exists}, and If-None-Match: * only creates"
+    if cond.if_match is None:
+        return f"{now}: {exists} now, and a write without If-Match only creates; {again}"
+    return f"{now}, not the version you sent ({sent}): it changed since; {again}"

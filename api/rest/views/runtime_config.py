@@ -34,6 +34,8 @@ from api.rest.content import (
     MAX_YAML_BODY_BYTES,
     YAML_PARSERS,
     LimitedJSONParser,
+    TextYAMLRenderer,
+    XYAMLRenderer,
     YAMLRenderer,
     read_limited,
 )
@@ -41,7 +43,7 @@ from api.rest.errors import PreconditionRequired, etag_for, split_path
 from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.rest.serializers import ImportResultSerializer
 from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
-from api.rest.views.conditional import expected_for_replace_all, not_modified
+from api.rest.views.conditional import conflict_detail, expected_for_replace_all, not_modified
 from api.store import selectors
 from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.models import ConfigRevision, Tenant
@@ -89,17 +91,34 @@ class RuntimeConfigView(ApiView):
     """Cortex runtime-config import and export."""
 
     parser_classes = [*YAML_PARSERS, LimitedJSONParser]
-    renderer_classes = [YAMLRenderer, JSONRenderer]
+    # Every YAML media type the import reads, out too (`Accept: text/yaml` was
+    # a 406); `application/yaml` first, for `*/*` and `?format=yaml`.
+    renderer_classes = [YAMLRenderer, JSONRenderer, TextYAMLRenderer, XYAMLRenderer]
     max_body_bytes = MAX_YAML_BODY_BYTES
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         # DRF answers an unknown `?format=` with 404 and ignores an empty one;
         # it is a query parameter like any other: a bad value is a 400 naming it.
+        if force:
+            # Negotiation failed (406, a bad `?format=`): the error is answered
+            # in JSON, as every API error, not in DRF's fallback (the first
+            # renderer, YAML here) that the client may just have refused.
+            return JSONRenderer(), JSONRenderer.media_type
         name = self.settings.URL_FORMAT_OVERRIDE
         value = request.query_params.get(name) if name else None
-        if not force and value is not None and value not in FORMATS:
+        if value is not None and value not in FORMATS:
             raise ValidationError({name: [f"must be one of {', '.join(FORMATS)}"]})
         return super().perform_content_negotiation(request, force)
+
+    def version_conflict_detail(self, exc: VersionConflict) -> str:
+        """A 412's text (see `api.rest.errors`): the tenant set's version now, and what was sent."""
+        return conflict_detail(
+            self.request,
+            exc,
+            "the tenant set (the runtime-config export)",
+            "GET runtime-config/ again and send its ETag as If-Match",
+            exists="tenants exist",
+        )
 
     def get_renderers(self) -> list[BaseRenderer]:
         # The export reads as YAML by default; the import's report as JSON.

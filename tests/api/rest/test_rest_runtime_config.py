@@ -362,3 +362,32 @@ def test_a_bad_file_is_400_even_when_the_preconditions_are_unmet(editor_api):
     assert _put(editor_api, bad, if_match='"999"').status_code == 400  # not 412
     assert _put(editor_api, TWO, if_match='"999"').status_code == 412
     assert Tenant.objects.get().config == {"max_queriers_per_tenant": 1}
+
+
+REGEX_PATH = "overrides.team-a.query_priority.priorities[0].query_attributes[0].regex"
+
+
+@pytest.mark.parametrize(
+    ("media", "escape", "reason"),
+    [
+        ("application/yaml", "\\0", "NUL"),
+        ("application/json", "\\u0000", "NUL"),
+        ("application/json", "\\ud800", "lone surrogate"),
+    ],
+)
+def test_text_no_store_can_keep_is_refused_naming_where_it_is(editor_api, media, escape, reason):
+    block = '{"query_priority": {"enabled": true, "priorities": [{"priority": 1, '
+    block += '"query_attributes": [{"regex": "a' + escape + '"}]}]}}'
+    body = '{"overrides": {"team-b": {}, "team-a": ' + block + "}}"
+    response = _put(editor_api, body, media=media)
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert reason in detail
+    assert detail.endswith(f"(at {REGEX_PATH})")
+    assert not Tenant.objects.exists()
+
+
+def test_a_refused_tenant_id_is_named_by_its_parent(editor_api):
+    response = _put(editor_api, '{"overrides": {"a\\u0000b": {}}}', media="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"].endswith("(at a key of overrides)")

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from api.store.config_yaml import (
     MAX_BLOCK_NODES,
     config_yaml,
-    dump_yaml,
     line_for,
+    overrides_yaml,
     parse_tenant_block,
     settings_yaml,
     tenant_block_yaml,
@@ -24,7 +24,7 @@ VARIANTS = empty_variants(SAMPLE)
 
 
 def test_the_block_is_the_export_section_of_that_tenant_one_level_less_indented():
-    export = dump_yaml({"overrides": {"team-a": SAMPLE, "team-b": {}}})
+    export = overrides_yaml({"team-a": SAMPLE, "team-b": {}})
     block = tenant_block_yaml("team-a", SAMPLE)
     lines = export.splitlines()
     section = lines[1 : 1 + len(block.splitlines())]
@@ -261,3 +261,44 @@ def test_any_text_pasted_as_a_block_gives_an_answer_never_an_exception(text: str
     # A body to use, or a problem saying where; a syntax problem comes alone.
     assert (parsed.config is None) == (parsed.syntax is not None)
     assert parsed.syntax is None or not parsed.errors
+
+
+def test_a_block_whose_database_reordered_its_keys_reads_in_field_order():
+    """PostgreSQL's jsonb returns keys by length: `end` before `start`, the limits last."""
+    as_jsonb_returns = {
+        "query_priority": {
+            "enabled": True,
+            "priorities": [
+                {
+                    "priority": 2,
+                    "query_attributes": [
+                        {"regex": "x", "time_window": {"end": "0s", "start": "2h"}}
+                    ],
+                    "reserved_queriers": 1,
+                }
+            ],
+            "default_priority": 0,
+        },
+        "max_queriers_per_tenant": 3,
+    }
+    keys = [
+        line.strip().split(":")[0] for line in tenant_block_yaml("t", as_jsonb_returns).splitlines()
+    ]
+    assert keys == [
+        "t",
+        "max_queriers_per_tenant",
+        "query_priority",
+        "enabled",
+        "default_priority",
+        "priorities",
+        "- priority",
+        "reserved_queriers",
+        "query_attributes",
+        "- regex",
+        "time_window",
+        "start",
+        "end",
+    ]
+    assert overrides_yaml({"t": as_jsonb_returns}).splitlines()[1:] == [
+        f"  {line}" for line in tenant_block_yaml("t", as_jsonb_returns).splitlines()
+    ]

@@ -6,18 +6,32 @@ sets it, unless it is set already). Without it the tests fail, saying so, as the
 scale-out tests do: a skipped database test would pass CI without ever running.
 """
 
+import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.api.store.history_race import manage, mixed_writers_outcome
+
 SERVER_URL = os.environ.get("TEST_DATABASE_URL", "")
+
+# A block written in Cortex's order; jsonb keeps keys by length instead.
+FIELD_ORDER = """
+import json
+from api.store import selectors, services
+from api.store.config_yaml import tenant_block_yaml
+from api.store.models import Tenant
+block = {"max_queriers_per_tenant": 3, "query_priority": {"enabled": True,
+         "default_priority": 0, "priorities": [{"priority": 2, "reserved_queriers": 1,
+         "query_attributes": [{"regex": "x", "time_window": {"start": "2h", "end": "0s"}}]}]}}
+services.tenant_put(tenant_id="t", config=block, expected_version=None, author=None, source="cli")
+stored = Tenant.objects.get(tenant_id="t").config
+print(json.dumps({"yaml": tenant_block_yaml("t", stored),
+                  "export": json.dumps(selectors.runtime_config_export()["t"])}))
+"""
 
 RACE = """
 import threading
@@ -69,21 +83,6 @@ def database_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def manage(database_url: str, *args: str) -> str:
-    env = {**os.environ, "DATABASE_URL": database_url, "SECRET_KEY": "test"}
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_migrations_and_the_demo_setup_work_on_postgresql(database_url: str) -> None:
     manage(database_url, "migrate", "--noinput", "-v0")
     assert "Seeded demo tenant team-a" in manage(database_url, "seed_demo_config")
@@ -96,3 +95,35 @@ def test_two_editors_racing_on_one_version_on_postgresql_save_exactly_once(
     manage(database_url, "migrate", "--noinput", "-v0")
     last_line = manage(database_url, "shell", "-c", RACE).strip().splitlines()[-1]
     assert last_line == "['conflict with the winner', 'saved']"
+
+
+def test_a_stored_block_reads_in_field_order_on_postgresql(database_url: str) -> None:
+    """jsonb reorders keys: the YAML view, diffs and export put them back in field order."""
+    manage(database_url, "migrate", "--noinput", "-v0")
+    read = json.loads(manage(database_url, "shell", "-c", FIELD_ORDER).strip().splitlines()[-1])
+    assert read["yaml"].splitlines() == [
+        "t:",
+        "  max_queriers_per_tenant: 3",
+        "  query_priority:",
+        "    enabled: true",
+        "    default_priority: 0",
+        "    priorities:",
+        "    - priority: 2",
+        "      reserved_queriers: 1",
+        "      query_attributes:",
+        "      - regex: x",
+        "        time_window:",
+        "          start: 2h",
+        "          end: 0s",
+    ]
+    assert read["export"].startswith('{"max_queriers_per_tenant": 3, "query_priority"')
+
+
+def test_many_writers_on_postgresql_leave_a_gap_free_history_the_store_matches(
+    database_url: str,
+) -> None:
+    outcome = mixed_writers_outcome(database_url)
+    assert outcome["writes"] > 0 and outcome["refused"] > 0, outcome
+    assert outcome == {**outcome, "gap_free": True, "config_version_is_the_last": True}
+    assert outcome["broken_links"] == []
+    assert outcome["replayed_is_stored"] and outcome["versions_are_last_changes"]
