@@ -219,7 +219,7 @@ def history(request: HttpRequest) -> HttpResponse:
     context = {"rows": rows, "page_obj": revisions, "kind": kind, "key": key or ""}
     context.update(search=search, search_errors=search_errors)
     context.update(kind_errors=kind_errors, refused=refused)
-    context.update(_picks_context(picks, {row["revision"].pk for row in rows}))
+    context.update(_picks_context(picks))
     context.update(pick_errors=pick_errors, compare_problem=compare_problem)
     context["missing_picks"] = missing_picks()
     context["mode_links"] = mode_links(request, request.path)
@@ -235,13 +235,12 @@ def history(request: HttpRequest) -> HttpResponse:
     return page(request, "dashboard/history.html", context, status=400 if bad else 200)
 
 
-def _picks_context(picks: dict[str, ConfigRevision], listed: set[int]) -> dict[str, Any]:
-    """Each pick as the Compare control shows it; one not on this page is carried in the form."""
+def _picks_context(picks: dict[str, ConfigRevision]) -> dict[str, Any]:
+    """Each pick as the Compare control shows it (the form carries both, listed here or not)."""
     return {
         "picks": [
             {"name": name, "label": label, "revision": picks.get(name)} for name, label in PICKS
         ],
-        "carried": [(name, r) for name, r in picks.items() if r.pk not in listed],
         "picked_from": picks["from"].pk if "from" in picks else None,
         "picked_to": picks["to"].pk if "to" in picks else None,
     }

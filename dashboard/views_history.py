@@ -149,9 +149,10 @@ def compare_picks(request: HttpRequest) -> tuple[dict[str, ConfigRevision], list
 
     They ride in History's URL (`from`, `to`: revision ids, as `compare/`
     takes them), so a From picked on page 1 is still picked on page 5 or
-    after filtering. A pick carried from another page precedes the page's
-    own radio buttons in the form, and `get` takes the last value given:
-    picking again on this page replaces it.
+    after filtering. The Compare form carries both picks, and a row's From
+    or To button submits it with its own value after them; `get` takes the
+    last value given, so the press replaces the pick (or, its value empty
+    when it is the pick already, drops it).
     """
     picks: dict[str, ConfigRevision] = {}
     errors = []

@@ -23,8 +23,11 @@ def revisions() -> list[ConfigRevision]:
     return list(ConfigRevision.objects.order_by("version"))
 
 
-def _checked(html: str, name: str) -> list[str]:
-    return re.findall(rf'name="{name}" value="(\d+)" form="compare-form"[^>]* checked>', html)
+def _pressed(html: str, name: str) -> list[str]:
+    """The revisions whose `name` button is pressed (its value empty: pressed again, it unpicks)."""
+    return re.findall(
+        rf'name="{name}" value="" data-id="(\d+)" data-label="#\d+" aria-pressed="true"', html
+    )
 
 
 def test_a_from_picked_on_one_page_stays_picked_on_another_and_in_its_pager_links(
@@ -34,15 +37,36 @@ def test_a_from_picked_on_one_page_stays_picked_on_another_and_in_its_pager_link
     html = viewer_client.get("/history/", {"page": "3", "from": newest.pk}).content.decode()
     assert f'<strong data-pick="from">#{newest.version}</strong>' in html
     assert '<strong data-pick="to">none</strong>' in html
-    # Not on page 3: carried in the Compare form, ahead of the page's own radios.
+    # Carried in the Compare form, ahead of the rows' buttons (a press submits after it).
     carried = (
         f'<input type="hidden" name="from" value="{newest.pk}" data-label="#{newest.version}">'
     )
-    assert carried in html and html.index(carried) < html.index('type="radio"')
+    assert carried in html and html.index(carried) < html.index('class="small pick"')
+    assert '<input type="hidden" name="to" value="" data-label="" disabled>' in html
+    assert _pressed(html, "from") == []  # not on page 3
     assert f"?from={newest.pk}&amp;page=2" in html  # the pager keeps it
     first_page = viewer_client.get("/history/", {"from": newest.pk}).content.decode()
-    assert _checked(first_page, "from") == [str(newest.pk)]
-    assert carried not in first_page  # its radio carries it
+    assert _pressed(first_page, "from") == [str(newest.pk)]
+    assert _pressed(first_page, "to") == []
+    assert carried in first_page
+
+
+def test_a_row_button_submits_after_the_carried_pick_so_it_replaces_or_clears_it(
+    viewer_client: Client, revisions: list[ConfigRevision]
+) -> None:
+    """Without the page's script: the form's query string, as a browser builds it."""
+    newest, older = revisions[-1], revisions[-2]
+    replaced = viewer_client.get(f"/history/?from={newest.pk}&from={older.pk}").content.decode()
+    assert _pressed(replaced, "from") == [str(older.pk)]
+    assert f'<strong data-pick="from">#{older.version}</strong>' in replaced
+    cleared = viewer_client.get(f"/history/?from={newest.pk}&from=").content.decode()
+    assert _pressed(cleared, "from") == []
+    assert '<strong data-pick="from">none</strong>' in cleared
+    # Unpressed buttons name their revision.
+    assert (
+        f'name="to" value="{older.pk}" data-id="{older.pk}" data-label="#{older.version}" '
+        'aria-pressed="false" aria-label="Compare to revision' in cleared
+    )
 
 
 def test_filtering_keeps_the_picks(viewer_client: Client, revisions: list[ConfigRevision]) -> None:

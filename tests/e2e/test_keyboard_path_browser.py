@@ -2,8 +2,8 @@
 
 Log in, create a tenant with a priority rule, test it against recent
 traffic, save a change through its review, compare the two revisions on
-History and roll the change back: Tab, Shift+Tab, Enter, Space, the arrow
-keys and typing, never the mouse. Reading the page to check it is the only
+History and roll the change back: Tab, Shift+Tab, Enter, Space and
+typing, never the mouse. Reading the page to check it is the only
 thing done otherwise.
 """
 
@@ -92,12 +92,14 @@ def test_an_operator_creates_tests_saves_compares_and_rolls_back_with_the_keyboa
         revisions = page.locator(".revision[data-version]")
         expect(revisions).to_have_count(2)
         changed, created = (revisions.nth(i).get_attribute("data-version") for i in (0, 1))
-        _tab_to(page, page.get_by_label(f"Compare from revision {changed}"))
-        keys.press("ArrowDown")  # the radio group's next: the older revision, picked
-        expect(page.get_by_label(f"Compare from revision {created}")).to_be_checked()
-        _tab_to(page, page.get_by_label(f"Compare to revision {created}"))
-        keys.press("ArrowUp")
-        expect(page.get_by_label(f"Compare to revision {changed}")).to_be_checked()
+        picked_from = page.get_by_role("button", name=f"Compare from revision {created}")
+        _tab_to(page, picked_from)
+        keys.press("Space")
+        expect(picked_from).to_have_attribute("aria-pressed", "true")
+        picked_to = page.get_by_role("button", name=f"Compare to revision {changed}")
+        _tab_to(page, picked_to, back=True)
+        keys.press("Enter")
+        expect(picked_to).to_have_attribute("aria-pressed", "true")
         _tab_to(page, page.get_by_role("button", name="Compare selected"), back=True)
         keys.press("Enter")
         expect(page.get_by_role("heading", name="Compare revisions")).to_be_visible()

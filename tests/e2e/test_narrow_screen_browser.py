@@ -414,8 +414,8 @@ def test_history_at_400_px_keeps_its_diffs_in_their_own_scrolling_boxes(
         page.get_by_role("link", name="Side by side"),
         page.get_by_role("button", name="Compare selected"),
         latest.get_by_role("link", name=LONG),
-        latest.locator(".compare-pick label").first,
-        latest.locator(".compare-pick label").last,
+        latest.get_by_role("button", name=re.compile(r"^Compare from revision")),
+        latest.get_by_role("button", name=re.compile(r"^Compare to revision")),
         latest.get_by_role("button", name=re.compile(r"^Roll back revision")),
     )
     latest.get_by_text("Changed values").click()

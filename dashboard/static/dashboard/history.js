@@ -1,26 +1,26 @@
 // History's From and To picks ride in the page's URL (from=, to=: revision
 // ids), so a revision picked on one page is still picked after paging,
 // filtering or switching the diff layout. The server renders the picks the
-// URL names; a pick made here goes into the URL, the pager and layout links
-// and the filter form at once, without a round trip. Compare with a pick
+// URL names, in the Compare form's hidden inputs and as each row's pressed
+// From / To button. A press here (click, Enter or Space) toggles that pick in
+// the form, the buttons, the URL, the pager and layout links and the filter
+// form at once, without a round trip; without this script the button submits
+// the form and the server does the same. Buttons, not a radio group: moving
+// through the list with the keyboard must pick nothing. Compare with a pick
 // missing is refused here, at its button, as the server does without this
 // script (the page carries the server's words for it).
 
 const form = document.getElementById("compare-form");
 const NAMES = ["from", "to"];
 
-function radioPicked(name) {
-  return document.querySelector(`input[type="radio"][name="${name}"][form="compare-form"]:checked`);
-}
-
-// A pick made on another page rides in the form as a hidden input.
-function carried(name) {
+// The pick as the form holds it: a hidden input, disabled when none.
+function held(name) {
   return form.querySelector(`input[type="hidden"][name="${name}"]`);
 }
 
 function pick(name) {
-  const input = radioPicked(name) || carried(name);
-  return input ? { id: input.value, label: input.dataset.label } : null;
+  const input = held(name);
+  return input.disabled || !input.value ? null : { id: input.value, label: input.dataset.label };
 }
 
 function withPicks(href, picks) {
@@ -31,6 +31,20 @@ function withPicks(href, picks) {
   }
   url.searchParams.delete("compare");
   return url.href;
+}
+
+// Sets (or, with null, drops) one pick and shows it on every row's buttons.
+function setPick(name, chosen) {
+  const input = held(name);
+  input.value = chosen ? chosen.id : "";
+  input.dataset.label = chosen ? chosen.label : "";
+  input.disabled = !chosen;
+  for (const button of document.querySelectorAll(`button.pick[name="${name}"]`)) {
+    const on = chosen !== null && button.dataset.id === chosen.id;
+    button.setAttribute("aria-pressed", String(on));
+    // What the button would submit without this script: pressed, it unpicks.
+    button.value = on ? "" : button.dataset.id;
+  }
 }
 
 function showPicks() {
@@ -51,15 +65,16 @@ function showPicks() {
 
 if (form) {
   const problem = document.getElementById("compare-problem");
-  document.addEventListener("change", (event) => {
-    const input = event.target;
-    if (input.type !== "radio" || input.form !== form || !NAMES.includes(input.name)) return;
-    // Picked here: a pick carried from another page gives way.
-    carried(input.name)?.remove();
-    problem.textContent = "";
-    showPicks();
-  });
   form.addEventListener("submit", (event) => {
+    const button = event.submitter;
+    if (button?.classList.contains("pick")) {
+      event.preventDefault();
+      const pressed = button.getAttribute("aria-pressed") === "true";
+      setPick(button.name, pressed ? null : { id: button.dataset.id, label: button.dataset.label });
+      problem.textContent = "";
+      showPicks();
+      return;
+    }
     const picks = showPicks();
     const missing = NAMES.filter((name) => !picks[name]);
     if (!missing.length) return;

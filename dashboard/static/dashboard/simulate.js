@@ -22,13 +22,15 @@ const csrf = form.querySelector("[name=csrfmiddlewaretoken]").value;
 const liveConfig = JSON.parse(document.getElementById("sim-live").textContent);
 
 let current = null; // { runId, controller, timer }
+// The config each scenario's run answered with, by workload value: the Live
+// box shows the one of the workload picked, never another's.
+const scenarioConfigs = new Map();
 
 proposedBox.value = JSON.stringify(
   JSON.parse(document.getElementById("sim-proposal").textContent),
   null,
   2,
 );
-document.getElementById("live-config").textContent = JSON.stringify(liveConfig, null, 2);
 
 function readProposed() {
   const text = proposedBox.value.trim();
@@ -80,6 +82,17 @@ function onWorkload() {
   live.textContent = value.startsWith("recent:")
     ? live.dataset.recent
     : "The scenario's own documented config (shown in full after a run).";
+  showLiveConfig();
+}
+
+// The Live box: for recent traffic the saved config the page came with (a
+// recent run's answer has only its settings); for a scenario the config its
+// last run answered with, else nothing yet. A scenario's config once stayed
+// in the box, under the saved config's words, after switching back to recent.
+function showLiveConfig() {
+  const value = workloadSelect.value;
+  const config = value.startsWith("recent:") ? liveConfig : scenarioConfigs.get(value);
+  document.getElementById("live-config").textContent = config ? JSON.stringify(config, null, 2) : "";
 }
 
 // A number box holding text the browser cannot read ("-", "1e") reports an
@@ -276,8 +289,12 @@ async function run(event) {
     }
     return;
   }
+  const picked = workloadSelect.value;
   const controller = new AbortController();
   current = { runId: body.run_id, controller, timer: null };
+  // The last run's results go: left up, they read as this run's verdict
+  // beside "Nothing was simulated", "Cancelled." or a failure.
+  document.getElementById("sim-results").hidden = true;
   running(true);
   statusLine.textContent = "Simulating…";
   current.timer = setInterval(() => pollProgress(body.run_id), 500);
@@ -297,6 +314,8 @@ async function run(event) {
         // The seed as sent: parsed from the answer, one past 2**53 would
         // read rounded, though the run used it whole.
         render({ ...answer, workload: { ...answer.workload, seed: body.seed } });
+        if (body.workload.kind === "scenario") scenarioConfigs.set(picked, answer.workload.config);
+        showLiveConfig();
       } catch (error) {
         document.getElementById("sim-results").hidden = true;
         statusLine.textContent = `The answer arrived but could not be shown (${error.message}); reload the page.`;

@@ -18,16 +18,21 @@ function table(caption, head, rows) {
   const tr = t.createTHead().insertRow();
   for (const h of head) {
     const th = document.createElement("th");
+    th.scope = "col";
     th.textContent = h;
     tr.append(th);
   }
   const tbody = t.createTBody();
+  // Each row's first cell heads it: a screen reader names a number by its
+  // row ("priority 5") and its column ("p99").
   for (const row of rows) {
     const r = tbody.insertRow();
     row.forEach((cell, i) => {
-      const td = r.insertCell();
+      const td = document.createElement(i ? "td" : "th");
       td.textContent = cell;
       if (i) td.className = "num";
+      else td.scope = "row";
+      r.append(td);
     });
   }
   if (!rows.length) tbody.insertRow().insertCell().textContent = "none";
@@ -106,7 +111,6 @@ export function render(answer) {
   document.getElementById("sim-workload-line").textContent =
     `${w.kind === "recent" ? `recent ${w.window_seconds} s` : w.name}: ${w.requests} requests, ` +
     `${w.queriers} queriers (${w.workers} workers), seed ${w.seed}.`;
-  if (w.config) document.getElementById("live-config").textContent = JSON.stringify(w.config, null, 2);
   column(document.getElementById("col-live"), answer.live);
   column(document.getElementById("col-proposed"), answer.proposed);
   drawCharts(answer);
@@ -116,51 +120,153 @@ function size(el) {
   return { width: Math.max(320, el.clientWidth), height: 220 };
 }
 
-function drawCharts(answer) {
-  while (charts.length) charts.pop().destroy();
-  const levels = [...new Set([...Object.keys(answer.live.by_priority), ...Object.keys(answer.proposed.by_priority)])]
+const SIDES = ["live", "proposed"];
+// A simulated instant as the server rounded it (to the millisecond), no
+// more digits: the grid's whole seconds read "12 s", a run's end "61.734 s".
+const instant = (t) => `${Number(t.toFixed(3))} s`;
+
+// Each side's p99 by priority, highest priority first (null: no requests there).
+function priorityBars(answer) {
+  const levels = [...new Set(SIDES.flatMap((side) => Object.keys(answer[side].by_priority)))]
     .sort((a, b) => Number(b) - Number(a));
   const p99 = (side) => levels.map((p) => (answer[side].by_priority[p] ? answer[side].by_priority[p].p99 : null));
-  const bars = uPlot.paths.bars;
-  const byPriority = document.getElementById("chart-priority");
-  charts.push(
-    new uPlot(
-      {
-        ...size(byPriority),
-        scales: { x: { time: false, range: [-0.5, levels.length - 0.5] } },
-        axes: [
-          { values: (u, splits) => splits.map((i) => (levels[i] !== undefined && Number.isInteger(i) ? `priority ${levels[i]}` : "")), splits: () => levels.map((_, i) => i) },
-          { label: "seconds" },
-        ],
-        series: [
-          {},
-          { label: "live", fill: COLORS.live, stroke: COLORS.live, paths: bars({ size: [0.35, 60], align: -1 }), points: { show: false } },
-          { label: "proposed", fill: COLORS.proposed, stroke: COLORS.proposed, paths: bars({ size: [0.35, 60], align: 1 }), points: { show: false } },
-        ],
-      },
-      [levels.map((_, i) => i), p99("live"), p99("proposed")],
-      byPriority,
+  return { levels, live: p99("live"), proposed: p99("proposed") };
+}
+
+// Both sides' queue-length samples on one time axis. The sides share a
+// grid, but each run's last sample is at its own end, off it: put side by
+// side by index, the shorter side's last point was drawn at the other's
+// next grid instant. Null: no sample of that side at that instant.
+function queueSeries(answer) {
+  const at = new Map();
+  SIDES.forEach((side, k) => {
+    const { t, queue_length: length } = answer[side].series;
+    t.forEach((when, i) => {
+      if (!at.has(when)) at.set(when, [null, null]);
+      at.get(when)[k] = length[i];
+    });
+  });
+  const t = [...at.keys()].sort((a, b) => a - b);
+  return { t, live: t.map((when) => at.get(when)[0]), proposed: t.map((when) => at.get(when)[1]) };
+}
+
+// Where a side's queue peaked first, and its last sample (indices into `t`), or null.
+function landmarks(values) {
+  let peak = -1;
+  let last = -1;
+  values.forEach((v, i) => {
+    if (v === null) return;
+    if (peak < 0 || v > values[peak]) peak = i;
+    last = i;
+  });
+  return peak < 0 ? null : { peak, last };
+}
+
+function queueSentence(name, values, t) {
+  const marks = landmarks(values);
+  if (!marks) return `${name}: no samples.`;
+  const end = `${values[marks.last]} queued at its last sample (${instant(t[marks.last])})`;
+  if (!values[marks.peak]) return `${name}: nothing queued at any sample up to ${instant(t[marks.last])}.`;
+  return `${name}: peak ${values[marks.peak]} queued at ${instant(t[marks.peak])}, ${end}.`;
+}
+
+// Rows the queue table shows: all of a short series; of a long one every
+// stride-th instant, with each side's peak and last sample, so the table
+// never misses what the sentence names.
+const MOST_ROWS = 60;
+
+function queueRows(series) {
+  const n = series.t.length;
+  const stride = n > MOST_ROWS ? Math.ceil(n / (MOST_ROWS - 10)) : 1;
+  const marks = SIDES.map((side) => landmarks(series[side]));
+  const kept = new Set(series.t.map((_, i) => i).filter((i) => i % stride === 0));
+  for (const m of marks) if (m) kept.add(m.peak).add(m.last);
+  const cell = (side, i) => {
+    const v = series[side][i];
+    if (v === null) return "–";
+    return marks[SIDES.indexOf(side)].peak === i ? `${v} (peak)` : String(v);
+  };
+  const rows = [...kept].sort((a, b) => a - b).map((i) => [instant(series.t[i]), cell("live", i), cell("proposed", i)]);
+  const which =
+    stride > 1
+      ? `one in every ${stride} of the chart's ${n} instants, with each side's peak and last sample`
+      : `each of the chart's ${n} instants`;
+  return { rows, which };
+}
+
+// The sentence under each chart and the table in its "as a table", from
+// the very arrays the chart draws.
+function describeCharts(bars, series) {
+  const worst = (side) => {
+    const at = bars[side].reduce((best, v, i) => (v !== null && (best < 0 || v > bars[side][best]) ? i : best), -1);
+    return at < 0 ? `${side}: no requests` : `${side} ${formatSeconds(bars[side][at])} at priority ${bars.levels[at]}`;
+  };
+  document.getElementById("chart-priority-summary").textContent =
+    `The highest p99 of each side: ${worst("live")}; ${worst("proposed")}.`;
+  const p99 = (v) => (v === null ? NONE : formatSeconds(v));
+  document.getElementById("chart-priority-data").replaceChildren(
+    table(
+      "p99 queue wait by priority, each side's bar",
+      ["", "live p99", "proposed p99"],
+      bars.levels.map((p, i) => [`priority ${p}`, p99(bars.live[i]), p99(bars.proposed[i])]),
     ),
   );
-  const live = answer.live.series;
-  const proposed = answer.proposed.series;
-  const xs = live.t.length >= proposed.t.length ? live.t : proposed.t;
-  const pad = (values) => xs.map((_, i) => (i < values.length ? values[i] : null));
-  const queue = document.getElementById("chart-queue");
-  charts.push(
-    new uPlot(
-      {
-        ...size(queue),
-        scales: { x: { time: false } },
-        axes: [{ label: "simulated seconds" }, { label: "queued" }],
-        series: [
-          {},
-          { label: "live", stroke: COLORS.live, width: 1.5 },
-          { label: "proposed", stroke: COLORS.proposed, width: 1.5 },
-        ],
-      },
-      [xs, pad(live.queue_length), pad(proposed.queue_length)],
-      queue,
+  document.getElementById("chart-queue-summary").textContent =
+    `${queueSentence("Live", series.live, series.t)} ${queueSentence("Proposed", series.proposed, series.t)}`;
+  const { rows, which } = queueRows(series);
+  document.getElementById("chart-queue-data").replaceChildren(
+    table(
+      `Requests queued at ${which} (–: no sample of that side at that instant)`,
+      ["simulated seconds", "live, queued", "proposed, queued"],
+      rows,
     ),
+  );
+}
+
+// Each chart's plot is kept on its box, as timeseries.js does: a script (or
+// a test) can read the data drawn.
+function plot(box, options, data) {
+  const chart = new uPlot({ ...size(box), ...options }, data, box);
+  box.plot = chart;
+  charts.push(chart);
+}
+
+function drawCharts(answer) {
+  while (charts.length) charts.pop().destroy();
+  const bars = priorityBars(answer);
+  const { levels } = bars;
+  const series = queueSeries(answer);
+  describeCharts(bars, series);
+  const barPaths = uPlot.paths.bars;
+  plot(
+    document.getElementById("chart-priority"),
+    {
+      scales: { x: { time: false, range: [-0.5, levels.length - 0.5] } },
+      axes: [
+        { values: (u, splits) => splits.map((i) => (levels[i] !== undefined && Number.isInteger(i) ? `priority ${levels[i]}` : "")), splits: () => levels.map((_, i) => i) },
+        { label: "seconds" },
+      ],
+      series: [
+        {},
+        { label: "live", fill: COLORS.live, stroke: COLORS.live, paths: barPaths({ size: [0.35, 60], align: -1 }), points: { show: false } },
+        { label: "proposed", fill: COLORS.proposed, stroke: COLORS.proposed, paths: barPaths({ size: [0.35, 60], align: 1 }), points: { show: false } },
+      ],
+    },
+    [levels.map((_, i) => i), bars.live, bars.proposed],
+  );
+  plot(
+    document.getElementById("chart-queue"),
+    {
+      scales: { x: { time: false } },
+      axes: [{ label: "simulated seconds" }, { label: "queued" }],
+      // A side's line goes on across the other side's end instant, where only
+      // that one has a sample; after its own run's end it has none.
+      series: [
+        {},
+        { label: "live", stroke: COLORS.live, width: 1.5, spanGaps: true },
+        { label: "proposed", stroke: COLORS.proposed, width: 1.5, spanGaps: true },
+      ],
+    },
+    [series.t, series.live, series.proposed],
   );
 }
