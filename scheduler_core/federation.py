@@ -130,16 +130,37 @@ def combined_limits(parts: list[TenantLimits]) -> TenantLimits:
     )
 
 
+# The last federated ID combined: (ID, its tenants' limits, their combination).
+# A federated enqueue asks twice, admission then the queue (`keep_org_limits`),
+# with nothing in between; the second is answered from here while each
+# tenant's limits are the very objects combined (a config edit replaces
+# them), so the result is always what `combined_limits` would give. One
+# entry: distinct IDs cannot pile up.
+_last: tuple[str, tuple[TenantLimits, ...], TenantLimits] | None = None
+
+
 def org_limits(table: LimitsReader, org_id: str) -> TenantLimits:
     """The limits a request of `org_id` (already checked) runs under.
 
-    A federated ID's are its tenants' combined limits, derived on every
-    call, so an edit of any one tenant applies to the very next request.
-    Nothing is stored here: admission and explain only read.
+    A federated ID's are its tenants' combined limits, derived from its
+    tenants' current limits on every call, so an edit of any one tenant
+    applies to the very next request. Nothing is stored in `table`:
+    admission and explain only read.
     """
+    global _last
     if "|" not in org_id:
         return table.tenant_limits(org_id)
-    return combined_limits([table.tenant_limits(t) for t in org_id.split("|")])
+    parts = tuple(table.tenant_limits(t) for t in org_id.split("|"))
+    last = _last
+    if (
+        last is not None
+        and last[0] == org_id
+        and all(now is then for now, then in zip(parts, last[1], strict=True))
+    ):
+        return last[2]
+    combined = combined_limits(list(parts))
+    _last = (org_id, parts, combined)
+    return combined
 
 
 def keep_org_limits(table: LimitsTable, org_id: str) -> None:
@@ -151,5 +172,7 @@ def keep_org_limits(table: LimitsTable, org_id: str) -> None:
     distinct federated IDs cannot pile up limits, shards and reservations.
     """
     wanted = org_limits(table, org_id)
-    if table.tenant_limits(org_id) != wanted:
+    current = table.tenant_limits(org_id)
+    # The same object when stored by the last enqueue: no field-by-field compare.
+    if current is not wanted and current != wanted:
         table.set_tenant_limits(org_id, wanted)

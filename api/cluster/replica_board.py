@@ -14,6 +14,10 @@ How old a summary is comes from Redis's clock (its key's remaining TTL),
 not from the publisher's: a replica whose clock was 5 s behind was
 reported down by every peer, its requests never listed nor cancelled.
 Each peer's clock offset is kept (`skew`) and logged when over a second.
+The registry is scored and pruned on Redis's clock too (`TIME`, in one
+script), and its scores are read back as ages: a replica a minute behind
+was pruned by every peer's publish while alive, and one a minute ahead
+pruned its peers (or, stopped, stayed registered for minutes).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -74,10 +78,11 @@ _PRUNE_AFTER = 60.0
 class ReplicaBoard:
     """Peers' latest summaries in this process; read by views without any I/O.
 
-    `last_seen` (replica -> wall time of its last publish, from the registry's
-    scores) outlives the registry entry, so `replica_states` can report a
-    replica that vanished without a graceful withdrawal as missing (the
-    `queue_inspector_replica_up` gauge) for `MISSING_MEMORY_SECONDS`.
+    `last_seen` (replica -> its last publish on this replica's wall clock,
+    from the age Redis's clock gives its registry score) outlives the
+    registry entry, so `replica_states` can report a replica that vanished
+    without a graceful withdrawal as missing (the `queue_inspector_replica_up`
+    gauge) for `MISSING_MEMORY_SECONDS`.
     """
 
     def __init__(self, own_id: str | None = None) -> None:
@@ -95,6 +100,23 @@ class ReplicaBoard:
         self.instance = uuid.uuid4().hex
         self._foreign: tuple[str, float] | None = None
         self.twin_warned_at: float | None = None
+        # Redis's data epoch (`note_epoch`), and the peers it forgot when it
+        # lost its data: those did not withdraw.
+        self._epoch: str | None = None
+        self._lost: set[str] = set()
+
+    def note_epoch(self, epoch: str, members: Iterable[str]) -> None:
+        """Redis's data epoch, read with the registry: a new one means Redis lost its data.
+
+        A known peer then absent from the registry did not withdraw (Redis
+        forgot it with everything else): it stays known, down like a
+        crashed one, until it registers again. A replica killed around a
+        Redis restart was taken for one that withdrew: never named missing,
+        its requests silently absent from every listing.
+        """
+        if self._epoch is not None and epoch != self._epoch:
+            self._lost.update(r for r in self.last_seen if r not in members)
+        self._epoch = epoch
 
     def note_registry(self, members: Mapping[str, float], wall_now: float) -> None:
         """Remember each registered peer's last publish; forget withdrawn ones."""
@@ -102,13 +124,16 @@ class ReplicaBoard:
         for replica, at in members.items():
             if replica != self.own_id and at > seen.get(replica, 0.0):
                 seen[replica] = at
+            self._lost.discard(replica)
         for replica in list(seen):
             if replica in members:
                 continue
             age = wall_now - seen[replica]
             # Gone from the registry before the prune age: it withdrew itself.
-            if age < _PRUNE_AFTER - 2 * PUBLISH_SECONDS or age > MISSING_MEMORY_SECONDS:
+            withdrew = age < _PRUNE_AFTER - 2 * PUBLISH_SECONDS and replica not in self._lost
+            if withdrew or age > MISSING_MEMORY_SECONDS:
                 del seen[replica]
+                self._lost.discard(replica)
         self.registry_at = wall_now
 
     def replica_states(self, wall_now: float | None = None) -> list[tuple[str, bool]]:
@@ -265,6 +290,22 @@ def get_board() -> ReplicaBoard:
     return _board
 
 
+# Registers ARGV[1] in the registry KEYS[1] and prunes members older than
+# ARGV[2] seconds, both by Redis's clock, so no replica's own clock is
+# compared with another's stamp. Returns Redis's time, the registry and the
+# data epoch KEYS[2]: set once, so a new one means Redis lost its data.
+# (`replicate_commands` lets Redis < 5 write after TIME; later ones ignore it.)
+_REGISTER = """
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = string.format('%d.%06d', t[1], t[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(now) - tonumber(ARGV[2]))
+redis.call('SET', KEYS[2], now, 'NX')
+return {now, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), redis.call('GET', KEYS[2])}
+"""
+
+
 def _keys(prefix: str, replica: str) -> tuple[str, str]:
     base = f"{prefix}:qi:replica"
     return f"{base}:{replica}", f"{base}s"
@@ -299,8 +340,10 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
 async def publish(
     client: Any, board: ReplicaBoard, prefix: str, body: str, wall: float
 ) -> dict[str, float]:
-    """Write our summary and registry entry; the registry as it now is (id -> publish time).
+    """Write our summary and registry entry; the registry as it now is.
 
+    Each member maps to its last publish as a time on our clock (`wall`,
+    now): how long ago Redis registered it, by Redis's clock, before `wall`.
     What our key held before is read in the same round trip, to catch
     another process publishing under our ID (`ReplicaBoard.note_own_key`).
     """
@@ -308,17 +351,26 @@ async def publish(
     async with client.pipeline(transaction=False) as pipe:
         pipe.get(key)
         pipe.set(key, body, ex=KEY_TTL_SECONDS)
-        pipe.zadd(registry, {board.own_id: wall})
         # Registry entries of replicas gone for a minute are pruned; the TTL
         # on their keys already hides them from readers.
-        pipe.zremrangebyscore(registry, "-inf", wall - 60)
-        pipe.zrange(registry, 0, -1, withscores=True)
-        before, *_, members = await pipe.execute()
+        pipe.eval(_REGISTER, 2, registry, f"{registry}:epoch", board.own_id, _PRUNE_AFTER)
+        before, _, (redis_now, flat, epoch) = await pipe.execute()
     board.note_own_key(before, wall)
-    return {m.decode(): float(at) for m, at in members}
+    now = float(redis_now)
+    members = {
+        flat[i].decode(): wall - max(0.0, now - float(flat[i + 1])) for i in range(0, len(flat), 2)
+    }
+    board.note_epoch(epoch.decode(), members)
+    return members
 
 
-async def read_peers(client: Any, board: ReplicaBoard, prefix: str, peers: list[str]) -> None:
+async def read_peers(
+    client: Any,
+    board: ReplicaBoard,
+    prefix: str,
+    peers: list[str],
+    clock: Callable[[], float] = time.time,
+) -> None:
     """Every peer's summary and how long ago Redis got it (one round trip) into the board."""
     replies: list[Any] = []
     if peers:
@@ -331,7 +383,7 @@ async def read_peers(client: Any, board: ReplicaBoard, prefix: str, peers: list[
     raws, ttls = replies[0::2], replies[1::2]
     # A key set with `ex=KEY_TTL_SECONDS` has lived what its TTL lost since.
     ages = [KEY_TTL_SECONDS - ms / 1000 if ms >= 0 else None for ms in ttls]
-    board.accept(raws, ages, time.time())
+    board.accept(raws, ages, clock())
 
 
 async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:

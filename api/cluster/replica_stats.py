@@ -12,7 +12,7 @@ Pure and unit-tested, like `api.cluster.replicas`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from api.cluster.replica_frontends import FrontendRow
@@ -58,21 +58,42 @@ def merge_stats(
     every = [dict(local), *(dict(p.stats) for p in peers if p.stats)]
     rates: dict[str, float] = {}
     for stats in every:
-        for kind, rate in (stats.get("rates") or {}).items():
+        for kind, rate in _valid(stats.get("rates"), is_figure).items():
             rates[kind] = round(rates.get(kind, 0.0) + float(rate), 2)
-    by_component = _worst_waits(s.get("wait_by_component") or {} for s in every)
+    by_component = _worst_waits(_valid(s.get("wait_by_component"), _is_wait) for s in every)
     return {
         **local,
         "rates": rates,
         "frontends": _distinct_frontends(every),
         "wait_by_component": by_component,
-        "wait_by_priority": _worst_waits(s.get("wait_by_priority") or {} for s in every),
+        "wait_by_priority": _worst_waits(
+            _valid(s.get("wait_by_priority"), _is_wait) for s in every
+        ),
         "wait": worst_wait(by_component),
         "usage": merge_usage((s.get("usage") for s in every), PUBLISHED_ROWS),
         "load": busiest(
             [(own_id, local.get("load")), *((p.replica, p.stats.get("load")) for p in peers)]
         ),
     }
+
+
+def _valid(table: Any, is_value: Callable[[Any], bool]) -> Mapping[str, Any]:
+    """`table` if it maps names to values `is_value` accepts, else nothing.
+
+    A peer's rates and wait tables come from Redis and may be another
+    version's (or garbled): one bad row broke the merged header of every
+    replica's inspector, so the whole table is passed over instead.
+    """
+    if isinstance(table, Mapping) and all(
+        isinstance(key, str) and is_value(value) for key, value in table.items()
+    ):
+        return table
+    return {}
+
+
+def _is_wait(row: Any) -> bool:
+    """A wait row as `local_stats` writes it: [p50, p99, samples]."""
+    return isinstance(row, list | tuple) and len(row) == 3 and all(is_figure(x) for x in row)
 
 
 def local_stats(

@@ -189,14 +189,24 @@ def _pairs(flat: Sequence[int]) -> tuple[tuple[int, int], ...]:
 
 
 def _check_querier(row: tuple[Any, ...]) -> None:
-    querier_id, _connected, _shutting, _idle, _gone, reservations, workers = row
+    querier_id, _connected, _shutting, _idle, gone, reservations, workers = row
     if not isinstance(querier_id, str) or not isinstance(workers, list):
         raise TypeError("querier rows are [id, ..., workers]")
+    # Ages are subtracted from the reader's clock when merged: a text or null
+    # one raised there, in every view, rather than here, in passing.
+    if gone is not None and not _is_number(gone):
+        raise TypeError("a querier's disconnected age is a number or null")
     for reservation in reservations:
         str(reservation[0]), int(reservation[1])
     for worker in workers:
         if len(worker) != 7:
             raise ValueError("worker rows have 7 fields")
+        if not _is_number(worker[5]):
+            raise TypeError("a worker's age is a number")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # -- merging (pure) ------------------------------------------------------------

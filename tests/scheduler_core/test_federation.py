@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core import federation
 from scheduler_core.errors import TooManyRequests
 from scheduler_core.federation import (
+    combined_limits,
     federated_tenants_error,
     normalized_org_id,
     org_id_error,
     org_limits,
 )
-from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
+from scheduler_core.model import (
+    PriorityDef,
+    QueryAttribute,
+    QueryPriority,
+    QueryRejection,
+    Request,
+    TenantLimits,
+)
 from scheduler_core.queue import RequestQueue
 
 
@@ -201,3 +212,72 @@ def test_a_federated_id_may_name_at_most_max_tenants(
 )
 def test_an_org_id_is_normalised_as_tenant_ids_reads_it(org_id: str, normalised: str) -> None:
     assert normalized_org_id(org_id) == normalised
+
+
+def test_a_federated_enqueue_combines_its_tenants_limits_once_until_one_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Admission, then the queue, each combined them: twice per enqueue."""
+    combined: list[TenantLimits] = []
+
+    def counted(parts: list[TenantLimits]) -> TenantLimits:
+        combined.append(combined_limits(parts))
+        return combined[-1]
+
+    monkeypatch.setattr(federation, "combined_limits", counted)
+    queue = RequestQueue()
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=4))
+    queue.set_tenant_limits("b", TenantLimits(max_queriers=2))
+    for rid in ("r1", "r2"):  # as both doors do: admission reads, the queue stores
+        assert org_limits(queue, "a|b").max_queriers == 2
+        queue.enqueue(_federated(rid))
+    assert len(combined) == 1
+    queue.set_tenant_limits("b", TenantLimits(max_queriers=3))
+    assert org_limits(queue, "a|b").max_queriers == 3
+    queue.enqueue(_federated("r3"))
+    assert len(combined) == 2 and queue.tenant_limits("a|b") is combined[-1]
+
+
+_LIMITS = [
+    TenantLimits(),
+    TenantLimits(max_queriers=2, max_outstanding=5),
+    TenantLimits(max_queriers=3, max_query_capacity=0.5),
+    TenantLimits(query_priority=QueryPriority(True, (PriorityDef(priority=4),))),
+    TenantLimits(query_rejection=QueryRejection(True, [QueryAttribute(regex="x")])),
+]
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["set", "remove", "admit", "enqueue", "finish"]),
+        st.integers(0, 1),  # which of two queues
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from(["a|b", "b|c", "a|b|c", "a|a", "c|a"]),
+        st.integers(0, len(_LIMITS) - 1),
+    ),
+    max_size=40,
+)
+
+
+@settings(derandomize=True, max_examples=200)
+@given(_OPS)
+def test_federated_limits_are_always_those_combined_afresh_from_each_tenants(
+    ops: list[tuple[str, int, str, str, int]],
+) -> None:
+    """Edits, removals, two queues and several IDs interleaved: never a stale answer."""
+    queues = [RequestQueue(), RequestQueue()]
+    queued: list[list[str]] = [[], []]
+    for n, (op, which, tenant, org_id, pick) in enumerate(ops):
+        queue = queues[which]
+        fresh = combined_limits([queue.tenant_limits(t) for t in org_id.split("|")])
+        if op == "set":
+            # A copy: each edit stores a new object, as applying a config does.
+            queue.set_tenant_limits(tenant, replace(_LIMITS[pick]))
+        elif op == "remove":
+            queue.remove_tenant_limits(tenant)
+        elif op == "admit":
+            assert org_limits(queue, org_id) == fresh
+        elif op == "enqueue" and fresh.max_outstanding != 0:
+            queue.enqueue(_federated(f"r{n}", org_id))
+            queued[which].append(f"r{n}")
+            assert queue.tenant_limits(org_id) == fresh
+        elif op == "finish" and queued[which]:
+            queue.cancel(queued[which].pop(0))

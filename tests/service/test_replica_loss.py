@@ -76,6 +76,34 @@ def test_a_killed_replica_is_named_missing_in_every_answer_of_its_peer(
     assert get(a, viewer, "queue/requests/")["replicas_missing"] == ["replica-b"]
 
 
+def test_a_replica_killed_as_redis_lost_its_data_is_still_named_missing(
+    pair: tuple[DaphneProcess, DaphneProcess],
+) -> None:
+    """Gone from a registry Redis forgot, it passed for one that withdrew: answers
+    looked complete without its queue, and its up gauge never went to 0."""
+    import redis
+
+    a, b = pair
+    viewer = a.issue_token("viewer")
+    until(lambda: sees_b(a, viewer), "a never saw b's summary")
+    assert b.proc is not None
+    b.proc.kill()
+    b.proc.wait(10)
+    client = redis.Redis.from_url(a.env["REDIS_URL"])
+    try:  # as a Redis restarted empty: every key of the deployment gone
+        client.delete(*client.scan_iter(match=f"{a.env['CHANNEL_PREFIX']}*"))
+    finally:
+        client.close()
+
+    def named() -> bool:
+        return get(a, viewer, "queue/").get("replicas", {}).get("missing") == ["replica-b"]
+
+    until(named, "a forgot the killed replica with Redis's data")
+    time.sleep(2.0)  # several publish periods on the forgetful Redis: still missing
+    assert get(a, viewer, "queue/")["replicas"]["missing"] == ["replica-b"]
+    assert get(a, viewer, "queue/requests/")["replicas_missing"] == ["replica-b"]
+
+
 async def test_a_second_sigterm_during_the_drain_still_fails_every_request_back_once(
     pair: tuple[DaphneProcess, DaphneProcess],
 ) -> None:

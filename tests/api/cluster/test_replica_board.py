@@ -140,3 +140,25 @@ def test_a_peer_whose_clock_is_behind_is_fresh_by_the_age_redis_gives_its_summar
     # Without an age (an expired key read in passing) its own clock is all there is.
     board.accept([encoded("b", WALL - 5.0)], [None], WALL)
     assert board.fresh_peers(WALL) == ()
+
+
+def test_a_peer_redis_forgot_when_it_lost_its_data_is_still_reported_down() -> None:
+    """Killed around a Redis restart, it passed for one that withdrew: never named missing."""
+    board = ReplicaBoard("a")
+    board.accept([encoded("b", WALL), encoded("c", WALL)])
+    board.note_epoch("1", ["a", "b", "c"])
+    board.note_registry({"a": WALL, "b": WALL, "c": WALL}, WALL)
+    later = WALL + 2
+    board.accept([encoded("c", later)])  # Redis came back empty; c registered again, b did not
+    board.note_epoch("2", ["a", "c"])
+    board.note_registry({"a": later, "c": later}, later)
+    assert board.replica_states(later) == [("a", True), ("b", False), ("c", True)]
+    assert board.unreachable_peers(later) == ["b"]
+    # Once it registers again it is up, and may withdraw like any other.
+    board.accept([encoded("b", later + 1), encoded("c", later + 1)])
+    board.note_epoch("2", ["a", "b", "c"])
+    board.note_registry({"a": later + 1, "b": later + 1, "c": later + 1}, later + 1)
+    assert board.replica_states(later + 1) == [("a", True), ("b", True), ("c", True)]
+    board.accept([])  # b and c withdrew
+    board.note_registry({"a": later + 2}, later + 2)
+    assert board.replica_states(later + 2) == [("a", True)]

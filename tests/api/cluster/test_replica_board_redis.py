@@ -96,3 +96,95 @@ async def test_a_restart_under_the_same_id_is_not_taken_for_a_twin(
     for at in (2.0, 2.5, 3.0):
         await publish(client, new, prefix, _body(new, at), at)
     assert new.twin_warned_at is None and "another process" not in caplog.text
+
+
+# -- the registry, on Redis's clock ------------------------------------------------
+
+
+async def _redis_now(client: Any) -> float:
+    seconds, micros = await client.time()
+    return seconds + micros / 1e6
+
+
+async def _registered(client: Any, board: ReplicaBoard, prefix: str, wall: float) -> list[str]:
+    """Publish as `board` with its clock reading `wall`: the registry's members."""
+    return sorted(await publish(client, board, prefix, _body(board, wall), wall))
+
+
+async def test_a_replica_whose_clock_is_two_minutes_behind_is_not_pruned_while_it_publishes(
+    redis: tuple[Any, str],
+) -> None:
+    """Scored by its own clock, it was pruned by every peer's publish, while alive."""
+    client, prefix = redis
+    late = time.time() - 120.0
+    a, b = ReplicaBoard("a"), ReplicaBoard("b")
+    await _registered(client, b, prefix, late)
+    assert await _registered(client, a, prefix, time.time()) == ["a", "b"]
+    # Nor does it prune the peer whose clock is right.
+    assert await _registered(client, b, prefix, late) == ["a", "b"]
+
+
+async def test_a_replica_whose_clock_is_two_minutes_ahead_prunes_no_live_peer(
+    redis: tuple[Any, str],
+) -> None:
+    client, prefix = redis
+    a, b = ReplicaBoard("a"), ReplicaBoard("b")
+    await _registered(client, b, prefix, time.time())
+    assert await _registered(client, a, prefix, time.time() + 120.0) == ["a", "b"]
+
+
+async def test_a_replica_is_registered_at_redis_time_and_pruned_a_minute_after_by_it(
+    redis: tuple[Any, str],
+) -> None:
+    """One two minutes ahead stayed registered for three minutes after it stopped."""
+    client, prefix = redis
+    registry = f"{prefix}:qi:replicas"
+    ahead = ReplicaBoard("ahead")
+    await _registered(client, ahead, prefix, time.time() + 120.0)
+    assert await client.zscore(registry, "ahead") == pytest.approx(
+        await _redis_now(client), abs=1.0
+    )
+    # Gone 61 s by Redis's clock: pruned by a peer however far off its clock is.
+    await client.zadd(registry, {"gone": await _redis_now(client) - 61.0})
+    behind = ReplicaBoard("behind")
+    assert await _registered(client, behind, prefix, time.time() - 120.0) == ["ahead", "behind"]
+
+
+async def test_a_board_on_a_skewed_clock_judges_peers_by_the_ages_redis_gives(
+    redis: tuple[Any, str],
+) -> None:
+    """The registry's stamps come back on the reader's clock: a live peer is up, a
+    stopped one down, however far the reader's clock is off."""
+    client, prefix = redis
+    registry = f"{prefix}:qi:replicas"
+    now = time.time()
+    await publish(client, ReplicaBoard("b"), prefix, encoded("b", now).decode(), now)
+    await client.zadd(registry, {"c": await _redis_now(client) - 30.0})  # stopped 30 s ago
+    skewed = time.time() + 300.0
+    a = ReplicaBoard("a")
+    registered = await publish(client, a, prefix, _body(a, skewed), skewed)
+    assert registered["b"] == pytest.approx(skewed, abs=1.0)
+    assert registered["c"] == pytest.approx(skewed - 30.0, abs=1.0)
+    await read_peers(client, a, prefix, ["b", "c"], lambda: skewed)
+    a.note_registry(registered, skewed)
+    assert a.replica_states(skewed) == [("a", True), ("b", True), ("c", False)]
+
+
+async def test_a_peer_missing_after_redis_lost_its_data_is_reported_down_not_withdrawn(
+    redis: tuple[Any, str],
+) -> None:
+    client, prefix = redis
+    a = ReplicaBoard("a")
+    now = time.time()
+    await publish(client, ReplicaBoard("b"), prefix, encoded("b", now).decode(), now)
+    a.note_registry(await publish(client, a, prefix, _body(a, now), now), now)
+    await client.delete(*[key async for key in client.scan_iter(match=f"{prefix}*")])
+    a.note_registry(await publish(client, a, prefix, _body(a, now + 1), now + 1), now + 1)
+    assert a.unreachable_peers(now + 1) == ["b"]
+    # A withdrawal, Redis keeping its data, is not missing.
+    c = ReplicaBoard("c")
+    await publish(client, c, prefix, _body(c, now + 1), now + 1)
+    a.note_registry(await publish(client, a, prefix, _body(a, now + 1), now + 1), now + 1)
+    await client.zrem(f"{prefix}:qi:replicas", "c")
+    a.note_registry(await publish(client, a, prefix, _body(a, now + 2), now + 2), now + 2)
+    assert a.unreachable_peers(now + 2) == ["b"]

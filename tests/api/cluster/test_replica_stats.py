@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from api.cluster.replica_stats import busiest
+from api.cluster.replica_stats import busiest, merge_stats
+from tests.api.cluster.replica_summaries import peer, snapshot
 
 
 def block(load: float, **extra: object) -> dict[str, object]:
@@ -57,3 +58,25 @@ def test_a_peer_from_another_version_or_with_garbled_numbers_is_passed_over() ->
 def test_a_replica_with_no_dispatches_has_no_cost_per_query_and_still_counts() -> None:
     idle = block(0.7, cpu_per_query_us=None)
     assert busiest(named(block(0.1), idle)) == {**idle, "replica": "r1"}
+
+
+def _stats(rates: object, waits: object) -> dict[str, object]:
+    return {"rates": rates, "wait_by_component": waits, "wait_by_priority": waits, "frontends": 0}
+
+
+def test_a_peers_garbled_rates_and_wait_tables_are_passed_over_not_fatal() -> None:
+    """One bad row (another version's, say) raised in every replica's inspector header."""
+    local = _stats({"enqueued": 1.0}, {"ingester": [0.1, 0.5, 10]})
+    good = peer("b", snapshot(1.0, []), published=1.0, stats=_stats({"enqueued": 2.0}, {}))
+    garbled = [
+        _stats({"enqueued": "x"}, {"ingester": [1.0, 2.0]}),  # a row of two
+        _stats(["enqueued", 3.0], {"ingester": [1.0, math.nan, 3]}),
+        _stats({"enqueued": -1.0}, {"ingester": "slow"}),
+        _stats(None, [["ingester", 9.0, 9.0, 9]]),
+    ]
+    bad = [peer(f"c{i}", snapshot(1.0, []), published=1.0, stats=s) for i, s in enumerate(garbled)]
+    merged = merge_stats(local, [good, *bad], "a")
+    assert merged is not None
+    assert merged["rates"] == {"enqueued": 3.0}
+    assert merged["wait_by_component"] == {"ingester": [0.1, 0.5, 10]}
+    assert merged["wait"] == {"p50": 0.1, "p99": 0.5}

@@ -272,6 +272,9 @@ def test_merged_stats_show_the_busiest_replicas_loop_not_a_sum() -> None:
     assert merged["load"] == load(0.3)  # the only well-formed one: not named
 
 
+_EMPTY = {"v": 1, "id": "b", "at": WALL, "total": 0, "leaves": []}
+
+
 @pytest.mark.parametrize(
     "raw",
     [
@@ -281,6 +284,10 @@ def test_merged_stats_show_the_busiest_replicas_loop_not_a_sum() -> None:
         {"v": 1, "id": "b", "at": "soon", "total": 0, "leaves": [], "queriers": []},
         {"v": 1, "id": "b", "at": WALL, "total": 0, "leaves": [], "queriers": [[1, 2]]},
         {"v": 1, "id": "b", "at": WALL, "total": float("inf"), "leaves": [], "queriers": []},
+        # Ages the merge subtracts from its clock: refused here, not raised in every view.
+        {**_EMPTY, "queriers": [["q", True, False, False, "1.5", [], []]]},
+        {**_EMPTY, "queriers": [["q", True, False, False, None, [], [[0, None] + [None] * 5]]]},
+        {**_EMPTY, "queriers": [["q", True, False, False, None, [], [[0] + ["x"] * 6]]]},
     ],
 )
 def test_a_malformed_summary_is_refused(raw: Any) -> None:
