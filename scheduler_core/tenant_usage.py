@@ -10,7 +10,11 @@ clock (`Request.dispatched_at` is stamped by that clock).
 Time is kept in buckets of `bucket_seconds`, covering the last
 `window_seconds` and the bucket now filling. A run is split over the buckets
 it spanned when it ends, so a two-minute query ending now adds only its last
-minute, not two; runs still going are added by the reader
+minute, not two. A report covers exactly the last `window_seconds`: the
+oldest bucket kept straddles its start, and its time is taken as spread
+evenly over the bucket and cut there, so a worker busy all along shows the
+window, never more (without the cut it showed up to a bucket more, 60-65 s
+under a "60 s" heading). Runs still going are added by the reader
 (`report(running=...)`), since a tenant holding every worker with queries
 that have not ended is the case an operator most needs to see. A run cut
 short by its querier's disconnect and retried is not counted (the queue
@@ -157,17 +161,19 @@ class TenantUsage:
     # -- reads ---------------------------------------------------------------
 
     def report(self, limit: int = 20, running: Iterable[tuple[str, float]] = ()) -> UsageReport:
-        """The `limit` tenants with the most querier time since the oldest bucket kept.
+        """The `limit` tenants with the most querier time in the last `window_seconds`.
 
         `running` are the runs not ended yet, as (tenant, dispatched_at) on
         this object's clock: the queue's in-flight requests at this instant.
-        The span is whole buckets, so `window_seconds` plus the part of the
-        current bucket gone by.
+        The span is `window_seconds`: querier time is cut at its start (see
+        the module); the counts and waits are those of the buckets kept, so
+        they may reach up to one bucket further back.
         """
         now = self._clock()
         newest = self._index(now)
         self._expire(newest)
-        since = (newest - self._keep) * self.bucket_seconds
+        since = now - self.window_seconds
+        cut = self._cut_before(since)
         live: dict[str, list[float]] = {}  # tenant -> [runs, seconds inside the span]
         for tenant_id, started in running:
             held = live.setdefault(tenant_id, [0, 0.0])
@@ -179,7 +185,9 @@ class TenantUsage:
         def seconds(tenant_id: str) -> float:
             extra = live.get(tenant_id)
             own = totals.get(tenant_id, empty).querier_seconds
-            return own + (extra[1] if extra else 0.0)
+            own -= sum(part * b[tenant_id].querier_seconds for part, b in cut if tenant_id in b)
+            # max: float rounding must not show a tenant a hair below zero.
+            return max(0.0, own) + (extra[1] if extra else 0.0)
 
         tenants = set(totals) | set(live)
         chosen = heapq.nsmallest(
@@ -191,9 +199,10 @@ class TenantUsage:
             _row(t, totals.get(t, empty), seconds(t), live.get(t), self._wait_max(t))
             for t in chosen
         )
+        before = sum(part * t.querier_seconds for part, b in cut for t in b.values())
         return UsageReport(
-            span_seconds=max(0.0, now - since),
-            querier_seconds=sum(t.querier_seconds for t in totals.values())
+            span_seconds=self.window_seconds,
+            querier_seconds=max(0.0, sum(t.querier_seconds for t in totals.values()) - before)
             + sum(held[1] for held in live.values()),
             tenant_count=len(tenants),
             rows=rows,
@@ -203,6 +212,19 @@ class TenantUsage:
 
     def _index(self, at: float) -> int:
         return math.floor(at / self.bucket_seconds)
+
+    def _cut_before(self, since: float) -> list[tuple[float, Bucket]]:
+        """The kept buckets that begin before `since`, each with the part of it before.
+
+        One bucket when the window is whole buckets (the oldest kept), at
+        most two otherwise.
+        """
+        width = self.bucket_seconds
+        return [
+            (min(1.0, (since - index * width) / width), bucket)
+            for index, bucket in self._buckets.items()
+            if index * width < since
+        ]
 
     def _current(self, now: float) -> Bucket:
         """The bucket `now` falls in (the caller's one clock reading)."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Any
 
 from django import template
-from django.utils.html import format_html, format_html_join
+from django.utils.html import conditional_escape, format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 __all__ = [
     "config_value",
@@ -21,10 +23,13 @@ __all__ = [
     "frontend_label",
     "frontends_count",
     "frontends_missing",
+    "iso",
     "node_label",
     "priority_class",
     "register",
+    "shown",
     "transport_label",
+    "visible",
 ]
 
 register = template.Library()
@@ -36,6 +41,70 @@ _STATES = {
     "shutting-down": "shutting down",
     "disconnected": "disconnected (kept)",
 }
+
+
+# -- clients' text: format.js's `visible`, `iso` and `visibleHtml`, for the first paint --
+# A bidi control (U+202E, the U+2066..U+2069 isolates, ...) reorders the text
+# around it and zero-width characters hide text (Trojan Source): each is
+# written out as its code point, and right-to-left strings are isolated.
+# Format characters (Cf), controls but tab, newline and CR, and the invisible
+# fillers format.js lists.
+_FILLERS = frozenset("\u034f\u115f\u1160\u2028\u2029\u3164\uffa0")
+_RTL = re.compile(
+    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\U00010800-\U00010fff\U0001e800-\U0001efff]"
+)
+
+
+def _hidden(char: str) -> bool:
+    kind = unicodedata.category(char)
+    return kind == "Cf" or (kind == "Cc" and char not in "\t\n\r") or char in _FILLERS
+
+
+def _pieces(text: str) -> list[tuple[str, str]]:
+    """`text` cut at each hidden character: (plain, "U+XXXX") pairs, the last code ""."""
+    pieces, start = [], 0
+    for at, char in enumerate(text):
+        if _hidden(char):
+            pieces.append((text[start:at], f"U+{ord(char):04X}"))
+            start = at + 1
+    pieces.append((text[start:], ""))
+    return pieces
+
+
+@register.filter
+def visible(text: Any) -> str:
+    """`text` with each hidden character written out as "⟨U+XXXX⟩" (as format.js)."""
+    text = str(text)
+    if text.isascii() and text.isprintable():
+        return text  # nothing hidden: the common case, without the walk
+    return "".join(plain + (f"⟨{code}⟩" if code else "") for plain, code in _pieces(text))
+
+
+@register.filter
+def iso(text: Any) -> str:
+    """`visible`, wrapped in a first-strong isolate when it holds right-to-left letters."""
+    shown_text = visible(text)
+    return f"\u2068{shown_text}\u2069" if _RTL.search(shown_text) else shown_text
+
+
+_MARK = (
+    '<span class="hidden-char" title="an invisible character in the text, written out so it'
+    ' cannot reorder or hide what you read">⟨{}⟩</span>'
+)
+
+
+@register.filter
+def shown(text: Any) -> SafeString:
+    """Markup for `text`: escaped, each hidden character a marked escape (format.js's
+    `appendVisible`); the element around it isolates it (`dir` or <bdi>)."""
+    text = str(text)
+    if text.isascii() and text.isprintable():
+        return conditional_escape(text)
+    html = "".join(
+        conditional_escape(plain) + (_MARK.format(code) if code else "")
+        for plain, code in _pieces(text)
+    )
+    return mark_safe(html)  # noqa: S308 - every piece escaped above
 
 
 def format_wait(seconds: float | str | None) -> str:
@@ -65,8 +134,8 @@ def node_label(node: dict[str, Any]) -> str:
     if node["kind"] == "actor-others":
         return f"others ({node['count']} actors): {node['length']} queued"
     if node["kind"] == "actor":
-        return f"actor {node['name']}: {node['length']} queued"
-    return f"{node['name']}: {node['length']} queued"
+        return f"actor {iso(node['name'])}: {node['length']} queued"
+    return f"{iso(node['name'])}: {node['length']} queued"
 
 
 @register.simple_tag
@@ -93,7 +162,7 @@ def querier_state(querier: dict[str, Any]) -> str:
 def worker_text(worker: dict[str, Any]) -> str:
     took = format_wait(worker["for"])
     if worker["state"] == "busy":
-        what = f"{worker['tenant']} / {worker['component']} / p{worker['priority']}"
+        what = f"{iso(worker['tenant'])} / {worker['component']} / p{worker['priority']}"
         return f"#{worker['id']} busy · {what} · {took}"
     if worker["state"] == "waiting":
         return f"#{worker['id']} waiting for work · {took}"
@@ -110,8 +179,9 @@ def frontend_label(frontend: dict[str, Any]) -> str:
     """The row's accessible name: what it is, where from, and how much it waits on."""
     transport = transport_label(frontend["transport"])
     replica = frontend.get("replica")
-    on = f" on replica {replica}" if replica else ""
-    return f"{transport} frontend {frontend['address']}{on}: {frontend['outstanding']} outstanding"
+    on = f" on replica {iso(replica)}" if replica else ""
+    address = iso(frontend["address"])
+    return f"{transport} frontend {address}{on}: {frontend['outstanding']} outstanding"
 
 
 @register.simple_tag
@@ -132,8 +202,10 @@ def frontends_missing(panel: dict[str, Any]) -> str:
     if not missing:
         return ""
     if len(missing) == 1:
-        return f"Not listed: the frontends of replica {missing[0]}, which does not publish them."
-    names = ", ".join(missing)
+        return (
+            f"Not listed: the frontends of replica {iso(missing[0])}, which does not publish them."
+        )
+    names = ", ".join(map(iso, missing))
     return f"Not listed: the frontends of replicas {names}, which do not publish them."
 
 

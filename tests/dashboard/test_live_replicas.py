@@ -246,5 +246,5 @@ def test_the_page_renders_the_replica_column_when_several_replicas_run(
     assert '<th scope="col" id="frontends-replica" >Replica</th>' in html
     assert 'data-frontend="grpc 10.0.0.2:7000 a"' in html
     assert 'aria-label="websocket frontend 10.0.0.7:4000 on replica b: 1 outstanding"' in html
-    assert '<td class="replica">b</td>' in html
+    assert '<td class="replica" dir="auto">b</td>' in html
     assert "2 total · 5 outstanding" in html

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.template.loader import render_to_string
 
-from dashboard.templatetags.dashboard_tags import config_value, field_label
+from dashboard.templatetags.dashboard_tags import config_value, field_label, node_label, shown
 
 
 def test_revision_values_are_spelled_as_config_not_as_python() -> None:
@@ -56,3 +57,23 @@ def test_a_config_path_is_labelled_as_the_editor_numbers_rules_and_attributes(
     path: str, label: str
 ) -> None:
     assert field_label(path) == label
+
+
+def test_a_hidden_character_in_a_clients_text_is_a_marked_escape_and_the_rest_is_escaped() -> None:
+    assert shown("tenant-a") == "tenant-a"
+    assert shown("<b>") == "&lt;b&gt;"
+    marked = str(shown('<up{a="\u202egnp"}'))
+    assert marked.startswith('&lt;up{a=&quot;<span class="hidden-char" title=')
+    assert marked.endswith(">⟨U+202E⟩</span>gnp&quot;}")
+    assert "\u202e" not in marked
+
+
+def test_a_server_drawn_tree_row_writes_out_a_bidi_override_in_its_name_and_label() -> None:
+    node = {"kind": "actor", "name": "team\u202ezyx", "length": 3, "count": 0}
+    assert node_label(node) == "actor team⟨U+202E⟩zyx: 3 queued"
+    html = render_to_string(
+        "dashboard/_node.html",
+        {"node": node | {"key": "k", "by_priority": [], "oldest_wait": 1.0}, "level": 1},
+    )
+    assert "\u202e" not in html
+    assert '<span class="name" dir="auto">team<span class="hidden-char"' in html

@@ -13,7 +13,7 @@ import urllib.request
 
 from playwright.sync_api import Page, WebSocket, expect
 
-from dashboard.templatetags.dashboard_tags import format_wait
+from dashboard.templatetags.dashboard_tags import format_wait, iso, visible
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, full_page_screenshot
 
@@ -350,3 +350,21 @@ def test_waits_are_spelled_alike_by_the_page_and_the_server_and_never_negative(
     )
     assert spelled == [format_wait(v) for v in values]
     assert spelled[:2] == ["0.0 s", "0.0 s"]
+
+
+def test_clients_text_is_written_out_and_isolated_alike_by_the_page_and_the_server(
+    page: Page,
+) -> None:
+    page.goto("/")
+    # Bidi controls, a zero-width space, a C0 and a C1 control, a filler, a
+    # line separator, tab and newline (kept), right-to-left letters.
+    texts = ["plain-id", "a\u202eb", "x\u2066y\u2069", "zw\u200bsp", "c\x07d\x85", "\u3164",
+             "l\u2028m", "tab\there\nnl", "\u05e9\u05dc\u05d5\u05dd-7", "\U0001f600"]  # fmt: skip
+    spelled = page.evaluate(
+        "async (xs) => { const m = await import('/static/dashboard/format.js');"
+        " return xs.map((x) => [m.visible(x), m.iso(x)]); }",
+        texts,
+    )
+    assert spelled == [[visible(t), iso(t)] for t in texts]
+    assert spelled[1] == ["a⟨U+202E⟩b", "a⟨U+202E⟩b"]
+    assert spelled[8][1] == "\u2068\u05e9\u05dc\u05d5\u05dd-7\u2069"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -71,6 +72,23 @@ def test_a_long_query_adds_only_its_part_inside_the_window() -> None:
     report = scene.usage.report()
     assert report.span_seconds == pytest.approx(60.0)
     assert report.rows[0].querier_seconds == pytest.approx(60.0)
+
+
+@pytest.mark.parametrize("into_bucket", [0.0, 1.0, 2.5, 4.9])
+def test_a_worker_busy_all_along_holds_the_window_and_never_more(into_bucket: float) -> None:
+    """However far into its 5 s bucket the report is read: 60 s, not up to 65."""
+    scene = Scene(now=1000.0)
+    run = scene.start("a")
+    for step in range(1, 201):  # 100 s of back-to-back 7 s runs, 0.5 s steps
+        scene.clock.now = 1000.0 + step * 0.5
+        if step % 14 == 0:
+            scene.finish(run)
+            run = scene.start("a")
+    scene.clock.now += into_bucket
+    report = scene.usage.report(running=scene.running())
+    assert report.span_seconds == 60.0
+    assert report.rows[0].querier_seconds == pytest.approx(60.0)
+    assert report.querier_seconds == pytest.approx(60.0)
 
 
 def test_running_queries_count_up_to_now_clipped_to_the_span() -> None:
@@ -198,7 +216,7 @@ _run = st.tuples(
 
 @settings(max_examples=200, deadline=None)
 @given(runs=st.lists(_run, max_size=12), read_after=st.floats(0.0, 400.0))
-def test_ended_runs_add_exactly_their_overlap_with_the_span(
+def test_ended_runs_add_their_overlap_with_the_window_the_cut_bucket_pro_rata(
     runs: list[tuple[str, float, float]], read_after: float
 ) -> None:
     start = 10_000.0
@@ -223,14 +241,26 @@ def test_ended_runs_add_exactly_their_overlap_with_the_span(
             ended_by_read.append((request, at))
     clock.now = read_at
     report = usage.report()
-    since = read_at - report.span_seconds
+    assert report.span_seconds == 60.0
+    since = read_at - 60.0
+    exact: dict[str, float] = {}
     for request, ended in ended_by_read:
         assert request.dispatched_at is not None
-        part = max(0.0, ended - max(request.dispatched_at, since))
-        expected[request.tenant_id] = expected.get(request.tenant_id, 0.0) + part
+        begun = request.dispatched_at
+        exact[request.tenant_id] = exact.get(request.tenant_id, 0.0) + max(
+            0.0, ended - max(begun, since)
+        )
+        # Each 5 s bucket's part of the run, the one `since` falls in cut pro rata.
+        for index in range(math.floor(begun / 5.0), math.floor(ended / 5.0) + 1):
+            low, high = index * 5.0, (index + 1) * 5.0
+            part = max(0.0, min(ended, high) - max(begun, low))
+            kept = min(1.0, max(0.0, (high - since) / 5.0))
+            expected[request.tenant_id] = expected.get(request.tenant_id, 0.0) + part * kept
     got = {row.tenant_id: row.querier_seconds for row in report.rows}
     for tenant in set(expected) | set(got):
         assert got.get(tenant, 0.0) == pytest.approx(expected.get(tenant, 0.0), abs=1e-6)
+        # Off the exact overlap by at most what the cut bucket held before `since`.
+        assert abs(got.get(tenant, 0.0) - exact.get(tenant, 0.0)) <= 5.0 + 1e-6
     # Once everything has expired, the running totals are gone with the buckets.
     clock.now += 200.0
     assert usage.report().rows == ()

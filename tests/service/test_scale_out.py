@@ -327,7 +327,7 @@ async def test_the_inspector_lists_the_frontends_of_every_replica_each_with_its_
             assert time.monotonic() < deadline, "replica A's page never listed both frontends"
             await asyncio.sleep(0.1)
         assert '<th scope="col" id="frontends-replica" >Replica</th>' in page
-        assert '<td class="replica">replica-b</td>' in page
+        assert '<td class="replica" dir="auto">replica-b</td>' in page
         assert re.search(r'<p id="frontends-missing" class="muted" hidden>', page)
         await on_b.cancel("panel-b")
     finally:

@@ -5,8 +5,8 @@
 // boxes, its frames and what they list; each row's <li> is drill_rows.js.
 // Rows are keyed by request id and patched in place, so the list keeps its
 // scroll position and open rows across updates; waits tick here from the
-// rows' "since" instants. Every text from the server goes in through
-// textContent: nothing is parsed as HTML.
+// rows' "since" instants. Nothing from the server is parsed as HTML; the
+// clients' own text goes in through format.js's showText/iso (bidi controls).
 
 import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
@@ -16,7 +16,7 @@ import {
 import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { parseExact } from "./exact_json.js";
-import { formatWait } from "./format.js";
+import { formatWait, iso, showText } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
 const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
@@ -165,7 +165,7 @@ export class DrillPanel {
     input.setAttribute("aria-invalid", "true");
     input.setAttribute("aria-describedby", "drill-filter-error");
     (field === "regex" ? this.$("drill-regex").closest("label") : input).after(error);
-    setText(error, `${FIELD_NAMES[field] || field}: ${message}`);
+    setText(error, `${FIELD_NAMES[field] || field}: ${iso(message)}`);
     error.hidden = false;
     this.rows.clear();
     this.order = [];
@@ -261,7 +261,7 @@ export class DrillPanel {
     setText(this.$("drill-serving"), serving);
     this.$("drill-serving").hidden = !serving;
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
-      (missing.length ? ` Not answering, so not listed: replica ${missing.join(", ")}.` : "");
+      (missing.length ? ` Not answering, so not listed: replica ${missing.map(iso).join(", ")}.` : "");
     setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
@@ -358,7 +358,7 @@ export class DrillPanel {
     // request) must not open it again.
     if (following && (!dialog.open || this.shownId !== id)) return;
     this.shown = detail;
-    setText(this.$("request-title"), `Request ${id}`);
+    setText(this.$("request-title"), `Request ${iso(id)}`);
     const facts = this.$("request-facts");
     facts.replaceChildren();
     this.$("request-gone").hidden = detail !== null;
@@ -369,22 +369,22 @@ export class DrillPanel {
       const now = Date.now() / 1000;
       const retry = attemptText(detail);
       const pairs = [
-        ["Tenant / component", `${detail.tenant} / ${detail.component}`],
-        ["Actor", detail.actor || "(none)"],
+        ["Tenant / component", `${iso(detail.tenant)} / ${detail.component}`],
+        ["Actor", detail.actor ? iso(detail.actor) : "(none)"],
         ["Priority", `${detail.priority} (${ruleText({ source: detail.source, rule: detail.rule && [detail.rule.priority_index, detail.rule.attribute_index] })})`],
-        ["State", detail.state === "in_flight" ? `running on ${detail.querier} worker ${detail.worker} for ${formatWait(detail.running_seconds)}` : "queued"],
+        ["State", detail.state === "in_flight" ? `running on ${iso(detail.querier)} worker ${detail.worker} for ${formatWait(detail.running_seconds)}` : "queued"],
         ["Waited", formatWait(detail.wait_seconds)],
         ["Type and range", rangeText(detail, now)],
         ["Frontend", `${frontendText(detail.frontend)}${detail.client_id !== null ? ` · id ${detail.client_id}` : ""}`],
         ...(retry ? [["Attempts", retry]] : []),
-        ["Replica", detail.replica],
+        ["Replica", detail.replica ? iso(detail.replica) : ""],
       ];
       for (const [k, v] of pairs) {
         const dt = document.createElement("dt"); dt.textContent = k;
         const dd = document.createElement("dd"); dd.textContent = v;
         facts.append(dt, dd);
       }
-      this.$("request-query").textContent = detail.query;
+      showText(this.$("request-query"), detail.query, "ltr");
     }
     if (!dialog.open) dialog.showModal();
     this.followRequest(dialog, id, detail);

@@ -5,6 +5,7 @@
 
 import { setText } from "./dom.js";
 import { FIELD_NAMES, describe, narrowing } from "./drill_text.js";
+import { iso } from "./format.js";
 
 export class DrillCancels {
   constructor(panel, csrf) {
@@ -41,7 +42,7 @@ export class DrillCancels {
     this.pending = { kind: "one", id: row.id, replica: row.replica };
     setText(this.$("cancel-title"), "Cancel this request?");
     this.buttons("Cancel the request", "Keep it");
-    setText(this.$("cancel-text"), `${row.id} of ${row.tenant} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
+    setText(this.$("cancel-text"), `${iso(row.id)} of ${iso(row.tenant)} / ${row.component}: its frontend is answered with a failure naming you, and the cancel is recorded on the History page.`);
     this.openDialog();
   }
 
@@ -99,7 +100,7 @@ export class DrillCancels {
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
-    const text = pending.kind === "one" ? `Cancelled ${pending.id}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
+    const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
     this.panel.say(text, "success");
   }
 
@@ -114,7 +115,8 @@ export class DrillCancels {
     if (response.ok) return { ok: true, body: data };
     // Named as the page names its boxes ("RE2 regex: ..."), not as the API does.
     const named = (k) => (k === "non_field_errors" || k === "detail" ? "" : `${FIELD_NAMES[k] || k}: `);
-    const reason = data ? Object.entries(data).map(([k, v]) => `${named(k)}${[].concat(v).join("; ")}`).join(" ") : response.statusText;
+    // The server's words may quote what was typed: shown as iso shows a name.
+    const reason = data ? Object.entries(data).map(([k, v]) => `${named(k)}${iso([].concat(v).join("; "))}`).join(" ") : response.statusText;
     return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
   }
 }

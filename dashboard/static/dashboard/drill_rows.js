@@ -1,11 +1,12 @@
 // The drill-down's rows: a row as it comes off the wire (the positional
 // array of dashboard/drill.py's _WireRow), the words for its fields (shared
 // with the request dialog), and its <li>, built once and patched in place on
-// every update. Every text from the server goes in through textContent:
-// nothing is parsed as HTML.
+// every update. Every text from the server goes in as text, never parsed as
+// HTML, and shown through format.js's visible/iso: the query, names and ids
+// are the clients' own, and a bidi control among them would reorder them.
 
 import { setAttr, setText } from "./dom.js";
-import { formatWait } from "./format.js";
+import { appendVisible, formatWait, iso } from "./format.js";
 import { regexSpans } from "./regex_marks.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
@@ -22,12 +23,13 @@ export function decodeRow(a) {
   };
 }
 
-// Fills `el` with `text`, the matches of `search` (any case) or of `regex`
+// Fills `el` with `text` (its hidden characters written out), the matches of `search` (any case) or of `regex`
 // wrapped in <mark>. A regex is matched off the page's thread (regex_marks.js):
 // its marks come a moment later, and none for one JavaScript cannot read
 // (RE2 and JS differ at the edges) or that takes it too long.
 function highlight(el, text, search, regex) {
-  el.textContent = text;
+  el.replaceChildren();
+  appendVisible(el, text);
   if (regex) {
     const asked = (el._marking = `${regex}\u0000${text}`);
     regexSpans(regex, text).then((spans) => {
@@ -45,13 +47,13 @@ function mark(el, text, spans) {
   el.replaceChildren();
   let last = 0;
   for (const [start, end] of spans) {
-    if (start > last) el.append(text.slice(last, start));
+    if (start > last) appendVisible(el, text.slice(last, start));
     const m = document.createElement("mark");
-    m.textContent = text.slice(start, end);
+    appendVisible(m, text.slice(start, end));
     el.append(m);
     last = end;
   }
-  if (last < text.length) el.append(text.slice(last));
+  if (last < text.length) appendVisible(el, text.slice(last));
 }
 
 export function ruleText(row) {
@@ -73,8 +75,8 @@ export function rangeText(row, now) {
 }
 
 export function frontendText(f) {
-  const who = f.name ? ` (${f.name})` : "";
-  return `${f.transport === "grpc" ? "gRPC" : f.transport} ${f.address}${who}`;
+  const who = f.name ? ` (${iso(f.name)})` : "";
+  return `${f.transport === "grpc" ? "gRPC" : f.transport} ${iso(f.address)}${who}`;
 }
 
 // Attempts count the times a request was handed to a querier
@@ -106,9 +108,9 @@ export function createRow(row, editor) {
   li.dataset.id = row.id;
   li.innerHTML =
     '<div class="line"><span class="pos"></span><button type="button" class="expand" aria-expanded="false"></button>' +
-    '<code class="q"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
+    '<code class="q" dir="ltr"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
     '<div class="meta muted"><span class="badge oldest-tag" hidden></span><span class="meta-text"></span></div>' +
-    '<div class="full" hidden><pre class="query-text"></pre></div>';
+    '<div class="full" hidden><pre class="query-text" dir="ltr"></pre></div>';
   if (editor) {
     const b = document.createElement("button");
     b.type = "button";
@@ -140,19 +142,19 @@ export function updateRow(li, row, i, view) {
   cells.prio.title = ruleText(row);
   setText(cells.expand, open ? "▾" : "▸");
   cells.expand.setAttribute("aria-expanded", open ? "true" : "false");
-  cells.expand.setAttribute("aria-label", `${open ? "Hide" : "Show"} the full query of ${row.id}`);
+  cells.expand.setAttribute("aria-label", `${open ? "Hide" : "Show"} the full query of ${iso(row.id)}`);
   cells.full.hidden = !open;
   if (open) {
     const fsig = `${text}|${sig}`;
     if (text !== undefined && li._full !== fsig) { li._full = fsig; highlight(cells.pre, text, f.search, f.regex); }
   }
   const tail = [
-    row.id, `${row.tenant} / ${row.component}`, ruleText(row), rangeText(row, now),
+    iso(row.id), `${iso(row.tenant)} / ${row.component}`, ruleText(row), rangeText(row, now),
     frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
     attemptText(row),
-    row.actor ? `actor ${row.actor}` : "",
-    row.state === "in_flight" ? `on ${row.querier} worker ${row.worker}` : "queued",
-    replicas && row.replica ? `replica ${row.replica}` : "",
+    row.actor ? `actor ${iso(row.actor)}` : "",
+    row.state === "in_flight" ? `on ${iso(row.querier)} worker ${row.worker}` : "queued",
+    replicas && row.replica ? `replica ${iso(row.replica)}` : "",
   ].filter(Boolean).join(" · ");
   setText(cells.meta, tail);
   updateWait(li, row, now);

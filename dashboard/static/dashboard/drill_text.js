@@ -1,25 +1,27 @@
 // What the drill-down says about its filter: the panel's title, its note
 // and the cancel dialog name the same set of requests in the same words.
+// Names, ids and the boxes' text go in through format.js's iso: a bidi
+// control in one would reorder the sentence around it.
 
-import { formatWait } from "./format.js";
+import { formatWait, iso } from "./format.js";
 
 // Each filter field's name on the page, for the server's refusals.
 export const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
 
 export function describe(filter) {
   const bits = [];
-  if (filter.tenant) bits.push(`tenant ${filter.tenant}`);
-  if (filter.component) bits.push(filter.component);
-  if (filter.priority !== undefined && filter.priority !== null && filter.priority !== "") bits.push(`priority ${filter.priority}`);
-  if (filter.actor) bits.push(`actor ${filter.actor}`);
+  if (filter.tenant) bits.push(`tenant ${iso(filter.tenant)}`);
+  if (filter.component) bits.push(iso(filter.component));
+  if (filter.priority !== undefined && filter.priority !== null && filter.priority !== "") bits.push(`priority ${iso(filter.priority)}`);
+  if (filter.actor) bits.push(`actor ${iso(filter.actor)}`);
   return bits.length ? bits.join(" / ") : "the whole queue";
 }
 
 // The filters beyond the node ("" without any), as the boxes set them.
 export function narrowing(filter) {
   const bits = [];
-  if (filter.search) bits.push(`whose query contains “${filter.search}”`);
-  if (filter.regex) bits.push(`whose query matches /${filter.regex}/`);
+  if (filter.search) bits.push(`whose query contains “${iso(filter.search)}”`);
+  if (filter.regex) bits.push(`whose query matches /${iso(filter.regex)}/`);
   if (filter.min_wait !== undefined) bits.push(`waited ≥ ${formatWait(filter.min_wait)}`);
   return bits.join(", ");
 }
@@ -40,7 +42,7 @@ export function orderNote(state) {
 const LISTED = 8; // names listed before "and N more"
 
 function names(ids) {
-  const shown = ids.slice(0, LISTED);
+  const shown = ids.slice(0, LISTED).map(iso);
   const more = ids.length - shown.length;
   const list = shown.length > 1 ? `${shown.slice(0, -1).join(", ")} and ${shown.at(-1)}` : shown[0] || "";
   return more > 0 ? `${shown.join(", ")} and ${more} more` : list;
@@ -58,9 +60,10 @@ export function servingText(tenant, serving, below = null) {
   const { shard, queriers: known, reserved } = serving;
   const pool = shard ? shard.length : known;
   if (!shard && !reserved.length) return "";
+  const who = iso(tenant);
   let text = shard
-    ? `${tenant} is served by ${queriers(shard.length)} of ${known} (its shuffle shard): ${names(shard)}.`
-    : `Any of the ${queriers(known)} may serve ${tenant}.`;
+    ? `${who} is served by ${queriers(shard.length)} of ${known} (its shuffle shard): ${names(shard)}.`
+    : `Any of the ${queriers(known)} may serve ${who}.`;
   if (!reserved.length) return text;
   const kept = new Set(reserved.flatMap(([, ids]) => ids));
   const lowest = Math.min(...reserved.map(([p]) => p));

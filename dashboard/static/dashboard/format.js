@@ -1,6 +1,89 @@
 // Formatting shared with dashboard/templatetags/dashboard_tags.py: keep both
 // spelled the same so accessible names do not change on the first update.
 
+// -- user-controlled text (tenant and actor names, query texts, querier ids) --
+// A bidi control in such a string (U+202E RIGHT-TO-LEFT OVERRIDE, the
+// U+2066..U+2069 isolates, U+200E/F marks) reorders the text around it, and
+// zero-width and other format characters hide text: what an operator reads
+// would not be what the scheduler holds (Trojan Source). Every such string is
+// shown through these: each hidden character as its code point, "⟨U+202E⟩",
+// and the string isolated from its neighbours. Tab, newline and carriage
+// return are kept: a query's lines are its own.
+const HIDDEN = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u034F\u115F\u1160\u2028\u2029\u3164\uFFA0]/gu;
+// Letters written right to left (and Arabic digits): the only characters left,
+// once the controls are shown, that can move text outside their string.
+const RTL = /[\u0590-\u08FF\uFB1D-\uFDFF\uFE70-\uFEFE\u{10800}-\u{10FFF}\u{1E800}-\u{1EFFF}]/u;
+const FSI = "\u2068";
+const PDI = "\u2069";
+
+const codePoint = (c) => `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+
+// `text` with each hidden character written out as "⟨U+XXXX⟩".
+export function visible(text) {
+  return String(text).replace(HIDDEN, (c) => `⟨${codePoint(c)}⟩`);
+}
+
+// `text` to go inside a sentence, a title or an accessible name: shown as
+// `visible` does and, when it holds right-to-left letters, wrapped in a
+// first-strong isolate so it cannot reorder the words around it (its own
+// controls are written out, so none can close the isolate early). Plain
+// left-to-right ids are left as they are.
+export function iso(text) {
+  const shown = visible(text);
+  return RTL.test(shown) ? `${FSI}${shown}${PDI}` : shown;
+}
+
+// `text` cut where a hidden character is: [plain, hidden] pairs, either "".
+function* pieces(text) {
+  let last = 0;
+  for (const m of text.matchAll(HIDDEN)) {
+    yield [text.slice(last, m.index), m[0]];
+    last = m.index + m[0].length;
+  }
+  yield [text.slice(last), ""];
+}
+
+const MARK_TITLE = "an invisible character in the text, written out so it cannot reorder or hide what you read";
+
+// Appends `text` to `el` with each hidden character as a marked escape
+// (<span class="hidden-char">⟨U+202E⟩</span>).
+export function appendVisible(el, text) {
+  for (const [plain, hidden] of pieces(String(text))) {
+    if (plain) el.append(plain);
+    if (!hidden) continue;
+    const mark = document.createElement("span");
+    mark.className = "hidden-char";
+    mark.title = MARK_TITLE;
+    mark.textContent = `⟨${codePoint(hidden)}⟩`;
+    el.append(mark);
+  }
+}
+
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+// The same as markup, isolated in a <bdi>, for a panel built as HTML.
+export function visibleHtml(text) {
+  let html = "";
+  for (const [plain, hidden] of pieces(String(text))) {
+    html += escapeHtml(plain);
+    if (hidden) html += `<span class="hidden-char" title="${MARK_TITLE}">⟨${codePoint(hidden)}⟩</span>`;
+  }
+  return `<bdi>${html}</bdi>`;
+}
+
+// `el` shows `text` alone (its content replaced only when `text` changed),
+// isolated from the text around it (the dir attribute isolates an inline
+// element, as <bdi> does): "auto" for a name, "ltr" for a query.
+export function showText(el, text, dir = "auto") {
+  text = String(text);
+  if (el.getAttribute("dir") !== dir) el.setAttribute("dir", dir);
+  if (el._shown === text) return;
+  el._shown = text;
+  el._text = undefined; // dom.js's setText must not trust its memory of this node
+  el.replaceChildren();
+  appendVisible(el, text);
+}
+
 // A wait or a run is never negative; one computed a moment off (a row
 // stamped after its frame, a replica's clock a little ahead) reads 0, not
 // "-0.0 s".
@@ -24,7 +107,7 @@ export function loadText(load) {
   const cost = typeof load.cpu_per_query_us === "number" ? `${formatMicros(load.cpu_per_query_us)}/query` : "";
   const notes = [];
   if (typeof load.lag_max === "number") notes.push(`the loop's worst delay over the last ${Math.max(1, Math.round(load.window))} s: ${formatSeconds(load.lag_max)}`);
-  if (typeof load.replica === "string") notes.push(`the busiest replica: ${load.replica}`);
+  if (typeof load.replica === "string") notes.push(`the busiest replica: ${iso(load.replica)}`);
   return { busy: `${Math.round(load.busy * 100)}%`, cost, title: notes.join("; ") };
 }
 
@@ -42,10 +125,11 @@ export function formatSeconds(seconds) {
 export function nodeLabel(node) {
   if (node.kind === "others") return `others (${node.count} tenants): ${node.length} queued`;
   if (node.kind === "actor-others") return `others (${node.count} actors): ${node.length} queued`;
-  if (node.kind === "actor") return `actor ${node.name}: ${node.length} queued`;
-  return `${node.name}: ${node.length} queued`;
+  if (node.kind === "actor") return `actor ${iso(node.name)}: ${node.length} queued`;
+  return `${iso(node.name)}: ${node.length} queued`;
 }
 
+// As it is written in its row (showText and `visible` show what it hides).
 export function nodeName(node) {
   if (node.kind === "others") return `${node.name} (${node.count} tenants)`;
   if (node.kind === "actor-others") return `${node.name} (${node.count} actors)`;
@@ -55,7 +139,7 @@ export function nodeName(node) {
 // What an empty tree says (the template says the same): a search that
 // matches no tenant is not an empty queue.
 export function emptyTreeText(search, matching) {
-  return search && !matching ? `No tenant matches “${search}”.` : "Nothing queued.";
+  return search && !matching ? `No tenant matches “${iso(search)}”.` : "Nothing queued.";
 }
 
 export function priorityClass(priority) {
@@ -80,7 +164,7 @@ export function querierState(q) {
 
 export function workerText(w) {
   const took = formatWait(w.for);
-  if (w.state === "busy") return `#${w.id} busy · ${w.tenant} / ${w.component} / p${w.priority} · ${took}`;
+  if (w.state === "busy") return `#${w.id} busy · ${iso(w.tenant)} / ${w.component} / p${w.priority} · ${took}`;
   if (w.state === "waiting") return `#${w.id} waiting for work · ${took}`;
   return `#${w.id} idle · ${took}`;
 }
@@ -90,8 +174,8 @@ export function transportLabel(transport) {
 }
 
 export function frontendLabel(f) {
-  const on = f.replica ? ` on replica ${f.replica}` : "";
-  return `${transportLabel(f.transport)} frontend ${f.address}${on}: ${f.outstanding} outstanding`;
+  const on = f.replica ? ` on replica ${iso(f.replica)}` : "";
+  return `${transportLabel(f.transport)} frontend ${iso(f.address)}${on}: ${f.outstanding} outstanding`;
 }
 
 export function frontendsCount(panel) {
@@ -108,7 +192,7 @@ export function frontendsMissing(panel) {
   const missing = panel.missing || [];
   if (!missing.length) return "";
   if (missing.length === 1) {
-    return `Not listed: the frontends of replica ${missing[0]}, which does not publish them.`;
+    return `Not listed: the frontends of replica ${iso(missing[0])}, which does not publish them.`;
   }
-  return `Not listed: the frontends of replicas ${missing.join(", ")}, which do not publish them.`;
+  return `Not listed: the frontends of replicas ${missing.map(iso).join(", ")}, which do not publish them.`;
 }

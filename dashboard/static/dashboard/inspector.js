@@ -4,7 +4,7 @@
 
 import { TimeChart } from "./timeseries.js";
 import { setAttr, setText as writeText } from "./dom.js";
-import { emptyTreeText, formatRate, formatSeconds, formatWait, loadText } from "./format.js";
+import { emptyTreeText, formatRate, formatSeconds, formatWait, iso, loadText, showText } from "./format.js";
 import { DrillPanel } from "./drill.js";
 import { byId, setProp, setText } from "./ids.js";
 import { LiveClient } from "./live.js";
@@ -131,7 +131,7 @@ function applyHeader(h) {
   setText("cadence", `updates every ${h.interval} s`);
   // A peer that stopped publishing (hung, or killed) is named, not just left out.
   const down = h.replicas_down || [];
-  const notes = [h.replicas ? h.replicas.note : "", down.length ? `not answering: ${down.join(", ")}` : ""];
+  const notes = [h.replicas ? iso(h.replicas.note) : "", down.length ? `not answering: ${down.map(iso).join(", ")}` : ""];
   setProp("replicas-note", "hidden", !h.replicas && !down.length);
   drill.replicas = Boolean(h.replicas);
   setText("replicas-note", notes.filter(Boolean).join("; "));
@@ -215,7 +215,7 @@ function applyStuck(stuck) {
   oldest = stuck.oldest;
   setProp("oldest-note", "hidden", !oldest);
   if (oldest) {
-    setText("oldest-link", `${oldest.tenant} / ${oldest.component}`);
+    setText("oldest-link", `${iso(oldest.tenant)} / ${oldest.component}`);
     setText("oldest-wait", `waiting ${formatWait(oldest.wait)}${oldest.wait > stuck.threshold ? " (stuck)" : ""}`);
   }
 }
@@ -241,9 +241,9 @@ function applyLongest(rows, ts) {
     }
     const button = li.querySelector(".open-request");
     button.dataset.request = r[0];
-    writeText(button, r[0]);
-    button.setAttribute("aria-label", `Open running request ${r[0]}`);
-    writeText(li.lastElementChild, `${r[1]} / ${r[2]} / p${r[3]} · ${r[4]} #${r[5]}${r[7] ? ` · ${r[7]}` : ""}`);
+    showText(button, r[0]);
+    button.setAttribute("aria-label", `Open running request ${iso(r[0])}`);
+    writeText(li.lastElementChild, `${iso(r[1])} / ${r[2]} / p${r[3]} · ${iso(r[4])} #${r[5]}${r[7] ? ` · ${iso(r[7])}` : ""}`);
   });
   setProp("longest-empty", "hidden", rows.length > 0);
   tickLongest();

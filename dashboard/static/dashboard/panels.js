@@ -5,27 +5,23 @@
 import { byId, setProp, setText } from "./ids.js";
 import { placeChildren, setAttr, splitKeyed } from "./dom.js";
 import {
-  formatWait, frontendLabel, frontendsCount, frontendsMissing, querierState, transportLabel,
-  workerText,
+  formatWait, frontendLabel, frontendsCount, frontendsMissing, iso, querierState, showText, transportLabel,
+  visibleHtml, workerText,
 } from "./format.js";
-
-function escapeHtml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 // A querier article is head (header, reservations, shards) plus the worker
 // list. Worker times tick on every update, so workers are patched item by
 // item; the head is re-parsed only when its markup changes.
 function querierHead(q) {
   const res = q.reservations.length
-    ? `<p class="res">Reserved for ${q.reservations.map((r) => `<span class="chip">${escapeHtml(r.tenant)} · priority ≥ ${r.priority}</span>`).join("")}</p>`
+    ? `<p class="res">Reserved for ${q.reservations.map((r) => `<span class="chip">${visibleHtml(r.tenant)} · priority ≥ ${r.priority}</span>`).join("")}</p>`
     : "";
   const more = q.shard_tenants > q.shard_sample.length ? ", …" : "";
-  const sample = q.shard_sample.length ? ` (${q.shard_sample.map(escapeHtml).join(", ")}${more})` : "";
+  const sample = q.shard_sample.length ? ` (${q.shard_sample.map(visibleHtml).join(", ")}${more})` : "";
   const unsharded = q.unsharded_tenants ? ` + ${q.unsharded_tenants} unsharded` : "";
   const state = querierState(q);
-  const replica = q.replica ? `<span class="chip" title="the scheduler replica of this connection">replica ${escapeHtml(q.replica)}</span>` : "";
-  return `<header><strong class="qid">${escapeHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
+  const replica = q.replica ? `<span class="chip" title="the scheduler replica of this connection">replica ${visibleHtml(q.replica)}</span>` : "";
+  return `<header><strong class="qid">${visibleHtml(q.id)}</strong><span class="badge badge-${q.state}">${state}</span>${replica}<span class="muted">${q.busy}/${q.workers.length} busy</span></header>` +
     `${res}<p class="shard muted">Shards: ${q.shard_tenants} sharded tenant${q.shard_tenants === 1 ? "" : "s"}${sample}${unsharded}</p>`;
 }
 
@@ -46,7 +42,7 @@ function updateQuerier(article, q) {
   const state = querierState(q);
   const cls = `querier state-${q.state}`;
   if (article.className !== cls) article.className = cls;
-  setAttr(article, "aria-label", `querier ${q.id}${q.replica ? ` on replica ${q.replica}` : ""}: ${state}`);
+  setAttr(article, "aria-label", `querier ${iso(q.id)}${q.replica ? ` on replica ${iso(q.replica)}` : ""}: ${state}`);
   const head = querierHead(q);
   const list = article.lastElementChild;
   if (article._head !== head) {
@@ -68,7 +64,7 @@ function updateQuerier(article, q) {
         li.dataset.request = request;
         li.tabIndex = 0;
         li.setAttribute("role", "button");
-        li.setAttribute("aria-label", `worker ${w.id} runs ${request}: open it`);
+        li.setAttribute("aria-label", `worker ${w.id} runs ${iso(request)}: open it`);
       } else {
         delete li.dataset.request;
         li.removeAttribute("tabindex");
@@ -77,7 +73,8 @@ function updateQuerier(article, q) {
       }
     }
     const text = workerText(w);
-    if (li._text !== text) { li._text = text; li.textContent = text; }
+    // The line ends in an ellipsis in a narrow card: its title has it whole.
+    if (li._text !== text) { li._text = text; li.textContent = text; li.title = text; }
   });
 }
 
@@ -123,10 +120,14 @@ function createFrontend(key, withReplica) {
   return tr;
 }
 
+// The address, identity and replica cells: text a client or a peer chose.
+const FRONTEND_USER_CELLS = new Set([1, 2, 6]);
+
 function updateFrontend(tr, f, withReplica) {
   setAttr(tr, "aria-label", frontendLabel(f));
   const cells = tr.cells;
-  if (!tr._vals) tr._vals = Array.from(cells, (td) => td.textContent);
+  // A row the server drew: its user cells are written once all the same, as showText shows them.
+  if (!tr._vals) tr._vals = Array.from(cells, (td, i) => (FRONTEND_USER_CELLS.has(i) ? null : td.textContent));
   const vals = [transportLabel(f.transport), f.address, f.name || "–", String(f.streams),
     String(f.outstanding), formatWait(f.for)];
   if (withReplica) vals.push(f.replica || "");
@@ -137,6 +138,8 @@ function updateFrontend(tr, f, withReplica) {
       const badge = cells[0].firstElementChild;
       badge.className = `badge badge-${f.transport}`;
       badge.textContent = text;
+    } else if (FRONTEND_USER_CELLS.has(i)) {
+      showText(cells[i], text);
     } else {
       cells[i].textContent = text;
     }

@@ -5,7 +5,9 @@
 // the focus is on it, the tree holds its rows in place (tree_hold.js).
 
 import { placeChildren, setAttr, setText, splitKeyed } from "./dom.js";
-import { formatWait, nodeLabel, nodeName, priorityClass, priorityText } from "./format.js";
+import {
+  formatWait, iso, nodeLabel, nodeName, priorityClass, priorityText, showText, visible,
+} from "./format.js";
 import { GONE, TreeHold, keyOf } from "./tree_hold.js";
 
 export class TreeView {
@@ -165,11 +167,11 @@ export class TreeView {
       const cls = `node kind-${node.kind}${gone ? " gone" : ""}`;
       if (li.className !== cls) li.className = cls;
       if (li.dataset.kind !== node.kind) li.dataset.kind = node.kind;
-      setAttr(li, "aria-label", gone === "left" ? `${nodeName(node)}: not on this page now` : nodeLabel(node));
+      setAttr(li, "aria-label", gone === "left" ? `${iso(nodeName(node))}: not on this page now` : nodeLabel(node));
       const name = nodeName(node);
-      setText(cells[1], name);
+      showText(cells[1], name);
       // Either may be cut short in a narrow row: the title has it whole.
-      setAttr(cells[1], "title", name);
+      setAttr(cells[1], "title", visible(name));
       // How many a row that left the page holds is not in the frame.
       setText(cells[2], gone === "left" ? "–" : String(node.length));
       setAttr(cells[2], "title", gone ? GONE[gone] : null);
@@ -214,8 +216,8 @@ export class TreeView {
       cell.append(button);
     }
     button.tabIndex = cell.closest('[role="treeitem"]') === this.tabStop ? 0 : -1;
-    button.setAttribute("aria-label", `Requests of ${node.name}`);
-    button.title = `List the requests of ${node.name} in dequeue order`;
+    button.setAttribute("aria-label", `Requests of ${iso(node.name)}`);
+    button.title = `List the requests of ${iso(node.name)} in dequeue order`;
   }
 
   // The nodes from the top of the tree down to `li` (an actor's path is the

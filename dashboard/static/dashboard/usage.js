@@ -5,7 +5,7 @@
 // while its queue looks no deeper than anyone's: this is where it shows.
 
 import { setAttr } from "./dom.js";
-import { formatSeconds } from "./format.js";
+import { formatSeconds, iso, showText } from "./format.js";
 import { byId, setProp, setText } from "./ids.js";
 
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -28,7 +28,7 @@ export function usageSummary(u) {
 // Everything a row's cells abbreviate, for its title and accessible name.
 export function usageRowText(r, u) {
   const parts = [
-    `${r.tenant} held ${r.querier_seconds.toFixed(1)} worker-seconds in the last ${spanOf(u)} s`,
+    `${iso(r.tenant)} held ${r.querier_seconds.toFixed(1)} worker-seconds in the last ${spanOf(u)} s`,
     `${workersText(r.workers_held)} workers on average, ${percent(r.share)} of all querier time`,
     `${plural(r.dispatched, "request")} dispatched, ${r.ended} ended, ${r.running} running now`,
   ];
@@ -45,15 +45,16 @@ export function tenantUsageText(tenant, u) {
   if (!u || !tenant) return "";
   const span = spanOf(u);
   const r = u.tenants.find((row) => row.tenant === tenant);
+  const who = iso(tenant);
   if (r) {
     const wait = r.dispatched ? `, mean queue wait ${formatSeconds(r.wait_mean_seconds)}` : "";
-    return `Querier time, last ${span} s: ${tenant} held ${workersText(r.workers_held)} workers on average, ` +
+    return `Querier time, last ${span} s: ${who} held ${workersText(r.workers_held)} workers on average, ` +
       `${percent(r.share)} of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${r.running} running now).`;
   }
   if (u.tenant_count > u.tenants.length) {
-    return `Querier time, last ${span} s: ${tenant} is not among the ${u.tenants.length} tenants that held the most worker time.`;
+    return `Querier time, last ${span} s: ${who} is not among the ${u.tenants.length} tenants that held the most worker time.`;
   }
-  return `Querier time, last ${span} s: ${tenant}'s requests held no worker.`;
+  return `Querier time, last ${span} s: ${who}'s requests held no worker.`;
 }
 
 function cell(tr, cls) {
@@ -81,10 +82,10 @@ function fillRow(tr, r, u) {
   const [tenant, share, workers, wait, rejected] = tr.children;
   const open = tenant.firstElementChild;
   open.dataset.tenant = r.tenant;
-  if (open.textContent !== r.tenant) open.textContent = r.tenant;
+  showText(open, r.tenant);
   const text = usageRowText(r, u);
   setAttr(tr, "title", text);
-  setAttr(open, "aria-label", `Open ${r.tenant}'s requests. ${text}`);
+  setAttr(open, "aria-label", `Open ${iso(r.tenant)}'s requests. ${text}`);
   share.querySelector("i").style.width = `${Math.min(100, r.share * 100).toFixed(1)}%`;
   share.querySelector(".pct").textContent = percent(r.share);
   workers.textContent = workersText(r.workers_held);
