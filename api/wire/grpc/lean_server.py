@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
+from asyncio import sslproto
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -35,6 +38,7 @@ from api.wire.grpc.http2_frames import (
 )
 from api.wire.grpc.lean_call import ENCODINGS, AbortError, LeanCall, Method, status_fields
 from api.wire.grpc.streams import malformed
+from api.wire.grpc.tls_handshakes import HandshakeFailures
 
 __all__ = ["AbortError", "LeanCall", "LeanGrpcServer", "Method", "grpc_timeout"]
 
@@ -81,15 +85,26 @@ class GrpcConnection(Http2Connection):
             call.finish(grpc.StatusCode.UNIMPLEMENTED, f"unknown method {headers.get(':path')}")
             return
         encoding = headers.get("grpc-encoding", "identity")
+        if encoding != "identity" and encoding not in self._encodings_seen:
+            # Once per connection: a Cortex client with -*.grpc-compression=snappy
+            # (or zstd) retries every call, and only its own log said why.
+            self._encodings_seen.add(encoding)
+            if encoding in ENCODINGS:
+                log.info("%s sends %s-compressed messages", self.peer(), encoding)
+            else:
+                log.warning(
+                    "%s sends %s-compressed messages, which the door cannot read: its calls "
+                    "are refused with UNIMPLEMENTED (its -*.grpc-compression must be gzip or "
+                    "empty)",
+                    self.peer(),
+                    encoding,
+                )
         if encoding != "identity" and encoding not in ENCODINGS:
             call.finish(
                 grpc.StatusCode.UNIMPLEMENTED,
                 f"grpc-encoding {encoding} is not supported (use gzip or none)",
             )
             return
-        if encoding != "identity" and encoding not in self._encodings_seen:
-            self._encodings_seen.add(encoding)
-            log.info("%s sends %s-compressed messages", self.peer(), encoding)
         if end:
             call.ended = True
         call.task = self.loop.create_task(_run(call, method))
@@ -228,8 +243,38 @@ def _expire(call: LeanCall) -> None:
         call.task.cancel()
 
 
+def _tls_protocol(loop: asyncio.AbstractEventLoop) -> Callable[..., asyncio.BaseProtocol]:
+    """The loop's own SSLProtocol (uvloop's is compiled), as `create_server(ssl=)` takes."""
+    if type(loop).__module__.startswith("uvloop"):
+        import uvloop.loop
+
+        return _remembering_peer(uvloop.loop.SSLProtocol)  # type: ignore[attr-defined]
+    return _remembering_peer(sslproto.SSLProtocol)
+
+
+@functools.cache
+def _remembering_peer(base: type[Any]) -> Callable[..., asyncio.BaseProtocol]:
+    class Handshake(base):  # type: ignore[misc, valid-type]
+        """Keeps the client's address, to name it if the handshake fails."""
+
+        peer: tuple[str, int] = ("?", 0)
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.peer = tuple(transport.get_extra_info("peername")[:2])
+            super().connection_made(transport)
+
+    return Handshake
+
+
 class LeanGrpcServer:
-    """Listens on one port; plaintext, or TLS with `ssl_context`."""
+    """Listens on one port; plaintext, or TLS with `ssl_context`.
+
+    With TLS, each connection's TLS layer is made here, as
+    `create_server(ssl=...)` makes it, but with a handshake waiter of our
+    own: the loop drops a failed handshake silently and never tells the
+    HTTP/2 connection, which then stayed in `connections` for good;
+    `handshake_failures` says in the log why the client was refused.
+    """
 
     def __init__(
         self,
@@ -246,18 +291,37 @@ class LeanGrpcServer:
         self._server: asyncio.Server | None = None
         self.connections: set[GrpcConnection] = set()
         self.calls: set[asyncio.Task[None]] = set()
+        self.handshake_failures = HandshakeFailures()
 
     def _connection(self) -> GrpcConnection:
         conn = GrpcConnection(self)
         self.connections.add(conn)
         return conn
 
+    def _accept(self) -> asyncio.BaseProtocol:
+        conn = self._connection()
+        if self._ssl is None:
+            return conn
+        waiter = conn.loop.create_future()
+        tls = _tls_protocol(conn.loop)(
+            conn.loop, conn, self._ssl, waiter, server_side=True, ssl_handshake_timeout=60.0
+        )
+        waiter.add_done_callback(functools.partial(self._handshaken, conn, tls))
+        return tls
+
+    def _handshaken(self, conn: GrpcConnection, tls: Any, waiter: asyncio.Future[None]) -> None:
+        if conn.transport is not None:
+            return  # up: the connection is the HTTP/2 layer's from here on
+        self.connections.discard(conn)
+        exc = None if waiter.cancelled() else waiter.exception()
+        if exc is not None:  # else the client closed before finishing a handshake
+            host, port = tls.peer
+            self.handshake_failures.failed(host, port, exc)
+
     async def start(self, host: str, port: int) -> int:
         """Bind and serve; returns the bound port. OSError if it cannot bind."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._connection, host or None, port, ssl=self._ssl, backlog=1024
-        )
+        self._server = await loop.create_server(self._accept, host or None, port, backlog=1024)
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self, grace: float | None) -> None:

@@ -27,6 +27,7 @@ NOW = 1_700_000_000.0
 _ON_BOTH_LOOPS = frozenset(
     {
         "test_grpc_tls",
+        "test_grpc_tls_handshakes",
         "test_grpc_deadlines",
         "test_grpc_lean_http2",
         "test_grpc_lean_flow_control",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import logging
 import struct
 import zlib
 
@@ -177,6 +178,34 @@ async def test_a_whole_gzip_message_is_still_read(door: GrpcFrontDoor) -> None:
     status = await answer(door, fields, grpc_message(GZIPPED_INIT, flag=1))
 
     assert status["grpc-status"] == "0"
+
+
+async def test_snappy_calls_are_refused_unimplemented_and_the_client_named_once_in_the_log(
+    door: GrpcFrontDoor, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Cortex v1.15.3 offers snappy, snappy-block and zstd on its scheduler
+    # clients too; with them it retried every call while only its log said why.
+    caplog.set_level(logging.INFO, "api.wire.grpc.lean_server")
+    fields = request_headers(FRONTEND_LOOP, ("grpc-encoding", "snappy"))
+    peer = await RawPeer.connect(door.port)
+    try:
+        for stream in (1, 3):  # a retry on the same connection
+            peer.open(stream, fields)
+            peer.data(stream, grpc_message(INIT, flag=1), end=True)
+            status = (await peer.until_ended(stream)).status
+
+            assert status["grpc-status"] == code(grpc.StatusCode.UNIMPLEMENTED)
+            assert (
+                status["grpc-message"] == "grpc-encoding snappy is not supported (use gzip or none)"
+            )
+    finally:
+        peer.close()
+
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert line.endswith(
+        " sends snappy-compressed messages, which the door cannot read: its calls are refused "
+        "with UNIMPLEMENTED (its -*.grpc-compression must be gzip or empty)"
+    )
 
 
 SETTING = struct.Struct(">HI")
