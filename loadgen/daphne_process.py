@@ -10,10 +10,12 @@ server's back (the server sees it through its reconcile-by-version loop).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -22,7 +24,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DaphneProcess", "ServerDidNotStart", "free_port"]
+__all__ = ["DaphneProcess", "ServerDidNotStart", "free_port", "user_code"]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -90,15 +92,11 @@ class DaphneProcess:
         return self.manage("issue_token", name or f"test-{role}", "--role", role).strip()
 
     def create_user(self, username: str, password: str, group: str = "viewer") -> None:
-        self.run_python(
-            "from django.contrib.auth.models import Group, User\n"
-            f"u = User.objects.create_user({username!r}, password={password!r})\n"
-            f"u.groups.add(Group.objects.get(name={group!r}))\n"
-        )
+        self.run_python(user_code(username, password, group))
 
     def start(self, timeout: float = 60.0) -> DaphneProcess:
         (self.tmp / "var").mkdir(exist_ok=True)
-        self.manage("migrate", "--noinput", "-v0")
+        self._migrate()
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
         self.proc = subprocess.Popen(
             [
@@ -119,6 +117,24 @@ class DaphneProcess:
         log.close()
         self._wait_ready(timeout)
         return self
+
+    def _migrate(self) -> None:
+        """Bring the database to this code's migrations.
+
+        A fresh SQLite database of our own is a copy of one migrated once
+        per process (`_migrated_sqlite`): migrating takes seconds, a copy
+        milliseconds, and a test suite starts many servers. A database the
+        caller chose (`DATABASE_URL` in `extra_env`), or one that exists
+        already (a restart), is migrated as it is.
+        """
+        target = self.tmp / "db.sqlite3"
+        if self.env["DATABASE_URL"] != f"sqlite:///{target}" or target.exists():
+            self.manage("migrate", "--noinput", "-v0")
+            return
+        # The backup API copies a consistent database, journal or not.
+        source = contextlib.closing(sqlite3.connect(_migrated_sqlite(self.env)))
+        with source as template, contextlib.closing(sqlite3.connect(target)) as copy:
+            template.backup(copy)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -165,3 +181,34 @@ class DaphneProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.cleanup()
+
+
+def user_code(username: str, password: str, group: str = "viewer") -> str:
+    """Python (for `run_python`) creating a user in a group: one start-up with other code."""
+    return (
+        "from django.contrib.auth.models import Group, User\n"
+        f"u = User.objects.create_user({username!r}, password={password!r})\n"
+        f"u.groups.add(Group.objects.get(name={group!r}))\n"
+    )
+
+
+_template: Path | None = None
+
+
+def _migrated_sqlite(env: dict[str, str]) -> Path:
+    """A SQLite database migrated to this code, made once per process (removed at exit)."""
+    global _template
+    if _template is None:
+        folder = Path(tempfile.mkdtemp(prefix="qi-migrated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        path = folder / "db.sqlite3"
+        subprocess.run(
+            [sys.executable, str(BASE_DIR / "manage.py"), "migrate", "--noinput", "-v0"],
+            env={**env, "DATABASE_URL": f"sqlite:///{path}", "VAR_DIR": str(folder)},
+            cwd=BASE_DIR,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        _template = path
+    return _template

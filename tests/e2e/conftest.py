@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 from playwright.sync_api import Browser, Page, StorageState, expect, sync_playwright
 
-from loadgen.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess, user_code
 from loadgen.wsclients import FrontendClient, QuerierClient
 from tests.browser import CHROMIUM, CHROMIUM_ARGS
 
@@ -213,8 +213,8 @@ services.tenant_put(tenant_id="gold", expected_version=None, author=None, source
 def server() -> Iterator[DaphneProcess]:
     daphne = DaphneProcess(grpc=False)
     daphne.start()
-    daphne.create_user(*EDITOR, group="editor")
-    daphne.run_python(SEED)
+    # One Django start-up for both (each costs about a second).
+    daphne.run_python(user_code(*EDITOR, group="editor") + SEED)
     try:
         yield daphne
     finally:
