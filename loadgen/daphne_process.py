@@ -68,6 +68,7 @@ class DaphneProcess:
         }
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._shared_tokens: dict[str, str] = {}
 
     def manage(self, *args: str, stdin: str | None = None) -> str:
         """Run `manage.py ARGS` against this server's database; its stdout."""
@@ -90,6 +91,22 @@ class DaphneProcess:
 
     def issue_token(self, role: str, name: str | None = None) -> str:
         return self.manage("issue_token", name or f"test-{role}", "--role", role).strip()
+
+    def issue_tokens(self, *roles: str) -> list[str]:
+        """A token of each role, in one Django start-up (`issue_token` costs one each)."""
+        code = "from api.store.services import api_token_issue\n" + "".join(
+            f"print(api_token_issue(name={f'test-{role}-{n}'!r}, role={role!r})[1])\n"
+            for n, role in enumerate(roles)
+        )
+        tokens = self.run_python(code).split()
+        assert len(tokens) == len(roles), tokens
+        return tokens
+
+    def shared_token(self, role: str) -> str:
+        """One token of `role` for this server, issued at the first ask (a second each)."""
+        if role not in self._shared_tokens:
+            self._shared_tokens[role] = self.issue_token(role, f"shared-{role}")
+        return self._shared_tokens[role]
 
     def create_user(self, username: str, password: str, group: str = "viewer") -> None:
         self.run_python(user_code(username, password, group))

@@ -89,7 +89,7 @@ def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object])
         data=json.dumps(config).encode(),
         method="PUT",
         headers={
-            "Authorization": f"Bearer {server.issue_token('editor', f'put-{tenant_id}')}",
+            "Authorization": f"Bearer {server.shared_token('editor')}",
             "Content-Type": "application/json",
         },
     )
@@ -108,8 +108,7 @@ class Traffic:
     """Protocol clients on a private event loop thread, driven from sync tests."""
 
     def __init__(self, server: DaphneProcess) -> None:
-        self.frontend_token = server.issue_token("frontend")
-        self.querier_token = server.issue_token("querier")
+        self.frontend_token, self.querier_token = server.issue_tokens("frontend", "querier")
         self.ws_url = server.ws_url
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)

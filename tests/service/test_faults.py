@@ -136,7 +136,8 @@ async def reply(ws: Any, timeout: float = 10.0) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def tokens(daphne_server: DaphneProcess) -> dict[str, str]:
-    return {role: daphne_server.issue_token(role) for role in ("frontend", "querier", "viewer")}
+    roles = ("frontend", "querier", "viewer")
+    return dict(zip(roles, daphne_server.issue_tokens(*roles), strict=True))
 
 
 def new_log(server: DaphneProcess, since: int) -> str:

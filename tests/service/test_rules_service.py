@@ -46,7 +46,7 @@ def daphne_server() -> Iterator[DaphneProcess]:
 @pytest.fixture(scope="module")
 def tokens(daphne_server: DaphneProcess) -> dict[str, str]:
     roles = ("frontend", "querier", "viewer")
-    return {role: daphne_server.issue_token(role) for role in roles}
+    return dict(zip(roles, daphne_server.issue_tokens(*roles), strict=True))
 
 
 def _api(server: DaphneProcess, token: str, path: str, body: Any = None) -> Any:

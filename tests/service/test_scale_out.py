@@ -53,7 +53,8 @@ def replicas(shared_env: dict[str, str]) -> Iterator[tuple[DaphneProcess, Daphne
 @pytest.fixture(scope="module")
 def tokens(replicas: tuple[DaphneProcess, DaphneProcess]) -> dict[str, str]:
     a, _ = replicas
-    return {role: a.issue_token(role) for role in ("editor", "frontend", "querier")}
+    roles = ("editor", "frontend", "querier")
+    return dict(zip(roles, a.issue_tokens(*roles), strict=True))
 
 
 def rest(server: DaphneProcess, token: str, method: str, path: str, body: Any = None) -> Any:

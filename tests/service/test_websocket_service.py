@@ -20,7 +20,8 @@ NOW = time.time()
 
 @pytest.fixture(scope="module")
 def tokens(daphne_server: DaphneProcess) -> dict[str, str]:
-    return {role: daphne_server.issue_token(role) for role in ("frontend", "querier")}
+    roles = ("frontend", "querier")
+    return dict(zip(roles, daphne_server.issue_tokens(*roles), strict=True))
 
 
 def set_tenant(server: DaphneProcess, tenant: str, config: dict[str, Any]) -> None:
