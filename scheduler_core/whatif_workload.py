@@ -18,8 +18,7 @@ the recording's warm-up (the minute before the window), which is not
 measured, so the window begins with the backlog it really had.
 
 The workload model itself (`Kind`, `Workload`, `Knobs`, `ConfigSet`, ...)
-is `scheduler_core.whatif_model`; its names are importable from here too,
-where they were first defined.
+is `scheduler_core.whatif_model`.
 """
 
 from __future__ import annotations
@@ -36,32 +35,16 @@ from scheduler_core.classify import classify
 from scheduler_core.recording import RECORDING_FORMAT
 from scheduler_core.whatif_engine import US
 from scheduler_core.whatif_model import (
-    MAX_REQUESTS,
-    ConfigSet,
     Kind,
     Knobs,
-    ServiceModel,
     Workload,
     WorkloadError,
     check_size,
     resize_fleet,
-    service_factor,
 )
 from scheduler_core.whatif_service import HistogramService
 
-__all__ = [
-    "MAX_REQUESTS",
-    "ConfigSet",
-    "Kind",
-    "Knobs",
-    "ServiceModel",
-    "Workload",
-    "WorkloadError",
-    "check_size",
-    "recent_workload",
-    "resize_fleet",
-    "service_factor",
-]
+__all__ = ["recent_workload"]
 
 
 def _scaled(n: int, factor: float, rng: random.Random) -> int:

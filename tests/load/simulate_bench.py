@@ -35,7 +35,8 @@ from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY, QueueConfig, Req
 from scheduler_core.traffic_record import TrafficRecorder, recording_of
 from scheduler_core.validation import tenant_limits_from_dict
 from scheduler_core.whatif import merge_proposed, run_whatif
-from scheduler_core.whatif_workload import ConfigSet, Knobs, recent_workload
+from scheduler_core.whatif_model import ConfigSet, Knobs
+from scheduler_core.whatif_workload import recent_workload
 
 __all__ = ["main", "synthetic_recording"]
 

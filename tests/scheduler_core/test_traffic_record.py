@@ -9,7 +9,8 @@ from scheduler_core.traffic import ENTRY_OVERHEAD
 from scheduler_core.traffic_record import TrafficRecorder
 from scheduler_core.validation import tenant_limits_from_dict
 from scheduler_core.whatif import check_proposed_tenants, run_whatif
-from scheduler_core.whatif_workload import ConfigSet, Kind, Knobs, WorkloadError, recent_workload
+from scheduler_core.whatif_model import ConfigSet, Kind, Knobs, WorkloadError
+from scheduler_core.whatif_workload import recent_workload
 
 WALL = 1_700_000_000.0
 WINDOWS = {"query_ingesters_within": 13 * 3600.0, "query_store_after": 12 * 3600.0}

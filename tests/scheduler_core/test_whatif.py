@@ -21,9 +21,10 @@ from scheduler_core.whatif import (
     verdicts,
 )
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
+from scheduler_core.whatif_model import MAX_REQUESTS, Knobs, WorkloadError
 from scheduler_core.whatif_scenarios import SEED_TENANT_CONFIG, scenario_base, scenario_workload
 from scheduler_core.whatif_spec import parse_spec
-from scheduler_core.whatif_workload import MAX_REQUESTS, Knobs, WorkloadError, recent_workload
+from scheduler_core.whatif_workload import recent_workload
 from tests.examples import SEED_TENANT_CONFIG as EXAMPLE_SEED_CONFIG
 
 QWQP = {"layout": "component-first", "component_selection": "querier-worker-priority"}

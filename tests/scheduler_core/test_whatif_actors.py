@@ -35,13 +35,8 @@ from scheduler_core.traffic import ENTRY_OVERHEAD
 from scheduler_core.traffic_record import TrafficRecorder
 from scheduler_core.whatif import _engine_input, merge_proposed, run_whatif
 from scheduler_core.whatif_engine import run_engine
-from scheduler_core.whatif_workload import (
-    ConfigSet,
-    Knobs,
-    Workload,
-    WorkloadError,
-    recent_workload,
-)
+from scheduler_core.whatif_model import ConfigSet, Knobs, Workload, WorkloadError
+from scheduler_core.whatif_workload import recent_workload
 from tests.scheduler_core.test_traffic_record import WINDOWS, Clock, _request, _serve
 
 ACTORS = (("users", "big"), ("users", "small"), ("jobs", "nightly"))

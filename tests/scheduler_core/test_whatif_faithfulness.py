@@ -32,7 +32,8 @@ from scheduler_core.model import QueueConfig
 from scheduler_core.traffic_record import WARMUP_SECONDS
 from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 from scheduler_core.whatif import merge_proposed, run_whatif
-from scheduler_core.whatif_workload import ConfigSet, Knobs, recent_workload
+from scheduler_core.whatif_model import ConfigSet, Knobs
+from scheduler_core.whatif_workload import recent_workload
 
 FIXTURE = Path(__file__).parent / "fixtures" / "demo_window.json"
 SETTINGS = (
