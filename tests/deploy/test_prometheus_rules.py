@@ -110,6 +110,14 @@ async def enqueue_stuck(server: DaphneProcess, token: str) -> Any:
     return ws
 
 
+def scraped(prometheus: Prometheus, series: str) -> None:
+    """Wait (30 s at most) until Prometheus holds `series`: a scrape went through."""
+    deadline = time.monotonic() + 30
+    while not prometheus.api(f"query?query={series}")["result"]:
+        assert time.monotonic() < deadline, prometheus.log()
+        time.sleep(0.5)
+
+
 def firing(prometheus: Prometheus, alertname: str) -> list[dict[str, Any]]:
     """The alerts of that name firing now."""
     return [
@@ -157,10 +165,7 @@ def test_a_real_prometheus_pages_for_a_replica_it_cannot_scrape_until_it_is_back
         prometheus = Prometheus(f"127.0.0.1:{server.port}", shortened_rules(Path(server.tmp)))
         try:
             prometheus.start()
-            deadline = time.monotonic() + 30
-            while not prometheus.api("query?query=queue_inspector_config_version")["result"]:
-                assert time.monotonic() < deadline, prometheus.log()
-                time.sleep(0.5)
+            scraped(prometheus, "queue_inspector_config_version")
             assert firing(prometheus, "QueueInspectorScrapeFailing") == []
             server.stop()
             (alert,) = wait_for(prometheus, "QueueInspectorScrapeFailing", fired=True)
@@ -186,10 +191,7 @@ def test_a_real_prometheus_pages_for_a_replica_whose_config_reconciles_fail_unti
         try:
             prometheus.start()
             stamp = "queue_inspector_config_last_reconcile_success_timestamp_seconds"
-            deadline = time.monotonic() + 30
-            while not prometheus.api(f"query?query={stamp}")["result"]:
-                assert time.monotonic() < deadline, prometheus.log()
-                time.sleep(0.5)
+            scraped(prometheus, stamp)
             assert firing(prometheus, "QueueInspectorConfigStale") == []
             database.execute(f'ALTER TABLE "{table}" RENAME TO "{table}_away"')
             (alert,) = wait_for(prometheus, "QueueInspectorConfigStale", fired=True)
@@ -212,10 +214,7 @@ def test_a_real_prometheus_scrapes_a_locked_metrics_endpoint_with_a_viewer_token
         prometheus = Prometheus(f"127.0.0.1:{server.port}", rules, token=token)
         try:
             prometheus.start()
-            deadline = time.monotonic() + 30
-            while not prometheus.api("query?query=queue_inspector_config_version")["result"]:
-                assert time.monotonic() < deadline, prometheus.log()
-                time.sleep(0.5)
+            scraped(prometheus, "queue_inspector_config_version")
             # A scrape without the token is refused (tests/api/wire/test_metrics_access.py).
             with pytest.raises(urllib.error.HTTPError) as refused:
                 urllib.request.urlopen(f"{server.base_url}/metrics", timeout=5)

@@ -55,15 +55,21 @@ def sees_b(a: DaphneProcess, token: str) -> bool:
     return "replica-b" in get(a, token, "queue/").get("replicas", {}).get("ids", [])
 
 
-def test_a_killed_replica_is_named_missing_in_every_answer_of_its_peer(
-    pair: tuple[DaphneProcess, DaphneProcess],
-) -> None:
-    a, b = pair
+def killed_once_seen(a: DaphneProcess, b: DaphneProcess) -> str:
+    """Kill -9 replica b once a has seen its summary; a viewer token of a's."""
     viewer = a.issue_token("viewer")
     until(lambda: sees_b(a, viewer), "a never saw b's summary")
     assert b.proc is not None
     b.proc.kill()
     b.proc.wait(10)
+    return viewer
+
+
+def test_a_killed_replica_is_named_missing_in_every_answer_of_its_peer(
+    pair: tuple[DaphneProcess, DaphneProcess],
+) -> None:
+    a, b = pair
+    viewer = killed_once_seen(a, b)
 
     def named() -> bool:
         return get(a, viewer, "queue/").get("replicas", {}).get("missing") == ["replica-b"]
@@ -84,11 +90,7 @@ def test_a_replica_killed_as_redis_lost_its_data_is_still_named_missing(
     import redis
 
     a, b = pair
-    viewer = a.issue_token("viewer")
-    until(lambda: sees_b(a, viewer), "a never saw b's summary")
-    assert b.proc is not None
-    b.proc.kill()
-    b.proc.wait(10)
+    viewer = killed_once_seen(a, b)
     client = redis.Redis.from_url(a.env["REDIS_URL"])
     try:  # as a Redis restarted empty: every key of the deployment gone
         client.delete(*client.scan_iter(match=f"{a.env['CHANNEL_PREFIX']}*"))
