@@ -138,6 +138,17 @@ def test_revoke_token_by_name_revokes_every_token_of_that_name() -> None:
     assert api_token_authenticate(other) is not None
 
 
+def test_revoke_token_says_which_tokens_were_revoked_already() -> None:
+    old, _ = _issued("rotating")
+    run("revoke_token", str(old.pk))
+    new, new_text = _issued("rotating")
+    assert run("revoke_token", "--name", "rotating").splitlines() == [
+        f"Revoked querier token #{old.pk} 'rotating' (it was revoked already)",
+        f"Revoked querier token #{new.pk} 'rotating'",
+    ]
+    assert api_token_authenticate(new_text) is None
+
+
 @pytest.mark.parametrize(
     ("args", "error"),
     [

@@ -39,6 +39,9 @@ class Command(BaseCommand):
         if missing:
             # Checked first, so a typo among several ids revokes none of them.
             raise CommandError(f"ids: no token {', '.join(f'#{pk}' for pk in missing)}")
+        # Revoking one again still closes its sockets (a lost notice), but the
+        # line must not read as if it had been working until now.
+        already = set(found.filter(revoked=True).values_list("pk", flat=True))
         try:
             # One transaction: all of them or none; the servers hear after commit.
             with transaction.atomic():
@@ -46,4 +49,5 @@ class Command(BaseCommand):
         except NotFound as exc:  # deleted since the check
             raise CommandError(f"ids: {exc}") from exc
         for token in revoked:
-            self.stdout.write(f"Revoked {token.role} token #{token.pk} {token.name!r}")
+            note = " (it was revoked already)" if token.pk in already else ""
+            self.stdout.write(f"Revoked {token.role} token #{token.pk} {token.name!r}{note}")
