@@ -1,23 +1,24 @@
 """The peers' summaries in this process, and the Redis loop that keeps them fresh.
 
 Every `PUBLISH_SECONDS` the loop writes this replica's summary
-(`api.cluster.replicas.summarize`: queue, queriers, stats and top frontends) to
-`<prefix>:qi:replica:<id>` with a short TTL, registers the ID in the sorted
-set `<prefix>:qi:replicas` (so readers never SCAN the keyspace), and reads
-every peer's summary back in the same pass into the board. Views merge the
-board with the live local snapshot and do no I/O of their own, so a page
-costs no Redis round trip, and peers' data is at most about two publish
-periods old. When Redis fails the board empties: no
-numbers beat stale numbers.
+(`api.cluster.replicas.summarize`: queue, queriers, stats and top frontends)
+to Redis and reads every registered peer's back in the same pass
+(`api.cluster.replica_registry`: the keys, the registry and its script)
+into the board. Views merge the board with the live local snapshot and do
+no I/O of their own, so a page costs no Redis round trip, and peers' data
+is at most about two publish periods old. When Redis fails the board
+empties: no numbers beat stale numbers.
+
+Here: `ReplicaBoard` (which peers are up, down or missing, their merged
+view, a twin publishing under our ID, each peer's clock offset), the
+process's one board (`get_board`), and the loop (`publish_loop`).
 
 How old a summary is comes from Redis's clock (its key's remaining TTL),
 not from the publisher's: a replica whose clock was 5 s behind was
 reported down by every peer, its requests never listed nor cancelled.
 Each peer's clock offset is kept (`skew`) and logged when over a second.
-The registry is scored and pruned on Redis's clock too (`TIME`, in one
-script), and its scores are read back as ages: a replica a minute behind
-was pruned by every peer's publish while alive, and one a minute ahead
-pruned its peers (or, stopped, stayed registered for minutes).
+
+May import: `api.cluster`, `scheduler_core`.
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from api.cluster import replica_rules
+from api.cluster.replica_registry import (
+    KEY_TTL_SECONDS,
+    PRUNE_AFTER_SECONDS,
+    publish,
+    read_peers,
+    withdraw,
+)
 from api.cluster.replica_stats import host_stats
 from api.cluster.replicas import (
     MalformedSummary,
@@ -45,6 +53,7 @@ from api.cluster.replicas import (
 from scheduler_core.snapshot import QueueSnapshot
 
 __all__ = [
+    "KEY_TTL_SECONDS",
     "MISSING_MEMORY_SECONDS",
     "PUBLISH_SECONDS",
     "STALE_SECONDS",
@@ -61,7 +70,6 @@ PUBLISH_SECONDS = 0.5
 # A summary older than this is ignored even if its key has not expired yet:
 # its replica has stopped publishing (hung or gone), and old numbers mislead.
 STALE_SECONDS = 3.0
-KEY_TTL_SECONDS = 5
 # A peer clock further off than this is logged (once, until it is back in step).
 SKEW_WARN_SECONDS = 1.0
 
@@ -70,9 +78,6 @@ SKEW_WARN_SECONDS = 1.0
 # scaled away without a graceful stop) is reported missing for this long
 # after its last summary; the registry itself forgets it after a minute.
 MISSING_MEMORY_SECONDS = 900.0
-# The registry prunes members a minute after their last publish; one that
-# left it sooner withdrew itself (graceful shutdown) and is not missing.
-_PRUNE_AFTER = 60.0
 
 
 class ReplicaBoard:
@@ -130,7 +135,7 @@ class ReplicaBoard:
                 continue
             age = wall_now - seen[replica]
             # Gone from the registry before the prune age: it withdrew itself.
-            withdrew = age < _PRUNE_AFTER - 2 * PUBLISH_SECONDS and replica not in self._lost
+            withdrew = age < PRUNE_AFTER_SECONDS - 2 * PUBLISH_SECONDS and replica not in self._lost
             if withdrew or age > MISSING_MEMORY_SECONDS:
                 del seen[replica]
                 self._lost.discard(replica)
@@ -290,27 +295,6 @@ def get_board() -> ReplicaBoard:
     return _board
 
 
-# Registers ARGV[1] in the registry KEYS[1] and prunes members older than
-# ARGV[2] seconds, both by Redis's clock, so no replica's own clock is
-# compared with another's stamp. Returns Redis's time, the registry and the
-# data epoch KEYS[2]: set once, so a new one means Redis lost its data.
-# (`replicate_commands` lets Redis < 5 write after TIME; later ones ignore it.)
-_REGISTER = """
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local now = string.format('%d.%06d', t[1], t[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(now) - tonumber(ARGV[2]))
-redis.call('SET', KEYS[2], now, 'NX')
-return {now, redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), redis.call('GET', KEYS[2])}
-"""
-
-
-def _keys(prefix: str, replica: str) -> tuple[str, str]:
-    base = f"{prefix}:qi:replica"
-    return f"{base}:{replica}", f"{base}s"
-
-
 async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) -> None:
     """Publish our summary, then read every registered peer's (two round trips)."""
     wall = time.time()
@@ -337,55 +321,6 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
         )
 
 
-async def publish(
-    client: Any, board: ReplicaBoard, prefix: str, body: str, wall: float
-) -> dict[str, float]:
-    """Write our summary and registry entry; the registry as it now is.
-
-    Each member maps to its last publish as a time on our clock (`wall`,
-    now): how long ago Redis registered it, by Redis's clock, before `wall`.
-    What our key held before is read in the same round trip, to catch
-    another process publishing under our ID (`ReplicaBoard.note_own_key`).
-    """
-    key, registry = _keys(prefix, board.own_id)
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.get(key)
-        pipe.set(key, body, ex=KEY_TTL_SECONDS)
-        # Registry entries of replicas gone for a minute are pruned; the TTL
-        # on their keys already hides them from readers.
-        pipe.eval(_REGISTER, 2, registry, f"{registry}:epoch", board.own_id, _PRUNE_AFTER)
-        before, _, (redis_now, flat, epoch) = await pipe.execute()
-    board.note_own_key(before, wall)
-    now = float(redis_now)
-    members = {
-        flat[i].decode(): wall - max(0.0, now - float(flat[i + 1])) for i in range(0, len(flat), 2)
-    }
-    board.note_epoch(epoch.decode(), members)
-    return members
-
-
-async def read_peers(
-    client: Any,
-    board: ReplicaBoard,
-    prefix: str,
-    peers: list[str],
-    clock: Callable[[], float] = time.time,
-) -> None:
-    """Every peer's summary and how long ago Redis got it (one round trip) into the board."""
-    replies: list[Any] = []
-    if peers:
-        async with client.pipeline(transaction=False) as pipe:
-            for replica in peers:
-                key = _keys(prefix, replica)[0]
-                pipe.get(key)
-                pipe.pttl(key)
-            replies = await pipe.execute()
-    raws, ttls = replies[0::2], replies[1::2]
-    # A key set with `ex=KEY_TTL_SECONDS` has lived what its TTL lost since.
-    ages = [KEY_TTL_SECONDS - ms / 1000 if ms >= 0 else None for ms in ttls]
-    board.accept(raws, ages, clock())
-
-
 async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
     """Run on the runtime's loop for the life of the host; withdraws our key at exit."""
     import redis.asyncio as aioredis
@@ -406,9 +341,7 @@ async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
                 failing = True
             await asyncio.sleep(PUBLISH_SECONDS)
     finally:
-        key, registry = _keys(prefix, board.own_id)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(client.delete(key), 1.0)
-            await asyncio.wait_for(client.zrem(registry, board.own_id), 1.0)
+            await withdraw(client, prefix, board.own_id, 1.0)
         with contextlib.suppress(Exception):
             await client.aclose()

@@ -1,7 +1,8 @@
 """The running scheduler and the doors frontends and queriers come through.
 
 `runtime_host` owns the process's `SchedulerRuntime` (lazy start, config
-apply through `config_apply`, reconcile, the SIGTERM drain through
+apply through `config_apply`, reconcile and the token re-check in
+`host_sync`, the SIGTERM drain through
 `drain_signals`); `observers` fans its one observer slot
 out; `protocol` and `consumers/` are the JSON websocket protocol
 (docs/protocol.md); `grpc/` is Cortex's `schedulerpb` door

@@ -40,6 +40,7 @@ from api.wire import runtime_host
 from api.wire.config_metrics import ConfigVersionCollector, ReconcileRecord
 from api.wire.exposition import RowFamily
 from api.wire.failure_metrics import FailureCounter
+from api.wire.grpc.tls_handshakes import FAILURES as TLS_HANDSHAKE_FAILURES
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import (
     Build,
@@ -378,6 +379,8 @@ def _reconciles() -> ReconcileRecord | None:
 
 register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
 register_loop_bound(REGISTRY, ConfigVersionCollector(runtime_host.config_version, _reconciles))
+# The lean gRPC door's refused TLS handshakes, by a fixed reason, 0 before any.
+REGISTRY.register(TLS_HANDSHAKE_FAILURES)
 # What every Prometheus client exports, as Cortex's scheduler does (process_*;
 # python_* in place of go_*): process_cpu_seconds_total over dispatched
 # requests is the scheduler's CPU per query.

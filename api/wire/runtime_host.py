@@ -1,47 +1,34 @@
 """One SchedulerRuntime per process, started lazily on Daphne's event loop.
 
 Daphne has no ASGI lifespan, so `config.asgi` calls `ensure_started()` on the
-first scope and every consumer awaits it before touching the runtime. The
-host then keeps the runtime's config equal to the database's: it applies
-changes committed in this process at once (`api.store.config_events`),
-hears about changes made in other processes over the channel layer group
-"scheduler-config" (`api.wire.config_group`), and reconciles by version
-every few seconds because the layer may drop messages (how those passes
-fare is on /metrics, `api.wire.config_metrics`). Each step applies
-only what changed since the version it applied (`api.store.config_delta`:
-the revisions in between name the tenants to read again), so a write to one
-tenant costs one tenant's work however many there are; a full reload only
-when that cannot be.
-Token revocations travel the same way and close the sockets that
-authenticated with the token (`api.wire.token_sockets`); each reconcile
-also re-checks every open socket's token. All runtime calls happen on this
-one loop.
+first scope and every consumer awaits it before touching the runtime. Here:
+the host's parts (the runtime, its observers, the admission log, the gRPC
+door) and their start and stop, the SIGTERM drain (`api.wire.drain_signals`),
+and the module's functions other code reaches the one host through.
+Keeping the runtime's config and the open sockets' tokens equal to the
+database's (apply on commit, hear other processes over the channel layer,
+reconcile every few seconds) is the host's `DatabaseSync` part
+(`api.wire.host_sync`). All runtime calls happen on this one loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import os
 import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from api.cluster import replica_board
-from api.store import config_events, selectors
-from api.store.tokens import api_token_ids_expired, api_token_ids_live
-from api.wire import token_sockets
-from api.wire.config_apply import ConfigApplier, load_update
-from api.wire.config_group import CONFIG_GROUP, ConfigGroup, keep_membership
-from api.wire.config_metrics import ReconcileRecord
+from api.wire.config_group import CONFIG_GROUP, keep_membership
 from api.wire.consumers.guard import CLOSE_SHUTDOWN, close_all
 from api.wire.drain_signals import SignalDrain
 from api.wire.frontends import FrontendRow, WebsocketFrontends, frontend_rows
+from api.wire.host_sync import DatabaseSync
 from api.wire.loop_load import LoopLoad, load_block
 from api.wire.observers import FanOutObserver
 from api.wire.queue_peers import QueuePeers
@@ -79,8 +66,8 @@ def _setting(name: str, default: float) -> float:
     return float(value)
 
 
-class RuntimeHost:
-    """The process's runtime plus what keeps it in step with the database."""
+class RuntimeHost(DatabaseSync):
+    """The process's runtime plus what keeps it in step with the database (`DatabaseSync`)."""
 
     def __init__(self) -> None:
         self.observer = FanOutObserver()
@@ -102,16 +89,10 @@ class RuntimeHost:
         )
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self._usage_pages = UsagePages(self.usage, self.runtime.queue)
-        self.applied_version = -1
-        self.reconciles = ReconcileRecord()
+        super().__init__(self.runtime)
         self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
-        self._config = ConfigApplier(self.runtime)
-        self._reconcile_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._group = ConfigGroup(
-            self.reconcile, lambda token_id: token_sockets.registry.close_tokens([token_id])
-        )
         self._loop = asyncio.get_running_loop()
         self._stopping = False
         # Not among `_tasks`: stop() cancels those, and the drain runs stop().
@@ -123,15 +104,15 @@ class RuntimeHost:
         with self.reconciles.attempt():
             await self.reconcile()
         await self.runtime.start()
-        config_events.subscribe(self._on_local_change)
-        config_events.subscribe_token_revoked(self._on_local_revocation)
+        self._listen_locally()
         listening = await self._group.join()
         if listening is not None:
             self._spawn(listening, "config listener")
         # Other replicas ask this one about its queue (queue/requests/ across replicas).
         self.queue_peers = QueuePeers(self)
         self._spawn(self.queue_peers.serve(), "queue requests")
-        self._spawn(self._reconcile_loop(), "config reconcile")
+        reconcile_every = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
+        self._spawn(self._reconcile_loop(reconcile_every), "config reconcile")
         rejoins = [self._group.rejoin, self.queue_peers.rejoin]
         membership = keep_membership(rejoins, _setting("GROUP_REJOIN_SECONDS", 5.0))
         self._spawn(membership, "group membership")
@@ -153,8 +134,7 @@ class RuntimeHost:
             return
         self._stopping = True
         self._signals.restore()
-        config_events.unsubscribe(self._on_local_change)
-        config_events.unsubscribe_token_revoked(self._on_local_revocation)
+        self._stop_listening_locally()
         leftovers = await self.runtime.stop(drain_timeout=drain_timeout)
         if leftovers:
             log.warning("shutdown failed %d queued or running requests back", len(leftovers))
@@ -174,93 +154,6 @@ class RuntimeHost:
         task.add_done_callback(_log_death)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    # -- config ---------------------------------------------------------------
-
-    async def reconcile(self, version: int | None = None) -> None:
-        """Apply the database's config if it is newer than what we applied."""
-        if version is not None and version <= self.applied_version:
-            return
-        async with self._reconcile_lock:
-            if version is not None and version <= self.applied_version:
-                return
-            current, delta, full = await database_sync_to_async(load_update)(self.applied_version)
-            if current == self.applied_version:
-                return
-            if full is not None:
-                self._config.apply_full(full[1], full[2])
-                log.info("applied scheduler config version %d (full reload)", current)
-            else:
-                assert delta is not None
-                self._config.apply_delta(delta)
-                log.info("applied scheduler config version %d", current)
-            self.applied_version = current
-
-    def tenant_configured(self, tenant_id: str) -> bool:
-        """Whether the applied config has a block for this tenant."""
-        return self._config.configured(tenant_id)
-
-    def _on_local_change(self, version: int) -> None:
-        # Called after commit, from whichever thread committed: usually a
-        # sync_to_async worker. A fresh context keeps that thread's asgiref
-        # state out of the task, which would otherwise see its own database
-        # calls as re-entering the busy executor and refuse them.
-        self._loop.call_soon_threadsafe(self._spawn_apply, version, context=contextvars.Context())
-
-    def _spawn_apply(self, version: int) -> None:
-        self._spawn(self._broadcast(version), "config apply")
-
-    async def _broadcast(self, version: int) -> None:
-        await self.reconcile(version)
-        await self._group.announce_config(version)
-
-    async def _reconcile_loop(self) -> None:
-        interval = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
-        while True:
-            await asyncio.sleep(interval)
-            # Each step on its own: a config that will not apply must not keep
-            # the sockets of revoked or expired tokens open. A database
-            # hiccup must not end either loop for good.
-            try:
-                with self.reconciles.attempt():
-                    version = await database_sync_to_async(selectors.config_version_get)()
-                    await self.reconcile(version)
-            except Exception:
-                log.exception("config reconcile failed; retrying in %.1fs", interval)
-            try:
-                await self.close_revoked_sockets()
-            except Exception:
-                log.exception("token re-check failed; retrying in %.1fs", interval)
-
-    # -- token revocation --------------------------------------------------------
-
-    async def close_revoked_sockets(self) -> int:
-        """Close open sockets whose token is revoked, gone (the news may be lost) or expired."""
-        open_ids = token_sockets.registry.token_ids()
-        if not open_ids:
-            return 0
-        live = await database_sync_to_async(api_token_ids_live)(open_ids)
-        dead = set(open_ids) - live
-        if not dead:
-            return 0
-        # An operator told "revoked" about a token that merely ran out would
-        # go looking for who revoked it.
-        expired = await database_sync_to_async(api_token_ids_expired)(dead)
-        closed = await token_sockets.registry.close_tokens(expired, token_sockets.EXPIRED)
-        return closed + await token_sockets.registry.close_tokens(dead - expired)
-
-    def _on_local_revocation(self, token_id: int) -> None:
-        # As `_on_local_change`: from the committing thread, in a fresh context.
-        self._loop.call_soon_threadsafe(
-            self._spawn_revocation, token_id, context=contextvars.Context()
-        )
-
-    def _spawn_revocation(self, token_id: int) -> None:
-        self._spawn(self._broadcast_revocation(token_id), "token revocation")
-
-    async def _broadcast_revocation(self, token_id: int) -> None:
-        await token_sockets.registry.close_tokens([token_id])
-        await self._group.announce_revocation(token_id)
 
     async def _stats_loop(self) -> None:
         while True:

@@ -273,7 +273,8 @@ class LeanGrpcServer:
     `create_server(ssl=...)` makes it, but with a handshake waiter of our
     own: the loop drops a failed handshake silently and never tells the
     HTTP/2 connection, which then stayed in `connections` for good;
-    `handshake_failures` says in the log why the client was refused.
+    `handshake_failures` says in the log why the client was refused, and
+    counts it (`queue_inspector_grpc_tls_handshake_failures_total`).
     """
 
     def __init__(

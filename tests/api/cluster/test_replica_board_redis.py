@@ -13,6 +13,7 @@ import pytest
 
 from api.cluster import replica_rules
 from api.cluster.replica_board import KEY_TTL_SECONDS, ReplicaBoard, publish, read_peers
+from api.cluster.replica_registry import withdraw
 from api.cluster.replicas import summarize
 from scheduler_core.rule_stats import RuleStats
 from tests.api.cluster.replica_summaries import encoded, snapshot
@@ -188,3 +189,24 @@ async def test_a_peer_missing_after_redis_lost_its_data_is_reported_down_not_wit
     await client.zrem(f"{prefix}:qi:replicas", "c")
     a.note_registry(await publish(client, a, prefix, _body(a, now + 2), now + 2), now + 2)
     assert a.unreachable_peers(now + 2) == ["b"]
+
+
+async def test_a_withdrawn_replica_leaves_redis_and_is_not_missed_by_its_peer(
+    redis: tuple[Any, str],
+) -> None:
+    """What a graceful stop does (`publish_loop` at its exit): gone, not missing."""
+    client, prefix = redis
+    now = time.time()
+    await publish(client, ReplicaBoard("b"), prefix, encoded("b", now).decode(), now)
+    a = ReplicaBoard("a")
+    a.note_registry(await publish(client, a, prefix, _body(a, now), now), now)
+    assert a.replica_states(now) == [("a", True), ("b", False)]  # known, its summary unread
+
+    await withdraw(client, prefix, "b", 1.0)
+
+    assert await client.get(f"{prefix}:qi:replica:b") is None
+    registered = await publish(client, a, prefix, _body(a, now + 1), now + 1)
+    assert list(registered) == ["a"]
+    a.note_registry(registered, now + 1)
+    assert a.replica_states(now + 1) == [("a", True)]
+    assert a.unreachable_peers(now + 1) == []

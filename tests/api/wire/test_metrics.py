@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 from django.test import AsyncClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from api.cluster.replicas import replica_id
 from api.wire import metrics, runtime_host  # importing metrics registers the observer
+from api.wire.grpc.tls_handshakes import REASONS
 from scheduler_core.errors import DuplicateRequest, TooManyRequests
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
 
@@ -240,3 +242,13 @@ async def test_the_process_and_its_event_loop_are_exported_as_every_prometheus_t
         if line.startswith("queue_inspector_event_loop_cpu_seconds_total ")
     )
     assert loop_cpu > 0.0
+
+
+async def test_refused_grpc_tls_handshakes_are_exported_by_each_fixed_reason_before_any() -> None:
+    # Alerts need the series before the first failure: absent, `rate()` is no data.
+    families = {f.name: f for f in text_string_to_metric_families(await scrape())}
+
+    family = families["queue_inspector_grpc_tls_handshake_failures"]
+    assert family.type == "counter"
+    assert sorted(s.labels["reason"] for s in family.samples) == sorted(REASONS)
+    assert {tuple(s.labels) for s in family.samples} == {("reason",)}

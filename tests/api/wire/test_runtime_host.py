@@ -10,6 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import OperationalError
 
+from api.store import selectors
 from api.store.models import ConfigRevision
 from api.store.services import settings_update, tenant_put
 from api.wire import runtime_host
@@ -124,7 +125,7 @@ async def test_failed_config_reconciles_are_counted_and_the_last_success_kept_un
         raise OperationalError("could not connect to server")
 
     with monkeypatch.context() as patch:
-        patch.setattr(runtime_host.selectors, "config_version_get", unreachable)
+        patch.setattr(selectors, "config_version_get", unreachable)
         await until(lambda: host.reconciles.failures >= 2)
         assert host.reconciles.last_success == started
     await until(lambda: host.reconciles.last_success > started)
