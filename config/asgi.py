@@ -23,6 +23,7 @@ import autobahn.util as autobahn_util
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 from django.core.exceptions import SuspiciousOperation
@@ -80,7 +81,7 @@ log = logging.getLogger(__name__)
 # Objects alive after start-up are frozen out of collection, and a higher
 # threshold makes passes rare.
 gc.freeze()
-gc.set_threshold(int(os.environ.get("GC_GEN0_THRESHOLD", "50000")), 20, 20)
+gc.set_threshold(settings.GC_GEN0_THRESHOLD, 20, 20)
 
 # Daphne's websocket layer (autobahn) builds the arguments of its debug log
 # lines on every frame, with debug logging off too, and colours them with

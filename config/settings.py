@@ -21,6 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from api.wire.grpc.implementations import implementation_from_env
 from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
 from scheduler_core.bounds import parse_decimal
+from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -64,8 +65,9 @@ def env_networks(name: str) -> list[str]:
     return networks
 
 
-def env_seconds(name: str, default: float) -> float:
-    """A positive, finite number of seconds; a bad value stops start-up, naming the variable."""
+def env_seconds(name: str, default: float, *, zero_ok: bool = False) -> float:
+    """A positive (or, `zero_ok`, 0), finite number of seconds; a bad value stops
+    start-up, naming the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -73,8 +75,9 @@ def env_seconds(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ImproperlyConfigured(f"{name} must be a number of seconds above 0, not {raw!r}")
+    if not (math.isfinite(value) and (value > 0 or (zero_ok and value == 0))):
+        least = "at least 0" if zero_ok else "above 0"
+        raise ImproperlyConfigured(f"{name} must be a number of seconds {least}, not {raw!r}")
     return value
 
 
@@ -158,7 +161,7 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", "") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -289,8 +292,22 @@ CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE", _SERVED_OVER_HTTPS)
 # this process's GIL to the scheduler's event loop (see api/rest/offload.py).
 CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", True)
 
+# The scheduler runtime's own knobs (api/wire/runtime_host.py, queue_peers.py),
+# read here so a bad value stops start-up naming it: read later, it left a
+# server whose /healthz answered while its scheduler never started.
+CONFIG_RECONCILE_SECONDS = env_seconds("CONFIG_RECONCILE_SECONDS", 5.0)
+GROUP_REJOIN_SECONDS = env_seconds("GROUP_REJOIN_SECONDS", 5.0)
+SHUTDOWN_DRAIN_TIMEOUT = env_seconds("SHUTDOWN_DRAIN_TIMEOUT", 10.0, zero_ok=True)
+QUEUE_PEER_TIMEOUT = env_seconds("QUEUE_PEER_TIMEOUT", 2.0)
+TRAFFIC_SAMPLE_PER_TENANT = env_int("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)
+TRAFFIC_SAMPLE_MAX_BYTES = env_int("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)
+# Objects before the collector runs (config/asgi.py); 0 would turn it off.
+GC_GEN0_THRESHOLD = max(1, env_int("GC_GEN0_THRESHOLD", 50_000))
+
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
-GRPC_PORT = int(os.environ.get("GRPC_PORT", "9095"))
+GRPC_PORT = env_int("GRPC_PORT", 9095)
+if GRPC_PORT > 65535:
+    raise ImproperlyConfigured(f"GRPC_PORT must be a port number up to 65535, not {GRPC_PORT}")
 # Without mutual TLS anyone who reaches the gRPC door may schedule or take
 # work, so it listens on loopback unless the operator opens it.
 GRPC_HOST = os.environ.get("GRPC_HOST", "127.0.0.1")

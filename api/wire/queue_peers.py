@@ -25,12 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 import uuid
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from api.cluster.replica_board import get_board
 from api.wire import queue_requests
@@ -46,7 +46,7 @@ _CHANGES = frozenset({"cancel_one", "cancel_matching"})
 
 
 def _timeout() -> float:
-    return float(os.environ.get("QUEUE_PEER_TIMEOUT") or 2.0)
+    return float(getattr(settings, "QUEUE_PEER_TIMEOUT", 2.0))
 
 
 def live_peers() -> list[str]:

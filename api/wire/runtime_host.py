@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -59,11 +58,8 @@ log = logging.getLogger(__name__)
 
 
 def _setting(name: str, default: float) -> float:
-    """A number from settings, else the environment, else the default."""
-    value = getattr(settings, name, None)
-    if value is None:
-        value = os.environ.get(name) or default
-    return float(value)
+    """A number from settings (config/settings.py checks it), else the default."""
+    return float(getattr(settings, name, default))
 
 
 class RuntimeHost(DatabaseSync):

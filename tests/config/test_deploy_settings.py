@@ -92,6 +92,18 @@ def test_the_simulation_variables_the_readme_lists_are_read() -> None:
         ("SECURE_HSTS_SECONDS", "a year"),
         ("LOGIN_LOCKOUT_SECONDS", "-5"),
         ("LOGIN_LOCKOUT_SECONDS", "\u00b2"),  # isdigit() says yes; int() raised
+        # Read by the runtime later, these left a server whose /healthz
+        # answered while its scheduler never started.
+        ("TRAFFIC_SAMPLE_PER_TENANT", "abc"),
+        ("TRAFFIC_SAMPLE_MAX_BYTES", "-1"),
+        ("CONFIG_RECONCILE_SECONDS", "0"),
+        ("GROUP_REJOIN_SECONDS", "soon"),
+        ("SHUTDOWN_DRAIN_TIMEOUT", "-1"),
+        ("QUEUE_PEER_TIMEOUT", "nan"),
+        ("GRPC_PORT", "http"),
+        ("GRPC_PORT", "70000"),
+        ("DB_CONN_MAX_AGE", "forever"),
+        ("GC_GEN0_THRESHOLD", "lots"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:

@@ -40,7 +40,7 @@ async def pair(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     while not all(p.channel for p in peers.values()):
         await asyncio.sleep(0)
     monkeypatch.setattr(queue_peers, "live_peers", lambda: ["r-b"])
-    monkeypatch.setenv("QUEUE_PEER_TIMEOUT", "0.5")
+    settings.QUEUE_PEER_TIMEOUT = 0.5
     yield hosts, peers
     for task in tasks:
         task.cancel()
