@@ -49,6 +49,7 @@ from api.store import config_events, services
 from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.import_plan import ImportResult
 from scheduler_core.errors import FieldError
+from scheduler_core.fields import meant_field
 
 __all__ = [
     "ImportAuthor",
@@ -158,9 +159,31 @@ def import_body(result: ImportResult, dry_run: bool, top_level: list[str]) -> di
 
 
 def overrides_of(document: Any) -> tuple[Any, list[str]]:
-    """The file's `overrides` (None read as no tenants) and its other top-level keys."""
+    """The file's `overrides` (None read as no tenants) and its other top-level keys.
+
+    Other top-level sections of Cortex's runtime config (`multi_kv_config`,
+    ...) are ignored and reported; one that misspells `overrides` is refused
+    at its key, as a misspelt tenant field is: ignored, `overides:` beside a
+    correct `overrides:` would drop the tenants it holds, and with none, the
+    message "overrides: required" did not say which line was meant.
+    """
+    if document is None:
+        # Empty, comments only, or `null`: read as a mapping it would delete
+        # every tenant (Cortex loads it as "no overrides"); deliberately refused.
+        message = (
+            "the file is empty: a runtime-config file needs an overrides: mapping "
+            "of tenants, the complete tenant set"
+        )
+        raise ConfigValidationError([FieldError(ROOT, message)])
     if not isinstance(document, Mapping):
         raise ConfigValidationError([FieldError(ROOT, "a runtime-config file must be a mapping")])
+    misspelt = [
+        FieldError(str(key), f"unknown top-level key; did you mean {OVERRIDES}?")
+        for key in document
+        if meant_field(str(key), (OVERRIDES,)) is not None
+    ]
+    if misspelt:
+        raise ConfigValidationError(misspelt)
     if OVERRIDES not in document:
         message = "required: the file's overrides are the complete tenant set"
         raise ConfigValidationError([FieldError(OVERRIDES, message)])

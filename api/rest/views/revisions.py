@@ -25,9 +25,10 @@ from api.rest.serializers import (
 )
 from api.rest.views.base import ApiView, errors, flag
 from api.rest.views.conditional import conflict_detail, expected_if_given
+from api.rest.views.runtime_config import tenant_aware_splitter
 from api.store import selectors, services
-from api.store.exceptions import NotFound, VersionConflict
-from api.store.models import ConfigRevision
+from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.store.models import ConfigRevision, Tenant
 from api.store.revision_states import revision_comparison, rollback_preview
 from scheduler_core.bounds import parse_decimal
 
@@ -61,6 +62,17 @@ def _refuse_body(request: Request) -> None:
             f"unknown field: {refused}; dry_run is a query parameter, ?dry_run=1"
         ]
     raise exceptions.ValidationError(messages)
+
+
+def _tenant_ids_of(revision_id: int) -> list[str]:
+    """Every tenant ID a rollback of the revision can name: the revision's own
+    (its before and after, for an import) and the tenants that exist now."""
+    revision = selectors.revision_get(revision_id=revision_id)
+    ids = set(Tenant.objects.values_list("tenant_id", flat=True))
+    if revision.kind == ConfigRevision.Kind.RUNTIME_CONFIG:
+        for state in (revision.before, revision.after):
+            ids.update(str(key) for key in state or {})
+    return sorted(ids)
 
 
 __all__ = ["RevisionDetailView", "RevisionListView", "RevisionRollbackView"]
@@ -169,11 +181,17 @@ class RevisionRollbackView(ApiView):
             response = Response(RollbackResultSerializer(body).data)
             response["ETag"] = etag_for(version)
             return response
-        new = services.revision_rollback(
-            revision_id=target_id,
-            author=request.user,
-            expected_config_version=expected_if_given(request, selectors.config_version_get()),
-        )
+        try:
+            new = services.revision_rollback(
+                revision_id=target_id,
+                author=request.user,
+                expected_config_version=expected_if_given(request, selectors.config_version_get()),
+            )
+        except ConfigValidationError:
+            # A restored import that no longer validates: its errors are
+            # `overrides.<tenant>.<field>`, and a tenant ID may hold dots.
+            self.error_path_splitter = tenant_aware_splitter(_tenant_ids_of(target_id))
+            raise
         body = {"changed": new is not None, "revision": new}
         code = status.HTTP_201_CREATED if new is not None else status.HTTP_200_OK
         return Response(RollbackResultSerializer(body).data, status=code)

@@ -9,10 +9,17 @@ validated before anything is written; `?dry_run=1` returns the same plan
 and writes nothing.
 Other Cortex limits in the file and other top-level sections are reported
 as ignored, never silently dropped.
+
+The export is what a GitOps client feeds back to Cortex, so it is written as
+Cortex reads it: durations stored as numbers of seconds as duration strings
+(Cortex's `model.Duration` refuses a number), and with `?cortex_version=`
+without the fields that version does not know (its strict loader refuses
+them). Stored blocks, and the tenant API, keep values as written.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -45,6 +52,7 @@ from api.rest.serializers import ImportResultSerializer
 from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
 from api.rest.views.conditional import conflict_detail, expected_for_replace_all, not_modified
 from api.store import selectors
+from api.store.cortex_export import block_for_cortex
 from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.models import ConfigRevision, Tenant
 from api.wire import rule_reports
@@ -63,6 +71,76 @@ IF_MATCH_SET = OpenApiParameter(
         "exists (except for a dry run): 428 without it, 412 when stale"
     ),
 )
+
+
+# A Cortex release from 1.15 on (older ones have no per-tenant
+# `max_outstanding_requests_per_tenant`), as `1.17`, `1.15.3` or `v1.18.0`;
+# the schema states it, so the server reads exactly what the schema allows.
+_NUMBER = "(?:0|[1-9][0-9]{0,3})"
+_FROM_1_15 = (
+    f"(?:1\\.(?:1[5-9]|[2-9][0-9]|[1-9][0-9]{{2,3}})|(?:[2-9]|[1-9][0-9]{{1,3}})\\.{_NUMBER})"
+)
+CORTEX_VERSION_PATTERN = f"^v?({_FROM_1_15})(?:\\.{_NUMBER})?$"
+_CORTEX_VERSION = re.compile(CORTEX_VERSION_PATTERN)
+
+CORTEX_VERSION = OpenApiParameter(
+    "cortex_version",
+    {"type": "string", "pattern": CORTEX_VERSION_PATTERN},
+    OpenApiParameter.QUERY,
+    description=(
+        "the Cortex version the export is for (1.15 or later, e.g. 1.15.3, 1.17): fields "
+        "it does not know are left out (query_priority before 1.17, query_rejection "
+        "before 1.18, max_query_capacity always, as no Cortex has it); absent: every field"
+    ),
+)
+
+
+def _cortex_version(request: Request) -> tuple[int, int] | None:
+    """`?cortex_version=` as (major, minor); absent or empty: None (every field)."""
+    raw = request.query_params.get(CORTEX_VERSION.name) or None
+    if raw is None:
+        return None
+    match = _CORTEX_VERSION.fullmatch(raw)
+    if match is None:
+        shown = raw if len(raw) <= 40 else f"{raw[:37]}..."
+        message = (
+            f"must be a Cortex version from 1.15 on, such as 1.15.3 or 1.17, got {shown!r} "
+            "(older Cortex has no per-tenant max_outstanding_requests_per_tenant)"
+        )
+        raise ValidationError({CORTEX_VERSION.name: [message]})
+    major, minor = match[1].split(".")
+    return int(major), int(minor)
+
+
+class UnreadableForVersion(APIException):
+    """409: the stored rules use fields the named Cortex version cannot read."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "the named Cortex version cannot read the stored rules"
+    default_code = "unreadable_for_version"
+
+
+def _export_for(overrides: dict[str, Any], cortex: tuple[int, int] | None) -> dict[str, Any]:
+    """Every tenant's block as `cortex` (None: any version) reads it.
+
+    A 409 naming `cortex_version` lists every rule that version would read
+    differently (wider), rather than exporting it so.
+    """
+    out: dict[str, Any] = {}
+    unreadable: list[str] = []
+    for tenant_id, block in overrides.items():
+        out[tenant_id], paths = block_for_cortex(block, cortex)
+        unreadable += [f"{OVERRIDES}.{tenant_id}.{path}" for path in paths]
+    if unreadable:
+        shown = ", ".join(unreadable[:10]) + (", ..." if len(unreadable) > 10 else "")
+        named = ".".join(str(part) for part in cortex or ())
+        message = (
+            f"Cortex {named} cannot read these query_priority attribute "
+            f"fields (1.18 added them), and without them the rules would match more "
+            f"queries: {shown}"
+        )
+        raise UnreadableForVersion({CORTEX_VERSION.name: [message]})
+    return out
 
 
 def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
@@ -120,6 +198,14 @@ class RuntimeConfigView(ApiView):
             exists="tenants exist",
         )
 
+    def handle_exception(self, exc: Exception) -> Response:
+        # An error is answered in JSON, as every API error, also to a client
+        # that asked for the YAML export: one error shape to read, and never
+        # a YAML mapping a pipeline could mistake for a runtime-config file.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
     def get_renderers(self) -> list[BaseRenderer]:
         # The export reads as YAML by default; the import's report as JSON.
         renderers = super().get_renderers()
@@ -129,7 +215,7 @@ class RuntimeConfigView(ApiView):
 
     @extend_schema(
         operation_id="runtime_config_retrieve",
-        parameters=[IF_NONE_MATCH],
+        parameters=[CORTEX_VERSION, IF_NONE_MATCH],
         responses={
             304: OpenApiResponse(description="If-None-Match names the current version"),
             (200, "application/yaml"): OpenApiResponse(
@@ -137,14 +223,23 @@ class RuntimeConfigView(ApiView):
             ),
             (200, "application/json"): OpenApiTypes.OBJECT,
             **errors(400),
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description=(
+                    "cortex_version names a Cortex that cannot read a stored rule's "
+                    "attribute field (1.17: those 1.18 added); left out, the rule would "
+                    "match more queries"
+                ),
+            ),
         },
     )
     def get(self, request: Request) -> Response:
+        cortex = _cortex_version(request)
         version = selectors.overrides_version_get()
         if not_modified(request, version):
             response = Response(status=status.HTTP_304_NOT_MODIFIED)
         else:
-            response = Response({OVERRIDES: selectors.runtime_config_export()})
+            response = Response({OVERRIDES: _export_for(selectors.runtime_config_export(), cortex)})
         response["ETag"] = etag_for(version)
         return response
 

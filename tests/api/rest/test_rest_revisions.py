@@ -136,3 +136,27 @@ def test_rolling_back_a_creation_deletes_the_tenant(editor_api, rules):
 def test_unknown_revisions_are_404(editor_api):
     assert editor_api.get("/api/v1/revisions/999/").status_code == 404
     assert editor_api.post("/api/v1/revisions/999/rollback/").status_code == 404
+
+
+def test_a_rollback_that_no_longer_validates_keeps_dotted_tenant_ids_whole(editor_api):
+    """A rolled-back import restores blocks as they were; one that the rules
+    now refuse is a 400 at `overrides.<tenant>.<field>`, the tenant's ID whole."""
+    runtime_config = "/api/v1/runtime-config/"
+    block = "  team.payments: {max_queriers_per_tenant: 2}\n"
+    put = editor_api.put(runtime_config, "overrides:\n" + block, content_type="application/yaml")
+    emptied = editor_api.put(
+        runtime_config, "overrides: {}\n", content_type="application/yaml", HTTP_IF_MATCH="*"
+    )
+    assert put.status_code == emptied.status_code == 200
+    revision = ConfigRevision.objects.get(pk=emptied.json()["revision_id"])
+    # What the rules would refuse today (written past the validator, as a
+    # tightened rule leaves an old revision).
+    revision.before = {"team.payments": {"max_queriers_per_tenant": -1}}
+    revision.save(update_fields=["before"])
+    count = ConfigRevision.objects.count()
+    response = editor_api.post(f"/api/v1/revisions/{revision.pk}/rollback/")
+    assert response.status_code == 400
+    assert response.json() == {
+        "overrides": {"team.payments": {"max_queriers_per_tenant": ["must be >= 0, got -1"]}}
+    }
+    assert ConfigRevision.objects.count() == count
