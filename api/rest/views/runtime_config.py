@@ -207,9 +207,10 @@ class RuntimeConfigView(ApiView):
         return super().handle_exception(exc)
 
     def get_renderers(self) -> list[BaseRenderer]:
-        # The export reads as YAML by default; the import's report as JSON.
+        # The export (GET, and HEAD with its headers) reads as YAML by default;
+        # the import's report as JSON.
         renderers = super().get_renderers()
-        if self.request is not None and self.request.method != "GET":
+        if self.request is not None and self.request.method not in ("GET", "HEAD"):
             renderers.sort(key=lambda r: not isinstance(r, JSONRenderer))
         return renderers
 

@@ -56,3 +56,10 @@ def test_an_import_no_renderer_can_answer_is_406_in_json(editor_api):
     )
     assert response.status_code == 406
     assert response["Content-Type"] == "application/json"
+
+
+def test_a_head_of_the_export_carries_the_headers_a_get_would(editor_api, stored):
+    got, head = editor_api.get(URL), editor_api.head(URL)
+    assert head.status_code == 200 and head.content == b""
+    for header in ("Content-Type", "ETag", "Content-Length"):
+        assert head[header] == got[header], header
