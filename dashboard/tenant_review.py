@@ -53,6 +53,12 @@ def views_context(
 def _verdict(explained: dict[str, Any] | None) -> dict[str, Any] | None:
     if not explained or "problem" in explained:
         return explained
+    rejected_by = explained.get("rejected_by")
+    if rejected_by is not None:
+        # Rejection is judged before priority: such a request is answered 422
+        # and never queued, so the priority the rules would give it means nothing.
+        how = f"query rejection attribute {rejected_by + 1}"
+        return {"rejected": True, "how": how, "component": explained["component"]}
     source = explained["source"]
     if source == "rule":
         how = f"rule {explained['rule_index'] + 1}, attribute {explained['attribute_index'] + 1}"
@@ -60,7 +66,12 @@ def _verdict(explained: dict[str, Any] | None) -> dict[str, Any] | None:
         how = "default priority: no rule matched"
     else:
         how = "priority disabled"
-    return {"priority": explained["priority"], "how": how, "component": explained["component"]}
+    return {
+        "rejected": False,
+        "priority": explained["priority"],
+        "how": how,
+        "component": explained["component"],
+    }
 
 
 def review_context(

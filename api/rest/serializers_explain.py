@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -25,6 +24,7 @@ from scheduler_core.bounds import (
     request_times_error,
     timestamp_error,
 )
+from scheduler_core.cortex_http import parse_duration_seconds, parse_prometheus_time
 from scheduler_core.federation import federated_tenants_error, normalized_org_id, org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
@@ -52,27 +52,44 @@ class TimestampField(serializers.Field):  # type: ignore[type-arg]
         if data is None:
             return None
         if isinstance(data, str):
-            try:
-                return _finite(float(data))
-            except ValueError:
-                pass
-            try:
-                return datetime.fromisoformat(data.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                self.fail("invalid")
+            return self._text(data)
         if isinstance(data, bool) or not isinstance(data, int | float):
             self.fail("invalid")
         return _finite(data)
 
-    default_error_messages = {"invalid": "must be unix seconds or an RFC 3339 time"}
+    def _text(self, data: str) -> float:
+        # Read as the querier reads a time parameter (and so the gRPC door):
+        # Python's own readers took times Prometheus answers 400 (a naive
+        # "2026-01-02T03:04:05", read in the server's time zone; a bare date;
+        # " 5") and rounded a fraction Prometheus truncates to the millisecond.
+        seconds = parse_prometheus_time(data)
+        if seconds is not None:
+            return seconds
+        try:
+            number = float(data)
+        except ValueError:
+            self.fail("invalid")
+        _finite(number)  # beyond Prometheus' range: the error says which bound
+        self.fail("invalid")
+
+    default_error_messages = {
+        "invalid": "must be unix seconds or an RFC 3339 time with a zone (as Prometheus reads them)"
+    }
 
 
 class StepField(DurationField):
-    """A step as a Prometheus duration or seconds; gives seconds."""
+    """A step as a Prometheus duration or seconds (a number, or text); gives seconds."""
 
     def to_internal_value(self, data: Any) -> float | None:
         if data is None:
             return None
+        if isinstance(data, str):
+            # The step parameter as Cortex reads it ("15", "0.5", "1m30s";
+            # truncated to the millisecond), so a step copied from a request
+            # URL explains as the gRPC door admits it; else the error below.
+            seconds = parse_duration_seconds(data)
+            if seconds is not None:
+                return seconds
         try:
             seconds = parse_duration(data)
         except InvalidDuration as exc:
@@ -114,13 +131,16 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
     )
     query = TextField(required=False, allow_blank=True, default="", max_length=65536)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
-    start = TimestampField(required=False, default=None)
-    end = TimestampField(required=False, default=None)
-    step = StepField(required=False, default=None)
+    # null is "not given", as docs/api.md's example sends it.
+    start = TimestampField(required=False, default=None, allow_null=True)
+    end = TimestampField(required=False, default=None, allow_null=True)
+    step = StepField(required=False, default=None, allow_null=True)
     headers = serializers.DictField(
         child=TextField(allow_blank=True, max_length=4096), default=dict
     )
-    now = TimestampField(required=False, default=None, help_text="evaluate as of; default now")
+    now = TimestampField(
+        required=False, default=None, allow_null=True, help_text="evaluate as of; default now"
+    )
     tenant_config = TenantBlockField(
         required=False, default=None, allow_null=True, help_text="explain against a draft block"
     )

@@ -1,0 +1,99 @@
+"""The first Save's review: the verdict on the last query tried says what admission will do."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from api.store import services
+from api.store.models import ConfigRevision
+
+pytestmark = pytest.mark.django_db
+
+PRIORITY = {
+    "enabled": True,
+    "default_priority": 1,
+    "priorities": [{"priority": 5, "query_attributes": [{"regex": "errors"}]}],
+}
+
+URL = "/tenants/acme/"
+SAVED = """acme:
+  query_priority:
+    enabled: true
+    default_priority: 1
+    priorities:
+      - priority: 5
+        query_attributes:
+          - regex: errors
+"""
+REJECTING = (
+    SAVED
+    + """  query_rejection:
+    enabled: true
+    query_attributes:
+      - regex: "^sum\\\\(rate\\\\(errors"
+"""
+)
+
+
+def _review(client: Client, text: str, version: int) -> str:
+    answer = client.post(
+        URL,
+        {
+            "view": "yaml",
+            "yaml": text,
+            "action": "save",
+            "version": str(version),
+            "explain_query": "sum(rate(errors_total[5m]))",
+            "explain_api_type": "query",
+        },
+    )
+    assert answer.status_code == 200 and 'id="review"' in answer.content.decode()
+    return answer.content.decode()
+
+
+def _verdict(page: str, side: str) -> str:
+    found = re.search(rf'<strong id="verdict-{side}">([^<]*)</strong> \(([^)]*)\)', page)
+    assert found, f"no {side} verdict in the review"
+    return f"{found.group(1)} ({found.group(2)})"
+
+
+def test_a_draft_that_rejects_the_last_query_tried_says_rejected_not_a_priority(
+    editor_client: Client,
+) -> None:
+    saved = services.tenant_put(
+        tenant_id="acme",
+        config={"query_priority": PRIORITY},
+        expected_version=None,
+        author=None,
+        source="cli",
+    )
+    page = _review(editor_client, REJECTING, saved.version)
+    # Admission judges rejection first: the request is answered 422, never queued.
+    assert _verdict(page, "draft") == "rejected (HTTP 422) (query rejection attribute 1)"
+    assert "never queued" in page
+    assert _verdict(page, "saved") == "5 (rule 1, attribute 1)"
+    assert ConfigRevision.objects.count() == 1
+
+
+def test_a_draft_that_lifts_a_rejection_says_what_the_saved_config_does(
+    editor_client: Client,
+) -> None:
+    saved = services.tenant_put(
+        tenant_id="acme",
+        config={
+            "query_priority": PRIORITY,
+            "query_rejection": {
+                "enabled": True,
+                "query_attributes": [{"regex": "^sum\\(rate\\(errors"}],
+            },
+        },
+        expected_version=None,
+        author=None,
+        source="cli",
+    )
+    page = _review(editor_client, SAVED, saved.version)
+    assert _verdict(page, "draft") == "5 (rule 1, attribute 1)"
+    assert _verdict(page, "saved") == "rejected (HTTP 422) (query rejection attribute 1)"
