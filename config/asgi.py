@@ -17,6 +17,7 @@ import gc
 import importlib
 import logging
 import os
+from http import HTTPStatus
 from typing import Any
 
 import autobahn.util as autobahn_util
@@ -29,6 +30,7 @@ from django.core.asgi import get_asgi_application
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404
 from django.urls import re_path
+from twisted.web import http as twisted_http
 
 __all__ = [
     "MACHINE_PREFIXES",
@@ -82,6 +84,12 @@ log = logging.getLogger(__name__)
 # threshold makes passes rare.
 gc.freeze()
 gc.set_threshold(settings.GC_GEN0_THRESHOLD, 20, 20)
+
+# Twisted names no reason phrase for 422, 428, 429, 431 or 451, so Daphne's
+# status line read `HTTP/1.1 429 Unknown Status` (the line proxies and
+# clients log). The standard phrases, for every code Twisted lacks.
+for _status in HTTPStatus:
+    twisted_http.RESPONSES.setdefault(_status.value, _status.phrase.encode())
 
 # Daphne's websocket layer (autobahn) builds the arguments of its debug log
 # lines on every frame, with debug logging off too, and colours them with

@@ -6,6 +6,7 @@ it, and the live queue snapshot (served by the same process) shows it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -93,3 +94,15 @@ def test_a_rejected_write_leaves_the_running_scheduler_alone(server):
     )
     assert status == 400 and "max_outstanding_requests_per_tenant" in errors
     assert (_tenant_row(server, token, "live-2") or {}).get("max_outstanding") == 5
+
+
+def test_a_428_is_named_on_the_status_line_not_unknown_status(server):
+    # Twisted knows no phrase for 422, 428 or 429: Daphne sent "Unknown Status".
+    token = server.issue_token("editor", "editor-3")
+    assert _call(server, token, "PUT", "/api/v1/tenants/live-3/", {})[0] == 201
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    connection.request("PUT", "/api/v1/tenants/live-3/", body=b"{}", headers=headers)
+    response = connection.getresponse()
+    assert (response.status, response.reason) == (428, "Precondition Required")
+    connection.close()
