@@ -58,8 +58,9 @@ def api_token_expiry_check(expires_at: datetime) -> datetime:
         raise TokenExpiryError("is out of range (years 1 to 9999, in UTC)") from exc
     now = timezone.now()
     if expires_at <= now:
+        shown = now.isoformat(timespec="seconds")
         raise TokenExpiryError(
-            f"{expires_at.isoformat()} is not in the future (now {now.isoformat()}); "
+            f"{expires_at.isoformat()} is not in the future (now {shown}); "
             "leave the expiry out for a token that never expires"
         )
     return expires_at

@@ -86,6 +86,17 @@ def test_an_expiry_given_in_another_time_zone_is_stored_as_the_same_instant_in_u
     assert stored == asked and stored.utcoffset() == timedelta(0)
 
 
+def test_an_expiry_in_the_past_is_refused_with_now_to_the_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    set_clock(monkeypatch, datetime(2026, 12, 6, 6, 13, 51, 460136, tzinfo=UTC))
+    with pytest.raises(tokens.TokenExpiryError) as refused:
+        services.api_token_issue(
+            name="ci", role="viewer", expires_at=datetime(2020, 1, 1, tzinfo=UTC)
+        )
+    assert "(now 2026-12-06T06:13:51+00:00)" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("expires_at", "error"),
     [
