@@ -23,6 +23,7 @@ from api.wire import rule_reports
 from dashboard.access import role_required
 from dashboard.explain_box import NOT_A_BLOCK, rules_problem
 from dashboard.tenant_draft import draft_from_post
+from scheduler_core.dry_run import EXAMPLES_PER_CHANGE
 from scheduler_core.errors import ConfigInvalid
 from scheduler_core.model import TenantLimits
 from scheduler_core.rule_stats import limits_fingerprint
@@ -49,7 +50,19 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
             dict(row, from_label=_label(row["from"]), to_label=_label(row["to"]))
             for row in report["changed"]
         ],
-        "changed_total": sum(row["count"] for row in report["changed"]),
+        "changed_total": _changed_total(report),
+        # Requests of federated IDs naming the tenant are in the counts above;
+        # listed by ID, so none is taken for the tenant's own traffic.
+        "federated_rows": [
+            dict(
+                row,
+                changed_total=_changed_total(row),
+                examples=[q for change in row["changed"] for q in change["examples"]][
+                    :EXAMPLES_PER_CHANGE
+                ],
+            )
+            for row in report.get("federated", [])
+        ],
         "reservation_rows": [
             {"priority": p, "before": before.get(p, []), "after": after.get(p, [])} for p in levels
         ],
@@ -65,6 +78,10 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
             for label, side in (("Now", "before"), ("With the form", "after"))
         ],
     }
+
+
+def _changed_total(report: Mapping[str, Any]) -> int:
+    return sum(row["count"] for row in report["changed"])
 
 
 def _below_reserved(serving: Mapping[str, Any], by_priority: Mapping[str, int]) -> int | None:

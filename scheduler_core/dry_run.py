@@ -8,6 +8,10 @@ live scheduler gives it once the draft is saved. Every request lands in one
 bucket: `rejected` (the draft rejects it), `unchanged` (same priority as
 now), or one `changed` row (from the current priority, or "rejected", to the
 draft's), so `sample == rejected + unchanged + sum(changed counts)`.
+Requests of federated IDs naming the tenant (sampled under `a|b`) are
+replayed too, under the ID's combined limits before and with the draft in
+place of the tenant's block, and counted both in those buckets and in a
+`federated` row per ID.
 
 Pure and picklable in and out, so it runs in the niced worker process (see
 `api.rest.offload`) and never on the scheduler's loop.
@@ -19,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from scheduler_core.classify import query_info
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import TenantLimits
 from scheduler_core.queue_snapshot import reservations_of
 from scheduler_core.rejection import Verdict, judge
@@ -31,6 +36,8 @@ from scheduler_core.tenant_querier_assignment import (
 
 __all__ = [
     "EXAMPLES_PER_CHANGE",
+    "FederatedRows",
+    "limits_of",
     "replay",
     "replay_many",
     "reservations",
@@ -66,8 +73,58 @@ def _outcome(verdict: Verdict) -> int | str:
     return _REJECTED if verdict.rejected else verdict.priority
 
 
+class _Tally:
+    """The buckets of one replay (see module doc)."""
+
+    def __init__(self) -> None:
+        self.sample = self.unchanged = self.rejected = 0
+        self.changes: dict[tuple[int | str, int | str], list[Any]] = {}
+        self.admitted: tuple[dict[int, int], dict[int, int]] = ({}, {})
+
+    def add(self, now: int | str, draft: int | str, query: str) -> None:
+        self.sample += 1
+        for counts, outcome in zip(self.admitted, (now, draft), strict=True):
+            if outcome != _REJECTED:
+                counts[int(outcome)] = counts.get(int(outcome), 0) + 1
+        if draft == _REJECTED:
+            self.rejected += 1
+        elif now == draft:
+            self.unchanged += 1
+        else:
+            slot = self.changes.setdefault((now, draft), [0, []])
+            slot[0] += 1
+            if len(slot[1]) < EXAMPLES_PER_CHANGE and query not in slot[1]:
+                slot[1].append(query)
+
+    def report(self) -> dict[str, Any]:
+        changed = [
+            {"from": old, "to": new, "count": count, "examples": examples}
+            for (old, new), (count, examples) in sorted(
+                self.changes.items(), key=lambda item: (-item[1][0], str(item[0]))
+            )
+        ]
+        by_priority = {
+            side: {str(p): counts[p] for p in sorted(counts, reverse=True)}
+            for side, counts in zip(("before", "after"), self.admitted, strict=True)
+        }
+        return {
+            "sample": self.sample,
+            "unchanged": self.unchanged,
+            "changed": changed,
+            "rejected": self.rejected,
+            "by_priority": by_priority,
+        }
+
+
+# (federated org ID, its sampled rows, its limits now, its limits with the draft)
+FederatedRows = tuple[str, Sequence[Sequence[Any]], TenantLimits, TenantLimits]
+
+
 def replay(
-    rows: Iterable[Sequence[Any]], before: TenantLimits, after: TenantLimits
+    rows: Iterable[Sequence[Any]],
+    before: TenantLimits,
+    after: TenantLimits,
+    federated: Sequence[FederatedRows] = (),
 ) -> dict[str, Any]:
     """The traffic part of a dry-run report: sample, unchanged, changed, rejected.
 
@@ -75,43 +132,33 @@ def replay(
     (`after`), the requests each admits by the priority it gives them (as
     text): with the reservations, how many wait for the queriers left to
     the lower priorities.
+
+    `federated`: requests of federated org IDs naming the tenant, each ID's
+    judged by its own pair of (combined) limits. They count in the totals
+    above, after the tenant's own (so its own queries are the first
+    examples), and each ID also gets a `federated` row of its own buckets,
+    so the report says which of the sample were not the tenant's own.
     """
-    sample = unchanged = rejected = 0
-    changes: dict[tuple[int | str, int | str], list[Any]] = {}
-    admitted: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    whole = _Tally()
     for row in rows:
-        sample += 1
-        now, draft = _outcome(verdict_of_row(row, before)), _outcome(verdict_of_row(row, after))
-        for counts, outcome in zip(admitted, (now, draft), strict=True):
-            if outcome != _REJECTED:
-                counts[int(outcome)] = counts.get(int(outcome), 0) + 1
-        if draft == _REJECTED:
-            rejected += 1
-        elif now == draft:
-            unchanged += 1
-        else:
-            slot = changes.setdefault((now, draft), [0, []])
-            slot[0] += 1
-            query = row[1]
-            if len(slot[1]) < EXAMPLES_PER_CHANGE and query not in slot[1]:
-                slot[1].append(query)
-    changed = [
-        {"from": old, "to": new, "count": count, "examples": examples}
-        for (old, new), (count, examples) in sorted(
-            changes.items(), key=lambda item: (-item[1][0], str(item[0]))
-        )
-    ]
-    by_priority = {
-        side: {str(p): counts[p] for p in sorted(counts, reverse=True)}
-        for side, counts in zip(("before", "after"), admitted, strict=True)
-    }
-    return {
-        "sample": sample,
-        "unchanged": unchanged,
-        "changed": changed,
-        "rejected": rejected,
-        "by_priority": by_priority,
-    }
+        whole.add(*_outcomes(row, before, after))
+    parts = []
+    for org_id, org_rows, org_before, org_after in federated:
+        part = _Tally()
+        for row in org_rows:
+            outcome = _outcomes(row, org_before, org_after)
+            whole.add(*outcome)
+            part.add(*outcome)
+        if part.sample:
+            parts.append({"org_id": org_id, **part.report()})
+    return {**whole.report(), "federated": parts}
+
+
+def _outcomes(
+    row: Sequence[Any], before: TenantLimits, after: TenantLimits
+) -> tuple[int | str, int | str, str]:
+    now, draft = _outcome(verdict_of_row(row, before)), _outcome(verdict_of_row(row, after))
+    return now, draft, row[1]
 
 
 def serving_of(tenant_id: str, limits: TenantLimits, queriers: Sequence[str]) -> TenantServing:
@@ -145,25 +192,36 @@ def reserved_by_priority(served: TenantServing) -> dict[str, list[str]]:
     return {str(priority): ids for priority, ids in served.by_priority().items()}
 
 
-def replay_many(
-    jobs: Sequence[tuple[str, Sequence[Sequence[Any]], dict[str, Any], dict[str, Any]]],
-) -> dict[str, dict[str, Any]]:
-    """`replay` for several tenants: (tenant, rows, saved block, draft block) each.
+def limits_of(raw: Any) -> TenantLimits:
+    """Limits of a raw tenant block, or of a list of blocks: a federated ID's tenants, in ID order.
 
-    Blocks are raw tenant configs (rebuilt here, so only plain values cross
-    a process boundary); a block that no longer validates counts as the
-    defaults, as the scheduler treats it.
+    Rebuilt here, so only plain values cross a process boundary. A block
+    that no longer validates counts as the defaults, as the scheduler treats
+    it; a list gives the combined limits the doors give the federated ID.
     """
     from scheduler_core.errors import ConfigInvalid
     from scheduler_core.validation import tenant_limits_from_dict
 
-    def limits_of(raw: dict[str, Any]) -> TenantLimits:
-        try:
-            return tenant_limits_from_dict(raw)
-        except ConfigInvalid:
-            return TenantLimits()
+    if isinstance(raw, list):
+        return combined_limits([limits_of(block) for block in raw])
+    try:
+        return tenant_limits_from_dict(raw)
+    except ConfigInvalid:
+        return TenantLimits()
 
-    return {
-        tenant_id: replay(rows, limits_of(before), limits_of(after))
-        for tenant_id, rows, before, after in jobs
-    }
+
+def replay_many(jobs: Sequence[Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """`replay` for several tenants: (tenant, rows, saved, draft[, federated]) each.
+
+    `saved` and `draft` are raw blocks, or lists of blocks (`limits_of`);
+    `federated`, if given, holds (org ID, rows, saved, draft) of each
+    federated ID naming the tenant, its blocks lists in ID order.
+    """
+    reports = {}
+    for tenant_id, rows, before, after, *more in jobs:
+        federated = [
+            (org_id, org_rows, limits_of(saved), limits_of(draft))
+            for org_id, org_rows, saved, draft in (more[0] if more else ())
+        ]
+        reports[tenant_id] = replay(rows, limits_of(before), limits_of(after), federated)
+    return reports

@@ -12,6 +12,11 @@ which the last 5 and 60 (the newest partial) make the 5m and 1h windows.
 Lifetime totals (what the Prometheus counters export) are the current
 records plus everything folded from records that ended, so counters never
 go down when a config changes. The clock is injected (monotonic seconds).
+
+A federated ID's requests (`a|b`) are counted once, under the whole ID and
+its combined limits, so counting stays a few increments per request; a
+tenant it names reads them through `member_share` when its counts are
+read, which costs nothing per request.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler_core.model import TenantLimits
@@ -29,9 +34,12 @@ __all__ = [
     "BUCKET_SECONDS",
     "DEFAULT_LABEL",
     "WINDOWS",
+    "MemberShare",
     "RuleCounts",
     "RuleStats",
     "limits_fingerprint",
+    "member_share",
+    "naming",
     "slot_layout",
 ]
 
@@ -91,6 +99,65 @@ class RuleCounts:
         start = slot_layout(self.limits)[1][rule]
         size = len(self.limits.query_priority.priorities[rule].query_attributes)
         return {name: sum(counts[start : start + size]) for name, counts in self.windows.items()}
+
+
+def naming(tenant_id: str, org_ids: Iterable[str]) -> list[str]:
+    """The federated org IDs among `org_ids` that name `tenant_id`, sorted."""
+    return sorted(o for o in org_ids if "|" in o and tenant_id in o.split("|"))
+
+
+@dataclass(frozen=True, slots=True)
+class MemberShare:
+    """How one tenant of a federated ID reads that ID's counts.
+
+    A federated ID's requests are counted under the whole ID, in the layout
+    of its combined limits (`federation.combined_limits`): every tenant's
+    enabled rejection attributes in ID order, then the priority rules of the
+    first tenant with priority enabled. `slots` maps a slot of that layout
+    to the member's own; a slot left out is a decision another tenant's
+    rules made (counted in the member's total only). `priority_from` names
+    the tenant whose priority rules judged the ID (None: nobody's enabled).
+    """
+
+    priority_from: str | None
+    slots: dict[int, int]
+
+    def fold(self, windows: Mapping[str, Sequence[int]], size: int) -> dict[str, list[int]]:
+        """The combined counts (by window, by slot) in the member's layout of `size` slots."""
+        folded: dict[str, list[int]] = {}
+        for name, counts in windows.items():
+            mine = [0] * size
+            for combined, own in self.slots.items():
+                if combined < len(counts) and own < size:
+                    mine[own] += counts[combined]
+            folded[name] = mine
+        return folded
+
+
+def member_share(org_id: str, member: str, parts: Mapping[str, TenantLimits]) -> MemberShare:
+    """`member`'s share of the normalised federated `org_id`, given each tenant's limits."""
+    tenants = org_id.split("|")
+    own = parts[member]
+    slots = {_TOTAL: _TOTAL}
+    offset = 0
+    for tenant in tenants:
+        rejection = parts[tenant].query_rejection
+        if not rejection.enabled:
+            continue
+        if tenant == member:
+            for k in range(len(rejection.query_attributes)):
+                slots[2 + offset + k] = 2 + k
+        offset += len(rejection.query_attributes)
+    owner = next((t for t in tenants if parts[t].query_priority.enabled), None)
+    if owner is None or owner == member:
+        # Nobody's rules: the default, as for a tenant with priority disabled.
+        slots[_DEFAULT] = _DEFAULT
+    if owner == member:
+        first_own = 2 + len(own.query_rejection.query_attributes)
+        rules = own.query_priority.priorities
+        for j in range(sum(len(p.query_attributes) for p in rules)):
+            slots[2 + offset + j] = first_own + j
+    return MemberShare(owner, slots)
 
 
 class _Record:

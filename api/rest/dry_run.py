@@ -17,23 +17,16 @@ from django.conf import settings
 
 from api.rest import offload
 from api.wire.queue_rows import serving_body
-from scheduler_core.dry_run import replay_many, reserved_by_priority, serving_of
-from scheduler_core.errors import ConfigInvalid
-from scheduler_core.model import TenantLimits
-from scheduler_core.validation import tenant_limits_from_dict
+from scheduler_core.dry_run import limits_of, replay_many, reserved_by_priority, serving_of
 
 __all__ = ["TrafficJob", "offloaded", "tenant_reports", "traffic_report"]
 
 T = TypeVar("T")
-# (tenant, sampled rows, saved block, draft block)
-TrafficJob = tuple[str, Sequence[Sequence[Any]], dict[str, Any], dict[str, Any]]
-
-
-def _limits(raw: Mapping[str, Any]) -> TenantLimits:
-    try:
-        return tenant_limits_from_dict(raw)
-    except ConfigInvalid:
-        return TenantLimits()
+# (tenant, sampled rows, saved block, draft block[, federated]): a block is a
+# tenant block or, for a federated ID, its tenants' blocks in ID order;
+# `federated` the (org ID, rows, saved, draft) of the federated IDs naming
+# the tenant (`scheduler_core.dry_run.replay_many`).
+TrafficJob = tuple[Any, ...]
 
 
 def tenant_reports(
@@ -45,9 +38,9 @@ def tenant_reports(
     shard as well: a draft may change its size).
     """
     reports = replay_many(jobs)
-    for tenant_id, _, before, after in jobs:
-        now = serving_of(tenant_id, _limits(before), queriers)
-        then = serving_of(tenant_id, _limits(after), queriers)
+    for tenant_id, _, before, after, *_federated in jobs:
+        now = serving_of(tenant_id, limits_of(before), queriers)
+        then = serving_of(tenant_id, limits_of(after), queriers)
         reports[tenant_id]["reservations"] = {
             "before": reserved_by_priority(now),
             "after": reserved_by_priority(then),
@@ -64,23 +57,23 @@ def traffic_report(
     """A runtime-config import's traffic part: each sampled tenant, saved vs file.
 
     Runs where the import runs (the worker); a tenant the file leaves out
-    would be deleted, so it is replayed against the defaults.
+    would be deleted, so it is replayed against the defaults. A federated
+    ID's traffic (`a|b`, sampled under that ID) is replayed under its
+    tenants' combined limits, saved vs file, as the doors would judge it.
     """
     from api.store import selectors
 
     saved = selectors.runtime_config_export()
     wanted = overrides if isinstance(overrides, Mapping) else {}
-    jobs: list[TrafficJob] = []
-    for tenant_id, rows in traffic:
-        after = wanted.get(tenant_id)
-        jobs.append(
-            (
-                tenant_id,
-                rows,
-                dict(saved.get(tenant_id) or {}),
-                dict(after) if isinstance(after, Mapping) else {},
-            )
-        )
+
+    def blocks(source: Mapping[str, Any], org_id: str) -> Any:
+        found = [source.get(tenant) for tenant in org_id.split("|")]
+        plain = [dict(block) if isinstance(block, Mapping) else {} for block in found]
+        return plain if "|" in org_id else plain[0]
+
+    jobs: list[TrafficJob] = [
+        (org_id, rows, blocks(saved, org_id), blocks(wanted, org_id)) for org_id, rows in traffic
+    ]
     return tenant_reports(jobs, queriers)
 
 

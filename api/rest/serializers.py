@@ -244,6 +244,15 @@ class ReplicaHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     total = WindowCountsSerializer()
 
 
+class FederatedHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    org_id = serializers.CharField(help_text="a federated org ID naming this tenant (a|b)")
+    total = WindowCountsSerializer()
+    priority_rules_of = serializers.CharField(
+        allow_null=True,
+        help_text="the tenant whose priority rules judged its requests; null: none enabled",
+    )
+
+
 class RuleStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant = serializers.CharField()
     version = serializers.IntegerField(allow_null=True)
@@ -257,6 +266,9 @@ class RuleStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "(the span the windows cover; null: no replica counting, or none says)",
     )
     replicas = ReplicaHitsSerializer(many=True)
+    federated = FederatedHitsSerializer(
+        many=True, help_text="federated org IDs naming the tenant, counted above"
+    )
 
 
 class PriorityChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -293,6 +305,15 @@ class DryRunServingSerializer(serializers.Serializer):  # type: ignore[type-arg]
     after = ServingSerializer()
 
 
+class FederatedDryRunSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    org_id = serializers.CharField(help_text="a federated org ID naming this tenant (a|b)")
+    sample = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    changed = PriorityChangeSerializer(many=True)
+    rejected = serializers.IntegerField()
+    by_priority = DryRunAdmittedSerializer()
+
+
 class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     sample = serializers.IntegerField(help_text="sampled recent requests replayed")
     unchanged = serializers.IntegerField()
@@ -304,6 +325,10 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     reservations = ReservationsSerializer()
     serving = DryRunServingSerializer(
         help_text="who may serve the tenant now and with the draft, as queue/requests/ says"
+    )
+    federated = FederatedDryRunSerializer(
+        many=True,
+        help_text="requests of federated org IDs naming the tenant, counted above, by ID",
     )
 
 

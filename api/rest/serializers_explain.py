@@ -29,7 +29,14 @@ from scheduler_core.federation import federated_tenants_error, normalized_org_id
 from scheduler_core.model import API_TYPES, COMPONENTS
 from scheduler_core.validation import InvalidDuration, parse_duration
 
-__all__ = ["ExplainRequestSerializer", "ExplainResponseSerializer"]
+__all__ = ["MAX_MATCHERS", "ExplainRequestSerializer", "ExplainResponseSerializer"]
+
+MAX_QUERY_CHARS = 65536
+# `match[]` selectors one explained call may carry: their ',' join is also
+# held to MAX_QUERY_CHARS, the bound of the `query` it stands for.
+MAX_MATCHERS = 1000
+# The calls whose `match[]` the door keeps apart (`cortex_http`): every other.
+_EXPRESSION_CALLS = ("query", "query_range")
 
 
 @extend_schema_field(
@@ -129,7 +136,7 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
     tenant = TextField(
         min_length=1, help_text="an org ID as the doors take it: a tenant, or a federated a|b"
     )
-    query = TextField(required=False, allow_blank=True, default="", max_length=65536)
+    query = TextField(required=False, allow_blank=True, default="", max_length=MAX_QUERY_CHARS)
     api_type = serializers.ChoiceField(choices=list(API_TYPES), default="query")
     # null is "not given", as docs/api.md's example sends it.
     start = TimestampField(required=False, default=None, allow_null=True)
@@ -137,6 +144,17 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
     step = StepField(required=False, default=None, allow_null=True)
     headers = serializers.DictField(
         child=TextField(allow_blank=True, max_length=4096), default=dict
+    )
+    matchers = serializers.ListField(
+        child=TextField(allow_blank=True, max_length=MAX_QUERY_CHARS),
+        required=False,
+        default=None,
+        allow_null=True,
+        max_length=MAX_MATCHERS,
+        help_text=(
+            "a series/labels/label_values/metadata/other call's match[] selectors, each on its"
+            " own, as the gRPC door reads them; `query` is then empty or their ',' join"
+        ),
     )
     now = TimestampField(
         required=False, default=None, allow_null=True, help_text="evaluate as of; default now"
@@ -171,12 +189,33 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
                 raise serializers.ValidationError(f"{first!r} and {name!r} are the same header")
         return value
 
+    def validate_matchers(self, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(",".join(value)) > MAX_QUERY_CHARS:
+            raise serializers.ValidationError(
+                f"joined by ',' they must fit in {MAX_QUERY_CHARS} characters, as `query` does"
+            )
+        return value
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The check enqueue makes on both protocols, so explain never answers
         # for a request the scheduler would refuse (start after end, a zero step).
         problem = request_times_error(attrs.get("start"), attrs.get("end"), attrs.get("step"))
         if problem is not None:
             raise serializers.ValidationError({problem.field: [problem.message]})
+        matchers = attrs.get("matchers")
+        if matchers is not None:
+            if attrs["api_type"] in _EXPRESSION_CALLS:
+                raise serializers.ValidationError(
+                    {"matchers": [f"a {attrs['api_type']} call has no match[] selectors"]}
+                )
+            # The door's `query` of such a call is this join (the queue
+            # listing shows it); another text would explain another request.
+            joined = ",".join(matchers)
+            if attrs["query"] not in ("", joined):
+                raise serializers.ValidationError(
+                    {"query": ["with matchers, leave it empty or give their ',' join"]}
+                )
+            attrs["query"] = joined
         return attrs
 
 

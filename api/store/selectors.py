@@ -8,7 +8,7 @@ tenant is logged and left out rather than taking the scheduler down.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -277,12 +277,15 @@ def query_explain(
     headers: Mapping[str, str],
     now: float,
     draft_config: Any | None = None,
+    matchers: Sequence[str] | None = None,
 ) -> Explanation:
     """Component, data-select range and priority match of one request.
 
     Uses the same classifier and matcher as the scheduler's admission, with
     the stored scheduler settings' ingester/store windows, so the answer is
-    what the running scheduler would decide at `now`.
+    what the running scheduler would decide at `now`. `matchers` are a
+    metadata call's `match[]` selectors kept apart, as the gRPC door keeps
+    them (None: `query` is the one selector).
     """
     limits, configured = _explain_limits(tenant_id, draft_config)
     settings_now = queue_config_get()
@@ -296,6 +299,7 @@ def query_explain(
         now=now,
         query_ingesters_within=settings_now.query_ingesters_within,
         query_store_after=settings_now.query_store_after,
+        matchers=matchers,
     )
     return Explanation(
         tenant_id=tenant_id,

@@ -11,26 +11,39 @@ nothing to read, and the readers say so with None or empty results.
 from this replica's counts and the peers' (`api.cluster.replica_rules`),
 counting only records made under the tenant's current config (same
 fingerprint), so a replica that has not applied the latest version yet does
-not mix old rules' counts in.
+not mix old rules' counts in. The counts of federated IDs naming the
+tenant (`a|b` for `a`), current under their combined limits, are folded
+into its rules' (`scheduler_core.rule_stats.member_share`) and listed by ID.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
 
-from api.cluster.replica_rules import ReplicaCounts
+from api.cluster import replica_rules
+from api.cluster.replica_rules import PEERS, ReplicaCounts
 from api.wire import runtime_host
+from scheduler_core.federation import combined_limits
 from scheduler_core.model import TenantLimits
-from scheduler_core.rule_stats import WINDOWS, RuleCounts, limits_fingerprint, slot_layout
+from scheduler_core.rule_stats import (
+    WINDOWS,
+    RuleCounts,
+    limits_fingerprint,
+    member_share,
+    naming,
+    slot_layout,
+)
 from scheduler_core.traffic import SampledRequest
 
 __all__ = [
     "WINDOW_NAMES",
     "ReplicaCounts",
     "connected_queriers",
+    "federated_counts",
+    "federated_sample_rows",
     "local_counts",
     "local_counts_many",
     "rule_stats_body",
@@ -77,6 +90,47 @@ def sample_rows(tenant_ids: Iterable[str] | None = None) -> dict[str, list[tuple
     return {t: [e.to_row() for e in sample] for t, sample in entries.items()}
 
 
+async def _on_loop_federated_entries(tenant_id: str) -> dict[str, list[SampledRequest]]:
+    if not runtime_host.started():
+        return {}
+    traffic = runtime_host.get_host().admission_log.traffic
+    return await _on_loop_entries(naming(tenant_id, traffic.tenants()))
+
+
+def federated_sample_rows(tenant_id: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Sampled rows of each federated org ID naming the tenant (`a|b` for `a`).
+
+    Sampled under the whole ID, as admission judged them (combined limits).
+    """
+    if not runtime_host.started():
+        return {}
+    entries = async_to_sync(_on_loop_federated_entries)(tenant_id)
+    return {t: [e.to_row() for e in sample] for t, sample in entries.items()}
+
+
+async def _on_loop_federated_counts(tenant_id: str) -> dict[str, RuleCounts]:
+    if not runtime_host.started():
+        return {}
+    ids = naming(tenant_id, runtime_host.get_host().admission_log.stats.tenants())
+    return await _on_loop_counts(ids)
+
+
+def federated_counts(tenant_id: str) -> dict[str, list[ReplicaCounts]]:
+    """org ID -> every replica's counts of it, for the federated IDs naming the tenant.
+
+    Counted under the whole ID (admission's few increments per request stay
+    as they are); a tenant's rule-stats fold them in when read.
+    """
+    local = async_to_sync(_on_loop_federated_counts)(tenant_id) if runtime_host.started() else {}
+    peers = (org_id for tenants in (PEERS.tenants or {}).values() for org_id in tenants)
+    found = {}
+    for org_id in sorted(set(local) | set(naming(tenant_id, peers))):
+        counts = replica_rules.tenant_counts(org_id, local.get(org_id))
+        if counts:
+            found[org_id] = counts
+    return found
+
+
 async def _on_loop_queriers() -> list[str]:
     if not runtime_host.started():
         return []
@@ -109,14 +163,57 @@ def _at(windows: dict[str, list[int]], slot: int) -> dict[str, int]:
     return {name: windows[name][slot] for name in WINDOW_NAMES}
 
 
+def _federated_rows(
+    federated: Mapping[str, Sequence[ReplicaCounts]],
+    parts: Mapping[str, TenantLimits],
+    tenant_id: str,
+    total: dict[str, list[int]],
+) -> tuple[list[dict[str, Any]], list[float]]:
+    """Fold each federated ID's current counts into `total`; its rows, and the ages counted."""
+    rows, ages = [], []
+    for org_id, replicas in federated.items():
+        combined = combined_limits([parts[t] for t in org_id.split("|")])
+        fingerprint = limits_fingerprint(combined)
+        current = [r for r in replicas if r.fingerprint == fingerprint]
+        if not current:
+            continue
+        counts = _window_sums([r.windows for r in current], slot_layout(combined)[0])
+        share = member_share(org_id, tenant_id, parts)
+        for name, mine in share.fold(counts, len(total[WINDOW_NAMES[0]])).items():
+            if name in total:
+                total[name] = [a + b for a, b in zip(total[name], mine, strict=True)]
+        rows.append(
+            {"org_id": org_id, "total": _at(counts, 0), "priority_rules_of": share.priority_from}
+        )
+        ages += [r.age for r in current if r.age is not None]
+    return rows, ages
+
+
 def rule_stats_body(
-    tenant_id: str, version: int | None, limits: TenantLimits, replicas: Sequence[ReplicaCounts]
+    tenant_id: str,
+    version: int | None,
+    limits: TenantLimits,
+    replicas: Sequence[ReplicaCounts],
+    federated: Mapping[str, Sequence[ReplicaCounts]] | None = None,
+    parts: Mapping[str, TenantLimits] | None = None,
 ) -> dict[str, Any]:
-    """The REST shape, summed over the replicas counting under `limits`."""
+    """The REST shape, summed over the replicas counting under `limits`.
+
+    `federated`: every replica's counts of each federated ID naming the
+    tenant (`federated_counts`), with `parts` the current limits of every
+    tenant those IDs name. Those counted under the ID's combined limits as
+    they stand now are folded in: into `total`, into each of this tenant's
+    rules and rejection attributes they matched, and one `federated` row
+    per ID, so its requests are not taken for the tenant's own.
+    """
     fingerprint = limits_fingerprint(limits)
     size, starts = slot_layout(limits)
     current = [r for r in replicas if r.fingerprint == fingerprint]
     total = _window_sums([r.windows for r in current], size)
+    federated_rows, federated_ages = _federated_rows(
+        federated or {}, {**(parts or {}), tenant_id: limits}, tenant_id, total
+    )
+    ages = [r.age for r in current if r.age is not None] + federated_ages
     priorities = []
     for rule, pdef in enumerate(limits.query_priority.priorities):
         attributes = [
@@ -140,7 +237,7 @@ def rule_stats_body(
         "total": _at(total, 0),
         # The longest any replica has counted under this config: the 1h
         # window covers less than an hour until this reaches 3600.
-        "counting_seconds": max((r.age for r in current if r.age is not None), default=None),
+        "counting_seconds": max(ages, default=None),
         "replicas": [
             {
                 "replica": r.replica,
@@ -149,4 +246,5 @@ def rule_stats_body(
             }
             for r in replicas
         ],
+        "federated": federated_rows,
     }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from dashboard.explain_box import EXPLAIN_DEFAULTS, EXPLAIN_FIELDS, rules_problem, run_explain
 from scheduler_core.errors import FieldError
 
@@ -47,3 +49,36 @@ def test_an_error_about_the_whole_block_says_so() -> None:
     assert rules_problem([FieldError("", "must be a mapping")]) == (
         "Fix the rules first: (whole block): must be a mapping."
     )
+
+
+WINDOWED: dict[str, Any] = {
+    "query_priority": {
+        "enabled": True,
+        "default_priority": 0,
+        # Matches only a query reading the last 10 minutes.
+        "priorities": [
+            {"priority": 5, "query_attributes": [{"time_window": {"start": "10m", "end": "0s"}}]}
+        ],
+    }
+}
+
+
+@pytest.mark.django_db
+def test_an_instant_query_is_evaluated_at_end_as_grafana_sends_it() -> None:
+    # The box's defaults: Start 1h ago, End now. Grafana's `time` is the end.
+    found = run_explain("acme", WINDOWED, _inputs(api_type="query"))
+    assert (found["priority"], found["source"]) == (5, "rule")
+    assert found["select"] == ("5m", "0s")
+
+
+@pytest.mark.django_db
+def test_an_instant_query_with_end_left_blank_is_evaluated_at_start() -> None:
+    found = run_explain("acme", WINDOWED, _inputs(api_type="query", end=""))
+    assert found["source"] == "default"
+    assert found["select"] == ("1h5m", "1h")
+
+
+@pytest.mark.django_db
+def test_an_instant_query_ignores_a_step_it_would_not_send() -> None:
+    found = run_explain("acme", WINDOWED, _inputs(api_type="query", step="0s"))
+    assert found["source"] == "rule"

@@ -183,3 +183,28 @@ def test_the_tenants_list_shows_the_default_priority_share(
     )
     html = viewer_client.get("/tenants/").content.decode()
     assert '75% <span class="muted">of 4</span>' in html
+
+
+def test_the_dry_run_box_lists_federated_requests_under_their_own_org_id(
+    viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
+    sampled(monkeypatch, "up")
+    saved = tenant_limits_from_dict(REJECTING)  # other|team: other has no block
+    log = AdmissionLog(RuleStats(lambda: 0.0))
+    for n, query in enumerate(["errors_total", "expensive_total"]):
+        info = query_info(query=query, api_type="query", start=1e9, end=1e9, step=None, headers={})
+        log.record("other|team", saved, judge(saved, info, 1e9), info, "ingester", 1e9 + n)
+    monkeypatch.setattr(
+        rule_reports,
+        "federated_sample_rows",
+        lambda tenant_id: {"other|team": log.traffic.rows("other|team")},
+    )
+    draft = {**REJECTING, "query_rejection": {"enabled": False, "query_attributes": []}}
+    data = {**_post_fields(draft), "query_rejection.present": "1"}
+    html = viewer_client.post("/tenants/team/dry-run/", data).content.decode()
+    assert 'id="dry-run-sample">3<' in html
+    (row,) = re.findall(r'<table class="dry-run-federated">.*?</table>', html, re.S)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[:4] == ["other|team", "2", "1", "0"]
+    assert "expensive_total" in cells[4] and "errors_total" not in cells[4]

@@ -158,6 +158,7 @@ class ExplainView(ApiView):
             headers=data["headers"],
             now=data["now"] if data["now"] is not None else time.time(),
             draft_config=data["tenant_config"],
+            matchers=data["matchers"],
         )
         actor = actor_body(data["headers"], selectors.queue_config_get())
         return Response(explanation_body(found, known_queriers(), actor))

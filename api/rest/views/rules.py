@@ -3,17 +3,19 @@
 rule-stats: how many requests each priority rule and attribute, the default
 priority and each rejection attribute took, in the last 5 minutes, the last
 hour and since the tenant's current version, summed over every replica
-counting under that version (with a `replicas` breakdown).
+counting under that version (with a `replicas` breakdown), including the
+requests of federated IDs naming the tenant (a `federated` row per ID).
 
 dry-run: the body is a tenant block (as for PUT); the answer says what it
-would change on this replica's recent sample of the tenant's traffic, and
-how the reserved queriers would change. It writes nothing; the matching runs
+would change on this replica's recent sample of the tenant's traffic (and of
+the federated IDs naming it, under their combined limits), and how the
+reserved queriers would change. It writes nothing; the matching runs
 in the import worker process (`api.rest.dry_run`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -28,8 +30,8 @@ from api.rest.views.base import ApiView, body_of, check_tenant_id, errors
 from api.store.exceptions import ConfigValidationError
 from api.store.models import Tenant
 from api.wire import rule_reports
+from scheduler_core.dry_run import limits_of
 from scheduler_core.errors import ConfigInvalid, FieldError
-from scheduler_core.model import TenantLimits
 from scheduler_core.validation import tenant_limits_from_dict
 
 __all__ = ["TenantDryRunView", "TenantRuleStatsView", "dry_run_report", "rule_stats_of"]
@@ -40,20 +42,26 @@ def _saved(tenant_id: str) -> tuple[int | None, dict[str, Any]]:
     return (None, {}) if row is None else (row[0], dict(row[1] or {}))
 
 
-def _limits(raw: Mapping[str, Any]) -> TenantLimits:
-    try:
-        return tenant_limits_from_dict(raw)
-    except ConfigInvalid:
-        return TenantLimits()
+def _saved_blocks(org_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The saved block of every tenant the org IDs name ({} for an unconfigured one)."""
+    tenants = {tenant for org_id in org_ids for tenant in org_id.split("|")}
+    rows = Tenant.objects.filter(tenant_id__in=tenants).values_list("tenant_id", "config")
+    return {tenant: {} for tenant in tenants} | {t: dict(c or {}) for t, c in rows}
 
 
 def rule_stats_of(tenant_id: str) -> dict[str, Any]:
-    """The rule-stats body of one tenant (unconfigured tenants: the defaults)."""
+    """The rule-stats body of one tenant (unconfigured tenants: the defaults).
+
+    With the requests of federated IDs naming it (`a|b` for `a`), which
+    the combined limits judged with this tenant's rules among them.
+    """
     check_tenant_id(tenant_id)
     version, config = _saved(tenant_id)
-    limits = _limits(config)
+    limits = limits_of(config)
     replicas = replica_rules.tenant_counts(tenant_id, rule_reports.local_counts(tenant_id))
-    return rule_reports.rule_stats_body(tenant_id, version, limits, replicas)
+    federated = rule_reports.federated_counts(tenant_id)
+    parts = {t: limits_of(block) for t, block in _saved_blocks(federated).items()}
+    return rule_reports.rule_stats_body(tenant_id, version, limits, replicas, federated, parts)
 
 
 def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
@@ -70,8 +78,22 @@ def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
         raise ConfigValidationError(exc.errors) from exc
     _, saved = _saved(tenant_id)
     rows = rule_reports.sample_rows([tenant_id]).get(tenant_id, [])
+    # Requests of `a|b` run under limits combined from `a`'s: saving the
+    # draft changes how they are judged too, so they are replayed with it
+    # in place of the saved block (each under its own ID in the report).
+    sampled = rule_reports.federated_sample_rows(tenant_id)
+    blocks = _saved_blocks(sampled)
+    federated = [
+        (
+            org_id,
+            org_rows,
+            [blocks[t] for t in org_id.split("|")],
+            [dict(draft) if t == tenant_id else blocks[t] for t in org_id.split("|")],
+        )
+        for org_id, org_rows in sampled.items()
+    ]
     queriers = rule_reports.connected_queriers()
-    jobs = [(tenant_id, rows, saved, dict(draft))]
+    jobs = [(tenant_id, rows, saved, dict(draft), federated)]
     return offloaded(tenant_reports, jobs, queriers)[tenant_id]
 
 
