@@ -94,9 +94,9 @@ class DaphneProcess:
 
     def issue_tokens(self, *roles: str) -> list[str]:
         """A token of each role, in one Django start-up (`issue_token` costs one each)."""
+        # Named as `issue_token` names them, so pages show the same names.
         code = "from api.store.services import api_token_issue\n" + "".join(
-            f"print(api_token_issue(name={f'test-{role}-{n}'!r}, role={role!r})[1])\n"
-            for n, role in enumerate(roles)
+            f"print(api_token_issue(name={f'test-{role}'!r}, role={role!r})[1])\n" for role in roles
         )
         tokens = self.run_python(code).split()
         assert len(tokens) == len(roles), tokens
