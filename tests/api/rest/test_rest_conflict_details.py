@@ -95,6 +95,7 @@ def test_a_stale_settings_patch_names_the_settings_and_the_tag_sent(editor_api):
     assert response.status_code == 412
     assert response["ETag"] == second
     detail = response.json()["detail"]
-    assert detail.startswith(f"the scheduler settings document is at version {second.strip(chr(34))} ")
+    now = second.strip(chr(34))
+    assert detail.startswith(f"the scheduler settings document is at version {now} ")
     assert f"If-Match: {first}" in detail
     assert "GET settings/ again" in detail
