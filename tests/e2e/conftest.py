@@ -76,25 +76,42 @@ def running_version(server: DaphneProcess) -> int | None:
     return None if found is None else int(float(found.group(1)))
 
 
-def put_tenant(server: DaphneProcess, tenant_id: str, config: dict[str, object]) -> Any:
-    """Create a tenant through the REST API; returns the answer's body once the scheduler runs it.
+def one_rule(regex: str) -> dict[str, object]:
+    """A tenant config as SEED's acme: priority 5 for queries matching `regex`, else 0."""
+    return {
+        "query_priority": {
+            "enabled": True,
+            "default_priority": 0,
+            "priorities": [{"priority": 5, "query_attributes": [{"regex": regex}]}],
+        }
+    }
+
+
+def put_tenant(
+    server: DaphneProcess, tenant_id: str, config: dict[str, object], *, replace: bool = False
+) -> Any:
+    """Create a tenant (or with `replace`, replace an existing one's config) through the REST
+    API; returns the answer's body once the scheduler runs it.
 
     The server answers once the block is committed and applies it on its
     loop just after: a request sent in between is judged by the config
     before it. (A block written by another process, as `run_python` does,
     is applied within the reconcile period.)
     """
+    headers = {
+        "Authorization": f"Bearer {server.shared_token('editor')}",
+        "Content-Type": "application/json",
+    }
+    if replace:
+        headers["If-Match"] = "*"
     request = urllib.request.Request(
         f"{server.base_url}/api/v1/tenants/{tenant_id}/",
         data=json.dumps(config).encode(),
         method="PUT",
-        headers={
-            "Authorization": f"Bearer {server.shared_token('editor')}",
-            "Content-Type": "application/json",
-        },
+        headers=headers,
     )
     with urllib.request.urlopen(request, timeout=15) as response:
-        assert response.status == 201
+        assert response.status == (200 if replace else 201)
         version = int(response.headers["ETag"].strip('"'))
         body = json.loads(response.read())
     deadline = time.monotonic() + 10

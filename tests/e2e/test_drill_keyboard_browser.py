@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Traffic
 
 
-def test_a_drill_opened_from_the_keyboard_takes_the_focus_and_escape_gives_it_back(
-    page: Page, traffic: Traffic
-) -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _keys_queued(traffic: Traffic) -> None:
+    """Four tenants' queues, once for the module: keys-a holds two requests, the rest one."""
     traffic.enqueue("keys-a", "up", count=2)
-    traffic.enqueue("keys-b", "up")
+    for tenant in ("keys-b", "keys-c", "keys-d"):
+        traffic.enqueue(tenant, "up")
+
+
+def test_a_drill_opened_from_the_keyboard_takes_the_focus_and_escape_gives_it_back(
+    page: Page,
+) -> None:
     page.goto("/")
     opener = page.get_by_role("button", name="Requests of keys-a", exact=True)
     expect(opener).to_be_visible()
@@ -71,11 +78,7 @@ def test_a_drill_opened_while_paused_says_its_list_comes_on_resume(page: Page) -
     expect(page.locator("#drill-note")).to_contain_text("in the order the scheduler will dequeue")
 
 
-def test_the_tree_is_one_tab_stop_its_focused_row_and_that_row_s_button(
-    page: Page, traffic: Traffic
-) -> None:
-    traffic.enqueue("keys-c")
-    traffic.enqueue("keys-d")
+def test_the_tree_is_one_tab_stop_its_focused_row_and_that_row_s_button(page: Page) -> None:
     page.goto("/")
     tree = page.locator("#tree")
     expect(tree.get_by_role("button", name=re.compile("^Requests of keys-"))).to_have_count(4)

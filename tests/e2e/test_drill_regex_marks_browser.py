@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Traffic
@@ -23,17 +24,25 @@ WATCH_LONG_TASKS = """() => {
 }"""
 
 
-def test_a_regex_javascript_backtracks_on_leaves_the_page_live(
-    page: Page, traffic: Traffic
-) -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _marks_queued(traffic: Traffic) -> None:
+    """Tenant marks' two requests: one JavaScript backtracks on, one it can mark."""
     traffic.enqueue("marks", QUERY)
     traffic.enqueue("marks", "rate(b[5m])")
+
+
+def open_marks_drill(page: Page) -> None:
+    """The drill-down on tenant marks, listing its two requests, its search a regex."""
     page.goto("/")
     page.get_by_role("button", name="Requests of marks", exact=True).click()
-    rows = page.locator("#drill-rows > li")
-    expect(rows).to_have_count(2)
-    page.evaluate(WATCH_LONG_TASKS)
+    expect(page.locator("#drill-rows > li")).to_have_count(2)
     page.locator("#drill-regex").check()
+
+
+def test_a_regex_javascript_backtracks_on_leaves_the_page_live(page: Page) -> None:
+    open_marks_drill(page)
+    rows = page.locator("#drill-rows > li")
+    page.evaluate(WATCH_LONG_TASKS)
     page.locator("#drill-search").fill(BACKTRACKS)
     expect(rows).to_have_count(1)
     expect(rows.first.locator(".q")).to_have_text("a" * 28 + " …")
@@ -52,6 +61,7 @@ def test_a_regex_javascript_backtracks_on_leaves_the_page_live(
 
 
 def test_a_regex_javascript_cannot_read_lists_its_rows_unmarked(page: Page) -> None:
+    open_marks_drill(page)
     # RE2's (?i) flag: JavaScript refuses the regex, the server does not.
     page.locator("#drill-search").fill("(?i)RATE")
     rows = page.locator("#drill-rows > li")

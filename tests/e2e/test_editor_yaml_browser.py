@@ -1,28 +1,47 @@
 """The tenant editor's YAML view, Save's review and the History diffs in Chromium.
 
-One server, browser and login for the module; the tests run in file order
-and build on each other as an operator's session would: edit acme in the
-YAML view, see the edit in the form, break a regex and see the error at its
-line, fix it, Save shows the diff, confirm, History shows the line diff,
-compare two revisions, roll back after seeing its diff; then one whole edit
-of gold with the keyboard alone.
+One server, browser and login for the module. The editor's tests work on
+acme: an edit in the YAML view seen in the form, a broken regex seen at its
+line and fixed, Save's diff and verdict before it saves. History's tests read
+a tenant of their own whose regex the module changed once (`revised`): the
+line diff, two revisions compared, a rollback after seeing its diff. Then
+one whole edit of gold with the keyboard alone.
 """
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Dialog, Page, expect
 
-from tests.e2e.conftest import full_page_screenshot
+from loadgen.daphne_process import DaphneProcess
+from tests.e2e.conftest import full_page_screenshot, one_rule, put_tenant
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # acme's block in the YAML view: the regex is on this line.
 REGEX_LINE = 8
 
 
+@pytest.fixture(scope="module")
+def revised(server: DaphneProcess) -> str:
+    """A tenant made as acme is, then saved once with its regex "special" instead of
+    "^never$": History holds its two revisions, the change the newest."""
+    put_tenant(server, "revised", one_rule("^never$"))
+    put_tenant(server, "revised", one_rule("special"), replace=True)
+    return "revised"
+
+
 def editor_line(page: Page, number: int):
     return page.locator("#yaml-editor .cm-line").nth(number - 1)
+
+
+def open_acme_with_an_unsaved_special_regex(page: Page) -> None:
+    """acme's editor in the YAML view, its regex edited from "^never$" to "special", unsaved."""
+    page.goto("/tenants/acme/")
+    page.locator(f'[name="{REGEX}"]').fill("special")
+    page.get_by_role("button", name="YAML", exact=True).click()
+    expect(editor_line(page, REGEX_LINE)).to_have_text("      - regex: special")
 
 
 def test_an_edit_in_the_yaml_view_shows_in_the_form(page: Page) -> None:
@@ -46,9 +65,8 @@ def test_an_edit_in_the_yaml_view_shows_in_the_form(page: Page) -> None:
 
 
 def test_a_broken_regex_shows_at_its_line_then_fixing_it_clears_it(page: Page) -> None:
-    page.get_by_role("button", name="YAML", exact=True).click()
+    open_acme_with_an_unsaved_special_regex(page)
     line = editor_line(page, REGEX_LINE)
-    expect(line).to_have_text("      - regex: special")
     line.click()
     page.keyboard.press("End")
     for _ in "special":
@@ -65,6 +83,7 @@ def test_a_broken_regex_shows_at_its_line_then_fixing_it_clears_it(page: Page) -
 
 
 def test_save_shows_the_diff_and_the_verdict_then_a_second_click_saves(page: Page) -> None:
+    open_acme_with_an_unsaved_special_regex(page)
     page.get_by_label("Query (PromQL or match[] selectors)").fill('special_query{job="x"}')
     page.get_by_role("button", name="Explain").click()
     expect(page.locator("#explain-priority")).to_have_text("5")
@@ -84,10 +103,10 @@ def test_save_shows_the_diff_and_the_verdict_then_a_second_click_saves(page: Pag
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("special")
 
 
-def test_history_shows_the_line_diff_of_the_change(page: Page) -> None:
-    page.goto("/history/")
+def test_history_shows_the_line_diff_of_the_change(page: Page, revised: str) -> None:
+    page.goto(f"/history/?key={revised}")
     newest = page.locator(".revision").first
-    expect(newest).to_contain_text("acme")
+    expect(newest).to_contain_text(revised)
     expect(newest.locator(".ydiff .yl.removed mark")).to_have_text("^never$")
     expect(newest.locator(".ydiff .yl.added mark")).to_have_text("special")
     expect(newest.locator(".paths")).to_contain_text("rule 1 › attribute 1 › regex")
@@ -96,25 +115,25 @@ def test_history_shows_the_line_diff_of_the_change(page: Page) -> None:
     full_page_screenshot(page, "history-diff.png")
 
 
-def test_two_revisions_compare_when_picked(page: Page) -> None:
-    page.goto("/history/?key=acme")
+def test_two_revisions_compare_when_picked(page: Page, revised: str) -> None:
+    page.goto(f"/history/?key={revised}")
     rows = page.locator(".revision")
     expect(rows).to_have_count(2)
     rows.nth(1).get_by_label(re.compile("Compare from revision")).click()
     rows.nth(0).get_by_label(re.compile("Compare to revision")).click()
     page.get_by_role("button", name="Compare selected").click()
-    expect(page.locator("#compare-what")).to_contain_text("Tenant acme")
+    expect(page.locator("#compare-what")).to_contain_text(f"Tenant {revised}")
     expect(page.locator("#compare-diff .yl.added mark")).to_have_text("special")
 
 
-def test_rollback_shows_its_diff_before_it_applies(page: Page) -> None:
-    page.goto("/history/?key=acme")
+def test_rollback_shows_its_diff_before_it_applies(page: Page, revised: str) -> None:
+    page.goto(f"/history/?key={revised}")
     page.locator(".revision").first.get_by_role("button", name=re.compile("Roll back")).click()
     expect(page.locator("#rollback-diff .yl.removed mark")).to_have_text("special")
     expect(page.locator("#rollback-diff .yl.added mark")).to_have_text("^never$")
     page.locator("#confirm-rollback").click()
     expect(page.locator(".msg-success")).to_contain_text("Rolled back")
-    page.goto("/tenants/acme/")
+    page.goto(f"/tenants/{revised}/")
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
 
 

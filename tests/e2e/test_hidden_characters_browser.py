@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import Traffic
@@ -64,12 +65,17 @@ def open_row(page: Page, label: str) -> None:
     expect(item).to_have_attribute("aria-expanded", "true")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _bidi_queued(traffic: Traffic) -> None:
+    """One request of tenant bidi, its query and actor path holding a U+202E, queued."""
+    traffic.enqueue("bidi", query=QUERY, headers={"X-Loki-Actor-Path": f"{ACTOR}|joe"})
+
+
 def test_a_bidi_override_in_a_query_and_an_actor_is_written_out_in_logical_order(
-    page: Page, traffic: Traffic
+    page: Page,
 ) -> None:
     page.goto("/")
     expect(page.locator("#live-state")).to_have_text("live")
-    traffic.enqueue("bidi", query=QUERY, headers={"X-Loki-Actor-Path": f"{ACTOR}|joe"})
 
     open_row(page, "bidi: 1 queued")
     open_row(page, "ingester: 1 queued")
@@ -107,13 +113,16 @@ def test_a_bidi_override_in_a_query_and_an_actor_is_written_out_in_logical_order
 def test_a_querier_id_is_written_out_and_isolated_from_its_card(
     page: Page, traffic: Traffic
 ) -> None:
+    page.goto("/")
+    page.get_by_role("button", name="Requests of bidi").click()
+    expect(page.locator("#drill-rows .drill-row")).to_have_count(1)
     with traffic.queriers(QUERIER, 1, workers=4, latency=lambda _: 30.0):
         card = page.locator(f'article.querier[data-querier="{QUERIER}-0"]')
         qid = card.locator(".qid")
         expect(qid).to_have_text("q⟨U+202E⟩evil-0")
         assert_reads_in_logical_order(qid)
         expect(card).to_have_attribute("aria-label", re.compile(r"^querier q⟨U\+202E⟩evil-0: "))
-        # The queued request of the first test runs there now.
+        # The module's queued request runs there now.
         expect(card.locator(".w-busy")).to_have_text(re.compile(r"^#\d+ busy · bidi / "))
         row = page.locator("#drill-rows .drill-row")
         expect(row.locator(".meta-text")).to_contain_text("on q⟨U+202E⟩evil-0 worker")
@@ -133,6 +142,7 @@ def test_a_querier_id_is_written_out_and_isolated_from_its_card(
 def test_a_right_to_left_querier_id_is_isolated_from_the_words_around_it(
     page: Page, traffic: Traffic
 ) -> None:
+    page.goto("/")
     with traffic.queriers(HEBREW_QUERIER, 1, workers=4, latency=lambda _: 0.01):
         card = page.locator(f'article.querier[data-querier="{HEBREW_QUERIER}-0"]')
         # In a sentence or a name, a first-strong isolate (U+2068 … U+2069):

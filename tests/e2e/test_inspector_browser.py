@@ -1,7 +1,7 @@
 """The inspector and editor in Chromium against a real Daphne and real protocol clients.
 
-One server, browser and login per module; the tests run in file order and
-build on each other the way an operator's session would.
+One server, browser and login per module. Each test queues the work it looks
+at, under tenant names of its own, and opens the page it needs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from playwright.sync_api import Page, WebSocket, expect
 
 from dashboard.templatetags.dashboard_tags import format_wait, iso, visible
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import Traffic, full_page_screenshot
+from tests.e2e.conftest import Traffic, full_page_screenshot, one_rule, put_tenant
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 LIVE_WITHIN = 1_000  # ms: enqueued work must show without a reload within a second
@@ -53,45 +53,50 @@ def test_enqueued_requests_appear_within_a_second_in_both_projections(
     page: Page, traffic: Traffic
 ) -> None:
     page.goto("/")
-    traffic.enqueue("acme", count=3)
+    traffic.enqueue("alpha", count=3)
     traffic.enqueue("beta", count=2)
-    expect(treeitem(page, "acme: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    expect(treeitem(page, "alpha: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
     expect(treeitem(page, "beta: 2 queued")).to_be_visible(timeout=LIVE_WITHIN)
     page.get_by_text("component → tenant").click()
     ingester = treeitem(page, "ingester: 5 queued")
     expect(ingester).to_have_attribute("aria-expanded", "true")
-    expect(treeitem(page, "acme: 3 queued")).to_be_visible()
-    traffic.enqueue("acme")
-    expect(treeitem(page, "acme: 4 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    expect(treeitem(page, "alpha: 3 queued")).to_be_visible()
+    traffic.enqueue("alpha")
+    expect(treeitem(page, "alpha: 4 queued")).to_be_visible(timeout=LIVE_WITHIN)
     page.get_by_text("tenant → component").click()
     expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
-        "acme: 4 queued"
+        "alpha: 4 queued"
     )
 
 
-def test_tree_is_keyboard_navigable(page: Page) -> None:
-    acme = treeitem(page, "acme: 4 queued")
-    acme.focus()
-    expect(acme).to_have_attribute("aria-expanded", "false")
+def test_tree_is_keyboard_navigable(page: Page, traffic: Traffic) -> None:
+    traffic.enqueue("arrows", count=3)
+    page.goto("/?projection=tenant-first")
+    arrows = treeitem(page, "arrows: 3 queued")
+    arrows.focus()
+    expect(arrows).to_have_attribute("aria-expanded", "false")
     page.keyboard.press("ArrowRight")
-    expect(acme).to_have_attribute("aria-expanded", "true")
-    expect(treeitem(page, "ingester: 4 queued")).to_be_visible()
+    expect(arrows).to_have_attribute("aria-expanded", "true")
+    expect(treeitem(page, "ingester: 3 queued")).to_be_visible()
     page.keyboard.press("ArrowRight")
-    expect(treeitem(page, "ingester: 4 queued")).to_be_focused()
+    expect(treeitem(page, "ingester: 3 queued")).to_be_focused()
     page.keyboard.press("ArrowLeft")
-    expect(acme).to_be_focused()
+    expect(arrows).to_be_focused()
     page.keyboard.press("ArrowDown")
-    expect(treeitem(page, "ingester: 4 queued")).to_be_focused()
+    expect(treeitem(page, "ingester: 3 queued")).to_be_focused()
 
 
 def test_pause_freezes_the_view_and_resume_catches_up(page: Page, traffic: Traffic) -> None:
+    traffic.enqueue("frozen", count=2)
+    page.goto("/?projection=tenant-first")
+    expect(treeitem(page, "frozen: 2 queued")).to_be_visible()
     page.get_by_role("button", name="Pause").click()
     expect(page.locator("#live-state")).to_have_text("paused")
-    traffic.enqueue("beta")
+    traffic.enqueue("frozen")
     page.wait_for_timeout(600)
-    expect(treeitem(page, "beta: 2 queued")).to_be_visible()
+    expect(treeitem(page, "frozen: 2 queued")).to_be_visible()
     page.get_by_role("button", name="Resume").click()
-    expect(treeitem(page, "beta: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
+    expect(treeitem(page, "frozen: 3 queued")).to_be_visible(timeout=LIVE_WITHIN)
     expect(page.locator("#live-state")).to_have_text("live")
 
 
@@ -133,8 +138,9 @@ def test_a_frontend_is_listed_with_its_outstanding_requests_until_it_disconnects
 
 
 def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies(
-    page: Page, traffic: Traffic, server: DaphneProcess
+    page: Page, traffic: Traffic
 ) -> None:
+    traffic.enqueue("acme", count=4)  # judged by the saved rule: priority 0
     page.goto("/tenants/acme/")
     field = page.locator(f'[name="{REGEX}"]')
     field.fill("(special")
@@ -163,7 +169,24 @@ def test_bad_regex_is_refused_on_its_field_then_a_good_rule_explains_and_applies
     expect(acme.locator(".prios").first).to_have_text("p5 1 · p0 4")
 
 
-def test_switching_the_running_layout_reshapes_the_tree(page: Page) -> None:
+def patch_settings(server: DaphneProcess, changes: dict[str, str]) -> None:
+    """Change the scheduler settings through the REST API, as another operator might."""
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/settings/",
+        data=json.dumps(changes).encode(),
+        method="PATCH",
+        headers={
+            "Authorization": f"Bearer {server.shared_token('editor')}",
+            "Content-Type": "application/json",
+            "If-Match": "*",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        assert response.status == 200
+
+
+def test_switching_the_running_layout_reshapes_the_tree(page: Page, traffic: Traffic) -> None:
+    traffic.enqueue("reshaped")  # a queue for the tree to show in either layout
     page.goto("/")
     expect(page.locator("#running-layout")).to_have_text("tenant-first")
     page.get_by_role("button", name="Switch to component-first…").click()
@@ -184,19 +207,10 @@ def test_a_layout_switched_elsewhere_turns_the_switch_around_and_it_still_works(
     page: Page, server: DaphneProcess
 ) -> None:
     """The button kept offering the layout already running, and a stale version."""
+    patch_settings(server, {"layout": "component-first"})
+    page.goto("/")
     expect(page.locator("#running-layout")).to_have_text("component-first")
-    request = urllib.request.Request(
-        f"{server.base_url}/api/v1/settings/",
-        data=json.dumps({"layout": "tenant-first", "stuck_threshold": "40s"}).encode(),
-        method="PATCH",
-        headers={
-            "Authorization": f"Bearer {server.issue_token('editor', 'layout-elsewhere')}",
-            "Content-Type": "application/json",
-            "If-Match": "*",
-        },
-    )
-    with urllib.request.urlopen(request, timeout=15) as response:
-        assert response.status == 200
+    patch_settings(server, {"layout": "tenant-first", "stuck_threshold": "40s"})
     expect(page.locator("#running-layout")).to_have_text("tenant-first", timeout=5_000)
     page.get_by_role("button", name="Switch to component-first…").click()
     dialog = page.get_by_role("dialog")
@@ -206,17 +220,21 @@ def test_a_layout_switched_elsewhere_turns_the_switch_around_and_it_still_works(
     expect(page.locator("#running-layout")).to_have_text("component-first")
 
 
-def test_rollback_from_history_restores_the_rule(page: Page) -> None:
+def test_rollback_from_history_restores_the_rule(page: Page, server: DaphneProcess) -> None:
+    put_tenant(server, "undo-me", one_rule("^never$"))
+    put_tenant(server, "undo-me", one_rule("special"), replace=True)
+    # A later revision of another kind: the change rolled back is not the newest.
+    patch_settings(server, {"stuck_threshold": "45s"})
     page.goto("/history/")
     latest = page.locator(".revision").first
     expect(latest).to_contain_text("scheduler settings")
-    acme_change = page.locator(".revision", has_text="acme").first
-    expect(acme_change).to_contain_text("special")
-    acme_change.get_by_role("button", name=re.compile("Roll back")).click()
+    change = page.locator(".revision", has_text="undo-me").first
+    expect(change).to_contain_text("special")
+    change.get_by_role("button", name=re.compile("Roll back")).click()
     expect(page.locator("#rollback-diff")).to_contain_text("special")  # its diff first
     page.locator("#confirm-rollback").click()
     expect(page.locator(".msg-success")).to_contain_text("Rolled back")
-    page.goto("/tenants/acme/")
+    page.goto("/tenants/undo-me/")
     expect(page.locator(f'[name="{REGEX}"]')).to_have_value("^never$")
 
 

@@ -57,6 +57,12 @@ def traffic_b(pair: tuple[DaphneProcess, DaphneProcess]) -> Iterator[Traffic]:
         helper.stop()
 
 
+@pytest.fixture(scope="module")
+def queued_on_b(traffic_b: Traffic) -> None:
+    """Two requests of merged-tenant from B's frontend; no querier: they stay outstanding."""
+    traffic_b.enqueue("merged-tenant", count=2)
+
+
 def frontend_row(page: Page, traffic: Traffic, replica_id: str | None) -> tuple[object, str]:
     """The panel row of `traffic`'s own frontend and its address."""
     host, port = traffic.frontend.ws.local_address[:2]
@@ -76,11 +82,11 @@ def test_the_inspector_on_replica_a_counts_both_replicas(page: Page) -> None:
     expect(page.locator("#f-load")).to_have_text(re.compile(r"^\d{1,3}%$"))
 
 
+@pytest.mark.usefixtures("queued_on_b")
 def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
     page: Page, traffic_a: Traffic, traffic_b: Traffic, tmp_path: Path
 ) -> None:
     page.goto("/")
-    traffic_b.enqueue("merged-tenant", count=2)  # no querier: they stay outstanding on B
     row_a, address_a = frontend_row(page, traffic_a, "replica-a")
     row_b, address_b = frontend_row(page, traffic_b, "replica-b")
     expect(row_b).to_have_attribute(
@@ -127,9 +133,11 @@ def test_a_named_frontend_on_both_replicas_is_a_row_on_each_and_one_frontend_in_
     expect(header).to_have_text("2", timeout=PEERS_WITHIN)
 
 
+@pytest.mark.usefixtures("queued_on_b")
 def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_holding_it(
     page: Page, traffic_a: Traffic, traffic_b: Traffic
 ) -> None:
+    page.goto("/")
     traffic_a.enqueue("merged-tenant", "sum(rate(on_a[5m]))")
     page.get_by_role("button", name="Requests of merged-tenant").click()
     rows = page.locator("#drill-rows > li")
