@@ -20,19 +20,12 @@ from api.store.models import ConfigRevision
 from api.store.services import api_token_issue, tenant_put
 from api.wire import runtime_host
 from config.asgi import application
+from tests.api.wire.test_rule_admission_ws import RULES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TEAM: dict[str, Any] = {
-    "query_priority": {
-        "enabled": True,
-        "default_priority": 0,
-        "priorities": [
-            {"priority": 5, "query_attributes": [{"regex": "errors"}, {"regex": "latency"}]}
-        ],
-    },
-    "query_rejection": {"enabled": True, "query_attributes": [{"regex": "expensive"}]},
-}
+# The websocket admission tests' rules: priority 5 for errors/latency, expensive rejected.
+TEAM: dict[str, Any] = RULES
 ZETA: dict[str, Any] = {
     "query_rejection": {"enabled": True, "query_attributes": [{"regex": "forbidden"}]}
 }
