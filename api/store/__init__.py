@@ -4,7 +4,8 @@ Writes live in `services` (validated by `scheduler_core.validation`,
 versioned, recorded as revisions, published after commit through
 `config_events`; the runtime-config import is in `services_import`, the
 revision record every write shares in `services_record`), reads in
-`selectors`; `import_plan` and `diff` are pure helpers, `tokens` and
+`selectors`; `import_plan`, `cortex_export` (a block as the
+runtime-config export writes it for Cortex) and `diff` are pure helpers, `tokens` and
 `roles` say who may do what.
 
 May import: `scheduler_core`, Django. Never `api.rest`, `api.wire` or
