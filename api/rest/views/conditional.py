@@ -11,6 +11,7 @@ silent overwrite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from rest_framework.request import Request
 
@@ -20,6 +21,7 @@ from api.store.services import ANY_VERSION, AnyVersion
 from scheduler_core.bounds import parse_decimal
 
 __all__ = [
+    "NamesConflicts",
     "Preconditions",
     "conflict_detail",
     "expected_for_existing",
@@ -183,3 +185,22 @@ def conflict_detail(
     if cond.if_match is None:
         return f"{now}: {exists} now, and a write without If-Match only creates; {again}"
     return f"{now}, not the version you sent ({sent}): it changed since; {again}"
+
+
+class NamesConflicts:
+    """A view mixin: its 412s name what conflicted (`api.rest.errors` asks for
+    `version_conflict_detail`), declared rather than written out per view.
+
+    `conflict_subject` is formatted with the URL's arguments ("tenant
+    {tenant_id!r}"), `conflict_next` says what to do next, `conflict_exists`
+    how a create-only write that found the subject reads.
+    """
+
+    conflict_subject: str
+    conflict_next: str
+    conflict_exists = "it exists"
+
+    def version_conflict_detail(self, exc: VersionConflict) -> str:
+        view: Any = self  # an APIView: its request and URL arguments
+        subject = self.conflict_subject.format(**view.kwargs)
+        return conflict_detail(view.request, exc, subject, self.conflict_next, self.conflict_exists)

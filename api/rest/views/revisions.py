@@ -24,10 +24,10 @@ from api.rest.serializers import (
     RollbackResultSerializer,
 )
 from api.rest.views.base import ApiView, errors, flag
-from api.rest.views.conditional import conflict_detail, expected_if_given
+from api.rest.views.conditional import NamesConflicts, expected_if_given
 from api.rest.views.runtime_config import tenant_aware_splitter
 from api.store import selectors, services
-from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.store.exceptions import ConfigValidationError, NotFound
 from api.store.models import ConfigRevision, Tenant
 from api.store.revision_states import revision_comparison, rollback_preview
 from scheduler_core.bounds import parse_decimal
@@ -127,17 +127,13 @@ class RevisionDetailView(ApiView):
         return Response(RevisionDetailSerializer(revision).data)
 
 
-class RevisionRollbackView(ApiView):
+class RevisionRollbackView(NamesConflicts, ApiView):
     """Restore the state from before a revision, as a new revision."""
 
-    def version_conflict_detail(self, exc: VersionConflict) -> str:
-        """A 412's text (see `api.rest.errors`): the config version now, and what was sent."""
-        return conflict_detail(
-            self.request,
-            exc,
-            "the config",
-            "preview the rollback again (?dry_run=1) and send that answer's ETag as If-Match",
-        )
+    conflict_subject = "the config"
+    conflict_next = (
+        "preview the rollback again (?dry_run=1) and send that answer's ETag as If-Match"
+    )
 
     @extend_schema(
         operation_id="revisions_rollback",

@@ -50,7 +50,7 @@ from api.rest.errors import PreconditionRequired, etag_for, split_path
 from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.rest.serializers import ImportResultSerializer
 from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
-from api.rest.views.conditional import conflict_detail, expected_for_replace_all, not_modified
+from api.rest.views.conditional import NamesConflicts, expected_for_replace_all, not_modified
 from api.store import selectors
 from api.store.cortex_export import block_for_cortex
 from api.store.exceptions import ConfigValidationError, VersionConflict
@@ -165,8 +165,12 @@ def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
     return split
 
 
-class RuntimeConfigView(ApiView):
+class RuntimeConfigView(NamesConflicts, ApiView):
     """Cortex runtime-config import and export."""
+
+    conflict_subject = "the tenant set (the runtime-config export)"
+    conflict_next = "GET runtime-config/ again and send its ETag as If-Match"
+    conflict_exists = "tenants exist"
 
     parser_classes = [*YAML_PARSERS, LimitedJSONParser]
     # Every YAML media type the import reads, out too (`Accept: text/yaml` was
@@ -187,16 +191,6 @@ class RuntimeConfigView(ApiView):
         if value is not None and value not in FORMATS:
             raise ValidationError({name: [f"must be one of {', '.join(FORMATS)}"]})
         return super().perform_content_negotiation(request, force)
-
-    def version_conflict_detail(self, exc: VersionConflict) -> str:
-        """A 412's text (see `api.rest.errors`): the tenant set's version now, and what was sent."""
-        return conflict_detail(
-            self.request,
-            exc,
-            "the tenant set (the runtime-config export)",
-            "GET runtime-config/ again and send its ETag as If-Match",
-            exists="tenants exist",
-        )
 
     def handle_exception(self, exc: Exception) -> Response:
         # An error is answered in JSON, as every API error, also to a client

@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from api.rest.errors import etag_for
 from api.rest.serializers import SettingsSerializer
 from api.rest.views.base import IF_MATCH_REQUIRED, IF_NONE_MATCH, ApiView, body_of, errors
-from api.rest.views.conditional import conflict_detail, expected_for_existing, not_modified
+from api.rest.views.conditional import NamesConflicts, expected_for_existing, not_modified
 from api.store import selectors, services
-from api.store.exceptions import ConfigValidationError, VersionConflict
+from api.store.exceptions import ConfigValidationError
 from scheduler_core.errors import FieldError
 from scheduler_core.model import QueueConfig
 from scheduler_core.validation import (
@@ -30,17 +30,11 @@ def _settings_response(config: dict[str, object], version: int) -> Response:
     return response
 
 
-class SettingsView(ApiView):
+class SettingsView(NamesConflicts, ApiView):
     """Every setting in canonical form (durations as strings); PATCH any subset."""
 
-    def version_conflict_detail(self, exc: VersionConflict) -> str:
-        """A 412's text (see `api.rest.errors`): the settings' version now, and what was sent."""
-        return conflict_detail(
-            self.request,
-            exc,
-            "the scheduler settings document",
-            "GET settings/ again, reapply your change and send its ETag as If-Match",
-        )
+    conflict_subject = "the scheduler settings document"
+    conflict_next = "GET settings/ again, reapply your change and send its ETag as If-Match"
 
     @extend_schema(
         operation_id="settings_retrieve",

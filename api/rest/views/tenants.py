@@ -28,13 +28,12 @@ from api.rest.views.base import (
     errors,
 )
 from api.rest.views.conditional import (
-    conflict_detail,
+    NamesConflicts,
     expected_for_existing,
     expected_for_put,
     not_modified,
 )
 from api.store import selectors, services
-from api.store.exceptions import VersionConflict
 from api.store.import_plan import validate_tenant
 from api.store.models import Tenant
 
@@ -75,17 +74,11 @@ class TenantListView(ApiView):
         return paginator.get_paginated_response(rows)
 
 
-class TenantDetailView(ApiView):
+class TenantDetailView(NamesConflicts, ApiView):
     """One tenant: GET, PUT (create or replace), PATCH (merge), DELETE."""
 
-    def version_conflict_detail(self, exc: VersionConflict) -> str:
-        """A 412's text (see `api.rest.errors`): this tenant's version now, and what was sent."""
-        return conflict_detail(
-            self.request,
-            exc,
-            f"tenant {self.kwargs['tenant_id']!r}",
-            "GET it, reapply your change and send its ETag as If-Match",
-        )
+    conflict_subject = "tenant {tenant_id!r}"
+    conflict_next = "GET it, reapply your change and send its ETag as If-Match"
 
     @extend_schema(
         operation_id="tenants_retrieve",
