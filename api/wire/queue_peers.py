@@ -46,7 +46,7 @@ _CHANGES = frozenset({"cancel_one", "cancel_matching"})
 
 
 def _timeout() -> float:
-    return float(getattr(settings, "QUEUE_PEER_TIMEOUT", 2.0))
+    return float(settings.QUEUE_PEER_TIMEOUT)
 
 
 def live_peers() -> list[str]:

@@ -38,7 +38,7 @@ from scheduler_core.rule_stats import RuleStats
 from scheduler_core.runtime import SchedulerRuntime
 from scheduler_core.stats import RollingStats
 from scheduler_core.tenant_usage import TenantUsage
-from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT, TrafficSample
+from scheduler_core.traffic import TrafficSample
 
 __all__ = [
     "CONFIG_GROUP",
@@ -57,11 +57,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-def _setting(name: str, default: float) -> float:
-    """A number from settings (config/settings.py checks it), else the default."""
-    return float(getattr(settings, name, default))
-
-
 class RuntimeHost(DatabaseSync):
     """The process's runtime plus what keeps it in step with the database (`DatabaseSync`)."""
 
@@ -78,8 +73,8 @@ class RuntimeHost(DatabaseSync):
         self.admission_log = AdmissionLog(
             RuleStats(),
             TrafficSample(
-                int(_setting("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)),
-                int(_setting("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)),
+                settings.TRAFFIC_SAMPLE_PER_TENANT,
+                settings.TRAFFIC_SAMPLE_MAX_BYTES,
             ),
             refused=self.observer.on_refused,
         )
@@ -107,10 +102,10 @@ class RuntimeHost(DatabaseSync):
         # Other replicas ask this one about its queue (queue/requests/ across replicas).
         self.queue_peers = QueuePeers(self)
         self._spawn(self.queue_peers.serve(), "queue requests")
-        reconcile_every = _setting("CONFIG_RECONCILE_SECONDS", 5.0)
+        reconcile_every = settings.CONFIG_RECONCILE_SECONDS
         self._spawn(self._reconcile_loop(reconcile_every), "config reconcile")
         rejoins = [self._group.rejoin, self.queue_peers.rejoin]
-        membership = keep_membership(rejoins, _setting("GROUP_REJOIN_SECONDS", 5.0))
+        membership = keep_membership(rejoins, settings.GROUP_REJOIN_SECONDS)
         self._spawn(membership, "group membership")
         self._spawn(self._stats_loop(), "stats sampler")
         self._spawn(self.loop_load.run(), "loop load")
@@ -199,7 +194,7 @@ class RuntimeHost(DatabaseSync):
             log.exception("gRPC server did not start on port %d; websockets still serve", port)
 
     async def _drain_then_exit(self, sig: signal.Signals) -> None:
-        drain = _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0)
+        drain = settings.SHUTDOWN_DRAIN_TIMEOUT
         log.info("%s: draining the queue for up to %.0fs before exiting", sig.name, drain)
         await self.stop(drain)
         # Every request still queued or running has been failed back
@@ -299,7 +294,5 @@ async def shutdown(drain_timeout: float | None = None) -> None:
     global _host, _starting
     host, _host, _starting = _host, None, None
     if host is not None:
-        timeout = (
-            _setting("SHUTDOWN_DRAIN_TIMEOUT", 10.0) if drain_timeout is None else drain_timeout
-        )
+        timeout = settings.SHUTDOWN_DRAIN_TIMEOUT if drain_timeout is None else drain_timeout
         await host.stop(timeout)
