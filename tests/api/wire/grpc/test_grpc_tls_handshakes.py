@@ -81,16 +81,21 @@ async def settled(server: LeanGrpcServer, caplog: pytest.LogCaptureFixture, line
     raise AssertionError(f"{len(server.connections)} connections left, log: {caplog.text}")
 
 
+@pytest.fixture
+def server(door: GrpcFrontDoor, caplog: pytest.LogCaptureFixture) -> LeanGrpcServer:
+    """The door's lean server, its log captured from INFO."""
+    caplog.set_level(logging.INFO, LOGGER)
+    assert isinstance(door.server, LeanGrpcServer)
+    return door.server
+
+
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == LOGGER]
 
 
 async def test_a_client_without_a_certificate_is_named_in_the_log_and_not_kept(
-    door: GrpcFrontDoor, pki: Pki, caplog: pytest.LogCaptureFixture
+    server: LeanGrpcServer, door: GrpcFrontDoor, pki: Pki, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, LOGGER)
-    server = door.server
-    assert isinstance(server, LeanGrpcServer)
 
     assert await notify(door, ClientTls(ca=pki.ca.cert)) == grpc.StatusCode.UNAVAILABLE
     await settled(server, caplog, 1)
@@ -261,11 +266,8 @@ async def counted(server: LeanGrpcServer, expected: dict[str, float]) -> dict[st
 
 
 async def test_every_refused_handshake_is_counted_by_reason_even_when_the_log_holds_it_back(
-    door: GrpcFrontDoor, pki: Pki, caplog: pytest.LogCaptureFixture
+    server: LeanGrpcServer, door: GrpcFrontDoor, pki: Pki, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, LOGGER)
-    server = door.server
-    assert isinstance(server, LeanGrpcServer)
     before = counts()
     no_certificate = client_context(pki, trust=pki.ca.cert, show=None)
     stranger = client_context(pki, trust=pki.ca.cert, show=pki.stranger)
