@@ -21,14 +21,19 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
+from api.store.exceptions import (
+    DATABASE_DOWN_RETRY_SECONDS,
+    DATABASE_UNREACHABLE,
+    ConfigValidationError,
+    NotFound,
+    VersionConflict,
+)
 from scheduler_core.errors import FieldError
 
 __all__ = [
@@ -44,8 +49,6 @@ __all__ = [
 ]
 
 ROOT = "(root)"
-# How long a client is asked to wait when the database did not answer.
-DATABASE_DOWN_RETRY_SECONDS = 5
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +135,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return response
     if isinstance(exc, NotFound):
         return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
-    if isinstance(exc, (OperationalError, InterfaceError)):
+    if isinstance(exc, DATABASE_UNREACHABLE):
         # The database is down or refusing connections (token checks read it
         # on every call): a 500 "internal error" sent operators to the code.
         log.warning("REST call answered 503: the database did not answer (%s)", exc)

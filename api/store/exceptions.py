@@ -1,14 +1,30 @@
 """One exception per way a config-store service call can fail.
 
 Views map them to HTTP: `ConfigValidationError` → 400 with field paths,
-`VersionConflict` → 412 (If-Match failed), `NotFound` → 404.
+`VersionConflict` → 412 (If-Match failed), `NotFound` → 404. A database
+that does not answer is none of these: `DATABASE_UNREACHABLE` names the
+errors every door answers 503 (or the websocket's 1013) for.
 """
 
 from __future__ import annotations
 
+from django.db import InterfaceError, OperationalError
+
 from scheduler_core.errors import FieldError
 
-__all__ = ["ConfigStoreError", "ConfigValidationError", "NotFound", "VersionConflict"]
+__all__ = [
+    "DATABASE_DOWN_RETRY_SECONDS",
+    "DATABASE_UNREACHABLE",
+    "ConfigStoreError",
+    "ConfigValidationError",
+    "NotFound",
+    "VersionConflict",
+]
+
+# The database is down or refusing connections (not a bug in a query).
+DATABASE_UNREACHABLE = (OperationalError, InterfaceError)
+# How long a client is asked to wait when the database did not answer.
+DATABASE_DOWN_RETRY_SECONDS = 5
 
 
 class ConfigStoreError(Exception):

@@ -14,6 +14,7 @@ from channels.db import database_sync_to_async
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
+from api.store.exceptions import DATABASE_DOWN_RETRY_SECONDS
 from api.store.roles import role_of, token_from_header
 from api.store.services import api_token_authenticate
 
@@ -37,7 +38,8 @@ async def scrape_refusal(request: HttpRequest) -> HttpResponse | None:
             token = await database_sync_to_async(api_token_authenticate)(plaintext)
         except DatabaseError:
             # As REST does: an unreachable database is not a bad token.
-            return _answer(503, "the database is unavailable", {"Retry-After": "5"})
+            retry = {"Retry-After": str(DATABASE_DOWN_RETRY_SECONDS)}
+            return _answer(503, "the database is unavailable", retry)
         if token is None:
             return _answer(401, "invalid, revoked or expired token", _CHALLENGE)
         if role_of(token) is None:

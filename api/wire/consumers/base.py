@@ -20,8 +20,8 @@ from urllib.parse import parse_qs
 
 from channels.db import aclose_old_connections, database_sync_to_async
 from channels.exceptions import StopConsumer
-from django.db import InterfaceError, OperationalError
 
+from api.store.exceptions import DATABASE_UNREACHABLE
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
@@ -109,7 +109,7 @@ class MachineConsumer(GuardedConsumer):
         plaintext = scope_token(self.scope)
         try:
             token = await database_sync_to_async(api_token_authenticate)(plaintext or "")
-        except (OperationalError, InterfaceError) as exc:
+        except DATABASE_UNREACHABLE as exc:
             # Refused before the accept, this read as a bad token (Daphne's
             # 403), and operators went looking at their tokens: accepted,
             # the socket can say why before it closes.
