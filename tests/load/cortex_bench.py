@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         help="with --replicas N: the name Cortex dials, which must resolve to 127.0.0.1..N",
     )
     parser.add_argument("--profile", help="py-spy collapsed stacks of ours, first phase, to FILE")
-    parser.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    # The project's virtualenv has py-spy whether or not it is on PATH.
+    beside = Path(sys.executable).with_name("py-spy")
+    parser.add_argument("--py-spy", default=shutil.which("py-spy") or str(beside))
     args = parser.parse_args(argv)
     opts = Options(
         cortex=os.path.abspath(args.cortex),
