@@ -8,7 +8,7 @@ scheduler closes the sockets that authenticated with the token.
 A token may carry an expiry (`expires_at`, none by default): from that
 instant it is refused as a revoked one is. Nothing announces an expiry, so
 the sockets open with it are found by the runtime host's reconcile, which
-asks `api_token_ids_live` every CONFIG_RECONCILE_SECONDS.
+asks `api_token_ids_by_state` every CONFIG_RECONCILE_SECONDS.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import hashlib
 import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from django.db import transaction
 from django.utils import timezone
@@ -27,8 +28,10 @@ from api.store.models import ApiToken
 
 __all__ = [
     "TokenExpiryError",
+    "TokenIdStates",
     "api_token_authenticate",
     "api_token_expiry_check",
+    "api_token_ids_by_state",
     "api_token_ids_expired",
     "api_token_ids_live",
     "api_token_issue",
@@ -126,20 +129,43 @@ def api_token_revoke(*, token_id: int) -> ApiToken:
     return token
 
 
+class TokenIdStates(NamedTuple):
+    """Which of some token ids are live and which ran out; the rest are revoked or gone."""
+
+    live: set[int]
+    expired: set[int]
+
+
+def api_token_ids_by_state(token_ids: Iterable[int]) -> TokenIdStates:
+    """`token_ids` sorted by state at one instant, in one query.
+
+    The runtime host's token re-check asks this every
+    CONFIG_RECONCILE_SECONDS for every token with an open socket: one read
+    tells it which sockets to close and whether to say "expired" or
+    "revoked" (an operator told "revoked" about a token that merely ran out
+    goes looking for who revoked it).
+    """
+    ids = list(token_ids)
+    states = TokenIdStates(live=set(), expired=set())
+    if not ids:
+        return states
+    now = timezone.now()
+    # `state` decides as the `live` and `expired` querysets do (a test holds
+    # them to agreeing); a revoked token is in neither set.
+    for token in ApiToken.objects.filter(pk__in=ids).only("revoked", "expires_at"):
+        state = token.state(now)
+        if state == "live":
+            states.live.add(token.pk)
+        elif state == "expired":
+            states.expired.add(token.pk)
+    return states
+
+
 def api_token_ids_live(token_ids: Iterable[int]) -> set[int]:
     """Those of `token_ids` that still exist, are not revoked and have not expired."""
-    ids = list(token_ids)
-    if not ids:
-        return set()
-    live = ApiToken.objects.live(timezone.now()).filter(pk__in=ids)
-    return set(live.values_list("pk", flat=True))
+    return api_token_ids_by_state(token_ids).live
 
 
 def api_token_ids_expired(token_ids: Iterable[int]) -> set[int]:
     """Those of `token_ids` that ran out (not revoked): their sockets say so."""
-    ids = list(token_ids)
-    if not ids:
-        return set()
-    return set(
-        ApiToken.objects.expired(timezone.now()).filter(pk__in=ids).values_list("pk", flat=True)
-    )
+    return api_token_ids_by_state(token_ids).expired

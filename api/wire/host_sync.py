@@ -35,7 +35,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from api.store import config_events, selectors
-from api.store.tokens import api_token_ids_expired, api_token_ids_live
+from api.store.tokens import api_token_ids_by_state
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.config_group import ConfigGroup
@@ -136,15 +136,15 @@ class DatabaseSync:
         open_ids = token_sockets.registry.token_ids()
         if not open_ids:
             return 0
-        live = await database_sync_to_async(api_token_ids_live)(open_ids)
-        dead = set(open_ids) - live
+        # One read for both: which tokens are dead, and which of those merely
+        # ran out (an operator told "revoked" about one would go looking for
+        # who revoked it).
+        states = await database_sync_to_async(api_token_ids_by_state)(open_ids)
+        dead = set(open_ids) - states.live
         if not dead:
             return 0
-        # An operator told "revoked" about a token that merely ran out would
-        # go looking for who revoked it.
-        expired = await database_sync_to_async(api_token_ids_expired)(dead)
-        closed = await token_sockets.registry.close_tokens(expired, token_sockets.EXPIRED)
-        return closed + await token_sockets.registry.close_tokens(dead - expired)
+        closed = await token_sockets.registry.close_tokens(states.expired, token_sockets.EXPIRED)
+        return closed + await token_sockets.registry.close_tokens(dead - states.expired)
 
     def _on_local_revocation(self, token_id: int) -> None:
         # As `_on_local_change`: from the committing thread, in a fresh context.

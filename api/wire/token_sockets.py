@@ -8,9 +8,9 @@ that revoked it and, over the channel layer, on the others) and, because
 that news can be lost, checks every registered token against the database
 on each config reconcile, so no revoked socket outlives one reconcile
 interval anywhere. A token's expiry is never announced: that same check
-(`api_token_ids_live` leaves expired tokens out) is what closes its sockets,
-the same way, within one reconcile interval (CONFIG_RECONCILE_SECONDS) plus
-that round's own work after the expiry.
+(`api_token_ids_by_state` tells expired tokens from live ones) is what
+closes its sockets, the same way, within one reconcile interval
+(CONFIG_RECONCILE_SECONDS) plus that round's own work after the expiry.
 
 All calls happen on the event loop that runs the consumers.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from datetime import timezone as dt_timezone
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -58,6 +59,28 @@ def test_only_tokens_that_ran_out_are_reported_expired_not_revoked_or_live_ones(
     ids = [ran_out.pk, revoked.pk, live.pk, 999_999]
     assert tokens.api_token_ids_expired(ids) == {ran_out.pk}
     assert tokens.api_token_ids_expired([]) == set()
+
+
+def test_one_query_sorts_token_ids_into_live_and_expired_leaving_revoked_and_gone_out(
+    monkeypatch: pytest.MonkeyPatch, django_assert_num_queries: Any
+) -> None:
+    issued = timezone.now()
+    ran_out, _ = services.api_token_issue(name="a", role="viewer", expires_at=issued + HOUR)
+    revoked, _ = services.api_token_issue(name="b", role="viewer", expires_at=issued + HOUR)
+    services.api_token_revoke(token_id=revoked.pk)
+    never, _ = services.api_token_issue(name="c", role="viewer")
+    later, _ = services.api_token_issue(name="d", role="viewer", expires_at=issued + 2 * HOUR)
+    at = issued + HOUR
+    set_clock(monkeypatch, at)
+    ids = [ran_out.pk, revoked.pk, never.pk, later.pk, 999_999]
+    with django_assert_num_queries(1):
+        states = tokens.api_token_ids_by_state(ids)
+    assert states == tokens.TokenIdStates(live={never.pk, later.pk}, expired={ran_out.pk})
+    # As the querysets the doors authenticate with answer.
+    assert states.live == set(ApiToken.objects.live(at).values_list("pk", flat=True))
+    assert states.expired == set(ApiToken.objects.expired(at).values_list("pk", flat=True))
+    with django_assert_num_queries(0):
+        assert tokens.api_token_ids_by_state([]) == tokens.TokenIdStates(set(), set())
 
 
 def test_an_expired_token_is_refused_at_rest_exactly_as_a_revoked_one(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
 import pytest
 from django.test import AsyncClient
+from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.cluster.replicas import replica_id
@@ -35,6 +37,28 @@ async def test_queue_length_is_split_by_tenant_priority_and_queue_type(host: Any
     )
     assert 'cortex_query_scheduler_queue_length{priority="0",type="fifo",user="m-fifo"} 1.0' in text
     assert 'cortex_request_queue_requests_total{priority="3",user="m-prio"}' in text
+
+
+async def test_a_scrape_is_text_format_0_0_4_gzipped_when_the_scraper_accepts_gzip(
+    host: Any,
+) -> None:
+    host.runtime.enqueue(Request(id="m-gz", tenant_id="m-gz"))
+    client = AsyncClient()
+    plain = await client.get("/metrics")
+    zipped = await client.get("/metrics", headers={"Accept-Encoding": "gzip, deflate"})
+    assert "Content-Encoding" not in plain
+    assert zipped["Content-Encoding"] == "gzip"
+    assert plain["Vary"] == zipped["Vary"] == "Accept-Encoding"
+    # Text format 0.0.4, which every scraper and Go's expfmt decoder reads.
+    assert zipped["Content-Type"] == plain["Content-Type"] == CONTENT_TYPE_PLAIN_0_0_4
+    text = gzip.decompress(zipped.content).decode()
+    assert len(zipped.content) < len(text)
+    line = 'cortex_query_scheduler_queue_length{priority="0",type="fifo",user="m-gz"} 1.0'
+    assert line in text.splitlines() and line in plain.content.decode().splitlines()
+    names = [
+        {f.name for f in text_string_to_metric_families(t)} for t in (text, plain.content.decode())
+    ]
+    assert names[0] == names[1]
 
 
 async def test_workers_in_flight_and_waits_are_exported(host: Any) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
-from django.db import DatabaseError
+from django.contrib.sessions.backends.db import SessionStore
+from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from django.test import AsyncClient
 
 from api.store.services import api_token_issue, api_token_revoke
@@ -71,15 +72,47 @@ async def test_a_revoked_token_may_not_scrape(locked: None) -> None:
     assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 401
 
 
+@pytest.mark.parametrize("error", [OperationalError, InterfaceError])
 async def test_an_unreachable_database_is_a_503_not_a_bad_token(
-    locked: None, monkeypatch: pytest.MonkeyPatch
+    locked: None, monkeypatch: pytest.MonkeyPatch, error: type[DatabaseError]
 ) -> None:
     def down(plaintext: str) -> None:
-        raise DatabaseError("connection refused")
+        raise error("connection refused")
 
     monkeypatch.setattr(metrics_access, "api_token_authenticate", down)
     response = await AsyncClient().get("/metrics", headers=bearer("anything"))
     assert (response.status_code, response["Retry-After"]) == (503, "5")
+    assert response.content == b"the database is unavailable\n"
+
+
+async def test_a_login_the_unreachable_database_cannot_check_is_a_503_too(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = AsyncClient()
+    await client.aforce_login(await User.objects.acreate_user("ops", password="pw-ops-123"))
+
+    async def down(self: SessionStore) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(SessionStore, "_aget_session_from_db", down)
+    response = await client.get("/metrics")
+    assert (response.status_code, response["Retry-After"]) == (503, "5")
+
+
+async def test_another_database_error_is_a_500_not_a_try_again_later(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(plaintext: str) -> None:
+        raise ProgrammingError("no such table: store_apitoken")
+
+    monkeypatch.setattr(metrics_access, "api_token_authenticate", broken)
+    with pytest.raises(ProgrammingError):  # to Django's 500 and the log, as at REST
+        await AsyncClient().get("/metrics", headers=bearer("anything"))
+    response = await AsyncClient(raise_request_exception=False).get(
+        "/metrics", headers=bearer("anything")
+    )
+    assert response.status_code == 500
+    assert not response.has_header("Retry-After")
 
 
 async def test_metrics_stay_open_without_the_setting(host: Any) -> None:
