@@ -5,6 +5,8 @@ the draft goes through the same `api.rest.views.rules.dry_run_report` as
 `POST /api/v1/tenants/<id>/dry-run/`, so the box shows what the REST API
 answers. The tenants list shows each tenant's default-priority share over
 the last hour, summed over the replicas counting under its current config.
+Both follow federation as the REST answers do: a federated ID's requests
+(`team|zeta` for `team`) count, and are shown apart under their own ID.
 """
 
 from __future__ import annotations
@@ -18,16 +20,15 @@ from django.views.decorators.http import require_POST
 
 from api.cluster import replica_rules
 from api.rest.views.rules import dry_run_report
+from api.store import selectors
 from api.store.exceptions import ConfigValidationError
 from api.wire import rule_reports
+from api.wire.queue_rows import serving_body
 from dashboard.access import role_required
 from dashboard.explain_box import NOT_A_BLOCK, rules_problem
 from dashboard.tenant_draft import draft_from_post
-from scheduler_core.dry_run import EXAMPLES_PER_CHANGE
-from scheduler_core.errors import ConfigInvalid
+from scheduler_core.dry_run import EXAMPLES_PER_CHANGE, limits_of, serving_of
 from scheduler_core.model import TenantLimits
-from scheduler_core.rule_stats import limits_fingerprint
-from scheduler_core.validation import tenant_limits_from_dict
 
 __all__ = ["default_shares", "dry_run", "dry_run_box"]
 
@@ -44,6 +45,16 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
         return {"problem": rules_problem(exc.errors)}
     before, after = report["reservations"]["before"], report["reservations"]["after"]
     levels = sorted(set(before) | set(after), key=lambda p: -int(p))
+    federated = report.get("federated", [])
+    # What each side's reservations leave the lower priorities: said in the
+    # drill-down's words by the editor's script. The tenant's queue holds its
+    # own requests only; each federated ID's queue is apart, under that ID's
+    # shard and reservations (its tenants' combined limits), so its
+    # requests are counted against those.
+    own = _serving_lines(tenant_id, report["serving"], _own_part(report, federated))
+    groups = [{"federated": False, "lines": own}]
+    if federated:
+        groups.append({"federated": True, "lines": _federated_serving(tenant_id, draft, federated)})
     return {
         **report,
         "changed_rows": [
@@ -61,27 +72,73 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
                     :EXAMPLES_PER_CHANGE
                 ],
             )
-            for row in report.get("federated", [])
+            for row in federated
         ],
         "reservation_rows": [
             {"priority": p, "before": before.get(p, []), "after": after.get(p, [])} for p in levels
         ],
-        "tenant_id": tenant_id,
-        # What each side's reservations leave the tenant's lower priorities:
-        # said in the drill-down's words by the editor's script.
-        "serving_lines": [
-            {
-                "label": label,
-                "serving": report["serving"][side],
-                "below": _below_reserved(report["serving"][side], report["by_priority"][side]),
-            }
-            for label, side in (("Now", "before"), ("With the form", "after"))
-        ],
+        "serving_groups": groups,
     }
 
 
 def _changed_total(report: Mapping[str, Any]) -> int:
     return sum(row["count"] for row in report["changed"])
+
+
+def _own_part(report: Mapping[str, Any], federated: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's sample and `by_priority` less the federated IDs' (the tenant's own)."""
+    by_priority = {}
+    for side in ("before", "after"):
+        counts = dict(report["by_priority"][side])
+        for row in federated:
+            for priority, count in row["by_priority"][side].items():
+                counts[priority] -= count
+        by_priority[side] = {p: n for p, n in counts.items() if n}
+    return {
+        "sample": report["sample"] - sum(row["sample"] for row in federated),
+        "by_priority": by_priority,
+    }
+
+
+def _federated_serving(
+    tenant_id: str, draft: Mapping[str, Any], federated: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Serving lines of each federated ID's queue, now and with the draft in the tenant's place.
+
+    The queue gives a federated ID the shard and reservations of its
+    tenants' combined limits (`scheduler_core.federation`), read here from
+    the saved blocks as the dry run's replay reads them.
+    """
+    named = sorted({t for row in federated for t in row["org_id"].split("|")})
+    saved = {t: {} for t in named} | selectors.tenant_configs(named)
+    queriers = rule_reports.connected_queriers()
+    lines = []
+    for row in federated:
+        tenants = row["org_id"].split("|")
+        now = [saved[t] for t in tenants]
+        then = [dict(draft) if t == tenant_id else saved[t] for t in tenants]
+        serving = {
+            side: serving_body(serving_of(row["org_id"], limits_of(blocks), queriers))
+            for side, blocks in (("before", now), ("after", then))
+        }
+        lines += _serving_lines(row["org_id"], serving, row, federated=True)
+    return lines
+
+
+def _serving_lines(
+    who: str, serving: Mapping[str, Any], traffic: Mapping[str, Any], *, federated: bool = False
+) -> list[dict[str, Any]]:
+    """The box's "who would serve it" lines of one queue, now and with the form."""
+    return [
+        {
+            "label": f"{who}, {label.lower()}" if federated else label,
+            "tenant": who,
+            "serving": serving[side],
+            "below": _below_reserved(serving[side], traffic["by_priority"][side]),
+            "sample": traffic["sample"],
+        }
+        for label, side in (("Now", "before"), ("With the form", "after"))
+    ]
 
 
 def _below_reserved(serving: Mapping[str, Any], by_priority: Mapping[str, int]) -> int | None:
@@ -109,30 +166,48 @@ def dry_run(request: HttpRequest, tenant_id: str) -> HttpResponse:
     return render(request, "dashboard/_dry_run.html", {"dry_run": box})
 
 
-def _limits(config: Mapping[str, Any]) -> TenantLimits:
-    try:
-        return tenant_limits_from_dict(config)
-    except ConfigInvalid:
-        return TenantLimits()
+def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """tenant -> {"default", "total", "federated"}: requests in the last hour, every replica.
 
-
-def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, int]]:
-    """tenant -> {"default", "total"} requests in the last hour, every replica.
-
-    Counted under the tenant's current config only, so for a version saved
-    less than an hour ago, since it was saved (the column's title says so).
+    Counted as the tenant's rule-stats count them: under its current config
+    only (for a version saved less than an hour ago, since it was saved: the
+    column's title says so), with the requests of federated IDs naming it
+    folded in (one that another tenant's priority rules judged counts in the
+    total only). `federated` is their part, {"default", "total", "org_ids"},
+    or None when the hour had none.
     """
-    wanted = dict(configs)
+    wanted = {tenant_id: limits_of(config) for tenant_id, config in configs}
     local = rule_reports.local_counts_many(wanted)
-    shares: dict[str, dict[str, int]] = {}
-    for tenant_id, config in wanted.items():
-        fingerprint = limits_fingerprint(_limits(config))
-        default = total = 0
-        for counts in replica_rules.tenant_counts(tenant_id, local.get(tenant_id)):
-            hour = counts.windows.get("1h") or []
-            if counts.fingerprint == fingerprint and len(hour) > 1:
-                total += hour[0]
-                default += hour[1]
-        if total:
-            shares[tenant_id] = {"default": default, "total": total}
+    federated = rule_reports.federated_counts_many(wanted)
+    parts = _member_limits(wanted, federated.values())
+    shares: dict[str, dict[str, Any]] = {}
+    for tenant_id, limits in wanted.items():
+        replicas = replica_rules.tenant_counts(tenant_id, local.get(tenant_id))
+        own = rule_reports.rule_stats_body(tenant_id, None, limits, replicas)
+        body = rule_reports.rule_stats_body(
+            tenant_id, None, limits, replicas, federated[tenant_id], parts
+        )
+        whole = _hour(body)
+        if not whole["total"]:
+            continue
+        part = {key: whole[key] - count for key, count in _hour(own).items()}
+        org_ids = [row["org_id"] for row in body["federated"] if row["total"]["1h"]]
+        shares[tenant_id] = {
+            **whole,
+            "federated": {**part, "org_ids": org_ids} if part["total"] else None,
+        }
     return shares
+
+
+def _hour(body: Mapping[str, Any]) -> dict[str, int]:
+    return {"default": body["default"]["matched"]["1h"], "total": body["total"]["1h"]}
+
+
+def _member_limits(
+    page: Mapping[str, TenantLimits], federated: Iterable[Mapping[str, Any]]
+) -> dict[str, TenantLimits]:
+    """The limits of every tenant the federated IDs name (the defaults for an unconfigured one)."""
+    named = {t for org_ids in federated for org_id in org_ids for t in org_id.split("|")}
+    others = sorted(named - set(page))
+    saved = {t: {} for t in others} | selectors.tenant_configs(others)
+    return {**{t: limits_of(block) for t, block in saved.items()}, **page}

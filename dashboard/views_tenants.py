@@ -15,6 +15,7 @@ the box says is what the scheduler will do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib import messages
@@ -44,6 +45,7 @@ from dashboard.views import already_saved_message, own_revision, posted_version,
 from dashboard.views_rules import default_shares, dry_run_box
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
+from scheduler_core.snapshot import LeafSnapshot
 from scheduler_core.validation import validate_tenant_config
 
 __all__ = ["explain", "tenant_delete", "tenant_edit", "tenant_new", "tenants"]
@@ -61,12 +63,14 @@ def tenants(request: HttpRequest) -> HttpResponse:
     leaves = tick.index.tenant_leaves if tick else {}
     rows = []
     shares = default_shares((t.tenant_id, t.config) for t in chunk)
+    federated = _federated_depths(leaves, {t.tenant_id for t in chunk})
     for tenant in chunk:
         qp = tenant.config.get("query_priority") or {}
         rows.append(
             {
                 "tenant": tenant,
                 "depth": sum(leaf.length for leaf in leaves.get(tenant.tenant_id, ())),
+                "federated_depth": federated.get(tenant.tenant_id),
                 "rules": len(qp.get("priorities") or []),
                 "enabled": bool(qp.get("enabled")),
                 "default_share": shares.get(tenant.tenant_id),
@@ -80,6 +84,28 @@ def tenants(request: HttpRequest) -> HttpResponse:
         "default_outstanding": selectors.queue_config_get().max_outstanding_requests_per_tenant,
     }
     return page(request, "dashboard/tenants.html", context)
+
+
+def _federated_depths(
+    leaves: Mapping[str, Sequence[LeafSnapshot]], tenant_ids: set[str]
+) -> dict[str, dict[str, Any]]:
+    """tenant -> {"depth", "org_ids"}: queued under the federated IDs naming it.
+
+    A request of `team|zeta` waits in that ID's own queue, not `team`'s, so
+    the tenant's own depth leaves it out; shown beside it, not added in.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for org_id, queued in leaves.items():
+        if "|" not in org_id:
+            continue
+        depth = sum(leaf.length for leaf in queued)
+        for tenant_id in tenant_ids.intersection(org_id.split("|")):
+            mine = found.setdefault(tenant_id, {"depth": 0, "org_ids": []})
+            mine["depth"] += depth
+            mine["org_ids"].append(org_id)
+    for mine in found.values():
+        mine["org_ids"].sort()
+    return found
 
 
 _ALREADY_EXISTS = FieldError("tenant_id", "a tenant with this ID already exists")

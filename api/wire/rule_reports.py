@@ -43,6 +43,7 @@ __all__ = [
     "ReplicaCounts",
     "connected_queriers",
     "federated_counts",
+    "federated_counts_many",
     "federated_sample_rows",
     "local_counts",
     "local_counts_many",
@@ -108,10 +109,16 @@ def federated_sample_rows(tenant_id: str) -> dict[str, list[tuple[Any, ...]]]:
     return {t: [e.to_row() for e in sample] for t, sample in entries.items()}
 
 
-async def _on_loop_federated_counts(tenant_id: str) -> dict[str, RuleCounts]:
+async def _on_loop_federated_counts(tenant_ids: list[str]) -> dict[str, RuleCounts]:
     if not runtime_host.started():
         return {}
-    ids = naming(tenant_id, runtime_host.get_host().admission_log.stats.tenants())
+    wanted = set(tenant_ids)
+    # One pass over the counted IDs, whatever the number of tenants asked about.
+    ids = [
+        org_id
+        for org_id in runtime_host.get_host().admission_log.stats.tenants()
+        if "|" in org_id and not wanted.isdisjoint(org_id.split("|"))
+    ]
     return await _on_loop_counts(ids)
 
 
@@ -121,13 +128,24 @@ def federated_counts(tenant_id: str) -> dict[str, list[ReplicaCounts]]:
     Counted under the whole ID (admission's few increments per request stay
     as they are); a tenant's rule-stats fold them in when read.
     """
-    local = async_to_sync(_on_loop_federated_counts)(tenant_id) if runtime_host.started() else {}
-    peers = (org_id for tenants in (PEERS.tenants or {}).values() for org_id in tenants)
-    found = {}
-    for org_id in sorted(set(local) | set(naming(tenant_id, peers))):
-        counts = replica_rules.tenant_counts(org_id, local.get(org_id))
-        if counts:
-            found[org_id] = counts
+    return federated_counts_many([tenant_id])[tenant_id]
+
+
+def federated_counts_many(
+    tenant_ids: Iterable[str],
+) -> dict[str, dict[str, list[ReplicaCounts]]]:
+    """`federated_counts` of each tenant, read from the loop once (the tenants list's page)."""
+    wanted = list(tenant_ids)
+    local = async_to_sync(_on_loop_federated_counts)(wanted) if runtime_host.started() else {}
+    peers = {org_id for tenants in (PEERS.tenants or {}).values() for org_id in tenants}
+    counted = set(local) | peers
+    found: dict[str, dict[str, list[ReplicaCounts]]] = {}
+    for tenant_id in wanted:
+        mine = found[tenant_id] = {}
+        for org_id in naming(tenant_id, counted):
+            counts = replica_rules.tenant_counts(org_id, local.get(org_id))
+            if counts:
+                mine[org_id] = counts
     return found
 
 

@@ -127,6 +127,18 @@ def sampled(monkeypatch: pytest.MonkeyPatch, *queries: str) -> None:
     monkeypatch.setattr(rule_reports, "connected_queriers", lambda: ["q1", "q2", "q3"])
 
 
+def federated_sampled(monkeypatch: pytest.MonkeyPatch, org_id: str, *queries: str) -> None:
+    """`org_id`'s recent traffic (a federated ID naming team), as team's saved rules judged it."""
+    saved = tenant_limits_from_dict(REJECTING)
+    log = AdmissionLog(RuleStats(lambda: 0.0))
+    for n, query in enumerate(queries):
+        info = query_info(query=query, api_type="query", start=1e9, end=1e9, step=None, headers={})
+        log.record(org_id, saved, judge(saved, info, 1e9), info, "ingester", 1e9 + n)
+    monkeypatch.setattr(
+        rule_reports, "federated_sample_rows", lambda tenant_id: {org_id: log.traffic.rows(org_id)}
+    )
+
+
 def test_the_dry_run_box_tests_the_unsaved_form_and_saves_nothing(
     viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
@@ -190,16 +202,8 @@ def test_the_dry_run_box_lists_federated_requests_under_their_own_org_id(
 ) -> None:
     settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
     sampled(monkeypatch, "up")
-    saved = tenant_limits_from_dict(REJECTING)  # other|team: other has no block
-    log = AdmissionLog(RuleStats(lambda: 0.0))
-    for n, query in enumerate(["errors_total", "expensive_total"]):
-        info = query_info(query=query, api_type="query", start=1e9, end=1e9, step=None, headers={})
-        log.record("other|team", saved, judge(saved, info, 1e9), info, "ingester", 1e9 + n)
-    monkeypatch.setattr(
-        rule_reports,
-        "federated_sample_rows",
-        lambda tenant_id: {"other|team": log.traffic.rows("other|team")},
-    )
+    # other|team: other has no block, so team's rules are the combined limits'.
+    federated_sampled(monkeypatch, "other|team", "errors_total", "expensive_total")
     draft = {**REJECTING, "query_rejection": {"enabled": False, "query_attributes": []}}
     data = {**_post_fields(draft), "query_rejection.present": "1"}
     html = viewer_client.post("/tenants/team/dry-run/", data).content.decode()

@@ -3,9 +3,12 @@
 // against recent traffic" button, which posts the form as it stands (saved
 // or not) and shows the dry run in place. Without this script the button
 // re-renders the whole page with the same report, and no counts are shown.
+// The counts include the requests of federated org IDs naming the tenant, as
+// the REST answer does; a line lists those IDs.
 
 import { announce, focusLost, setAttr, setText } from "./dom.js";
 import { servingText } from "./drill_text.js";
+import { iso } from "./format.js";
 
 const POLL_MS = 3000;
 const form = document.getElementById("tenant-form");
@@ -40,19 +43,60 @@ function show(key, matched, total, verb, counting) {
   setAttr(node, "class", none && !settling ? "hits idle" : "hits");
 }
 
+// The requests the tenant's priority rules and default could have taken: the
+// total less those of federated IDs that another tenant's priority rules
+// judged (counted in the total only), beside which a rule of this tenant's
+// matching nothing says nothing about it.
+function judgedHere(stats, federated) {
+  const judged = { ...stats.total };
+  for (const row of federated) {
+    if (row.priority_rules_of === null || row.priority_rules_of === stats.tenant) continue;
+    for (const name of Object.keys(judged)) judged[name] -= row.total[name];
+  }
+  return judged;
+}
+
+function whoseRules(row, tenant) {
+  if (row.priority_rules_of === null) return "none of its tenants has priority enabled";
+  if (row.priority_rules_of === tenant) return "judged by these priority rules";
+  return `judged by ${iso(row.priority_rules_of)}'s priority rules`;
+}
+
+// Requests of federated org IDs naming the tenant (team|zeta) are in the
+// counts above; this line names each ID and its part, so they are not taken
+// for the tenant's own. The page has no place for it: made beside the
+// default's line on the first answer that has any.
+function showFederated(stats, federated) {
+  let node = form.querySelector('[data-hits="federated"]');
+  const anchor = form.querySelector('[data-hits="default"]');
+  if (!node && (!federated.length || !anchor)) return;
+  if (!node) {
+    node = document.createElement("p");
+    node.className = "help federated-hits";
+    node.dataset.hits = "federated";
+    anchor.closest("p").after(node);
+  }
+  node.hidden = !federated.length;
+  const rows = federated.map((row) => `${iso(row.org_id)} ${counts(row.total)} (${whoseRules(row, stats.tenant)})`);
+  setText(node, federated.length ? `Counted above, from federated org IDs naming ${iso(stats.tenant)}: ${rows.join("; ")}.` : "");
+}
+
 function render(stats) {
   if (String(stats.version) !== form.dataset.version) return; // saved since: reload shows it
   const total = stats.total;
   // Absent from a server of an earlier release: read as unknown, as before.
   const counting = stats.counting_seconds ?? null;
+  const federated = stats.federated ?? [];
+  const judged = judgedHere(stats, federated);
   for (const rule of stats.priorities) {
-    show(`rule-${rule.index}`, rule.matched, total, "matched", counting);
+    show(`rule-${rule.index}`, rule.matched, judged, "matched", counting);
     for (const attr of rule.attributes) {
-      show(`rule-${rule.index}-attr-${attr.index}`, attr.matched, total, "matched", counting);
+      show(`rule-${rule.index}-attr-${attr.index}`, attr.matched, judged, "matched", counting);
     }
   }
-  show("default", stats.default.matched, total, "took", counting);
+  show("default", stats.default.matched, judged, "took", counting);
   for (const attr of stats.rejection) show(`reject-${attr.index}`, attr.rejected, total, "rejected", counting);
+  showFederated(stats, federated);
 }
 
 async function poll() {
