@@ -10,6 +10,7 @@
 
 import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
+import { DrillExplain } from "./drill_explain.js";
 import {
   attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
 } from "./drill_rows.js";
@@ -52,6 +53,7 @@ export class DrillPanel {
     this.list = this.$("drill-rows");
     this.wire();
     this.cancels = editor ? new DrillCancels(this, csrf) : null;
+    this.explains = new DrillExplain(this);
     setInterval(() => this.tick(), 1000);
   }
 
@@ -328,6 +330,7 @@ export class DrillPanel {
     const row = this.rows.get(li.dataset.key);
     if (!row) return;
     if (e.target.closest(".cancel-one")) { if (this.cancels) this.cancels.askOne(row); return; }
+    if (e.target.closest(".explain-one")) { this.explains.open(row); return; }
     if (!e.target.closest(".expand")) return;
     if (this.open.has(row.key)) this.open.delete(row.key);
     else {

@@ -100,7 +100,15 @@ export function oldestQueued(rows) {
   return oldest;
 }
 
-// A new row's <li>; `editor`: with its Cancel… button.
+function button(className, text) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = className;
+  b.textContent = text;
+  return b;
+}
+
+// A new row's <li>: its Explain button, and for an `editor` its Cancel… button.
 export function createRow(row, editor) {
   const li = document.createElement("li");
   li.className = "drill-row";
@@ -111,13 +119,13 @@ export function createRow(row, editor) {
     '<code class="q" dir="ltr"></code><span class="prio"></span><span class="wait"></span><span class="acts"></span></div>' +
     '<div class="meta muted"><span class="badge oldest-tag" hidden></span><span class="meta-text"></span></div>' +
     '<div class="full" hidden><pre class="query-text" dir="ltr"></pre></div>';
-  if (editor) {
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = "small danger cancel-one";
-    b.textContent = "Cancel…";
-    li.querySelector(".acts").append(b);
-  }
+  // Every role may explain; its name says which request, as the expand button's does.
+  const acts = li.querySelector(".acts");
+  const explain = button("small explain-one", "Explain");
+  explain.setAttribute("aria-label", `Explain ${iso(row.id)} in its tenant's rules`);
+  explain.title = "Open the tenant's explain box on this request, as it was when queued";
+  acts.append(explain);
+  if (editor) acts.append(button("small danger cancel-one", "Cancel…"));
   return li;
 }
 

@@ -5,6 +5,7 @@
 // asks before a page with unsaved edits is left.
 
 import { announce, focusLost } from "./dom.js";
+import { iso } from "./format.js";
 import "./yaml_view.js";
 
 const form = document.getElementById("tenant-form");
@@ -13,10 +14,11 @@ const output = document.getElementById("explain-output");
 const button = document.getElementById("explain-button");
 const status = document.getElementById("explain-status");
 
+// `event`: the press that asked, held back from posting the whole page; none for a request filled in below.
 async function explain(event) {
   const url = box.dataset.url;
   if (!url) return; // a tenant not created yet: fall back to the full-page post
-  event.preventDefault();
+  event?.preventDefault();
   const data = new FormData(form);
   data.set("action", "explain");
   button.disabled = true;
@@ -39,6 +41,23 @@ async function explain(event) {
     if (lost) button.focus();
   }
   announce(status, output);
+}
+
+// A request sent from the inspector's drill-down (drill_explain.js) in the
+// address's fragment: every box of it filled (one it leaves out blank, not
+// at its default: an instant query has no step), then explained at once.
+const ASKED = "#explain?";
+if (location.hash.startsWith(ASKED) && box.dataset.url) {
+  const asked = new URLSearchParams(location.hash.slice(ASKED.length));
+  for (const input of box.querySelectorAll('[name^="explain_"]')) {
+    input.value = asked.get(input.name.slice("explain_".length)) ?? "";
+  }
+  const from = document.getElementById("explain-from");
+  from.textContent = `Filled in from request ${iso(asked.get("from") || "")}, its times as when it was queued. ` +
+    "The queue does not list its headers: fill in User-Agent, X-Dashboard-Uid or X-Panel-Id if a rule reads them.";
+  from.hidden = false;
+  box.scrollIntoView({ block: "start" });
+  explain();
 }
 
 // A viewer's checkboxes read as saved (checkboxes have no readonly; disabled

@@ -1,0 +1,78 @@
+// The drill-down's Explain on a row: the tenant's explain box (its editor
+// page) filled with the request, which then explains it. The box runs the
+// tenant's rules, saved or not, and says why the request got its priority.
+// What goes across is the request as the queue lists it (GET
+// queue/requests/{id}/: the full query, not the row's first line), in the
+// box's own words: times as durations before the instant the request was
+// queued, when it was classified, so a time_window rule is judged as it was
+// then. The page reads it from the address's fragment (editor.js), never
+// sent to the server nor logged. Every role may explain (viewers too).
+
+import { iso } from "./format.js";
+
+// Prometheus duration units as the explain box reads them, largest first.
+const UNITS = [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000], ["ms", 1]];
+
+// Seconds as a duration the box reads ("1h30m", "1s500ms"), to the
+// millisecond: Cortex counts a step and its windows in whole milliseconds.
+export function durationText(seconds) {
+  let ms = Math.round(seconds * 1000);
+  if (ms === 0) return "0s";
+  let text = "";
+  for (const [unit, size] of UNITS) {
+    const n = Math.floor(ms / size);
+    if (n) text += `${n}${unit}`;
+    ms -= n * size;
+  }
+  return text;
+}
+
+// The box's fields for `detail` (the REST row) queued at `since` (unix
+// seconds), as a fragment; or { problem } when the box cannot take it.
+export function explainFragment(detail, since) {
+  if (detail.query_truncated) {
+    return { problem: `${iso(detail.id)}'s query is longer than the queue listing shows: explained, only its start would be judged.` };
+  }
+  const fields = new URLSearchParams({ from: detail.id, query: detail.query, api_type: detail.api_type });
+  // The box takes times as durations ago: one after the request was queued has none.
+  for (const key of ["start", "end"]) {
+    const t = detail[key];
+    if (t === null || t === undefined) continue;
+    if (t > since) return { problem: `${iso(detail.id)}'s ${key} is after it was queued: the explain box takes times before then.` };
+    fields.set(key, durationText(since - t));
+  }
+  if (detail.step) fields.set("step", durationText(detail.step));
+  if (detail.actor) fields.set("actor_path", detail.actor);
+  return { fragment: `#explain?${fields}` };
+}
+
+export class DrillExplain {
+  // `panel`: the drill-down (its request lookups and its message line).
+  constructor(panel) {
+    this.panel = panel;
+  }
+
+  // Opens `row`'s tenant's explain box on it, or says in the panel why not.
+  async open(row) {
+    const { panel } = this;
+    if (row.tenant.includes("|")) {
+      panel.say(`${iso(row.tenant)} is a federated org ID, judged under its tenants' combined limits: no one tenant's explain box does that (POST /api/v1/explain/ does).`, "error");
+      return;
+    }
+    const [detail, block] = await Promise.all([panel.fetchRequest(row.id, row.replica), blockStatus(row.tenant)]);
+    const problem = detail === null ? `${iso(row.id)} has left the queue and finished: nothing to explain.`
+      // No block, no editor page (where the box is): what it runs under instead.
+      : block === 404 ? `${iso(row.tenant)} has no block of its own: its requests run under the default limits (Settings), with no rules to explain.`
+      : block !== 200 ? `Its tenant could not be looked up (HTTP ${block}): try again.`
+      : null;
+    const found = problem ? { problem } : explainFragment(detail, row.since);
+    if (found.problem) panel.say(found.problem, "error");
+    else window.location.assign(`/tenants/${encodeURIComponent(row.tenant)}/${found.fragment}`);
+  }
+}
+
+// The HTTP status of the tenant's block as the REST API serves it: 404 without one.
+async function blockStatus(tenant) {
+  const response = await fetch(`/api/v1/tenants/${encodeURIComponent(tenant)}/`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+  return response.status;
+}

@@ -1,0 +1,150 @@
+"""Cancelling from the drill-down in Chromium: one request, or every one a filter matches.
+
+Each asks first, its frontend is told, and History lists it. The module
+queues acme's four requests once (tests/e2e/drill_pages.py) for the tests
+that only preview or are refused; each test that cancels queues requests of
+its own, under a tenant of its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import Traffic
+from tests.e2e.drill_pages import (  # noqa: F401 - queue_acme is the fixture acme_queued
+    SLOW,
+    open_drill,
+    queue_acme,
+    treeitem,
+)
+
+pytestmark = pytest.mark.usefixtures("acme_queued")
+
+
+def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("runaway", SLOW)
+    open_drill(page, "runaway")
+    row = page.locator("#drill-rows > li").first
+    expect(row.locator(".q")).to_have_text("sum by (job) (rate(needle_seconds_total[5m])) …")
+    rid = row.get_attribute("data-id")
+    row.get_by_role("button", name="Cancel…").click()
+    dialog = page.locator("#cancel-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text(rid)
+    # One request: worded for one, and Enter in the note confirms (never drops it).
+    expect(page.locator("#cancel-confirm")).to_have_text("Cancel the request")
+    expect(page.locator("#cancel-back")).to_have_text("Keep it")
+    page.locator("#cancel-note").fill("runaway join")
+    page.locator("#cancel-note").press("Enter")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#drill-message")).to_have_text(f"Cancelled {rid}.")
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    expect(treeitem(page, "runaway")).to_have_count(0)  # its queue emptied: the row goes
+    failed = [r for r in traffic.replies if r.get("type") == "failed"]
+    assert any(r["error"] == "cancelled by operator erin: runaway join" for r in failed), (
+        traffic.replies
+    )
+
+
+def test_cancel_matching_with_a_minimum_wait_previews_the_requests_the_panel_shows(
+    page: Page,
+) -> None:
+    open_drill(page, "acme")
+    expect(page.locator("#drill-rows > li")).to_have_count(4)
+    page.locator("#drill-min-wait").fill("0")
+    expect(page.locator("#drill-count")).to_have_text("4 of 4")
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 4 queued requests?")
+    page.locator("#cancel-back").click()
+    page.locator("#drill-min-wait").fill("")
+
+
+def test_cancel_matching_nothing_says_so_instead_of_asking_to_cancel_0(page: Page) -> None:
+    open_drill(page, "acme")
+    page.locator("#drill-search").fill("no-such-query-text")
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    page.get_by_role("button", name="Cancel matching…").click()
+    expect(page.locator("#drill-message")).to_contain_text("Nothing to cancel")
+    expect(page.locator("#cancel-dialog")).to_be_hidden()
+    page.locator("#drill-search").fill("")
+
+
+def test_cancel_matching_is_for_queued_requests_only_and_says_so(page: Page) -> None:
+    open_drill(page, "acme")
+    cancel = page.get_by_role("button", name="Cancel matching…")
+    page.locator("#drill-state").select_option("in_flight")
+    expect(cancel).to_be_disabled()
+    expect(page.locator("#drill-cancel-why")).to_be_visible()
+    expect(cancel).to_have_accessible_description(re.compile("Only queued requests"))
+    page.locator("#drill-state").select_option("")
+    expect(cancel).to_be_enabled()
+    expect(page.locator("#drill-cancel-why")).to_be_hidden()
+    cancel.click()
+    expect(page.locator("#cancel-text")).to_contain_text("Running requests are not cancelled")
+    expect(page.locator("#cancel-confirm")).to_have_text("Cancel them")
+    page.locator("#cancel-back").click()
+
+
+def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -> None:
+    page.goto("/?projection=tenant-first")
+    page.locator('.projection input[value="component-first"]').check()
+    page.get_by_role("button", name="Requests of ingester", exact=True).click()
+    expect(page.locator("#drill-title")).to_have_text("Requests of ingester")
+    page.get_by_role("button", name="Cancel matching…").click()
+    message = page.locator("#drill-message")
+    expect(message).to_have_text("Cancelling by filter needs a tenant, or a search or regex.")
+    expect(message).to_have_class(re.compile(r"\bmsg-error\b"))
+    page.wait_for_timeout(1500)  # several live updates later
+    expect(message).to_be_visible()
+    page.locator("#drill-search").fill("rate")  # acting again clears it
+    expect(message).to_be_hidden()
+    page.locator("#drill-search").fill("")
+    page.locator('.projection input[value="tenant-first"]').check()
+
+
+def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("beta", "up", count=2)
+    open_drill(page, "beta")
+    expect(page.locator("#drill-rows > li")).to_have_count(2)
+    page.get_by_role("button", name="Cancel matching…").click()
+    dialog = page.locator("#cancel-dialog")
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 2 queued requests?")
+    page.get_by_role("button", name="Cancel them").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    done = page.locator("#drill-message")
+    expect(done).to_have_text("Cancelled 2 requests.")
+    expect(done).to_have_class(re.compile(r"\bmsg-success\b"))
+    page.wait_for_timeout(1500)  # several live updates later
+    expect(done).to_have_text("Cancelled 2 requests.")
+    page.locator("#drill-close").click()
+
+
+def test_the_cancel_appears_on_the_history_page(page: Page, traffic: Traffic) -> None:
+    # One request cancelled with a note, then two by a filter, from the drill-down.
+    traffic.enqueue("noted", SLOW)
+    open_drill(page, "noted")
+    page.locator("#drill-rows > li").first.get_by_role("button", name="Cancel…").click()
+    page.locator("#cancel-note").fill("runaway join")
+    page.locator("#cancel-confirm").click()
+    expect(page.locator("#drill-rows > li")).to_have_count(0)
+    traffic.enqueue("filtered", "up", count=2)
+    open_drill(page, "filtered")
+    expect(page.locator("#drill-rows > li")).to_have_count(2)
+    page.get_by_role("button", name="Cancel matching…").click()
+    page.get_by_role("button", name="Cancel them").click()
+    expect(page.locator("#drill-message")).to_have_text("Cancelled 2 requests.")
+    page.goto("/history/")
+    cancels = page.locator("#operator-cancels")
+    expect(cancels).to_contain_text("Cancelled request")
+    expect(cancels).to_contain_text("by erin via UI")
+    expect(cancels).to_contain_text("runaway join")
+    expect(cancels).to_contain_text("Cancelled 2 of 2 matching")
+    expect(cancels).to_contain_text("tenant=filtered")
