@@ -12,7 +12,8 @@ and documents nested at most `MAX_DOCUMENT_DEPTH` levels. Querier IDs
 pages and metric labels can show as one line: `querier_id_error`.
 Nothing here imports the rest of the package, so every layer can share one
 set of limits, and `request_times_error` is the one check enqueue (both
-protocols) and explain apply to a request's start, end and step.
+protocols) and explain apply to a request's start, end and step, as
+`cortex_step_seconds` is the one reading of a step's number of seconds.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "TENANT_ID_ALPHABET",
     "TENANT_ID_CHARACTER",
     "TimesError",
+    "cortex_step_seconds",
     "duration_error",
     "int64_error",
     "parse_decimal",
@@ -147,6 +149,20 @@ def timestamp_error(seconds: float) -> str | None:
     return f"must be unix seconds between {MIN_TIMESTAMP:.0f} and {MAX_TIMESTAMP:.0f}"
 
 
+def cortex_step_seconds(seconds: float) -> float:
+    """A step of `seconds` as Cortex's query-frontend reads it (`parseDurationMs`).
+
+    The float times 1000, truncated toward zero to whole milliseconds as Go's
+    int64() does: 1.0009 is 1 s, 0.0005 is 0 (a step Cortex then refuses),
+    and 1.001 is 1 s too, since 1.001 * 1000 is 1000.999... in binary. Both
+    doors read a step through this, so a `query_step_limit` matches a step
+    alike whichever door it came through. Total over floats: one whose
+    product is not finite is returned as it is, for `request_times_error`.
+    """
+    ms = seconds * 1000
+    return math.trunc(ms) / 1000 if math.isfinite(ms) else seconds
+
+
 class TimesError(ValueError):
     """A request's start, end or step is out of bounds; `field` names which."""
 
@@ -172,7 +188,11 @@ def request_times_error(
         return TimesError("start", "start must not be after end")
     if step is not None:
         if not _within(step, 0, math.inf) or step <= 0:
-            return TimesError("step", "step must be a positive number of seconds")
+            return TimesError(
+                "step",
+                "step must be a positive number of seconds, at least 0.001: "
+                "Cortex reads a step to the millisecond",
+            )
         if (problem := duration_error(step)) is not None:
             return TimesError("step", f"step {problem}")
     return None

@@ -14,7 +14,6 @@ protobuf messages, so it stays independent of the generated code.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from datetime import datetime
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from scheduler_core.bounds import duration_error, timestamp_error
+from scheduler_core.bounds import cortex_step_seconds, duration_error, timestamp_error
+from scheduler_core.durations import InvalidDuration, duration_text_ms
 from scheduler_core.model import BOTH, INGESTER, STORE_GATEWAY
 
 __all__ = [
@@ -58,12 +58,6 @@ _API_TYPES_BY_LAST_ELEMENT = {
 _HINTED_COMPONENTS = frozenset({INGESTER, STORE_GATEWAY, BOTH})
 _FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Prometheus' duration syntax; every unit is optional but they keep this order.
-# ASCII digits only: `\d` would take any Unicode digit, which Go refuses.
-_DURATION = re.compile(
-    r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?"
-    r"(?:([0-9]+)m(?!s))?(?:([0-9]+)s)?(?:([0-9]+)ms)?"
-)
 # Go's strconv.ParseFloat syntax, which the querier's Prometheus API and
 # Cortex use for times and steps: ASCII digits, "_" only between digits, no
 # surrounding space (Python's float() takes spaces and any Unicode digit),
@@ -81,7 +75,6 @@ _RFC3339 = re.compile(
     r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,]([0-9]{1,9}))?"
     r"(Z|[+-][0-9]{2}:[0-9]{2})"
 )
-_DURATION_UNITS = (365 * 86400.0, 7 * 86400.0, 86400.0, 3600.0, 60.0, 1.0, 0.001)
 # Far longer than any real timestamp or duration; bounds parsing work.
 _MAX_VALUE_LENGTH = 64
 
@@ -133,23 +126,20 @@ def parse_prometheus_time(value: str) -> float | None:
 
 def parse_duration_seconds(value: str) -> float | None:
     """Seconds from a step as Cortex reads it (`parseDurationMs`): a Go float
-    of seconds truncated to whole milliseconds, or a duration like 1m30s."""
+    of seconds truncated to whole milliseconds (`cortex_step_seconds`), or a
+    duration like 1m30s, counted in whole milliseconds as Go counts it."""
     if not value or len(value) > _MAX_VALUE_LENGTH:
         return None
     seconds = _go_float(value)
     if seconds is None:
-        match = _DURATION.fullmatch(value)
-        if match is None or not any(match.groups()):
-            return None
-        seconds = sum(
-            int(amount) * unit
-            for amount, unit in zip(match.groups(), _DURATION_UNITS, strict=True)
-            if amount
-        )
+        try:
+            return duration_text_ms(value) / 1000
+        except InvalidDuration:
+            return None  # not a duration, or one beyond Go's time.Duration
     # A step Prometheus would refuse (beyond Go's time.Duration) is unknown.
     if seconds < 0 or duration_error(seconds) is not None:
         return None
-    return math.trunc(seconds * 1000) / 1000
+    return cortex_step_seconds(seconds)
 
 
 def _go_float(text: str) -> float | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from scheduler_core.bounds import INT64_MAX, int64_error
-from scheduler_core.durations import InvalidDuration, parse_duration
+from scheduler_core.durations import InvalidDuration, parse_duration, to_milliseconds
 from scheduler_core.errors import FieldError
 
 __all__ = [
@@ -155,7 +155,11 @@ def duration(value: object, path: str, errs: Collector, positive: bool = False) 
     if seconds < 0 or (positive and seconds == 0):
         errs.add(path, f"must be {'> 0' if positive else '>= 0'}, got {value!r}")
         return None
-    return seconds
+    # Read as Cortex holds it (and as the export writes it), so a rule
+    # matches here as the exported file does there. Rounded, not refused:
+    # a stored block holding 0.0004 or 1.0005 must still load, and this
+    # reader is also the one that loads them.
+    return to_milliseconds(seconds)
 
 
 def text(value: object, path: str, errs: Collector) -> str | None:

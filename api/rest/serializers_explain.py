@@ -21,6 +21,7 @@ from api.store import selectors
 from scheduler_core.bounds import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
+    cortex_step_seconds,
     request_times_error,
     timestamp_error,
 )
@@ -103,7 +104,8 @@ class StepField(DurationField):
             raise serializers.ValidationError(str(exc)) from exc
         if seconds < 0:
             raise serializers.ValidationError("must not be negative")
-        return seconds
+        # A number as the websocket door reads it: truncated to the millisecond.
+        return cortex_step_seconds(seconds)
 
 
 def _finite(value: float) -> float:

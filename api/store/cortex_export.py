@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.store.import_plan import block_in_field_order
+from scheduler_core.durations import to_milliseconds
 from scheduler_core.validation import InvalidDuration, format_duration, parse_duration
 
 __all__ = ["block_for_cortex"]
@@ -37,8 +38,9 @@ _ATTRIBUTE_FIELDS_SINCE_1_18 = frozenset(
 
 
 def _cortex_duration(value: Any) -> Any:
-    """A number of seconds as the duration string meaning the same to the
-    millisecond, as the scheduler compares them; anything else as it is."""
+    """A number of seconds as the duration string of the milliseconds the
+    scheduler reads it as (`to_milliseconds`: 0.0004 is "1ms", never the
+    "0s" that would unset the bound in Cortex); anything else as it is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     try:
@@ -46,7 +48,7 @@ def _cortex_duration(value: Any) -> Any:
     except InvalidDuration:
         return value
     # A negative one is a stored value the rules now refuse: shown as it is.
-    return format_duration(seconds) if seconds >= 0 else value
+    return format_duration(to_milliseconds(seconds)) if seconds >= 0 else value
 
 
 def _unset(value: Any) -> bool:

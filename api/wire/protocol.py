@@ -22,6 +22,7 @@ from api.wire.json_codec import DuplicateJsonKey, compact_dumps
 from scheduler_core.bounds import (
     INT64_MAX,
     INT64_MIN,
+    cortex_step_seconds,
     duration_error,
     querier_id_error,
     request_times_error,
@@ -335,6 +336,10 @@ def parse_enqueue(data: Mapping[str, Any]) -> Enqueue:
     rid = _client_id(data)
     start, end = _number(data, "start", rid), _number(data, "end", rid)
     step = _number(data, "step", rid)
+    if step is not None:
+        # As the gRPC door and Cortex read it; kept as sent, 0.9996 matched
+        # a query_step_limit of 1s here (rounded) but not there (truncated).
+        step = cortex_step_seconds(step)
     # The same check as explain's: times Prometheus accepts, start <= end, step > 0.
     problem = request_times_error(start, end, step)
     if problem is not None:

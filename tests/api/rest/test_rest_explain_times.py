@@ -97,3 +97,35 @@ def test_a_step_given_as_text_is_read_as_the_door_reads_a_step_parameter(editor_
         "GET", f"/api/v1/query_range?query=up&start=1&end=2&step={text}", {}, b"", now=NOW
     )
     assert door.step == seconds and response.json()["priority"] == 3
+
+
+def _explained_step(client, step):
+    """Priority 5 when the step explain read is at least 1s, else 0; or the 400's body."""
+    rules = {
+        "query_priority": {
+            "enabled": True,
+            "priorities": [{"priority": 5, "query_attributes": [{"query_step_limit": {"min": 1}}]}],
+        }
+    }
+    body = {
+        "tenant": "t1",
+        "query": "up",
+        "api_type": "query_range",
+        "start": NOW - 3600,
+        "end": NOW,
+        "step": step,
+        "now": NOW,
+        "tenant_config": rules,
+    }
+    response = client.post(URL, body, format="json")
+    return response.json()["priority"] if response.status_code == 200 else response.json()
+
+
+def test_a_step_given_as_a_number_is_read_as_the_text_and_the_websocket_door_read_it(editor_api):
+    # 1.0015 truncated to the millisecond is 1.001 (>= 1s); 0.9996 is 0.999.
+    assert _explained_step(editor_api, 1.0015) == _explained_step(editor_api, "1.0015") == 5
+    assert _explained_step(editor_api, 0.9996) == _explained_step(editor_api, "0.9996") == 0
+
+
+def test_a_number_step_under_a_millisecond_is_refused_as_enqueue_refuses_it(editor_api):
+    assert "step" in _explained_step(editor_api, 0.0009)
