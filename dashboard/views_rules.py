@@ -23,11 +23,10 @@ from api.rest.views.rules import dry_run_report
 from api.store import selectors
 from api.store.exceptions import ConfigValidationError
 from api.wire import rule_reports
-from api.wire.queue_rows import serving_body
 from dashboard.access import role_required
 from dashboard.explain_box import NOT_A_BLOCK, rules_problem
 from dashboard.tenant_draft import draft_from_post
-from scheduler_core.dry_run import EXAMPLES_PER_CHANGE, limits_of, serving_of
+from scheduler_core.dry_run import EXAMPLES_PER_CHANGE, limits_of
 from scheduler_core.model import TenantLimits
 
 __all__ = ["default_shares", "dry_run", "dry_run_box"]
@@ -49,12 +48,17 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
     # What each side's reservations leave the lower priorities: said in the
     # drill-down's words by the editor's script. The tenant's queue holds its
     # own requests only; each federated ID's queue is apart, under that ID's
-    # shard and reservations (its tenants' combined limits), so its
-    # requests are counted against those.
+    # shard and reservations (its row's `serving`: its tenants' combined
+    # limits), so its requests are counted against those.
     own = _serving_lines(tenant_id, report["serving"], _own_part(report, federated))
     groups = [{"federated": False, "lines": own}]
     if federated:
-        groups.append({"federated": True, "lines": _federated_serving(tenant_id, draft, federated)})
+        lines = [
+            line
+            for row in federated
+            for line in _serving_lines(row["org_id"], row["serving"], row, federated=True)
+        ]
+        groups.append({"federated": True, "lines": lines})
     return {
         **report,
         "changed_rows": [
@@ -98,31 +102,6 @@ def _own_part(report: Mapping[str, Any], federated: list[dict[str, Any]]) -> dic
         "sample": report["sample"] - sum(row["sample"] for row in federated),
         "by_priority": by_priority,
     }
-
-
-def _federated_serving(
-    tenant_id: str, draft: Mapping[str, Any], federated: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Serving lines of each federated ID's queue, now and with the draft in the tenant's place.
-
-    The queue gives a federated ID the shard and reservations of its
-    tenants' combined limits (`scheduler_core.federation`), read here from
-    the saved blocks as the dry run's replay reads them.
-    """
-    named = sorted({t for row in federated for t in row["org_id"].split("|")})
-    saved = {t: {} for t in named} | selectors.tenant_configs(named)
-    queriers = rule_reports.connected_queriers()
-    lines = []
-    for row in federated:
-        tenants = row["org_id"].split("|")
-        now = [saved[t] for t in tenants]
-        then = [dict(draft) if t == tenant_id else saved[t] for t in tenants]
-        serving = {
-            side: serving_body(serving_of(row["org_id"], limits_of(blocks), queriers))
-            for side, blocks in (("before", now), ("after", then))
-        }
-        lines += _serving_lines(row["org_id"], serving, row, federated=True)
-    return lines
 
 
 def _serving_lines(

@@ -39,7 +39,6 @@ __all__ = [
     "FederatedRows",
     "limits_of",
     "replay",
-    "replay_many",
     "reservations",
     "reserved_by_priority",
     "serving_of",
@@ -208,20 +207,3 @@ def limits_of(raw: Any) -> TenantLimits:
         return tenant_limits_from_dict(raw)
     except ConfigInvalid:
         return TenantLimits()
-
-
-def replay_many(jobs: Sequence[Sequence[Any]]) -> dict[str, dict[str, Any]]:
-    """`replay` for several tenants: (tenant, rows, saved, draft[, federated]) each.
-
-    `saved` and `draft` are raw blocks, or lists of blocks (`limits_of`);
-    `federated`, if given, holds (org ID, rows, saved, draft) of each
-    federated ID naming the tenant, its blocks lists in ID order.
-    """
-    reports = {}
-    for tenant_id, rows, before, after, *more in jobs:
-        federated = [
-            (org_id, org_rows, limits_of(saved), limits_of(draft))
-            for org_id, org_rows, saved, draft in (more[0] if more else ())
-        ]
-        reports[tenant_id] = replay(rows, limits_of(before), limits_of(after), federated)
-    return reports

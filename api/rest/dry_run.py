@@ -4,8 +4,9 @@ The sample is read on the loop (a copy of plain rows, `api.wire.rule_reports`);
 the matching itself (`scheduler_core.dry_run`) runs in the niced import worker
 process (`api.rest.offload`) whenever imports do, so a dry run over 1,000
 tenants x 1,000 requests holds neither the loop nor this process's GIL for
-long. Reports carry the reservations before and after, computed with the
-queriers this replica knows now. Nothing here writes anything.
+long. Reports carry the reservations before and after, of the tenant's
+queue and of each federated ID's (its own queue), computed with the queriers
+this replica knows now. Nothing here writes anything.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from django.conf import settings
 
 from api.rest import offload
 from api.wire.queue_rows import serving_body
-from scheduler_core.dry_run import limits_of, replay_many, reserved_by_priority, serving_of
+from scheduler_core.dry_run import limits_of, replay, reserved_by_priority, serving_of
+from scheduler_core.model import TenantLimits
+from scheduler_core.snapshot import TenantServing
 
 __all__ = ["TrafficJob", "offloaded", "tenant_reports", "traffic_report"]
 
 T = TypeVar("T")
 # (tenant, sampled rows, saved block, draft block[, federated]): a block is a
-# tenant block or, for a federated ID, its tenants' blocks in ID order;
-# `federated` the (org ID, rows, saved, draft) of the federated IDs naming
-# the tenant (`scheduler_core.dry_run.replay_many`).
+# tenant block or, for a federated ID, its tenants' blocks in ID order
+# (`scheduler_core.dry_run.limits_of`); `federated` the (org ID, rows, saved,
+# draft) of the federated IDs naming the tenant, their blocks lists.
 TrafficJob = tuple[Any, ...]
 
 
@@ -35,18 +38,43 @@ def tenant_reports(
     """One report per tenant: the replay plus who would serve it, before and after.
 
     `reservations` by priority, and `serving` as the drill-down says it (the
-    shard as well: a draft may change its size).
+    shard as well: a draft may change its size). Each `federated` row gets
+    the `serving` of its own queue: a federated ID queues apart, under its
+    tenants' combined limits. Every block's limits are built once, here, and
+    both judge the replay and size the serving, so the two cannot disagree.
     """
-    reports = replay_many(jobs)
-    for tenant_id, _, before, after, *_federated in jobs:
-        now = serving_of(tenant_id, limits_of(before), queriers)
-        then = serving_of(tenant_id, limits_of(after), queriers)
-        reports[tenant_id]["reservations"] = {
+    reports = {}
+    for tenant_id, rows, saved, draft, *more in jobs:
+        before, after = limits_of(saved), limits_of(draft)
+        federated = [
+            (org_id, org_rows, limits_of(org_saved), limits_of(org_draft))
+            for org_id, org_rows, org_saved, org_draft in (more[0] if more else ())
+        ]
+        report = replay(rows, before, after, federated)
+        now, then = _served(tenant_id, before, after, queriers)
+        report["reservations"] = {
             "before": reserved_by_priority(now),
             "after": reserved_by_priority(then),
         }
-        reports[tenant_id]["serving"] = {"before": serving_body(now), "after": serving_body(then)}
+        report["serving"] = _serving(now, then)
+        combined = {
+            org_id: (org_before, org_after) for org_id, _, org_before, org_after in federated
+        }
+        for row in report["federated"]:
+            row["serving"] = _serving(*_served(row["org_id"], *combined[row["org_id"]], queriers))
+        reports[tenant_id] = report
     return reports
+
+
+def _served(
+    queue_id: str, before: TenantLimits, after: TenantLimits, queriers: Sequence[str]
+) -> tuple[TenantServing, TenantServing]:
+    """Who would serve the queue `queue_id` (a tenant or a federated ID) now and with the draft."""
+    return serving_of(queue_id, before, queriers), serving_of(queue_id, after, queriers)
+
+
+def _serving(now: TenantServing, then: TenantServing) -> dict[str, Any]:
+    return {"before": serving_body(now), "after": serving_body(then)}
 
 
 def traffic_report(

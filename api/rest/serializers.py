@@ -312,6 +312,10 @@ class FederatedDryRunSerializer(serializers.Serializer):  # type: ignore[type-ar
     changed = PriorityChangeSerializer(many=True)
     rejected = serializers.IntegerField()
     by_priority = DryRunAdmittedSerializer()
+    serving = DryRunServingSerializer(
+        help_text="who may serve this org ID's own queue now and with the draft in the "
+        "tenant's place: the shard and reserved queriers of its tenants' combined limits"
+    )
 
 
 class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -324,7 +328,8 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     reservations = ReservationsSerializer()
     serving = DryRunServingSerializer(
-        help_text="who may serve the tenant now and with the draft, as queue/requests/ says"
+        help_text="who may serve the tenant's own queue now and with the draft, as "
+        "queue/requests/ says (each federated ID's queue: its row's serving)"
     )
     federated = FederatedDryRunSerializer(
         many=True,

@@ -47,14 +47,25 @@ async def setup(settings: Any, transactional_db: None) -> AsyncIterator[dict[str
     roles = ("frontend", "viewer", "editor")
     tokens = {r: (await sync_to_async(api_token_issue)(name=r, role=r))[1] for r in roles}
     await runtime_host.ensure_started()
+    comm = await frontend(tokens["frontend"])
+    await enqueue_all(comm, [("team", "errors_total")] + [("team|zeta", q) for q in FEDERATED])
+    yield tokens
+    await comm.disconnect()
+    await runtime_host.shutdown(drain_timeout=0)
+
+
+async def frontend(token: str) -> WebsocketCommunicator:
+    """A websocket frontend connected with `token`."""
     comm = WebsocketCommunicator(
-        application,
-        "/ws/frontend/",
-        headers=[(b"authorization", f"Bearer {tokens['frontend']}".encode())],
+        application, "/ws/frontend/", headers=[(b"authorization", f"Bearer {token}".encode())]
     )
     connected, _ = await comm.connect(timeout=5)
     assert connected
-    sent = [("team", "errors_total")] + [("team|zeta", q) for q in FEDERATED]
+    return comm
+
+
+async def enqueue_all(comm: WebsocketCommunicator, sent: list[tuple[str, str]]) -> None:
+    """Enqueue each (org ID, query) over `comm`, a range query of the last 10 minutes."""
     for rid, (tenant, query) in enumerate(sent):
         now = time.time()
         await comm.send_json_to(
@@ -62,9 +73,6 @@ async def setup(settings: Any, transactional_db: None) -> AsyncIterator[dict[str
              "start": now - 600, "end": now, "step": 15}
         )  # fmt: skip
         await comm.receive_json_from(timeout=5)
-    yield tokens
-    await comm.disconnect()
-    await runtime_host.shutdown(drain_timeout=0)
 
 
 async def _api(token: str, method: str, path: str, body: Any = None) -> Any:
