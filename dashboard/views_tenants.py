@@ -30,7 +30,7 @@ from api.store.exceptions import ConfigValidationError, NotFound, VersionConflic
 from api.store.import_plan import tenant_id_errors, validate_tenant
 from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.explain_box import NOT_A_BLOCK, explain_inputs, run_explain
+from dashboard.explain_box import NOT_A_BLOCK, explain_inputs, run_explain, selector_lines
 from dashboard.forms import EditorAction, apply_action, editor_model
 from dashboard.tenant_draft import (
     FORM,
@@ -198,7 +198,9 @@ def _review(
     if request.POST.get("reviewed") == review_token(tenant_id, version, config):
         return None, config
     inputs = explain_inputs(request.POST)
-    tried = inputs["query"].strip()
+    # A metadata call may be given by its selectors alone: their join is the
+    # query the queue lists for it.
+    tried = inputs["query"].strip() or ",".join(selector_lines(inputs["matchers"]))
     review = review_context(
         tenant_id=tenant_id,
         version=version,

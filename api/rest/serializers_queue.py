@@ -17,6 +17,7 @@ __all__ = [
     "CancelByFilterSerializer",
     "CancelCountsSerializer",
     "CancelOneSerializer",
+    "QueueRequestDetailSerializer",
     "QueueRequestPageSerializer",
     "QueueRequestSerializer",
 ]
@@ -59,6 +60,22 @@ class QueueRequestSerializer(serializers.Serializer):  # type: ignore[type-arg]
     replica = serializers.CharField()
     actor = serializers.CharField(
         allow_blank=True, help_text='the actor sub-queue it waits in ("users|joe"), or ""'
+    )
+
+
+class QueueRequestDetailSerializer(QueueRequestSerializer):
+    """One request's row, with what explaining it needs beyond the listing's row."""
+
+    headers = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="the headers rules read (User-Agent, X-Dashboard-Uid, X-Panel-Id), "
+        "those sent non-empty; no other header is listed",
+    )
+    matchers = serializers.ListField(
+        child=serializers.CharField(),
+        allow_null=True,
+        help_text="a gRPC metadata call's match[] selectors, each on its own; null for "
+        "query/query_range and for a websocket request (its query is one selector)",
     )
 
 

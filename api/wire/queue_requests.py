@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter, request_row
+from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter, request_detail, request_row
 from scheduler_core.queue_listing import MatchScan, Predicate, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
 
@@ -271,13 +271,13 @@ def find_row(
     names: Mapping[str, str],
     query_limit: int = QUERY_TEXT_LIMIT,
 ) -> dict[str, Any] | None:
-    """The row of a queued or running request, None once it left and finished."""
+    """The detail row of a queued or running request, None once it left and finished."""
     found = runtime.queue.listing().find(request_id)
     if found is None:
         return None
     request, flight = found
     now = runtime.clock()
-    return request_row(
+    return request_detail(
         request, flight, now, replica=replica, grpc_names=names, query_limit=query_limit
     )
 

@@ -8,6 +8,9 @@ the server: `QUERY_TEXT_LIMIT` characters in an API row, the first line
 up to `QUERY_LINE_LIMIT` characters in the inspector's live rows.
 `RequestFilter` is one listing's filter, validated once, and its
 `predicate` the part the queue's node walk does not already apply.
+`request_detail` is the one-request row (`GET queue/requests/{id}/`): the
+same row plus what the explain box needs of the request, worked out only
+when one request is asked for.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import parse_decimal
+from scheduler_core.classify import EXPRESSION_API_TYPES, client_headers
+from scheduler_core.cortex_http import FORWARDED_HEADERS, parse_forwarded_request
 from scheduler_core.federation import normalized_org_id, org_id_error
 from scheduler_core.model import COMPONENTS, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
@@ -38,6 +43,7 @@ __all__ = [
     "RequestFilter",
     "frontend_of",
     "priority_origin",
+    "request_detail",
     "request_row",
     "serving_body",
     "serving_now",
@@ -137,6 +143,62 @@ def request_row(
         "replica": replica,
         "actor": "|".join(request.actor_path),
     }
+
+
+def request_detail(
+    request: Request,
+    flight: InFlight | None,
+    now: float,
+    *,
+    replica: str,
+    grpc_names: Mapping[str, str],
+    query_limit: int = QUERY_TEXT_LIMIT,
+) -> dict[str, Any]:
+    """`request_row` and the request's `headers` and `matchers`, as its rules read them.
+
+    `headers` holds only User-Agent, X-Dashboard-Uid and X-Panel-Id, the
+    headers priority and rejection rules match: a frontend's other headers
+    (Authorization, cookies, a tenant's own) may carry credentials, and a
+    viewer may read this row. Each is read as classification read it (any
+    case, the first one sent wins) and named in its canonical spelling.
+    """
+    row = request_row(
+        request, flight, now, replica=replica, grpc_names=grpc_names, query_limit=query_limit
+    )
+    found = zip(FORWARDED_HEADERS, client_headers(request.headers), strict=True)
+    row["headers"] = {name: value for name, value in found if value}
+    row["matchers"] = _matchers(request, row["query"], row["query_truncated"])
+    return row
+
+
+def _matchers(request: Request, shown: str, truncated: bool) -> list[str] | None:
+    """A metadata call's `match[]` selectors apart, as the gRPC door judged them.
+
+    The door keeps only their "," join in `query`, which cannot be split
+    back (a selector may hold a ","), so they are read again from the
+    forwarded HTTP request its reply handle keeps: here, per detail asked,
+    never at enqueue or dispatch. None for a query or query_range call,
+    and for a websocket request, whose enqueue carries one `query` text that
+    its rules judged as one selector. With a query cut at the row's limit,
+    the selectors the cut text holds whole.
+    """
+    http = getattr(request.payload, "http_request", None)
+    if request.api_type in EXPRESSION_API_TYPES or http is None:
+        return None
+    pairs = ((header.key, header.values) for header in http.headers)
+    # Only the selectors are used: `now` fills in times, which the row has.
+    forwarded = parse_forwarded_request(http.method, http.url, pairs, http.body, now=0.0)
+    selectors = list(forwarded.matchers)
+    if not truncated:
+        return selectors
+    whole: list[str] = []
+    end = -1  # where the "," join of `whole` ends, counting the "," before the next
+    for selector in selectors:
+        end += 1 + len(selector)
+        if end > len(shown):
+            break
+        whole.append(selector)
+    return whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,9 @@ REJECTING = (
 )
 
 
-def _review(client: Client, text: str, version: int) -> str:
+def _review(client: Client, text: str, version: int, **explain: str) -> str:
+    """The review of saving `text` with `explain` in the explain box (default: an instant query)."""
+    tried = explain or {"query": "sum(rate(errors_total[5m]))", "api_type": "query"}
     answer = client.post(
         URL,
         {
@@ -46,8 +48,7 @@ def _review(client: Client, text: str, version: int) -> str:
             "yaml": text,
             "action": "save",
             "version": str(version),
-            "explain_query": "sum(rate(errors_total[5m]))",
-            "explain_api_type": "query",
+            **{f"explain_{key}": value for key, value in tried.items()},
         },
     )
     assert answer.status_code == 200 and 'id="review"' in answer.content.decode()
@@ -97,3 +98,27 @@ def test_a_draft_that_lifts_a_rejection_says_what_the_saved_config_does(
     page = _review(editor_client, SAVED, saved.version)
     assert _verdict(page, "draft") == "5 (rule 1, attribute 1)"
     assert _verdict(page, "saved") == "rejected (HTTP 422) (query rejection attribute 1)"
+
+
+def test_a_metadata_call_given_by_its_selectors_alone_gets_its_verdict(
+    editor_client: Client,
+) -> None:
+    saved = services.tenant_put(
+        tenant_id="acme",
+        config={},
+        expected_version=None,
+        author=None,
+        source="cli",
+    )
+    page = _review(
+        editor_client,
+        SAVED,
+        saved.version,
+        query="",
+        matchers='up\r\n{__name__="errors_total"}',
+        api_type="series",
+        start="1h",
+        end="0s",
+        step="",
+    )
+    assert _verdict(page, "draft") == "5 (rule 1, attribute 1)"

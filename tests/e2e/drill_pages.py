@@ -13,13 +13,23 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import Traffic
 
-__all__ = ["SLOW", "no_horizontal_scroll", "open_drill", "queue_acme", "treeitem"]
+__all__ = ["SLOW", "no_horizontal_scroll", "open_drill", "open_row", "queue_acme", "treeitem"]
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
 
 
 def treeitem(page: Page, label: str) -> Locator:
+    """The inspector tree's row whose name starts with `label` ("acme: 4 queued")."""
     return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
+
+
+def open_row(page: Page, label: str) -> None:
+    """Expands the tree's row starting with `label`, unless it already is."""
+    item = treeitem(page, label)
+    expect(item).to_be_visible()
+    if item.get_attribute("aria-expanded") == "false":
+        item.locator(":scope > .row").click()
+    expect(item).to_have_attribute("aria-expanded", "true")
 
 
 WIDEST = """() => Array.from(document.querySelectorAll("body *"))

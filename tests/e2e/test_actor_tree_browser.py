@@ -9,7 +9,6 @@ any actor path typed in.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ from api.wire.grpc.clients import CortexFrontend, get_request
 from loadgen.daphne_process import DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
 from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.drill_pages import open_row, treeitem
 
 
 @pytest.fixture(scope="module")
@@ -32,18 +32,6 @@ def server() -> Iterator[DaphneProcess]:
         yield daphne
     finally:
         daphne.cleanup()
-
-
-def treeitem(page: Page, label: str) -> object:
-    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
-
-
-def open_row(page: Page, label: str) -> None:
-    item = treeitem(page, label)
-    expect(item).to_be_visible()
-    if item.get_attribute("aria-expanded") == "false":  # type: ignore[attr-defined]
-        item.locator(":scope > .row").click()  # type: ignore[attr-defined]
-    expect(item).to_have_attribute("aria-expanded", "true")
 
 
 def test_actor_levels_from_both_protocols_show_under_the_tenant(

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.e2e.conftest import Traffic
+from tests.e2e.drill_pages import open_row, treeitem
 
 RLO = "\u202e"
 QUERY = f'count(up{{job="{RLO}gnp.exe"}})'
@@ -51,18 +52,6 @@ def assert_reads_in_logical_order(element: Locator) -> None:
             f"{next_char!r} is drawn before {char!r}: "
             + "".join(c for _, _, c in sorted(boxes, key=lambda b: (b[0], b[1])))
         )
-
-
-def treeitem(page: Page, label: str) -> Locator:
-    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
-
-
-def open_row(page: Page, label: str) -> None:
-    item = treeitem(page, label)
-    expect(item).to_be_visible()
-    if item.get_attribute("aria-expanded") == "false":
-        item.locator(":scope > .row").click()
-    expect(item).to_have_attribute("aria-expanded", "true")
 
 
 @pytest.fixture(scope="module", autouse=True)

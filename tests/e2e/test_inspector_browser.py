@@ -16,13 +16,10 @@ from playwright.sync_api import Page, WebSocket, expect
 from dashboard.templatetags.dashboard_tags import format_wait, iso, visible
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, full_page_screenshot, one_rule, put_tenant
+from tests.e2e.drill_pages import treeitem
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 LIVE_WITHIN = 1_000  # ms: enqueued work must show without a reload within a second
-
-
-def treeitem(page: Page, label: str) -> object:
-    return page.get_by_role("treeitem", name=re.compile(rf"^{re.escape(label)}"))
 
 
 def test_the_inspector_is_live(page: Page) -> None:

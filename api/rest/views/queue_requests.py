@@ -30,8 +30,8 @@ from api.rest.serializers_queue import (
     CancelByFilterSerializer,
     CancelCountsSerializer,
     CancelOneSerializer,
+    QueueRequestDetailSerializer,
     QueueRequestPageSerializer,
-    QueueRequestSerializer,
 )
 from api.rest.views.base import ApiView, errors
 from api.store import services
@@ -279,7 +279,7 @@ class QueueRequestDetailView(ApiView):
     @extend_schema(
         operation_id="queue_requests_retrieve",
         parameters=[_param("replica", OpenApiTypes.STR, "scale-out: look on this replica only")],
-        responses={200: QueueRequestSerializer, **errors(400, 404, 503)},
+        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 503)},
     )
     def get(self, request: Request, request_id: str) -> Response:
         found = async_to_sync(_find_on_loop)(request_id, request.query_params.get("replica"))
@@ -292,7 +292,7 @@ class QueueRequestCancelView(ApiView):
     @extend_schema(
         operation_id="queue_requests_cancel",
         request=CancelOneSerializer,
-        responses={200: QueueRequestSerializer, **errors(400, 404, 409, 503)},
+        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 409, 503)},
     )
     def post(self, request: Request, request_id: str) -> Response:
         # Checked whole, as a cancel by filter is: a body of `[]` or with a

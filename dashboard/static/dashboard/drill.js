@@ -1,8 +1,9 @@
 // The drill-down panel: one node's requests in dequeue order, live at the
 // inspector's cadence (the server sends a `drill` section; see
 // dashboard/drill.py), with the full query text, cancel one and cancel by
-// filter through the REST API, and the request dialog. Here are its filter
-// boxes, its frames and what they list; each row's <li> is drill_rows.js.
+// filter through the REST API, and the request dialog (drill_request.js).
+// Here are its filter boxes, its frames and what they list; each row's <li>
+// is drill_rows.js.
 // Rows are keyed by request id and patched in place, so the list keeps its
 // scroll position and open rows across updates; waits tick here from the
 // rows' "since" instants. Nothing from the server is parsed as HTML; the
@@ -11,13 +12,12 @@
 import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
 import { DrillExplain } from "./drill_explain.js";
-import {
-  attemptText, createRow, decodeRow, frontendText, oldestQueued, rangeText, ruleText, updateRow, updateWait,
-} from "./drill_rows.js";
+import { createRow, decodeRow, oldestQueued, updateRow, updateWait } from "./drill_rows.js";
+import { RequestDialog } from "./drill_request.js";
 import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { parseExact } from "./exact_json.js";
-import { formatWait, iso, showText } from "./format.js";
+import { iso } from "./format.js";
 
 // The box of each field the server may refuse, and its name on the page.
 const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "drill-actor", state: "drill-state", priority: "drill-priority", min_wait: "drill-min-wait" };
@@ -52,6 +52,7 @@ export class DrillPanel {
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
     this.wire();
+    this.request = new RequestDialog(this);
     this.cancels = editor ? new DrillCancels(this, csrf) : null;
     this.explains = new DrillExplain(this);
     setInterval(() => this.tick(), 1000);
@@ -69,7 +70,6 @@ export class DrillPanel {
     });
     this.$("drill-more").addEventListener("click", () => { this.limit = Math.min(MAX, this.limit + STEP); this.send(); });
     this.list.addEventListener("click", (e) => this.onClick(e));
-    this.$("request-close").addEventListener("click", () => this.$("request-dialog").close());
   }
 
   // -- what the server is asked for -------------------------------------------
@@ -343,7 +343,7 @@ export class DrillPanel {
     this.render();
   }
 
-  // -- one request (also opened from a busy worker) --------------------------
+  // -- one request ----------------------------------------------------------
 
   async fetchRequest(id, replica) {
     const where = replica ? `?replica=${encodeURIComponent(replica)}` : "";
@@ -353,57 +353,6 @@ export class DrillPanel {
 
   apiBase() { return document.getElementById("inspector").dataset.api; }
 
-  async showRequest(id, following = false) {
-    const dialog = this.$("request-dialog");
-    if (!following) this.shownId = id;
-    const detail = await this.fetchRequest(id);
-    // A follow-up answered after the dialog closed (or turned to another
-    // request) must not open it again.
-    if (following && (!dialog.open || this.shownId !== id)) return;
-    this.shown = detail;
-    setText(this.$("request-title"), `Request ${iso(id)}`);
-    const facts = this.$("request-facts");
-    facts.replaceChildren();
-    this.$("request-gone").hidden = detail !== null;
-    this.$("request-query").hidden = detail === null;
-    const cancel = this.$("request-cancel");
-    if (cancel) cancel.hidden = detail === null;
-    if (detail) {
-      const now = Date.now() / 1000;
-      const retry = attemptText(detail);
-      const pairs = [
-        ["Tenant / component", `${iso(detail.tenant)} / ${detail.component}`],
-        ["Actor", detail.actor ? iso(detail.actor) : "(none)"],
-        ["Priority", `${detail.priority} (${ruleText({ source: detail.source, rule: detail.rule && [detail.rule.priority_index, detail.rule.attribute_index] })})`],
-        ["State", detail.state === "in_flight" ? `running on ${iso(detail.querier)} worker ${detail.worker} for ${formatWait(detail.running_seconds)}` : "queued"],
-        ["Waited", formatWait(detail.wait_seconds)],
-        ["Type and range", rangeText(detail, now)],
-        ["Frontend", `${frontendText(detail.frontend)}${detail.client_id !== null ? ` · id ${detail.client_id}` : ""}`],
-        ...(retry ? [["Attempts", retry]] : []),
-        ["Replica", detail.replica ? iso(detail.replica) : ""],
-      ];
-      for (const [k, v] of pairs) {
-        const dt = document.createElement("dt"); dt.textContent = k;
-        const dd = document.createElement("dd"); dd.textContent = v;
-        facts.append(dt, dd);
-      }
-      showText(this.$("request-query"), detail.query, "ltr");
-    }
-    if (!dialog.open) dialog.showModal();
-    this.followRequest(dialog, id, detail);
-  }
-
-  // While the dialog is open it follows its request, as the list does: a
-  // running one's time goes on, and one that ended says so. Paused with the
-  // inspector; stops when the dialog closes, another request opens or this
-  // one has finished.
-  followRequest(dialog, id, detail) {
-    clearTimeout(this.requestTimer);
-    if (detail === null) return;
-    this.requestTimer = setTimeout(() => {
-      if (!dialog.open || this.shownId !== id) return;
-      if (this.client.paused) this.followRequest(dialog, id, detail);
-      else this.showRequest(id, true);
-    }, 1000);
-  }
+  // The request dialog on `id` (the inspector opens it from a busy worker).
+  showRequest(id) { return this.request.show(id); }
 }

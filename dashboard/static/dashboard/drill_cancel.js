@@ -14,7 +14,7 @@ export class DrillCancels {
     this.pending = null;
     this.$ = panel.$;
     this.$("drill-cancel-all").addEventListener("click", () => this.askMatching());
-    this.$("request-cancel").addEventListener("click", () => this.askOne(panel.shown));
+    this.$("request-cancel").addEventListener("click", () => this.askOne(panel.request.shown));
     this.$("cancel-back").addEventListener("click", () => this.$("cancel-dialog").close());
     // Confirm is the form's submit button, so Enter in the note confirms as a
     // click does: the form's own "dialog" submission would close the dialog

@@ -5,10 +5,17 @@
 // queue/requests/{id}/: the full query, not the row's first line), in the
 // box's own words: times as durations before the instant the request was
 // queued, when it was classified, so a time_window rule is judged as it was
-// then. The page reads it from the address's fragment (editor.js), never
+// then; the headers its rules read (the detail lists only those), and a
+// metadata call's match[] selectors one a line, as the gRPC door kept them
+// apart. The page reads it from the address's fragment (editor.js), never
 // sent to the server nor logged. Every role may explain (viewers too).
 
 import { iso } from "./format.js";
+
+// The detail's headers by the explain box's name for each.
+const HEADERS = [["User-Agent", "user_agent"], ["X-Dashboard-Uid", "dashboard_uid"], ["X-Panel-Id", "panel_id"]];
+// The calls that carry a PromQL expression, not match[] selectors.
+const EXPRESSIONS = new Set(["query", "query_range"]);
 
 // Prometheus duration units as the explain box reads them, largest first.
 const UNITS = [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000], ["ms", 1]];
@@ -43,7 +50,27 @@ export function explainFragment(detail, since) {
   }
   if (detail.step) fields.set("step", durationText(detail.step));
   if (detail.actor) fields.set("actor_path", detail.actor);
+  for (const [name, key] of HEADERS) if (detail.headers?.[name]) fields.set(key, detail.headers[name]);
+  const selectors = selectorFields(detail);
+  if (selectors.problem) return selectors;
+  for (const [key, value] of selectors.fields) fields.set(key, value);
   return { fragment: `#explain?${fields}` };
+}
+
+// A metadata call's selectors for the box: its lines, and the query as
+// their "," join (what the queue lists). An empty selector matches nothing
+// and the box reads no empty line, so it is left out. Without the list (a
+// websocket enqueue carries one query text) the box is told its query was
+// judged as one selector, rather than split at guessed commas.
+function selectorFields(detail) {
+  if (EXPRESSIONS.has(detail.api_type)) return { fields: [] };
+  if (!Array.isArray(detail.matchers)) return { fields: [["one_selector", "1"]] };
+  const broken = detail.matchers.findIndex((s) => /[\r\n]/.test(s));
+  if (broken >= 0) {
+    return { problem: `${iso(detail.id)}'s match[] selector ${broken + 1} holds a line break: the explain box takes one selector a line (POST /api/v1/explain/ takes them as a list).` };
+  }
+  const selectors = detail.matchers.filter((s) => s !== "");
+  return { fields: [["query", selectors.join(",")], ["matchers", selectors.join("\n")]] };
 }
 
 export class DrillExplain {

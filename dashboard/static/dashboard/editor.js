@@ -45,7 +45,8 @@ async function explain(event) {
 
 // A request sent from the inspector's drill-down (drill_explain.js) in the
 // address's fragment: every box of it filled (one it leaves out blank, not
-// at its default: an instant query has no step), then explained at once.
+// at its default: an instant query has no step, a request without a header
+// sent none), then explained at once.
 const ASKED = "#explain?";
 if (location.hash.startsWith(ASKED) && box.dataset.url) {
   const asked = new URLSearchParams(location.hash.slice(ASKED.length));
@@ -53,8 +54,13 @@ if (location.hash.startsWith(ASKED) && box.dataset.url) {
     input.value = asked.get(input.name.slice("explain_".length)) ?? "";
   }
   const from = document.getElementById("explain-from");
-  from.textContent = `Filled in from request ${iso(asked.get("from") || "")}, its times as when it was queued. ` +
-    "The queue does not list its headers: fill in User-Agent, X-Dashboard-Uid or X-Panel-Id if a rule reads them.";
+  // A metadata call whose selectors the queue could not keep apart: judged,
+  // there and here, as one selector, which the operator is told.
+  const joined = asked.has("one_selector")
+    ? " Its match[] selectors were not kept apart (a websocket enqueue carries one query text): the scheduler judged that text as one selector, and so does this box."
+    : "";
+  from.textContent = `Filled in from request ${iso(asked.get("from") || "")}: its times as when it was queued, ` +
+    `and of its headers the three rules read (User-Agent, X-Dashboard-Uid, X-Panel-Id).${joined}`;
   from.hidden = false;
   box.scrollIntoView({ block: "start" });
   explain();
