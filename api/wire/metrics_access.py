@@ -12,11 +12,22 @@ is a 503 with Retry-After, as at REST and the websocket door: the scrape
 may be refused only because nobody could check it. Any other database
 error (a table missing after a failed migration) is a fault to fix, not a
 wait: it goes on to Django's 500 and the server log, as it does at REST.
+
+One exception, because a database outage is when an operator needs the
+scheduler's metrics most: a token the database accepted for a scrape
+within the last `SCRAPE_GRACE_SECONDS` still scrapes while the database
+does not answer (`RecentScrapers`). Every scrape with the database up is
+checked there, so a revocation takes effect at the next scrape as before;
+only one made during the outage waits for the database to answer again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse
@@ -25,7 +36,11 @@ from api.store.exceptions import DATABASE_DOWN_RETRY_SECONDS, DATABASE_UNREACHAB
 from api.store.roles import role_of, token_from_header
 from api.store.services import api_token_authenticate
 
-__all__ = ["scrape_refusal"]
+__all__ = ["SCRAPE_GRACE_SECONDS", "RecentScrapers", "scrape_refusal"]
+
+# Long enough to cover a database failover or restart; short enough that a
+# token revoked just before an outage is not honoured for long.
+SCRAPE_GRACE_SECONDS = 900.0
 
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="metrics"'}
 
@@ -36,11 +51,61 @@ def _answer(status: int, text: str, headers: dict[str, str] | None = None) -> Ht
     return HttpResponse(text + "\n", status=status, content_type="text/plain", headers=headers)
 
 
+class RecentScrapers:
+    """Tokens the database accepted for a scrape lately, by their SHA-256.
+
+    Bounded (`size`, the least recently accepted dropped first): a scrape
+    config holds a token or two, and the plaintext is never kept.
+    """
+
+    def __init__(
+        self,
+        grace: float = SCRAPE_GRACE_SECONDS,
+        size: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.grace = grace
+        self._size = size
+        self._clock = clock
+        self._accepted: OrderedDict[bytes, float] = OrderedDict()
+
+    def accepted(self, plaintext: str) -> None:
+        key = _digest(plaintext)
+        self._accepted[key] = self._clock()
+        self._accepted.move_to_end(key)
+        while len(self._accepted) > self._size:
+            self._accepted.popitem(last=False)
+
+    def refused(self, plaintext: str) -> None:
+        self._accepted.pop(_digest(plaintext), None)
+
+    def still_trusted(self, plaintext: str) -> bool:
+        """Accepted within the grace period (asked only while the database is down)."""
+        at = self._accepted.get(_digest(plaintext))
+        return at is not None and self._clock() - at <= self.grace
+
+
+def _digest(plaintext: str) -> bytes:
+    return hashlib.sha256(plaintext.encode()).digest()
+
+
+RECENT = RecentScrapers()
+
+
 async def scrape_refusal(request: HttpRequest) -> HttpResponse | None:
     """None if this request may scrape; otherwise the answer saying why not."""
     try:
         return await _refusal(request)
     except DATABASE_UNREACHABLE as exc:
+        plaintext = token_from_header(request.headers.get("Authorization", ""))
+        if plaintext is not None and RECENT.still_trusted(plaintext):
+            log.warning(
+                "/metrics: the database did not answer (%s); a token it accepted in the "
+                "last %.0f s scrapes meanwhile",
+                exc,
+                RECENT.grace,
+            )
+            return None
         # Not a bad token nor a bad login: a 401 would send operators to
         # their credentials, a 500 to the code.
         log.warning("/metrics answered 503: the database did not answer (%s)", exc)
@@ -55,10 +120,13 @@ async def _refusal(request: HttpRequest) -> HttpResponse | None:
         if plaintext is None:
             return _answer(401, "malformed Authorization header", _CHALLENGE)
         token = await database_sync_to_async(api_token_authenticate)(plaintext)
+        if token is None or role_of(token) is None:
+            RECENT.refused(plaintext)
         if token is None:
             return _answer(401, "invalid, revoked or expired token", _CHALLENGE)
         if role_of(token) is None:
             return _answer(403, "this needs a token with the viewer or editor role")
+        RECENT.accepted(plaintext)
         return None
     # A session cookie is read from the database too.
     user = await request.auser()

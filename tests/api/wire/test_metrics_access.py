@@ -19,8 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def locked(host: Any, settings: Any) -> None:
+def locked(host: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.METRICS_REQUIRE_LOGIN = True
+    monkeypatch.setattr(metrics_access, "RECENT", metrics_access.RecentScrapers())
 
 
 def bearer(plaintext: str) -> dict[str, str]:
@@ -113,6 +114,54 @@ async def test_another_database_error_is_a_500_not_a_try_again_later(
     )
     assert response.status_code == 500
     assert not response.has_header("Retry-After")
+
+
+def _database_goes_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    def down(plaintext: str) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(metrics_access, "api_token_authenticate", down)
+
+
+async def test_a_token_that_scraped_lately_still_scrapes_while_the_database_is_down(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, plaintext = await api_token_issue_async("viewer")
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 200
+    _database_goes_down(monkeypatch)
+    response = await AsyncClient().get("/metrics", headers=bearer(plaintext))
+    assert response.status_code == 200
+    assert b"cortex_query_scheduler_queue_length" in response.content
+    # Another token the database never vouched for is still told to wait.
+    assert (await AsyncClient().get("/metrics", headers=bearer("other"))).status_code == 503
+
+
+async def test_a_token_refused_with_the_database_up_is_not_trusted_when_it_goes_down(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token, plaintext = await api_token_issue_async("viewer")
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 200
+    await database_sync_to_async(api_token_revoke)(token_id=token.pk)
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 401
+    _database_goes_down(monkeypatch)
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 503
+
+
+def test_a_scrape_token_is_trusted_for_the_grace_period_only() -> None:
+    now = [1000.0]
+    recent = metrics_access.RecentScrapers(grace=900, clock=lambda: now[0])
+    recent.accepted("t")
+    now[0] += 900
+    assert recent.still_trusted("t")
+    now[0] += 0.001
+    assert not recent.still_trusted("t")
+
+
+def test_the_trusted_scrape_tokens_are_bounded_dropping_the_least_recently_accepted() -> None:
+    recent = metrics_access.RecentScrapers(size=2, clock=lambda: 0.0)
+    for plaintext in ("a", "b", "a", "c"):
+        recent.accepted(plaintext)
+    assert [recent.still_trusted(t) for t in ("a", "b", "c")] == [True, False, True]
 
 
 async def test_metrics_stay_open_without_the_setting(host: Any) -> None:
