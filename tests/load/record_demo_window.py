@@ -10,6 +10,10 @@ then downloads the last `--window` seconds from `GET /api/v1/recording/`
 while the traffic still flows (so the fleet is the one that served it) and
 writes it to `--out` (default: the fixture the test replays,
 tests/scheduler_core/fixtures/demo_window.json). Stops everything it started.
+
+`start_demo`, `fetch_recording` and `write_recording` are shared with
+`tests.load.record_change_windows`, which records a window before and after
+a config change on the same run.
 """
 
 from __future__ import annotations
@@ -24,9 +28,60 @@ from pathlib import Path
 
 from loadgen.daphne_process import BASE_DIR, DaphneProcess
 
-__all__ = ["FIXTURE", "main", "record"]
+__all__ = [
+    "FIXTURE",
+    "fetch_recording",
+    "main",
+    "record",
+    "start_demo",
+    "stop_demo",
+    "write_recording",
+]
 
 FIXTURE = BASE_DIR / "tests" / "scheduler_core" / "fixtures" / "demo_window.json"
+
+
+def start_demo(server: DaphneProcess) -> subprocess.Popen[bytes]:
+    """Seed the demo config on a started `server` and start the seeded demo load on it."""
+    server.manage("seed_demo_config")
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(BASE_DIR / "manage.py"),
+            "loadgen",
+            "--url",
+            server.base_url,
+            "--grpc",
+            f"127.0.0.1:{server.grpc_port}",
+            "--seed",
+            "1",
+        ],
+        env=server.env,
+        cwd=BASE_DIR,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def fetch_recording(
+    server: DaphneProcess, token: str, window: int, loadgen: subprocess.Popen[bytes]
+) -> dict[str, object]:
+    """The last `window` seconds' recording, while `loadgen` (checked alive) still sends."""
+    if loadgen.poll() is not None:
+        raise RuntimeError(f"the load generator exited early ({loadgen.returncode})")
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/recording/?window_seconds={window}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return dict(json.loads(response.read()))
+
+
+def stop_demo(server: DaphneProcess, loadgen: subprocess.Popen[bytes] | None) -> None:
+    if loadgen is not None and loadgen.poll() is None:
+        loadgen.terminate()
+        loadgen.wait(timeout=15)
+    server.cleanup()
 
 
 def record(seconds: float, window: int) -> dict[str, object]:
@@ -35,39 +90,22 @@ def record(seconds: float, window: int) -> dict[str, object]:
     loadgen = None
     try:
         server.start()
-        server.manage("seed_demo_config")
         token = server.issue_token("viewer", "recorder")
-        loadgen = subprocess.Popen(
-            [
-                sys.executable,
-                str(BASE_DIR / "manage.py"),
-                "loadgen",
-                "--url",
-                server.base_url,
-                "--grpc",
-                f"127.0.0.1:{server.grpc_port}",
-                "--seed",
-                "1",
-            ],
-            env=server.env,
-            cwd=BASE_DIR,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        loadgen = start_demo(server)
         time.sleep(seconds)
-        if loadgen.poll() is not None:
-            raise RuntimeError(f"the load generator exited early ({loadgen.returncode})")
-        request = urllib.request.Request(
-            f"{server.base_url}/api/v1/recording/?window_seconds={window}",
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return dict(json.loads(response.read()))
+        return fetch_recording(server, token, window, loadgen)
     finally:
-        if loadgen is not None and loadgen.poll() is None:
-            loadgen.terminate()
-            loadgen.wait(timeout=15)
-        server.cleanup()
+        stop_demo(server, loadgen)
+
+
+def write_recording(recording: dict[str, object], out: Path) -> None:
+    """Write `recording` as compact JSON to `out` and say what it holds."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(recording, separators=(",", ":"), sort_keys=True) + "\n")
+    keys = recording["keys"]
+    assert isinstance(keys, list)
+    total = sum(n for key in keys for _, n in key["counts"])
+    print(f"wrote {out}: {total} requests in {len(keys)} keys, {out.stat().st_size} bytes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,15 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=300, help="seconds of it to keep")
     parser.add_argument("--out", type=Path, default=FIXTURE)
     args = parser.parse_args(argv)
-    recording = record(args.seconds, args.window)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(recording, separators=(",", ":"), sort_keys=True) + "\n")
-    keys = recording["keys"]
-    assert isinstance(keys, list)
-    total = sum(n for key in keys for _, n in key["counts"])
-    print(
-        f"wrote {args.out}: {total} requests in {len(keys)} keys, {args.out.stat().st_size} bytes"
-    )
+    write_recording(record(args.seconds, args.window), args.out)
     return 0
 
 

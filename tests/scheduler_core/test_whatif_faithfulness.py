@@ -22,72 +22,18 @@ running (priorities off) breaks them, which the last test shows.
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from scheduler_core.model import QueueConfig
-from scheduler_core.traffic_record import WARMUP_SECONDS
-from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
 from scheduler_core.whatif import merge_proposed, run_whatif
-from scheduler_core.whatif_model import ConfigSet, Knobs
+from scheduler_core.whatif_model import Knobs
 from scheduler_core.whatif_workload import recent_workload
-
-FIXTURE = Path(__file__).parent / "fixtures" / "demo_window.json"
-SETTINGS = (
-    "layout",
-    "component_selection",
-    "max_outstanding_requests_per_tenant",
-    "querier_forget_delay",
-    "priority_aging",
-    "query_ingesters_within",
-    "query_store_after",
-)
-MIN_DISPATCHES = 100
+from tests.scheduler_core.whatif_measured import configs_of, disagreements, load_recording
 
 
 def _recording() -> dict[str, Any]:
-    """The fixture, its warm-up cut to what a live capture takes now (WARMUP_SECONDS)."""
-    recording = dict(json.loads(FIXTURE.read_text()))
-    first = -WARMUP_SECONDS // recording["bucket_seconds"]
-    for key in recording["keys"]:
-        key["counts"] = [c for c in key["counts"] if c[0] >= first]
-    recording["warmup_seconds"] = WARMUP_SECONDS
-    return recording
-
-
-def _configs(raw: dict[str, Any]) -> ConfigSet:
-    settings = {k: v for k, v in raw["settings"].items() if k in SETTINGS}
-    config = queue_config_from_dict(settings, QueueConfig())
-    limits = {t: tenant_limits_from_dict(block) for t, block in raw["tenants"].items()}
-    return ConfigSet(config, limits)
-
-
-def _within(simulated: float, measured: float, share: float, slack: float) -> bool:
-    return abs(simulated - measured) <= share * measured + slack
-
-
-def _disagreements(result: dict[str, Any], measured: dict[str, Any]) -> list[str]:
-    bad = []
-    for component, real in measured["by_component"].items():
-        if real["count"] < MIN_DISPATCHES:
-            continue
-        sim = result["by_component"][component]
-        if not _within(sim["mean"], real["mean"], 0.25, 0.010):
-            bad.append(f"{component} mean {sim['mean']:.4f} vs {real['mean']:.4f}")
-        if not _within(sim["p99"], real["p99"], 0.25, 0.020):
-            bad.append(f"{component} p99 {sim['p99']:.4f} vs {real['p99']:.4f}")
-        if not _within(sim["count"], real["count"], 0.05, 0):
-            bad.append(f"{component} count {sim['count']} vs {real['count']}")
-    for level, real in measured["by_priority"].items():
-        if real["count"] < MIN_DISPATCHES:
-            continue
-        sim = result["by_priority"].get(level, {"mean": float("inf")})
-        if not _within(sim["mean"], real["mean"], 0.30, 0.020):
-            bad.append(f"priority {level} mean {sim['mean']:.4f} vs {real['mean']:.4f}")
-    return bad
+    return load_recording("demo_window.json")
 
 
 def test_the_fixture_is_a_real_demo_window() -> None:
@@ -105,9 +51,9 @@ def test_the_fixture_is_a_real_demo_window() -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_live_config_replayed_gives_the_waits_the_scheduler_measured(seed: int) -> None:
     recording = _recording()
-    live = _configs(recording["config"])
+    live = configs_of(recording["config"])
     body = run_whatif(recent_workload(recording, Knobs(), seed), live, live, seed=seed)
-    assert _disagreements(body["live"], recording["measured"]) == []
+    assert disagreements(body["live"], recording["measured"]) == []
 
 
 def test_a_config_the_scheduler_was_not_running_does_not_agree() -> None:
@@ -115,9 +61,9 @@ def test_a_config_the_scheduler_was_not_running_does_not_agree() -> None:
     raw = copy.deepcopy(recording["config"])
     for block in raw["tenants"].values():
         block.setdefault("query_priority", {})["enabled"] = False
-    wrong = _configs(raw)
+    wrong = configs_of(raw)
     body = run_whatif(recent_workload(recording, Knobs(), 1), wrong, wrong, seed=1)
-    assert _disagreements(body["live"], recording["measured"]) != []
+    assert disagreements(body["live"], recording["measured"]) != []
 
 
 def test_a_proposed_max_federated_tenants_refuses_those_ids_before_the_queue() -> None:
@@ -125,7 +71,7 @@ def test_a_proposed_max_federated_tenants_refuses_those_ids_before_the_queue() -
     for key in recording["keys"]:
         if key["tenant"] == "team-c":
             key["tenant"] = "team-c|team-a|batch"  # as a federating frontend sends it
-    live = _configs(recording["config"])
+    live = configs_of(recording["config"])
     proposed = merge_proposed(live, {"max_federated_tenants": 2}, {})
     body = run_whatif(recent_workload(recording, Knobs(), 1), live, proposed, seed=1)
     federated = "team-c|team-a|batch"

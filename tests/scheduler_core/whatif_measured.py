@@ -1,0 +1,84 @@
+"""Recordings of a real Daphne, and the simulator's results held against what it measured.
+
+Shared by the what-if tests that check the simulator against the real
+scheduler: `test_whatif_faithfulness` (the live config replayed) and
+`test_whatif_prediction` (a proposed config, then run for real).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scheduler_core.model import QueueConfig
+from scheduler_core.traffic_record import WARMUP_SECONDS
+from scheduler_core.validation import queue_config_from_dict, tenant_limits_from_dict
+from scheduler_core.whatif_model import ConfigSet
+
+__all__ = ["MIN_DISPATCHES", "Tolerance", "configs_of", "disagreements", "load_recording"]
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# Fewer dispatches than this make a mean or p99 too noisy to hold to a bound.
+MIN_DISPATCHES = 100
+
+
+def load_recording(name: str) -> dict[str, Any]:
+    """Fixture `name`, its warm-up cut to what a live capture takes now (WARMUP_SECONDS)."""
+    recording = dict(json.loads((FIXTURES / name).read_text()))
+    first = -WARMUP_SECONDS // recording["bucket_seconds"]
+    for key in recording["keys"]:
+        key["counts"] = [c for c in key["counts"] if c[0] >= first]
+    recording["warmup_seconds"] = min(WARMUP_SECONDS, recording["warmup_seconds"])
+    return recording
+
+
+def configs_of(raw: dict[str, Any]) -> ConfigSet:
+    """The values the scheduler ran, from a recording's `config` (as the store holds it)."""
+    config = queue_config_from_dict(raw["settings"], QueueConfig())
+    limits = {t: tenant_limits_from_dict(block) for t, block in raw["tenants"].items()}
+    return ConfigSet(config, limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    """How far a simulated figure may be from the measured one: share x measured + slack."""
+
+    mean: tuple[float, float] = (0.25, 0.010)
+    p99: tuple[float, float] = (0.25, 0.020)
+    count: float = 0.05
+    priority_mean: tuple[float, float] = (0.30, 0.020)
+
+
+def _within(simulated: float, measured: float, bound: tuple[float, float]) -> bool:
+    share, slack = bound
+    return abs(simulated - measured) <= share * measured + slack
+
+
+def disagreements(
+    result: dict[str, Any], measured: dict[str, Any], tolerance: Tolerance = Tolerance()
+) -> list[str]:
+    """Each figure of a simulated `result` outside `tolerance` of the `measured` one.
+
+    Per component with at least MIN_DISPATCHES measured: mean and p99 wait
+    and the dispatch count; per priority level with as many: the mean wait.
+    """
+    bad = []
+    for component, real in measured["by_component"].items():
+        if real["count"] < MIN_DISPATCHES:
+            continue
+        sim = result["by_component"].get(component, {"mean": 0.0, "p99": 0.0, "count": 0})
+        if not _within(sim["mean"], real["mean"], tolerance.mean):
+            bad.append(f"{component} mean {sim['mean']:.4f} vs {real['mean']:.4f}")
+        if not _within(sim["p99"], real["p99"], tolerance.p99):
+            bad.append(f"{component} p99 {sim['p99']:.4f} vs {real['p99']:.4f}")
+        if not _within(sim["count"], real["count"], (tolerance.count, 0)):
+            bad.append(f"{component} count {sim['count']} vs {real['count']}")
+    for level, real in measured["by_priority"].items():
+        if real["count"] < MIN_DISPATCHES:
+            continue
+        sim = result["by_priority"].get(level, {"mean": float("inf")})
+        if not _within(sim["mean"], real["mean"], tolerance.priority_mean):
+            bad.append(f"priority {level} mean {sim['mean']:.4f} vs {real['mean']:.4f}")
+    return bad
