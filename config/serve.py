@@ -62,15 +62,14 @@ def install_event_loop(env: os._Environ[str] | dict[str, str]) -> str:
 def unapplied_migrations() -> list[str]:
     """The migrations the database lacks, as `app.name`, in the order they would run."""
     from django.db import connection
-    from django.db.migrations.executor import MigrationExecutor
+
+    from api.store.schema_state import unapplied_migrations as lacking
 
     try:
-        executor = MigrationExecutor(connection)
-        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        return lacking()
     finally:
         # This thread runs the event loop next: it must not keep a connection.
         connection.close()
-    return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
 
 
 def refuse_unmigrated_database() -> None:
@@ -83,13 +82,9 @@ def refuse_unmigrated_database() -> None:
         log.warning("could not check the database's migrations (%s); starting anyway", exc)
         return
     if missing:
-        shown = ", ".join(missing[:5]) + (
-            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        )
-        raise SystemExit(
-            f"the database is behind this code: {len(missing)} migration(s) not applied "
-            f"({shown}); run `python manage.py migrate` against it, then start again"
-        )
+        from api.store.schema_state import behind_message
+
+        raise SystemExit(behind_message(missing, "start again"))
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "ACTORS",
     "ACTOR_HEADER",
     "LATENCY",
+    "MAX_SLOWDOWN",
     "TENANT_WEIGHTS",
     "latency_for",
     "make_request",
@@ -49,6 +50,10 @@ LATENCY: dict[str, tuple[float, float]] = {
     "ingester-and-store-gateway": (0.3, 1.0),
     "unknown": (0.02, 0.1),
 }
+# The largest factor `loadgen_slowdown` sets: 1000 turns store-gateway's
+# 0.8 s into 13 minutes. Read back the same way, so a hand-edited file saying
+# `Infinity` does not park every querier worker forever.
+MAX_SLOWDOWN = 1000.0
 SLOWED = frozenset({"store-gateway", "ingester-and-store-gateway"})
 TENANT_WEIGHTS: dict[str, float] = {"team-a": 4, "team-b": 3, "team-c": 2, "batch": 1}
 
@@ -76,12 +81,12 @@ def slowdown_path() -> Path:
 
 
 def read_slowdown() -> float:
-    """The current factor; 1 when the file is missing or unreadable."""
+    """The current factor; 1 when the file is missing, unreadable or out of range."""
     try:
-        value = json.loads(slowdown_path().read_text()).get("store_gateway_slowdown", 1.0)
-        return float(value) if float(value) > 0 else 1.0
+        value = float(json.loads(slowdown_path().read_text()).get("store_gateway_slowdown", 1.0))
     except (OSError, ValueError, AttributeError, TypeError):
         return 1.0
+    return value if 0 < value <= MAX_SLOWDOWN else 1.0
 
 
 def write_slowdown(factor: float) -> Path:

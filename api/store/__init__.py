@@ -6,7 +6,8 @@ versioned, recorded as revisions, published after commit through
 revision record every write shares in `services_record`), reads in
 `selectors`; `import_plan`, `cortex_export` (a block as the
 runtime-config export writes it for Cortex) and `diff` are pure helpers, `tokens` and
-`roles` say who may do what.
+`roles` say who may do what; `schema_state` says whether the database's
+schema is behind the code's migrations.
 
 May import: `scheduler_core`, Django. Never `api.rest`, `api.wire` or
 `api.cluster`.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -79,9 +80,14 @@ def api_token_issue(
     if role not in ApiToken.Role.values:
         raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
     limit = ApiToken._meta.get_field("name").max_length
-    if not name.strip() or len(name) > limit or "\x00" in name:
-        # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
-        raise ValueError(f"a token name is 1 to {limit} characters, with no NUL")
+    if not name.strip() or len(name) > limit or any(map(_is_control, name)):
+        # PostgreSQL refuses a longer one with a DataError (SQLite would keep
+        # it); a line break or ESC in a name splits or recolours the log lines
+        # and command output that quote it.
+        raise ValueError(
+            f"a token name is 1 to {limit} characters, with no control characters "
+            "(NUL, tab, line breaks, ESC)"
+        )
     if expires_at is not None:
         expires_at = api_token_expiry_check(expires_at)
     plaintext = "qi_" + secrets.token_urlsafe(32)
@@ -93,6 +99,10 @@ def api_token_issue(
         expires_at=expires_at,
     )
     return token, plaintext
+
+
+def _is_control(char: str) -> bool:
+    return unicodedata.category(char) == "Cc"
 
 
 # Recording every use would turn each authenticated read into a write.

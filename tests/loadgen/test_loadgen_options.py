@@ -7,7 +7,6 @@ stops, here when nothing answers at `--url`.
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -55,14 +54,6 @@ def test_an_option_out_of_range_is_refused_by_name_before_anything_starts(
         loadgen(*args)
     assert str(raised.value).startswith(error)
     assert not ApiToken.objects.exists()
-
-
-@pytest.fixture
-def refusing_url() -> Iterator[str]:
-    """A loopback port bound but not listening: every connection to it is refused."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def test_no_scheduler_at_the_url_is_said_in_one_line_and_its_own_tokens_are_revoked(

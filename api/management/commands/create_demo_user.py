@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from api.management.commands._database import database_command
 from api.store.roles import EDITOR
 
 __all__ = ["Command"]
@@ -31,6 +32,7 @@ class Command(BaseCommand):
             help="default: DEMO_PASSWORD, else demo-password",
         )
 
+    @database_command  # outside the transaction: it has been rolled back when it reports
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
         username = _login_name(options["username"])

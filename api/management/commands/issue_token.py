@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from api.management.commands._database import database_command
 from api.store.models import ApiToken
 from api.store.services import api_token_issue
 from api.store.tokens import TokenExpiryError
@@ -75,6 +76,7 @@ class Command(BaseCommand):
             help="expire at this ISO-8601 time with a time zone, e.g. 2027-01-31T00:00:00Z",
         )
 
+    @database_command
     def handle(self, *args: Any, **options: Any) -> None:
         # argparse lets at most one of the two through.
         option = "--expires-in" if options["expires_in"] is not None else "--expires-at"

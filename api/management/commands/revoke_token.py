@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from api.management.commands._database import database_command
 from api.store.exceptions import NotFound
 from api.store.models import ApiToken
 from api.store.services import api_token_revoke
 
 __all__ = ["Command"]
+
+
+# Ids are the database's 64-bit keys: a longer number is no token, and the
+# driver raised OverflowError (a traceback) binding it to the query. ASCII
+# digits only: int() also reads other scripts' digits. "#5" as issue_token
+# printed it is taken too.
+_TOKEN_ID = re.compile(r"#?([0-9]{1,19})", re.ASCII)
+_MAX_ID = 2**63 - 1
+
+
+def _token_id(text: str) -> int:
+    """A token id as argparse's `type`: its error reads "argument ids: ..."."""
+    match = _TOKEN_ID.fullmatch(text.strip())
+    if match is None or not 1 <= int(match[1]) <= _MAX_ID:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a token id: a whole number of 1 or more, the #N issue_token printed"
+        )
+    return int(match[1])
 
 
 class Command(BaseCommand):
@@ -22,9 +43,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("ids", nargs="*", type=int, help="token ids, as issue_token prints")
+        parser.add_argument(
+            "ids", nargs="*", type=_token_id, help="token ids, as issue_token prints"
+        )
         parser.add_argument("--name", help="revoke every token of this name")
 
+    @database_command
     def handle(self, *args: Any, **options: Any) -> None:
         ids: list[int] = options["ids"]
         name: str | None = options["name"]

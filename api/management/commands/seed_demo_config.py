@@ -4,6 +4,8 @@ Idempotent and polite: a demo tenant that exists, or ever did, is left as
 it is, so re-running `make demo` never undoes edits made in the browser,
 deleting one included (its History holds its revisions; an import that
 deletes one without naming it leaves none, so there it is seeded again).
+Every demo tenant gets a line saying which of those it was: a second run
+that printed nothing read as a seed that had silently failed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.db import transaction
 
+from api.management.commands._database import database_command
+from api.store.exceptions import VersionConflict
 from api.store.models import ConfigRevision, Tenant
 from api.store.services import tenant_put
 
@@ -67,24 +72,50 @@ DEMO_TENANTS: dict[str, dict[str, Any]] = {
 
 
 class Command(BaseCommand):
-    help = "Create the demo tenants that never existed yet."
+    help = (
+        "Create the demo tenants that never existed yet; say which it created and which it "
+        "left alone."
+    )
 
+    @database_command
     def handle(self, *args: Any, **options: Any) -> None:
-        existing = set(Tenant.objects.values_list("tenant_id", flat=True))
-        existing |= set(
-            ConfigRevision.objects.filter(
-                kind=ConfigRevision.Kind.TENANT, key__in=DEMO_TENANTS
-            ).values_list("key", flat=True)
-        )
-        for tenant_id, config in DEMO_TENANTS.items():
-            if tenant_id in existing:
-                continue
-            tenant_put(
-                tenant_id=tenant_id,
-                config=config,
-                expected_version=None,
-                author=None,
-                source=ConfigRevision.Source.CLI,
-                message="demo seed",
+        # One transaction: the lines below describe what was committed, and a
+        # database that fails half way leaves no half-seeded demo.
+        with transaction.atomic():
+            present = set(
+                Tenant.objects.filter(tenant_id__in=DEMO_TENANTS).values_list(
+                    "tenant_id", flat=True
+                )
             )
-            self.stdout.write(f"Seeded demo tenant {tenant_id}")
+            recorded = set(
+                ConfigRevision.objects.filter(
+                    kind=ConfigRevision.Kind.TENANT, key__in=DEMO_TENANTS
+                ).values_list("key", flat=True)
+            )
+            lines = [
+                _seed(tenant_id, config, present=present, recorded=recorded)
+                for tenant_id, config in DEMO_TENANTS.items()
+            ]
+        for line in lines:
+            self.stdout.write(line)
+
+
+def _seed(tenant_id: str, config: dict[str, Any], *, present: set[str], recorded: set[str]) -> str:
+    """Create one demo tenant unless it exists or ever did; the line that says which."""
+    if tenant_id in present:
+        return f"Demo tenant {tenant_id} exists already: left as it is"
+    if tenant_id in recorded:
+        return f"Demo tenant {tenant_id} was deleted (History holds it): not seeded again"
+    try:
+        tenant_put(
+            tenant_id=tenant_id,
+            config=config,
+            expected_version=None,
+            author=None,
+            source=ConfigRevision.Source.CLI,
+            message="demo seed",
+        )
+    except VersionConflict:
+        # Created since it was read above (the editor, or a second seed).
+        return f"Demo tenant {tenant_id} exists already: left as it is"
+    return f"Seeded demo tenant {tenant_id}"

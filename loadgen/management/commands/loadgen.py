@@ -28,23 +28,22 @@ everything and each report line says why.
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import random
 import signal
 from collections import Counter
 from typing import Any
-from urllib.parse import urlsplit
 
 import grpc
 import websockets
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
+from api.management.commands._database import database_command
 from api.store.services import api_token_issue, api_token_revoke
-from api.wire.protocol import MAX_WORKERS  # what a querier may announce in `hello`
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
+from loadgen.options import check_loadgen_options, ws_base
 from loadgen.replicas import NoReplicaReachable, Replicas
 from loadgen.wsclients import SpreadFrontend, queriers_everywhere
 
@@ -56,6 +55,12 @@ MAX_OUTSTANDING = 2000
 # With several replicas, how long none may be reachable before the command
 # stops: long enough for every replica to restart at once.
 GIVE_UP_SECONDS = 30.0
+# Close codes the scheduler gives a reason by (docs/protocol.md, "Close codes").
+_CLOSE_HINTS = {
+    4001: " (its token was revoked or has expired)",
+    4003: " (its token's role may not use that endpoint)",
+    1013: " (the scheduler's database did not answer)",
+}
 
 
 class Command(BaseCommand):
@@ -91,9 +96,10 @@ class Command(BaseCommand):
             help="fraction of requests the Cortex frontend sends (default 0.25)",
         )
 
+    @database_command
     def handle(self, *args: Any, **options: Any) -> None:
-        _check_options(options)
-        ws = [_ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
+        ws = [ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
+        check_loadgen_options(options, replicas=len(ws))
         # Tokens it issues itself are revoked when it stops, however it stops:
         # otherwise every demo run would leave two working tokens behind.
         issued: list[int] = []
@@ -133,7 +139,9 @@ class Command(BaseCommand):
             # The scheduler (with several, every replica for GIVE_UP_SECONDS)
             # shut down or restarted under it (a drain closes every socket):
             # say so in a line, not with a traceback.
-            raise CommandError(f"the scheduler closed the connection ({exc}); stopping") from None
+            raise CommandError(
+                f"the scheduler closed the connection ({exc}){_closed_hint(exc)}; stopping"
+            ) from None
 
     def _revoke(self, token_ids: list[int]) -> None:
         for token_id in token_ids:
@@ -308,40 +316,16 @@ def _hint(exc: Exception) -> str:
     return ""
 
 
+def _closed_hint(exc: Exception) -> str:
+    """Why the scheduler closed, when its close code says (a revoked token, not a restart)."""
+    received = getattr(exc, "rcvd", None)
+    return _CLOSE_HINTS.get(received.code, "") if received is not None else ""
+
+
 def _issue(name: str, role: str, issued: list[int]) -> str:
     token, plaintext = api_token_issue(name=name, role=role)
     issued.append(token.pk)
     return plaintext
-
-
-def _check_options(options: Any) -> None:
-    """CommandError naming the first option out of range; checked before anything starts."""
-    rate, every, share = options["rate"], options["report_every"], options["grpc_share"]
-    if not (math.isfinite(rate) and rate > 0):
-        raise CommandError(f"--rate must be a number of requests per second above 0, not {rate}")
-    if not (math.isfinite(every) and every > 0):
-        raise CommandError(f"--report-every must be a number of seconds above 0, not {every}")
-    if not 0.0 <= share <= 1.0:
-        raise CommandError("--grpc-share must be between 0 and 1")
-    if options["frontends"] < 1:
-        raise CommandError(f"--frontends must be at least 1, not {options['frontends']}")
-    if options["queriers"] < 0:
-        raise CommandError(f"--queriers must be 0 or more, not {options['queriers']}")
-    if not 1 <= options["workers"] <= MAX_WORKERS:
-        raise CommandError(
-            f"--workers must be between 1 and {MAX_WORKERS}, not {options['workers']}"
-        )
-    for address in options["grpc"] or []:
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit() or int(port) > 65535:
-            raise CommandError(f"--grpc must look like 127.0.0.1:9095 (host:port), not {address!r}")
-
-
-def _ws_base(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise CommandError("--url must look like http://127.0.0.1:8000")
-    return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
 
 
 async def _poll_slowdown(slowdown: list[float]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from loadgen.demo_traffic import read_slowdown, write_slowdown
+from loadgen.demo_traffic import MAX_SLOWDOWN, read_slowdown, write_slowdown
 
 __all__ = ["Command"]
 
@@ -25,7 +25,12 @@ class Command(BaseCommand):
         if factor is None:
             self.stdout.write(f"{read_slowdown():g}")
             return
-        if not 0 < factor <= 1000:
-            raise CommandError("the factor must be above 0 and at most 1000")
-        path = write_slowdown(factor)
+        if not 0 < factor <= MAX_SLOWDOWN:
+            raise CommandError(
+                f"factor: must be above 0 and at most {MAX_SLOWDOWN:g}, not {factor}"
+            )
+        try:
+            path = write_slowdown(factor)
+        except OSError as exc:
+            raise CommandError(f"factor: cannot be written ({exc})") from None
         self.stdout.write(f"store-gateway slowdown set to {factor:g} ({path})")

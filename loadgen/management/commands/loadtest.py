@@ -12,18 +12,28 @@ was in each phase (from its /metrics), which says whether the loop was what
 saturated. See loadgen/loadtest.py for what
 "overhead" and "lost" mean. Exits non-zero if a target is missed with
 `--check`.
+
+Ctrl-C or SIGTERM stops it between any two steps: the Daphne it started is
+stopped and its temporary folder removed (SIGTERM used to kill only this
+process, leaving that Daphne running with no one to stop it), and it says
+how many phases finished, exiting 130 with no summary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import signal
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any, NamedTuple
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from loadgen.daphne_process import DaphneProcess
 from loadgen.loadtest import PhaseResult, PhaseSpec, run_phase
+from loadgen.options import check_loadtest_options
 
 __all__ = ["Command"]
 
@@ -34,6 +44,9 @@ TARGET_P99_MS = 20.0
 # what they were, for the checks that run it).
 GOAL_RATIO = 0.8
 GOAL_P99_MS = 5.0
+PHASES = 7  # the phases `_run` runs, for the line an interrupted run ends with
+# The exit status of a run stopped by Ctrl-C or SIGTERM, as a shell reports SIGINT.
+INTERRUPTED = 130
 
 
 class Results(NamedTuple):
@@ -63,7 +76,24 @@ class Command(BaseCommand):
         parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        check_loadtest_options(options)
         self.latency_rate = options["latency_rate"]
+        self.phases_done = 0
+        try:
+            with _interruptible():
+                results = self._serve_and_run(options)
+        except KeyboardInterrupt:
+            # `with server` has stopped Daphne and removed its folder by now.
+            raise CommandError(
+                f"loadtest: interrupted after {self.phases_done} of {PHASES} phases; "
+                "the server it started is stopped; no summary",
+                returncode=INTERRUPTED,
+            ) from None
+        missed = self._report(results)
+        if missed and options["check"]:
+            raise CommandError("missed: " + "; ".join(missed))
+
+    def _serve_and_run(self, options: Any) -> Results:
         # Reconciling every 5 s, as served (runtime_host's default), not the
         # tests' 0.5 s: each pass reads the database on a thread.
         server = DaphneProcess(
@@ -76,6 +106,8 @@ class Command(BaseCommand):
         )
         self.stdout.write("starting Daphne on a free loopback port ...")
         with server:
+            assert server.proc is not None
+            self.stdout.write(f"Daphne pid {server.proc.pid} at {server.base_url}")
             frontend = server.issue_token("frontend", "loadtest-frontend")
             querier = server.issue_token("querier", "loadtest-querier")
             base = PhaseSpec(
@@ -90,12 +122,8 @@ class Command(BaseCommand):
                 window=options["window"],
                 seconds=options["seconds"],
             )
-            assert server.proc is not None
             self.base_url = server.base_url
-            results = asyncio.run(self._run(base, server.ws_url, server.proc.pid))
-        missed = self._report(results)
-        if missed and options["check"]:
-            raise CommandError("missed: " + "; ".join(missed))
+            return asyncio.run(self._run(base, server.ws_url, server.proc.pid))
 
     async def _run(self, base: PhaseSpec, ws: str, pid: int) -> Results:
         def spec(name: str, prefix: str, query: str = "", **changes: Any) -> PhaseSpec:
@@ -127,6 +155,7 @@ class Command(BaseCommand):
             f"{spec.frontends} frontends, {mode}, {spec.seconds:.0f}s"
         )
         r = await run_phase(spec, pid, self.base_url)
+        self.phases_done += 1
         self.stdout.write(
             f"  {r.throughput:7.0f} req/s  server CPU {r.cpu_per_request_us:4.0f} us/req  "
             f"event loop busy {_percent(r.loop_busy)}  "
@@ -184,6 +213,28 @@ class Command(BaseCommand):
         if lost:
             missed.append(f"{lost} requests lost")
         return missed
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt as Ctrl-C does; a second either is ignored.
+
+    Ignoring the second lets the unwinding finish stopping the server
+    (SIGTERM, then up to 15 s of drain) however impatient the operator.
+    """
+    stops = (signal.SIGINT, signal.SIGTERM)
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        for stop in stops:
+            signal.signal(stop, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    previous = {stop: signal.signal(stop, interrupt) for stop in stops}
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 def _percent(share: float | None) -> str:

@@ -71,27 +71,26 @@ def test_the_documented_example_with_null_times_and_step_is_explained(editor_api
     assert response.json()["select_range"]["end"] == NOW
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("15", 15.0), ("0.5", 0.5), ("1m30s", 90.0)])
-def test_a_step_given_as_text_is_read_as_the_door_reads_a_step_parameter(editor_api, text, seconds):
-    rules = {
-        "query_priority": {
-            "enabled": True,
-            "priorities": [
-                {"priority": 3, "query_attributes": [{"query_step_limit": {"max": seconds}}]}
-            ],
-        }
-    }
+def _explain_step(client, step, priority: int, step_limit: dict[str, float]):
+    """Explain a range query of `step` for a tenant whose one rule gives `priority`
+    to a step within `step_limit`."""
+    rule = {"priority": priority, "query_attributes": [{"query_step_limit": step_limit}]}
     body = {
         "tenant": "t1",
         "query": "up",
         "api_type": "query_range",
         "start": NOW - 3600,
         "end": NOW,
-        "step": text,
+        "step": step,
         "now": NOW,
-        "tenant_config": rules,
+        "tenant_config": {"query_priority": {"enabled": True, "priorities": [rule]}},
     }
-    response = editor_api.post(URL, body, format="json")
+    return client.post(URL, body, format="json")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("15", 15.0), ("0.5", 0.5), ("1m30s", 90.0)])
+def test_a_step_given_as_text_is_read_as_the_door_reads_a_step_parameter(editor_api, text, seconds):
+    response = _explain_step(editor_api, text, 3, {"max": seconds})
     assert response.status_code == 200, response.content
     door = parse_forwarded(
         "GET", f"/api/v1/query_range?query=up&start=1&end=2&step={text}", {}, b"", now=NOW
@@ -101,23 +100,7 @@ def test_a_step_given_as_text_is_read_as_the_door_reads_a_step_parameter(editor_
 
 def _explained_step(client, step):
     """Priority 5 when the step explain read is at least 1s, else 0; or the 400's body."""
-    rules = {
-        "query_priority": {
-            "enabled": True,
-            "priorities": [{"priority": 5, "query_attributes": [{"query_step_limit": {"min": 1}}]}],
-        }
-    }
-    body = {
-        "tenant": "t1",
-        "query": "up",
-        "api_type": "query_range",
-        "start": NOW - 3600,
-        "end": NOW,
-        "step": step,
-        "now": NOW,
-        "tenant_config": rules,
-    }
-    response = client.post(URL, body, format="json")
+    response = _explain_step(client, step, 5, {"min": 1})
     return response.json()["priority"] if response.status_code == 200 else response.json()
 
 

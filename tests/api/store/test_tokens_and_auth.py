@@ -163,3 +163,10 @@ def test_people_read_and_write_by_the_role_of_their_group(editor: User, viewer: 
 
     assert (status("get", viewer), status("post", viewer)) == (200, 403)
     assert (status("get", editor), status("post", editor)) == (200, 200)
+
+
+@pytest.mark.parametrize("name", ["ci\nforged log line", "tab\there", "esc\x1b[31mred", "nul\x00"])
+def test_a_token_name_with_a_control_character_is_refused(name):
+    with pytest.raises(ValueError, match="no control characters"):
+        services.api_token_issue(name=name, role="viewer")
+    assert not ApiToken.objects.exists()

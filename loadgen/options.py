@@ -1,0 +1,119 @@
+"""The checks `manage.py loadgen` and `manage.py loadtest` make of their options.
+
+Each runs before anything starts (no token issued, no server started, no
+socket opened) and refuses the first option out of range with a one-line
+CommandError naming it. Without them, `loadtest --seconds nan` printed a
+summary of nonsense and exit 0, `--workers 0` died in a traceback after three
+phases, `loadgen --url http://[::1` died in urllib's, and `--queriers
+100000000` ran out of memory making clients.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import resource
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.management.base import CommandError
+
+from api.wire.protocol import MAX_WORKERS  # what a querier may announce in `hello`
+
+__all__ = ["SPARE_FILES", "check_loadgen_options", "check_loadtest_options", "ws_base"]
+
+# Open files kept for what is not a client socket (the interpreter, Django,
+# the database, gRPC) when checking the sockets asked for against the limit.
+SPARE_FILES = 64
+# What `issue_token` prints, and all an Authorization header may carry here.
+_TOKEN = re.compile(r"[\x21-\x7e]+", re.ASCII)
+
+
+def check_loadgen_options(options: dict[str, Any], *, replicas: int) -> None:
+    """`manage.py loadgen`'s options, for `replicas` URLs."""
+    _positive_seconds("--rate", options["rate"], "a number of requests per second")
+    _positive_seconds("--report-every", options["report_every"], "a number of seconds")
+    if not 0.0 <= options["grpc_share"] <= 1.0:
+        raise CommandError("--grpc-share must be between 0 and 1")
+    _at_least("--frontends", options["frontends"], 1)
+    _at_least("--queriers", options["queriers"], 0)
+    _workers(options["workers"])
+    for address in options["grpc"] or []:
+        host, _, port = address.rpartition(":")
+        if not host or not _port(port):
+            raise CommandError(f"--grpc must look like 127.0.0.1:9095 (host:port), not {address!r}")
+    for option in ("token", "frontend_token", "querier_token"):
+        token = options[option]
+        if token is not None and not _TOKEN.fullmatch(token):
+            # An empty one (`--token "$UNSET"`) or a pasted line break would
+            # otherwise fail at the handshake, in a message over several lines.
+            raise CommandError(
+                f"--{option.replace('_', '-')} must be a token as issue_token prints it "
+                "(printable ASCII, no spaces)"
+            )
+    # Each querier and frontend holds one socket per replica.
+    _open_files((options["queriers"] + options["frontends"]) * replicas)
+
+
+def check_loadtest_options(options: dict[str, Any]) -> None:
+    """`manage.py loadtest`'s options; what it measures is unchanged by them."""
+    _at_least("--queriers", options["queriers"], 1)
+    _workers(options["workers"])
+    _at_least("--frontends", options["frontends"], 1)
+    _at_least("--window", options["window"], 1)
+    _positive_seconds("--seconds", options["seconds"], "a number of seconds")
+    rate = options["latency_rate"]
+    if not (math.isfinite(rate) and rate >= 0):
+        raise CommandError(
+            f"--latency-rate must be a number of requests per second, or 0 for a quarter of "
+            f"the scheduler's throughput, not {rate}"
+        )
+    _open_files(options["queriers"] + options["frontends"])
+
+
+def ws_base(url: str) -> str:
+    """`ws://host:port` (or wss) for a `--url` given as http(s)://host:port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port that is not one
+    except ValueError as exc:
+        raise CommandError(
+            f"--url must look like http://127.0.0.1:8000, not {url!r}: {exc}"
+        ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise CommandError(f"--url must look like http://127.0.0.1:8000, not {url!r}")
+    return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
+
+
+def _positive_seconds(option: str, value: float, what: str) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise CommandError(f"{option} must be {what} above 0, not {value}")
+
+
+def _at_least(option: str, value: int, least: int) -> None:
+    if value < least:
+        more = "at least 1" if least == 1 else f"{least} or more"
+        raise CommandError(f"{option} must be {more}, not {value}")
+
+
+def _workers(value: int) -> None:
+    if not 1 <= value <= MAX_WORKERS:
+        raise CommandError(f"--workers must be between 1 and {MAX_WORKERS}, not {value}")
+
+
+def _port(text: str) -> bool:
+    return text.isascii() and text.isdigit() and 1 <= int(text) <= 65535
+
+
+def _open_files(sockets: int) -> None:
+    """CommandError when the client sockets asked for cannot all be open in this process.
+
+    Past the limit the connections failed one by one with "Too many open
+    files", read as a scheduler that is not running.
+    """
+    limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if limit != resource.RLIM_INFINITY and sockets > limit - SPARE_FILES:
+        raise CommandError(
+            f"--queriers and --frontends: {sockets} sockets, more than this process may open "
+            f"(ulimit -n {limit}, {SPARE_FILES} kept for the rest)"
+        )

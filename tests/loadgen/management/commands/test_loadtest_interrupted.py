@@ -1,0 +1,69 @@
+"""`manage.py loadtest` stopped part way leaves no server behind and says how far it got.
+
+SIGTERM reaches only the command (a process manager, `kill`); Ctrl-C in a
+terminal reaches its whole process group, the Daphne it started included.
+Either way that Daphne is gone and its temporary folder removed when the
+command exits, which says how many phases finished and exits 130.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadgen.daphne_process import BASE_DIR
+from tests.processes import process_alive
+
+DEADLINE = 60.0
+
+
+def daphne_folder(pid: int) -> Path:
+    """The temporary folder DaphneProcess made for the server `pid` (its VAR_DIR's parent)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    [var_dir] = [entry[len(b"VAR_DIR=") :] for entry in environ if entry.startswith(b"VAR_DIR=")]
+    return Path(os.fsdecode(var_dir)).parent
+
+
+@pytest.mark.parametrize("ctrl_c", [False, True], ids=["sigterm", "ctrl-c"])
+def test_an_interrupted_loadtest_stops_its_server_and_says_how_many_phases_ran(
+    ctrl_c: bool,
+) -> None:
+    loadtest = subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest",
+         "--queriers", "1", "--frontends", "1", "--window", "2", "--seconds", "0.5"],
+        cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,  # a group of its own, as a terminal gives a command
+    )  # fmt: skip
+    try:
+        assert loadtest.stdout is not None
+        deadline = time.monotonic() + DEADLINE
+        daphne = 0
+        while not (line := loadtest.stdout.readline()).startswith("phase relay-no-ack"):
+            assert line and time.monotonic() < deadline, "loadtest ended before its second phase"
+            if line.startswith("Daphne pid "):
+                daphne = int(line.split()[2])
+                folder = daphne_folder(daphne)
+        assert daphne and process_alive(daphne)
+        if ctrl_c:
+            os.killpg(loadtest.pid, signal.SIGINT)
+        else:
+            loadtest.send_signal(signal.SIGTERM)
+        _, stderr = loadtest.communicate(timeout=DEADLINE)
+    finally:
+        if loadtest.poll() is None:
+            os.killpg(loadtest.pid, signal.SIGKILL)
+            loadtest.wait()
+    assert loadtest.returncode == 130
+    assert stderr.splitlines()[-1] == (
+        "CommandError: loadtest: interrupted after 1 of 7 phases; "
+        "the server it started is stopped; no summary"
+    )
+    assert "Traceback" not in stderr
+    assert not process_alive(daphne)
+    assert not folder.exists()
