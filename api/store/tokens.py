@@ -33,8 +33,6 @@ __all__ = [
     "api_token_authenticate",
     "api_token_expiry_check",
     "api_token_ids_by_state",
-    "api_token_ids_expired",
-    "api_token_ids_live",
     "api_token_issue",
     "api_token_revoke",
 ]
@@ -169,13 +167,3 @@ def api_token_ids_by_state(token_ids: Iterable[int]) -> TokenIdStates:
         elif state == "expired":
             states.expired.add(token.pk)
     return states
-
-
-def api_token_ids_live(token_ids: Iterable[int]) -> set[int]:
-    """Those of `token_ids` that still exist, are not revoked and have not expired."""
-    return api_token_ids_by_state(token_ids).live
-
-
-def api_token_ids_expired(token_ids: Iterable[int]) -> set[int]:
-    """Those of `token_ids` that ran out (not revoked): their sockets say so."""
-    return api_token_ids_by_state(token_ids).expired

@@ -225,16 +225,21 @@ services.tenant_put(tenant_id="gold", expected_version=None, author=None, source
 """
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[DaphneProcess]:
-    daphne = DaphneProcess(grpc=False)
+def module_server(*, grpc: bool, code: str) -> Iterator[DaphneProcess]:
+    """A started Daphne for one module, `code` run in its Django first (one
+    start-up for the user and any seed: each costs about a second); stopped after."""
+    daphne = DaphneProcess(grpc=grpc)
     daphne.start()
-    # One Django start-up for both (each costs about a second).
-    daphne.run_python(user_code(*EDITOR, group="editor") + SEED)
+    daphne.run_python(code)
     try:
         yield daphne
     finally:
         daphne.cleanup()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[DaphneProcess]:
+    yield from module_server(grpc=False, code=user_code(*EDITOR, group="editor") + SEED)
 
 
 @pytest.fixture(scope="module")

@@ -16,22 +16,16 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from api.wire.grpc.clients import CortexFrontend, get_request
-from loadgen.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess, user_code
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic
+from tests.e2e.conftest import EDITOR, SCREENSHOTS, Traffic, module_server
 from tests.e2e.drill_pages import open_row, treeitem
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DaphneProcess]:
     """This module's server serves gRPC too (the shared one does not)."""
-    daphne = DaphneProcess(grpc=True)
-    daphne.start()
-    daphne.create_user(*EDITOR, group="editor")
-    try:
-        yield daphne
-    finally:
-        daphne.cleanup()
+    yield from module_server(grpc=True, code=user_code(*EDITOR, group="editor"))
 
 
 def test_actor_levels_from_both_protocols_show_under_the_tenant(

@@ -20,9 +20,9 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from api.wire.grpc.clients import CortexFrontend, get_request
-from loadgen.daphne_process import DaphneProcess
+from loadgen.daphne_process import DaphneProcess, user_code
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.e2e.conftest import EDITOR, Traffic, put_tenant
+from tests.e2e.conftest import EDITOR, Traffic, module_server, put_tenant
 from tests.e2e.drill_pages import open_drill
 
 RULES = {
@@ -45,13 +45,7 @@ HEADERS = {"User-Agent": "Grafana/11.1", "X-Dashboard-Uid": "ops", "X-Panel-Id":
 @pytest.fixture(scope="module")
 def server() -> Iterator[DaphneProcess]:
     """This module's server serves gRPC too (the shared one does not)."""
-    daphne = DaphneProcess(grpc=True)
-    daphne.start()
-    daphne.create_user(*EDITOR, group="editor")
-    try:
-        yield daphne
-    finally:
-        daphne.cleanup()
+    yield from module_server(grpc=True, code=user_code(*EDITOR, group="editor"))
 
 
 @pytest.fixture(scope="module", autouse=True)

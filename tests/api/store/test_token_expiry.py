@@ -31,7 +31,7 @@ def test_a_token_issued_without_an_expiry_works_however_late_it_is(
     assert token.expires_at is None
     set_clock(monkeypatch, timezone.now() + timedelta(days=365 * 50))
     assert services.api_token_authenticate(plaintext) == token
-    assert tokens.api_token_ids_live([token.pk]) == {token.pk}
+    assert tokens.api_token_ids_by_state([token.pk]).live == {token.pk}
 
 
 def test_a_token_works_until_its_expiry_and_is_refused_from_that_instant(
@@ -41,24 +41,10 @@ def test_a_token_works_until_its_expiry_and_is_refused_from_that_instant(
     token, plaintext = services.api_token_issue(name="ci", role="viewer", expires_at=issued + HOUR)
     set_clock(monkeypatch, issued + HOUR - timedelta(microseconds=1))
     assert services.api_token_authenticate(plaintext) == token
-    assert tokens.api_token_ids_live([token.pk]) == {token.pk}
+    assert tokens.api_token_ids_by_state([token.pk]).live == {token.pk}
     set_clock(monkeypatch, issued + HOUR)
     assert services.api_token_authenticate(plaintext) is None
-    assert tokens.api_token_ids_live([token.pk]) == set()
-
-
-def test_only_tokens_that_ran_out_are_reported_expired_not_revoked_or_live_ones(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    issued = timezone.now()
-    ran_out, _ = services.api_token_issue(name="a", role="viewer", expires_at=issued + HOUR)
-    revoked, _ = services.api_token_issue(name="b", role="viewer", expires_at=issued + HOUR)
-    services.api_token_revoke(token_id=revoked.pk)
-    live, _ = services.api_token_issue(name="c", role="viewer")
-    set_clock(monkeypatch, issued + HOUR)
-    ids = [ran_out.pk, revoked.pk, live.pk, 999_999]
-    assert tokens.api_token_ids_expired(ids) == {ran_out.pk}
-    assert tokens.api_token_ids_expired([]) == set()
+    assert tokens.api_token_ids_by_state([token.pk]).live == set()
 
 
 def test_one_query_sorts_token_ids_into_live_and_expired_leaving_revoked_and_gone_out(
