@@ -74,6 +74,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
                 "rules": len(qp.get("priorities") or []),
                 "enabled": bool(qp.get("enabled")),
                 "default_share": shares.get(tenant.tenant_id),
+                "invalid": validate_tenant_config(tenant.config),
             }
         )
     context = {
@@ -107,6 +108,13 @@ def _federated_depths(
         mine["org_ids"].sort()
     return found
 
+
+NO_LONGER_VALIDATES = (
+    "The stored block no longer validates (it was saved before validation got stricter; "
+    "the errors are marked below), so the scheduler runs this tenant under the default "
+    "limits: no querier shard, no priority or rejection rules, the default outstanding cap. "
+    "Save it fixed to apply it again."
+)
 
 _ALREADY_EXISTS = FieldError("tenant_id", "a tenant with this ID already exists")
 
@@ -299,11 +307,18 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
         tenant = selectors.tenant_get(tenant_id=tenant_id)
     except NotFound as exc:
         raise Http404(str(exc)) from exc
+    # A block saved before the validator tightened (an upgrade): its errors
+    # go on their fields and lines, as a draft's would, so saving it fixed
+    # is the editor's ordinary path.
+    invalid = validate_tenant_config(tenant.config)
+    if invalid:
+        messages.warning(request, NO_LONGER_VALIDATES)
     return _render_editor(
         request,
         tenant_id=tenant_id,
         config=tenant.config,
         version=tenant.version,
+        errors=invalid,
         show_hits=True,
     )
 

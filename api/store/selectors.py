@@ -1,8 +1,13 @@
 """Read-only queries of the config store, shared by views, consumers and the runtime host.
 
 Stored configs were validated on write, so turning them into scheduler
-values here does not fail unless the validator tightened since; such a
-tenant is logged and left out rather than taking the scheduler down.
+values here does not fail unless the validator tightened since (an upgrade).
+Such a tenant runs under the default limits, as it would with no block:
+every reader here (runtime, explain) and `scheduler_core.dry_run.limits_of`
+(dry run, rule stats, what-if) agree on that, on every replica, which a
+partial or remembered reading would not. So that it is not silent, the
+loads say which blocks failed (`StoredLimits.invalid`, `queue_config_checked`):
+the runtime counts them on /metrics and the tenant pages show the errors.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from scheduler_core.validation import queue_config_from_dict, tenant_limits_from
 
 __all__ = [
     "Explanation",
+    "StoredLimits",
     "config_version_get",
     "overrides_version_get",
     "query_explain",
+    "queue_config_checked",
     "queue_config_get",
     "operator_cancel_list",
     "revision_diff",
@@ -41,6 +48,7 @@ __all__ = [
     "tenant_get",
     "tenant_configs",
     "tenant_limits_all",
+    "tenant_limits_stored",
     "tenant_list",
 ]
 
@@ -69,15 +77,46 @@ def tenant_configs(tenant_ids: list[str]) -> dict[str, Any]:
     return dict(sorted(rows))
 
 
-def tenant_limits_all() -> dict[str, TenantLimits]:
-    """Every tenant's limits as the scheduler uses them."""
+@dataclass(frozen=True, slots=True)
+class StoredLimits:
+    """Stored tenant blocks as the scheduler uses them.
+
+    `limits` has each tenant whose block validates; `invalid` the tenants
+    whose block no longer does, which run under the default limits.
+    """
+
+    limits: dict[str, TenantLimits]
+    invalid: frozenset[str]
+
+
+def tenant_limits_stored(tenant_ids: list[str] | None = None) -> StoredLimits:
+    """Every tenant's limits (or only those of `tenant_ids`), and whose block failed."""
+    rows = Tenant.objects.values_list("tenant_id", "config")
+    if tenant_ids is not None:
+        rows = rows.filter(tenant_id__in=tenant_ids)
     limits: dict[str, TenantLimits] = {}
-    for tenant_id, config in Tenant.objects.values_list("tenant_id", "config"):
+    invalid: set[str] = set()
+    for tenant_id, config in rows:
         try:
             limits[tenant_id] = tenant_limits_from_dict(config)
         except ConfigInvalid as exc:
-            logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
-    return limits
+            _log_invalid(tenant_id, exc)
+            invalid.add(tenant_id)
+    return StoredLimits(limits, frozenset(invalid))
+
+
+def tenant_limits_all() -> dict[str, TenantLimits]:
+    """Every tenant's limits as the scheduler uses them (a failing block: none, the defaults)."""
+    return tenant_limits_stored().limits
+
+
+def _log_invalid(tenant_id: str, exc: ConfigInvalid) -> None:
+    logger.error(
+        "stored config of tenant %r no longer validates, running it under the default "
+        "limits until it is saved again: %s",
+        tenant_id,
+        exc,
+    )
 
 
 def settings_get() -> SchedulerSettings:
@@ -86,14 +125,24 @@ def settings_get() -> SchedulerSettings:
     return row if row is not None else SchedulerSettings(pk=SETTINGS_PK)
 
 
-def queue_config_get() -> QueueConfig:
-    """The scheduler settings over `QueueConfig`'s defaults."""
+def queue_config_checked() -> tuple[QueueConfig, list[FieldError]]:
+    """The scheduler settings over `QueueConfig`'s defaults, and why they no longer validate.
+
+    Stored settings that fail (errors listed) give the defaults whole: a
+    setting is read with the others (cross-field checks), so keeping part
+    of them could run a combination nobody saved.
+    """
     config = settings_get().config
     try:
-        return queue_config_from_dict(config, QueueConfig())
+        return queue_config_from_dict(config, QueueConfig()), []
     except ConfigInvalid as exc:
         logger.error("stored scheduler settings no longer validate, using defaults: %s", exc)
-        return QueueConfig()
+        return QueueConfig(), exc.errors
+
+
+def queue_config_get() -> QueueConfig:
+    """The scheduler settings over `QueueConfig`'s defaults (see `queue_config_checked`)."""
+    return queue_config_checked()[0]
 
 
 def config_version_get() -> int:
@@ -258,7 +307,7 @@ def _parsed_limits(tenant_id: str, stored: Any) -> TenantLimits:
     try:
         return tenant_limits_from_dict(stored)
     except ConfigInvalid as exc:
-        logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
+        _log_invalid(tenant_id, exc)
         return TenantLimits()
 
 

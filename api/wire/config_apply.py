@@ -7,33 +7,70 @@ say it. `ConfigApplier` keeps the tenant limits it last gave the runtime,
 so a full reload touches only the tenants whose block changed or went, and
 a delta only the tenants it names: a write to one tenant costs one tenant's
 work however many there are. The runtime's setters wake its dispatcher.
+
+A stored block that no longer validates (the validator tightened since it
+was saved) runs under the defaults (`api.store.selectors`); the applier
+also keeps which blocks those are (`Invalid`), for /metrics
+(`api.wire.invalid_config_metrics`): an upgrade that changed how a tenant
+is scheduled must not show as one log line only.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from api.store import selectors
 from api.store.config_delta import ConfigDelta, config_changes_since
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 
-__all__ = ["ConfigApplier", "FullConfig", "load_config", "load_update"]
+__all__ = ["ConfigApplier", "FullConfig", "Invalid", "load_config", "load_update"]
 
 FullConfig = tuple[int, QueueConfig, dict[str, TenantLimits]]
 
 
-def load_config() -> FullConfig:
-    """The version first, so data read after it is at least that new."""
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """Which of the stored blocks one load read no longer validate.
+
+    `settings` is None when the load did not read the settings; `tenants`
+    are the failing ones among those it read.
+    """
+
+    settings: bool | None = None
+    tenants: frozenset[str] = field(default_factory=frozenset)
+
+
+def _load_full() -> tuple[FullConfig, Invalid]:
+    # The version first, so data read after it is at least that new.
     version = selectors.config_version_get()
-    return version, selectors.queue_config_get(), selectors.tenant_limits_all()
+    config, settings_errors = selectors.queue_config_checked()
+    stored = selectors.tenant_limits_stored()
+    return (version, config, stored.limits), Invalid(bool(settings_errors), stored.invalid)
 
 
-def load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | None]:
-    """What changed since `applied`: a delta, or (when that cannot be) everything."""
+def load_config() -> FullConfig:
+    """The whole stored config, as the scheduler runs it."""
+    return _load_full()[0]
+
+
+def load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | None, Invalid]:
+    """What changed since `applied`: a delta, or (when that cannot be) everything.
+
+    And which of the blocks read no longer validate: a delta gives a failing
+    block no limits, as it does a deleted tenant, so those are read again
+    (rare: a deletion, or a block from a replica of an older version).
+    """
     current, delta = config_changes_since(applied)
-    if delta is not None:
-        return current, delta, None
-    full = load_config()
-    return full[0], None, full
+    if delta is None:
+        full, invalid = _load_full()
+        return full[0], None, full, invalid
+    settings = None
+    if delta.queue_config is not None:
+        settings = bool(selectors.queue_config_checked()[1])
+    gone = [tenant_id for tenant_id, limits in delta.tenants.items() if limits is None]
+    failing = selectors.tenant_limits_stored(gone).invalid if gone else frozenset()
+    return current, delta, None, Invalid(settings, failing)
 
 
 class ConfigApplier:
@@ -42,12 +79,19 @@ class ConfigApplier:
     def __init__(self, runtime: SchedulerRuntime) -> None:
         self.runtime = runtime
         self._limits: dict[str, TenantLimits] = {}
+        # The stored blocks that no longer validate, as of the last apply.
+        self.invalid_settings = False
+        self.invalid_tenants: set[str] = set()
 
     def configured(self, tenant_id: str) -> bool:
         """Whether the applied config has a block for this tenant."""
         return tenant_id in self._limits
 
-    def apply_full(self, config: QueueConfig, limits: dict[str, TenantLimits]) -> None:
+    def apply_full(
+        self, config: QueueConfig, limits: dict[str, TenantLimits], invalid: Invalid = Invalid()
+    ) -> None:
+        self.invalid_settings = bool(invalid.settings)
+        self.invalid_tenants = set(invalid.tenants)
         if self.runtime.config != config:
             self.runtime.set_config(config)
         for tenant_id in set(self._limits) - set(limits):
@@ -57,7 +101,11 @@ class ConfigApplier:
                 self.runtime.set_tenant_limits(tenant_id, tenant_limits)
         self._limits = dict(limits)
 
-    def apply_delta(self, delta: ConfigDelta) -> None:
+    def apply_delta(self, delta: ConfigDelta, invalid: Invalid = Invalid()) -> None:
+        if invalid.settings is not None:
+            self.invalid_settings = invalid.settings
+        self.invalid_tenants.difference_update(delta.tenants)
+        self.invalid_tenants.update(invalid.tenants)
         if delta.queue_config is not None and self.runtime.config != delta.queue_config:
             self.runtime.set_config(delta.queue_config)
         for tenant_id, tenant_limits in delta.tenants.items():

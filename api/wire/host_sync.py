@@ -82,17 +82,22 @@ class DatabaseSync:
         async with self._reconcile_lock:
             if version is not None and version <= self.applied_version:
                 return
-            current, delta, full = await database_sync_to_async(load_update)(self.applied_version)
+            loaded = await database_sync_to_async(load_update)(self.applied_version)
+            current, delta, full, invalid = loaded
             if current == self.applied_version:
                 return
             if full is not None:
-                self._config.apply_full(full[1], full[2])
+                self._config.apply_full(full[1], full[2], invalid)
                 log.info("applied scheduler config version %d (full reload)", current)
             else:
                 assert delta is not None
-                self._config.apply_delta(delta)
+                self._config.apply_delta(delta, invalid)
                 log.info("applied scheduler config version %d", current)
             self.applied_version = current
+
+    def invalid_stored(self) -> tuple[bool, int]:
+        """Whether the stored settings, and how many tenant blocks, no longer validate."""
+        return self._config.invalid_settings, len(self._config.invalid_tenants)
 
     def tenant_configured(self, tenant_id: str) -> bool:
         """Whether the applied config has a block for this tenant."""

@@ -39,6 +39,7 @@ from api.wire import runtime_host
 from api.wire.config_metrics import ConfigVersionCollector, ReconcileRecord
 from api.wire.failure_metrics import FailureCounter
 from api.wire.grpc.tls_handshakes import FAILURES as TLS_HANDSHAKE_FAILURES
+from api.wire.invalid_config_metrics import InvalidConfigCollector, host_invalid_stored
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import TallyCounter, TallyHistogram, register_loop_bound, render
 from api.wire.metrics_access import scrape_refusal
@@ -228,6 +229,7 @@ def _reconciles() -> ReconcileRecord | None:
 
 register_loop_bound(REGISTRY, LoopLoadCollector(_loop_load))
 register_loop_bound(REGISTRY, ConfigVersionCollector(runtime_host.config_version, _reconciles))
+register_loop_bound(REGISTRY, InvalidConfigCollector(host_invalid_stored))
 # The lean gRPC door's refused TLS handshakes, by a fixed reason, 0 before any.
 REGISTRY.register(TLS_HANDSHAKE_FAILURES)
 # What every Prometheus client exports, as Cortex's scheduler does (process_*;

@@ -56,6 +56,7 @@ def test_the_dashboard_has_a_panel_for_each_signal_the_alerts_use() -> None:
         "queue_inspector_querier_seconds_total",
         "queue_inspector_config_version",
         "queue_inspector_config_last_reconcile_success_timestamp_seconds",
+        "queue_inspector_invalid_stored_configs",
         "up",
     ):
         assert metric in names

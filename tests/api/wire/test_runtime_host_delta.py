@@ -25,15 +25,16 @@ def put(tenant_id: str, config: dict[str, Any]) -> Tenant:
 
 @pytest.fixture
 def full_reloads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts full reads of every tenant's limits."""
+    """Counts full reads of every tenant's limits (not those of named tenants)."""
     calls: list[int] = []
-    real = selectors.tenant_limits_all
+    real = selectors.tenant_limits_stored
 
-    def counting() -> Any:
-        calls.append(1)
-        return real()
+    def counting(tenant_ids: list[str] | None = None) -> Any:
+        if tenant_ids is None:
+            calls.append(1)
+        return real(tenant_ids)
 
-    monkeypatch.setattr(selectors, "tenant_limits_all", counting)
+    monkeypatch.setattr(selectors, "tenant_limits_stored", counting)
     return calls
 
 
