@@ -136,6 +136,7 @@ def _forget_tenant(tenant_id: str) -> None:
     CANCELLED.remove(tenant_id)
     FAILED.forget(tenant_id)
     QUERIER_SECONDS.remove(tenant_id)
+    PEAKS.forget(tenant_id)
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
         host = runtime_host.get_host()

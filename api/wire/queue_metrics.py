@@ -48,6 +48,14 @@ class QueuePeaks:
         if length > self._peak.get(tenant_id, 0):
             self._peak[tenant_id] = length
 
+    def forget(self, tenant_id: str) -> None:
+        """Drop an idle tenant's peak along with its other series.
+
+        Otherwise only a scrape drops it, and a replica nobody scrapes
+        would keep a peak for every tenant it ever saw.
+        """
+        self._peak.pop(tenant_id, None)
+
     def collect(self, standing: Mapping[str, int]) -> list[tuple[str, int]]:
         out = {t: max(p, standing.get(t, 0)) for t, p in self._peak.items()}
         for tenant, length in standing.items():

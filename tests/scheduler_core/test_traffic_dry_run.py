@@ -23,7 +23,7 @@ from scheduler_core.queue import RequestQueue
 from scheduler_core.rejection import judge
 from scheduler_core.rule_stats import RuleStats
 from scheduler_core.rules import QueryInfo
-from scheduler_core.traffic import ENTRY_OVERHEAD, TrafficSample
+from scheduler_core.traffic import ENTRY_OVERHEAD, TENANT_OVERHEAD, TrafficSample
 
 NOW = 1_700_000_000.0
 
@@ -40,7 +40,7 @@ def test_a_tenant_keeps_only_its_newest_requests() -> None:
 
 
 def test_one_tenants_flood_stays_within_the_byte_cap_and_leaves_others_their_share() -> None:
-    cap = 40 * (ENTRY_OVERHEAD + 10)
+    cap = 40 * (ENTRY_OVERHEAD + 10) + 2 * TENANT_OVERHEAD
     sample = TrafficSample(per_tenant=1000, max_bytes=cap)
     for n in range(10):
         sample.record("quiet", _info(f"quiet{n:05d}"), NOW, "ingester", 0, False)
@@ -50,7 +50,8 @@ def test_one_tenants_flood_stays_within_the_byte_cap_and_leaves_others_their_sha
     assert len(sample.requests("quiet")) == 10
     flood = sample.requests("flood")
     assert flood and flood[-1].query == "flood04999"
-    assert sum(r.size for t in sample.tenants() for r in sample.requests(t)) == sample.bytes
+    kept = sum(r.size for t in sample.tenants() for r in sample.requests(t))
+    assert kept + TENANT_OVERHEAD * len(sample.tenants()) == sample.bytes
 
 
 def test_many_tenants_never_exceed_the_byte_cap() -> None:
@@ -268,3 +269,17 @@ def test_the_dry_run_equals_what_the_scheduler_assigns_after_save(
     assert report["sample"] == len(traffic)
     assert (report["rejected"], report["unchanged"]) == (rejected, unchanged)
     assert {(c["from"], c["to"]): c["count"] for c in report["changed"]} == dict(changed)
+
+
+def test_tenants_that_come_and_go_count_their_own_records_against_the_cap() -> None:
+    """A request or two from each of many tenants: the tenants' records are
+    most of the memory, so the cap counts them, and a tenant trimmed empty
+    gives its record's bytes back."""
+    cap = 100 * (TENANT_OVERHEAD + ENTRY_OVERHEAD + 10)
+    sample = TrafficSample(per_tenant=1000, max_bytes=cap)
+    for n in range(5000):
+        sample.record(f"t{n:05d}", _info("up"), NOW + n, "ingester", 0, False)
+        assert sample.bytes <= cap
+    assert 90 <= len(sample.tenants()) <= 100
+    kept = sum(r.size for t in sample.tenants() for r in sample.requests(t))
+    assert kept + TENANT_OVERHEAD * len(sample.tenants()) == sample.bytes
