@@ -4,8 +4,9 @@ Each runs before anything starts (no token issued, no server started, no
 socket opened) and refuses the first option out of range with a one-line
 CommandError naming it. Without them, `loadtest --seconds nan` printed a
 summary of nonsense and exit 0, `--workers 0` died in a traceback after three
-phases, `loadgen --url http://[::1` died in urllib's, and `--queriers
-100000000` ran out of memory making clients.
+phases, `loadgen --url http://[::1` died in urllib's, `--queriers 100000000` ran
+out of memory making clients, `--url http://host:8000/some/path` dropped the
+path without a word, and `--rate 1e308` spun a core while claiming 1e308 req/s.
 """
 
 from __future__ import annotations
@@ -20,18 +21,30 @@ from django.core.management.base import CommandError
 
 from api.wire.protocol import MAX_WORKERS  # what a querier may announce in `hello`
 
-__all__ = ["SPARE_FILES", "check_loadgen_options", "check_loadtest_options", "ws_base"]
+__all__ = [
+    "MAX_RATE",
+    "SPARE_FILES",
+    "check_loadgen_options",
+    "check_loadtest_options",
+    "ws_base",
+]
 
 # Open files kept for what is not a client socket (the interpreter, Django,
 # the database, gRPC) when checking the sockets asked for against the limit.
 SPARE_FILES = 64
 # What `issue_token` prints, and all an Authorization header may carry here.
 _TOKEN = re.compile(r"[\x21-\x7e]+", re.ASCII)
+# Requests per second one load generator may be asked for: its single event
+# loop sends a few thousand frames a second at most, so above this the Poisson
+# gaps are shorter than one send and the command would only spin a core while
+# printing a rate it never reaches.
+MAX_RATE = 10_000.0
 
 
 def check_loadgen_options(options: dict[str, Any], *, replicas: int) -> None:
     """`manage.py loadgen`'s options, for `replicas` URLs."""
     _positive_seconds("--rate", options["rate"], "a number of requests per second")
+    _rate_within_reach("--rate", options["rate"])
     _positive_seconds("--report-every", options["report_every"], "a number of seconds")
     if not 0.0 <= options["grpc_share"] <= 1.0:
         raise CommandError("--grpc-share must be between 0 and 1")
@@ -68,6 +81,7 @@ def check_loadtest_options(options: dict[str, Any]) -> None:
             f"--latency-rate must be a number of requests per second, or 0 for a quarter of "
             f"the scheduler's throughput, not {rate}"
         )
+    _rate_within_reach("--latency-rate", rate)
     _open_files(options["queriers"] + options["frontends"])
 
 
@@ -82,12 +96,28 @@ def ws_base(url: str) -> str:
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
         raise CommandError(f"--url must look like http://127.0.0.1:8000, not {url!r}")
+    # The scheduler serves its sockets at /ws/... from the root only (the
+    # inspector page connects there too), so a path, query or fragment could
+    # only be dropped: the clients would load some other server than meant.
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise CommandError(
+            f"--url must be a scheduler's base URL with no path, like "
+            f"http://127.0.0.1:8000, not {url!r}"
+        )
     return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
 
 
 def _positive_seconds(option: str, value: float, what: str) -> None:
     if not (math.isfinite(value) and value > 0):
         raise CommandError(f"{option} must be {what} above 0, not {value}")
+
+
+def _rate_within_reach(option: str, rate: float) -> None:
+    if rate > MAX_RATE:
+        raise CommandError(
+            f"{option} must be at most {MAX_RATE:.0f} requests per second "
+            f"(what one load generator can send), not {rate:g}"
+        )
 
 
 def _at_least(option: str, value: int, least: int) -> None:

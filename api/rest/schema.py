@@ -89,9 +89,12 @@ def strict_objects(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                 "overrides": {
                     "type": "object",
                     "nullable": True,
-                    "description": "the complete tenant set, keyed by tenant ID",
-                    # JSON Schema (not OpenAPI 3.0) for the keys; generators honour it.
-                    "propertyNames": {"pattern": TENANT_ID_PATTERN},
+                    # OpenAPI 3.0 has no keyword for a rule on keys (`propertyNames`
+                    # is 3.1), and generators refuse a 3.0 schema that uses it.
+                    "description": (
+                        "the complete tenant set, keyed by tenant ID; each key must match "
+                        f"`{TENANT_ID_PATTERN}` (Cortex's tenant ID rule)"
+                    ),
                     "additionalProperties": {"$ref": "#/components/schemas/RuntimeConfigTenant"},
                 }
             },

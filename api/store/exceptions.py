@@ -4,11 +4,24 @@ Views map them to HTTP: `ConfigValidationError` → 400 with field paths,
 `VersionConflict` → 412 (If-Match failed), `NotFound` → 404. A database
 that does not answer is none of these: `DATABASE_UNREACHABLE` names the
 errors every door answers 503 (or the websocket's 1013) for.
+
+SQLite raises OperationalError for a statement the database cannot run
+("no such table: …" when the file was deleted or replaced under a running
+server, a syntax error) as well as for a busy or failing database. Those are
+a schema fault or a bug, PostgreSQL's ProgrammingError: every SQLite
+connection re-raises them as such (`classify_sqlite_faults`, connected to
+`connection_created` when the app is ready), so they are a 500 in the log at every door,
+not a "try again" that would never succeed.
 """
 
 from __future__ import annotations
 
-from django.db import InterfaceError, OperationalError
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from django.db import InterfaceError, OperationalError, ProgrammingError
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from scheduler_core.errors import FieldError
 
@@ -19,12 +32,46 @@ __all__ = [
     "ConfigValidationError",
     "NotFound",
     "VersionConflict",
+    "classify_sqlite_faults",
+    "sqlite_statement_faults_are_programming_errors",
 ]
 
 # The database is down or refusing connections (not a bug in a query).
 DATABASE_UNREACHABLE = (OperationalError, InterfaceError)
 # How long a client is asked to wait when the database did not answer.
 DATABASE_DOWN_RETRY_SECONDS = 5
+
+
+def sqlite_statement_faults_are_programming_errors(
+    execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """A Django execute wrapper: SQLite's SQLITE_ERROR becomes ProgrammingError.
+
+    SQLITE_ERROR is the statement's own fault (no such table or column, bad
+    syntax); busy, locked, I/O, full and can't-open have codes of their own
+    and stay OperationalError, which is worth retrying.
+    """
+    try:
+        return execute(sql, params, many, context)
+    except OperationalError as exc:
+        cause = exc.__cause__
+        if (
+            isinstance(cause, sqlite3.Error)
+            and getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_ERROR
+        ):
+            raise ProgrammingError(*exc.args) from cause
+        raise
+
+
+def classify_sqlite_faults(connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """On `connection_created` (connected in `api.apps`): wrap a SQLite connection's statements."""
+    wrappers = connection.execute_wrappers
+    # The list outlives reconnections: install the wrapper once per connection object.
+    if (
+        connection.vendor == "sqlite"
+        and sqlite_statement_faults_are_programming_errors not in wrappers
+    ):
+        wrappers.insert(0, sqlite_statement_faults_are_programming_errors)
 
 
 class ConfigStoreError(Exception):

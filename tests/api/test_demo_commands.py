@@ -38,6 +38,8 @@ def signs_in(username: str, password: str) -> bool:
         (" demo", "Enter a valid username"),
         ("x/y", "Enter a valid username"),
         ("a" * 151, "at most 150 characters"),
+        ("a\nb", "Enter a valid username"),
+        ("a\tb", "Enter a valid username"),
     ],
 )
 def test_create_demo_user_refuses_a_name_no_one_could_sign_in_with_and_creates_no_one(
@@ -55,6 +57,29 @@ def test_create_demo_user_refuses_an_empty_password_and_creates_no_one(
     monkeypatch.setenv("DEMO_PASSWORD", "")
     with pytest.raises(CommandError, match=r"^--password \(DEMO_PASSWORD\): must not be empty"):
         run("create_demo_user")
+    assert not get_user_model().objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("password", "found"),
+    [
+        ("a\nb", "U+000A at character 2"),
+        ("pass\r", "U+000D at character 5"),
+        ("\tpass", "U+0009 at character 1"),
+        ("pa\x1bss", "U+001B at character 3"),
+        ("pa\x7fss", "U+007F at character 3"),
+        ("pa\x85ss", "U+0085 at character 3"),
+        ("pa\u2028ss", "U+2028 at character 3"),
+    ],
+)
+def test_create_demo_user_refuses_a_password_with_a_control_character_and_creates_no_one(
+    password: str, found: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        run("create_demo_user", "--password", password)
+    assert str(raised.value) == (
+        f"--password (DEMO_PASSWORD): must not contain control characters or line breaks ({found})"
+    )
     assert not get_user_model().objects.exists()
 
 

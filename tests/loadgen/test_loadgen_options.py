@@ -45,6 +45,15 @@ def loadgen(*args: str) -> None:
         (["--grpc", ":9095"], "--grpc must look like 127.0.0.1:9095"),
         (["--grpc", "h:99999"], "--grpc must look like 127.0.0.1:9095"),
         (["--url", "ftp://x"], "--url must look like http://127.0.0.1:8000"),
+        (["--rate", "1e308"],
+         "--rate must be at most 10000 requests per second (what one load generator can send), "
+         "not 1e+308"),
+        (["--rate", "10000.5"], "--rate must be at most 10000 requests per second"),
+        (["--url", "http://127.0.0.1:8000/some/path"],
+         "--url must be a scheduler's base URL with no path, like http://127.0.0.1:8000, "
+         "not 'http://127.0.0.1:8000/some/path'"),
+        (["--url", "http://127.0.0.1:8000/?x=1"], "--url must be a scheduler's base URL"),
+        (["--url", "http://127.0.0.1:8000#top"], "--url must be a scheduler's base URL"),
     ],
 )  # fmt: skip
 def test_an_option_out_of_range_is_refused_by_name_before_anything_starts(
@@ -54,6 +63,15 @@ def test_an_option_out_of_range_is_refused_by_name_before_anything_starts(
         loadgen(*args)
     assert str(raised.value).startswith(error)
     assert not ApiToken.objects.exists()
+
+
+def test_the_highest_rate_and_a_base_url_with_a_trailing_slash_are_taken(
+    refusing_url: str,
+) -> None:
+    # Past the checks, to the connection (refused here), at the URL's root.
+    with pytest.raises(CommandError) as raised:
+        loadgen("--url", f"{refusing_url}/", "--rate", "10000", "--queriers", "1")
+    assert str(raised.value).startswith(f"cannot connect to ws://{refusing_url[7:]}: ")
 
 
 def test_no_scheduler_at_the_url_is_said_in_one_line_and_its_own_tokens_are_revoked(

@@ -87,6 +87,7 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--seconds", "-1"], "--seconds must be a number of seconds above 0, not -1.0"),
         (["--latency-rate", "-1"], "--latency-rate must be a number of requests per second, or 0"),
         (["--latency-rate", "nan"], "--latency-rate must be a number of requests per second, or 0"),
+        (["--latency-rate", "1e308"], "--latency-rate must be at most 10000 requests per second"),
         (["--frontends", "87"], "--queriers and --frontends: 137 sockets"),
     ],
 )  # fmt: skip

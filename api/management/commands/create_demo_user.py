@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -36,10 +37,7 @@ class Command(BaseCommand):
     @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
         username = _login_name(options["username"])
-        password = options["password"]
-        if not password:
-            # The login form requires a password, so this login could never be used.
-            raise CommandError("--password (DEMO_PASSWORD): must not be empty")
+        password = _password(options["password"])
         user, created = get_user_model().objects.get_or_create(username=username)
         user.set_password(password)
         user.is_active = True
@@ -66,3 +64,24 @@ def _login_name(raw: str) -> str:
     except ValidationError as exc:
         raise CommandError(f"--username (DEMO_USER): {raw!r}: {' '.join(exc.messages)}") from None
     return str(name)
+
+
+# Control characters and line or paragraph separators: printed, they split or
+# garble the one-line login; and a password field drops line breaks as they
+# are pasted, so such a password could never be typed in.
+_UNPRINTABLE = frozenset({"Cc", "Zl", "Zp"})
+
+
+def _password(raw: str) -> str:
+    """The password, or CommandError saying why no one could sign in with it."""
+    if not raw:
+        # The login form requires a password, so this login could never be used.
+        raise CommandError("--password (DEMO_PASSWORD): must not be empty")
+    for position, character in enumerate(raw, start=1):
+        if unicodedata.category(character) in _UNPRINTABLE:
+            # Named by position and code point: the password itself stays off the screen.
+            raise CommandError(
+                f"--password (DEMO_PASSWORD): must not contain control characters or "
+                f"line breaks (U+{ord(character):04X} at character {position})"
+            )
+    return raw

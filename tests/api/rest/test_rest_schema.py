@@ -9,11 +9,12 @@ import schemathesis
 import yaml
 from django.core.wsgi import get_wsgi_application
 from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.validation import validate_schema
 from hypothesis import HealthCheck, given, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation.modes import GenerationMode
 
-from api.rest.schema import NO_NUL_PATTERN, TENANT_ID_PART_PATTERN
+from api.rest.schema import NO_NUL_PATTERN, TENANT_ID_PART_PATTERN, TENANT_ID_PATTERN
 from api.store.services import api_token_issue
 
 # Small and seeded, so the run stays in about a minute and fails the same way twice.
@@ -100,6 +101,24 @@ def _seed(client: Any) -> None:
     body = {"query_priority": {"enabled": True, "priorities": []}}
     client.put("/api/v1/tenants/t1/", body, format="json")
     client.put("/api/v1/tenants/0/", {"max_queriers_per_tenant": 1}, format="json")
+
+
+@pytest.mark.parametrize("query", ["", "?format=json"])
+def test_the_served_schema_is_valid_openapi_3_0(viewer_api, query):
+    # What `manage.py spectacular --validate` checks: client generators refuse
+    # a schema with keywords OpenAPI 3.0 does not have.
+    response = viewer_api.get(f"/api/v1/schema/{query}")
+    assert response.status_code == 200
+    schema = yaml.safe_load(response.content)
+    assert schema["openapi"].startswith("3.0")
+    validate_schema(schema)
+
+
+def test_the_runtime_config_file_states_the_tenant_id_rule_for_its_keys(viewer_api):
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    overrides = schema["components"]["schemas"]["RuntimeConfigFile"]["properties"]["overrides"]
+    assert TENANT_ID_PATTERN in overrides["description"]
+    assert overrides["additionalProperties"] == {"$ref": "#/components/schemas/RuntimeConfigTenant"}
 
 
 def test_the_schema_states_the_constraints_the_server_enforces(viewer_api):
