@@ -363,6 +363,9 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.rest.schema.strict_objects",
     ],
+    # A listed request's state is one enum, shared by the listing's rows and
+    # a request's detail; without a name the two uses gave it a hashed one.
+    "ENUM_NAME_OVERRIDES": {"QueueRequestStateEnum": ["queued", "in_flight"]},
 }
 
 LOGGING = {

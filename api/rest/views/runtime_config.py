@@ -85,12 +85,14 @@ _CORTEX_VERSION = re.compile(CORTEX_VERSION_PATTERN)
 
 CORTEX_VERSION = OpenApiParameter(
     "cortex_version",
-    {"type": "string", "pattern": CORTEX_VERSION_PATTERN},
+    # Empty is allowed and means absent (a form's empty choice): the schema says so.
+    {"type": "string", "pattern": f"^$|{CORTEX_VERSION_PATTERN}"},
     OpenApiParameter.QUERY,
     description=(
         "the Cortex version the export is for (1.15 or later, e.g. 1.15.3, 1.17): fields "
         "it does not know are left out (query_priority before 1.17, query_rejection "
-        "before 1.18, max_query_capacity always, as no Cortex has it); absent: every field"
+        "before 1.18, max_query_capacity always, as no Cortex has it); absent or empty: "
+        "every field"
     ),
 )
 
