@@ -38,6 +38,7 @@ __all__ = [
     "overrides_version_get",
     "query_explain",
     "queue_config_checked",
+    "settings_as_run",
     "queue_config_get",
     "operator_cancel_list",
     "revision_diff",
@@ -126,15 +127,20 @@ def settings_get() -> SchedulerSettings:
 
 
 def queue_config_checked() -> tuple[QueueConfig, list[FieldError]]:
-    """The scheduler settings over `QueueConfig`'s defaults, and why they no longer validate.
+    """The scheduler settings over `QueueConfig`'s defaults, and why they no longer validate."""
+    return settings_as_run(settings_get().config)
+
+
+def settings_as_run(stored: Mapping[str, Any]) -> tuple[QueueConfig, list[FieldError]]:
+    """Stored settings as the scheduler runs them, and why they no longer validate.
 
     Stored settings that fail (errors listed) give the defaults whole: a
     setting is read with the others (cross-field checks), so keeping part
-    of them could run a combination nobody saved.
+    of them could run a combination nobody saved. A change is made over
+    what runs (`services.settings_update`), so one that fixes them saves.
     """
-    config = settings_get().config
     try:
-        return queue_config_from_dict(config, QueueConfig()), []
+        return queue_config_from_dict(stored, QueueConfig()), []
     except ConfigInvalid as exc:
         logger.error("stored scheduler settings no longer validate, using defaults: %s", exc)
         return QueueConfig(), exc.errors

@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 
 from django.db import transaction
 
+from api.store import selectors
 from api.store.config_yaml import settings_canonical
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.import_plan import Author, ImportResult, overrides_restored, validate_tenant
@@ -278,7 +279,9 @@ def settings_update(
     row = lock_settings()
     if expected_version is not None and expected_version != row.version:
         raise VersionConflict(row.version)
-    current = queue_config_from_dict(row.config, QueueConfig())
+    # Over what the scheduler runs: stored settings an upgrade's stricter
+    # rules refuse run as the defaults, and a change that fixes them saves.
+    current, _ = selectors.settings_as_run(row.config)
     config = _settings_normalised(changes, current)
     return _settings_apply(row, config=config, author=author, source=source, message=message)
 

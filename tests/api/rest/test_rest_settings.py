@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from api.store import selectors
+from api.store.models import SchedulerSettings
+from scheduler_core.model import QueueConfig
+
 URL = "/api/v1/settings/"
 
 
@@ -104,3 +110,20 @@ def test_viewers_read_settings_but_cannot_change_them(viewer_api):
         URL, {"layout": "component-first"}, format="json", HTTP_IF_MATCH='"0"'
     )
     assert response.status_code == 403
+
+
+def test_settings_an_upgrade_refuses_are_fixed_by_a_patch_over_what_runs(
+    editor_api: Any,
+) -> None:
+    """Stored settings that no longer validate run as the defaults; a PATCH
+    is made over those (it answered 500 reading the stored ones)."""
+    row = selectors.settings_get()
+    SchedulerSettings.objects.filter(pk=row.pk).update(
+        config={**row.config, "layout": "component-first", "stuck_threshold": -5}
+    )
+    response = editor_api.patch(URL, {"stuck_threshold": 30}, format="json", HTTP_IF_MATCH="*")
+    assert response.status_code == 200, response.content
+    assert response.json()["stuck_threshold"] == "30s"
+    # Over the defaults the scheduler ran, not the stored layout it refused.
+    assert response.json()["layout"] == QueueConfig().layout
+    assert selectors.queue_config_checked()[1] == []
