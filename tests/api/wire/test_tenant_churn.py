@@ -20,9 +20,11 @@ from scheduler_core.federation import org_limits
 from scheduler_core.model import Request
 from scheduler_core.rejection import judge
 from scheduler_core.rules import QueryInfo
+from scheduler_core.traffic_record import TrafficRecorder
 from tests.fakes import FakeClock
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Each test on an emptied what-if recorder (`fresh_recorder`): churn fills its key table.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_recorder")]
 
 IDLE = 900.0
 
@@ -100,6 +102,19 @@ async def test_tenants_that_went_idle_leave_no_per_tenant_state_behind_without_a
         after = sizes(host)
         steady = {"janitor": 1, "metric priorities": 1, "queue peaks": 1, "rule stats": 0}
         assert after == {key: before[key] + steady.get(key, 0) for key in before}, round_no
+
+
+@pytest.fixture
+def fresh_recorder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's what-if recorder emptied for one test, its old tables back after.
+
+    Its key table fills up under churn and makes room only for keys idle an
+    hour, so a later test recording a tenant of its own would find no room.
+    """
+    live = traffic_recording.recorder()
+    empty = TrafficRecorder(actor_path_header=live._samples._actor_header)
+    for part in ("_samples", "_keys", "_minutes", "_started"):
+        monkeypatch.setattr(live, part, getattr(empty, part))
 
 
 async def test_the_recorders_bounded_tables_stay_bounded_under_churn(
