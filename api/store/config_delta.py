@@ -22,10 +22,8 @@ import logging
 from dataclasses import dataclass
 
 from api.store import selectors
-from api.store.models import ConfigRevision, Tenant
-from scheduler_core.errors import ConfigInvalid
+from api.store.models import ConfigRevision
 from scheduler_core.model import QueueConfig, TenantLimits
-from scheduler_core.validation import tenant_limits_from_dict
 
 __all__ = ["MAX_DELTA_REVISIONS", "ConfigDelta", "config_changes_since", "tenant_limits_of"]
 
@@ -41,26 +39,25 @@ Kind = ConfigRevision.Kind
 class ConfigDelta:
     """The changes from one version to `version`.
 
-    `queue_config` is set when the settings changed; `tenants` maps each
-    changed tenant to its limits now, or None when it is gone (deleted, or
-    its stored block no longer validates).
+    `queue_config` is set when the settings changed (`settings_invalid`:
+    the stored ones no longer validate, so it is the defaults); `tenants`
+    maps each changed tenant to its limits now, or None when it is gone
+    (deleted, or its stored block no longer validates: those are `invalid`).
     """
 
     version: int
     queue_config: QueueConfig | None
     tenants: dict[str, TenantLimits | None]
+    settings_invalid: bool = False
+    invalid: frozenset[str] = frozenset()
 
 
-def tenant_limits_of(tenant_ids: list[str]) -> dict[str, TenantLimits | None]:
-    """These tenants' limits as stored now; None for a missing or invalid one."""
-    found: dict[str, TenantLimits | None] = dict.fromkeys(tenant_ids)
-    rows = Tenant.objects.filter(tenant_id__in=tenant_ids).values_list("tenant_id", "config")
-    for tenant_id, config in rows:
-        try:
-            found[tenant_id] = tenant_limits_from_dict(config)
-        except ConfigInvalid as exc:
-            logger.error("stored config of tenant %r no longer validates: %s", tenant_id, exc)
-    return found
+def tenant_limits_of(
+    tenant_ids: list[str],
+) -> tuple[dict[str, TenantLimits | None], frozenset[str]]:
+    """These tenants' limits as stored now (None for a missing or invalid one), and the invalid."""
+    stored = selectors.tenant_limits_stored(tenant_ids)
+    return {t: stored.limits.get(t) for t in tenant_ids}, stored.invalid
 
 
 def config_changes_since(applied: int) -> tuple[int, ConfigDelta | None]:
@@ -91,10 +88,9 @@ def config_changes_since(applied: int) -> tuple[int, ConfigDelta | None]:
         return current, None
     if any(kind == Kind.RUNTIME_CONFIG for _, kind, _ in rows):
         return current, None
-    settings_changed = any(kind == Kind.SETTINGS for _, kind, _ in rows)
+    settings, settings_errors = None, []
+    if any(kind == Kind.SETTINGS for _, kind, _ in rows):
+        settings, settings_errors = selectors.queue_config_checked()
     tenant_ids = sorted({key for _, kind, key in rows if kind == Kind.TENANT})
-    return current, ConfigDelta(
-        current,
-        selectors.queue_config_get() if settings_changed else None,
-        tenant_limits_of(tenant_ids) if tenant_ids else {},
-    )
+    tenants, invalid = tenant_limits_of(tenant_ids) if tenant_ids else ({}, frozenset())
+    return current, ConfigDelta(current, settings, tenants, bool(settings_errors), invalid)

@@ -55,22 +55,14 @@ def load_config() -> FullConfig:
 
 
 def load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | None, Invalid]:
-    """What changed since `applied`: a delta, or (when that cannot be) everything.
-
-    And which of the blocks read no longer validate: a delta gives a failing
-    block no limits, as it does a deleted tenant, so those are read again
-    (rare: a deletion, or a block from a replica of an older version).
-    """
+    """What changed since `applied`: a delta, or (when that cannot be) everything;
+    and which of the blocks read no longer validate."""
     current, delta = config_changes_since(applied)
     if delta is None:
         full, invalid = _load_full()
         return full[0], None, full, invalid
-    settings = None
-    if delta.queue_config is not None:
-        settings = bool(selectors.queue_config_checked()[1])
-    gone = [tenant_id for tenant_id, limits in delta.tenants.items() if limits is None]
-    failing = selectors.tenant_limits_stored(gone).invalid if gone else frozenset()
-    return current, delta, None, Invalid(settings, failing)
+    settings = None if delta.queue_config is None else delta.settings_invalid
+    return current, delta, None, Invalid(settings, delta.invalid)
 
 
 class ConfigApplier:

@@ -96,4 +96,5 @@ def test_a_stored_block_that_no_longer_validates_counts_as_gone() -> None:
 
     put("bad", {"max_queriers_per_tenant": 1})
     Tenant.objects.filter(tenant_id="bad").update(config={"max_queriers_per_tenant": -5})
-    assert config_delta.tenant_limits_of(["bad", "missing"]) == {"bad": None, "missing": None}
+    limits, invalid = config_delta.tenant_limits_of(["bad", "missing"])
+    assert limits == {"bad": None, "missing": None} and invalid == {"bad"}
