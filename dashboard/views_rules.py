@@ -162,19 +162,21 @@ def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str
     shares: dict[str, dict[str, Any]] = {}
     for tenant_id, limits in wanted.items():
         replicas = replica_rules.tenant_counts(tenant_id, local.get(tenant_id))
-        own = rule_reports.rule_stats_body(tenant_id, None, limits, replicas)
         body = rule_reports.rule_stats_body(
             tenant_id, None, limits, replicas, federated[tenant_id], parts
         )
         whole = _hour(body)
         if not whole["total"]:
             continue
-        part = {key: whole[key] - count for key, count in _hour(own).items()}
+        shares[tenant_id] = {**whole, "federated": None}
+        if not body["federated"]:
+            continue  # nothing folded in: the counts are the tenant's own
+        # The federated part: what folding them in added to the tenant's own.
+        own = _hour(rule_reports.rule_stats_body(tenant_id, None, limits, replicas))
+        part = {key: whole[key] - count for key, count in own.items()}
         org_ids = [row["org_id"] for row in body["federated"] if row["total"]["1h"]]
-        shares[tenant_id] = {
-            **whole,
-            "federated": {**part, "org_ids": org_ids} if part["total"] else None,
-        }
+        if part["total"]:
+            shares[tenant_id]["federated"] = {**part, "org_ids": org_ids}
     return shares
 
 

@@ -120,11 +120,11 @@ async def _refusal(request: HttpRequest) -> HttpResponse | None:
         if plaintext is None:
             return _answer(401, "malformed Authorization header", _CHALLENGE)
         token = await database_sync_to_async(api_token_authenticate)(plaintext)
-        if token is None or role_of(token) is None:
-            RECENT.refused(plaintext)
         if token is None:
+            RECENT.refused(plaintext)
             return _answer(401, "invalid, revoked or expired token", _CHALLENGE)
         if role_of(token) is None:
+            RECENT.refused(plaintext)
             return _answer(403, "this needs a token with the viewer or editor role")
         RECENT.accepted(plaintext)
         return None
