@@ -13,10 +13,15 @@ was saved) runs under the defaults (`api.store.selectors`); the applier
 also keeps which blocks those are (`Invalid`), for /metrics
 (`api.wire.invalid_config_metrics`): an upgrade that changed how a tenant
 is scheduled must not show as one log line only.
+
+Whoever must hear of a tenant's block going (a REST DELETE, an import
+without it) subscribes with `on_tenant_removed`: /metrics drops the rule
+counters it kept while the tenant was configured (`api.wire.metrics`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from api.store import selectors
@@ -24,9 +29,29 @@ from api.store.config_delta import ConfigDelta, config_changes_since
 from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 
-__all__ = ["ConfigApplier", "FullConfig", "Invalid", "load_config", "load_update"]
+__all__ = [
+    "ConfigApplier",
+    "FullConfig",
+    "Invalid",
+    "load_config",
+    "load_update",
+    "on_tenant_removed",
+]
 
 FullConfig = tuple[int, QueueConfig, dict[str, TenantLimits]]
+# Called with the runtime and the tenant ID, after the applier removed its limits.
+Removed = Callable[[SchedulerRuntime, str], None]
+_REMOVED: list[Removed] = []
+
+
+def on_tenant_removed(callback: Removed) -> None:
+    """Call `callback(runtime, tenant_id)` whenever an applier drops a tenant's block.
+
+    The runtime is passed so a subscriber can tell the serving host's
+    applier from another one (a test's).
+    """
+    if callback not in _REMOVED:
+        _REMOVED.append(callback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +111,13 @@ class ConfigApplier:
         self.invalid_tenants = set(invalid.tenants)
         if self.runtime.config != config:
             self.runtime.set_config(config)
-        for tenant_id in set(self._limits) - set(limits):
-            self.runtime.remove_tenant_limits(tenant_id)
+        # Replaced first, so a removal's subscribers see the tenant unconfigured.
+        applied, self._limits = self._limits, dict(limits)
+        for tenant_id in set(applied) - set(limits):
+            self._remove(tenant_id)
         for tenant_id, tenant_limits in limits.items():
-            if self._limits.get(tenant_id) != tenant_limits:
+            if applied.get(tenant_id) != tenant_limits:
                 self.runtime.set_tenant_limits(tenant_id, tenant_limits)
-        self._limits = dict(limits)
 
     def apply_delta(self, delta: ConfigDelta, invalid: Invalid = Invalid()) -> None:
         if invalid.settings is not None:
@@ -103,7 +129,12 @@ class ConfigApplier:
         for tenant_id, tenant_limits in delta.tenants.items():
             if tenant_limits is None:
                 if self._limits.pop(tenant_id, None) is not None:
-                    self.runtime.remove_tenant_limits(tenant_id)
+                    self._remove(tenant_id)
             elif self._limits.get(tenant_id) != tenant_limits:
                 self.runtime.set_tenant_limits(tenant_id, tenant_limits)
                 self._limits[tenant_id] = tenant_limits
+
+    def _remove(self, tenant_id: str) -> None:
+        self.runtime.remove_tenant_limits(tenant_id)
+        for callback in _REMOVED:
+            callback(self.runtime, tenant_id)

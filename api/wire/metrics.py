@@ -36,14 +36,15 @@ from prometheus_client import (
 from prometheus_client.exposition import gzip_accepted
 
 from api.wire import runtime_host
+from api.wire.config_apply import on_tenant_removed
 from api.wire.config_metrics import ConfigVersionCollector, ReconcileRecord
 from api.wire.failure_metrics import FailureCounter
 from api.wire.grpc.tls_handshakes import FAILURES as TLS_HANDSHAKE_FAILURES
 from api.wire.invalid_config_metrics import InvalidConfigCollector, host_invalid_stored
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import TallyCounter, TallyHistogram, register_loop_bound, render
-from api.wire.metrics_access import scrape_refusal
-from api.wire.queue_metrics import PEAKS, QueuePeaks, SnapshotCollector
+from api.wire.metrics_access import scrape_refusal, scraper_identity
+from api.wire.queue_metrics import PEAKS, QueuePeaks, SnapshotCollector, scraping_as
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
@@ -127,6 +128,10 @@ JANITOR = TenantSeriesJanitor(_runtime_clock, _idle_seconds)
 # The priorities each tenant's labelled counters were used with, to remove
 # exactly those series.
 _PRIORITIES: dict[str, set[str]] = {}
+# Tenants the janitor forgot while they were configured, their rule counters
+# kept: those go when the tenant's block does (`_tenant_removed`), unless it
+# is seen again first, and then the janitor forgets it anew once idle.
+_RULES_KEPT: set[str] = set()
 
 
 def _forget_tenant(tenant_id: str) -> None:
@@ -140,12 +145,29 @@ def _forget_tenant(tenant_id: str) -> None:
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
         host = runtime_host.get_host()
-        forget = getattr(host.admission_log.stats, "forget", None)
-        if forget is not None and not host.tenant_configured(tenant_id):
-            forget(tenant_id)
+        if host.tenant_configured(tenant_id):
+            _RULES_KEPT.add(tenant_id)
+        else:
+            host.admission_log.stats.forget(tenant_id)
+
+
+def _tenant_removed(runtime: SchedulerRuntime, tenant_id: str) -> None:
+    """A configured tenant the janitor already forgot lost its block: its rule counters go."""
+    if tenant_id in _RULES_KEPT and runtime_host.started():
+        host = runtime_host.get_host()
+        if runtime is host.runtime:
+            _RULES_KEPT.discard(tenant_id)
+            host.admission_log.stats.forget(tenant_id)
+
+
+def _seen_again(tenant_id: str) -> None:
+    # On every request: a set's truthiness first, the discard only while any are kept.
+    if _RULES_KEPT:
+        _RULES_KEPT.discard(tenant_id)
 
 
 JANITOR.on_forget(_forget_tenant)
+on_tenant_removed(_tenant_removed)
 _counted_runtime: list[Any] = [None]
 
 
@@ -154,6 +176,8 @@ def _same_runtime(runtime: SchedulerRuntime | None) -> None:
     if runtime is not None and runtime is not _counted_runtime[0]:
         if _counted_runtime[0] is not None:
             JANITOR.restart()
+            # The new host counts rules afresh; the old one's are gone with it.
+            _RULES_KEPT.clear()
         _counted_runtime[0] = runtime
 
 
@@ -183,6 +207,7 @@ class MetricsObserver:
         runtime = runtime_host.get_runtime() if runtime_host.started() else None
         _same_runtime(runtime)
         JANITOR.started(tenant)
+        _seen_again(tenant)
         if runtime is not None:
             PEAKS.note(tenant, runtime.queue.tenant_length(tenant))
 
@@ -192,11 +217,13 @@ class MetricsObserver:
         DISCARDED.inc(tenant, priority)
         _note_priority(tenant, priority)
         JANITOR.seen(tenant)
+        _seen_again(tenant)
 
     def on_refused(self, tenant_id: str) -> None:
         # Its rule counters' series go once it has been idle for the delay,
         # like any refused tenant's (a federated `a|b` inherits a's rules).
         JANITOR.seen(tenant_id)
+        _seen_again(tenant_id)
 
     def on_cancelled(self, request: Request) -> None:
         CANCELLED.inc(request.tenant_id)
@@ -251,15 +278,19 @@ _GZIP_LEVEL = 1
 
 async def metrics_view(request: HttpRequest) -> HttpResponse:
     """Open unless `METRICS_REQUIRE_LOGIN`, as Prometheus scrapers expect."""
-    if getattr(settings, "METRICS_REQUIRE_LOGIN", False):
+    checked = bool(getattr(settings, "METRICS_REQUIRE_LOGIN", False))
+    if checked:
         refusal = await scrape_refusal(request)
         if refusal is not None:
             return refusal
+    scraper = await scraper_identity(request, checked)
     # Before the counters are read: idle tenants' series are gone from this scrape.
     _same_runtime(runtime_host.get_runtime() if runtime_host.started() else None)
     JANITOR.maybe_sweep()
-    # Read on the loop, formatted in a worker thread (api.wire.loop_metrics).
-    body = await render(REGISTRY)
+    # Read on the loop, formatted in a worker thread (api.wire.loop_metrics);
+    # the peaks since this scraper's own previous scrape.
+    with scraping_as(scraper):
+        body = await render(REGISTRY)
     gzipped = gzip_accepted(request.headers.get("Accept-Encoding", ""))
     if gzipped:
         body = await asyncio.to_thread(gzip.compress, body, _GZIP_LEVEL)

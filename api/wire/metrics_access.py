@@ -19,6 +19,9 @@ within the last `SCRAPE_GRACE_SECONDS` still scrapes while the database
 does not answer (`RecentScrapers`). Every scrape with the database up is
 checked there, so a revocation takes effect at the next scrape as before;
 only one made during the outage waits for the database to answer again.
+
+Who scraped (`scraper_identity`) is the credential plus the client's
+address, for the windows kept per scraper (`api.wire.queue_metrics.QueuePeaks`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from api.store.exceptions import DATABASE_DOWN_RETRY_SECONDS, DATABASE_UNREACHAB
 from api.store.roles import role_of, token_from_header
 from api.store.services import api_token_authenticate
 
-__all__ = ["SCRAPE_GRACE_SECONDS", "RecentScrapers", "scrape_refusal"]
+__all__ = ["SCRAPE_GRACE_SECONDS", "RecentScrapers", "scrape_refusal", "scraper_identity"]
 
 # Long enough to cover a database failover or restart; short enough that a
 # token revoked just before an outage is not honoured for long.
@@ -133,3 +136,24 @@ async def _refusal(request: HttpRequest) -> HttpResponse | None:
     if user.is_authenticated:
         return None
     return _answer(401, "login or a viewer token required", _CHALLENGE)
+
+
+async def scraper_identity(request: HttpRequest, checked: bool) -> str:
+    """Who is scraping: the client's address, and the credential `scrape_refusal` let in.
+
+    The address (REMOTE_ADDR, as Daphne gives it) tells two Prometheus
+    servers sharing one token apart. Without `checked` (open access) only
+    the address counts: an unchecked header would let one client pose as
+    any number of scrapers and push real ones out of the bounded memory.
+    With it, the token's digest (the plaintext is never kept; read without
+    the database, so a scrape during an outage keeps its identity) or the
+    signed-in user (`auser` is cached on the request by then).
+    """
+    address = request.META.get("REMOTE_ADDR") or ""
+    if not checked:
+        return f"@{address}"
+    plaintext = token_from_header(request.headers.get("Authorization", ""))
+    if plaintext is not None:
+        return f"token:{_digest(plaintext).hex()[:16]}@{address}"
+    user = await request.auser()
+    return f"user:{user.pk}@{address}"

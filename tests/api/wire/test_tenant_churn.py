@@ -59,7 +59,7 @@ def sizes(host: Any) -> dict[str, int]:
         "rule stats": len(host.admission_log.stats.tenants()),
         "janitor": metrics.JANITOR.tracked(),
         "metric priorities": len(metrics._PRIORITIES),
-        "queue peaks": len(metrics.PEAKS._peak),
+        "queue peaks": metrics.PEAKS.tracked(),
         "querier time": len(host.usage.report(limit=0).rows) + host.usage.report().tenant_count,
     }
 
