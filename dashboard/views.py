@@ -17,12 +17,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
 from api.store import selectors, services
-from api.store.config_yaml import settings_yaml
-from api.store.diff import structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
-from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
+from dashboard.forms import errors_by_path, settings_from_post
 from dashboard.live import Tick
 from dashboard.projections import (
     PROJECTIONS,
@@ -32,9 +30,7 @@ from dashboard.projections import (
     build_tree,
 )
 from dashboard.querier_view import build_queriers
-from dashboard.settings_text import SETTINGS_TEXT
-from dashboard.tenant_draft import review_token
-from dashboard.tenant_review import settings_review
+from dashboard.settings_view import fields_context, review_or_none, stored_refused, unchanged
 from dashboard.views_history import (
     PICKS,
     compare_picks,
@@ -49,11 +45,7 @@ from dashboard.views_history import (
 )
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.model import COMPONENTS
-from scheduler_core.validation import (
-    queue_config_from_dict,
-    queue_config_to_dict,
-    validate_queue_settings,
-)
+from scheduler_core.validation import queue_config_to_dict
 
 __all__ = [
     "already_saved_message",
@@ -290,60 +282,15 @@ def _rollback_preview_or_back(
     return rollback_confirm(request, target, notice)
 
 
-def _settings_context(config: dict[str, Any], errors: dict[str, list[str]]) -> dict[str, Any]:
-    # The first refused setting takes the focus (the page has no script), so
-    # a refused save lands the operator on what to fix, as the editor does.
-    first = next((k for k in SETTINGS_FIELDS if errors.get(k)), None)
-    return {
-        "fields": [
-            {
-                "name": k,
-                "label": SETTINGS_TEXT[k][0],
-                "help": SETTINGS_TEXT[k][1],
-                "value": config.get(k, ""),
-                "errors": errors.get(k, []),
-                "focus": k == first,
-            }
-            for k in SETTINGS_FIELDS
-        ],
-        "error_count": sum(map(len, errors.values())),
-    }
-
-
-def _settings_review(
-    request: HttpRequest, version: int, changes: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The first Save's diff of every setting, or None to go on and save.
-
-    None too when the changes are invalid or stale, so the save reports
-    that exactly as it always has.
-    """
-    base = selectors.queue_config_get()
-    if posted_version(request) != version or validate_queue_settings(changes, base):
-        return None
-    before = queue_config_to_dict(base)
-    after = queue_config_to_dict(queue_config_from_dict(changes, base))
-    token = review_token("(settings)", version, after)
-    if request.POST.get("reviewed") == token:
-        return None
-    return settings_review(
-        settings_yaml(before), settings_yaml(after), token, structural_diff(before, after)
-    )
-
-
-def _unchanged(changes: dict[str, Any], current: dict[str, Any]) -> bool:
-    """Whether saving `changes` would leave the settings as they are."""
-    base = selectors.queue_config_get()
-    if validate_queue_settings(changes, base):
-        return False
-    return queue_config_to_dict(queue_config_from_dict(changes, base)) == current
-
-
 @role_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     """Scheduler settings; editors may save them (version-checked)."""
     row = selectors.settings_get()
-    current = queue_config_to_dict(selectors.queue_config_get())
+    running, refused = selectors.settings_as_run(row.config)
+    current = queue_config_to_dict(running)
+    # Said on every answer, saves refused or stale included: until a save
+    # lands, the stored settings are still not what runs.
+    stored = stored_refused(row.config, current, refused)
     errors: dict[str, list[str]] = {}
     status = 200
     if request.method == "POST":
@@ -354,12 +301,13 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             # Saved with no version, the stale check had nothing to compare and
             # the review was skipped: the page always posts its version.
             messages.error(request, "This form came without its version: open Settings again.")
-            context = {"version": row.version, **_settings_context({**current, **changes}, {})}
+            context = {"version": row.version, **fields_context({**current, **changes}, {}, stored)}
             return page(request, "dashboard/settings.html", context, status=400)
-        review = _settings_review(request, row.version, changes)
+        reviewed = request.POST.get("reviewed")
+        review = review_or_none(posted_version(request), row.version, changes, reviewed)
         if review is not None:
             context = {"version": row.version, "review": review}
-            context.update(_settings_context({**current, **changes}, {}))
+            context.update(fields_context({**current, **changes}, {}, stored))
             return page(request, "dashboard/settings.html", context)
         try:
             services.settings_update(
@@ -370,7 +318,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
                 message=request.POST.get("message", ""),
             )
         except VersionConflict as exc:
-            mine = own_revision(request, row.version) if _unchanged(changes, current) else None
+            mine = own_revision(request, row.version) if unchanged(changes, current) else None
             if mine:
                 # The browser's Back to a review this operator then confirmed.
                 messages.info(request, already_saved_message(mine))
@@ -385,5 +333,5 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, "Settings saved; the scheduler applies them now.")
             return redirect("dashboard:settings")
-    context = {"version": row.version, **_settings_context(current, errors)}
+    context = {"version": row.version, **fields_context(current, errors, stored)}
     return page(request, "dashboard/settings.html", context, status=status)
