@@ -15,7 +15,9 @@ request, as the recorder counts its samples, plus `TENANT_OVERHEAD` a
 tenant: without it, tenants that come and go with a request or two each
 held about three times the cap in real memory). Over the byte cap the
 tenants holding more than an equal share are trimmed, oldest first, so one
-tenant's flood cannot empty another's sample.
+tenant's flood cannot empty another's sample: taken in turn round a ring
+(a new tenant joins it last), from where the last trim stopped, and found
+in O(log tenants) without looking at the ones under the share.
 
 Read API (stable, for the dry run): `tenants()` -> tenant ids with a
 sample; `requests(tenant_id)` -> the sampled requests, oldest first
@@ -29,11 +31,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.classify import client_headers
 from scheduler_core.rules import QueryInfo
+from scheduler_core.trim_ring import RingNode, TrimRing
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -51,7 +53,8 @@ DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Bytes counted for one request besides its text: the object and its fields.
 ENTRY_OVERHEAD = 200
 # Bytes counted for a tenant's own record (its deque, the record, its key
-# and its place in the trim order): about 780 measured with tracemalloc.
+# and its place in the trim order): about 780 measured with tracemalloc
+# while that order was a deque; its tree's links add some 32.
 TENANT_OVERHEAD = 800
 # The headers query priority and rejection rules read, as a sample names them.
 RULE_HEADERS = ("User-Agent", "X-Dashboard-Uid", "X-Panel-Id")
@@ -154,10 +157,14 @@ class SampledRequest:
         )
 
 
-@dataclass(slots=True)
-class _Tenant:
-    requests: deque[SampledRequest]
-    size: int = 0
+class _Tenant(RingNode):
+    """One tenant's sample, and its place in the trim order (`TrimRing`)."""
+
+    __slots__ = ("requests",)
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(tenant_id, TENANT_OVERHEAD)
+        self.requests: deque[SampledRequest] = deque()
 
 
 class TrafficSample:
@@ -170,7 +177,7 @@ class TrafficSample:
         self.max_bytes = max(0, int(max_bytes))
         self._tenants: dict[str, _Tenant] = {}
         self._bytes = 0
-        self._victims: deque[str] = deque()
+        self._order: TrimRing[_Tenant] = TrimRing()
 
     @property
     def bytes(self) -> int:
@@ -214,14 +221,14 @@ class TrafficSample:
             return
         tenant = self._tenants.get(tenant_id)
         if tenant is None:
-            tenant = self._tenants[tenant_id] = _Tenant(deque(), TENANT_OVERHEAD)
+            tenant = self._tenants[tenant_id] = self._order.add(_Tenant(tenant_id))
             self._bytes += TENANT_OVERHEAD
-            self._victims.append(tenant_id)
         tenant.requests.append(entry)
         tenant.size += entry.size
         self._bytes += entry.size
         if len(tenant.requests) > self.per_tenant:
             self._drop_oldest(tenant)
+        self._order.resized(tenant)
         if self._bytes > self.max_bytes:
             self._trim(tenant_id)
 
@@ -231,27 +238,37 @@ class TrafficSample:
         self._bytes -= gone.size
 
     def _trim(self, recorder: str) -> None:
-        """Bring the total under the cap, taking from tenants over an equal share."""
+        """Bring the total under the cap, taking from tenants over an equal share.
+
+        In ring order from where the last trim stopped, as a deque rotated
+        past each tenant it looked at: the tenants at or under the share are
+        passed over (in one step, see `scheduler_core.trim_ring`), each one over it loses
+        its oldest requests down to the share.
+        """
         share = self.max_bytes // max(1, len(self._tenants))
-        for _ in range(len(self._victims)):
-            if self._bytes <= self.max_bytes:
-                return
-            tenant_id = self._victims[0]
-            self._victims.rotate(-1)
-            tenant = self._tenants[tenant_id]
+        while self._bytes > self.max_bytes:
+            tenant = self._order.pass_to_over(share)
+            if tenant is None:
+                # Not while over the cap (n tenants hold more than
+                # n * share), but the cap holds whatever: see below.
+                break
             while tenant.requests and tenant.size > share and self._bytes > self.max_bytes:
                 self._drop_oldest(tenant)
-            if not tenant.requests:
-                self._forget(tenant_id)
+            self._settle(tenant)
         own = self._tenants.get(recorder)
-        while own is not None and own.requests and self._bytes > self.max_bytes:
-            self._drop_oldest(own)
-        if own is not None and not own.requests:
-            self._forget(recorder)
+        if own is not None and self._bytes > self.max_bytes:
+            while own.requests and self._bytes > self.max_bytes:
+                self._drop_oldest(own)
+            self._settle(own)
 
-    def _forget(self, tenant_id: str) -> None:
-        self._bytes -= self._tenants.pop(tenant_id).size  # its TENANT_OVERHEAD, now empty
-        self._victims.remove(tenant_id)
+    def _settle(self, tenant: _Tenant) -> None:
+        """After requests were dropped: forget a tenant left with none."""
+        if tenant.requests:
+            self._order.resized(tenant)
+            return
+        del self._tenants[tenant.key]
+        self._bytes -= tenant.size  # its TENANT_OVERHEAD, now empty
+        self._order.remove(tenant)
 
     # -- read API ------------------------------------------------------------
 

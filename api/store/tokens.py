@@ -35,6 +35,7 @@ __all__ = [
     "api_token_ids_by_state",
     "api_token_issue",
     "api_token_revoke",
+    "unprintable_character",
 ]
 
 
@@ -78,13 +79,16 @@ def api_token_issue(
     if role not in ApiToken.Role.values:
         raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
     limit = ApiToken._meta.get_field("name").max_length
-    if not name.strip() or len(name) > limit or any(map(_is_control, name)):
-        # PostgreSQL refuses a longer one with a DataError (SQLite would keep
-        # it); a line break or ESC in a name splits or recolours the log lines
-        # and command output that quote it.
+    if not name.strip() or len(name) > limit:
+        # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
+        raise ValueError(f"a token name is 1 to {limit} characters, not blank")
+    unprintable = unprintable_character(name)
+    if unprintable is not None:
+        # The token listings, the admin and the log lines that quote a name
+        # show it as it is.
         raise ValueError(
-            f"a token name is 1 to {limit} characters, with no control characters "
-            "(NUL, tab, line breaks, ESC)"
+            "a token name may hold no control characters, line or paragraph separators "
+            f"or bidi controls ({unprintable})"
         )
     if expires_at is not None:
         expires_at = api_token_expiry_check(expires_at)
@@ -99,8 +103,30 @@ def api_token_issue(
     return token, plaintext
 
 
-def _is_control(char: str) -> bool:
-    return unicodedata.category(char) == "Cc"
+# Refused in text shown to operators as it is (token names, the demo login
+# line): control characters (Cc: NUL, tab, line breaks, ESC) and line and
+# paragraph separators (Zl, Zp) split, recolour or garble the line quoting
+# them, and the bidi controls, though only format characters (Cf), reorder
+# how the rest of that line reads (Trojan Source), so an operator would read
+# something other than what the text holds. The other format characters are
+# allowed: zero-width joiners and non-joiners belong to the spelling of some
+# scripts and to emoji.
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def unprintable_character(text: str) -> str | None:
+    """The first character of `text` refused in text shown to operators, as
+    "U+XXXX at character N" (never the text itself, which may be a
+    password), or None."""
+    for position, character in enumerate(text, start=1):
+        if character in _BIDI_CONTROLS or (
+            unicodedata.category(character) in _UNPRINTABLE_CATEGORIES
+        ):
+            return f"U+{ord(character):04X} at character {position}"
+    return None
 
 
 # Recording every use would turn each authenticated read into a write.

@@ -170,3 +170,41 @@ def test_a_token_name_with_a_control_character_is_refused(name):
     with pytest.raises(ValueError, match="no control characters"):
         services.api_token_issue(name=name, role="viewer")
     assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "found"),
+    [
+        ("ci\u2028forged", "U+2028 at character 3"),  # line separator
+        ("ci\u2029", "U+2029 at character 3"),  # paragraph separator
+        ("ci\x85", "U+0085 at character 3"),  # next line (C1)
+        ("\u202eic", "U+202E at character 1"),  # right-to-left override
+        ("ci\u2066x\u2069", "U+2066 at character 3"),  # left-to-right isolate
+        ("ci\u200f", "U+200F at character 3"),  # right-to-left mark
+        ("ci\u061c", "U+061C at character 3"),  # Arabic letter mark
+    ],
+)
+def test_a_token_name_with_a_separator_or_bidi_control_is_refused_naming_the_character(
+    name: str, found: str
+) -> None:
+    with pytest.raises(ValueError) as raised:
+        services.api_token_issue(name=name, role="viewer")
+    assert str(raised.value) == (
+        "a token name may hold no control characters, line or paragraph separators "
+        f"or bidi controls ({found})"
+    )
+    assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "frontend-1",
+        "ci \u00e9t\u00e9",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",  # Persian: a zero-width non-joiner
+        "\U0001f469\u200d\U0001f4bb ops",  # an emoji sequence: a zero-width joiner
+    ],
+)
+def test_a_token_name_in_any_script_with_its_joiners_is_issued(name: str) -> None:
+    token, _ = services.api_token_issue(name=name, role="viewer")
+    assert ApiToken.objects.get(pk=token.pk).name == name
