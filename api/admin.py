@@ -25,7 +25,7 @@ from api.store import selectors, services
 from api.store.exceptions import ConfigStoreError, ConfigValidationError
 from api.store.import_plan import validate_tenant
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
-from api.store.tokens import TokenExpiryError, api_token_expiry_check
+from api.store.tokens import TokenExpiryError, api_token_expiry_check, token_name_error
 from scheduler_core.model import QueueConfig
 from scheduler_core.queue_settings import queue_config_to_dict
 from scheduler_core.validation import validate_queue_settings
@@ -284,6 +284,14 @@ class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["name", "role", "expires_at"]
+
+    def clean_name(self) -> str:
+        # Checked here, beside the field: on save, `api_token_issue`'s refusal was a 500.
+        name: str = self.cleaned_data["name"]
+        refused = token_name_error(name)
+        if refused is not None:
+            raise forms.ValidationError(refused)
+        return name
 
     def clean_expires_at(self) -> Any:
         expires_at = self.cleaned_data.get("expires_at")

@@ -35,6 +35,7 @@ __all__ = [
     "api_token_ids_by_state",
     "api_token_issue",
     "api_token_revoke",
+    "token_name_error",
     "unprintable_character",
 ]
 
@@ -69,6 +70,23 @@ def api_token_expiry_check(expires_at: datetime) -> datetime:
     return expires_at
 
 
+def token_name_error(name: str) -> str | None:
+    """Why `name` cannot name a token, or None: the one check the command and the admin share."""
+    limit = ApiToken._meta.get_field("name").max_length
+    if not name.strip() or len(name) > limit:
+        # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
+        return f"a token name is 1 to {limit} characters, not blank"
+    unprintable = unprintable_character(name)
+    if unprintable is not None:
+        # The token listings, the admin and the log lines that quote a name
+        # show it as it is.
+        return (
+            "a token name may hold no control characters, line or paragraph separators "
+            f"or bidi controls ({unprintable})"
+        )
+    return None
+
+
 def api_token_issue(
     *, name: str, role: str, expires_at: datetime | None = None
 ) -> tuple[ApiToken, str]:
@@ -78,18 +96,9 @@ def api_token_issue(
     """
     if role not in ApiToken.Role.values:
         raise ValueError(f"unknown role {role!r}; allowed: {', '.join(ApiToken.Role.values)}")
-    limit = ApiToken._meta.get_field("name").max_length
-    if not name.strip() or len(name) > limit:
-        # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
-        raise ValueError(f"a token name is 1 to {limit} characters, not blank")
-    unprintable = unprintable_character(name)
-    if unprintable is not None:
-        # The token listings, the admin and the log lines that quote a name
-        # show it as it is.
-        raise ValueError(
-            "a token name may hold no control characters, line or paragraph separators "
-            f"or bidi controls ({unprintable})"
-        )
+    refused = token_name_error(name)
+    if refused is not None:
+        raise ValueError(refused)
     if expires_at is not None:
         expires_at = api_token_expiry_check(expires_at)
     plaintext = "qi_" + secrets.token_urlsafe(32)

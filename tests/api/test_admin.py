@@ -283,3 +283,12 @@ def test_the_admin_lists_expired_tokens_as_expired_and_filters_by_state(boss: Cl
     detail = boss.get(f"/admin/api/apitoken/{expired.pk}/change/").content.decode()
     assert re.search(r"<label>State:</label>\s*<div class=\"readonly\">expired</div>", detail)
     assert "<label>Expires at:</label>" in detail
+
+
+def test_a_token_name_the_listings_would_garble_is_refused_on_the_admin_form(
+    boss: Client,
+) -> None:
+    response = boss.post("/admin/api/apitoken/add/", {"name": "fe\u2028x", "role": "viewer"})
+    assert response.status_code == 200  # the form again, not a server error
+    assert "U+2028" in str(response.context["adminform"].form.errors["name"])
+    assert not ApiToken.objects.exists()
