@@ -18,12 +18,26 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import override_settings
 
 from api.wire import runtime_host
 from loadgen.daphne_process import DaphneProcess
 
 # Throwaway PostgreSQL and Redis for the tests that need them.
 pytest_plugins = ["tests.servers"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes() -> Iterator[None]:
+    """In this process only, passwords hash with MD5, as Django's testing advice has it.
+
+    The production hasher (PBKDF2, a million rounds) takes about 0.4 s a
+    hash, and the `editor`/`viewer` fixtures hash once per test: hundreds
+    of tests, minutes of the suite. Servers the tests start (DaphneProcess)
+    keep the real hasher, so logins through a browser still run it.
+    """
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(scope="session")
