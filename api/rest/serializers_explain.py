@@ -16,6 +16,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.rest.errors import nested_errors
 from api.rest.serializers import DurationField, TenantBlockField
 from api.store import selectors
 from scheduler_core.bounds import (
@@ -26,9 +27,10 @@ from scheduler_core.bounds import (
     timestamp_error,
 )
 from scheduler_core.cortex_http import parse_duration_seconds, parse_prometheus_time
+from scheduler_core.errors import ConfigInvalid
 from scheduler_core.federation import federated_tenants_error, normalized_org_id, org_id_error
 from scheduler_core.model import API_TYPES, COMPONENTS
-from scheduler_core.validation import InvalidDuration, parse_duration
+from scheduler_core.validation import InvalidDuration, parse_duration, tenant_limits_from_dict
 
 __all__ = ["MAX_MATCHERS", "ExplainRequestSerializer", "ExplainResponseSerializer"]
 
@@ -166,11 +168,22 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
     )
 
     def to_internal_value(self, data: Any) -> Any:
+        unknown: dict[str, Any] = {}
         if isinstance(data, Mapping):
-            unknown = sorted(str(key) for key in data if key not in self.fields)
-            if unknown:
-                raise serializers.ValidationError({key: ["unknown field"] for key in unknown})
-        return super().to_internal_value(data)
+            names = sorted(str(key) for key in data if key not in self.fields)
+            unknown = {name: ["unknown field"] for name in names}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            # Every problem of the body at once (docs/api.md "Errors"): an
+            # unknown field used to hide the known fields' errors, so a
+            # client fixed one and was then told of the next.
+            if not unknown or not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError({**unknown, **exc.detail}) from exc
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
     def validate_tenant(self, value: str) -> str:
         # The doors' check, so explain never answers for an org ID they refuse.
@@ -189,6 +202,20 @@ class ExplainRequestSerializer(serializers.Serializer):  # type: ignore[type-arg
             first = seen.setdefault(name.lower(), name)
             if first != name:
                 raise serializers.ValidationError(f"{first!r} and {name!r} are the same header")
+        return value
+
+    def validate_tenant_config(self, value: Any) -> Any:
+        # Judged here too (`selectors.query_explain` judges it again for its
+        # other callers), so a bad draft is reported with the body's other
+        # errors rather than only once they are fixed.
+        if value is None:
+            return value
+        if not isinstance(value, Mapping):
+            raise serializers.ValidationError("must be a mapping")
+        try:
+            tenant_limits_from_dict(value)
+        except ConfigInvalid as exc:
+            raise serializers.ValidationError(nested_errors(exc.errors)) from exc
         return value
 
     def validate_matchers(self, value: list[str] | None) -> list[str] | None:

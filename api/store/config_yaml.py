@@ -92,12 +92,18 @@ def tenant_block_yaml(tenant_id: str | None, config: Mapping[str, Any] | None) -
     return dump_yaml({tenant_id: body} if tenant_id else body)
 
 
-def settings_canonical(config: Mapping[str, Any] | None) -> dict[str, Any]:
+def settings_canonical(config: Any) -> Any:
     """Every scheduler setting, defaults filled in (`{}` is all defaults).
 
     Settings that no longer validate are shown as stored, so a diff still
-    says what the row holds.
+    says what the row holds. That includes a row holding no mapping at all
+    (an old release's or a hand edit's list or string, which the scheduler
+    runs as the defaults): copying it into a dict would fail, and showing
+    it as the defaults would make a save of the defaults look like no
+    change, so the broken row would never be repaired.
     """
+    if config is not None and not isinstance(config, Mapping):
+        return config
     raw = dict(config or {})
     try:
         return queue_config_to_dict(queue_config_from_dict(raw, QueueConfig()))
@@ -105,7 +111,7 @@ def settings_canonical(config: Mapping[str, Any] | None) -> dict[str, Any]:
         return raw
 
 
-def settings_yaml(config: Mapping[str, Any] | None) -> str:
+def settings_yaml(config: Any) -> str:
     return dump_yaml(settings_canonical(config))
 
 
@@ -116,7 +122,7 @@ def overrides_yaml(overrides: Mapping[str, Any] | None) -> str:
     return dump_yaml({OVERRIDES: tenants})
 
 
-def config_yaml(overrides: Mapping[str, Any] | None, settings: Mapping[str, Any] | None) -> str:
+def config_yaml(overrides: Mapping[str, Any] | None, settings: Any) -> str:
     """The whole config: the runtime-config `overrides:` and the scheduler `settings:`."""
     return overrides_yaml(overrides) + dump_yaml({"settings": settings_canonical(settings)})
 

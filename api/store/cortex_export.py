@@ -114,6 +114,11 @@ def block_for_cortex(
     version cannot read is not rewritten, since dropping the field would
     widen what the rule matches: its path is returned instead.
     """
+    if not isinstance(block, Mapping):
+        # A row an old release or a hand edit left holding no mapping runs
+        # as the defaults; it is exported as stored, as a block that no
+        # longer validates is, so the file shows it rather than hiding it.
+        return block, []
     out, unreadable = (dict(block), []) if version is None else _for_version(block, version)
     return block_in_field_order(_durations_as_text(out)), unreadable
 

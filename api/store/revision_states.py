@@ -142,9 +142,15 @@ def revision_comparison(revision: ConfigRevision) -> Comparison:
 # --- states after a version ---------------------------------------------------
 
 
-def _current_settings() -> dict[str, Any]:
+def _stored_settings(stored: Any) -> Any:
+    # As stored, a copy: a row that holds no mapping (a hand edit, an old
+    # release) is shown as it is, as `settings_canonical` shows it.
+    return copy.deepcopy(stored) if stored is not None else {}
+
+
+def _current_settings() -> Any:
     row = SchedulerSettings.objects.filter(pk=SETTINGS_PK).values_list("config", flat=True)
-    return dict(row.first() or {})
+    return _stored_settings(row.first())
 
 
 def _current_overrides() -> dict[str, Any]:
@@ -167,13 +173,13 @@ def _tenant_at(tenant_id: str, version: int) -> dict[str, Any] | None:
     return copy.deepcopy((first.before or {}).get(tenant_id))
 
 
-def _settings_at(version: int) -> dict[str, Any]:
+def _settings_at(version: int) -> Any:
     first = (
         ConfigRevision.objects.filter(version__gt=version, kind=Kind.SETTINGS)
         .order_by("version")
         .first()
     )
-    return _current_settings() if first is None else dict(first.before or {})
+    return _current_settings() if first is None else _stored_settings(first.before)
 
 
 def _undo(state: dict[str, Any], revisions: Iterable[ConfigRevision]) -> dict[str, Any]:

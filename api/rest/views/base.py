@@ -26,6 +26,7 @@ __all__ = [
     "check_tenant_id",
     "errors",
     "flag",
+    "format_error",
     "refuse_repeated_params",
     "refuse_unknown_params",
 ]
@@ -129,6 +130,21 @@ def refuse_unknown_params(request: Request, view: type) -> None:
         raise exceptions.ValidationError(unknown)
 
 
+def format_error(request: Request, view: APIView) -> dict[str, list[str]] | None:
+    """The 400 body for a `?format=` none of the view's renderers writes, else None.
+
+    DRF answers such a value with a bare 404 "Not found." (as if the
+    endpoint were missing) and ignores an empty one; it is a query
+    parameter like any other, so a bad value is a 400 naming it.
+    """
+    name = view.settings.URL_FORMAT_OVERRIDE
+    value = request.query_params.get(name) if name else None
+    formats = list(dict.fromkeys(renderer.format for renderer in view.renderer_classes))
+    if value is None or value in formats:
+        return None
+    return {name: [f"must be one of {', '.join(formats)}"]}
+
+
 def flag(request: Request, name: str) -> bool:
     """A boolean query parameter: 1/true/yes/on or 0/false/no/off (any case);
     anything else is a 400 naming it (`api.rest.query_params.bool_param`)."""
@@ -142,8 +158,18 @@ class ApiView(APIView):
     renderer_classes = [JSONRenderer]
     source: Any = ConfigRevision.Source.API
 
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # A bad `?format=` is refused in `initial`, once the caller is known;
+        # until then the answer is JSON, as every API error.
+        if not force and format_error(request, self) is not None:
+            return JSONRenderer(), JSONRenderer.media_type
+        return super().perform_content_negotiation(request, force)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # After authentication and permissions: an anonymous caller gets its 401.
         super().initial(request, *args, **kwargs)
         refuse_repeated_params(request)
+        bad_format = format_error(request, self)
+        if bad_format is not None:
+            raise exceptions.ValidationError(bad_format)
         refuse_unknown_params(request, type(self))

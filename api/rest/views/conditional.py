@@ -184,6 +184,14 @@ def conflict_detail(
         return f"{now}: {exists}, and If-None-Match: * only creates"
     if cond.if_match is None:
         return f"{now}: {exists} now, and a write without If-Match only creates; {again}"
+    if cond.if_match and all(tag is None for tag in cond.if_match):
+        # `If-Match: 17` (quotes lost in a shell) or a weak `W/"17"` can never
+        # match; "it changed since" sent the client to re-read an object that
+        # had not changed, to fail again the same way.
+        return (
+            f"{now}; {sent} names no version: send the ETag as it came, quotes "
+            f'included (If-Match: "{exc.current_version}"), or If-Match: *'
+        )
     return f"{now}, not the version you sent ({sent}): it changed since; {again}"
 
 

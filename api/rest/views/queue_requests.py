@@ -63,7 +63,29 @@ def _invalid(field: str, message: str) -> serializers.ValidationError:
     return serializers.ValidationError({field: [message]})
 
 
-def _filter(raw: Any) -> RequestFilter:
+def _filter_problems(raw: Any) -> dict[str, list[str]]:
+    """Every filter field's problem, each at its field.
+
+    `RequestFilter.parse` stops at the first; its checks are each of one
+    field, so parsing the fields one by one finds them all, and a client
+    is told of every problem at once (docs/api.md "Errors"), not one per try.
+    """
+    problems: dict[str, list[str]] = {}
+    for name in _FILTER_KEYS:
+        if raw.get(name) is None:
+            continue
+        try:
+            RequestFilter.parse({name: raw.get(name)})
+        except FilterError as exc:
+            problems.setdefault(exc.field, []).append(exc.message)
+    return problems
+
+
+def _filter(raw: Any, problems: dict[str, list[str]]) -> RequestFilter:
+    """The filter, once no field of the request (`problems`, filled by the caller) failed."""
+    problems = {**problems, **_filter_problems(raw)}
+    if problems:
+        raise serializers.ValidationError(problems)
     try:
         return RequestFilter.parse(raw)
     except FilterError as exc:
@@ -84,15 +106,22 @@ def _source(request: Request) -> str:
     return ConfigRevision.Source.UI if request.auth is None else ConfigRevision.Source.API
 
 
+def _note_problem(data: Any) -> str | None:
+    note = data.get("note") if isinstance(data, dict) else None
+    if note is not None and not isinstance(note, str):
+        return f"must be a string, got {type(note).__name__}"
+    if note is not None and len(note) > 500:
+        return "at most 500 characters"
+    return None
+
+
 def _note(data: Any) -> str:
-    note = data.get("note", "") if isinstance(data, dict) else ""
-    if note is None:
-        return ""
-    if not isinstance(note, str):
-        raise _invalid("note", f"must be a string, got {type(note).__name__}")
-    if len(note) > 500:
-        raise _invalid("note", "at most 500 characters")
-    return note
+    """The note, once `_note_problem` found none ("" when not given)."""
+    return (data.get("note") if isinstance(data, dict) else None) or ""
+
+
+def _unknown_fields(body: dict[str, Any], known: set[str]) -> dict[str, list[str]]:
+    return {name: ["unknown field"] for name in sorted(set(body) - known)}
 
 
 def _replica() -> str:
@@ -258,8 +287,12 @@ class QueueRequestListView(ApiView):
         responses={200: QueueRequestPageSerializer, **errors(400)},
     )
     def get(self, request: Request) -> Response:
-        flt = _filter(request.query_params)
-        limit = _limit(request)
+        problems: dict[str, list[str]] = {}
+        try:
+            limit = _limit(request)
+        except serializers.ValidationError as exc:
+            problems.update(exc.detail)
+        flt = _filter(request.query_params, problems)
         cursor = request.query_params.get("cursor") or None
         try:
             data = async_to_sync(_page_on_loop)(flt, cursor, limit)
@@ -300,13 +333,15 @@ class QueueRequestCancelView(ApiView):
         body = request.data  # no body: an empty QueryDict (a dict)
         if not isinstance(body, dict):
             raise _invalid("non_field_errors", "the body must be a JSON object")
-        unknown = sorted(set(body) - {"note", "replica"})
-        if unknown:
-            raise _invalid(unknown[0], "unknown field")
-        note = _note(body)
+        problems = _unknown_fields(body, {"note", "replica"})
+        if (note_problem := _note_problem(body)) is not None:
+            problems["note"] = [note_problem]
         replica = body.get("replica")
         if replica is not None and not isinstance(replica, str):
-            raise _invalid("replica", f"must be a string, got {type(replica).__name__}")
+            problems["replica"] = [f"must be a string, got {type(replica).__name__}"]
+        if problems:
+            raise serializers.ValidationError(problems)
+        note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
         row = _found(
             request_id, async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
@@ -335,15 +370,15 @@ class QueueCancelView(ApiView):
         body = request.data if isinstance(request.data, dict) else None
         if body is None:
             raise _invalid("non_field_errors", "the body must be a JSON object")
-        unknown = sorted(set(body) - {*_FILTER_KEYS, "note", "dry_run"})
-        if unknown:
-            raise _invalid(unknown[0], "unknown field")
+        problems = _unknown_fields(body, {*_FILTER_KEYS, "note", "dry_run"})
         if body.get("state") not in (None, "", "queued"):
-            raise _invalid("state", "only queued requests are cancelled by filter")
+            problems["state"] = ["only queued requests are cancelled by filter"]
         dry_run = body.get("dry_run", False)
         if not isinstance(dry_run, bool):
-            raise _invalid("dry_run", "must be true or false")
-        flt = _filter({**{k: body.get(k) for k in _FILTER_KEYS}, "state": "queued"})
+            problems["dry_run"] = ["must be true or false"]
+        if (note_problem := _note_problem(body)) is not None:
+            problems["note"] = [note_problem]
+        flt = _filter({**{k: body.get(k) for k in _FILTER_KEYS}, "state": "queued"}, problems)
         if flt.tenant is None and not flt.search and not flt.regex:
             raise _invalid("non_field_errors", "give at least tenant, or search or regex")
         note = _note(body)

@@ -28,6 +28,7 @@ from api.rest.permissions import AnyRole
 from api.rest.serializers import DryRunReportSerializer, RuleStatsSerializer, TenantConfigSerializer
 from api.rest.views.base import ApiView, body_of, check_tenant_id, errors
 from api.store.exceptions import ConfigValidationError
+from api.store.import_plan import tenant_id_errors
 from api.store.models import Tenant
 from api.wire import rule_reports
 from scheduler_core.dry_run import limits_of
@@ -37,16 +38,22 @@ from scheduler_core.validation import tenant_limits_from_dict
 __all__ = ["TenantDryRunView", "TenantRuleStatsView", "dry_run_report", "rule_stats_of"]
 
 
+def _block(stored: Any) -> dict[str, Any]:
+    # A row holding no mapping (an old release's, a hand edit's) runs as
+    # the defaults, as `selectors.tenant_limits_stored` runs it.
+    return dict(stored) if isinstance(stored, Mapping) else {}
+
+
 def _saved(tenant_id: str) -> tuple[int | None, dict[str, Any]]:
     row = Tenant.objects.filter(tenant_id=tenant_id).values_list("version", "config").first()
-    return (None, {}) if row is None else (row[0], dict(row[1] or {}))
+    return (None, {}) if row is None else (row[0], _block(row[1]))
 
 
 def _saved_blocks(org_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The saved block of every tenant the org IDs name ({} for an unconfigured one)."""
     tenants = {tenant for org_id in org_ids for tenant in org_id.split("|")}
     rows = Tenant.objects.filter(tenant_id__in=tenants).values_list("tenant_id", "config")
-    return {tenant: {} for tenant in tenants} | {t: dict(c or {}) for t, c in rows}
+    return {tenant: {} for tenant in tenants} | {t: _block(c) for t, c in rows}
 
 
 def rule_stats_of(tenant_id: str) -> dict[str, Any]:
@@ -69,13 +76,17 @@ def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
 
     Raises `ConfigValidationError` (400, with field paths) for a bad draft.
     """
-    check_tenant_id(tenant_id)
+    # The ID's problems and the draft's together, as a PUT of the block reports them.
+    problems = tenant_id_errors(tenant_id)
     if not isinstance(draft, Mapping):
-        raise ConfigValidationError([FieldError("(root)", "a tenant block must be a mapping")])
-    try:
-        tenant_limits_from_dict(draft)
-    except ConfigInvalid as exc:
-        raise ConfigValidationError(exc.errors) from exc
+        problems.append(FieldError("(root)", "a tenant block must be a mapping"))
+    else:
+        try:
+            tenant_limits_from_dict(draft)
+        except ConfigInvalid as exc:
+            problems += exc.errors
+    if problems:
+        raise ConfigValidationError(problems)
     _, saved = _saved(tenant_id)
     rows = rule_reports.sample_rows([tenant_id]).get(tenant_id, [])
     # Requests of `a|b` run under limits combined from `a`'s: saving the

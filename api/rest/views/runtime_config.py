@@ -59,9 +59,6 @@ from api.wire import rule_reports
 
 __all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
 
-# The `?format=` values, one per renderer.
-FORMATS = ("yaml", "json")
-
 IF_MATCH_SET = OpenApiParameter(
     "If-Match",
     OpenApiTypes.STR,
@@ -181,17 +178,11 @@ class RuntimeConfigView(NamesConflicts, ApiView):
     max_body_bytes = MAX_YAML_BODY_BYTES
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        # DRF answers an unknown `?format=` with 404 and ignores an empty one;
-        # it is a query parameter like any other: a bad value is a 400 naming it.
         if force:
-            # Negotiation failed (406, a bad `?format=`): the error is answered
-            # in JSON, as every API error, not in DRF's fallback (the first
-            # renderer, YAML here) that the client may just have refused.
+            # Negotiation failed (406): the error is answered in JSON, as
+            # every API error, not in DRF's fallback (the first renderer,
+            # YAML here) that the client may just have refused.
             return JSONRenderer(), JSONRenderer.media_type
-        name = self.settings.URL_FORMAT_OVERRIDE
-        value = request.query_params.get(name) if name else None
-        if value is not None and value not in FORMATS:
-            raise ValidationError({name: [f"must be one of {', '.join(FORMATS)}"]})
         return super().perform_content_negotiation(request, force)
 
     def handle_exception(self, exc: Exception) -> Response:
