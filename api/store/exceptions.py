@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, ProgrammingError
+from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from scheduler_core.errors import FieldError
@@ -45,21 +45,29 @@ DATABASE_DOWN_RETRY_SECONDS = 5
 def sqlite_statement_faults_are_programming_errors(
     execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]
 ) -> Any:
-    """A Django execute wrapper: SQLite's SQLITE_ERROR becomes ProgrammingError.
+    """A Django execute wrapper: SQLite's faults no retry mends stop being OperationalError.
 
     SQLITE_ERROR is the statement's own fault (no such table or column, bad
-    syntax); busy, locked, I/O, full and can't-open have codes of their own
-    and stay OperationalError, which is worth retrying.
+    syntax): ProgrammingError. SQLITE_READONLY (a database file or folder the
+    server may not write, a file moved under it) stays until an operator
+    changes it: a plain DatabaseError, so a write answers 500, not a 503
+    saying the database "did not answer". Busy, locked, I/O, full and
+    can't-open have codes of their own and stay OperationalError, which is
+    worth retrying. (A file that is no database, or a corrupt one, is
+    already a plain DatabaseError.) Extended codes are compared by their
+    primary code, the low byte.
     """
     try:
         return execute(sql, params, many, context)
     except OperationalError as exc:
         cause = exc.__cause__
-        if (
-            isinstance(cause, sqlite3.Error)
-            and getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_ERROR
-        ):
+        code = (
+            getattr(cause, "sqlite_errorcode", None) if isinstance(cause, sqlite3.Error) else None
+        )
+        if code is not None and code & 0xFF == sqlite3.SQLITE_ERROR:
             raise ProgrammingError(*exc.args) from cause
+        if code is not None and code & 0xFF == sqlite3.SQLITE_READONLY:
+            raise DatabaseError(*exc.args) from cause
         raise
 
 

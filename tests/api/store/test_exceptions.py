@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from django.db import OperationalError, ProgrammingError, connection
+from django.db import DatabaseError, OperationalError, ProgrammingError, connection
 from django.db.utils import DatabaseErrorWrapper
 from rest_framework.test import APIClient
 
@@ -64,3 +64,12 @@ def test_a_table_gone_under_a_running_server_is_a_500_at_rest_not_a_503(db: None
     response = viewer_api.get("/api/v1/tenants/")
     assert response.status_code == 500
     assert "Retry-After" not in response
+
+
+def test_a_write_to_a_read_only_sqlite_database_is_no_try_again_error(tmp_path: Path):
+    path = tmp_path / "db.sqlite3"
+    sqlite3.connect(path).execute("CREATE TABLE t (x)").connection.commit()
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    with pytest.raises(DatabaseError, match="readonly database") as raised:
+        _run_through_the_wrapper(reader, "INSERT INTO t VALUES (1)")
+    assert not isinstance(raised.value, DATABASE_UNREACHABLE)
