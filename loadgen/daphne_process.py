@@ -6,6 +6,9 @@ SQLite database (migrated before start) and the VAR_DIR, so nothing touches
 the developer's data. Management commands run against the same database
 through `manage()`, which is also how tests change config behind the
 server's back (the server sees it through its reconcile-by-version loop).
+`run_python()` runs code in one long-lived Django process per server (a
+`manage.py` process costs a second of start-up, and tests call it hundreds
+of times): `loadgen.python_helper`.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from loadgen.python_helper import PythonDied, PythonProcess, tail
 
 __all__ = ["DaphneProcess", "ServerDidNotStart", "free_port", "user_code"]
 
@@ -69,6 +75,8 @@ class DaphneProcess:
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         self.proc: subprocess.Popen[bytes] | None = None
         self._shared_tokens: dict[str, str] = {}
+        self._python: PythonProcess | None = None
+        self._python_lock = threading.Lock()
 
     def manage(self, *args: str, stdin: str | None = None) -> str:
         """Run `manage.py ARGS` against this server's database; its stdout."""
@@ -86,24 +94,50 @@ class DaphneProcess:
         return result.stdout
 
     def run_python(self, code: str) -> str:
-        """Run Python with Django set up on this server's database (manage.py shell)."""
-        return self.manage("shell", "--no-imports", "-c", code)
+        """Run Python with Django set up on this server's database; what it prints.
+
+        As `manage.py shell -c CODE` does (a fresh namespace, autocommit,
+        connections closed after), but in one process kept for this server
+        and started at the first call with `env` as it is then (and again
+        if `env` has changed since). Raises RuntimeError with the traceback
+        if the code raises or that process dies.
+        """
+        with self._python_lock:
+            python = self._python
+            if python is None or python.env != self.env or not python.alive():
+                self._stop_python()
+                python = self._python = PythonProcess(dict(self.env), self.tmp / "python.log")
+            try:
+                return python.run(code)
+            except PythonDied as exc:
+                self._stop_python()
+                raise RuntimeError(f"run_python's process failed:\n{exc}") from None
+
+    def _stop_python(self) -> None:
+        """Stop `run_python`'s process, if any (the lock held)."""
+        if self._python is not None:
+            self._python.stop()
+            self._python = None
 
     def issue_token(self, role: str, name: str | None = None) -> str:
-        return self.manage("issue_token", name or f"test-{role}", "--role", role).strip()
+        """A token of `role` named `name` (else `test-ROLE`, as `issue_tokens` names it)."""
+        return self._issue([(role, name or f"test-{role}")])[0]
 
     def issue_tokens(self, *roles: str) -> list[str]:
-        """A token of each role, in one Django start-up (`issue_token` costs one each)."""
-        # Named as `issue_token` names them, so pages show the same names.
+        """A token of each role, named as `issue_token` names them, in one call."""
+        return self._issue([(role, f"test-{role}") for role in roles])
+
+    def _issue(self, tokens: list[tuple[str, str]]) -> list[str]:
+        """Plaintexts of new tokens (role, name), as the `issue_token` command prints them."""
         code = "from api.store.services import api_token_issue\n" + "".join(
-            f"print(api_token_issue(name={f'test-{role}'!r}, role={role!r})[1])\n" for role in roles
+            f"print(api_token_issue(name={name!r}, role={role!r})[1])\n" for role, name in tokens
         )
-        tokens = self.run_python(code).split()
-        assert len(tokens) == len(roles), tokens
-        return tokens
+        plaintexts = self.run_python(code).split()
+        assert len(plaintexts) == len(tokens), plaintexts
+        return plaintexts
 
     def shared_token(self, role: str) -> str:
-        """One token of `role` for this server, issued at the first ask (a second each)."""
+        """One token of `role` for this server, issued at the first ask."""
         if role not in self._shared_tokens:
             self._shared_tokens[role] = self.issue_token(role, f"shared-{role}")
         return self._shared_tokens[role]
@@ -167,13 +201,15 @@ class DaphneProcess:
         raise ServerDidNotStart(f"no answer on {self.base_url}/healthz:\n{self.log()}")
 
     def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-5000:]
-        except OSError:
-            return ""
+        return tail(self.log_path)
 
     def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM (graceful drain), then SIGKILL if it lingers; the exit code."""
+        """SIGTERM (graceful drain), then SIGKILL if it lingers; the exit code.
+
+        `run_python`'s process stops too (a later call starts another).
+        """
+        with self._python_lock:
+            self._stop_python()
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         self.proc.terminate()

@@ -5,6 +5,10 @@ migrated SQLite database, a free gRPC port, config reconcile every 0.5s) for
 service, e2e and gRPC tests; see `loadgen.daphne_process.DaphneProcess` for its
 helpers: `base_url`, `ws_url`, `port`, `grpc_port`, `env`, `manage(...)`,
 `run_python(code)`, `issue_token(role)`, `create_user(name, password, group)`.
+`run_python` (and the token and user helpers built on it) runs in one
+long-lived Django process per server (`loadgen.python_helper`), started at
+the first call and stopped with the server; `manage()` still runs a real
+`manage.py` process each time.
 It is started once per test session and stopped with SIGTERM at the end.
 `host` is this process's runtime host, started for one test (no gRPC port).
 """
