@@ -78,13 +78,21 @@ def metric_names(expr: str) -> set[str]:
 
 
 class Prometheus:
-    """A real Prometheus scraping `target` every `interval` with `rules`.
+    """A real Prometheus scraping `target` every `interval`, evaluating `rules` every `evaluation`.
 
-    With `token`, each scrape sends it as `Authorization: Bearer <token>`.
+    With `credentials_file`, each scrape sends the token in it as
+    `Authorization: Bearer <token>`; Prometheus reads the file at each
+    scrape, so the token may be written there after Prometheus starts.
     """
 
     def __init__(
-        self, target: str, rules: Path, *, interval: str = "1s", token: str | None = None
+        self,
+        target: str,
+        rules: Path,
+        *,
+        interval: str = "1s",
+        evaluation: str = "1s",
+        credentials_file: Path | None = None,
     ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="qi-prometheus-"))
         self.port = free_port()
@@ -93,10 +101,10 @@ class Prometheus:
             "job_name": "queue-inspector",
             "static_configs": [{"targets": [target]}],
         }
-        if token is not None:
-            job["authorization"] = {"type": "Bearer", "credentials": token}
+        if credentials_file is not None:
+            job["authorization"] = {"type": "Bearer", "credentials_file": str(credentials_file)}
         config = {
-            "global": {"scrape_interval": interval, "evaluation_interval": interval},
+            "global": {"scrape_interval": interval, "evaluation_interval": evaluation},
             "rule_files": [str(rules)],
             "scrape_configs": [job],
         }

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import random
+import threading
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -168,10 +169,14 @@ async def test_a_websocket_frontends_request_runs_on_the_cortex_querier(
 async def test_queries_on_a_replica_killed_under_them_are_counted_lost_within_the_grace(
     daphne_server: DaphneProcess, address: str
 ) -> None:
+    # Slow answers until the kill, so queries are still waiting on the doomed
+    # replica when it dies; instant after it, so the live replica's backlog
+    # clears at once and the wait is the grace, not one worker's queue.
+    killed = threading.Event()
     with DaphneProcess() as doomed:
         demo = await GrpcDemo(
             [address, f"127.0.0.1:{doomed.grpc_port}"],
-            lambda _: 0.2,
+            lambda _: 0.0 if killed.is_set() else 0.2,
             querier_id="cortex-querier-k",
             workers=1,
             loops=1,
@@ -184,6 +189,7 @@ async def test_queries_on_a_replica_killed_under_them_are_counted_lost_within_th
             await until(lambda: demo._queue.qsize() == 0, "every query sent")
             assert doomed.proc is not None
             doomed.proc.kill()  # as kill -9: its queue is gone, no result will come
+            killed.set()
             for n in range(40, 50):  # the next enqueue on its loop finds it gone
                 demo.submit(make_request(rng, n))
 

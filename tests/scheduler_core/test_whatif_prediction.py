@@ -38,6 +38,7 @@ was recorded) does not agree with what B measured, so the test can fail.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -57,13 +58,24 @@ BEFORE, AFTER = "change_before.json", "change_after.json"
 REFUSED_SHARE = 0.35
 
 
+@functools.cache
+def _replayed(fixture: str, proposed: str, seed: int) -> dict[str, Any]:
+    """`fixture`'s recording replayed under its own config (`live`) and `proposed`'s.
+
+    Cached for the module: a replay takes seconds and several tests read the
+    same one. The live side depends only on the recording, its config and
+    the seed (each side is drawn from the seed alone), so A's window under A
+    is the same run whichever config is proposed beside it. Callers only read.
+    """
+    recording = load_recording(fixture)
+    workload = recent_workload(recording, Knobs(), seed)
+    own, other = configs_of(recording["config"]), configs_of(load_recording(proposed)["config"])
+    return run_whatif(workload, own, other, seed=seed)
+
+
 def _predicted(seed: int) -> dict[str, Any]:
     """A's recording replayed under A (`live`) and under B (`proposed`)."""
-    before, after = load_recording(BEFORE), load_recording(AFTER)
-    workload = recent_workload(before, Knobs(), seed)
-    return run_whatif(
-        workload, configs_of(before["config"]), configs_of(after["config"]), seed=seed
-    )
+    return _replayed(BEFORE, AFTER, seed)
 
 
 def _scale() -> float:
@@ -119,7 +131,6 @@ def test_the_live_config_replayed_does_not_predict_the_waits_after_the_change() 
 def test_each_window_replayed_under_its_own_config_gives_its_measured_waits(
     fixture: str,
 ) -> None:
-    recording = load_recording(fixture)
-    configs = configs_of(recording["config"])
-    body = run_whatif(recent_workload(recording, Knobs(), 1), configs, configs, seed=1)
-    assert disagreements(body["live"], recording["measured"]) == []
+    # B proposed beside each: A's window then shares the predictions' seed-1 replay.
+    body = _replayed(fixture, AFTER, 1)
+    assert disagreements(body["live"], load_recording(fixture)["measured"]) == []
