@@ -1,5 +1,7 @@
 """The REST API's routes, mounted under `/api/v1/` by `api.urls`."""
 
+from typing import Any
+
 from django.urls import path, re_path
 from drf_spectacular.views import (
     SpectacularAPIView,
@@ -8,6 +10,7 @@ from drf_spectacular.views import (
 )
 
 from api.rest import views
+from api.rest.views.base import FormatChecked
 from api.rest.views.queue_requests import (
     QueueCancelView,
     QueueRequestCancelView,
@@ -18,6 +21,15 @@ from api.rest.views.queue_usage import QueueUsageView
 from api.rest.views.simulate import RecordingView, SimulateRunView, SimulateView
 
 __all__ = ["urlpatterns"]
+
+
+class SchemaView(FormatChecked, SpectacularAPIView):
+    """The OpenAPI document; a `?format=` it does not write is a 400, as on every endpoint."""
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.refuse_bad_format(request)
+
 
 app_name = "api-v1"
 
@@ -79,7 +91,7 @@ urlpatterns = [
     path("simulate/", SimulateView.as_view(), name="simulate"),
     path("recording/", RecordingView.as_view(), name="recording"),
     re_path(r"^simulate/(?P<run_id>[^/]+)/\Z", SimulateRunView.as_view(), name="simulate-run"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("schema/", SchemaView.as_view(), name="schema"),
     path(
         "schema/swagger-ui/",
         # Its start script served as a file (`?script=`), as the pages'

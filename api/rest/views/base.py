@@ -23,6 +23,7 @@ __all__ = [
     "IF_MATCH_REQUIRED",
     "IF_NONE_MATCH",
     "ApiView",
+    "FormatChecked",
     "check_tenant_id",
     "errors",
     "flag",
@@ -151,25 +152,36 @@ def flag(request: Request, name: str) -> bool:
     return bool_param(request, name)
 
 
-class ApiView(APIView):
+class FormatChecked(APIView):
+    """A view whose bad `?format=` is a 400 naming it (`format_error`), in JSON.
+
+    Its `initial` calls `refuse_bad_format` after authentication and
+    permissions, so an anonymous caller gets its 401 first.
+    """
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        # Refused in `initial`, once the caller is known; until then the
+        # answer is JSON, as every API error.
+        if not force and format_error(request, self) is not None:
+            return JSONRenderer(), JSONRenderer.media_type
+        return super().perform_content_negotiation(request, force)
+
+    def refuse_bad_format(self, request: Request) -> None:
+        bad_format = format_error(request, self)
+        if bad_format is not None:
+            raise exceptions.ValidationError(bad_format)
+
+
+class ApiView(FormatChecked):
     """JSON in and out, bodies limited by `api.rest.content.LimitedJSONParser`."""
 
     parser_classes = [LimitedJSONParser]
     renderer_classes = [JSONRenderer]
     source: Any = ConfigRevision.Source.API
 
-    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        # A bad `?format=` is refused in `initial`, once the caller is known;
-        # until then the answer is JSON, as every API error.
-        if not force and format_error(request, self) is not None:
-            return JSONRenderer(), JSONRenderer.media_type
-        return super().perform_content_negotiation(request, force)
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # After authentication and permissions: an anonymous caller gets its 401.
         super().initial(request, *args, **kwargs)
         refuse_repeated_params(request)
-        bad_format = format_error(request, self)
-        if bad_format is not None:
-            raise exceptions.ValidationError(bad_format)
+        self.refuse_bad_format(request)
         refuse_unknown_params(request, type(self))

@@ -65,3 +65,14 @@ def test_an_anonymous_caller_with_a_bad_format_gets_its_401_first(anon_api: Any)
         response = anon_api.get(url)
         assert response.status_code == 401, url
         assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+def test_the_schema_refuses_a_format_it_does_not_write_and_serves_those_it_does(
+    viewer_api: Any,
+) -> None:
+    response = viewer_api.get("/api/v1/schema/", {"format": "xml"})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"format": ["must be one of yaml, json"]}
+    assert viewer_api.get("/api/v1/schema/", {"format": "json"}).json()["openapi"]
+    assert viewer_api.get("/api/v1/schema/", {"format": "yaml"}).status_code == 200
