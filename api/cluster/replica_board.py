@@ -29,6 +29,7 @@ import json
 import logging
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -72,6 +73,11 @@ PUBLISH_SECONDS = 0.5
 STALE_SECONDS = 3.0
 # A peer clock further off than this is logged (once, until it is back in step).
 SKEW_WARN_SECONDS = 1.0
+# A peer's clock offset is the largest of its last this many readings. Each
+# reading errs one way only (a write Redis ran late, a reply read late make
+# the peer look behind), and a hung Redis running a write queued 18 s before
+# read as a clock 18 s behind: logged, and that old summary taken as fresh.
+SKEW_SAMPLES = 8
 
 
 # A replica that stopped publishing without withdrawing (crashed, hung, or
@@ -97,8 +103,14 @@ class ReplicaBoard:
         # Wall time of the last successful registry read; peers are only
         # judged while it is fresh (Redis down: we know nothing of them).
         self.registry_at: float | None = None
-        # Each peer's clock minus ours, measured through its key's TTL.
+        # Whether Redis failed since the last registry read, and when peers
+        # are judged again after that (`note_registry`).
+        self._outage = False
+        self._judged_from = 0.0
+        # Each peer's clock minus ours, measured through its key's TTL: the
+        # largest of its latest readings (`SKEW_SAMPLES`).
         self._skews: dict[str, float] = {}
+        self._skew_samples: dict[str, deque[float]] = {}
         self._skew_warned: set[str] = set()
         # This process, in its summary: another one publishing under our ID
         # (REPLICA_ID set alike on several) shows as a foreign instance.
@@ -124,7 +136,15 @@ class ReplicaBoard:
         self._epoch = epoch
 
     def note_registry(self, members: Mapping[str, float], wall_now: float) -> None:
-        """Remember each registered peer's last publish; forget withdrawn ones."""
+        """Remember each registered peer's last publish; forget withdrawn ones.
+
+        The first read after Redis failed (`lost_redis`) judges no peer for
+        `STALE_SECONDS`, the time a live one has to publish again: each
+        outage's end reported every peer not yet back as down.
+        """
+        if self._outage:
+            self._judged_from = wall_now + STALE_SECONDS
+            self._outage = False
         seen = self.last_seen
         for replica, at in members.items():
             if replica != self.own_id and at > seen.get(replica, 0.0):
@@ -141,18 +161,31 @@ class ReplicaBoard:
                 self._lost.discard(replica)
         self.registry_at = wall_now
 
+    def lost_redis(self) -> None:
+        """Redis failed: no numbers beat stale numbers, and no registry to judge peers by.
+
+        Judged by the registry read just before, every peer was reported
+        down (the up gauge at 0) for `STALE_SECONDS` of each Redis outage.
+        """
+        self.peers = ()
+        self.registry_at = None
+        self._outage = True
+
     def replica_states(self, wall_now: float | None = None) -> list[tuple[str, bool]]:
         """(replica, up) for this replica and every peer it knows, sorted by name.
 
         Up means a summary fresher than `STALE_SECONDS`; a peer that
-        published within `MISSING_MEMORY_SECONDS` and did not withdraw is down.
+        published within `MISSING_MEMORY_SECONDS` and did not withdraw is down
+        (not yet while it has time to publish after an outage: `note_registry`).
         """
         wall_now = time.time() if wall_now is None else wall_now
         states = {self.own_id: True}
         if self._registry_read(wall_now):
+            judging = wall_now >= self._judged_from
             fresh = {p.replica for p in self.fresh_peers(wall_now)}
             for replica in self.last_seen:
-                states[replica] = replica in fresh
+                if judging or replica in fresh:
+                    states[replica] = replica in fresh
             for replica in fresh:
                 states[replica] = True
         return sorted(states.items())
@@ -160,17 +193,16 @@ class ReplicaBoard:
     def unreachable_peers(self, wall_now: float | None = None) -> list[str]:
         """Peers whose queue this replica cannot see now, sorted.
 
-        The down ones of `replica_states` and, while the registry cannot be
-        read (Redis unreachable), every peer known within
-        `MISSING_MEMORY_SECONDS` that did not withdraw: their requests are
+        Every peer known within `MISSING_MEMORY_SECONDS` that did not
+        withdraw and has no fresh summary: the down ones of `replica_states`
+        and, while the registry cannot be read (Redis unreachable) or peers
+        are not judged yet after that, the others too. Their requests are
         absent from this replica's answers, which must name them rather
         than pass for a lone replica's. (`replica_states`, behind the up
         gauge, judges no peer then, so a Redis outage does not page as
         replicas down.)
         """
         wall_now = time.time() if wall_now is None else wall_now
-        if self._registry_read(wall_now):
-            return [r for r, up in self.replica_states(wall_now) if not up]
         fresh = {p.replica for p in self.fresh_peers(wall_now)}
         return sorted(
             replica
@@ -210,7 +242,8 @@ class ReplicaBoard:
         Redis's clock (its key's TTL): the summary's `at` is then moved onto
         this replica's clock, so a peer whose clock is behind is neither
         stale forever (reported down, its requests never listed) nor, ahead,
-        fresh after it stopped. How far its clock is off is kept (`skew`).
+        fresh after it stopped. How far its clock is off is kept (`skew`),
+        and moves `at`: a summary Redis wrote late is as old as its numbers.
         """
         wall_now = time.time() if wall_now is None else wall_now
         peers: list[PeerSummary] = []
@@ -226,9 +259,8 @@ class ReplicaBoard:
                 continue
             age = ages[i] if i < len(ages) else None
             if age is not None:
-                published = wall_now - age
-                self._note_skew(peer.replica, peer.at - published)
-                peer = replace(peer, at=published)
+                self._note_skew(peer.replica, peer.at - (wall_now - age))
+                peer = replace(peer, at=peer.at - self.skew(peer.replica))
             peers.append(peer)
         self.peers = tuple(sorted(peers, key=lambda p: p.replica))
 
@@ -268,8 +300,10 @@ class ReplicaBoard:
         """How far `replica`'s clock is ahead of this one's (seconds; 0 if unknown)."""
         return self._skews.get(replica, 0.0)
 
-    def _note_skew(self, replica: str, skew: float) -> None:
-        self._skews[replica] = skew
+    def _note_skew(self, replica: str, reading: float) -> None:
+        samples = self._skew_samples.setdefault(replica, deque(maxlen=SKEW_SAMPLES))
+        samples.append(reading)
+        skew = self._skews[replica] = max(samples)
         warned = replica in self._skew_warned
         if abs(skew) > SKEW_WARN_SECONDS and not warned:
             side = "ahead of" if skew > 0 else "behind"
@@ -311,7 +345,9 @@ async def _exchange(client: Any, host: Any, board: ReplicaBoard, prefix: str) ->
     body = json.dumps(summary, separators=(",", ":"))
     registered = await publish(client, board, prefix, body, wall)
     await read_peers(client, board, prefix, [m for m in registered if m != board.own_id])
-    board.note_registry(registered, wall)
+    # Now, not `wall`: a round trip a hung Redis held for seconds ended the
+    # peers' window to publish again (`note_registry`) before it began.
+    board.note_registry(registered, time.time())
     # Rule hit counts ride the same loop, at their own slower cadence.
     log_ = getattr(host, "admission_log", None)
     if log_ is not None:
@@ -334,7 +370,7 @@ async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
                 await _exchange(client, host, board, prefix)
                 failing = False
             except (OSError, aioredis.RedisError) as exc:
-                board.peers = ()  # no numbers beat stale numbers
+                board.lost_redis()
                 replica_rules.forget_peers()
                 if not failing:
                     log.warning("replica summaries unavailable (%s): this replica only", exc)
