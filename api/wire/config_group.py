@@ -21,6 +21,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from api.wire.outage_log import OutageLog
+
 __all__ = ["CONFIG_GROUP", "ConfigGroup", "keep_membership"]
 
 log = logging.getLogger(__name__)
@@ -73,15 +75,17 @@ class ConfigGroup:
         await _announce({"type": "token.revoked", "token_id": token_id})
 
     async def _listen(self, layer: Any, channel: str) -> None:
+        outage = OutageLog(log, "config listener: the channel layer's receive")
         while True:
             try:
                 message = await layer.receive(channel)
-            except Exception:
+            except Exception as exc:
                 # A Redis hiccup must not end listening for good; what was
                 # missed meanwhile, the reconcile loop picks up.
-                log.exception("config listener: channel layer receive failed; retrying in 1s")
+                outage.failed(exc)
                 await asyncio.sleep(1.0)
                 continue
+            outage.worked()
             version = message.get("version")
             if message.get("type") == "config.changed" and isinstance(version, int):
                 await self._on_config_changed(version)

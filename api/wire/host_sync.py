@@ -115,7 +115,16 @@ class DatabaseSync:
 
     async def _broadcast(self, version: int) -> None:
         await self.reconcile(version)
-        await self._group.announce_config(version)
+        try:
+            await self._group.announce_config(version)
+        except Exception as exc:
+            # Applied here already; the others read it at their next reconcile.
+            log.warning(
+                "config #%d applied; telling the other replicas failed (%s): "
+                "they apply it at their next reconcile",
+                version,
+                exc,
+            )
 
     async def _reconcile_loop(self, interval: float) -> None:
         while True:
@@ -162,4 +171,12 @@ class DatabaseSync:
 
     async def _broadcast_revocation(self, token_id: int) -> None:
         await token_sockets.registry.close_tokens([token_id])
-        await self._group.announce_revocation(token_id)
+        try:
+            await self._group.announce_revocation(token_id)
+        except Exception as exc:
+            log.warning(
+                "token %d's sockets closed here; telling the other replicas failed (%s): "
+                "they close its sockets at their next reconcile",
+                token_id,
+                exc,
+            )

@@ -34,6 +34,7 @@ from django.conf import settings
 
 from api.cluster.replica_board import get_board
 from api.wire import queue_requests
+from api.wire.outage_log import OutageLog
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
 __all__ = ["QUEUE_GROUP", "QueuePeers", "down_peers", "live_peers"]
@@ -94,13 +95,15 @@ class QueuePeers:
         self.channel = await layer.new_channel()
         await layer.group_add(QUEUE_GROUP, self.channel)
         try:
+            outage = OutageLog(log, "queue peers: the channel layer's receive")
             while True:
                 try:
                     message = await layer.receive(self.channel)
-                except Exception:
-                    log.exception("queue peers: channel layer receive failed; retrying in 1s")
+                except Exception as exc:
+                    outage.failed(exc)
                     await asyncio.sleep(1.0)
                     continue
+                outage.worked()
                 self._dispatch(layer, message)
         finally:
             with contextlib.suppress(Exception):
