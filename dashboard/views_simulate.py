@@ -52,9 +52,16 @@ def _carried(request: HttpRequest, live: dict[str, Any]) -> tuple[dict[str, Any]
                     f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
                     "block; fix it there first)"
                 )
-            return {"settings": {}, "tenants": {tenant_id: draft}}, (
-                f"the unsaved editor of tenant {tenant_id}"
-            )
+            carried = {"settings": {}, "tenants": {tenant_id: draft}}
+            # A viewer's read-only editor (or an editor's untouched one)
+            # carries the saved block itself: said so, or the page would
+            # promise a change that simulates as none.
+            if selectors.tenant_configs([tenant_id]).get(tenant_id) == draft:
+                return carried, (
+                    f"tenant {tenant_id}'s saved block, unchanged: change it under Proposed to "
+                    "simulate a change"
+                )
+            return carried, f"the unsaved editor of tenant {tenant_id}"
     return {"settings": {}, "tenants": {}}, ""
 
 

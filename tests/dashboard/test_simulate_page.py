@@ -9,6 +9,7 @@ from django.test import Client
 
 from api.store import services
 from api.store.models import ConfigRevision
+from tests.dashboard.test_yaml_editor import inputs
 
 
 def _script(response: Any, script_id: str) -> dict[str, Any]:
@@ -117,3 +118,37 @@ def test_the_live_side_shows_the_saved_block_of_each_tenant_the_proposal_changes
         editor_client.post("/simulate/", {"simulate_from": "tenant:new-one"}), "sim-live"
     )
     assert fresh["tenants"] == {}
+
+
+def test_a_viewers_read_only_editor_offers_to_simulate_a_change_to_the_tenant(
+    viewer_client: Client, editor_client: Client, rules: dict[str, Any]
+) -> None:
+    services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="cli"
+    )
+    viewer = viewer_client.get("/tenants/t1/").content.decode()
+    # A viewer has no unsaved change to simulate: the button says what it carries.
+    assert "Simulate a change to this tenant" in viewer and "Simulate this change" not in viewer
+    assert "with this tenant's saved block as the proposal" in viewer
+    editor = editor_client.get("/tenants/t1/").content.decode()
+    assert "Simulate this change" in editor and "Simulate a change to this tenant" not in editor
+
+
+def test_the_saved_block_carried_unchanged_is_called_so_and_a_changed_one_unsaved(
+    viewer_client: Client, rules: dict[str, Any]
+) -> None:
+    services.tenant_put(
+        tenant_id="t1", config=rules, expected_version=None, author=None, source="cli"
+    )
+    # What the viewer's read-only form posts, as Chromium builds it.
+    page = viewer_client.get("/tenants/t1/").content.decode()
+    form = {**inputs(page), "simulate_from": "tenant:t1"}
+    response = viewer_client.post("/simulate/", form)
+    assert _proposal(response)["tenants"] == {"t1": rules}
+    assert _script(response, "sim-live")["tenants"] == {"t1": rules}
+    page = response.content.decode()
+    assert "tenant t1&#x27;s saved block, unchanged: change it under Proposed" in page
+    assert "the unsaved editor" not in page
+    changed = {**form, "max_queriers_per_tenant": "2"}
+    page = viewer_client.post("/simulate/", changed).content.decode()
+    assert "the unsaved editor of tenant t1" in page and "saved block, unchanged" not in page

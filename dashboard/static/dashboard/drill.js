@@ -29,6 +29,13 @@ const UNREADABLE = { priority: "must be an integer", min_wait: "must be a number
 const STEP = 50;
 const MAX = 500;
 
+// A row's <li> takes the focus from script only, and only until it loses it.
+function focusRow(li) {
+  li.tabIndex = -1;
+  li.addEventListener("blur", () => li.removeAttribute("tabindex"), { once: true });
+  li.focus({ preventScroll: true });
+}
+
 export class DrillPanel {
   constructor(client, { editor, csrf, onOpen }) {
     this.client = client;
@@ -295,14 +302,40 @@ export class DrillPanel {
     const li = toOldest && this.oldest && this.list.querySelector(`[data-key="${CSS.escape(this.oldest.key)}"]`);
     if (!li) return;
     li.scrollIntoView({ block: "nearest" });
-    li.tabIndex = -1; // focusable from here only, and only until it loses the focus
-    li.addEventListener("blur", () => li.removeAttribute("tabindex"), { once: true });
-    li.focus({ preventScroll: true });
+    focusRow(li);
+  }
+
+  // Where the keyboard is in the list, before the rows change: the focused
+  // element and its row's place.
+  focusPlace() {
+    const active = document.activeElement;
+    const li = active && this.list.contains(active) ? active.closest(".drill-row") : null;
+    return li ? { active, index: [...this.list.children].indexOf(li) } : null;
+  }
+
+  // A focused row that moved was taken out and put back, and one whose
+  // request left the queue is gone: either way the focus fell to the page's
+  // body and the next Tab started from the top of the inspector. It goes back
+  // to the element, or to the row now in that place (the last row; the
+  // panel's title once the list is empty). The row, not its same button: an
+  // Enter meant for the request that left would act on another one.
+  keepFocus({ active, index }) {
+    if (document.activeElement === active) return;
+    if (active.isConnected) {
+      if (active.matches(".drill-row")) focusRow(active);
+      else active.focus({ preventScroll: true });
+      return;
+    }
+    const rows = this.list.children;
+    const li = rows[Math.min(index, rows.length - 1)];
+    if (li) focusRow(li);
+    else this.$("drill-title").focus({ preventScroll: true });
   }
 
   now() { return Date.now() / 1000 - this.skew; }
 
   render() {
+    const place = this.focusPlace();
     const keys = new Set(this.order.map((r) => r.key));
     const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
     for (const li of stale) li.remove();
@@ -313,6 +346,7 @@ export class DrillPanel {
       return li;
     });
     placeChildren(this.list, wanted);
+    if (place) this.keepFocus(place);
   }
 
   tick() {

@@ -37,6 +37,10 @@ function show(key, matched, total, verb, counting) {
   const young = counting !== null && counting < HOUR;
   const settling = counting !== null && counting < SETTLED;
   let text = `${verb} ${counts(matched)}`;
+  // Young, the 1h and version counts cover only what was counted (since the
+  // save, or since the server started): "since this version 20" of a rule
+  // saved yesterday read as all it ever took.
+  if (young) text += ` (over the ${span(counting)} counted so far)`;
   if (none && !young) text = `${verb} nothing in 1 h of ${requests(total["1h"])}`;
   else if (none) text = `${verb} nothing in the ${span(counting)} since this version, of ${requests(total["1h"])}`;
   setText(node, text);
