@@ -154,12 +154,21 @@ class LeanChannels:
             *metadata,
         ]
         conn.send_headers(stream, encode_headers(headers))
-        if not conn.send_data(
-            stream, b"\x00" + len(request).to_bytes(4, "big") + request, end=True
-        ):
-            await conn.wait_sent(stream)
-        lost = conn.lost
-        await asyncio.wait({call.done, lost}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            if not conn.send_data(
+                stream, b"\x00" + len(request).to_bytes(4, "big") + request, end=True
+            ):
+                await conn.wait_sent(stream)
+            lost = conn.lost
+            await asyncio.wait({call.done, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not call.done.done():
+                # Abandoned (its deadline, or the connection went): RST_STREAM
+                # CANCEL, as grpc-go and grpcio send at a client's deadline. A
+                # frontend that hangs keeps its connection open, so left open
+                # the stream would stay until that connection closes, and its
+                # reset would then fail a future no one awaits any more.
+                conn.reset(stream, CANCEL)
         if not call.done.done():
             raise GrpcCallError(14, "connection closed")
         call.done.result()
