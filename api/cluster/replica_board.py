@@ -107,9 +107,8 @@ class ReplicaBoard:
         # are judged again after that (`note_registry`).
         self._outage = False
         self._judged_from = 0.0
-        # Each peer's clock minus ours, measured through its key's TTL: the
-        # largest of its latest readings (`SKEW_SAMPLES`).
-        self._skews: dict[str, float] = {}
+        # Each peer's latest readings of its clock minus ours, measured
+        # through its key's TTL; its skew is the largest (`skew`).
         self._skew_samples: dict[str, deque[float]] = {}
         self._skew_warned: set[str] = set()
         # This process, in its summary: another one publishing under our ID
@@ -298,12 +297,13 @@ class ReplicaBoard:
 
     def skew(self, replica: str) -> float:
         """How far `replica`'s clock is ahead of this one's (seconds; 0 if unknown)."""
-        return self._skews.get(replica, 0.0)
+        samples = self._skew_samples.get(replica)
+        return max(samples) if samples else 0.0
 
     def _note_skew(self, replica: str, reading: float) -> None:
         samples = self._skew_samples.setdefault(replica, deque(maxlen=SKEW_SAMPLES))
         samples.append(reading)
-        skew = self._skews[replica] = max(samples)
+        skew = max(samples)
         warned = replica in self._skew_warned
         if abs(skew) > SKEW_WARN_SECONDS and not warned:
             side = "ahead of" if skew > 0 else "behind"
