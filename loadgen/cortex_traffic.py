@@ -16,6 +16,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -54,6 +55,16 @@ class GrpcUnavailable(Exception):
     """No gRPC scheduler answers at an address the load generator was given."""
 
 
+@dataclass
+class _Query:
+    """A demo message on its way to a scheduler: its query ID once first sent
+    (0 before), and how many ENQUEUEs of it failed."""
+
+    msg: dict[str, Any]
+    query_id: int = 0
+    tries: int = 0
+
+
 def forwarded_request(msg: dict[str, Any], rng: random.Random) -> httpgrpc_pb2.HTTPRequest:
     """A demo `enqueue` message as a Cortex frontend forwards it: GET or POST, half each.
 
@@ -88,6 +99,9 @@ class GrpcDemo:
     because a fast querier's result may arrive before the loop's reply.
     Every query sent is counted once: as a result, a failure, a rejection,
     an error or lost. A result for a query already counted lost is ignored.
+    A query whose ENQUEUE a scheduler answered SHUTTING_DOWN, or whose loop
+    broke, goes to another loop, as a Cortex query-frontend fails over to
+    another scheduler; the loop reopens after a pause.
     """
 
     def __init__(
@@ -115,7 +129,11 @@ class GrpcDemo:
         self._rng = random.Random(seed)
         self._frontend: CortexFrontend | None = None
         self._channels: list[grpc.aio.Channel] = []
-        self._queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Query] = asyncio.Queue()
+        # Cortex's frontend tries a query its worker count plus one times, so
+        # that at least two schedulers see it; its workers are our loops.
+        self._retries = loops * len(addresses) + 1
+        self._moving = 0  # queries in `_queue` again after a failed ENQUEUE
         self._orphan_grace = orphan_grace
         # Query ID -> (when it counts as lost without a result, the address it went to).
         self._pending: dict[int, tuple[float, str]] = {}
@@ -133,7 +151,7 @@ class GrpcDemo:
     @property
     def unanswered(self) -> int:
         """Sent with no answer yet, and not (yet) counted lost by `status()`."""
-        return len(self._pending)
+        return len(self._pending) + self._moving
 
     async def start(self, timeout: float = 10.0) -> GrpcDemo:
         """Connect the frontend loops and querier workers; raises GrpcUnavailable."""
@@ -161,7 +179,7 @@ class GrpcDemo:
         """Queue one demo message for the frontend; False when gRPC is not running."""
         if not self.running:
             return False
-        self._queue.put_nowait(msg)
+        self._queue.put_nowait(_Query(msg))
         return True
 
     def status(self) -> str:
@@ -212,27 +230,52 @@ class GrpcDemo:
 
     async def _send_on(self, address: str, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
         while True:
-            msg = await self._queue.get()
-            self._last_id += 1
-            query_id = self._last_id
-            self._pending[query_id] = (time.monotonic() + RESULT_TIMEOUT, address)
-            self.counts["sent"] += 1
+            query = await self._queue.get()
+            if query.query_id:
+                self._moving -= 1
+            else:
+                self._last_id += 1
+                query.query_id = self._last_id
+                self.counts["sent"] += 1
+            self._pending[query.query_id] = (time.monotonic() + RESULT_TIMEOUT, address)
             try:
                 status = await loop.enqueue(
-                    query_id, msg["tenant"], forwarded_request(msg, self._rng)
+                    query.query_id, query.msg["tenant"], forwarded_request(query.msg, self._rng)
                 )
             except _STREAM_ERRORS as exc:
-                if self._pending.pop(query_id, None) is not None:
-                    self.counts["errors"] += 1  # this query's ENQUEUE got no answer
                 self._orphan(address)
                 self._note(f"frontend loop to {address}", exc)
+                self._fail_over(query)
                 loop = await self._reopen(address, channel)
                 continue
-            if status != pb.OK:
-                self._pending.pop(query_id, None)
+            if status == pb.SHUTTING_DOWN:
+                self._note(f"frontend loop to {address}", RuntimeError("SHUTTING_DOWN"))
+                self._fail_over(query)
+                loop.call.cancel()  # as Cortex's frontend leaves the loop of a scheduler going away
+                loop = await self._reopen(address, channel)
+            elif status != pb.OK:
+                self._pending.pop(query.query_id, None)
                 self.counts[
                     "rejected" if status == pb.TOO_MANY_REQUESTS_PER_TENANT else "errors"
                 ] += 1
+
+    def _fail_over(self, query: _Query) -> None:
+        """Its ENQUEUE failed: queue it again for another loop, as a Cortex frontend
+        does, up to `_retries` times; then it is an error.
+
+        A scheduler answering SHUTTING_DOWN never took the query; after a
+        broken stream it may have, and a querier may answer it besides the
+        retry: `_on_result` counts the first result only.
+        """
+        assert query.query_id
+        if self._pending.pop(query.query_id, None) is None:
+            return  # answered meanwhile
+        query.tries += 1
+        if query.tries > self._retries:
+            self.counts["errors"] += 1
+            return
+        self._moving += 1
+        self._queue.put_nowait(query)
 
     async def _reopen(self, address: str, channel: grpc.aio.Channel) -> FrontendLoop:
         assert self._frontend is not None

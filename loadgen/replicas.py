@@ -8,7 +8,9 @@ closes the rest, so the frontends pass that replica over
 until the replica takes connections again (docs/operations.md: a rolling
 restart is carried by the other replicas, and a restarted one gets traffic
 again). Requests that were waiting on the lost replica are lost with its
-connection, and counted in `lost`, never as answered.
+connection, and counted in `lost`, never as answered; except those a
+replica shutting down gracefully never accepted, which go to another
+replica (loadgen.spread_frontend).
 
 With one replica nothing else can carry the traffic, so losing it stops the
 load generator at once, as it always has; with several, only when none has
@@ -23,7 +25,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import websockets
 
-from loadgen.wsclients import QuerierClient, SpreadFrontend, wait_closed
+from loadgen.spread_frontend import SpreadFrontend
+from loadgen.wsclients import QuerierClient, wait_closed
 
 __all__ = ["NoReplicaReachable", "Replicas"]
 

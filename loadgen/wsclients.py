@@ -4,8 +4,8 @@ They speak docs/protocol.md exactly as any external frontend or querier
 would, over a real socket, so `manage.py loadgen` and `manage.py loadtest`
 exercise the same path as production traffic. Against several scheduler
 replicas (scale-out), a querier connects to every replica
-(`queriers_everywhere`) and a frontend (`SpreadFrontend`) sends to its home
-replica and retries a 429 once on another, as Mimir's frontends do;
+(`queriers_everywhere`) and a frontend (loadgen.spread_frontend) sends to
+its home replica and moves a request another replica may take;
 `wait_closed` says when a socket is gone, so loadgen.replicas can reconnect.
 """
 
@@ -23,8 +23,8 @@ import websockets
 
 __all__ = [
     "FrontendClient",
+    "Handler",
     "QuerierClient",
-    "SpreadFrontend",
     "queriers_everywhere",
     "wait_closed",
     "ws_connect",
@@ -162,6 +162,16 @@ class FrontendClient:
     async def send(self, msg: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(msg))
 
+    async def wait_read(self, timeout: float) -> None:
+        """Until every frame the server sent before its close was handed to
+        `on_reply`; raises TimeoutError if the socket is still open by then."""
+        if self._reader is not None:
+            await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+
+    def close_code(self) -> int | None:
+        """The code of the server's close frame (1006: none came); None while open."""
+        return None if self.ws is None else self.ws.close_code
+
     async def close(self) -> None:
         if self.ws is not None:
             with contextlib.suppress(websockets.ConnectionClosed):
@@ -185,122 +195,3 @@ def queriers_everywhere(
     or requests queued on a replica it skipped would wait for nobody.
     """
     return [QuerierClient(url, token, querier_id, **kwargs) for url in urls]
-
-
-_FINAL = frozenset({"result", "failed", "rejected", "cancelled", "error"})
-
-
-class SpreadFrontend:
-    """A frontend connected to every replica; sends to `home`, retries a 429 once.
-
-    Giving each frontend a different `home` spreads frontends over the
-    replicas. A request a replica refuses with 429 (that replica's share of
-    the tenant's limit is full) goes once to the next replica; only the final
-    reply reaches `on_reply`, and `retried` counts the second tries. Cancels
-    follow the request to the replica that holds it. `name` is given to every
-    replica (`FrontendClient`), so the frontend counts once across them.
-
-    A replica whose connection was lost (`disconnect(index)`) is passed over,
-    for new requests and for 429 retries, until `connect(index)` opens it
-    again; the requests it held are lost with the connection and never reach
-    `on_reply`.
-    """
-
-    def __init__(
-        self,
-        urls: Sequence[str],
-        token: str,
-        on_reply: Handler,
-        *,
-        home: int = 0,
-        name: str | None = None,
-    ) -> None:
-        if not urls:
-            raise ValueError("a frontend needs at least one scheduler URL")
-        self.on_reply = on_reply
-        self.home = home % len(urls)
-        self.retried = 0
-        self.clients = [
-            FrontendClient(url, token, self._replier(index), name=name)
-            for index, url in enumerate(urls)
-        ]
-        self.connected = [False] * len(urls)
-        # request id (JSON-encoded) -> [enqueue message, replica index, retried?]
-        self._pending: dict[str, list[Any]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        await asyncio.gather(*(self.connect(index) for index in range(len(self.clients))))
-
-    async def connect(self, index: int) -> None:
-        """Open the connection to replica `index`; it takes requests once open."""
-        await self.clients[index].start()
-        self.connected[index] = True
-
-    async def disconnect(self, index: int) -> int:
-        """Replica `index` is lost: pass it over and close its socket; how many requests it held.
-
-        Replies still arriving on that socket are dropped, so each request is
-        counted once: lost here, or answered through `on_reply`.
-        """
-        self.connected[index] = False
-        lost = [key for key, entry in self._pending.items() if entry[1] == index]
-        for key in lost:
-            del self._pending[key]
-        await self.clients[index].close()
-        return len(lost)
-
-    async def send(self, msg: dict[str, Any]) -> bool:
-        """Send to the request's replica; False, sending nothing, when it is not connected."""
-        key = json.dumps(msg.get("id"))
-        if msg.get("type") == "enqueue":
-            index = self._next_connected(self.home)
-            if index is None:
-                return False
-            self._pending[key] = [msg, index, False]
-        else:
-            entry = self._pending.get(key)
-            index = entry[1] if entry else self.home
-            if not self.connected[index]:
-                return False
-        await self._send_to(index, msg)
-        return True
-
-    async def _send_to(self, index: int, msg: dict[str, Any]) -> None:
-        # A socket that has just closed: the request is lost with its replica,
-        # and counted so by `disconnect` once the loss is noticed.
-        with contextlib.suppress(websockets.ConnectionClosed):
-            await self.clients[index].send(msg)
-
-    def _next_connected(self, start: int) -> int | None:
-        """The first connected replica from `start` on, wrapping round; None if none is."""
-        count = len(self.clients)
-        return next(
-            (i % count for i in range(start, start + count) if self.connected[i % count]), None
-        )
-
-    def _replier(self, index: int) -> Handler:
-        return lambda msg: self._on_reply(index, msg)
-
-    def _on_reply(self, index: int, msg: dict[str, Any]) -> None:
-        if not self.connected[index]:
-            return
-        key = json.dumps(msg.get("id"))
-        entry = self._pending.get(key)
-        refused = msg.get("type") == "rejected" and msg.get("status") == 429
-        other = self._next_connected(index + 1)
-        if refused and entry is not None and not entry[2] and other not in (None, index):
-            entry[1], entry[2] = other, True
-            self.retried += 1
-            task = asyncio.get_running_loop().create_task(self._send_to(entry[1], entry[0]))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return
-        if msg.get("type") in _FINAL:
-            self._pending.pop(key, None)
-        self.on_reply(msg)
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*(client.close() for client in self.clients))

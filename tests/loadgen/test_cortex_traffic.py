@@ -207,3 +207,41 @@ async def test_queries_on_a_replica_killed_under_them_are_counted_lost_within_th
             assert f"lost {c['lost']};" in demo.status()
         finally:
             await demo.close()
+
+
+async def test_queries_a_draining_replica_answers_shutting_down_go_to_another_and_complete(
+    daphne_server: DaphneProcess, address: str
+) -> None:
+    with DaphneProcess(extra_env={"SHUTDOWN_DRAIN_TIMEOUT": "30"}) as draining:
+        # A websocket request held by a querier that never answers keeps the
+        # replica draining (answering SHUTTING_DOWN) for the whole test.
+        token = draining.issue_token("editor", "loadgen-grpc-drain")
+        silent = await ws_connect(f"{draining.ws_url}/ws/querier/", token)
+        frontend = await ws_connect(f"{draining.ws_url}/ws/frontend/", token)
+        demo = GrpcDemo(
+            [address, f"127.0.0.1:{draining.grpc_port}"],
+            lambda _: 0.0,
+            querier_id="cortex-querier-d",
+            workers=1,
+        )
+        try:
+            await silent.send(json.dumps({"type": "hello", "querier_id": "silent", "workers": 1}))
+            await frontend.send(json.dumps({**make_request(random.Random(9), 1), "tenant": "t"}))
+            for _ in range(2):  # welcome, then the request
+                assert json.loads(await asyncio.wait_for(silent.recv(), DEADLINE))["type"]
+            await demo.start()
+            assert draining.proc is not None
+            draining.proc.terminate()
+            await until(lambda: "draining the queue" in draining.log(), "the drain to start")
+
+            rng = random.Random(11)
+            for n in range(30):
+                demo.submit(make_request(rng, n))
+            await until(lambda: demo.outstanding == 0, "every query answered")
+        finally:
+            await demo.close()
+            await silent.close()
+            await frontend.close()
+
+    assert demo.counts["sent"] == demo.counts["results"] == 30, demo.status()
+    assert demo.counts["errors"] == 0

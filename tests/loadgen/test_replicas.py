@@ -21,19 +21,27 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from loadgen import replicas as replicas_module
 from loadgen.daphne_process import free_port
 from loadgen.replicas import NoReplicaReachable, Replicas
-from loadgen.wsclients import QuerierClient, SpreadFrontend
+from loadgen.spread_frontend import SpreadFrontend
+from loadgen.wsclients import QuerierClient
 from tests.polling import until
 
 
 class StandIn:
-    """A replica that welcomes queriers and answers, or only enqueues, frontends' requests."""
+    """A replica that welcomes queriers and answers, or only enqueues, frontends' requests.
 
-    def __init__(self, *, answers: bool) -> None:
+    `acks=False`: it reads enqueues and says nothing, as a replica that has
+    begun closing does; `refuses`: it rejects every enqueue with that status.
+    """
+
+    def __init__(self, *, answers: bool, acks: bool = True, refuses: int | None = None) -> None:
         self.answers = answers
+        self.acks = acks
+        self.refuses = refuses
         self.port = free_port()
         self.url = f"ws://127.0.0.1:{self.port}"
         self.received: list[Any] = []
         self.server: Server | None = None
+        self._held: dict[ServerConnection, list[Any]] = {}
 
     async def start(self) -> StandIn:
         self.server = await serve(self._serve, "127.0.0.1", self.port)
@@ -47,6 +55,22 @@ class StandIn:
         self.server.close()
         await self.server.wait_closed()
 
+    async def shut_down(self) -> None:
+        """As a graceful SIGTERM, in its worst order: the querier sockets close
+        first (code 1000); then each frontend gets `failed` for every request
+        it accepted and had not answered, and its own close."""
+        assert self.server is not None
+        self.server.close(close_connections=False)
+        frontends = set(self._held)
+        queriers = [c for c in self.server.connections if c not in frontends]
+        await asyncio.gather(*(c.close(1000) for c in queriers))
+        await asyncio.sleep(0.3)
+        for connection, held in self._held.items():
+            for rid in held:
+                await connection.send(json.dumps({"type": "failed", "id": rid}))
+            await connection.close(1000)
+        await self.server.wait_closed()
+
     async def _serve(self, ws: ServerConnection) -> None:
         with contextlib.suppress(websockets.ConnectionClosed):
             async for raw in ws:
@@ -54,10 +78,19 @@ class StandIn:
                 if msg["type"] == "hello":
                     await ws.send(json.dumps({"type": "welcome", "workers": [1]}))
                 elif msg["type"] == "enqueue":
-                    self.received.append(msg["id"])
-                    await ws.send(json.dumps({"type": "enqueued", "id": msg["id"]}))
-                    if self.answers:
-                        await ws.send(json.dumps({"type": "result", "id": msg["id"]}))
+                    await self._enqueue(ws, msg["id"])
+
+    async def _enqueue(self, ws: ServerConnection, rid: Any) -> None:
+        self.received.append(rid)
+        held = self._held.setdefault(ws, [])
+        if self.refuses is not None:
+            await ws.send(json.dumps({"type": "rejected", "id": rid, "status": self.refuses}))
+        elif self.answers:
+            await ws.send(json.dumps({"type": "enqueued", "id": rid}))
+            await ws.send(json.dumps({"type": "result", "id": rid}))
+        elif self.acks:
+            held.append(rid)
+            await ws.send(json.dumps({"type": "enqueued", "id": rid}))
 
 
 class Generator:
@@ -91,7 +124,10 @@ class Generator:
         return any(text in line for line in self.warnings)
 
     def results(self) -> list[Any]:
-        return [reply["id"] for reply in self.replies if reply["type"] == "result"]
+        return self.replied("result")
+
+    def replied(self, kind: str) -> list[Any]:
+        return [reply["id"] for reply in self.replies if reply["type"] == kind]
 
     async def close(self) -> None:
         if self.watch is not None:
@@ -175,3 +211,81 @@ async def test_a_lone_replica_lost_stops_the_watch_at_once_with_the_sockets_own_
         assert generator.warnings == []
     finally:
         await generator.close()
+
+
+async def test_a_drain_s_failed_replies_count_even_when_a_querier_socket_closes_first(
+    pair: tuple[StandIn, StandIn],
+) -> None:
+    a, b = pair
+    generator = await Generator([a, b], home=1).start()
+    try:
+        await generator.send("held-1", "held-2")
+        await until(lambda: b.received == ["held-1", "held-2"])
+
+        await b.shut_down()
+        await until(lambda: generator.said(f"lost replica {b.url}"))
+
+        await until(lambda: generator.replied("failed") == ["held-1", "held-2"])
+        assert generator.replicas.lost == 0
+    finally:
+        await generator.close()
+
+
+async def test_a_request_a_replica_shutting_down_never_accepted_goes_to_another_replica() -> None:
+    a, b = StandIn(answers=True), StandIn(answers=False, acks=False)
+    await a.start()
+    await b.start()
+    generator = await Generator([a, b], home=1).start()
+    try:
+        await generator.send("unheard")
+        await until(lambda: b.received == ["unheard"])
+
+        await b.shut_down()
+
+        await until(lambda: generator.results() == ["unheard"])
+        assert a.received == ["unheard"]
+        assert generator.replicas.lost == 0
+        assert generator.frontend.retried == 1
+    finally:
+        await generator.close()
+        assert a.server is not None
+        a.server.close()
+
+
+async def test_a_request_a_killed_replica_never_acknowledged_is_lost_not_sent_twice() -> None:
+    a, b = StandIn(answers=True), StandIn(answers=False, acks=False)
+    await a.start()
+    await b.start()
+    generator = await Generator([a, b], home=1).start()
+    try:
+        await generator.send("unheard")
+        await until(lambda: b.received == ["unheard"])
+
+        await b.kill()  # it may have queued the request: resending could run it twice
+
+        await until(lambda: generator.replicas.lost == 1)
+        assert a.received == []
+        assert generator.replies == []
+    finally:
+        await generator.close()
+        assert a.server is not None
+        a.server.close()
+
+
+async def test_a_request_refused_as_shutting_down_is_sent_once_to_the_next_replica() -> None:
+    a, b = StandIn(answers=True), StandIn(answers=False, refuses=503)
+    await a.start()
+    await b.start()
+    generator = await Generator([a, b], home=1).start()
+    try:
+        await generator.send("refused")
+
+        await until(lambda: generator.results() == ["refused"])
+        assert b.received == a.received == ["refused"]
+        assert generator.replied("rejected") == []
+        assert generator.frontend.retried == 1
+    finally:
+        await generator.close()
+        for stand_in in (a, b):
+            assert stand_in.server is not None
+            stand_in.server.close()

@@ -27,7 +27,8 @@ import websockets
 
 from api.wire.grpc.clients import CortexFrontend
 from loadgen.daphne_process import DaphneProcess
-from loadgen.wsclients import SpreadFrontend, queriers_everywhere, ws_connect
+from loadgen.spread_frontend import SpreadFrontend
+from loadgen.wsclients import queriers_everywhere, ws_connect
 from tests.service.replica_pair import replica, require_servers, scale_out_env, started_pair
 
 NOW = time.time()

@@ -2,7 +2,7 @@
 
 `--url` may be repeated, one per scheduler replica: every querier then
 connects to every replica, and frontends are spread over the replicas,
-each retrying a 429 once on another (`loadgen.wsclients.SpreadFrontend`).
+each moving a request another replica may take (`loadgen.spread_frontend`).
 A replica lost on the way is said on stderr and reconnected while the others
 carry the traffic (`loadgen.replicas.Replicas`); the report line then ends
 with the replicas up and the requests lost with a connection. With one
@@ -45,7 +45,8 @@ from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
 from loadgen.options import check_loadgen_options, ws_base
 from loadgen.replicas import NoReplicaReachable, Replicas
-from loadgen.wsclients import SpreadFrontend, queriers_everywhere
+from loadgen.spread_frontend import SpreadFrontend
+from loadgen.wsclients import queriers_everywhere
 
 __all__ = ["Command"]
 
