@@ -77,6 +77,7 @@ class DaphneProcess:
         self._shared_tokens: dict[str, str] = {}
         self._python: PythonProcess | None = None
         self._python_lock = threading.Lock()
+        self._migrated = False
 
     def manage(self, *args: str, stdin: str | None = None) -> str:
         """Run `manage.py ARGS` against this server's database; its stdout."""
@@ -170,14 +171,19 @@ class DaphneProcess:
         return self
 
     def _migrate(self) -> None:
-        """Bring the database to this code's migrations.
+        """Bring the database to this code's migrations, once per instance.
 
         A fresh SQLite database of our own is a copy of one migrated once
         per process (`_migrated_sqlite`): migrating takes seconds, a copy
         milliseconds, and a test suite starts many servers. A database the
         caller chose (`DATABASE_URL` in `extra_env`), or one that exists
-        already (a restart), is migrated as it is.
+        already, is migrated as it is. A restart (`stop()` then `start()`)
+        finds it migrated by the first start: the code has not changed
+        since, so it skips a `manage.py migrate` of a few seconds.
         """
+        if self._migrated:
+            return
+        self._migrated = True
         target = self.tmp / "db.sqlite3"
         if self.env["DATABASE_URL"] != f"sqlite:///{target}" or target.exists():
             self.manage("migrate", "--noinput", "-v0")
