@@ -231,12 +231,24 @@ async def test_a_drain_s_failed_replies_count_even_when_a_querier_socket_closes_
         await generator.close()
 
 
-async def test_a_request_a_replica_shutting_down_never_accepted_goes_to_another_replica() -> None:
-    a, b = StandIn(answers=True), StandIn(answers=False, acks=False)
-    await a.start()
+@contextlib.asynccontextmanager
+async def sending_to(b: StandIn) -> AsyncIterator[tuple[StandIn, Generator]]:
+    """Replica `b` (the frontend's home) beside an answering one; both closed after."""
+    a = await StandIn(answers=True).start()
     await b.start()
     generator = await Generator([a, b], home=1).start()
     try:
+        yield a, generator
+    finally:
+        await generator.close()
+        for stand_in in (a, b):
+            assert stand_in.server is not None
+            stand_in.server.close()
+
+
+async def test_a_request_a_replica_shutting_down_never_accepted_goes_to_another_replica() -> None:
+    b = StandIn(answers=False, acks=False)
+    async with sending_to(b) as (a, generator):
         await generator.send("unheard")
         await until(lambda: b.received == ["unheard"])
 
@@ -246,18 +258,11 @@ async def test_a_request_a_replica_shutting_down_never_accepted_goes_to_another_
         assert a.received == ["unheard"]
         assert generator.replicas.lost == 0
         assert generator.frontend.retried == 1
-    finally:
-        await generator.close()
-        assert a.server is not None
-        a.server.close()
 
 
 async def test_a_request_a_killed_replica_never_acknowledged_is_lost_not_sent_twice() -> None:
-    a, b = StandIn(answers=True), StandIn(answers=False, acks=False)
-    await a.start()
-    await b.start()
-    generator = await Generator([a, b], home=1).start()
-    try:
+    b = StandIn(answers=False, acks=False)
+    async with sending_to(b) as (a, generator):
         await generator.send("unheard")
         await until(lambda: b.received == ["unheard"])
 
@@ -266,26 +271,14 @@ async def test_a_request_a_killed_replica_never_acknowledged_is_lost_not_sent_tw
         await until(lambda: generator.replicas.lost == 1)
         assert a.received == []
         assert generator.replies == []
-    finally:
-        await generator.close()
-        assert a.server is not None
-        a.server.close()
 
 
 async def test_a_request_refused_as_shutting_down_is_sent_once_to_the_next_replica() -> None:
-    a, b = StandIn(answers=True), StandIn(answers=False, refuses=503)
-    await a.start()
-    await b.start()
-    generator = await Generator([a, b], home=1).start()
-    try:
+    b = StandIn(answers=False, refuses=503)
+    async with sending_to(b) as (a, generator):
         await generator.send("refused")
 
         await until(lambda: generator.results() == ["refused"])
         assert b.received == a.received == ["refused"]
         assert generator.replied("rejected") == []
         assert generator.frontend.retried == 1
-    finally:
-        await generator.close()
-        for stand_in in (a, b):
-            assert stand_in.server is not None
-            stand_in.server.close()
