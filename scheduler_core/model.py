@@ -34,6 +34,7 @@ __all__ = [
     "QueryPriority",
     "QueryRejection",
     "QuerierDisconnected",
+    "QuerierNoResult",
     "QueueConfig",
     "Request",
     "TenantLimits",
@@ -69,6 +70,17 @@ class QuerierDisconnected(str):
     Its text names the querier, so it is plain reason text to transports;
     observers that label series by reason (`api.wire.failure_metrics`) tell
     it by its type, never by reading the words.
+    """
+
+    __slots__ = ()
+
+
+class QuerierNoResult(str):
+    """The reason of a failure because the querier finished without a result.
+
+    A Cortex querier says "done" even when its result call failed (a result
+    over the scheduler's message size, a network error): the frontend would
+    wait for ever. Told by its type, like `QuerierDisconnected`.
     """
 
     __slots__ = ()

@@ -30,6 +30,7 @@ from scheduler_core.loops import running_loop
 from scheduler_core.model import (
     CancelReason,
     QuerierDisconnected,
+    QuerierNoResult,
     QueueConfig,
     Request,
     TenantLimits,
@@ -243,6 +244,18 @@ class SchedulerRuntime(RuntimeDrain):
         request = self.queue.complete(request_id)
         if request is not None:
             self._notify("on_completed", request)
+            self._note_if_empty()
+        return request
+
+    def fail_unanswered(self, request_id: str, querier_id: str) -> Request | None:
+        """The querier is done with the request but its result never reached the
+        frontend (the transport knows); its worker is free again, and the
+        request fails back with a `QuerierNoResult` instead of completing."""
+        self._cancellations.pop(request_id, None)
+        request = self.queue.complete(request_id)
+        if request is not None:
+            reason = f"querier {querier_id} finished the request without sending its result"
+            self._notify("on_failed", request, QuerierNoResult(reason))
             self._note_if_empty()
         return request
 

@@ -9,6 +9,9 @@ per querier ID; each reason is mapped to one of a fixed set instead:
 
 - `querier_disconnected`: the querier running it went away, and it had
   already been retried once (or the scheduler was stopping).
+- `querier_no_result`: its querier said it was done, but the result never
+  reached the scheduler relaying it (a Cortex querier running a websocket
+  frontend's request, whose result call failed).
 - `shutting_down`: still queued or running when the shutdown drain ran out.
 - `operator_cancelled`: an operator cancelled it from the inspector or the
   API (the frontend still waits, so it is told as a failure).
@@ -16,7 +19,7 @@ per querier ID; each reason is mapped to one of a fixed set instead:
   until it is given its own value).
 
 The mapping reads the reason's type where `scheduler_core` gives one (a
-`CancelReason`, a `QuerierDisconnected`), and otherwise its one constant
+`CancelReason`, a `QuerierDisconnected`, a `QuerierNoResult`), and otherwise its one constant
 text, `SHUTTING_DOWN`: never the words of a reason that names a querier.
 """
 
@@ -25,16 +28,17 @@ from __future__ import annotations
 from prometheus_client.registry import CollectorRegistry
 
 from api.wire.loop_metrics import TallyCounter
-from scheduler_core.model import CancelReason, QuerierDisconnected
+from scheduler_core.model import CancelReason, QuerierDisconnected, QuerierNoResult
 from scheduler_core.runtime import SHUTTING_DOWN
 
 __all__ = ["REASONS", "FailureCounter", "failure_label"]
 
 QUERIER_DISCONNECTED = "querier_disconnected"
+QUERIER_NO_RESULT = "querier_no_result"
 SHUTTING_DOWN_LABEL = "shutting_down"
 OPERATOR_CANCELLED = "operator_cancelled"
 OTHER = "other"
-REASONS = (QUERIER_DISCONNECTED, SHUTTING_DOWN_LABEL, OPERATOR_CANCELLED, OTHER)
+REASONS = (QUERIER_DISCONNECTED, QUERIER_NO_RESULT, SHUTTING_DOWN_LABEL, OPERATOR_CANCELLED, OTHER)
 
 
 def failure_label(reason: str) -> str:
@@ -45,6 +49,8 @@ def failure_label(reason: str) -> str:
         return SHUTTING_DOWN_LABEL
     if isinstance(reason, QuerierDisconnected):
         return QUERIER_DISCONNECTED
+    if isinstance(reason, QuerierNoResult):
+        return QUERIER_NO_RESULT
     return OTHER
 
 
@@ -56,6 +62,7 @@ class FailureCounter(TallyCounter):
             "queue_inspector_failed_requests_total",
             "Requests failed back to their frontend, by tenant and reason: "
             "querier_disconnected (its querier went away after its one retry), "
+            "querier_no_result (its querier finished but its result never reached us), "
             "shutting_down (left when the shutdown drain ended), operator_cancelled "
             "(cancelled from the inspector or the API), other (any other reason).",
             ("user", "reason"),

@@ -14,7 +14,7 @@ from scheduler_core.errors import (
     TooManyRequests,
     UnknownQuerier,
 )
-from scheduler_core.model import QueueConfig, Request, TenantLimits
+from scheduler_core.model import QuerierNoResult, QueueConfig, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 from tests.fakes import FakeClock
 
@@ -116,6 +116,23 @@ async def test_a_request_whose_querier_vanished_is_retried_once_then_failed(
     assert kinds == ["enqueued", "dispatched", "dispatched", "failed"]
     reason = runtime.observer.events[-1][2]
     assert "q-2 disconnected" in reason
+
+
+async def test_a_request_finished_without_a_result_fails_once_and_frees_its_worker(
+    runtime: SchedulerRuntime,
+) -> None:
+    runtime.enqueue(Request(id="r1", tenant_id="t1"))
+    runtime.enqueue(Request(id="r2", tenant_id="t1"))
+    worker = runtime.connect_querier("q-1")
+    await runtime.next_request("q-1", worker)
+
+    assert runtime.fail_unanswered("r1", "q-1") is not None
+    assert runtime.fail_unanswered("r1", "q-1") is None  # ended already
+    assert runtime.complete("r1") is None
+
+    assert runtime.observer.kinds("r1") == ["enqueued", "dispatched", "failed"]
+    assert isinstance(runtime.observer.events[-1][2], QuerierNoResult)
+    assert (await asyncio.wait_for(runtime.next_request("q-1", worker), 1)).id == "r2"
 
 
 async def test_a_querier_that_announced_shutdown_stops_waiting_with_an_error(

@@ -130,6 +130,11 @@ class ForeignRequests:
         """The request's result reached its frontend through us."""
         return request_id in self._answered
 
+    def unanswered(self, request: Request) -> bool:
+        """Ours to answer (its frontend is not Cortex's) and no result came: a
+        querier saying "done" now has lost the result on its way to us."""
+        return request.id in self._local_of
+
     def forget(self, request: Request, *_: Any) -> None:
         self._answered.discard(request.id)
         local = self._local_of.pop(request.id, None)

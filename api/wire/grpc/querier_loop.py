@@ -54,6 +54,8 @@ class QuerierRuntime(Protocol):
 
     def complete(self, request_id: str) -> Request | None: ...
 
+    def fail_unanswered(self, request_id: str, querier_id: str) -> Request | None: ...
+
     def disconnect_querier_worker(self, querier_id: str, worker_id: int) -> Request | None: ...
 
     def notify_querier_shutdown(self, querier_id: str) -> None: ...
@@ -125,7 +127,13 @@ class QuerierLoopServicer:
                 # re-queues it once or fails it to its frontend.
                 self._end_if_answered(request)
                 return
-            self._runtime.complete(request.id)
+            if self._foreign.unanswered(request):
+                # A Cortex querier says "done" even when its QueryResult call
+                # to us failed (a result over our message size): completed,
+                # the websocket frontend waited for ever.
+                self._runtime.fail_unanswered(request.id, querier_id)
+            else:
+                self._runtime.complete(request.id)
 
     def _end_if_answered(self, request: Request) -> None:
         """Complete a websocket frontend's request whose result already came back.

@@ -83,3 +83,17 @@ def test_forgetting_a_tenant_drops_its_series_of_every_reason_and_no_one_elses()
     counter.forget("never-seen")
     rows: Any = counter.take()()[0].rows
     assert rows == [(("stays", "shutting_down"), 1.0)]
+
+
+async def test_a_request_its_querier_finished_without_a_result_counts_as_querier_no_result() -> (
+    None
+):
+    runtime, failures = bare_runtime()
+    runtime.enqueue(Request(id="r1", tenant_id="t"))
+    worker = runtime.connect_querier("q-3")
+    await runtime.next_request("q-3", worker)
+
+    runtime.fail_unanswered("r1", "q-3")
+
+    assert failures.reasons == ["querier q-3 finished the request without sending its result"]
+    assert failures.rows() == {("t", "querier_no_result"): 1.0}
