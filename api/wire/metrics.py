@@ -90,6 +90,19 @@ ENQUEUED = TallyCounter(
 )
 # Its `reason` is one of a fixed few (api.wire.failure_metrics), not the text.
 FAILED = FailureCounter(registry=REGISTRY)
+# The runtime's `on_completed`, reported once per request when a querier's
+# result ended it: a late or repeated result finds nothing to complete and is
+# not reported. With ENQUEUED, CANCELLED and FAILED above and the queue's
+# gauges (queued, in flight), every accepted request is accounted for per
+# tenant: one scrape reads them all in one loop turn, so they add up exactly.
+COMPLETED = TallyCounter(
+    "queue_inspector_completed_requests_total",
+    "Requests that ended with their querier's result delivered or relayed to their "
+    "frontend, whatever its HTTP status, by tenant: counted once per request, never "
+    "for a late or duplicate result the scheduler drops.",
+    ("user",),
+    registry=REGISTRY,
+)
 # What the inspector's "Querier time" panel shows, for dashboards: its rate
 # per tenant is how many workers the tenant held on average.
 QUERIER_SECONDS = TallyCounter(
@@ -122,6 +135,8 @@ def _idle_seconds() -> float:
     return float(getattr(settings, "METRICS_TENANT_IDLE_SECONDS", DEFAULT_IDLE_SECONDS))
 
 
+# The counters labelled by tenant alone, each a series per tenant to forget.
+_BY_TENANT = (CANCELLED, COMPLETED, QUERIER_SECONDS)
 # Per-tenant series go once a tenant has had nothing queued or in flight for
 # METRICS_TENANT_IDLE_SECONDS (api.wire.tenant_series).
 JANITOR = TenantSeriesJanitor(_runtime_clock, _idle_seconds)
@@ -138,9 +153,9 @@ def _forget_tenant(tenant_id: str) -> None:
     for priority in _PRIORITIES.pop(tenant_id, ()):
         ENQUEUED.remove(tenant_id, priority)
         DISCARDED.remove(tenant_id, priority)
-    CANCELLED.remove(tenant_id)
+    for counter in _BY_TENANT:
+        counter.remove(tenant_id)
     FAILED.forget(tenant_id)
-    QUERIER_SECONDS.remove(tenant_id)
     PEAKS.forget(tenant_id)
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
@@ -188,12 +203,14 @@ def _note_priority(tenant: str, priority: str) -> None:
     seen.add(priority)
 
 
-def _run_ended(request: Request) -> None:
+def _ended(request: Request) -> None:
+    """What every end (completed, failed or cancelled) counts beside its own counter."""
     # `dispatched_at` is on the runtime's clock, the host's time.monotonic;
     # None for a request that ended while queued (no querier time).
     started = request.dispatched_at
     if started is not None:
         QUERIER_SECONDS.add(time.monotonic() - started, request.tenant_id)
+    JANITOR.ended(request.tenant_id)
 
 
 class MetricsObserver:
@@ -227,17 +244,15 @@ class MetricsObserver:
 
     def on_cancelled(self, request: Request) -> None:
         CANCELLED.inc(request.tenant_id)
-        _run_ended(request)
-        JANITOR.ended(request.tenant_id)
+        _ended(request)
 
     def on_completed(self, request: Request) -> None:
-        _run_ended(request)
-        JANITOR.ended(request.tenant_id)
+        COMPLETED.inc(request.tenant_id)
+        _ended(request)
 
     def on_failed(self, request: Request, reason: str) -> None:
         FAILED.count(request.tenant_id, reason)
-        _run_ended(request)
-        JANITOR.ended(request.tenant_id)
+        _ended(request)
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         QUEUE_DURATION.observe(wait, request.component, str(request.priority))

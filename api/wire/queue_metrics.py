@@ -1,7 +1,8 @@
 """The queue's gauges on `/metrics`, computed from the running scheduler at scrape time.
 
 Queue length by tenant, priority and queue type, connected querier and
-frontend clients and in-flight requests by component (Cortex's names) are
+frontend clients and in-flight requests by component (Cortex's names), and
+in-flight requests by tenant (ours), are
 read from the queue's counts when a scrape comes, so they can never drift
 from the queue. So are Mimir's newest queue signals, cheap here too: the
 oldest wait comes from the leaf heads the counts already read, and the
@@ -261,10 +262,18 @@ def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[RowFam
         "Requests being run by querier workers, by query component.",
         ("query_component",),
     )
+    # Ours: with the queue length, what a tenant has outstanding, so that
+    # enqueued = completed + failed + cancelled + queued + running per tenant.
+    running = _gauge(
+        "queue_inspector_inflight_requests",
+        "Requests being run by querier workers, by tenant (a tenant with none is not listed).",
+        ("user",),
+    )
+    families = [length, queriers, frontend_gauge, inflight, running]
     frontend_gauge.add_metric([], frontends)
     if counts is None:
         queriers.add_metric([], 0)
-        return [length, queriers, frontend_gauge, inflight]
+        return families
     per_priority: Tally[tuple[str, int, bool]] = Tally()
     for row in counts.by_priority:
         per_priority[(row.tenant_id, row.priority, row.priority_enabled)] += row.length
@@ -275,7 +284,13 @@ def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[RowFam
     busy: Tally[str] = Tally(w.component for w in workers if w.request_id and w.component)
     for component, count in sorted(busy.items()):
         inflight.add_metric([component], count)
-    return [length, queriers, frontend_gauge, inflight]
+    # A worker holds its request (and so its tenant) until the request ends or
+    # the worker leaves, which re-queues or fails it: busy workers are exactly
+    # what is running.
+    by_tenant: Tally[str] = Tally(w.tenant_id for w in workers if w.tenant_id is not None)
+    for tenant, count in sorted(by_tenant.items()):
+        running.add_metric([tenant], count)
+    return families
 
 
 class SnapshotCollector(LoopBoundCollector):

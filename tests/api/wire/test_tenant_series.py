@@ -102,6 +102,7 @@ COUNTERS = (
     "cortex_query_scheduler_discarded_requests_total",
     "cortex_query_scheduler_cancelled_requests_total",
     "queue_inspector_failed_requests_total",
+    "queue_inspector_completed_requests_total",
 )
 
 
