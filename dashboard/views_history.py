@@ -34,6 +34,7 @@ from scheduler_core.bounds import parse_decimal
 
 __all__ = [
     "PICKS",
+    "ROLLBACK_NOTE_MAX",
     "compare",
     "compare_picks",
     "compare_request",
@@ -45,6 +46,10 @@ __all__ = [
     "rollback_confirm",
     "tenant_search",
 ]
+
+# A rollback's change note, within the revision's 500-character message
+# after its "rollback of revision #N: " lead (a version of up to 12 digits).
+ROLLBACK_NOTE_MAX = 500 - len("rollback of revision #999999999999: ")
 
 
 def diff_mode(request: HttpRequest) -> str:
@@ -205,13 +210,14 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 
 def rollback_confirm(
-    request: HttpRequest, revision: ConfigRevision, notice: str = ""
+    request: HttpRequest, revision: ConfigRevision, notice: str = "", note_error: str = ""
 ) -> HttpResponse:
     """What rolling back `revision` would change, and the button that does it.
 
     The form carries the config version the diff was made at, so a change
     landing before the click shows the new diff instead of applying one
-    nobody saw (`notice` says so, with 409).
+    nobody saw (`notice` says so, with 409). The change note typed is kept
+    across either answer; `note_error` refuses it (400) at its box.
     """
     seen_version = selectors.config_version_get()
     preview = rollback_preview(revision)
@@ -219,7 +225,11 @@ def rollback_confirm(
         "revision": revision,
         "seen_version": seen_version,
         "notice": notice,
+        "note": request.POST.get("message", ""),
+        "note_error": note_error,
+        "note_max": ROLLBACK_NOTE_MAX,
         "mode_links": mode_links(request, request.path),
         **_shown(preview, diff_mode(request)),
     }
-    return page(request, "dashboard/confirm_rollback.html", context, status=409 if notice else 200)
+    status = 400 if note_error else 409 if notice else 200
+    return page(request, "dashboard/confirm_rollback.html", context, status=status)

@@ -9,7 +9,11 @@ form, which posts here (never saving anything):
   (`dashboard.tenant_draft.draft_from_post`), as `proposed.tenants.<id>`;
 - the settings page's "Simulate switching layout / component selection":
   the settings that differ from the live ones, as `proposed.settings`.
-Viewers may use it: it changes nothing.
+Viewers may use it: it changes nothing. A carried proposal comes with the
+way back to where it came from: for an editor, the tenant editor given its
+draft again (a post, as the editor's own buttons carry drafts; the script
+sends the block as edited here when it was), for a viewer the tenant's
+page; Settings, which keeps no draft, by a plain link.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 
 from api.store import selectors
+from api.store.import_plan import tenant_id_errors
 from dashboard.access import page, role_required
 from dashboard.forms import settings_from_post
-from dashboard.tenant_draft import draft_from_post
+from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
 from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
@@ -31,8 +37,11 @@ __all__ = ["simulate"]
 WINDOWS = ((300, "last 5 minutes"), (900, "last 15 minutes"), (3600, "last 60 minutes"))
 
 
-def _carried(request: HttpRequest, live: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The proposal a posting page carried, and a line saying where it came from."""
+def _carried(
+    request: HttpRequest, live: dict[str, Any]
+) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
+    """The proposal a posting page carried, a line saying where it came from, and
+    the way back there (`_back_to_tenant`; None: nowhere to go back to)."""
     origin = request.POST.get("simulate_from", "")
     if origin == "settings":
         changed = {
@@ -40,29 +49,84 @@ def _carried(request: HttpRequest, live: dict[str, Any]) -> tuple[dict[str, Any]
             for key, value in settings_from_post(request.POST).items()
             if str(live.get(key)) != str(value)
         }
-        return {"settings": changed, "tenants": {}}, "the unsaved settings form"
+        back = {
+            "method": "get",
+            "url": reverse("dashboard:settings"),
+            "label": "‹ Settings",
+            "note": "The settings form keeps no unsaved draft: set the proposal's settings "
+            "there again to save them.",
+        }
+        return {"settings": changed, "tenants": {}}, "the unsaved settings form", back
     if origin.startswith("tenant"):
         tenant_id = request.POST.get("tenant_id", "").strip() or origin.partition(":")[2]
         if tenant_id:
             # The draft of whichever view posted: the YAML view has no form
             # inputs, and read as a form its draft was an empty rule set.
-            draft = draft_from_post(request.POST).config
+            posted = draft_from_post(request.POST)
+            draft = posted.config
+            back = _back_to_tenant(request, tenant_id, posted)
             if draft is None:
-                return {"settings": {}, "tenants": {}}, (
-                    f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
-                    "block; fix it there first)"
+                return (
+                    {"settings": {}, "tenants": {}},
+                    (
+                        f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
+                        "block; fix it there first)"
+                    ),
+                    back,
                 )
             carried = {"settings": {}, "tenants": {tenant_id: draft}}
             # A viewer's read-only editor (or an editor's untouched one)
             # carries the saved block itself: said so, or the page would
             # promise a change that simulates as none.
             if selectors.tenant_configs([tenant_id]).get(tenant_id) == draft:
-                return carried, (
-                    f"tenant {tenant_id}'s saved block, unchanged: change it under Proposed to "
-                    "simulate a change"
+                return (
+                    carried,
+                    (
+                        f"tenant {tenant_id}'s saved block, unchanged: change it under Proposed to "
+                        "simulate a change"
+                    ),
+                    back,
                 )
-            return carried, f"the unsaved editor of tenant {tenant_id}"
-    return {"settings": {}, "tenants": {}}, ""
+            return carried, f"the unsaved editor of tenant {tenant_id}", back
+    return {"settings": {}, "tenants": {}}, "", None
+
+
+def _back_to_tenant(request: HttpRequest, tenant_id: str, posted: Draft) -> dict[str, Any] | None:
+    """The way back to the editor a tenant's draft came from.
+
+    An editor's is a post of that draft, in the view it was in (its YAML
+    text as typed, so a block that did not parse is there to fix), at the
+    version the editor was loaded with: a save from there is still refused
+    if someone saved since. A viewer's editor shows the saved block, so a
+    link to it does; a tenant not saved yet has none.
+    """
+    saved = tenant_id in selectors.tenant_configs([tenant_id])
+    routable = not tenant_id_errors(tenant_id)
+    if request.role != "editor":  # type: ignore[attr-defined]
+        if not (saved and routable):
+            return None
+        url = reverse("dashboard:tenant", args=[tenant_id])
+        return {"method": "get", "url": url, "label": f"‹ Tenant {tenant_id}'s editor"}
+    typed = posted.view == YAML and posted.text is not None
+    fields = {
+        "version": request.POST.get("version", ""),
+        "view": YAML,
+        "yaml": posted.text if typed else yaml_for(tenant_id, posted.config or {}),
+        "action": "view-yaml" if typed else "view-form",
+    }
+    if saved and routable:
+        url = reverse("dashboard:tenant", args=[tenant_id])
+    else:
+        # A tenant not saved yet: the new-tenant editor, which takes the ID posted.
+        url = reverse("dashboard:tenant-new")
+        fields["tenant_id"] = tenant_id
+    return {
+        "method": "post",
+        "url": url,
+        "tenant": tenant_id,
+        "fields": fields,
+        "label": f"‹ Back to tenant {tenant_id}'s editor, with this draft",
+    }
 
 
 @role_required
@@ -71,8 +135,9 @@ def simulate(request: HttpRequest) -> HttpResponse:
     live = queue_config_to_dict(selectors.queue_config_get())
     proposal: dict[str, Any] = {"settings": {}, "tenants": {}}
     origin = ""
+    back = None
     if request.method == "POST":
-        proposal, origin = _carried(request, live)
+        proposal, origin, back = _carried(request, live)
     # The live side of what the proposal changes: beside a tenant's draft,
     # the block it would replace (none for a tenant not saved yet).
     stored = selectors.tenant_configs(list(proposal["tenants"]))
@@ -80,6 +145,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
         "live_view": {"settings": live, "tenants": stored},
         "proposal": proposal,
         "origin": origin,
+        "back": back,
         "windows": WINDOWS,
         "scenarios": SCENARIO_NAMES,
         "components": COMPONENTS,

@@ -457,6 +457,7 @@ def test_the_rollback_confirmation_at_400_px_shows_its_diff_and_both_buttons(
         *top_bar(page),
         page.get_by_role("link", name="‹ History"),
         page.get_by_role("link", name="Side by side"),
+        page.get_by_label("Change note (optional)"),
         page.locator("#confirm-rollback"),
         page.get_by_role("link", name="Cancel", exact=True),
     )

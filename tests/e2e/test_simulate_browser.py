@@ -47,7 +47,7 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
         # The saved rule (^never$) gives every query priority 0; the proposed
         # one gives the special queries priority 5.
         expect(page.locator("#sim-verdicts")).to_contain_text(
-            re.compile(r"p99 for priority 5: no requests -> [0-9.e-]+ s")
+            re.compile(r"p99 for priority 5: no requests live → [0-9.]+ (µs|ms|s) proposed")
         )
         expect(page.locator("#sim-verdicts")).to_contain_text("p99 for priority 0: ")
         expect(page.locator("#sim-verdict-summary")).to_contain_text(
@@ -227,7 +227,7 @@ def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) 
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
     summary = page.locator("#sim-verdict-summary")
-    line = re.compile(r"Requests rejected \(429 and rules\): (\d+) -> (\d+)\.")
+    line = re.compile(r"Requests rejected \(429 and rules\): (\d+) live → (\d+) proposed\.")
     expect(summary).to_contain_text(line)
     live, proposed = map(int, line.findall(summary.inner_text())[0])
     assert proposed > live

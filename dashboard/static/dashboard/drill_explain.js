@@ -94,8 +94,61 @@ export class DrillExplain {
       : null;
     const found = problem ? { problem } : explainFragment(detail, row.since);
     if (found.problem) panel.say(found.problem, "error");
-    else window.location.assign(`/tenants/${encodeURIComponent(row.tenant)}/${found.fragment}`);
+    else {
+      remember(panel, row);
+      window.location.assign(`/tenants/${encodeURIComponent(row.tenant)}/${found.fragment}`);
+    }
   }
+}
+
+// -- the browser's Back from the explain box ---------------------------------
+// The drill-down lives in the page, not in its address (the inspector's own
+// view is in the URL). So the drill state at the Explain press goes into the
+// inspector's history entry (history.state, beside its URL), and the
+// browser's Back to that entry opens the panel again as it was: the node, the
+// filter boxes, how many rows were asked for, the rows opened (with their
+// fetched texts), where the page and the list were scrolled, and the focus on
+// the Explain button pressed. A reload or a link to the inspector opens it
+// as always, without the panel.
+
+// The filter boxes by id, and which property of each holds its state.
+const BOXES = [["drill-search", "value"], ["drill-regex", "checked"], ["drill-actor", "value"], ["drill-state", "value"], ["drill-priority", "value"], ["drill-min-wait", "value"]];
+
+function remember(panel, row) {
+  const drill = {
+    node: panel.node,
+    boxes: BOXES.map(([id, prop]) => document.getElementById(id)[prop]),
+    limit: panel.limit,
+    open: [...panel.open],
+    texts: [...panel.open].filter((key) => panel.texts.has(key)).map((key) => [key, panel.texts.get(key)]),
+    scroll: { page: window.scrollY, list: panel.list.scrollTop },
+    focus: row.key,
+  };
+  history.replaceState({ ...history.state, drill }, "");
+}
+
+// Opens `panel` as remembered, when this page was reached by Back (or Forward).
+export function returnToDrill(panel) {
+  const saved = history.state?.drill;
+  const [entry] = performance.getEntriesByType("navigation");
+  if (!saved || entry?.type !== "back_forward") return;
+  panel.show(saved.node);
+  BOXES.forEach(([id, prop], i) => { document.getElementById(id)[prop] = saved.boxes[i]; });
+  panel.limit = saved.limit;
+  panel.open = new Set(saved.open);
+  panel.texts = new Map(saved.texts);
+  panel.reveal = false; // its place is put back below, not scrolled to its head
+  panel.send();
+  // Once its rows are listed: the scroll and the focus where they were.
+  const listed = new MutationObserver(() => {
+    if (!panel.list.children.length) return;
+    listed.disconnect();
+    panel.list.scrollTop = saved.scroll.list;
+    window.scrollTo(0, saved.scroll.page);
+    const li = panel.list.querySelector(`[data-key="${CSS.escape(saved.focus)}"]`);
+    li?.querySelector(".explain-one")?.focus({ preventScroll: true });
+  });
+  listed.observe(panel.list, { childList: true });
 }
 
 // The HTTP status of the tenant's block as the REST API serves it: 404 without one.

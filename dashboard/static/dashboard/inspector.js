@@ -6,6 +6,7 @@ import { TimeChart } from "./timeseries.js";
 import { setAttr, setText as writeText } from "./dom.js";
 import { emptyTreeText, formatRate, formatSeconds, formatWait, iso, loadText, showText } from "./format.js";
 import { DrillPanel } from "./drill.js";
+import { returnToDrill } from "./drill_explain.js";
 import { byId, setProp, setText } from "./ids.js";
 import { LiveClient } from "./live.js";
 import { applyFrontends, applyQueriers } from "./panels.js";
@@ -387,4 +388,5 @@ if (layoutForm) {
 
 window.inspectorClient = client;
 window.inspectorDrill = drill; // for the benchmark (tests/load/drilldown_bench.py)
+returnToDrill(drill); // the browser's Back from a request's explain box
 client.connect();

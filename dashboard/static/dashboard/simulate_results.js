@@ -3,12 +3,12 @@
 // npm registry). Imported by simulate.js; imports only what it draws with.
 
 import { formatSeconds } from "./format.js";
+import { NONE, verdict } from "./simulate_verdict.js";
 import uPlot from "./vendor/uplot.js";
 
 const COLORS = { live: "#3867d6", proposed: "#d9822b" };
 const charts = [];
 
-const seconds = (v) => (v >= 10 ? v.toFixed(0) : v >= 0.1 ? v.toFixed(2) : v.toFixed(4));
 
 function table(caption, head, rows) {
   const t = document.createElement("table");
@@ -56,9 +56,9 @@ function column(element, result) {
     `${result.rejected.by_rule} by a rejection rule` +
     (result.rejected.too_many_tenants ? `, ${result.rejected.too_many_tenants} naming too many federated tenants` : "") +
     "; " +
-    `reserved queriers idle ${seconds(result.reserved_idle_seconds)} s` +
+    `reserved queriers idle ${formatSeconds(result.reserved_idle_seconds)}` +
     (result.reserved_queriers.length ? ` (${result.reserved_queriers.join(", ")})` : " (none reserved)") +
-    `; last request done at ${seconds(result.makespan_seconds)} s.`;
+    `; last request done at ${instant(result.makespan_seconds)}.`;
   body.replaceChildren(
     table("Queue wait by priority", WAIT_HEAD, priorities.map((p) => waitRow(`priority ${p}`, result.by_priority[p]))),
     table("Queue wait by component", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
@@ -69,44 +69,22 @@ function column(element, result) {
   );
 }
 
-// How a verdict line spells a side with no requests at its priority (scheduler_core.whatif).
-const NONE = "no requests";
+function item(text, className = "") {
+  const li = document.createElement("li");
+  li.textContent = text;
+  if (className) li.className = className;
+  return li;
+}
 
 export function render(answer) {
   document.getElementById("sim-results").hidden = false;
+  const { lines, summary, tenants } = verdict(answer);
   // A line whose two sides read the same is kept (every priority is listed)
   // but set apart, so the lines that changed are the ones that stand out.
-  // A priority only one side uses is a move of requests, not a change of wait.
-  const sides = answer.verdicts.map((line) => {
-    const [before, after] = line.slice(line.indexOf(": ") + 2).split(" -> ");
-    const level = line.slice("p99 for priority ".length, line.indexOf(": "));
-    return { before, after, level };
-  });
-  const lines = answer.verdicts.map((line, i) => {
-    const li = document.createElement("li");
-    const same = sides[i].before === sides[i].after;
-    li.textContent = same ? `${line} (unchanged)` : line;
-    if (same) li.className = "unchanged";
-    return li;
-  });
-  const both = sides.filter((s) => s.before !== NONE && s.after !== NONE);
-  const changed = both.filter((s) => s.before !== s.after).length;
-  const onlyLive = sides.filter((s) => s.after === NONE).map((s) => s.level);
-  const onlyProposed = sides.filter((s) => s.before === NONE).map((s) => s.level);
-  let summary = changed
-    ? `${changed} of ${both.length} priorities' p99 change.`
-    : "The proposed config leaves every priority's p99 as it is on this workload.";
-  if (changed === 0 && (onlyLive.length || onlyProposed.length)) {
-    summary = `No priority both configs use changes its p99 (${both.length} of them).`;
-  }
-  if (onlyLive.length) summary += ` Only the live config has requests at priority ${onlyLive.join(", ")}.`;
-  if (onlyProposed.length) summary += ` Only the proposed one has requests at priority ${onlyProposed.join(", ")}.`;
-  // Refused requests have no wait, so the priority lines cannot show them:
-  // a change that ends (or causes) 429s must say so where the verdict is read.
-  const refused = [answer.live.rejected.total, answer.proposed.rejected.total];
-  if (refused[0] !== refused[1]) summary += ` Requests rejected (429 and rules): ${refused[0]} -> ${refused[1]}.`;
   document.getElementById("sim-verdict-summary").textContent = summary;
-  document.getElementById("sim-verdicts").replaceChildren(...lines);
+  document.getElementById("sim-verdicts").replaceChildren(...lines.map((l) => item(l.text, l.same ? "unchanged" : "")));
+  document.getElementById("sim-tenant-verdicts").replaceChildren(...tenants.map((text) => item(text)));
+  document.getElementById("sim-tenants").hidden = !tenants.length;
   const w = answer.workload;
   document.getElementById("sim-workload-line").textContent =
     `${w.kind === "recent" ? `recent ${w.window_seconds} s` : w.name}: ${w.requests} requests, ` +
