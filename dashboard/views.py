@@ -33,7 +33,6 @@ from dashboard.querier_view import build_queriers
 from dashboard.settings_view import fields_context, review_or_none, stored_refused, unchanged
 from dashboard.views_history import (
     PICKS,
-    ROLLBACK_NOTE_MAX,
     compare_picks,
     compare_request,
     diff_mode,
@@ -249,18 +248,12 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
     seen = parse_decimal(request.POST.get("seen_version", ""))
     if request.method != "POST" or request.POST.get("confirm") != "yes" or seen is None:
         return _rollback_preview_or_back(request, revision_id)
-    note = request.POST.get("message", "").strip()
-    if len(note) > ROLLBACK_NOTE_MAX:
-        # The revision's message holds 500 characters with its "rollback of
-        # revision #N: " lead; a longer note would be cut without a word.
-        problem = f"at most {ROLLBACK_NOTE_MAX} characters (it has {len(note)}); nothing changed"
-        return _rollback_preview_or_back(request, revision_id, note_error=problem)
     try:
         restored = services.revision_rollback(
             revision_id=revision_id,
             author=request.user,
             expected_config_version=seen,
-            message=_rollback_message(revision_id, note),
+            note=request.POST.get("message", ""),
         )
     except NotFound:
         messages.error(request, f"There is no revision {revision_id}.")
@@ -272,6 +265,10 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
         )
         return _rollback_preview_or_back(request, revision_id, notice)
     except ConfigValidationError as exc:
+        refused_note = [e.message for e in exc.errors if e.path == "note"]
+        if refused_note:  # said at its box, with the note kept to shorten
+            problem = f"{refused_note[0]}; nothing changed"
+            return _rollback_preview_or_back(request, revision_id, note_error=problem)
         messages.error(request, f"That state no longer validates, nothing changed: {exc}")
     else:
         if restored is None:
@@ -279,18 +276,6 @@ def rollback(request: HttpRequest, revision_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Rolled back: new revision #{restored.version}.")
     return redirect("dashboard:history")
-
-
-def _rollback_message(revision_id: int, note: str) -> str:
-    """The new revision's message: which revision it rolls back, then the editor's note.
-
-    Empty without a note: `services.revision_rollback` then writes its own
-    "rollback of revision #N".
-    """
-    if not note:
-        return ""
-    target = ConfigRevision.objects.filter(pk=revision_id).values_list("version", flat=True).first()
-    return f"rollback of revision #{target}: {note}" if target is not None else note
 
 
 def _rollback_preview_or_back(

@@ -28,13 +28,13 @@ from api.store.revision_states import (
     revision_comparison,
     rollback_preview,
 )
+from api.store.services import ROLLBACK_NOTE_MAX
 from dashboard.access import page, role_required
 from dashboard.line_diff import MODES, UNIFIED, line_diff
 from scheduler_core.bounds import parse_decimal
 
 __all__ = [
     "PICKS",
-    "ROLLBACK_NOTE_MAX",
     "compare",
     "compare_picks",
     "compare_request",
@@ -46,10 +46,6 @@ __all__ = [
     "rollback_confirm",
     "tenant_search",
 ]
-
-# A rollback's change note, within the revision's 500-character message
-# after its "rollback of revision #N: " lead (a version of up to 12 digits).
-ROLLBACK_NOTE_MAX = 500 - len("rollback of revision #999999999999: ")
 
 
 def diff_mode(request: HttpRequest) -> str:

@@ -42,7 +42,7 @@ from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, 
 from api.store.services_import import _overrides_apply, runtime_config_import
 from api.store.services_record import Kind, Source, author_fields, lock_settings, record_revision
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
-from scheduler_core.errors import ConfigInvalid
+from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig
 from scheduler_core.validation import (
     queue_config_from_dict,
@@ -52,6 +52,7 @@ from scheduler_core.validation import (
 
 __all__ = [
     "ANY_VERSION",
+    "ROLLBACK_NOTE_MAX",
     "AnyVersion",
     "ImportResult",
     "api_token_authenticate",
@@ -60,6 +61,7 @@ __all__ = [
     "merge_patch",
     "operator_cancel_record",
     "revision_rollback",
+    "rollback_note_problem",
     "runtime_config_import",
     "settings_update",
     "tenant_delete",
@@ -75,6 +77,11 @@ class AnyVersion(enum.Enum):
 
 
 ANY_VERSION: Final = AnyVersion.ANY
+
+# A rollback's change note, within the revision's 500-character message
+# after its "rollback of revision #N: " lead (a version of up to 12 digits):
+# longer, it would be cut without a word.
+ROLLBACK_NOTE_MAX: Final = 500 - len("rollback of revision #999999999999: ")
 
 
 def _check_existing(tenant: Tenant | None, expected: int | None) -> Tenant:
@@ -292,10 +299,14 @@ def revision_rollback(
     revision_id: int,
     author: Author | None,
     source: str = Source.ROLLBACK,
-    message: str = "",
+    note: str = "",
     expected_config_version: int | None = None,
 ) -> ConfigRevision | None:
     """Restore the state from before a revision, as a new revision.
+
+    Its message is "rollback of revision #N", then `note` (the editor's
+    change note, at most ROLLBACK_NOTE_MAX characters, else a
+    ConfigValidationError at `note` and nothing written) when there is one.
 
     What the revision changed is restored: one tenant, the settings, or for
     an import the tenants it created, changed or deleted (`overrides_restored`).
@@ -305,6 +316,10 @@ def revision_rollback(
     made at) raises `VersionConflict` if any change landed since: the diff
     the caller approved is then no longer what the rollback would apply.
     """
+    note = note.strip()
+    problem = rollback_note_problem(note)
+    if problem is not None:
+        raise ConfigValidationError([FieldError("note", problem)])
     row = lock_settings()
     if expected_config_version is not None and row.config_version != expected_config_version:
         raise VersionConflict(row.config_version)
@@ -313,7 +328,7 @@ def revision_rollback(
     except ConfigRevision.DoesNotExist as exc:
         raise NotFound(f"no revision {revision_id}") from exc
     version_before = row.config_version
-    note = message or f"rollback of revision #{target.version}"
+    message = f"rollback of revision #{target.version}" + (f": {note}" if note else "")
     if target.kind == Kind.TENANT:
         config = None if target.before is None else validate_tenant(target.key, target.before)
         _tenant_write(
@@ -323,11 +338,11 @@ def revision_rollback(
             config=config,
             author=author,
             source=source,
-            message=note,
+            message=message,
         )
     elif target.kind == Kind.SETTINGS:
         config = _settings_normalised(target.before or {}, QueueConfig())
-        _settings_apply(row, config=config, author=author, source=source, message=note)
+        _settings_apply(row, config=config, author=author, source=source, message=message)
     else:
         current = dict(Tenant.objects.values_list("tenant_id", "config"))
         _overrides_apply(
@@ -335,12 +350,19 @@ def revision_rollback(
             overrides=overrides_restored(target.before, target.after, current),
             author=author,
             source=source,
-            message=note,
+            message=message,
             dry_run=False,
         )
     if row.config_version == version_before:
         return None
     return ConfigRevision.objects.get(version=row.config_version)
+
+
+def rollback_note_problem(note: str) -> str | None:
+    """What is wrong with a rollback's change note (stripped), or None."""
+    if len(note.strip()) > ROLLBACK_NOTE_MAX:
+        return f"at most {ROLLBACK_NOTE_MAX} characters (it has {len(note.strip())})"
+    return None
 
 
 def operator_cancel_record(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -42,26 +42,32 @@ def _revision_id(raw: str) -> int:
     return value
 
 
-def _refuse_body(request: Request) -> None:
-    """A rollback takes no body: one is a 400 naming what it held.
+def _note_of(request: Request) -> str:
+    """A rollback's body: none, `{}`, or `{"note": "<change note>"}`; the note.
 
-    The body used to go unread, so `{"dry_run": true}` sent there (rather
-    than as `?dry_run=1`) rolled back for real. An empty `{}` is no body.
+    Anything else is a 400 naming what it held: the body used to go unread,
+    so `{"dry_run": true}` sent there (rather than as `?dry_run=1`) rolled
+    back for real.
     """
     if request.stream is None:
-        return
+        return ""
     body = request.data  # the parser's own 400/413/415 first
-    if isinstance(body, Mapping) and not body:
-        return
-    refused = "a rollback takes no body"
+    refused = 'a rollback takes no body but {"note": "<change note>"}'
     if not isinstance(body, Mapping):
         raise exceptions.ValidationError({"non_field_errors": [refused]})
-    messages = {str(key): [f"unknown field: {refused}"] for key in body}
-    if "dry_run" in messages:
-        messages["dry_run"] = [
+    problems = {str(key): [f"unknown field: {refused}"] for key in body if key != "note"}
+    if "dry_run" in problems:
+        problems["dry_run"] = [
             f"unknown field: {refused}; dry_run is a query parameter, ?dry_run=1"
         ]
-    raise exceptions.ValidationError(messages)
+    note = body.get("note", "")
+    if not isinstance(note, str):
+        problems["note"] = ["must be text: the change note the new revision's message ends with"]
+    elif (problem := services.rollback_note_problem(note)) is not None:
+        problems["note"] = [problem]
+    if problems:
+        raise exceptions.ValidationError(problems)
+    return str(note)
 
 
 def _tenant_ids_of(revision_id: int) -> list[str]:
@@ -155,7 +161,18 @@ class RevisionRollbackView(NamesConflicts, ApiView):
                 ),
             ),
         ],
-        request=None,
+        request=inline_serializer(
+            "RollbackNote",
+            {
+                "note": serializers.CharField(
+                    required=False,
+                    allow_blank=True,
+                    max_length=services.ROLLBACK_NOTE_MAX,
+                    help_text="the change note: the new revision's message is \"rollback of "
+                    'revision #N: <note>"',
+                )
+            },
+        ),
         responses={
             201: RollbackResultSerializer,
             200: RollbackResultSerializer,
@@ -164,7 +181,7 @@ class RevisionRollbackView(NamesConflicts, ApiView):
     )
     def post(self, request: Request, revision_id: str) -> Response:
         target_id = _revision_id(revision_id)
-        _refuse_body(request)
+        note = _note_of(request)
         if flag(request, "dry_run"):
             version = selectors.config_version_get()
             preview = rollback_preview(selectors.revision_get(revision_id=target_id))
@@ -182,6 +199,7 @@ class RevisionRollbackView(NamesConflicts, ApiView):
                 revision_id=target_id,
                 author=request.user,
                 expected_config_version=expected_if_given(request, selectors.config_version_get()),
+                note=note,
             )
         except ConfigValidationError:
             # A restored import that no longer validates: its errors are

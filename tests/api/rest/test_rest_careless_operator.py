@@ -98,7 +98,30 @@ def test_a_rollback_with_dry_run_in_its_body_is_refused_and_changes_nothing(
     for body in (b"[]", b'"yes"', b"null"):
         refused = editor_api.generic("POST", url, body, content_type="application/json")
         assert refused.status_code == 400, body
-        assert refused.json() == {"non_field_errors": ["a rollback takes no body"]}
+        assert refused.json() == {
+            "non_field_errors": ['a rollback takes no body but {"note": "<change note>"}']
+        }
+    assert _state() == before
+
+
+def test_a_rollback_s_note_ends_its_revision_s_message(editor_api, edited_twice):
+    url = f"/api/v1/revisions/{edited_twice.pk}/rollback/"
+    response = editor_api.post(url, {"note": "  undo the 7: it starved t2  "}, format="json")
+    assert response.status_code == 201
+    message = response.json()["revision"]["message"]
+    assert message == f"rollback of revision #{edited_twice.version}: undo the 7: it starved t2"
+
+
+def test_a_rollback_note_too_long_or_not_text_is_refused_at_note_and_changes_nothing(
+    editor_api, edited_twice
+):
+    before = _state()
+    url = f"/api/v1/revisions/{edited_twice.pk}/rollback/"
+    for note, says in ((["x"], "must be text"), ("x" * 465, "at most 464 characters (it has 465)")):
+        response = editor_api.post(url, {"note": note, "dryrun": 1}, format="json")
+        assert response.status_code == 400, note
+        assert says in response.json()["note"][0]
+        assert "unknown field" in response.json()["dryrun"][0]  # every field at once
     assert _state() == before
 
 
