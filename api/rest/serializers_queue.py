@@ -110,6 +110,9 @@ class QueueRequestPageSerializer(serializers.Serializer):  # type: ignore[type-a
     total = serializers.IntegerField(help_text="matching requests")
     replicas = serializers.ListField(child=serializers.CharField(), required=False)
     replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)
+    replicas_note = serializers.CharField(
+        required=False, help_text="scale-out: set while this replica has not heard of its peers"
+    )
     serving = ServingSerializer(
         required=False, help_text="with tenant=: which queriers may serve that tenant"
     )

@@ -60,7 +60,10 @@ class ReplicasSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "unreachable",
     )
     peers_max_age = serializers.FloatField(help_text="seconds since the oldest peer summary")
-    note = serializers.CharField(help_text="empty when no peer answers")
+    note = serializers.CharField(
+        help_text="empty when no peer answers; says so while this replica has not heard of "
+        "its peers"
+    )
 
 
 class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -73,7 +76,9 @@ class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant_count = serializers.IntegerField(help_text="tenants matching the filter")
     tenants = TenantRowSerializer(many=True)
     others = OthersSerializer()
-    replicas = ReplicasSerializer(required=False, help_text="only when a peer replica is known")
+    replicas = ReplicasSerializer(
+        required=False, help_text="when a peer replica is known, or not yet heard of"
+    )
 
 
 class WorkerRowSerializer(serializers.Serializer):  # type: ignore[type-arg]

@@ -34,4 +34,6 @@ class QueueUsageSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="tenants with anything in the span (scaled out: at least)"
     )
     tenants = UsageRowSerializer(many=True)
-    replicas = ReplicasSerializer(required=False, help_text="only when a peer replica is known")
+    replicas = ReplicasSerializer(
+        required=False, help_text="when a peer replica is known, or not yet heard of"
+    )

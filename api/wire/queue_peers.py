@@ -37,7 +37,7 @@ from api.wire import queue_requests
 from api.wire.outage_log import OutageLog
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
-__all__ = ["QUEUE_GROUP", "QueuePeers", "down_peers", "live_peers"]
+__all__ = ["QUEUE_GROUP", "UNHEARD_NOTE", "QueuePeers", "down_peers", "live_peers", "peers_unheard"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,29 @@ def down_peers() -> list[str]:
     requests are absent from an answer that must not look complete.
     """
     return get_board().unreachable_peers()
+
+
+UNHEARD_NOTE = (
+    "peer replicas unknown: Redis not read yet (this replica just started) or "
+    "unreachable; this replica's queue only"
+)
+
+
+def peers_unheard() -> bool:
+    """Whether this replica runs with peers (Redis) but knows none of them yet.
+
+    The board learns its peers from the summaries loop's registry read, the
+    first a moment after the runtime starts (none while Redis is
+    unreachable). Until then an answer would look like a lone
+    replica's, though peers may hold requests: it says so (`UNHEARD_NOTE`)
+    instead. A peer once known is named missing when it cannot be read.
+    """
+    return (
+        bool(settings.REDIS_URL)
+        and get_board().registry_at is None
+        and not live_peers()
+        and not down_peers()
+    )
 
 
 def _query_limit(raw: Any) -> int:

@@ -39,7 +39,7 @@ from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, runtime_host
 from api.wire.queue_merged import AmbiguousRequest, merged
-from api.wire.queue_peers import down_peers, live_peers
+from api.wire.queue_peers import UNHEARD_NOTE, down_peers, live_peers, peers_unheard
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
 from scheduler_core.model import COMPONENTS
 
@@ -134,6 +134,17 @@ def _peers(host: Any) -> Any:
     return peers if peers is not None and (live_peers() or down_peers()) else None
 
 
+def _unheard() -> dict[str, Any]:
+    """A listing's replica fields before this replica has heard of its peers.
+
+    Empty for a lone replica; a scale-out one that knows no peer yet
+    (`peers_unheard`) says so, or its listing passed for a lone one's.
+    """
+    if not peers_unheard():
+        return {}
+    return {"replicas": [_replica()], "replicas_missing": [], "replicas_note": UNHEARD_NOTE}
+
+
 class PeersMissing(APIException):
     """The request is on no replica that answered, and some did not (503: try again)."""
 
@@ -162,7 +173,7 @@ class Ambiguous(APIException):
 
 async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
     if not runtime_host.started():
-        return {"running": False, "results": [], "next": None, "total": 0}
+        return {"running": False, "results": [], "next": None, "total": 0, **_unheard()}
     host = runtime_host.get_host()
     # This replica's view serves for all: queriers connect to every replica,
     # so the shards and reservations agree.
@@ -179,7 +190,7 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
         names=queue_requests.grpc_names(host),
     )
     body = {"running": True, "results": page.rows, "next": page.next, "total": page.total}
-    return {**body, **serving, "_loop_seconds": page.loop_seconds}
+    return {**body, **serving, **_unheard(), "_loop_seconds": page.loop_seconds}
 
 
 async def _find_on_loop(

@@ -21,7 +21,7 @@ from api.cluster.replica_usage import merge_usage
 from api.rest.query_params import int_param, int_parameter
 from api.rest.serializers_usage import QueueUsageSerializer
 from api.rest.views.base import ApiView, errors
-from api.rest.views.runtime_state import take_view
+from api.rest.views.runtime_state import take_view, with_replicas
 from api.wire import runtime_host
 
 __all__ = ["QueueUsageView"]
@@ -64,11 +64,12 @@ class QueueUsageView(ApiView):
         limit = int_param(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
         local = async_to_sync(_usage_on_loop)(limit)
         if local is None:
-            return Response(_stopped())
+            return Response(with_replicas(_stopped(), None))
         taken = take_view()
         merged = taken[1] if taken is not None else None
-        if merged is None:
-            return Response({"running": True, **local})
-        peers = get_board().fresh_peers(time.time())
-        both = merge_usage([local, *(p.stats.get("usage") for p in peers if p.stats)], limit)
-        return Response({"running": True, **(both or local), "replicas": merged.header()})
+        body = {"running": True, **local}
+        if merged is not None:
+            peers = get_board().fresh_peers(time.time())
+            both = merge_usage([local, *(p.stats.get("usage") for p in peers if p.stats)], limit)
+            body = {"running": True, **(both or local)}
+        return Response(with_replicas(body, merged))

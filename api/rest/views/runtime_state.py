@@ -34,6 +34,7 @@ from api.rest.serializers_snapshot import QueriersSnapshotSerializer, QueueSnaps
 from api.rest.views.base import ApiView, errors, flag
 from api.store import selectors
 from api.wire import runtime_host
+from api.wire.queue_peers import UNHEARD_NOTE, peers_unheard
 from scheduler_core.federation import org_limits
 from scheduler_core.model import COMPONENTS
 from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, QueueSnapshot, TenantSnapshot
@@ -43,9 +44,11 @@ __all__ = [
     "QueueView",
     "queriers_view",
     "queue_view",
+    "replicas_header",
     "take_frontends",
     "take_snapshot",
     "take_view",
+    "with_replicas",
 ]
 
 DEFAULT_LIMIT = 50
@@ -112,6 +115,33 @@ def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
     if merged is None:
         return snap, None
     return snap, async_to_sync(_with_own_limits)(merged, snap)
+
+
+def replicas_header(merged: MergedView | None) -> dict[str, Any] | None:
+    """The answer's `replicas` block: the merge's, or, before this replica has
+    heard of its peers (`peers_unheard`), one saying so; None for a lone replica.
+
+    Without it a replica's first answers after it starts (the runtime not
+    started yet, or its first registry read not done) passed for a lone
+    replica's: a script could not tell one from the other.
+    """
+    if merged is not None:
+        return merged.header()
+    if not peers_unheard():
+        return None
+    return {
+        "count": 1,
+        "ids": [get_board().own_id],
+        "missing": [],
+        "peers_max_age": 0.0,
+        "note": UNHEARD_NOTE,
+    }
+
+
+def with_replicas(data: dict[str, Any], merged: MergedView | None) -> dict[str, Any]:
+    """`data` with the `replicas` block `replicas_header` gives, if any."""
+    header = replicas_header(merged)
+    return data if header is None else {**data, "replicas": header}
 
 
 def _limit(request: Request) -> int:
@@ -309,14 +339,12 @@ class QueueView(ApiView):
         component, limit = _component(request), _limit(request)
         taken = take_view()
         if taken is None:
-            return Response(_stopped_queue())
+            return Response(with_replicas(_stopped_queue(), None))
         local, merged = taken
         search = request.query_params.get("search", "")
         snap = merged.snapshot if merged else local
         data = queue_view(snap, search=search, component=component, limit=limit)
-        if merged is not None:
-            data["replicas"] = merged.header()
-        return Response(data)
+        return Response(with_replicas(data, merged))
 
 
 class QueriersView(ApiView):
@@ -336,13 +364,13 @@ class QueriersView(ApiView):
         taken = take_view()
         if taken is None:
             empty = {"running": False, "taken_at": None, "count": 0, "reserved_idle": []}
-            return Response({**empty, "queriers": [], "frontends": []})
+            return Response(with_replicas({**empty, "queriers": [], "frontends": []}, None))
         local, merged = taken
         search = request.query_params.get("search", "")
         frontends = take_frontends()
         if merged is None:
             data = queriers_view(local, search=search, reserved_idle_only=only, limit=limit)
-            return Response({**data, "frontends": frontends})
+            return Response(with_replicas({**data, "frontends": frontends}, None))
         data = queriers_view(
             merged.snapshot,
             search=search,

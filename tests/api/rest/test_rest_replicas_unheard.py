@@ -1,0 +1,105 @@
+"""A scale-out replica that has not heard of its peers yet says so on every queue answer.
+
+Its board learns the peers from the summaries loop's first registry read,
+a moment after the runtime starts: answers before it (and while Redis has
+been unreachable since) must not pass for a lone replica's. The same
+answers with two real replicas are in tests/service/test_queue_replicas_first_answer.py.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from api.cluster.replica_board import ReplicaBoard
+from api.wire import runtime_host
+from api.wire.queue_peers import UNHEARD_NOTE
+from api.wire.usage_block import UsagePages
+from scheduler_core.model import QueueConfig, Request
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.tenant_usage import TenantUsage
+from tests.fakes import FakeClock
+
+UNHEARD_BLOCK = {
+    "count": 1,
+    "ids": ["replica-a"],
+    "missing": [],
+    "peers_max_age": 0.0,
+    "note": UNHEARD_NOTE,
+}
+BLOCK_PATHS = ["/api/v1/queue/", "/api/v1/queriers/", "/api/v1/queue/usage/"]
+
+
+@pytest.fixture
+def scale_out(settings: Any) -> None:
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+
+
+@pytest.fixture
+def running(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
+    """A started runtime with one request queued for team-a."""
+    clock = FakeClock(100.0)
+    runtime = SchedulerRuntime(QueueConfig(), clock=clock)
+    runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
+    usage = UsagePages(TenantUsage(clock=clock), runtime.queue, clock)
+    host = SimpleNamespace(runtime=runtime, frontends=list, usage_block=usage.block)
+    monkeypatch.setattr(runtime_host, "started", lambda: True)
+    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
+    monkeypatch.setattr(runtime_host, "get_host", lambda: host)
+    return runtime
+
+
+@pytest.mark.parametrize("path", BLOCK_PATHS)
+def test_an_answer_before_the_first_registry_read_carries_a_block_saying_so(
+    viewer_api, scale_out, running, board, path
+):
+    body = viewer_api.get(path).json()
+    assert body["running"] is True
+    assert body["replicas"] == UNHEARD_BLOCK
+
+
+def test_a_listing_before_the_first_registry_read_names_this_replica_and_says_so(
+    viewer_api, scale_out, running, board
+):
+    body = viewer_api.get("/api/v1/queue/requests/").json()
+    assert [row["id"] for row in body["results"]] == ["r1"]
+    assert (body["replicas"], body["replicas_missing"]) == (["replica-a"], [])
+    assert body["replicas_note"] == UNHEARD_NOTE
+
+
+@pytest.mark.parametrize("path", [*BLOCK_PATHS, "/api/v1/queue/requests/"])
+def test_an_answer_before_the_runtime_started_says_the_peers_are_unheard_too(
+    viewer_api, scale_out, board, path
+):
+    body = viewer_api.get(path).json()
+    assert body["running"] is False
+    note = body["replicas"]["note"] if "note" in body["replicas"] else body["replicas_note"]
+    assert note == UNHEARD_NOTE
+
+
+@pytest.mark.parametrize("path", [*BLOCK_PATHS, "/api/v1/queue/requests/"])
+def test_a_replica_that_read_the_registry_and_found_no_peer_answers_as_a_lone_one(
+    viewer_api, scale_out, running, board, path
+):
+    board.note_registry({}, time.time())
+    body = viewer_api.get(path).json()
+    assert body["running"] is True
+    assert not {"replicas", "replicas_missing", "replicas_note"} & body.keys()
+
+
+@pytest.mark.parametrize("path", [*BLOCK_PATHS, "/api/v1/queue/requests/"])
+def test_without_redis_no_answer_carries_a_replicas_block(viewer_api, running, board, path):
+    body = viewer_api.get(path).json()
+    assert not {"replicas", "replicas_missing", "replicas_note"} & body.keys()
+
+
+def test_a_peer_known_before_redis_failed_is_named_missing_not_unheard(
+    viewer_api, scale_out, running, board: ReplicaBoard
+):
+    board.note_registry({"replica-b": time.time()}, time.time())
+    board.lost_redis()
+    block = viewer_api.get("/api/v1/queue/").json()["replicas"]
+    assert (block["ids"], block["missing"], block["note"]) == (["replica-a"], ["replica-b"], "")
