@@ -13,7 +13,7 @@ from api.wire.grpc.bridge import http_request_for
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from api.wire.queue_requests import cancel_one
 from scheduler_core.model import Request
-from tests.api.wire.grpc.conftest import NOW, Scheduler
+from tests.api.wire.grpc.conftest import NOW, Scheduler, our_errors
 
 
 class WebsocketLikeHandle:
@@ -203,11 +203,5 @@ async def test_a_result_for_a_websocket_frontend_that_just_closed_is_no_error(
     await scheduler.recorder.wait_for("completed")
     # The delivery ended, its failure read and taken for a frontend that left.
     await logged(caplog, "the frontend left before a querier's result reached it")
-    # This process's loggers only: asyncio's may carry another test's noise.
-    # grpc.aio's poller hands a late completion of an earlier test's cancelled
-    # call (its loop closed since) to the loop running now, which logs "Event
-    # loop is closed" as an error: under load it landed in this test.
-    ours = ("api.", "scheduler_core.")
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith(ours)]
-    assert [r.getMessage() for r in errors] == []
+    assert our_errors(caplog.records) == []
     await worker.close()

@@ -16,6 +16,7 @@ import pytest
 
 from api.wire.grpc.server import GrpcFrontDoor
 from scheduler_core.pb import schedulerpb_pb2 as pb
+from tests.api.wire.grpc.conftest import our_errors
 from tests.api.wire.grpc.test_grpc_frontend_answers import running_door, stopped
 
 UNARY = [
@@ -51,7 +52,7 @@ async def test_a_unary_request_that_does_not_decode_is_invalid_argument_and_logs
 
     assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert (refused.details() or "").startswith("malformed message:")
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert our_errors(caplog.records) == []
 
 
 async def test_a_querier_shutdown_notice_that_decodes_still_works_on_both_servers(
