@@ -150,3 +150,8 @@ class CancelCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     cancelled = serializers.IntegerField()
     replicas = serializers.ListField(child=serializers.CharField(), required=False)
     replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)
+    replicas_note = serializers.CharField(
+        required=False,
+        help_text="scale-out: set while this replica has not heard of its peers (only its "
+        "own requests were cancelled)",
+    )

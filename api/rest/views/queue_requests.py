@@ -19,8 +19,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
-from rest_framework.exceptions import APIException
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -34,6 +33,7 @@ from api.rest.serializers_queue import (
     QueueRequestPageSerializer,
 )
 from api.rest.views.base import ApiView, errors
+from api.rest.views.queue_errors import Ambiguous, PeersMissing, PeersUnheard
 from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
@@ -145,32 +145,6 @@ def _unheard() -> dict[str, Any]:
     return {"replicas": [_replica()], "replicas_missing": [], "replicas_note": UNHEARD_NOTE}
 
 
-class PeersMissing(APIException):
-    """The request is on no replica that answered, and some did not (503: try again)."""
-
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "replicas_missing"
-
-    def __init__(self, request_id: str, missing: list[str]) -> None:
-        super().__init__(
-            {
-                "detail": f"request {request_id} is on no replica that answered; "
-                f"{', '.join(missing)} did not answer, so nothing was done there",
-                "replicas_missing": missing,
-            }
-        )
-
-
-class Ambiguous(APIException):
-    """A cancel by an id several replicas hold, without `replica` (409)."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "ambiguous_request_id"
-
-    def __init__(self, exc: AmbiguousRequest) -> None:
-        super().__init__({"detail": str(exc), "replicas": exc.replicas})
-
-
 async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
     if not runtime_host.started():
         return {"running": False, "results": [], "next": None, "total": 0, **_unheard()}
@@ -240,6 +214,8 @@ def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> d
         return row
     if missing:
         raise PeersMissing(request_id, missing)
+    if peers_unheard():
+        raise PeersUnheard(request_id)
     raise NotFound(f"no queued or running request {request_id}")
 
 
@@ -411,4 +387,6 @@ class QueueCancelView(ApiView):
         answer: dict[str, Any] = {"matched": matched, "cancelled": cancelled}
         if len(took_part) > 1 or missing:
             answer.update(replicas=took_part, replicas_missing=missing)
+        # Only this replica's requests, though peers may hold more: said so.
+        answer.update(_unheard())
         return Response(answer)

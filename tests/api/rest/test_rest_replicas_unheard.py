@@ -103,3 +103,32 @@ def test_a_peer_known_before_redis_failed_is_named_missing_not_unheard(
     board.lost_redis()
     block = viewer_api.get("/api/v1/queue/").json()["replicas"]
     assert (block["ids"], block["missing"], block["note"]) == (["replica-a"], ["replica-b"], "")
+
+
+def test_a_lookup_of_an_id_not_here_is_a_503_while_the_peers_are_unheard_then_a_404(
+    viewer_api, scale_out, running, board: ReplicaBoard
+):
+    unheard = viewer_api.get("/api/v1/queue/requests/elsewhere/")
+    assert unheard.status_code == 503
+    assert UNHEARD_NOTE in unheard.json()["detail"]
+    assert viewer_api.get("/api/v1/queue/requests/r1/").status_code == 200
+
+    board.note_registry({}, time.time())
+    assert viewer_api.get("/api/v1/queue/requests/elsewhere/").status_code == 404
+
+
+def test_a_cancel_by_filter_while_the_peers_are_unheard_says_it_reached_this_replica_only(
+    editor_api, scale_out, running, board: ReplicaBoard
+):
+    body = {"tenant": "team-a", "dry_run": True}
+    answer = editor_api.post("/api/v1/queue/cancel/", body, format="json").json()
+    assert (answer["matched"], answer["replicas"], answer["replicas_missing"]) == (
+        1,
+        ["replica-a"],
+        [],
+    )
+    assert answer["replicas_note"] == UNHEARD_NOTE
+
+    board.note_registry({}, time.time())
+    answer = editor_api.post("/api/v1/queue/cancel/", body, format="json").json()
+    assert answer == {"matched": 1, "cancelled": 0}
