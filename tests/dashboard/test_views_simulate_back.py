@@ -11,10 +11,10 @@ from django.test import Client
 
 from api.store import selectors, services
 from api.store.models import ConfigRevision
+from tests.dashboard.test_views import REGEX, form
 
 pytestmark = pytest.mark.django_db
 
-REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 BACK = re.compile(r'<form method="post" action="([^"]+)" id="sim-back".*?</form>', re.S)
 HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
 
@@ -29,18 +29,10 @@ def acme(rules: dict[str, Any]) -> int:
 
 
 def _editor_form(version: int | None, regex: str) -> dict[str, str]:
-    form = {
-        "simulate_from": "tenant:acme",
-        "view": "form",
-        "max_queriers_per_tenant": "3",
-        "query_priority.enabled": "on",
-        "query_priority.default_priority": "1",
-        "query_priority.priorities[0].priority": "5",
-        REGEX: regex,
-    }
-    if version is not None:
-        form["version"] = str(version)
-    return form
+    """The tenant editor's form as its "Simulate this change" posts it."""
+    data = form(version, regex, simulate_from="tenant:acme", view="form")
+    del data["action"]
+    return data
 
 
 def _back_form(page: str) -> tuple[str, dict[str, str]]:
