@@ -241,6 +241,11 @@ class RejectionHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class ReplicaHitsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     replica = serializers.CharField()
     current = serializers.BooleanField(help_text="counting under the tenant's current config")
+    counting_seconds = serializers.FloatField(
+        allow_null=True,
+        help_text="how long this replica has counted under its config (a restarted one: "
+        "since its restart)",
+    )
     total = WindowCountsSerializer()
 
 
@@ -266,6 +271,14 @@ class RuleStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
         "(the span the windows cover; null: no replica counting, or none says)",
     )
     replicas = ReplicaHitsSerializer(many=True)
+    replicas_missing = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="known peer replicas whose counts are not in the sums (hung, killed, not "
+        "read yet, or every one while Redis is unreachable)",
+    )
+    replicas_note = serializers.CharField(
+        required=False, help_text="set when the peers' counts could not be read at all"
+    )
     federated = FederatedHitsSerializer(
         many=True, help_text="federated org IDs naming the tenant, counted above"
     )
@@ -334,6 +347,11 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
     federated = FederatedDryRunSerializer(
         many=True,
         help_text="requests of federated org IDs naming the tenant, counted above, by ID",
+    )
+    replica = serializers.CharField(help_text="the replica whose sample was replayed")
+    other_replicas = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="peer replicas whose traffic is not in the sample",
     )
 
 

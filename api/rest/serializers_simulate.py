@@ -148,7 +148,10 @@ class SimulationResultSerializer(serializers.Serializer):  # type: ignore[type-a
 class SimulateResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     live = SimulationResultSerializer()
     proposed = SimulationResultSerializer()
-    workload = serializers.DictField(help_text="what was simulated (kind, size, fleet, seed)")
+    workload = serializers.DictField(
+        help_text="what was simulated (kind, size, fleet, seed); for recent traffic also "
+        "`replica` (whose traffic) and `other_replicas` (peers whose traffic is not in it)"
+    )
     verdicts = serializers.ListField(
         child=serializers.CharField(), help_text='one line per priority: "p99 for priority 3: ..."'
     )

@@ -14,16 +14,24 @@ fingerprint), so a replica that has not applied the latest version yet does
 not mix old rules' counts in. The counts of federated IDs naming the
 tenant (`a|b` for `a`), current under their combined limits, are folded
 into its rules' (`scheduler_core.rule_stats.member_share`) and listed by ID.
+
+The sample, and so a dry run or a `recent` simulation, is this replica's
+alone, while rule-stats sums every replica's counts it could read:
+`sample_scope` and `counts_scope` say which replicas each answer covers, so
+part of the service's traffic is never passed off as all of it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 
 from api.cluster import replica_rules
+from api.cluster.replica_board import get_board
 from api.cluster.replica_rules import PEERS, ReplicaCounts
 from api.wire import runtime_host
 from scheduler_core.federation import combined_limits
@@ -41,7 +49,9 @@ from scheduler_core.traffic import SampledRequest
 __all__ = [
     "WINDOW_NAMES",
     "ReplicaCounts",
+    "COUNTS_UNREAD_NOTE",
     "connected_queriers",
+    "counts_scope",
     "federated_counts",
     "federated_counts_many",
     "federated_sample_rows",
@@ -49,9 +59,57 @@ __all__ = [
     "local_counts_many",
     "rule_stats_body",
     "sample_rows",
+    "sample_scope",
 ]
 
 WINDOW_NAMES: tuple[str, ...] = (*(name for name, _ in WINDOWS), "version")
+
+COUNTS_UNREAD_NOTE = (
+    "the peer replicas' counts could not be read (Redis not read since this replica "
+    "started, or unreachable since): this replica's counts only"
+)
+
+
+def _known_peers(wall_now: float) -> set[str]:
+    """Every peer this replica knows of: publishing now, or gone without withdrawing.
+
+    A peer that withdrew (stopped gracefully) is no longer known: it holds
+    no traffic any more, and its counts left with it.
+    """
+    board = get_board()
+    live = {p.replica for p in board.fresh_peers(wall_now)}
+    return (live | set(board.unreachable_peers(wall_now))) - {board.own_id}
+
+
+def sample_scope(wall_now: float | None = None) -> dict[str, Any]:
+    """Whose traffic a dry run or a `recent` simulation replays: this replica's only.
+
+    `other_replicas` names the peers whose traffic is not in it, so an
+    answer on a scaled-out service says it covers part of the traffic.
+    """
+    now = time.time() if wall_now is None else wall_now
+    return {"replica": get_board().own_id, "other_replicas": sorted(_known_peers(now))}
+
+
+def counts_scope(wall_now: float | None = None) -> dict[str, Any]:
+    """rule-stats' `replicas_missing`: known peers whose counts are not in the sums.
+
+    A peer hung or killed (its counts stale past `replica_rules.STALE_SECONDS`),
+    one whose counts were not read yet, and every known peer while Redis is
+    unreachable: their requests are missing from the totals, which must
+    not read as the whole service's. With peers (Redis) but their counts
+    unread, `replicas_note` says so, even when no peer is known to name.
+    """
+    now = time.time() if wall_now is None else wall_now
+    counted = {
+        replica
+        for replica, at in (PEERS.at or {}).items()
+        if now - at <= replica_rules.STALE_SECONDS
+    }
+    body: dict[str, Any] = {"replicas_missing": sorted(_known_peers(now) - counted)}
+    if settings.REDIS_URL and PEERS.at is None:
+        body["replicas_note"] = COUNTS_UNREAD_NOTE
+    return body
 
 
 async def _on_loop_counts(tenant_ids: list[str]) -> dict[str, RuleCounts]:
@@ -260,6 +318,9 @@ def rule_stats_body(
             {
                 "replica": r.replica,
                 "current": r.fingerprint == fingerprint,
+                # Each replica's own span: one restarted counts from its
+                # start, so its share covers less than the version's life.
+                "counting_seconds": r.age,
                 "total": {name: (r.windows.get(name) or [0])[0] for name in WINDOW_NAMES},
             }
             for r in replicas

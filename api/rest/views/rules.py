@@ -3,14 +3,16 @@
 rule-stats: how many requests each priority rule and attribute, the default
 priority and each rejection attribute took, in the last 5 minutes, the last
 hour and since the tenant's current version, summed over every replica
-counting under that version (with a `replicas` breakdown), including the
-requests of federated IDs naming the tenant (a `federated` row per ID).
+counting under that version (with a `replicas` breakdown, and the peers whose
+counts could not be read in `replicas_missing`), including the requests of
+federated IDs naming the tenant (a `federated` row per ID).
 
 dry-run: the body is a tenant block (as for PUT); the answer says what it
 would change on this replica's recent sample of the tenant's traffic (and of
 the federated IDs naming it, under their combined limits), and how the
-reserved queriers would change. It writes nothing; the matching runs
-in the import worker process (`api.rest.dry_run`).
+reserved queriers would change, naming this `replica` and the
+`other_replicas` whose traffic is not in the sample. It writes nothing; the
+matching runs in the import worker process (`api.rest.dry_run`).
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def rule_stats_of(tenant_id: str) -> dict[str, Any]:
     replicas = replica_rules.tenant_counts(tenant_id, rule_reports.local_counts(tenant_id))
     federated = rule_reports.federated_counts(tenant_id)
     parts = {t: limits_of(block) for t, block in _saved_blocks(federated).items()}
-    return rule_reports.rule_stats_body(tenant_id, version, limits, replicas, federated, parts)
+    body = rule_reports.rule_stats_body(tenant_id, version, limits, replicas, federated, parts)
+    return body | rule_reports.counts_scope()
 
 
 def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
@@ -105,7 +108,7 @@ def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
     ]
     queriers = rule_reports.connected_queriers()
     jobs = [(tenant_id, rows, saved, dict(draft), federated)]
-    return offloaded(tenant_reports, jobs, queriers)[tenant_id]
+    return offloaded(tenant_reports, jobs, queriers)[tenant_id] | rule_reports.sample_scope()
 
 
 class TenantRuleStatsView(ApiView):

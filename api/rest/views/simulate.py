@@ -48,6 +48,7 @@ from api.rest.simulation import (
 )
 from api.rest.views.base import ApiView, errors
 from api.store import selectors
+from api.wire.rule_reports import sample_scope
 from api.wire.traffic_recording import capture_on_loop
 from scheduler_core.errors import FieldError
 from scheduler_core.recording import recording_of
@@ -130,6 +131,9 @@ class SimulateView(ApiView):
         if kind == "done":
             body = outcome[1]
             body["workload"]["run_id"] = run.run_id
+            if spec.kind == "recent":
+                # This replica's traffic only: the answer names whose, and whose not.
+                body["workload"].update(sample_scope())
             return Response(body)
         if kind == "invalid":
             prefix, path, message = outcome[1:]
@@ -206,4 +210,6 @@ class RecordingView(ApiView):
         recording["windows"] = capture.windows
         live = ConfigSet(selectors.queue_config_get(), selectors.tenant_limits_all())
         recording["config"] = live.raw()
+        # Replayed elsewhere, it still says whose traffic it is, and whose it lacks.
+        recording.update(sample_scope())
         return Response(recording)

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
+from api.cluster.replica_board import get_board
 from api.wire import rule_reports
 from tests.api.rest.test_rest_rule_tools_federation import (
     TEAM,
@@ -104,6 +105,9 @@ async def test_a_tenant_no_federated_id_names_gets_the_answer_it_always_got(
             "before": ALL_OF_THEM,
             "after": {"shard": ["q2", "q3"], "queriers": 4, "reserved": [[5, ["q2"]]]},
         },
+        # A lone replica's own sample, and no other replica's traffic left out.
+        "replica": get_board().own_id,
+        "other_replicas": [],
     }
 
 
