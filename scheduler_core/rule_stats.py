@@ -231,6 +231,19 @@ class RuleStats:
         version[_TOTAL] += 1
         version[slot] += 1
 
+    def applied(self, tenant_id: str, limits: TenantLimits) -> None:
+        """The tenant's limits changed: its counts start again if they were kept
+        under other limits.
+
+        `record` alone restarts a tenant's counts only at its next request:
+        with none under a change that a rollback then undid (A, B, A), the
+        record under A lived on, and "since the version" mixed the counts
+        and time from before the rollback with those after it.
+        """
+        rec = self._records.get(tenant_id)
+        if rec is not None and rec.limits is not limits and rec.limits != limits:
+            self._restart(tenant_id, limits)
+
     def _restart(self, tenant_id: str, limits: TenantLimits) -> _Record:
         old = self._records.get(tenant_id)
         if old is not None:

@@ -1,9 +1,10 @@
 """Rule hit counts of every replica, through Redis, for `tenants/<id>/rule-stats/`.
 
 Every `PUBLISH_EVERY` seconds the replica-summary loop also writes this
-replica's counts (`<prefix>:qi:rules:<replica>`, short TTL): per tenant that
-had a request in the last hour, the fingerprint of the limits it counted
-under and its counts by window and slot. It reads the peers' back into
+replica's counts (`<prefix>:qi:rules:<replica>`, short TTL): per tenant
+it counts, the fingerprint of the limits it counted under and its counts by
+window and slot (only "since the version" for a tenant quiet for an hour,
+whose other windows are zeros). It reads the peers' back into
 `PEERS` in the same pass, so the REST view merges without any I/O. Counts
 are a few seconds old at most; a replica that stopped publishing drops out
 after `STALE_SECONDS`.
@@ -60,12 +61,24 @@ PEERS = _Peers()
 
 
 def encode_counts(stats: Any) -> dict[str, list[Any]]:
-    """tenant -> [fingerprint, windows, age] for tenants counted in the last hour."""
+    """tenant -> [fingerprint, windows, age] for every tenant with a count.
+
+    A tenant quiet for an hour still has its "since the version" counts:
+    left out, as they were, they fell out of every peer's sums an hour
+    after its last request, with no replica named missing. Its 5 m and 1 h
+    windows are all zeros, so only "version" goes (a reader takes a missing
+    window as zeros). The tenants are bounded: the metrics janitor forgets
+    an idle tenant nobody configured.
+    """
     out: dict[str, list[Any]] = {}
     for tenant_id in stats.tenants():
         counts = stats.counts(tenant_id)
-        if counts is not None and counts.windows["1h"][0]:
-            out[tenant_id] = [counts.fingerprint, counts.windows, round(counts.age, 1)]
+        if counts is None or not counts.windows["version"][0]:
+            continue
+        windows = (
+            counts.windows if counts.windows["1h"][0] else {"version": counts.windows["version"]}
+        )
+        out[tenant_id] = [counts.fingerprint, windows, round(counts.age, 1)]
     return out
 
 

@@ -93,8 +93,14 @@ def load_update(applied: int) -> tuple[int, ConfigDelta | None, FullConfig | Non
 class ConfigApplier:
     """Applies configs to one runtime, remembering the tenant limits it applied."""
 
-    def __init__(self, runtime: SchedulerRuntime) -> None:
+    def __init__(
+        self,
+        runtime: SchedulerRuntime,
+        on_limits: Callable[[str, TenantLimits], None] | None = None,
+    ) -> None:
+        """`on_limits(tenant_id, limits)` is told each tenant whose limits it set."""
         self.runtime = runtime
+        self._on_limits = on_limits
         self._limits: dict[str, TenantLimits] = {}
         # The stored blocks that no longer validate, as of the last apply.
         self.invalid_settings = False
@@ -117,7 +123,7 @@ class ConfigApplier:
             self._remove(tenant_id)
         for tenant_id, tenant_limits in limits.items():
             if applied.get(tenant_id) != tenant_limits:
-                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
+                self._set(tenant_id, tenant_limits)
 
     def apply_delta(self, delta: ConfigDelta, invalid: Invalid = Invalid()) -> None:
         if invalid.settings is not None:
@@ -131,10 +137,18 @@ class ConfigApplier:
                 if self._limits.pop(tenant_id, None) is not None:
                     self._remove(tenant_id)
             elif self._limits.get(tenant_id) != tenant_limits:
-                self.runtime.set_tenant_limits(tenant_id, tenant_limits)
+                self._set(tenant_id, tenant_limits)
                 self._limits[tenant_id] = tenant_limits
+
+    def _set(self, tenant_id: str, limits: TenantLimits) -> None:
+        self.runtime.set_tenant_limits(tenant_id, limits)
+        if self._on_limits is not None:
+            self._on_limits(tenant_id, limits)
 
     def _remove(self, tenant_id: str) -> None:
         self.runtime.remove_tenant_limits(tenant_id)
+        if self._on_limits is not None:
+            # It runs under the default limits from now on: a change too.
+            self._on_limits(tenant_id, self.runtime.tenant_limits(tenant_id))
         for callback in _REMOVED:
             callback(self.runtime, tenant_id)

@@ -40,6 +40,7 @@ from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.config_group import ConfigGroup
 from api.wire.config_metrics import ReconcileRecord
+from scheduler_core.model import TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = ["DatabaseSync"]
@@ -55,10 +56,14 @@ class DatabaseSync:
     _loop: asyncio.AbstractEventLoop
     _spawn: Callable[[Coroutine[Any, Any, None], str], None]
 
-    def __init__(self, runtime: SchedulerRuntime) -> None:
+    def __init__(
+        self,
+        runtime: SchedulerRuntime,
+        on_limits: Callable[[str, TenantLimits], None] | None = None,
+    ) -> None:
         self.applied_version = -1
         self.reconciles = ReconcileRecord()
-        self._config = ConfigApplier(runtime)
+        self._config = ConfigApplier(runtime, on_limits)
         self._reconcile_lock = asyncio.Lock()
         self._group = ConfigGroup(
             self.reconcile, lambda token_id: token_sockets.registry.close_tokens([token_id])

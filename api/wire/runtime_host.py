@@ -80,7 +80,8 @@ class RuntimeHost(DatabaseSync):
         )
         self.runtime = SchedulerRuntime(QueueConfig(), observer=self.observer)
         self._usage_pages = UsagePages(self.usage, self.runtime.queue)
-        super().__init__(self.runtime)
+        # A rule's "since the version" counts restart with each change of limits.
+        super().__init__(self.runtime, on_limits=self.admission_log.stats.applied)
         self.websocket_frontends = WebsocketFrontends()
         self.grpc_door: Any = None
         self._tasks: set[asyncio.Task[None]] = set()

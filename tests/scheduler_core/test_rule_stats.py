@@ -77,6 +77,33 @@ def test_a_new_config_version_starts_fresh_counts_but_the_counters_keep_growing(
     assert stats.matches_total() == {("t", "5", "1"): 1, ("t", "default", ""): 2}
 
 
+def test_a_change_undone_by_a_rollback_with_no_request_between_starts_the_counts_again() -> None:
+    clock = Clock(0.0)
+    stats = RuleStats(clock)
+    for _ in range(5):
+        stats.record("t", LIMITS, DEFAULT)
+    edited = TenantLimits(query_priority=QueryPriority(True, 1, LIMITS.query_priority.priorities))
+    stats.applied("t", edited)  # no request under it here
+    clock.now = 3 * 3600.0
+    stats.applied("t", LIMITS)  # rolled back
+    stats.record("t", LIMITS, DEFAULT)
+
+    counts = stats.counts("t")
+    assert counts is not None
+    assert counts.total()["version"] == 1
+    assert counts.age == 0.0
+    assert stats.matches_total() == {("t", "default", ""): 6}  # the counter never goes back
+
+
+def test_limits_applied_unchanged_keep_the_counts() -> None:
+    stats = RuleStats(Clock(0.0))
+    stats.record("t", LIMITS, DEFAULT)
+    stats.applied("t", LIMITS)
+    stats.applied("other", LIMITS)  # no record: nothing to start
+    assert stats.counts("t").total()["version"] == 1  # type: ignore[union-attr]
+    assert stats.tenants() == ["t"]
+
+
 def test_an_equal_config_is_the_same_version() -> None:
     stats = RuleStats(Clock(0.0))
     stats.record("t", LIMITS, DEFAULT)

@@ -77,3 +77,16 @@ def test_the_body_reports_the_longest_counting_current_replica() -> None:
     ]
     assert rule_stats_body("t", 3, LIMITS, replicas)["counting_seconds"] == 120.0
     assert rule_stats_body("t", 3, LIMITS, replicas[1:])["counting_seconds"] is None
+
+
+def test_a_tenant_quiet_for_an_hour_still_publishes_its_counts_since_the_version(
+    peers: object,
+) -> None:
+    quiet = encode_counts(_stats_counted_for(3700.0))["t"]
+    assert set(quiet[1]) == {"version"}  # its 5 m and 1 h windows are zeros, left out
+    PEERS.own_id, PEERS.at, PEERS.tenants = "a", {"b": 500.0}, {"b": {"t": quiet}}
+
+    body = rule_stats_body("t", 3, LIMITS, tenant_counts("t", None, wall_now=501.0))
+
+    assert body["total"] == {"5m": 0, "1h": 0, "version": 1}
+    assert [row["replica"] for row in body["replicas"]] == ["b"]

@@ -73,3 +73,15 @@ def test_a_delta_removing_a_tenant_never_configured_changes_nothing() -> None:
     applier = ConfigApplier(runtime)
     applier.apply_delta(ConfigDelta(version=1, queue_config=None, tenants={"ghost": None}))
     assert runtime.calls == []
+
+
+def test_each_tenant_whose_limits_it_set_or_removed_is_told_with_the_limits_it_now_runs() -> None:
+    told: list[tuple[str, TenantLimits]] = []
+    runtime = CountingRuntime()
+    applier = ConfigApplier(runtime, on_limits=lambda tenant, limits: told.append((tenant, limits)))
+    applier.apply_full(QueueConfig(), {"a": ONE, "b": ONE})
+    applier.apply_full(QueueConfig(), {"a": ONE, "b": SIX})
+    applier.apply_delta(ConfigDelta(version=3, queue_config=None, tenants={"a": None}))
+
+    assert told == [("a", ONE), ("b", ONE), ("b", SIX), ("a", runtime.tenant_limits("a"))]
+    assert runtime.tenant_limits("a") == TenantLimits()
