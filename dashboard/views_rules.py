@@ -4,7 +4,8 @@
 the draft goes through the same `api.rest.views.rules.dry_run_report` as
 `POST /api/v1/tenants/<id>/dry-run/`, so the box shows what the REST API
 answers. The tenants list shows each tenant's default-priority share over
-the last hour, summed over the replicas counting under its current config.
+the last hour, summed over the replicas counting under its current config,
+and names the replicas whose counts are not in the sums.
 Both follow federation as the REST answers do: a federated ID's requests
 (`team|zeta` for `team`) count, and are shown apart under their own ID.
 """
@@ -29,7 +30,7 @@ from dashboard.tenant_draft import draft_from_post
 from scheduler_core.dry_run import EXAMPLES_PER_CHANGE, limits_of
 from scheduler_core.model import TenantLimits
 
-__all__ = ["default_shares", "dry_run", "dry_run_box"]
+__all__ = ["default_shares", "dry_run", "dry_run_box", "shares_not_counted"]
 
 
 def _label(outcome: Any) -> str:
@@ -178,6 +179,29 @@ def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str
         if part["total"]:
             shares[tenant_id]["federated"] = {**part, "org_ids": org_ids}
     return shares
+
+
+def shares_not_counted() -> str | None:
+    """What the list's default shares leave out on a scaled-out service, or None.
+
+    The shares are summed as rule-stats sums them, over the replicas whose
+    counts could be read: a peer hung, killed or not read yet (rule-stats'
+    `replicas_missing`), or all of them while Redis is unreachable
+    (`replicas_note`), leaves its requests out of every share, and out of a
+    "no traffic" too. Said once for the list, so no share reads as the
+    service's; None for a lone replica, or with every peer counted.
+    """
+    scope = rule_reports.counts_scope()
+    said: list[str] = []
+    if note := scope.get("replicas_note"):
+        said.append(f"Partial shares: {note}.")
+    if missing := scope["replicas_missing"]:
+        whose = "its" if len(missing) == 1 else "their"
+        said.append(
+            f"Not counted: {', '.join(missing)} ({whose} counts are not in: not answering, "
+            f"or not read yet). The default shares leave {whose} requests out."
+        )
+    return " ".join(said) or None
 
 
 def _hour(body: Mapping[str, Any]) -> dict[str, int]:

@@ -31,7 +31,7 @@ from dashboard.forms import EditorAction, apply_action
 from dashboard.tenant_draft import FORM, YAML, draft_from_post
 from dashboard.tenant_editor import render_editor, save_draft
 from dashboard.views import posted_version, stale_message
-from dashboard.views_rules import default_shares, dry_run_box
+from dashboard.views_rules import default_shares, dry_run_box, shares_not_counted
 from scheduler_core.errors import FieldError
 from scheduler_core.snapshot import LeafSnapshot
 from scheduler_core.validation import validate_tenant_config
@@ -70,6 +70,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
         "page_obj": chunk,
         "search": search,
         "live": tick is not None,
+        "shares_not_counted": shares_not_counted(),
         "default_outstanding": selectors.queue_config_get().max_outstanding_requests_per_tenant,
     }
     return page(request, "dashboard/tenants.html", context)

@@ -353,6 +353,10 @@ class DryRunReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
         child=serializers.CharField(),
         help_text="peer replicas whose traffic is not in the sample",
     )
+    replicas_note = serializers.CharField(
+        required=False,
+        help_text="set while this replica has not heard of its peers: they may hold more traffic",
+    )
 
 
 class ImportResultSerializer(serializers.Serializer):  # type: ignore[type-arg]

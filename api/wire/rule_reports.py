@@ -34,6 +34,7 @@ from api.cluster import replica_rules
 from api.cluster.replica_board import get_board
 from api.cluster.replica_rules import PEERS, ReplicaCounts
 from api.wire import runtime_host
+from api.wire.queue_peers import peers_unheard
 from scheduler_core.federation import combined_limits
 from scheduler_core.model import TenantLimits
 from scheduler_core.rule_stats import (
@@ -50,6 +51,7 @@ __all__ = [
     "WINDOW_NAMES",
     "ReplicaCounts",
     "COUNTS_UNREAD_NOTE",
+    "SAMPLE_UNHEARD_NOTE",
     "connected_queriers",
     "counts_scope",
     "federated_counts",
@@ -64,6 +66,10 @@ __all__ = [
 
 WINDOW_NAMES: tuple[str, ...] = (*(name for name, _ in WINDOWS), "version")
 
+SAMPLE_UNHEARD_NOTE = (
+    "peer replicas unknown (Redis not read yet, this replica just started, or unreachable "
+    "since): this replica's traffic only, and peers may hold more"
+)
 COUNTS_UNREAD_NOTE = (
     "the peer replicas' counts could not be read (Redis not read since this replica "
     "started, or unreachable since): this replica's counts only"
@@ -88,7 +94,14 @@ def sample_scope(wall_now: float | None = None) -> dict[str, Any]:
     answer on a scaled-out service says it covers part of the traffic.
     """
     now = time.time() if wall_now is None else wall_now
-    return {"replica": get_board().own_id, "other_replicas": sorted(_known_peers(now))}
+    body: dict[str, Any] = {
+        "replica": get_board().own_id,
+        "other_replicas": sorted(_known_peers(now)),
+    }
+    if peers_unheard():
+        # No peer to name yet, but peers may hold traffic: not a lone replica's.
+        body["replicas_note"] = SAMPLE_UNHEARD_NOTE
+    return body
 
 
 def counts_scope(wall_now: float | None = None) -> dict[str, Any]:

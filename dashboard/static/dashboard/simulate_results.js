@@ -2,7 +2,7 @@
 // lines with their summary, and two uPlot charts (bundled at setup from the
 // npm registry). Imported by simulate.js; imports only what it draws with.
 
-import { formatSeconds } from "./format.js";
+import { formatSeconds, iso } from "./format.js";
 import { NONE, verdict } from "./simulate_verdict.js";
 import uPlot from "./vendor/uplot.js";
 
@@ -76,6 +76,17 @@ function item(text, className = "") {
   return li;
 }
 
+// Recent traffic is the answering replica's alone: on a scaled-out service
+// the line names it and the replicas whose traffic is not in the run, so a
+// part is not read as the service's. A lone replica's (no other_replicas,
+// or a server of an earlier release) is all of it: nothing is added.
+function whoseTraffic(w) {
+  const others = w.other_replicas ?? [];
+  if (!others.length) return "";
+  const plural = others.length > 1 ? "s" : "";
+  return ` Replica ${iso(w.replica)}'s traffic only: the traffic replica${plural} ${others.map(iso).join(", ")} received is not in it.`;
+}
+
 export function render(answer) {
   document.getElementById("sim-results").hidden = false;
   const { lines, summary, tenants } = verdict(answer);
@@ -88,7 +99,7 @@ export function render(answer) {
   const w = answer.workload;
   document.getElementById("sim-workload-line").textContent =
     `${w.kind === "recent" ? `recent ${w.window_seconds} s` : w.name}: ${w.requests} requests, ` +
-    `${w.queriers} queriers (${w.workers} workers), seed ${w.seed}.`;
+    `${w.queriers} queriers (${w.workers} workers), seed ${w.seed}.` + whoseTraffic(w);
   column(document.getElementById("col-live"), answer.live);
   column(document.getElementById("col-proposed"), answer.proposed);
   drawCharts(answer);

@@ -140,3 +140,17 @@ def test_a_dry_run_s_sample_names_this_replica_and_every_other_one(board: Replic
     board.accept([encoded("b", later)], [0.0], later)
     board.note_registry({"a": later, "b": later, "c": WALL}, later)
     assert rule_reports.sample_scope(later) == {"replica": "a", "other_replicas": ["b", "c"]}
+
+
+def test_a_sample_before_the_peers_are_heard_of_says_others_may_hold_more(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    monkeypatch.setattr(replica_board, "_board", ReplicaBoard("a"))
+    assert rule_reports.sample_scope(WALL) == {
+        "replica": "a",
+        "other_replicas": [],
+        "replicas_note": rule_reports.SAMPLE_UNHEARD_NOTE,
+    }
+    settings.REDIS_URL = ""  # a lone replica holds all of its traffic
+    assert rule_reports.sample_scope(WALL) == {"replica": "a", "other_replicas": []}
