@@ -16,11 +16,12 @@ from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.http.request import split_domain_port, validate_host
 from django.shortcuts import render
+from django.utils.crypto import constant_time_compare
 from django.utils.http import is_same_domain
 
 from api.store.roles import EDITOR, role_of
@@ -165,13 +166,34 @@ def _trusted_origin(scheme: str, netloc: str) -> bool:
 
 def session_still_allowed(session_key: str | None, user_id: int | None) -> bool:
     """Whether an open inspector's login still holds: the session is stored and
-    unexpired for that user, who is active and still has a role.
+    unexpired for that user, who is active, has the password the session was
+    made with and still has a role.
 
-    Checked again while the socket is open, so expiry, a deactivation or a
-    removed role end it as a logout does (a revoked token ends its sockets).
+    Checked again while the socket is open, so expiry, a deactivation, a
+    password change or a removed role end it as a logout does (a revoked
+    token ends its sockets).
     """
-    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    if session_key is None or str(store.load().get(SESSION_KEY)) != str(user_id):
+    if session_key is None:
+        return False
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    if str(data.get(SESSION_KEY)) != str(user_id):
         return False
     user = get_user_model().objects.filter(pk=user_id, is_active=True).first()
-    return user is not None and role_of(user) is not None
+    if user is None or not _password_unchanged(data.get(HASH_SESSION_KEY), user):
+        return False
+    return role_of(user) is not None
+
+
+def _password_unchanged(session_hash: str | None, user: Any) -> bool:
+    """The session's password hash still matches, as Django checks it on each page.
+
+    A password reset is how an operator shuts out someone holding a stolen
+    login; Django then refuses that session's next page, but a socket makes
+    no next request, so its inspector streamed on. Django's own check
+    (`auth.get_user`) also rotates or flushes the session, which a
+    background re-check must not do to a browser that is still logged in.
+    """
+    if not session_hash:
+        return False
+    hashes = [user.get_session_auth_hash(), *user.get_session_auth_fallback_hash()]
+    return any(constant_time_compare(session_hash, known) for known in hashes)

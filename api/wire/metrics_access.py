@@ -1,9 +1,9 @@
 """Who may scrape `/metrics` when `METRICS_REQUIRE_LOGIN` is on.
 
-A person signed in to the pages, or an API token with the viewer or editor
-role sent as `Authorization: Bearer <token>`: that is how Prometheus
-authenticates a scrape (`authorization: {credentials: ...}` in a scrape
-config), and it cannot keep a login session. Frontend and querier tokens
+A person signed in to the pages with the viewer or editor role, or an API
+token with one of those roles sent as `Authorization: Bearer <token>`: that
+is how Prometheus authenticates a scrape (`authorization: {credentials: ...}`
+in a scrape config), and it cannot keep a login session. Frontend and querier tokens
 are for the wire protocols and may not read metrics, as they may not read
 the REST API.
 
@@ -16,9 +16,10 @@ wait: it goes on to Django's 500 and the server log, as it does at REST.
 One exception, because a database outage is when an operator needs the
 scheduler's metrics most: a token the database accepted for a scrape
 within the last `SCRAPE_GRACE_SECONDS` still scrapes while the database
-does not answer (`RecentScrapers`). Every scrape with the database up is
-checked there, so a revocation takes effect at the next scrape as before;
-only one made during the outage waits for the database to answer again.
+does not answer (`RecentScrapers`), until its expiry if it has one. Every
+scrape with the database up is checked there, so a revocation takes effect
+at the next scrape as before; only one made during the outage waits for the
+database to answer again.
 
 Who scraped (`scraper_identity`) is the credential plus the client's
 address, for the windows kept per scraper (`api.wire.queue_metrics.QueuePeaks`).
@@ -31,9 +32,11 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import datetime
 
 from channels.db import database_sync_to_async
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 
 from api.store.exceptions import DATABASE_DOWN_RETRY_SECONDS, DATABASE_UNREACHABLE
 from api.store.roles import role_of, token_from_header
@@ -55,7 +58,8 @@ def _answer(status: int, text: str, headers: dict[str, str] | None = None) -> Ht
 
 
 class RecentScrapers:
-    """Tokens the database accepted for a scrape lately, by their SHA-256.
+    """Tokens the database accepted for a scrape lately, by their SHA-256, with
+    the instant each expires at (None: never).
 
     Bounded (`size`, the least recently accepted dropped first): a scrape
     config holds a token or two, and the plaintext is never kept.
@@ -66,15 +70,17 @@ class RecentScrapers:
         grace: float = SCRAPE_GRACE_SECONDS,
         size: int = 64,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = timezone.now,
     ) -> None:
         self.grace = grace
         self._size = size
         self._clock = clock
-        self._accepted: OrderedDict[bytes, float] = OrderedDict()
+        self._wall = wall
+        self._accepted: OrderedDict[bytes, tuple[float, datetime | None]] = OrderedDict()
 
-    def accepted(self, plaintext: str) -> None:
+    def accepted(self, plaintext: str, expires_at: datetime | None = None) -> None:
         key = _digest(plaintext)
-        self._accepted[key] = self._clock()
+        self._accepted[key] = (self._clock(), expires_at)
         self._accepted.move_to_end(key)
         while len(self._accepted) > self._size:
             self._accepted.popitem(last=False)
@@ -83,9 +89,20 @@ class RecentScrapers:
         self._accepted.pop(_digest(plaintext), None)
 
     def still_trusted(self, plaintext: str) -> bool:
-        """Accepted within the grace period (asked only while the database is down)."""
-        at = self._accepted.get(_digest(plaintext))
-        return at is not None and self._clock() - at <= self.grace
+        """Accepted within the grace period and not expired since (asked only
+        while the database is down).
+
+        Unlike a revocation, an expiry needs no database to be known: a
+        token issued to run out at noon must not scrape on after noon
+        because the database happened to be down then.
+        """
+        found = self._accepted.get(_digest(plaintext))
+        if found is None:
+            return False
+        at, expires_at = found
+        if expires_at is not None and self._wall() >= expires_at:
+            return False
+        return self._clock() - at <= self.grace
 
 
 def _digest(plaintext: str) -> bytes:
@@ -129,13 +146,17 @@ async def _refusal(request: HttpRequest) -> HttpResponse | None:
         if role_of(token) is None:
             RECENT.refused(plaintext)
             return _answer(403, "this needs a token with the viewer or editor role")
-        RECENT.accepted(plaintext)
+        RECENT.accepted(plaintext, token.expires_at)
         return None
     # A session cookie is read from the database too.
     user = await request.auser()
-    if user.is_authenticated:
-        return None
-    return _answer(401, "login or a viewer token required", _CHALLENGE)
+    if not user.is_authenticated:
+        return _answer(401, "login or a viewer token required", _CHALLENGE)
+    # As on the pages: an account without a role (never given one, or its
+    # role taken away) reads nothing, the tenants and queues here included.
+    if await database_sync_to_async(role_of)(user) is None:
+        return _answer(403, "this needs the viewer or editor role")
+    return None
 
 
 async def scraper_identity(request: HttpRequest, checked: bool) -> str:

@@ -1,5 +1,6 @@
 """An open inspector ends once its login no longer holds: a role removed, the
-user deactivated, the session gone. A login that holds keeps it open."""
+user deactivated, the password changed, the session gone. A login that holds
+keeps it open."""
 
 from __future__ import annotations
 
@@ -44,11 +45,19 @@ def deactivate(name: str) -> None:
     User.objects.filter(username=name).update(is_active=False)
 
 
+def change_password(name: str) -> None:
+    # As an operator resets a stolen login: the session row stays, and
+    # Django refuses it only at its next page, which a socket never asks for.
+    user = User.objects.get(username=name)
+    user.set_password("pw-reset-456")
+    user.save()
+
+
 def end_sessions(name: str) -> None:
     Session.objects.all().delete()
 
 
-@pytest.mark.parametrize("change", [remove_roles, deactivate, end_sessions])
+@pytest.mark.parametrize("change", [remove_roles, deactivate, change_password, end_sessions])
 async def test_an_inspector_whose_login_no_longer_holds_is_closed(
     change: Callable[[str], None], broadcaster: Broadcaster
 ) -> None:
@@ -59,3 +68,16 @@ async def test_an_inspector_whose_login_no_longer_holds_is_closed(
     closed = await socket.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": CLOSE_UNAUTHORISED}
     assert len(broadcaster.viewers) == 0
+
+
+async def test_an_inspector_stays_open_across_a_secret_key_rotation_with_the_old_key_kept(
+    settings: Any, broadcaster: Broadcaster
+) -> None:
+    # Its session's password hash was made with the old key: Django still
+    # takes it from SECRET_KEY_FALLBACKS, and so must the re-check.
+    client = await database_sync_to_async(viewer_client)("dave")
+    socket = await inspector(client)
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a-rotated-secret-key-" + "x" * 40
+    assert await socket.receive_nothing(timeout=0.3)
+    assert len(broadcaster.viewers) == 1

@@ -3,14 +3,16 @@ Prometheus sends one (`authorization` in its scrape config)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import DatabaseError, InterfaceError, OperationalError, ProgrammingError
 from django.test import AsyncClient
+from django.utils import timezone
 
 from api.store.services import api_token_issue, api_token_revoke
 from api.wire import metrics_access
@@ -28,6 +30,13 @@ def bearer(plaintext: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {plaintext}"}
 
 
+async def person_in(name: str, group: str | None) -> User:
+    user = await User.objects.acreate_user(name, password="pw-ops-123")
+    if group is not None:
+        await user.groups.aadd((await Group.objects.aget_or_create(name=group))[0])
+    return user
+
+
 @pytest.mark.parametrize("role", ["viewer", "editor"])
 async def test_a_viewer_or_editor_token_may_scrape(locked: None, role: str) -> None:
     _, plaintext = await api_token_issue_async(role)
@@ -36,10 +45,23 @@ async def test_a_viewer_or_editor_token_may_scrape(locked: None, role: str) -> N
     assert b"cortex_query_scheduler_queue_length" in response.content
 
 
-async def test_a_signed_in_person_may_scrape(locked: None) -> None:
+@pytest.mark.parametrize("group", ["viewer", "editor"])
+async def test_a_signed_in_viewer_or_editor_may_scrape(locked: None, group: str) -> None:
     client = AsyncClient()
-    await client.aforce_login(await User.objects.acreate_user("ops", password="pw-ops-123"))
+    await client.aforce_login(await person_in("ops", group))
     assert (await client.get("/metrics")).status_code == 200
+
+
+async def test_a_signed_in_person_without_a_role_may_not_scrape(locked: None) -> None:
+    # The pages and the REST API refuse such an account; the tenants and
+    # queues the metrics name are no less theirs to hide.
+    client = AsyncClient()
+    await client.aforce_login(await person_in("ops", None))
+    response = await client.get("/metrics")
+    assert (response.status_code, response.content.strip()) == (
+        403,
+        b"this needs the viewer or editor role",
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,7 +112,7 @@ async def test_a_login_the_unreachable_database_cannot_check_is_a_503_too(
     locked: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = AsyncClient()
-    await client.aforce_login(await User.objects.acreate_user("ops", password="pw-ops-123"))
+    await client.aforce_login(await person_in("ops", "viewer"))
 
     async def down(self: SessionStore) -> None:
         raise OperationalError("connection refused")
@@ -155,6 +177,34 @@ def test_a_scrape_token_is_trusted_for_the_grace_period_only() -> None:
     assert recent.still_trusted("t")
     now[0] += 0.001
     assert not recent.still_trusted("t")
+
+
+def test_a_scrape_token_is_not_trusted_past_its_expiry_while_the_database_is_down() -> None:
+    wall = [datetime(2027, 1, 31, 11, 59, tzinfo=UTC)]
+    recent = metrics_access.RecentScrapers(grace=900, clock=lambda: 0.0, wall=lambda: wall[0])
+    recent.accepted("t", expires_at=datetime(2027, 1, 31, 12, 0, tzinfo=UTC))
+    recent.accepted("forever", expires_at=None)
+    assert recent.still_trusted("t")
+    wall[0] += timedelta(minutes=1)  # noon: within the grace, but the token ran out
+    assert (recent.still_trusted("t"), recent.still_trusted("forever")) == (False, True)
+
+
+async def test_an_expiring_token_that_scraped_is_trusted_only_until_its_expiry(
+    locked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wall = [timezone.now()]
+    monkeypatch.setattr(
+        metrics_access, "RECENT", metrics_access.RecentScrapers(wall=lambda: wall[0])
+    )
+    expires_at = wall[0] + timedelta(hours=1)
+    _, plaintext = await database_sync_to_async(api_token_issue)(
+        name="scrape-expiring", role="viewer", expires_at=expires_at
+    )
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 200
+    _database_goes_down(monkeypatch)
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 200
+    wall[0] = expires_at
+    assert (await AsyncClient().get("/metrics", headers=bearer(plaintext))).status_code == 503
 
 
 def test_the_trusted_scrape_tokens_are_bounded_dropping_the_least_recently_accepted() -> None:
