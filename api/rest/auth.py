@@ -27,8 +27,11 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     """DRF authentication by API token; `request.auth` is the `ApiToken`."""
 
     def authenticate(self, request: Request) -> tuple[TokenUser, ApiToken] | None:
+        # `[:1]`: a header of whitespace alone (Unicode's too: "\xa0")
+        # splits into nothing, and indexing it was a 500 anyone could cause.
         header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header or header.split()[0].lower() not in KEYWORDS:
+        scheme = header.split()[:1]
+        if not scheme or scheme[0].lower() not in KEYWORDS:
             return None
         plaintext = token_from_header(header)
         if plaintext is None:

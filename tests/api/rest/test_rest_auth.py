@@ -97,3 +97,13 @@ def test_a_database_that_does_not_answer_is_a_503_to_retry_not_a_server_error(
     assert response.status_code == 503
     assert response.json() == {"detail": "the database did not answer; try again shortly"}
     assert response["Retry-After"] == "5"
+
+
+@pytest.mark.parametrize("value", ["\xa0", "\u2003", "\x1c", "  "])
+def test_an_authorization_header_of_whitespace_alone_is_a_401_not_a_server_error(
+    db: None, value: str
+) -> None:
+    response = APIClient(raise_request_exception=False).get(
+        "/api/v1/tenants/", HTTP_AUTHORIZATION=value
+    )
+    assert response.status_code == 401
