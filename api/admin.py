@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
 
@@ -365,11 +366,29 @@ class ApiTokenAdmin(admin.ModelAdmin):
             name=obj.name, role=obj.role, expires_at=obj.expires_at
         )
         obj.pk = token.pk
-        self.message_user(
-            request,
-            f"Token for {token.name!r} ({token.role}), shown only this once: {plaintext}",
-            messages.WARNING,
-        )
+        request._issued_token = plaintext  # type: ignore[attr-defined]  # for response_add
+
+    def response_add(
+        self, request: HttpRequest, obj: ApiToken, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        """The plaintext on a page of its own, kept out of caches.
+
+        It used to be a message: Django keeps messages in a cookie by
+        default, signed but not encrypted, so the token crossed the network
+        twice more and sat in any proxy log of cookies.
+        """
+        plaintext = getattr(request, "_issued_token", None)
+        if plaintext is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "token": ApiToken.objects.get(pk=obj.pk),
+            "plaintext": plaintext,
+            "changelist_url": reverse("admin:api_apitoken_changelist"),
+            "title": "Token issued",
+        }
+        # The admin's views are never cached (`no-store`), this answer with them.
+        return TemplateResponse(request, "admin/api/apitoken/issued.html", context)
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
