@@ -11,6 +11,7 @@ grpcio hands each message between three threads (docs/performance.md).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -125,6 +126,13 @@ class GrpcFrontDoor:
         install_observer(self.runtime, self.foreign)
         if not isinstance(self.server, LeanGrpcServer):
             await self.server.start()
+        if self.server_tls is None and not _loopback(host):
+            log.warning(
+                "gRPC door on %s in plaintext: anyone who reaches it can enqueue for any "
+                "tenant and take every tenant's queries; set GRPC_TLS_CERT_PATH and "
+                "GRPC_TLS_KEY_PATH with GRPC_TLS_CA_PATH (docs/protocol-grpc.md, Security)",
+                host,
+            )
         log.info(
             "gRPC scheduler listening on %s:%d (%s, %s server, %s loop)",
             host,
@@ -170,6 +178,16 @@ async def start_grpc_server(
     )
     await door.start(host=host, port=port)
     return door
+
+
+def _loopback(host: str) -> bool:
+    """Whether only this machine can reach `host` ("localhost" or a loopback address)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve anywhere
 
 
 def _security(server_tls: ServerTls | None) -> str:
