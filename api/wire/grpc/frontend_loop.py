@@ -5,7 +5,8 @@ frontend matches replies to its messages by position. A frontend opens
 several loops with the same address (one per scheduler worker) and may
 CANCEL on a different loop than it enqueued on, so requests are tracked per
 *address*; they are cancelled when the address's last loop ends, as Cortex
-does.
+does, except while the scheduler drains: then the loops end because the
+frontend was answered SHUTTING_DOWN, and it still waits for its queries.
 """
 
 from __future__ import annotations
@@ -168,8 +169,16 @@ class FrontendLoopServicer:
             # made as the message arrives, with no task wake-up per ENQUEUE.
             await answer_each(context, lambda msg: self._reply(msg, address))
         finally:
-            for rid in self._registry.disconnect(address):
-                self._runtime.cancel(rid)
+            outstanding = self._registry.disconnect(address)
+            # While draining, a frontend's loops end because we answer them
+            # SHUTTING_DOWN, not because it left: a Cortex frontend closes the
+            # loop and still waits for the queries it enqueued, which queriers
+            # answer straight to it. Cancelled, they would never be answered
+            # (the querier's query context ends with its stream); the drain
+            # runs them, and fails back whatever its deadline leaves.
+            if not self._runtime.stopping:
+                for rid in outstanding:
+                    self._runtime.cancel(rid)
 
     def _reply(self, msg: pb.FrontendToScheduler, address: str) -> pb.SchedulerToFrontend:
         if msg.type not in (pb.ENQUEUE, pb.CANCEL):
