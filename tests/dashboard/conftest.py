@@ -30,3 +30,15 @@ def rules() -> dict[str, Any]:
             "priorities": [{"priority": 5, "query_attributes": [{"regex": "up"}]}],
         },
     }
+
+
+@pytest.fixture
+def team() -> Any:
+    """Tenant "team" saved with test_rule_tools' REJECTING block (a priority rule and a
+    rejection rule), for the rule tools' page tests."""
+    from api.store import services
+    from tests.dashboard.test_rule_tools import REJECTING
+
+    return services.tenant_put(
+        tenant_id="team", config=REJECTING, expected_version=None, author=None, source="cli"
+    )

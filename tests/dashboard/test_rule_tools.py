@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api.store import services
 from api.store.models import Tenant
 from api.wire import rule_reports
 from dashboard import views_rules
@@ -31,13 +30,6 @@ REJECTING: dict[str, Any] = {
     },
     "query_rejection": {"enabled": True, "query_attributes": [{"regex": "expensive"}]},
 }
-
-
-@pytest.fixture
-def team() -> Tenant:
-    return services.tenant_put(
-        tenant_id="team", config=REJECTING, expected_version=None, author=None, source="cli"
-    )
 
 
 def _post_fields(config: dict[str, Any]) -> dict[str, str]:

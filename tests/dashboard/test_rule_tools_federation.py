@@ -18,7 +18,6 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
-from api.store import services
 from api.store.models import Tenant
 from dashboard import views_tenants
 from dashboard.snapshot_index import SnapshotIndex
@@ -53,13 +52,6 @@ async def test_the_tenants_list_counts_federated_requests_in_the_default_share_a
         "zeta": "0% of 5 incl. 5 federated, 0% default",
     }
     assert 'title="requests of federated org IDs naming this tenant' in response.content.decode()
-
-
-@pytest.fixture
-def team() -> Tenant:
-    return services.tenant_put(
-        tenant_id="team", config=REJECTING, expected_version=None, author=None, source="cli"
-    )
 
 
 def _serving_lines(html: str) -> list[dict[str, Any]]:

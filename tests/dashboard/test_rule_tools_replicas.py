@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api.store import services
 from api.store.models import Tenant
 from api.wire import rule_reports
 from dashboard import views_rules
@@ -23,13 +22,6 @@ from tests.dashboard.test_rule_tools import REJECTING, _post_fields, sampled
 pytestmark = pytest.mark.django_db
 
 URL = "/tenants/team/dry-run/"
-
-
-@pytest.fixture
-def team() -> Tenant:
-    return services.tenant_put(
-        tenant_id="team", config=REJECTING, expected_version=None, author=None, source="cli"
-    )
 
 
 def _scope(monkeypatch: pytest.MonkeyPatch, replica: str, others: list[str]) -> None:

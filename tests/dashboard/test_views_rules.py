@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from api.store import services
 from api.store.config_yaml import tenant_block_yaml
 from api.store.models import Tenant
 from tests.dashboard.test_rule_tools import REJECTING, sampled
@@ -15,13 +14,6 @@ from tests.dashboard.test_rule_tools import REJECTING, sampled
 pytestmark = pytest.mark.django_db
 
 URL = "/tenants/team/dry-run/"
-
-
-@pytest.fixture
-def team() -> Tenant:
-    return services.tenant_put(
-        tenant_id="team", config=REJECTING, expected_version=None, author=None, source="cli"
-    )
 
 
 def test_the_yaml_views_dry_run_tests_the_yaml_not_an_empty_form(
