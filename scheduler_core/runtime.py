@@ -9,7 +9,9 @@ change). Waiting workers are served in the order they started waiting, so
 no worker of a busy querier starves another.
 
 `stop`, the drain at shutdown, comes from `RuntimeDrain` (runtime_drain.py);
-`SHUTTING_DOWN`, what it fails the leftovers with, is re-exported here.
+`SHUTTING_DOWN`, what it fails the leftovers with, is re-exported here. The
+failures a frontend is told of (`fail`, `fail_matching`, `fail_unanswered`)
+come from `RuntimeFailures` (runtime_failures.py).
 """
 
 from __future__ import annotations
@@ -28,15 +30,14 @@ from scheduler_core.errors import (
 )
 from scheduler_core.loops import running_loop
 from scheduler_core.model import (
-    CancelReason,
     QuerierDisconnected,
-    QuerierNoResult,
     QueueConfig,
     Request,
     TenantLimits,
 )
 from scheduler_core.queue import RequestQueue
 from scheduler_core.runtime_drain import SHUTTING_DOWN, RuntimeDrain
+from scheduler_core.runtime_failures import RuntimeFailures
 from scheduler_core.snapshot import QuerierSnapshot, QueueSnapshot
 
 __all__ = ["SHUTTING_DOWN", "SchedulerRuntime"]
@@ -53,7 +54,7 @@ Handoff = tuple[Request, float]
 MAX_ATTEMPTS = 2
 
 
-class SchedulerRuntime(RuntimeDrain):
+class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
     """Owns the queue, the waiting workers and the periodic forget check."""
 
     def __init__(
@@ -133,33 +134,6 @@ class SchedulerRuntime(RuntimeDrain):
         self._notify("on_cancelled", request)
         self._note_if_empty()
         return request
-
-    def fail(self, request_id: str, reason: str) -> Request | None:
-        """End a queued or in-flight request as failed with `reason` (an operator's cancel).
-
-        Unlike `cancel` (its frontend gave up), the frontend still waits, so
-        it is told through `on_failed`; a running request's querier
-        transport is told through `cancellation`, as for a cancel.
-        """
-        request = self.queue.cancel(request_id)
-        if request is not None:
-            self._fail_removed(request, CancelReason(reason))
-        return request
-
-    def fail_matching(self, reason: str, **node: Any) -> list[Request]:
-        """`fail` every queued request `RequestQueue.cancel_matching(**node)` matches."""
-        requests = self.queue.cancel_matching(**node)
-        cancel = CancelReason(reason)
-        for request in requests:
-            self._fail_removed(request, cancel)
-        return requests
-
-    def _fail_removed(self, request: Request, reason: CancelReason) -> None:
-        cancelled = self._cancellations.pop(request.id, None)
-        if cancelled is not None and not cancelled.done():
-            cancelled.set_result(None)
-        self._notify("on_failed", request, reason)
-        self._note_if_empty()
 
     def cancellation(self, request_id: str) -> asyncio.Future[None]:
         """A future resolved when this in-flight request is cancelled.
@@ -244,18 +218,6 @@ class SchedulerRuntime(RuntimeDrain):
         request = self.queue.complete(request_id)
         if request is not None:
             self._notify("on_completed", request)
-            self._note_if_empty()
-        return request
-
-    def fail_unanswered(self, request_id: str, querier_id: str) -> Request | None:
-        """The querier is done with the request but its result never reached the
-        frontend (the transport knows); its worker is free again, and the
-        request fails back with a `QuerierNoResult` instead of completing."""
-        self._cancellations.pop(request_id, None)
-        request = self.queue.complete(request_id)
-        if request is not None:
-            reason = f"querier {querier_id} finished the request without sending its result"
-            self._notify("on_failed", request, QuerierNoResult(reason))
             self._note_if_empty()
         return request
 
