@@ -213,6 +213,14 @@ class ReplicaBoard:
         """Whether the registry was read lately enough to judge peers by it."""
         return self.registry_at is not None and wall_now - self.registry_at <= STALE_SECONDS
 
+    def known_peers(self, wall_now: float | None = None) -> list[str]:
+        """Every peer this replica knows of, sorted: publishing a fresh summary,
+        or gone without withdrawing (`unreachable_peers`). One that withdrew
+        (a graceful stop) is not: its queue and its traffic left with it."""
+        wall_now = time.time() if wall_now is None else wall_now
+        fresh = {p.replica for p in self.fresh_peers(wall_now)}
+        return sorted(fresh.union(self.unreachable_peers(wall_now)))
+
     def fresh_peers(self, wall_now: float) -> tuple[PeerSummary, ...]:
         return tuple(p for p in self.peers if wall_now - p.at <= STALE_SECONDS)
 

@@ -80,12 +80,8 @@ def peers_unheard() -> bool:
     replica's, though peers may hold requests: it says so (`UNHEARD_NOTE`)
     instead. A peer once known is named missing when it cannot be read.
     """
-    return (
-        bool(settings.REDIS_URL)
-        and get_board().registry_at is None
-        and not live_peers()
-        and not down_peers()
-    )
+    board = get_board()
+    return bool(settings.REDIS_URL) and board.registry_at is None and not board.known_peers()
 
 
 def _query_limit(raw: Any) -> int:

@@ -76,28 +76,14 @@ COUNTS_UNREAD_NOTE = (
 )
 
 
-def _known_peers(wall_now: float) -> set[str]:
-    """Every peer this replica knows of: publishing now, or gone without withdrawing.
-
-    A peer that withdrew (stopped gracefully) is no longer known: it holds
-    no traffic any more, and its counts left with it.
-    """
-    board = get_board()
-    live = {p.replica for p in board.fresh_peers(wall_now)}
-    return (live | set(board.unreachable_peers(wall_now))) - {board.own_id}
-
-
 def sample_scope(wall_now: float | None = None) -> dict[str, Any]:
     """Whose traffic a dry run or a `recent` simulation replays: this replica's only.
 
     `other_replicas` names the peers whose traffic is not in it, so an
     answer on a scaled-out service says it covers part of the traffic.
     """
-    now = time.time() if wall_now is None else wall_now
-    body: dict[str, Any] = {
-        "replica": get_board().own_id,
-        "other_replicas": sorted(_known_peers(now)),
-    }
+    board = get_board()
+    body: dict[str, Any] = {"replica": board.own_id, "other_replicas": board.known_peers(wall_now)}
     if peers_unheard():
         # No peer to name yet, but peers may hold traffic: not a lone replica's.
         body["replicas_note"] = SAMPLE_UNHEARD_NOTE
@@ -119,7 +105,8 @@ def counts_scope(wall_now: float | None = None) -> dict[str, Any]:
         for replica, at in (PEERS.at or {}).items()
         if now - at <= replica_rules.STALE_SECONDS
     }
-    body: dict[str, Any] = {"replicas_missing": sorted(_known_peers(now) - counted)}
+    known = get_board().known_peers(now)
+    body: dict[str, Any] = {"replicas_missing": [r for r in known if r not in counted]}
     if settings.REDIS_URL and PEERS.at is None:
         body["replicas_note"] = COUNTS_UNREAD_NOTE
     return body
