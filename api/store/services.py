@@ -360,8 +360,9 @@ def revision_rollback(
 
 def rollback_note_problem(note: str) -> str | None:
     """What is wrong with a rollback's change note (stripped), or None."""
-    if len(note.strip()) > ROLLBACK_NOTE_MAX:
-        return f"at most {ROLLBACK_NOTE_MAX} characters (it has {len(note.strip())})"
+    length = len(note.strip())
+    if length > ROLLBACK_NOTE_MAX:
+        return f"at most {ROLLBACK_NOTE_MAX} characters (it has {length})"
     return None
 
 

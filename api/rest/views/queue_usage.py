@@ -67,9 +67,10 @@ class QueueUsageView(ApiView):
             return Response(with_replicas(_stopped(), None))
         taken = take_view()
         merged = taken[1] if taken is not None else None
-        body = {"running": True, **local}
         if merged is not None:
             peers = get_board().fresh_peers(time.time())
-            both = merge_usage([local, *(p.stats.get("usage") for p in peers if p.stats)], limit)
-            body = {"running": True, **(both or local)}
-        return Response(with_replicas(body, merged))
+            local = (
+                merge_usage([local, *(p.stats.get("usage") for p in peers if p.stats)], limit)
+                or local
+            )
+        return Response(with_replicas({"running": True, **local}, merged))
