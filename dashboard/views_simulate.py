@@ -25,6 +25,7 @@ from django.urls import reverse
 
 from api.store import selectors
 from api.store.import_plan import tenant_id_errors
+from api.store.roles import EDITOR
 from dashboard.access import page, role_required
 from dashboard.forms import settings_from_post
 from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
@@ -64,7 +65,9 @@ def _carried(
             # inputs, and read as a form its draft was an empty rule set.
             posted = draft_from_post(request.POST)
             draft = posted.config
-            back = _back_to_tenant(request, tenant_id, posted)
+            # One read of the saved block, for the way back and the origin line.
+            saved_blocks = selectors.tenant_configs([tenant_id])
+            back = _back_to_tenant(request, tenant_id, posted, tenant_id in saved_blocks)
             if draft is None:
                 return (
                     {"settings": {}, "tenants": {}},
@@ -78,7 +81,7 @@ def _carried(
             # A viewer's read-only editor (or an editor's untouched one)
             # carries the saved block itself: said so, or the page would
             # promise a change that simulates as none.
-            if selectors.tenant_configs([tenant_id]).get(tenant_id) == draft:
+            if saved_blocks.get(tenant_id) == draft:
                 return (
                     carried,
                     (
@@ -91,18 +94,19 @@ def _carried(
     return {"settings": {}, "tenants": {}}, "", None
 
 
-def _back_to_tenant(request: HttpRequest, tenant_id: str, posted: Draft) -> dict[str, Any] | None:
+def _back_to_tenant(
+    request: HttpRequest, tenant_id: str, posted: Draft, saved: bool
+) -> dict[str, Any] | None:
     """The way back to the editor a tenant's draft came from.
 
     An editor's is a post of that draft, in the view it was in (its YAML
     text as typed, so a block that did not parse is there to fix), at the
     version the editor was loaded with: a save from there is still refused
     if someone saved since. A viewer's editor shows the saved block, so a
-    link to it does; a tenant not saved yet has none.
+    link to it does; a tenant not saved yet (`saved` false) has none.
     """
-    saved = tenant_id in selectors.tenant_configs([tenant_id])
     routable = not tenant_id_errors(tenant_id)
-    if request.role != "editor":  # type: ignore[attr-defined]
+    if request.role != EDITOR:  # type: ignore[attr-defined]
         if not (saved and routable):
             return None
         url = reverse("dashboard:tenant", args=[tenant_id])
