@@ -13,6 +13,15 @@ its JSON error shape, pages the site's 400 page.
 `Content-Security-Policy`, that its page runs only scripts, styles and
 connections of this site and may not be framed (`settings.CONTENT_SECURITY_POLICY`),
 so text that got into a page unescaped still could not run.
+
+`PrivateCacheMiddleware`: every page, API answer and scrape holds what one
+signed-in account may see (tenants' queries, their limits, tokens' names),
+so none may be kept by a shared cache (a corporate proxy, a CDN in front of
+the server), and a browser must ask again before it shows one from its
+cache: `Cache-Control: private, no-cache` unless the view set its own.
+`no-cache` rather than `no-store` keeps the browser's back/forward cache,
+which Explain's Back relies on. Static files do not pass through here
+(Daphne's static handler serves them before any middleware).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.defaults import bad_request
 
-__all__ = ["ContentSecurityPolicyMiddleware", "RefuseNulMiddleware"]
+__all__ = ["ContentSecurityPolicyMiddleware", "PrivateCacheMiddleware", "RefuseNulMiddleware"]
 
 _NUL = "\x00"
 _MESSAGE = "the URL contains a NUL character (%00), which no tenant ID or filter may hold"
@@ -95,4 +104,13 @@ class ContentSecurityPolicyMiddleware(_Middleware):
                 f"{directive} {sources}"
                 for directive, sources in settings.CONTENT_SECURITY_POLICY.items()
             )
+        return response
+
+
+class PrivateCacheMiddleware(_Middleware):
+    """Marks every response `private, no-cache` unless it has a `Cache-Control` of its own."""
+
+    def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if "Cache-Control" not in response:
+            response["Cache-Control"] = "private, no-cache"
         return response

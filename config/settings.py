@@ -130,6 +130,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below).
     "api.middleware.ContentSecurityPolicyMiddleware",
+    # Cache-Control: private, no-cache unless a view says otherwise.
+    "api.middleware.PrivateCacheMiddleware",
     # A NUL in the URL is refused (400) before any view can query with it.
     "api.middleware.RefuseNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -63,6 +63,8 @@ async def test_daphne_serves_static_files_itself_with_debug_off() -> None:
     assert status == 200
     assert b"body" in body
     assert headers[b"X-Content-Type-Options"] == b"nosniff"
+    # Pages and API answers are private (api.middleware.PrivateCacheMiddleware); these are not.
+    assert b"private" not in headers.get(b"Cache-Control", b"")
 
 
 @pytest.mark.django_db(transaction=True)
