@@ -12,7 +12,6 @@ path without a word, and `--rate 1e308` spun a core while claiming 1e308 req/s.
 from __future__ import annotations
 
 import math
-import re
 import resource
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,8 +31,6 @@ __all__ = [
 # Open files kept for what is not a client socket (the interpreter, Django,
 # the database, gRPC) when checking the sockets asked for against the limit.
 SPARE_FILES = 64
-# What `issue_token` prints, and all an Authorization header may carry here.
-_TOKEN = re.compile(r"[\x21-\x7e]+", re.ASCII)
 # Requests per second one load generator may be asked for: its single event
 # loop sends a few thousand frames a second at most, so above this the Poisson
 # gaps are shorter than one send and the command would only spin a core while
@@ -42,7 +39,7 @@ MAX_RATE = 10_000.0
 
 
 def check_loadgen_options(options: dict[str, Any], *, replicas: int) -> None:
-    """`manage.py loadgen`'s options, for `replicas` URLs."""
+    """`manage.py loadgen`'s options, for `replicas` URLs (its tokens: loadgen.tokens)."""
     _positive_seconds("--rate", options["rate"], "a number of requests per second")
     _rate_within_reach("--rate", options["rate"])
     _positive_seconds("--report-every", options["report_every"], "a number of seconds")
@@ -55,15 +52,9 @@ def check_loadgen_options(options: dict[str, Any], *, replicas: int) -> None:
         host, _, port = address.rpartition(":")
         if not host or not _port(port):
             raise CommandError(f"--grpc must look like 127.0.0.1:9095 (host:port), not {address!r}")
-    for option in ("token", "frontend_token", "querier_token"):
-        token = options[option]
-        if token is not None and not _TOKEN.fullmatch(token):
-            # An empty one (`--token "$UNSET"`) or a pasted line break would
-            # otherwise fail at the handshake, in a message over several lines.
-            raise CommandError(
-                f"--{option.replace('_', '-')} must be a token as issue_token prints it "
-                "(printable ASCII, no spaces)"
-            )
+    give_up = options["give_up_after"]
+    if not (math.isfinite(give_up) and give_up >= 0):
+        raise CommandError(f"--give-up-after must be a number of seconds, 0 or more, not {give_up}")
     # Each querier and frontend holds one socket per replica.
     _open_files((options["queriers"] + options["frontends"]) * replicas)
 

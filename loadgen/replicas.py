@@ -12,9 +12,13 @@ connection, and counted in `lost`, never as answered; except those a
 replica shutting down gracefully never accepted, which go to another
 replica (loadgen.spread_frontend).
 
-With one replica nothing else can carry the traffic, so losing it stops the
-load generator at once, as it always has; with several, only when none has
-been connected for `give_up` seconds (`NoReplicaReachable`).
+A lone replica lost (restarted) is reconnected the same way: it had stopped
+the load generator for good, while a restart is over in seconds. What its
+graceful shutdown never accepted waits in the frontends and is sent again
+once it is back (loadgen.spread_frontend). `watch()` raises only when no
+replica has been connected for `give_up` seconds (`NoReplicaReachable`), or
+at once when a socket is closed because its token is refused (4001, 4003:
+a reconnect would be refused too).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ RETRY_MAX = 10.0
 # What a replica that is down or restarting answers a new connection with:
 # refused, a handshake it does not finish, a socket closed before `welcome`.
 _CONNECT_ERRORS = (OSError, TimeoutError, websockets.WebSocketException, RuntimeError)
+# docs/protocol.md, "Close codes": its token revoked or expired, or its role refused.
+_TOKEN_REFUSED = frozenset({4001, 4003})
 
 
 class NoReplicaReachable(Exception):
@@ -47,9 +53,8 @@ class Replicas:
 
     `queriers[i]` are the querier connections to replica `i` (`names[i]`, the
     URL it was given as); each of `frontends` holds a connection to every
-    replica. `give_up`: with several replicas, the seconds none may be
-    connected before `watch()` raises. `warn(line)` is told when a replica is
-    lost and when it is back.
+    replica. `give_up`: the seconds none may be connected before `watch()`
+    raises. `warn(line)` is told when a replica is lost and when it is back.
     """
 
     def __init__(
@@ -64,11 +69,15 @@ class Replicas:
         self.names = list(names)
         self.queriers = [list(clients) for clients in queriers]
         self.frontends = list(frontends)
-        self.give_up = give_up if len(self.names) > 1 else 0.0
+        self.give_up = give_up
         self.warn = warn
         self.connected = [False] * len(self.names)
         self.lost = 0  # requests lost with a replica's connection
+        self.was_lost = False  # a replica has been lost since `start()`
         self._last_loss: BaseException | None = None
+        self._last_try: BaseException | None = None  # why the last reconnect failed
+        # While replica i is down: (when it is tried next, the wait before that try).
+        self._next_try: list[tuple[float, float] | None] = [None] * len(self.names)
         self._none_since = 0.0
         self._none_connected = asyncio.Event()
         self._some_connected = asyncio.Event()
@@ -96,6 +105,24 @@ class Replicas:
             + f", lost {self.lost}"
         )
 
+    def retrying(self) -> str:
+        """For the report line while a replica is down: when it is tried next, and
+        how long the load generator waits for one; empty while all are up."""
+        now = time.monotonic()
+        tries = [at for at in self._next_try if at is not None]
+        if not tries:
+            return ""
+        at, delay = min(tries)
+        line = (
+            f"reconnecting: next try in {max(at - now, 0):.0f} s "
+            f"(waits {delay:g} s, doubling to {RETRY_MAX:g} s)"
+        )
+        if not any(self.connected):
+            left = max(self.give_up - (now - self._none_since), 0)
+            line += f", stopping unless one is back within {left:.0f} s"
+        waiting = sum(frontend.waiting for frontend in self.frontends)
+        return line + f"; {waiting} requests waiting to be sent again"
+
     async def close(self) -> None:
         # Keepers first: they would take the sockets closing below for a lost replica.
         await self._stop_keepers()
@@ -119,23 +146,33 @@ class Replicas:
     async def _keep(self, index: int) -> None:
         while True:
             why = self._last_loss = await self._first_closed(index)
+            if why.rcvd is not None and why.rcvd.code in _TOKEN_REFUSED:
+                raise why
+            self.was_lost = True
+            self._next_try[index] = (time.monotonic() + RETRY_FIRST, RETRY_FIRST)
             await self._disconnect(index)
-            if len(self.names) > 1:
-                self._say_lost(index, why)
-            delay = RETRY_FIRST
-            while True:
-                await asyncio.sleep(delay)
-                try:
-                    await self._connect(index)
-                    break
-                except _CONNECT_ERRORS:
-                    await self._disconnect(index)
-                    delay = min(delay * 2, RETRY_MAX)
+            self._say_lost(index, why)
+            await self._reconnect(index)
             self.warn(f"loadgen: replica {self.names[index]} is back")
+
+    async def _reconnect(self, index: int) -> None:
+        """Try replica `index` after RETRY_FIRST, doubling up to RETRY_MAX, until it answers."""
+        delay = RETRY_FIRST
+        while True:
+            self._next_try[index] = (time.monotonic() + delay, delay)
+            await asyncio.sleep(delay)
+            try:
+                await self._connect(index)
+                return
+            except _CONNECT_ERRORS as exc:
+                self._last_try = exc
+                await self._disconnect(index)
+                delay = min(delay * 2, RETRY_MAX)
 
     async def _connect(self, index: int) -> None:
         await _every(client.start() for client in self.queriers[index])
         await _every(frontend.connect(index) for frontend in self.frontends)
+        self._next_try[index] = None
         self._set_connected(index, True)
 
     async def _disconnect(self, index: int) -> None:
@@ -177,13 +214,11 @@ class Replicas:
             self._none_connected.set()
 
     def _stop_reason(self) -> BaseException:
-        if len(self.names) == 1:
-            # The message the load generator has always stopped with.
-            assert self._last_loss is not None
-            return self._last_loss
+        who = "no replica" if len(self.names) > 1 else f"{self.names[0]} not"
         return NoReplicaReachable(
-            f"no replica reachable for {time.monotonic() - self._none_since:.0f} s; "
+            f"{who} reachable for {time.monotonic() - self._none_since:.0f} s; "
             f"the last lost said: {self._last_loss}"
+            + (f"; the last reconnect: {self._last_try}" if self._last_try is not None else "")
         )
 
 

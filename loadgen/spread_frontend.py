@@ -13,6 +13,12 @@ took it, as a frontend of several schedulers does:
   loss at about one graceful restart in seven (an enqueue written while
   the replica was closing).
 
+With no other replica connected (a lone `--url` restarting, or every
+replica down at once), such a request waits in the frontend and is sent
+once a replica connects again (`connect`): the scheduler promised nothing
+for it, so sending it again cannot run it twice. Before, a lone scheduler's
+restart stopped the load generator, and those requests with it.
+
 A replica lost any other way (no close frame, a kill) loses what it held:
 those requests are counted in `disconnect`'s return, never answered.
 """
@@ -43,6 +49,8 @@ CLOSE_GRACE = 3.0
 _CLOSE_DRAINED = 1000
 # `rejected` statuses that another replica may accept.
 _MOVABLE = frozenset({429, 503})
+# The `rejected` status of a replica shutting down: worth waiting for one to connect.
+_SHUTTING_DOWN = 503
 _FINAL = frozenset({"result", "failed", "rejected", "cancelled", "error"})
 
 
@@ -54,6 +62,7 @@ class _Sent:
     replica: int
     retried: bool = False  # already moved once after a 429 or 503
     accepted: bool = False  # `enqueued` came back: the replica holds it
+    waiting: bool = False  # no replica holds it: sent again at the next `connect`
 
 
 class SpreadFrontend:
@@ -66,7 +75,9 @@ class SpreadFrontend:
     (`FrontendClient`), so the frontend counts once across them.
 
     A replica whose connection was lost (`disconnect(index)`) is passed over
-    for new requests and moves until `connect(index)` opens it again.
+    for new requests and moves until `connect(index)` opens it again. A
+    request that may move while no other replica is connected waits for the
+    next `connect` (`waiting`, counted in neither `on_reply` nor the lost).
     """
 
     def __init__(
@@ -98,18 +109,29 @@ class SpreadFrontend:
     async def start(self) -> None:
         await asyncio.gather(*(self.connect(index) for index in range(len(self.clients))))
 
+    @property
+    def waiting(self) -> int:
+        """Requests no replica holds, to be sent at the next `connect`."""
+        return sum(sent.waiting for sent in self._pending.values())
+
     async def connect(self, index: int) -> None:
-        """Open the connection to replica `index`; it takes requests once open."""
+        """Open the connection to replica `index`; it takes requests once open,
+        first those waiting for a replica."""
         await self.clients[index].start()
         self.connected[index] = self._reading[index] = True
+        for sent in self._pending.values():
+            if sent.waiting:
+                sent.waiting = False
+                self._move(sent, index)
 
     async def disconnect(self, index: int) -> int:
         """Replica `index` is lost: pass it over and close its socket; how many requests it lost.
 
         The socket's last replies are read first (up to CLOSE_GRACE). Then a
         request it never accepted before a graceful close goes to another
-        replica; every other one it held is lost, and replies still arriving
-        are dropped, so each request is counted once.
+        replica, or waits for one to connect; every other one it held is
+        lost, and replies still arriving are dropped, so each request is
+        counted once.
         """
         self.connected[index] = False
         client = self.clients[index]
@@ -119,11 +141,10 @@ class SpreadFrontend:
         drained = client.close_code() == _CLOSE_DRAINED
         lost = 0
         for key, sent in list(self._pending.items()):
-            if sent.replica != index:
+            if sent.replica != index or sent.waiting:
                 continue
-            other = self._next_connected(index + 1)
-            if drained and not sent.accepted and other is not None:
-                self._move(sent, other)
+            if drained and not sent.accepted:
+                self._move_or_wait(sent, self._next_connected(index + 1))
             else:
                 del self._pending[key]
                 lost += 1
@@ -160,6 +181,14 @@ class SpreadFrontend:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _move_or_wait(self, sent: _Sent, index: int | None) -> None:
+        """Send `sent` again to replica `index`; with None (none is connected), at the next
+        `connect`."""
+        if index is None:
+            sent.waiting = True
+        else:
+            self._move(sent, index)
+
     def _next_connected(self, start: int) -> int | None:
         """The first connected replica from `start` on, wrapping round; None if none is."""
         count = len(self.clients)
@@ -180,13 +209,15 @@ class SpreadFrontend:
         kind = msg.get("type")
         if kind == "enqueued" and sent is not None:
             sent.accepted = True
-        movable = kind == "rejected" and msg.get("status") in _MOVABLE
-        other = self._next_connected(index + 1)
-        if movable and sent is not None and not sent.retried and other not in (None, index):
-            assert other is not None
-            sent.retried = True
-            self._move(sent, other)
-            return
+        if kind == "rejected" and sent is not None and not sent.retried:
+            other = self._next_connected(index + 1)
+            # A replica shutting down accepted nothing: with no other one to
+            # take it (a lone scheduler restarting), wait for the next to connect.
+            moves = msg.get("status") in _MOVABLE and other not in (None, index)
+            if moves or msg.get("status") == _SHUTTING_DOWN:
+                sent.retried = True
+                self._move_or_wait(sent, other if moves else None)
+                return
         if kind in _FINAL:
             self._pending.pop(key, None)
         self.on_reply(msg)

@@ -1,9 +1,11 @@
 """`manage.py loadgen` against real Daphne processes.
 
-A lone scheduler shutting down stops it in one line; SIGTERM (what `make
-demo`'s Ctrl-C trap sends it) stops it as Ctrl-C does; one of two replicas
-killed (`kill -9`) leaves the traffic to the other, and it carries on.
-Either way it stops, the tokens it issued for itself are revoked.
+A lone scheduler restarted (SIGTERM, then started again on its port) is
+reconnected and the load resumes with nothing lost; one gone for
+`--give-up-after` seconds stops it in one line; SIGTERM (what `make demo`'s
+Ctrl-C trap sends it) stops it as Ctrl-C does; one of two replicas killed
+(`kill -9`) leaves the traffic to the other, and it carries on. Either way
+it stops, the tokens it issued for itself are revoked.
 """
 
 from __future__ import annotations
@@ -29,33 +31,72 @@ DEADLINE = 30.0
 TOKEN = "qi_loadgen-two-replicas-test-token"
 
 
-def start_loadgen(server: DaphneProcess, report_every: str) -> subprocess.Popen[str]:
-    """`manage.py loadgen` at 50 requests/s against `server`, its output piped."""
+def start_loadgen(server: DaphneProcess, report_every: str, *args: str) -> subprocess.Popen[str]:
+    """`manage.py loadgen ARGS` at 50 requests/s against `server`, its output piped."""
     return subprocess.Popen(
         [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
-         "--rate", "50", "--report-every", report_every],
+         "--rate", "50", "--report-every", report_every, *args],
         env=server.env, cwd=BASE_DIR, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
 
 
-def test_a_scheduler_shutting_down_stops_the_load_generator_with_a_clear_error() -> None:
+def test_a_lone_scheduler_restarted_is_reconnected_and_the_load_resumes_with_nothing_lost() -> None:
     with DaphneProcess(grpc=False) as server:
-        loadgen = start_loadgen(server, report_every="0.5")
+        loadgen = start_loadgen(server, "0.3", "--queriers", "2")
+        out, err = Output(loadgen.stdout), Output(loadgen.stderr)
         try:
-            assert loadgen.stdout is not None
-            deadline = time.monotonic() + 60
-            while "websocket: sent" not in loadgen.stdout.readline():
-                assert time.monotonic() < deadline and loadgen.poll() is None, "no report"
-            server.stop()  # SIGTERM: the drain closes every socket
-            _, stderr = loadgen.communicate(timeout=30)
+            until(loadgen, err, lambda: out.reports() and ws_results(out.reports()[-1]), "results")
+            server.stop()  # SIGTERM: the drain fails back what it holds, then closes with 1000
+            until(loadgen, err, lambda: err.said(f"lost replica {server.base_url}"), "the loss")
+            down = len(out.lines)
+            until(loadgen, err, lambda: out.said("| reconnecting: next try in "), "a report")
+            server.start()  # on the same port, with the same database
+            until(loadgen, err, lambda: err.said(f"replica {server.base_url} is back"), "back")
+            back = len(out.lines)
+            until(loadgen, err, lambda: out.reports(back), "a report after the restart")
+            then = ws_results(out.reports(back)[0])
+            until(loadgen, err, lambda: ws_results(out.reports()[-1]) >= then + 20, "results again")
+            loadgen.terminate()
+            assert loadgen.wait(20) == 0
         finally:
             if loadgen.poll() is None:
                 loadgen.kill()
+                loadgen.wait()
         revoked = own_tokens_revoked(server)
-    assert loadgen.returncode == 1
-    assert "the scheduler closed the connection" in stderr
-    assert "Traceback" not in stderr
+    assert any("stopping unless one is back within" in line for line in out.reports(down))
+    *_, totals, unanswered, last = out.all()
+    assert last == "loadgen stopped"
+    assert totals.endswith(" | replicas 1/1 up, lost 0"), totals
+    # Every request sent ended once (answered, failed back, refused) or is said unanswered.
+    sent, ends = totals_of(totals)
+    assert unanswered == f"loadgen: unanswered at the stop: websocket {sent - ends}"
+    assert sent - ends >= 0
+    assert not any("Traceback" in line for line in err.all())
+    assert revoked == [("loadgen-frontend", 1), ("loadgen-querier", 1)]
+
+
+def test_a_lone_scheduler_gone_for_the_give_up_time_stops_the_load_generator_in_one_line() -> None:
+    with DaphneProcess(grpc=False) as server:
+        loadgen = start_loadgen(server, "0.5", "--give-up-after", "1")
+        out, err = Output(loadgen.stdout), Output(loadgen.stderr)
+        try:
+            until(loadgen, err, out.reports, "a report")
+            server.stop()  # SIGTERM, and not started again
+            assert loadgen.wait(DEADLINE) == 1
+        finally:
+            if loadgen.poll() is None:
+                loadgen.kill()
+                loadgen.wait()
+        revoked = own_tokens_revoked(server)
+    [line] = [line for line in err.all() if line.startswith("CommandError")]
+    assert line.startswith(
+        f"CommandError: the scheduler closed the connection ({server.base_url} not reachable for "
+    )
+    assert "; the last lost said: received 1000 (OK)" in line
+    assert line.endswith("; stopping")
+    assert err.said("stopping unless a replica is back within 1 s")
+    assert not err.said("Traceback")
     assert revoked == [("loadgen-frontend", 1), ("loadgen-querier", 1)]
 
 
@@ -88,10 +129,8 @@ def test_sigterm_stops_the_load_generator_as_ctrl_c_does_with_its_totals_and_no_
     *_, totals, unanswered, last = out.all()
     assert last == "loadgen stopped"
     # The totals at the stop add up: every request sent is answered or said unanswered.
-    sent, *ends = map(int, re.findall(
-        r"^websocket: sent (\d+) enqueued \d+ results (\d+) rejected (\d+) failed (\d+) "
-        r"errors (\d+) ", totals)[0])  # fmt: skip
-    assert unanswered == f"loadgen: unanswered at the stop: websocket {sent - sum(ends)}"
+    sent, ends = totals_of(totals)
+    assert unanswered == f"loadgen: unanswered at the stop: websocket {sent - ends}"
     assert not any("Traceback" in line for line in err.all())
     assert revoked == [("loadgen-frontend", 1), ("loadgen-querier", 1)]
 
@@ -119,6 +158,32 @@ class Output:
 
     def reports(self, since: int = 0) -> list[str]:
         return [line for line in self.lines[since:] if line.startswith("websocket: ")]
+
+
+def until(
+    loadgen: subprocess.Popen[str], err: Output, check: Callable[[], object], what: str
+) -> None:
+    """Poll `check` while `loadgen` runs; fail with its stderr if it exits, or at DEADLINE."""
+    deadline = time.monotonic() + DEADLINE
+    while not check():
+        assert loadgen.poll() is None, "loadgen exited:\n" + "\n".join(err.lines)
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def totals_of(report: str) -> tuple[int, int]:
+    """(requests sent, requests ended: results, rejected, failed, errors) of a report line."""
+    sent, *ends = map(int, re.findall(
+        r"^websocket: sent (\d+) enqueued \d+ results (\d+) rejected (\d+) failed (\d+) "
+        r"errors (\d+) ", report)[0])  # fmt: skip
+    return sent, sum(ends)
+
+
+def ws_results(report: str) -> int:
+    """The websocket results of a report line."""
+    found = re.search(r"^websocket: sent \d+ enqueued \d+ results (\d+)", report)
+    assert found is not None, report
+    return int(found.group(1))
 
 
 def results(report: str) -> tuple[int, int]:
@@ -160,28 +225,24 @@ def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load
         )  # fmt: skip
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
 
-        def until(check: Callable[[], object], what: str) -> None:
-            deadline = time.monotonic() + DEADLINE
-            while not check():
-                assert loadgen.poll() is None, "loadgen exited:\n" + "\n".join(err.lines)
-                assert time.monotonic() < deadline, f"timed out waiting for {what}"
-                time.sleep(0.05)
+        def waiting(check: Callable[[], object], what: str) -> None:
+            until(loadgen, err, check, what)
 
         try:
-            until(lambda: out.reports() and min(results(out.reports()[-1])) > 0, "results")
+            waiting(lambda: out.reports() and min(results(out.reports()[-1])) > 0, "results")
             assert victim.proc is not None
             victim.proc.kill()
-            until(lambda: err.said(f"lost replica {victim.base_url}"), "the warning")
+            waiting(lambda: err.said(f"lost replica {victim.base_url}"), "the warning")
             # Counted from a report made after the loss: no result of the victim's in it.
             mark = len(out.lines)
-            until(lambda: out.reports(mark), "a report after the loss")
+            waiting(lambda: out.reports(mark), "a report after the loss")
             ws_then, grpc_then = results(out.reports(mark)[0])
 
             def through_the_survivor() -> bool:
                 ws_now, grpc_now = results(out.reports(mark)[-1])
                 return ws_now >= ws_then + 20 and grpc_now >= grpc_then + 3
 
-            until(through_the_survivor, "results through the survivor")
+            waiting(through_the_survivor, "results through the survivor")
 
             assert f"| replicas 1/2 up (down: {victim.base_url}), lost " in out.reports()[-1]
             assert loadgen.poll() is None

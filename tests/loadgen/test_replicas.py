@@ -2,8 +2,9 @@
 
 Stand-in replicas speaking just enough of docs/protocol.md, in this
 process, so a replica can die (its sockets aborted, no close frame, as after
-`kill -9`) and come back on the same port within a second. The two-Daphne
-run of `manage.py loadgen` is in test_loadgen_command.py.
+`kill -9`) and come back on the same port within a second. A lone replica
+is reconnected too, and gets again what its graceful shutdown never
+accepted. The Daphne runs of `manage.py loadgen` are in test_loadgen_command.py.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -70,6 +72,11 @@ class StandIn:
                 await connection.send(json.dumps({"type": "failed", "id": rid}))
             await connection.close(1000)
         await self.server.wait_closed()
+
+    async def close_all(self, code: int) -> None:
+        """Close every socket with `code`, as the scheduler does a revoked token's (4001)."""
+        assert self.server is not None
+        await asyncio.gather(*(c.close(code) for c in self.server.connections))
 
     async def _serve(self, ws: ServerConnection) -> None:
         with contextlib.suppress(websockets.ConnectionClosed):
@@ -200,13 +207,105 @@ async def test_every_replica_lost_for_the_grace_period_stops_the_watch_with_the_
         await generator.close()
 
 
-async def test_a_lone_replica_lost_stops_the_watch_at_once_with_the_sockets_own_reason() -> None:
-    alone = await StandIn(answers=True).start()
-    generator = await Generator([alone], home=0).start()
+@contextlib.asynccontextmanager
+async def lone(alone: StandIn, give_up: float = 30.0) -> AsyncIterator[Generator]:
+    """`alone` started as the generator's only replica; both closed after."""
+    await alone.start()
+    generator = await Generator([alone], home=0, give_up=give_up).start()
     try:
+        yield generator
+    finally:
+        await generator.close()
+        assert alone.server is not None
+        alone.server.close()
+
+
+async def test_a_lone_replica_killed_loses_what_it_held_and_is_reconnected_when_back() -> None:
+    alone = StandIn(answers=False)
+    async with lone(alone) as generator:
+        await generator.send("held-1", "held-2")
+        await until(lambda: alone.received == ["held-1", "held-2"])
+
+        await alone.kill()
+        await until(lambda: generator.said(f"lost replica {alone.url}"))
+
+        assert generator.replicas.status() == f"replicas 0/1 up (down: {alone.url}), lost 2"
+        assert re.fullmatch(
+            r"reconnecting: next try in \d+ s \(waits [\d.]+ s, doubling to 0.2 s\), "
+            r"stopping unless one is back within \d+ s; 0 requests waiting to be sent again",
+            generator.replicas.retrying(),
+        )
+        assert not await generator.frontend.send({"type": "enqueue", "id": "x", "tenant": "t"})
+        alone.answers = True
+        await alone.start()
+        await until(lambda: generator.said(f"replica {alone.url} is back"))
+        await generator.send("after")
+        await until(lambda: generator.results() == ["after"])
+        assert generator.replicas.status() == "replicas 1/1 up, lost 2"
+        assert generator.replicas.retrying() == ""
+        assert generator.watch is not None and not generator.watch.done()
+
+
+async def test_a_lone_replica_shut_down_gets_what_it_never_accepted_again_once_it_is_back() -> None:
+    alone = StandIn(answers=False, acks=False)
+    async with lone(alone) as generator:
+        await generator.send("unheard")
+        await until(lambda: alone.received == ["unheard"])
+
+        await alone.shut_down()  # code 1000: it promised nothing for "unheard"
+        await until(lambda: generator.said(f"lost replica {alone.url}"))
+        assert generator.frontend.waiting == 1
+        assert generator.replicas.retrying().endswith("; 1 requests waiting to be sent again")
+
+        alone.answers = True
+        await alone.start()
+        await until(lambda: generator.results() == ["unheard"])
+        assert alone.received == ["unheard", "unheard"]
+        assert generator.replied("failed") == generator.replied("rejected") == []
+        assert generator.replicas.lost == 0
+        assert generator.frontend.waiting == 0
+
+
+async def test_a_lone_replica_refusing_as_shutting_down_gets_the_request_again_once_back() -> None:
+    alone = StandIn(answers=False, refuses=503)
+    async with lone(alone) as generator:
+        await generator.send("refused")
+        await until(lambda: generator.frontend.waiting == 1)
+        assert generator.replies == []
+
+        await alone.shut_down()
+        alone.refuses, alone.answers = None, True
+        await alone.start()
+
+        await until(lambda: generator.results() == ["refused"])
+        assert alone.received == ["refused", "refused"]
+        assert generator.replied("rejected") == []
+        assert generator.replicas.lost == 0
+
+
+async def test_a_lone_replica_not_back_within_the_grace_period_stops_the_watch_naming_it() -> None:
+    alone = StandIn(answers=True)
+    async with lone(alone, give_up=0.5) as generator:
         await alone.kill()
         assert generator.watch is not None
-        with pytest.raises(websockets.ConnectionClosed, match="no close frame received or sent"):
+        with pytest.raises(NoReplicaReachable) as stopped:
+            await asyncio.wait_for(generator.watch, 5)
+        assert str(stopped.value).startswith(f"{alone.url} not reachable for ")
+        assert "; the last lost said: no close frame received or sent" in str(stopped.value)
+        assert "; the last reconnect: [Errno 111] Connect call failed" in str(stopped.value)
+        assert generator.said("stopping unless a replica is back within 0.5 s")
+
+
+@pytest.mark.parametrize("code", [4001, 4003])
+async def test_a_socket_closed_for_its_token_stops_the_watch_at_once_without_reconnecting(
+    pair: tuple[StandIn, StandIn], code: int
+) -> None:
+    a, b = pair
+    generator = await Generator([a, b], home=0).start()
+    try:
+        await b.close_all(code)
+        assert generator.watch is not None
+        with pytest.raises(websockets.ConnectionClosed, match=f"received {code}"):
             await asyncio.wait_for(generator.watch, 5)
         assert generator.warnings == []
     finally:

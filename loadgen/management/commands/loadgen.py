@@ -5,17 +5,20 @@ connects to every replica, and frontends are spread over the replicas,
 each moving a request another replica may take (`loadgen.spread_frontend`).
 A replica lost on the way is said on stderr and reconnected while the others
 carry the traffic (`loadgen.replicas.Replicas`); the report line then ends
-with the replicas up and the requests lost with a connection. With one
-`--url`, losing it stops the command, as it does when every replica has been
-unreachable for GIVE_UP_SECONDS.
+with the replicas up and the requests lost with a connection. A lone `--url`
+lost (a restart) is reconnected the same way, sending again what a graceful
+shutdown never accepted. It stops when no replica has been reachable for
+`--give-up-after` seconds (GIVE_UP_SECONDS), or at once when a close says
+its token is refused (reconnecting cannot help).
 
 Real protocol clients over loopback (docs/protocol.md): frontends send the
 demo mix of loadgen.demo_traffic at `--rate` requests per second (Poisson), queriers
 answer after per-component latencies, store-gateway work slowed by the
-factor `manage.py loadgen_slowdown N` sets. Without `--token` it issues its
-own frontend and querier tokens through the services, so it must run
-against the same database as the server (as `make demo` does), and revokes
-them when it stops. Ctrl-C and SIGTERM stop it alike: its queriers say
+factor `manage.py loadgen_slowdown N` sets. Without a token (`--token`, a
+`--token-file` or the environment: loadgen.tokens) it issues its own
+frontend and querier tokens through the services, so it must run against
+the same database as the server (as `make demo` does), and revokes them
+when it stops. Ctrl-C and SIGTERM stop it alike: its queriers say
 `shutdown`, and it prints its totals and what was still unanswered.
 
 `--grpc HOST:PORT` (repeatable, one per replica) adds Cortex's protocol: a
@@ -46,6 +49,7 @@ from loadgen.demo_traffic import latency_for, make_request, read_slowdown
 from loadgen.options import check_loadgen_options, ws_base
 from loadgen.replicas import NoReplicaReachable, Replicas
 from loadgen.spread_frontend import SpreadFrontend
+from loadgen.tokens import add_token_arguments, loadgen_tokens
 from loadgen.wsclients import queriers_everywhere
 
 __all__ = ["Command"]
@@ -53,8 +57,8 @@ __all__ = ["Command"]
 # Stop sending while this many requests are unanswered: the demo should
 # show queues, not grow them without bound.
 MAX_OUTSTANDING = 2000
-# With several replicas, how long none may be reachable before the command
-# stops: long enough for every replica to restart at once.
+# How long no replica may be reachable before the command stops (the
+# default of --give-up-after): long enough for every replica to restart at once.
 GIVE_UP_SECONDS = 30.0
 # Close codes the scheduler gives a reason by (docs/protocol.md, "Close codes").
 _CLOSE_HINTS = {
@@ -65,7 +69,13 @@ _CLOSE_HINTS = {
 
 
 class Command(BaseCommand):
-    help = "Run demo frontends and queriers against a running scheduler until Ctrl-C."
+    help = (
+        "Run demo frontends and queriers against a running scheduler until Ctrl-C. "
+        "Tokens: --token-file PATH (and --frontend-token-file, --querier-token-file), or with "
+        "no token option the environment variables LOADGEN_TOKEN, LOADGEN_FRONTEND_TOKEN and "
+        "LOADGEN_QUERIER_TOKEN, keep them out of `ps`; a side given none gets a token issued "
+        "for the run and revoked when it stops."
+    )
     grpc_off = ""  # why the Cortex clients are not running, when they were asked for
     terminated = False  # SIGTERM asked it to stop
 
@@ -75,9 +85,7 @@ class Command(BaseCommand):
             action="append",
             help="a scheduler replica's base URL; repeat for each (default http://127.0.0.1:8000)",
         )
-        parser.add_argument("--token", help="a token for both sides (editor role)")
-        parser.add_argument("--frontend-token")
-        parser.add_argument("--querier-token")
+        add_token_arguments(parser)
         parser.add_argument("--rate", type=float, default=65.0, help="requests per second")
         parser.add_argument("--frontends", type=int, default=2)
         parser.add_argument("--queriers", type=int, default=6)
@@ -96,17 +104,24 @@ class Command(BaseCommand):
             default=0.25,
             help="fraction of requests the Cortex frontend sends (default 0.25)",
         )
+        parser.add_argument(
+            "--give-up-after",
+            type=float,
+            default=GIVE_UP_SECONDS,
+            metavar="SECONDS",
+            help="stop when no replica has been reachable this long, reconnecting meanwhile "
+            f"(default {GIVE_UP_SECONDS:g}; 0: at the first loss)",
+        )
 
     @database_command
     def handle(self, *args: Any, **options: Any) -> None:
         ws = [ws_base(url) for url in options["url"] or ["http://127.0.0.1:8000"]]
         check_loadgen_options(options, replicas=len(ws))
+        frontend_token, querier_token = loadgen_tokens(options, os.environ)
         # Tokens it issues itself are revoked when it stops, however it stops:
         # otherwise every demo run would leave two working tokens behind.
         issued: list[int] = []
         try:
-            frontend_token = options["frontend_token"] or options["token"]
-            querier_token = options["querier_token"] or options["token"]
             if frontend_token is None:
                 frontend_token = _issue("loadgen-frontend", "frontend", issued)
             if querier_token is None:
@@ -137,9 +152,8 @@ class Command(BaseCommand):
             if not self.terminated:
                 raise  # cancelled by something other than SIGTERM: a bug, not a stop
         except (websockets.ConnectionClosed, NoReplicaReachable) as exc:
-            # The scheduler (with several, every replica for GIVE_UP_SECONDS)
-            # shut down or restarted under it (a drain closes every socket):
-            # say so in a line, not with a traceback.
+            # Every replica was gone for --give-up-after seconds, or a close
+            # refused its token: say so in a line, not with a traceback.
             raise CommandError(
                 f"the scheduler closed the connection ({exc}){_closed_hint(exc)}; stopping"
             ) from None
@@ -196,7 +210,7 @@ class Command(BaseCommand):
             opts["url"] or ws,  # named as given on the command line
             [[everywhere[r] for everywhere in queriers] for r in range(len(ws))],  # per replica
             frontends,
-            give_up=GIVE_UP_SECONDS,
+            give_up=opts["give_up_after"],
             warn=self.stderr.write,
         )
         try:
@@ -296,9 +310,11 @@ class Command(BaseCommand):
             f"failed {counts['failed']} errors {counts['error']} "
             + (f"| {grpc_part} " if grpc_part else "")
             + f"(store-gateway slowdown x{slowdown[0]:g})"
-            # Added at the end, and only with several replicas, so the
-            # line reads as before wherever it was read before.
-            + (f" | {replicas.status()}" if len(replicas.names) > 1 else "")
+            # Added at the end, and only with several replicas or once the
+            # lone one was lost, so the line reads as before wherever it was
+            # read before.
+            + (f" | {replicas.status()}" if len(replicas.names) > 1 or replicas.was_lost else "")
+            + (f" | {retrying}" if (retrying := replicas.retrying()) else "")
         )
 
 
