@@ -5,6 +5,13 @@ Each worker stream is one runtime worker. The protocol has no explicit
 "done, ready for more", because the querier sends the result straight to the
 frontend. Cancelling a request the worker is running can only be signalled
 by ending its stream with an error, which is what a Cortex querier expects.
+
+When the door closes (`close`, at the end of the shutdown drain), a stream
+waiting for work ends as Cortex's scheduler ends it when its queue stops:
+status UNKNOWN "queue is stopped" (a Go error returned by the handler), not
+a reset. A Cortex querier logs that as its scheduler's shutdown and dials
+again; a reset read as a broken transport ("stream terminated by
+RST_STREAM with error code: CANCEL").
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
@@ -27,12 +35,16 @@ from scheduler_core.loops import running_loop
 from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
-__all__ = ["QuerierLoopServicer", "QuerierRuntime", "to_querier_message"]
+__all__ = ["QUEUE_STOPPED", "QuerierLoopServicer", "QuerierRuntime", "to_querier_message"]
 
 log = logging.getLogger(__name__)
 
 
 _Context = grpc.aio.ServicerContext[Any, Any]
+
+# Cortex's `queue.ErrStopped`: what its QuerierLoop returns to a worker waiting
+# for work once the queue has stopped (grpc-go sends a plain error as UNKNOWN).
+QUEUE_STOPPED = "queue is stopped"
 
 
 class _Outcome(enum.Enum):
@@ -85,6 +97,26 @@ class QuerierLoopServicer:
     def __init__(self, runtime: QuerierRuntime, foreign: ForeignRequests) -> None:
         self._runtime = runtime
         self._foreign = foreign
+        # Open streams per querier ID (counted per stream, never per request),
+        # so `close` can end the waits of all of them.
+        self._streams: Counter[str] = Counter()
+        self._closed = False
+
+    def close(self) -> None:
+        """The door is closing: no stream waits for work any more.
+
+        Every querier with an open stream is marked leaving, through the
+        runtime's NotifyQuerierShutdown path: a worker waiting for work is
+        woken now, and one still running a request finishes it and is
+        stopped at its next dequeue (a request of its own is never dropped:
+        it stays in flight until its "done", its cancellation or its stream
+        breaking). Both end their stream with `QUEUE_STOPPED`, as does a
+        stream opened from now on. Nothing on the per-request path changes:
+        the mark is read by the dequeue the runtime does anyway.
+        """
+        self._closed = True
+        for querier_id in self._streams:
+            self._runtime.notify_querier_shutdown(querier_id)
 
     async def QuerierLoop(  # noqa: N802 - the gRPC method name
         self, messages: AsyncIterator[pb.QuerierToScheduler], context: _Context
@@ -97,10 +129,18 @@ class QuerierLoopServicer:
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         querier_id = first.querierID
+        if self._closed:
+            # Connecting would clear the querier's leaving mark (a reconnect
+            # means it is back), and the wait would last until the reset.
+            await context.abort(grpc.StatusCode.UNKNOWN, QUEUE_STOPPED)
         worker_id = self._runtime.connect_querier(querier_id)
+        self._streams[querier_id] += 1
         try:
             await self._serve(querier_id, worker_id, context)
         finally:
+            self._streams[querier_id] -= 1
+            if not self._streams[querier_id]:
+                del self._streams[querier_id]
             self._runtime.disconnect_querier_worker(querier_id, worker_id)
 
     async def _serve(self, querier_id: str, worker_id: int, context: _Context) -> None:
@@ -108,6 +148,8 @@ class QuerierLoopServicer:
             try:
                 request = await self._runtime.next_request(querier_id, worker_id)
             except (QuerierShuttingDown, UnknownQuerier):
+                if self._closed:
+                    await context.abort(grpc.StatusCode.UNKNOWN, QUEUE_STOPPED)
                 # A querier that announced its shutdown gets no more work;
                 # ending the stream cleanly tells its worker to stop.
                 return

@@ -87,8 +87,8 @@ class GrpcFrontDoor:
         if admission.results is None:
             admission.results = self.reporter
         frontend = FrontendLoopServicer(runtime, admission, self.frontends)
-        querier = QuerierLoopServicer(runtime, self.foreign)
-        methods = _methods(frontend, querier, self.foreign)
+        self.querier_loops = QuerierLoopServicer(runtime, self.foreign)
+        methods = _methods(frontend, self.querier_loops, self.foreign)
         self.server: LeanGrpcServer | grpc.aio.Server
         if self.implementation == "lean":
             self.server = LeanGrpcServer(
@@ -144,7 +144,13 @@ class GrpcFrontDoor:
         return self.port
 
     async def stop(self, grace: float | None = 5.0) -> None:
-        """Stop serving; open streams get `grace` seconds, then are cancelled."""
+        """Stop serving; open streams get `grace` seconds, then are cancelled.
+
+        Querier streams waiting for work end first, with Cortex's "queue is
+        stopped" (`QuerierLoopServicer.close`): cancelled after the grace,
+        they were reset, which a Cortex querier logs as a broken stream.
+        """
+        self.querier_loops.close()
         await self.server.stop(grace)
         await self.reporter.close()
 
