@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import IO
@@ -41,11 +41,22 @@ def start_loadgen(server: DaphneProcess, report_every: str, *args: str) -> subpr
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def killed_after(loadgen: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """`loadgen`, killed on the way out if a failed check left it running."""
+    try:
+        yield loadgen
+    finally:
+        if loadgen.poll() is None:
+            loadgen.kill()
+            loadgen.wait()
+
+
 def test_a_lone_scheduler_restarted_is_reconnected_and_the_load_resumes_with_nothing_lost() -> None:
     with DaphneProcess(grpc=False) as server:
         loadgen = start_loadgen(server, "0.3", "--queriers", "2")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
-        try:
+        with killed_after(loadgen):
             until(loadgen, err, lambda: out.reports() and ws_results(out.reports()[-1]), "results")
             server.stop()  # SIGTERM: the drain fails back what it holds, then closes with 1000
             until(loadgen, err, lambda: err.said(f"lost replica {server.base_url}"), "the loss")
@@ -59,10 +70,6 @@ def test_a_lone_scheduler_restarted_is_reconnected_and_the_load_resumes_with_not
             until(loadgen, err, lambda: ws_results(out.reports()[-1]) >= then + 20, "results again")
             loadgen.terminate()
             assert loadgen.wait(20) == 0
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
         revoked = own_tokens_revoked(server)
     assert any("stopping unless one is back within" in line for line in out.reports(down))
     *_, totals, unanswered, last = out.all()
@@ -80,14 +87,10 @@ def test_a_lone_scheduler_gone_for_the_give_up_time_stops_the_load_generator_in_
     with DaphneProcess(grpc=False) as server:
         loadgen = start_loadgen(server, "0.5", "--give-up-after", "1")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
-        try:
+        with killed_after(loadgen):
             until(loadgen, err, out.reports, "a report")
             server.stop()  # SIGTERM, and not started again
             assert loadgen.wait(DEADLINE) == 1
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
         revoked = own_tokens_revoked(server)
     [line] = [line for line in err.all() if line.startswith("CommandError")]
     assert line.startswith(
@@ -114,17 +117,13 @@ def test_sigterm_stops_the_load_generator_as_ctrl_c_does_with_its_totals_and_no_
     with DaphneProcess(grpc=False) as server:
         loadgen = start_loadgen(server, report_every="0.3")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
-        try:
+        with killed_after(loadgen):
             deadline = time.monotonic() + DEADLINE
             while not out.reports():
                 assert time.monotonic() < deadline and loadgen.poll() is None, err.lines
                 time.sleep(0.05)
             loadgen.terminate()
             assert loadgen.wait(20) == 0
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
         revoked = own_tokens_revoked(server)
     *_, totals, unanswered, last = out.all()
     assert last == "loadgen stopped"
@@ -228,7 +227,7 @@ def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load
         def waiting(check: Callable[[], object], what: str) -> None:
             until(loadgen, err, check, what)
 
-        try:
+        with killed_after(loadgen):
             waiting(lambda: out.reports() and min(results(out.reports()[-1])) > 0, "results")
             assert victim.proc is not None
             victim.proc.kill()
@@ -248,10 +247,6 @@ def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load
             assert loadgen.poll() is None
             loadgen.send_signal(signal.SIGINT)
             assert loadgen.wait(20) == 0
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
     finally:
         for server in servers:
             server.cleanup()

@@ -24,6 +24,7 @@ from loadgen.tokens import loadgen_tokens
 from tests.loadgen.test_loadgen_command import (
     DEADLINE,
     Output,
+    killed_after,
     own_tokens_revoked,
     start_loadgen,
     until,
@@ -164,14 +165,10 @@ def test_a_token_file_s_token_is_the_one_the_sockets_use_until_it_is_revoked(
         path = written(tmp_path, server.issue_token("editor", "from-a-file") + "\n")
         loadgen = start_loadgen(server, "0.3", "--queriers", "1", "--token-file", path)
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
-        try:
+        with killed_after(loadgen):
             until(loadgen, err, lambda: out.reports() and ws_results(out.reports()[-1]), "results")
             server.manage("revoke_token", "--name", "from-a-file")
             assert loadgen.wait(DEADLINE) == 1
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
         issued = own_tokens_revoked(server)
         used = last_used(server)
     assert issued == []  # it issued none of its own: the file's carried the traffic
@@ -186,14 +183,10 @@ def test_tokens_from_the_environment_are_the_ones_the_sockets_use() -> None:
         server.env.update(LOADGEN_FRONTEND_TOKEN=frontend, LOADGEN_QUERIER_TOKEN=querier)
         loadgen = start_loadgen(server, "0.3", "--queriers", "1")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
-        try:
+        with killed_after(loadgen):
             until(loadgen, err, lambda: out.reports() and ws_results(out.reports()[-1]), "results")
             loadgen.terminate()
             assert loadgen.wait(DEADLINE) == 0
-        finally:
-            if loadgen.poll() is None:
-                loadgen.kill()
-                loadgen.wait()
         issued = own_tokens_revoked(server)
         used = last_used(server)
     assert issued == []
