@@ -56,6 +56,18 @@ async def ended_status(worker: QuerierWorker) -> tuple[grpc.StatusCode, str]:
     return ended.value.code(), ended.value.details() or ""
 
 
+async def answered_once_then_stopped(
+    sched: Scheduler, frontend: CortexFrontend, worker: QuerierWorker
+) -> None:
+    """Query 1 was answered and completed exactly once, then `worker`'s stream was stopped."""
+    assert await ended_status(worker) == (grpc.StatusCode.UNKNOWN, QUEUE_STOPPED)
+    assert (await frontend.result(1)).code == 200
+    assert [r.payload.query_id for r in sched.recorder.of("completed")] == [1]
+    assert sched.recorder.of("failed") == sched.recorder.of("cancelled") == []
+    await worker.close()
+    await frontend.close()
+
+
 async def test_an_idle_querier_stream_ends_with_queue_is_stopped_when_the_drain_ends(
     sched: Scheduler,
 ) -> None:
@@ -87,12 +99,7 @@ async def test_work_queued_when_the_drain_starts_is_answered_before_its_worker_i
     await loop.close()
     await sched.door.stop(grace=GRACE)
 
-    assert await ended_status(worker) == (grpc.StatusCode.UNKNOWN, QUEUE_STOPPED)
-    assert (await frontend.result(1)).code == 200
-    assert [r.payload.query_id for r in sched.recorder.of("completed")] == [1]
-    assert sched.recorder.of("failed") == sched.recorder.of("cancelled") == []
-    await worker.close()
-    await frontend.close()
+    await answered_once_then_stopped(sched, frontend, worker)
 
 
 async def test_a_worker_running_a_request_when_the_door_closes_finishes_it_then_is_stopped(
@@ -107,12 +114,7 @@ async def test_a_worker_running_a_request_when_the_door_closes_finishes_it_then_
     sched.door.querier_loops.close()  # what the door's stop does first
     await worker.answer(running)
 
-    assert await ended_status(worker) == (grpc.StatusCode.UNKNOWN, QUEUE_STOPPED)
-    assert (await frontend.result(1)).code == 200
-    assert [r.payload.query_id for r in sched.recorder.of("completed")] == [1]
-    assert sched.recorder.of("failed") == sched.recorder.of("cancelled") == []
-    await worker.close()
-    await frontend.close()
+    await answered_once_then_stopped(sched, frontend, worker)
 
 
 async def test_a_querier_stream_opened_after_the_door_closed_is_stopped_not_served(
