@@ -20,6 +20,7 @@ from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
+from dashboard.drill import MAX_ROWS as DRILL_MAX_ROWS
 from dashboard.forms import errors_by_path, settings_from_post
 from dashboard.live import Tick
 from dashboard.projections import (
@@ -139,6 +140,7 @@ def inspector(request: HttpRequest) -> HttpResponse:
         "header": build_header(tick.index, None) if tick else None,
         "queriers": _queriers(tick) if tick else None,
         "frontends": tick.frontends_panel if tick else None,
+        "drill_max_rows": DRILL_MAX_ROWS,
     }
     return page(request, "dashboard/inspector.html", context)
 

@@ -114,6 +114,9 @@ def _back_to_tenant(
     typed = posted.view == YAML and posted.text is not None
     fields = {
         "version": request.POST.get("version", ""),
+        # The change note typed beside the draft is part of it: lost, it had
+        # to be typed again before the save it was written for.
+        "message": request.POST.get("message", ""),
         "view": YAML,
         "yaml": posted.text if typed else yaml_for(tenant_id, posted.config or {}),
         "action": "view-yaml" if typed else "view-form",

@@ -70,6 +70,16 @@ def test_an_editor_goes_back_from_simulate_to_the_editor_with_the_draft_unsaved(
     )
 
 
+def test_the_change_note_typed_beside_the_draft_goes_back_to_the_editor_too(
+    editor_client: Client, acme: int
+) -> None:
+    posted = {**_editor_form(acme, "special"), "message": 'narrow "special" <first>'}
+    url, fields = _back_form(editor_client.post("/simulate/", posted).content.decode())
+    assert fields["message"] == 'narrow "special" <first>'
+    editor = editor_client.post(url, fields).content.decode()
+    assert 'id="message" name="message" value="narrow &quot;special&quot; &lt;first&gt;"' in editor
+
+
 def test_a_draft_from_the_yaml_view_goes_back_to_the_yaml_view_as_typed(
     editor_client: Client, acme: int
 ) -> None:

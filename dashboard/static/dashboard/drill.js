@@ -186,6 +186,7 @@ export class DrillPanel {
     const { search, regex, min_wait, ...node } = this.filter();
     setText(this.$("drill-title"), `${title(node)}: nothing listed`);
     this.$("drill-more").hidden = true;
+    this.$("drill-capped").hidden = true;
     this.$("drill-empty").hidden = true;
   }
 
@@ -274,6 +275,8 @@ export class DrillPanel {
     setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :
       "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
+    // At the cap, more match than can be listed: said, not a button gone without a word.
+    this.$("drill-capped").hidden = !more || this.limit < MAX;
     this.$("drill-empty").hidden = order.length > 0;
     this.render();
     this.revealRows();

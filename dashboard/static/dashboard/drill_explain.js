@@ -114,6 +114,24 @@ export class DrillExplain {
 // The filter boxes by id, and which property of each holds its state.
 const BOXES = [["drill-search", "value"], ["drill-regex", "checked"], ["drill-actor", "value"], ["drill-state", "value"], ["drill-priority", "value"], ["drill-min-wait", "value"]];
 
+// A row's top in the list's scrolled content.
+const topIn = (list, li) => li.getBoundingClientRect().top - list.getBoundingClientRect().top + list.scrollTop;
+
+// Where the list is scrolled, as the row at its top and how far into it: in
+// pixels alone it came back rows further down once requests above had left
+// the queue meanwhile, with the Explain button given the focus out of view.
+// The pixels are kept for when that row has left too.
+function listPlace(list) {
+  const pixels = list.scrollTop;
+  const top = [...list.children].find((li) => topIn(list, li) + li.offsetHeight > pixels);
+  return { pixels, key: top ? top.dataset.key : null, into: top ? pixels - topIn(list, top) : 0 };
+}
+
+function putListPlace(list, { pixels, key, into }) {
+  const li = key === null ? null : list.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  list.scrollTop = li ? topIn(list, li) + into : pixels;
+}
+
 function remember(panel, row) {
   const drill = {
     node: panel.node,
@@ -121,7 +139,7 @@ function remember(panel, row) {
     limit: panel.limit,
     open: [...panel.open],
     texts: [...panel.open].filter((key) => panel.texts.has(key)).map((key) => [key, panel.texts.get(key)]),
-    scroll: { page: window.scrollY, list: panel.list.scrollTop },
+    scroll: { page: window.scrollY, list: listPlace(panel.list) },
     focus: row.key,
   };
   history.replaceState({ ...history.state, drill }, "");
@@ -143,10 +161,12 @@ export function returnToDrill(panel) {
   const listed = new MutationObserver(() => {
     if (!panel.list.children.length) return;
     listed.disconnect();
-    panel.list.scrollTop = saved.scroll.list;
+    putListPlace(panel.list, saved.scroll.list);
     window.scrollTo(0, saved.scroll.page);
     const li = panel.list.querySelector(`[data-key="${CSS.escape(saved.focus)}"]`);
     li?.querySelector(".explain-one")?.focus({ preventScroll: true });
+    // Rows between the top one and it may have left as well: never a focus out of view.
+    li?.scrollIntoView({ block: "nearest" });
   });
   listed.observe(panel.list, { childList: true });
 }

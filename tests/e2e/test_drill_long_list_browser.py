@@ -1,0 +1,100 @@
+"""A drill-down on more requests than it lists, in Chromium.
+
+At its cap it says how to reach the others. Back from a row's explain box,
+the list comes back scrolled to the rows it showed, not to the same pixels:
+requests above them that left the queue while the explain box was open
+would otherwise put other rows there, and the Explain button given back
+the focus out of sight.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from loadgen.daphne_process import DaphneProcess
+from tests.e2e.conftest import Traffic, one_rule, put_tenant
+from tests.e2e.drill_pages import open_drill
+
+TENANT = "longlist"
+# The row at the top of the list's view: its key, and how far above that top it starts.
+TOP_ROW = """() => {
+  const list = document.getElementById("drill-rows");
+  const top = list.getBoundingClientRect().top;
+  const li = [...list.children].find((el) => el.getBoundingClientRect().bottom > top + 1);
+  return [li.dataset.key, Math.round(li.getBoundingClientRect().top - top)];
+}"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _queued(server: DaphneProcess, traffic: Traffic) -> None:
+    """530 requests of longlist, job-000 to job-529 in that order; nothing serves them."""
+    put_tenant(
+        server, TENANT, {**one_rule("no-such-job"), "max_outstanding_requests_per_tenant": 600}
+    )
+    for i in range(530):
+        traffic.enqueue(TENANT, f'up{{job="job-{i:03d}"}}')
+
+
+def cancel_matching(server: DaphneProcess, search: str) -> int:
+    """Cancels longlist's queued requests whose query holds `search`; how many were."""
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/queue/cancel/",
+        data=json.dumps({"tenant": TENANT, "search": search}).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {server.shared_token('editor')}",
+            "Content-Type": "application/json",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        return int(json.loads(response.read())["cancelled"])
+
+
+def test_at_its_cap_the_list_says_how_to_reach_the_requests_past_it(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_drill(page, TENANT)
+    rows, more = page.locator("#drill-rows > li"), page.locator("#drill-more")
+    capped = page.locator("#drill-capped")
+    for listed in range(50, 500, 50):
+        expect(page.locator("#drill-count")).to_have_text(f"{listed} of 530")
+        expect(capped).to_be_hidden()
+        more.click()
+    expect(rows).to_have_count(500)
+    expect(page.locator("#drill-count")).to_have_text("500 of 530")
+    expect(more).to_be_hidden()
+    expect(capped).to_have_text(
+        "The panel lists at most 500 requests: narrow it with the boxes above to reach the others."
+    )
+    # Narrowed to fewer than it lists, nothing is past the cap.
+    page.locator("#drill-search").fill('"job-1')
+    expect(page.locator("#drill-count")).to_have_text("100 of 100")
+    expect(capped).to_be_hidden()
+
+
+def test_back_after_requests_above_left_shows_the_same_rows_and_the_focus(
+    page: Page, server: DaphneProcess
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_drill(page, TENANT)
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(50)
+    # job-030 in the middle of the list's view, wholly in it, so the click scrolls nothing.
+    row = page.locator(f'#drill-rows > li[data-key="{rows.nth(30).get_attribute("data-key")}"]')
+    row.evaluate("(li) => li.scrollIntoView({ block: 'center' })")
+    top = page.evaluate(TOP_ROW)
+    explain = row.get_by_role("button", name=re.compile("^Explain "))
+    explain.click()
+    expect(page).to_have_url(re.compile(rf"/tenants/{TENANT}/#explain\?"))
+    # Meanwhile the first twenty requests (job-000 to job-019) leave the queue.
+    assert cancel_matching(server, '"job-00') + cancel_matching(server, '"job-01') == 20
+    page.go_back()
+
+    expect(page.locator("#drill-count")).to_have_text("50 of 510")
+    expect(explain).to_be_focused()
+    expect(explain).to_be_in_viewport()
+    assert page.evaluate(TOP_ROW) == top
