@@ -58,15 +58,16 @@ def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
         share = rows.nth(0).locator(".pct").inner_text()
         assert int(share.rstrip("%")) >= 90, share
         # Two queriers of at least four workers each (the scheduler's minimum, as Mimir's).
+        # The server started seconds ago: the span is the time it has counted, not a minute.
         expect(page.locator("#usage-summary")).to_have_text(
-            re.compile(r"^last 6\d s · 0\.\d of 8 workers busy on average · 2 tenants$")
+            re.compile(r"^last \d+ s · \d+\.\d of 8 workers busy on average · 2 tenants$")
         )
         full_page_screenshot(page, "inspector-querier-time.png")
     page.get_by_role("button", name=re.compile(r"^Open heavy's requests")).click()
     expect(page.locator("#drill-title")).to_have_text("Requests of tenant heavy")
     expect(page.locator("#drill-usage")).to_have_text(
         re.compile(
-            r"^Querier time, last 6\d s: heavy held 0\.\d workers on average, (9\d|100)% of "
+            r"^Querier time, last \d+ s: heavy held \d+\.\d workers on average, (9\d|100)% of "
             r"the worker time tenants held \(12 requests dispatched, mean queue wait .+, "
             r"0 running now\)\.$"
         )

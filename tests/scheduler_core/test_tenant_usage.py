@@ -241,7 +241,7 @@ def test_ended_runs_add_their_overlap_with_the_window_the_cut_bucket_pro_rata(
             ended_by_read.append((request, at))
     clock.now = read_at
     report = usage.report()
-    assert report.span_seconds == 60.0
+    assert report.span_seconds == min(60.0, read_at - start)  # counting began at `start`
     since = read_at - 60.0
     exact: dict[str, float] = {}
     for request, ended in ended_by_read:
@@ -265,3 +265,15 @@ def test_ended_runs_add_their_overlap_with_the_window_the_cut_bucket_pro_rata(
     clock.now += 200.0
     assert usage.report().rows == ()
     assert usage._totals == {}  # noqa: SLF001 - the totals' invariant
+
+
+def test_in_its_first_minute_a_report_spans_the_time_since_counting_began() -> None:
+    """15 of 28 workers busy 12 s after a start read as 15, not as 3 over a whole minute."""
+    scene = Scene(now=1000.0)
+    scene.clock.now += 12.0
+    running = [("a", 1000.0)] * 15
+    report = scene.usage.report(running=running)
+    assert report.span_seconds == pytest.approx(12.0)
+    assert report.querier_seconds / report.span_seconds == pytest.approx(15.0)
+    scene.clock.now += 120.0
+    assert scene.usage.report(running=running).span_seconds == 60.0
