@@ -295,9 +295,16 @@ class RequestFilter:
             search = compile_regex(self.regex).search
             tests.append(lambda r: search(r.query) is not None)
         if self.min_wait is not None:
-            # Waited at least min_wait: enqueued at or before now - min_wait.
-            latest = now - self.min_wait
-            tests.append(lambda r: r.enqueued_at <= latest)
+            least, latest = self.min_wait, now - self.min_wait
+
+            def waited(r: Request) -> bool:
+                # Queued at least min_wait, as the row's `wait_seconds` says:
+                # for a running request its wait ended at dispatch (by the
+                # time since enqueue, one taken at once matched "waited 5 s").
+                taken = r.dispatched_at
+                return r.enqueued_at <= latest if taken is None else taken - r.enqueued_at >= least
+
+            tests.append(waited)
         if self.frontend:
             needle = self.frontend.casefold()
 

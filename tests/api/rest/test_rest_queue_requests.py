@@ -194,6 +194,22 @@ def test_running_requests_name_their_querier_worker_and_time(viewer_api, runtime
     assert detail["querier"] == "q-1"
 
 
+def test_min_wait_reads_a_running_request_s_queue_wait_not_its_age(viewer_api, runtime):
+    worker = runtime.queue.connect_querier("q-1")
+    runtime.queue.dequeue("q-1", worker)
+    runtime.clock.now = 2000.0  # type: ignore[attr-defined]  # running for 990 s
+    (row,) = viewer_api.get("/api/v1/queue/requests/", {"state": "in_flight"}).json()["results"]
+    waited = row["wait_seconds"]
+    assert waited < 15.0
+
+    def running(min_wait: float) -> int:
+        params = {"state": "in_flight", "min_wait": min_wait}
+        return viewer_api.get("/api/v1/queue/requests/", params).json()["total"]
+
+    assert running(waited + 0.5) == 0  # it had been enqueued 1,000 s ago, but queued for less
+    assert running(waited - 0.5) == 1
+
+
 @pytest.mark.parametrize(
     "params",
     [
