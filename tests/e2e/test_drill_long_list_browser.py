@@ -1,10 +1,12 @@
 """A drill-down on more requests than it lists, in Chromium.
 
-At its cap it says how to reach the others. Back from a row's explain box,
-the list comes back scrolled to the rows it showed, not to the same pixels:
-requests above them that left the queue while the explain box was open
-would otherwise put other rows there, and the Explain button given back
-the focus out of sight.
+At its cap it says how to reach the others. Only the rows in or near the
+list's view have their live texts rewritten: one far off keeps its texts
+until it is scrolled to, and is up to date as it comes. Back from a row's
+explain box, the list comes back scrolled to the rows it showed, not to
+the same pixels: requests above them that left the queue while the explain
+box was open would otherwise put other rows there, and the Explain button
+given back the focus out of sight.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import urllib.request
+from decimal import Decimal
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -38,6 +41,21 @@ def _queued(server: DaphneProcess, traffic: Traffic) -> None:
     )
     for i in range(530):
         traffic.enqueue(TENANT, f'up{{job="job-{i:03d}"}}')
+
+
+# A row's wait as the list words it ("waiting 12.3 s", "waiting 2m 5s").
+WAITING = re.compile(r"waiting (?:(\d+)m (\d+)s|(\d+\.\d) s)")
+# How far below the top of the list's view a row starts, in heights of that view.
+VIEWS_BELOW = """(li) => { const list = li.parentElement, top = list.getBoundingClientRect().top;
+  return (li.getBoundingClientRect().top - top) / list.clientHeight; }"""
+
+
+def waited(text: str | None) -> Decimal:
+    """The seconds a row's wait text says."""
+    found = WAITING.fullmatch(text or "")
+    assert found, text
+    minutes, seconds, under_a_minute = found.groups()
+    return Decimal(under_a_minute) if under_a_minute else int(minutes) * 60 + Decimal(seconds)
 
 
 def cancel_matching(server: DaphneProcess, search: str) -> int:
@@ -74,6 +92,31 @@ def test_at_its_cap_the_list_says_how_to_reach_the_requests_past_it(page: Page) 
     page.locator("#drill-search").fill('"job-1')
     expect(page.locator("#drill-count")).to_have_text("100 of 100")
     expect(capped).to_be_hidden()
+
+
+def test_a_row_far_below_the_view_is_rewritten_only_once_scrolled_to(page: Page) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_drill(page, TENANT)
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(50)
+    first, far = rows.first.locator(".wait"), rows.last.locator(".wait")
+    assert rows.last.evaluate(VIEWS_BELOW) > 3
+    stale = far.text_content()
+    # The waits in view tick on (two changes: a second or more), the one far below does not.
+    for _ in range(2):
+        expect(first).not_to_have_text(first.text_content() or "")
+    expect(far).to_have_text(stale or "")
+
+    # Paused, nothing ticks and no frame comes: what brings the row up to date is its scroll.
+    page.get_by_role("button", name="Pause").click()
+    page.wait_for_timeout(500)  # a frame already on its way lands first
+    frozen = first.text_content()
+    rows.last.scroll_into_view_if_needed()
+    expect(far).not_to_have_text(stale or "")
+    # Its wait at the instant the others froze at: queued with them, within a second.
+    assert waited(far.text_content()) > waited(stale)
+    assert abs(waited(far.text_content()) - waited(frozen)) <= 1
+    expect(first).to_have_text(frozen or "")
 
 
 def test_back_after_requests_above_left_shows_the_same_rows_and_the_focus(

@@ -3,16 +3,16 @@
 // dashboard/drill.py), with the full query text, cancel one and cancel by
 // filter through the REST API, and the request dialog (drill_request.js).
 // Here are its filter boxes, its frames and what they list; each row's <li>
-// is drill_rows.js.
-// Rows are keyed by request id and patched in place, so the list keeps its
-// scroll position and open rows across updates; waits tick here from the
-// rows' "since" instants. Nothing from the server is parsed as HTML; the
-// clients' own text goes in through format.js's showText/iso (bidi controls).
+// is drill_rows.js, the list of them drill_list.js (patched in place, and
+// only near its view); waits tick here from the rows' "since" instants.
+// Nothing from the server is parsed as HTML; the clients' own text goes in
+// through format.js's showText/iso (bidi controls).
 
-import { placeChildren, setText, splitKeyed } from "./dom.js";
+import { setText } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
 import { DrillExplain } from "./drill_explain.js";
-import { createRow, decodeRow, oldestQueued, updateRow, updateWait } from "./drill_rows.js";
+import { DrillList, focusRow } from "./drill_list.js";
+import { decodeRow, oldestQueued } from "./drill_rows.js";
 import { RequestDialog } from "./drill_request.js";
 import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
@@ -28,13 +28,6 @@ const FIELD_INPUTS = { search: "drill-search", regex: "drill-search", actor: "dr
 const UNREADABLE = { priority: "must be an integer", min_wait: "must be a number of seconds" };
 const STEP = 50;
 const MAX = 500;
-
-// A row's <li> takes the focus from script only, and only until it loses it.
-function focusRow(li) {
-  li.tabIndex = -1;
-  li.addEventListener("blur", () => li.removeAttribute("tabindex"), { once: true });
-  li.focus({ preventScroll: true });
-}
 
 export class DrillPanel {
   constructor(client, { editor, csrf, onOpen }) {
@@ -58,6 +51,7 @@ export class DrillPanel {
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
+    this.rowList = new DrillList(this.list, { editor, fallback: this.$("drill-title") });
     this.wire();
     this.request = new RequestDialog(this);
     this.cancels = editor ? new DrillCancels(this, csrf) : null;
@@ -124,7 +118,7 @@ export class DrillPanel {
     this.card.hidden = false;
     // Left on the ≡ button, the next Tab went on through the tree, far from the panel.
     if (from) this.$("drill-title").focus();
-    this.list.replaceChildren();
+    this.rowList.clear();
     setText(this.$("drill-count"), ""); // the last node's, until this one's first frame
     this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
@@ -179,7 +173,7 @@ export class DrillPanel {
     this.rows.clear();
     this.order = [];
     this.oldest = null;
-    this.list.replaceChildren();
+    this.rowList.clear();
     setText(this.$("drill-count"), "");
     setText(this.$("drill-note"), "Nothing is listed until the filter is fixed.");
     // The title named the refused filter, as if its requests were listed.
@@ -308,57 +302,15 @@ export class DrillPanel {
     focusRow(li);
   }
 
-  // Where the keyboard is in the list, before the rows change: the focused
-  // element and its row's place.
-  focusPlace() {
-    const active = document.activeElement;
-    const li = active && this.list.contains(active) ? active.closest(".drill-row") : null;
-    return li ? { active, index: [...this.list.children].indexOf(li) } : null;
-  }
-
-  // A focused row that moved was taken out and put back, and one whose
-  // request left the queue is gone: either way the focus fell to the page's
-  // body and the next Tab started from the top of the inspector. It goes back
-  // to the element, or to the row now in that place (the last row; the
-  // panel's title once the list is empty). The row, not its same button: an
-  // Enter meant for the request that left would act on another one.
-  keepFocus({ active, index }) {
-    if (document.activeElement === active) return;
-    if (active.isConnected) {
-      if (active.matches(".drill-row")) focusRow(active);
-      else active.focus({ preventScroll: true });
-      return;
-    }
-    const rows = this.list.children;
-    const li = rows[Math.min(index, rows.length - 1)];
-    if (li) focusRow(li);
-    else this.$("drill-title").focus({ preventScroll: true });
-  }
-
   now() { return Date.now() / 1000 - this.skew; }
 
   render() {
-    const place = this.focusPlace();
-    const keys = new Set(this.order.map((r) => r.key));
-    const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
-    for (const li of stale) li.remove();
-    const view = { filter: this.filter(), oldest: this.oldest, now: this.now(), replicas: this.replicas };
-    const wanted = this.order.map((row, i) => {
-      const li = kept.get(row.key) || createRow(row, this.editor);
-      updateRow(li, row, i, { ...view, open: this.open.has(row.key), text: this.texts.get(row.key) });
-      return li;
-    });
-    placeChildren(this.list, wanted);
-    if (place) this.keepFocus(place);
+    const { oldest, replicas, open, texts } = this;
+    this.rowList.render(this.order, { filter: this.filter(), oldest, now: this.now(), replicas, open, texts });
   }
 
   tick() {
-    if (!this.node || this.client.paused) return; // paused with the inspector
-    const now = this.now();
-    for (const li of this.list.children) {
-      const row = this.rows.get(li.dataset.key);
-      if (row && li._cells) updateWait(li, row, now);
-    }
+    if (this.node && !this.client.paused) this.rowList.tick(this.now()); // paused with the inspector
   }
 
   async onClick(e) {

@@ -1,9 +1,10 @@
 // The drill-down's rows: a row as it comes off the wire (the positional
 // array of dashboard/drill.py's _WireRow), the words for its fields (shared
-// with the request dialog), and its <li>, built once and patched in place on
-// every update. Every text from the server goes in as text, never parsed as
-// HTML, and shown through format.js's visible/iso: the query, names and ids
-// are the clients' own, and a bidi control among them would reorder them.
+// with the request dialog), and its <li>, built once and patched in place
+// (drill_list.js: on the updates that find it in or near the view). Every
+// text from the server goes in as text, never parsed as HTML, and shown
+// through format.js's visible/iso: the query, names and ids are the
+// clients' own, and a bidi control among them would reorder them.
 
 import { setAttr, setText } from "./dom.js";
 import { appendVisible, formatWait, iso } from "./format.js";
