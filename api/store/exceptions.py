@@ -3,7 +3,7 @@
 Views map them to HTTP: `ConfigValidationError` → 400 with field paths,
 `VersionConflict` → 412 (If-Match failed), `NotFound` → 404. A database
 that does not answer is none of these: `DATABASE_UNREACHABLE` names the
-errors every door answers 503 (or the websocket's 1013) for.
+errors every door answers 503 (or the websocket's 4503) for.
 
 SQLite raises OperationalError for a statement the database cannot run
 ("no such table: …" when the file was deleted or replaced under a running

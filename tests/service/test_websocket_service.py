@@ -296,3 +296,19 @@ async def test_a_config_change_applies_without_restart_while_requests_wait(
     assert reply["priority"] == 3  # the new rules, for the new request
     await queriers("svc-live-q")
     assert sorted(r["id"] for r in await results(frontend, 3)) == ["w1", "w2", "w3"]
+
+
+async def test_a_database_gone_under_a_running_server_is_said_with_a_close_it_can_send() -> None:
+    """The token check's 503 ends with 4503: Daphne refuses RFC 6455's 1013 (it sent 1000)."""
+    with DaphneProcess(grpc=False) as server:
+        (token,) = server.issue_tokens("frontend")
+        database = server.tmp / "db.sqlite3"
+        database.unlink()
+        database.mkdir()  # "unable to open database file" for every new connection
+        ws = await ws_connect(f"{server.ws_url}/ws/frontend/", token)
+        frame = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert (frame["type"], frame["status"]) == ("error", 503)
+        with pytest.raises(websockets.ConnectionClosed):
+            await asyncio.wait_for(ws.recv(), 10)
+        assert ws.close_code == 4503
+        assert "invalid close code" not in server.log_path.read_text()

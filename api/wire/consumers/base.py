@@ -43,8 +43,10 @@ log = logging.getLogger(__name__)
 # accept into HTTP 403, so clients see the refusal, and the code shows in logs.
 CLOSE_UNAUTHENTICATED = 4001
 CLOSE_FORBIDDEN = 4003
-# RFC 6455's registry: the server cannot serve now, the client should retry.
-CLOSE_TRY_AGAIN_LATER = 1013
+# The server cannot serve now, the client should retry (HTTP's 503). Not
+# RFC 6455's 1013: Daphne's websocket layer refuses to send any code but
+# 1000 and 3000-4999, so 1013 went out as a plain 1000 with an error logged.
+CLOSE_TRY_AGAIN_LATER = 4503
 DATABASE_DOWN = "the token could not be checked: the database did not answer; try again"
 
 _connection_ids = itertools.count(1)

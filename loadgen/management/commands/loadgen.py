@@ -64,7 +64,7 @@ GIVE_UP_SECONDS = 30.0
 _CLOSE_HINTS = {
     4001: " (its token was revoked or has expired)",
     4003: " (its token's role may not use that endpoint)",
-    1013: " (the scheduler's database did not answer)",
+    4503: " (the scheduler's database did not answer)",
 }
 
 

@@ -105,7 +105,7 @@ async def test_a_database_that_does_not_answer_the_token_check_is_said_not_taken
     error = await comm.receive_json_from(timeout=5)
     assert (error["type"], error["status"]) == ("error", 503)
     assert error["error"].startswith("the token could not be checked: the database did not answer")
-    assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 1013}
+    assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 4503}
 
 
 async def test_enqueue_request_result_round_trip(host: Any, tokens: dict[str, str]) -> None:
