@@ -28,12 +28,21 @@ VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
+_ON, _OFF = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
 def env_flag(name: str, default: bool = False) -> bool:
-    """True for 1/true/yes/on (any case); the default when unset or empty."""
+    """True for 1/true/yes/on, False for 0/false/no/off (any case); the default
+    when unset or empty. Anything else stops start-up, naming the variable: read
+    as off, `METRICS_REQUIRE_LOGIN=ture` left /metrics open without a word."""
     value = os.environ.get(name, "").strip().lower()
     if not value:
         return default
-    return value in {"1", "true", "yes", "on"}
+    if value not in _ON | _OFF:
+        raise ImproperlyConfigured(
+            f"{name} must be one of 1/true/yes/on or 0/false/no/off, not {value!r}"
+        )
+    return value in _ON
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -41,14 +50,16 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def env_int(name: str, default: int) -> int:
-    """A whole number of at least 0; a bad value stops start-up, naming the variable."""
+def env_int(name: str, default: int, *, least: int = 0) -> int:
+    """A whole number of at least `least`; a bad value stops start-up, naming the variable."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     value = parse_decimal(raw)
-    if value is None:
-        raise ImproperlyConfigured(f"{name} must be a whole number of at least 0, not {raw!r}")
+    if value is None or value < least:
+        raise ImproperlyConfigured(
+            f"{name} must be a whole number of at least {least}, not {raw!r}"
+        )
     return value
 
 
@@ -236,7 +247,8 @@ AUTHENTICATION_BACKENDS = [
 ]
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 LOGIN_FAILURE_LIMIT_PER_ADDRESS = env_int("LOGIN_FAILURE_LIMIT_PER_ADDRESS", 20)
-LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900)
+# At least 1: the throttle counts failures in windows of this length (0 divided by zero).
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900, least=1)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
 
 # How often an open inspector checks its login still holds (expiry, a
@@ -245,7 +257,7 @@ INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS",
 
 # What-if simulations (api.rest.simulation): niced worker processes, the wall
 # time one run may take, and off: run in the request thread (tests).
-SIMULATION_WORKERS = max(1, env_int("SIMULATION_WORKERS", 2))
+SIMULATION_WORKERS = env_int("SIMULATION_WORKERS", 2, least=1)
 SIMULATION_TIME_LIMIT_SECONDS = env_seconds("SIMULATION_TIME_LIMIT_SECONDS", 60.0)
 SIMULATION_IN_WORKER_PROCESS = env_flag("SIMULATION_IN_WORKER_PROCESS", True)
 # Addresses or networks of the proxies in front (e.g. "10.0.0.0/8,127.0.0.1"):
@@ -304,10 +316,13 @@ QUEUE_PEER_TIMEOUT = env_seconds("QUEUE_PEER_TIMEOUT", 2.0)
 TRAFFIC_SAMPLE_PER_TENANT = env_int("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)
 TRAFFIC_SAMPLE_MAX_BYTES = env_int("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)
 # Objects before the collector runs (config/asgi.py); 0 would turn it off.
-GC_GEN0_THRESHOLD = max(1, env_int("GC_GEN0_THRESHOLD", 50_000))
+GC_GEN0_THRESHOLD = env_int("GC_GEN0_THRESHOLD", 50_000, least=1)
 
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
 GRPC_PORT = env_int("GRPC_PORT", 9095)
+# For measuring only (docs/protocol-grpc.md): loop turns a lean door waits
+# before writing a connection's frames; 0 writes each at once.
+GRPC_WRITE_BATCHING = env_int("GRPC_WRITE_BATCHING", 1)
 if GRPC_PORT > 65535:
     raise ImproperlyConfigured(f"GRPC_PORT must be a port number up to 65535, not {GRPC_PORT}")
 # Without mutual TLS anyone who reaches the gRPC door may schedule or take
@@ -370,11 +385,19 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"QueueRequestStateEnum": ["queued", "in_flight"]},
 }
 
+# Read here, so a bad one stops start-up by name (logging's own refusal is a
+# traceback about the root logger); any case, as operators write it.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").strip().upper() or "INFO"
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, not {LOG_LEVEL!r}"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -190,6 +190,7 @@ class RuntimeHost(DatabaseSync):
                 server_tls=settings.GRPC_SERVER_TLS,
                 client_tls=settings.GRPC_CLIENT_TLS,
                 implementation=getattr(settings, "GRPC_SERVER", None),
+                batch_writes=settings.GRPC_WRITE_BATCHING,
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)

@@ -104,9 +104,25 @@ def test_the_simulation_variables_the_readme_lists_are_read() -> None:
         ("GRPC_PORT", "70000"),
         ("DB_CONN_MAX_AGE", "forever"),
         ("GC_GEN0_THRESHOLD", "lots"),
+        # Quietly taken as 1 before, or not read until later:
+        ("GC_GEN0_THRESHOLD", "0"),
+        ("SIMULATION_WORKERS", "0"),
+        ("LOGIN_FAILURE_WINDOW_SECONDS", "0"),  # the throttle divided by it at a login
+        ("GRPC_WRITE_BATCHING", "abc"),  # the gRPC door did not start, /healthz said ok
+        ("LOG_LEVEL", "verbose"),  # logging's own traceback never named it
+        # An on/off variable with a typo read as off: /metrics stayed open.
+        ("METRICS_REQUIRE_LOGIN", "ture"),
+        ("DEBUG", "maybe"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:
     result = run({name: value}, "check")
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and name in result.stderr
+
+
+def test_on_off_and_log_level_values_are_read_in_any_case() -> None:
+    assert settings_value({"METRICS_REQUIRE_LOGIN": "YES"}, "METRICS_REQUIRE_LOGIN") == "True"
+    assert settings_value({"METRICS_REQUIRE_LOGIN": "Off"}, "METRICS_REQUIRE_LOGIN") == "False"
+    assert settings_value({"LOG_LEVEL": "debug"}, "LOG_LEVEL") == "'DEBUG'"
+    assert settings_value({"GRPC_WRITE_BATCHING": "0"}, "GRPC_WRITE_BATCHING") == "0"

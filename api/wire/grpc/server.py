@@ -71,6 +71,7 @@ class GrpcFrontDoor:
         server_tls: ServerTls | None = None,
         client_tls: ClientTls | None = None,
         implementation: str | None = None,
+        batch_writes: int = 1,
     ) -> None:
         self.runtime = runtime
         self.server_tls = server_tls
@@ -98,7 +99,7 @@ class GrpcFrontDoor:
                 # One socket write per connection per loop turn (default);
                 # GRPC_WRITE_BATCHING=0 writes each frame, 2 waits two turns
                 # (kept for measuring).
-                batch_writes=int(os.environ.get("GRPC_WRITE_BATCHING", "1") or 1),
+                batch_writes=batch_writes,
             )
         else:
             self.server = _grpcio_server(methods)
@@ -165,6 +166,7 @@ async def start_grpc_server(
     server_tls: ServerTls | None = None,
     client_tls: ClientTls | None = None,
     implementation: str | None = None,
+    batch_writes: int = 1,
 ) -> GrpcFrontDoor:
     """Start Cortex's scheduler services for `runtime` on the running loop.
 
@@ -173,6 +175,7 @@ async def start_grpc_server(
     `server_tls` makes the port TLS (mutual TLS when it carries a client CA);
     `client_tls` secures the calls to frontends' QueryResult.
     `implementation` is "lean" or "grpcio"; None reads GRPC_SERVER.
+    `batch_writes`: the lean server's loop turns before a write (GRPC_WRITE_BATCHING).
     """
     door = GrpcFrontDoor(
         runtime,
@@ -181,6 +184,7 @@ async def start_grpc_server(
         server_tls=server_tls,
         client_tls=client_tls,
         implementation=implementation,
+        batch_writes=batch_writes,
     )
     await door.start(host=host, port=port)
     return door
