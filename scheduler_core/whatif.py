@@ -210,6 +210,7 @@ def _engine_input(
         worker_order_seed=seed,
         start_after_arrivals_at_zero=workload.start_after_arrivals_at_zero,
         measure_from_us=workload.measure_from_us,
+        measure_until_us=workload.measure_until_us,
         sample_every_us=max(US, round(span * US / _SERIES_POINTS)) if span else US // 100,
     )
     return run, refused

@@ -96,6 +96,15 @@ class EngineInput:
     # stood when the measured interval began, and are not counted; times in
     # the result (waits aside) are then measured from this instant.
     measure_from_us: int = 0
+    # With an end, the waits counted are those of the dispatches made in
+    # [measure_from_us, measure_until_us), whenever their requests arrived,
+    # as the scheduler measures a window (`traffic_minutes`): a backlog's
+    # warm-up requests dispatched in it count, and requests dispatched only
+    # in the drain after the last arrival do not (a starved class would
+    # otherwise be charged, at its longest waits, for requests the window
+    # never served). None: every request arriving from `measure_from_us`
+    # on, drained to the end (a benchmark's run).
+    measure_until_us: int | None = None
 
 
 @dataclass(slots=True)
@@ -158,6 +167,7 @@ def run_engine(
     busy_count: dict[str, int] = dict.fromkeys(reserved, 0)
     measure_from = run.measure_from_us
     measure_from_s = measure_from / US
+    measure_until = run.measure_until_us
     idle_since: dict[str, int] = dict.fromkeys(reserved, measure_from)
     idle_total = [0]
     by_priority = out.waits_by_priority
@@ -189,8 +199,11 @@ def run_engine(
         component = request.component
         if now >= measure_from:
             busy_us[component] += service
-        if request.enqueued_at < measure_from_s:
-            return True  # a warm-up request: it only loads the queue
+        if measure_until is None:
+            if request.enqueued_at < measure_from_s:
+                return True  # a warm-up request: it only loads the queue
+        elif not measure_from <= now < measure_until:
+            return True  # dispatched outside the window measured
         wait = now / US - request.enqueued_at
         waits = by_priority.get(request.priority)
         if waits is None:

@@ -116,6 +116,8 @@ class Workload:
     start_after_arrivals_at_zero: bool = False
     # Arrivals before this instant are a warm-up, not measured (see the engine).
     measure_from_us: int = 0
+    # With an end, waits are those of dispatches before it (see the engine).
+    measure_until_us: int | None = None
 
 
 def service_factor(knobs: Knobs, component: str) -> float:

@@ -14,8 +14,10 @@ places it by its own `max_queue_hierarchy_levels`
 fair between the actors live lumped together. Service times come from
 the recorded histograms (`whatif_service.HistogramService`). The fleet is
 the one connected when the recording was taken. The replay starts with
-the recording's warm-up (the minute before the window), which is not
-measured, so the window begins with the backlog it really had.
+the recording's warm-up (the minute before the window), so the window
+begins with the backlog it really had; the waits counted are those of the
+dispatches made in the window, as the scheduler measured them (the
+engine's `measure_until_us`).
 
 The workload model itself (`Kind`, `Workload`, `Knobs`, `ConfigSet`, ...)
 is `scheduler_core.whatif_model`.
@@ -207,6 +209,8 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         fleet=fleet,
         duration_seconds=duration,
         measure_from_us=measure_from,
+        # Waits as the scheduler measured the window: of its dispatches.
+        measure_until_us=end_us,
         description={
             "kind": "recent",
             "window_seconds": window,

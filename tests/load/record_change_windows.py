@@ -52,10 +52,13 @@ CHANGE: dict[str, dict[str, Any]] = {
 }
 
 
-def changed_blocks(tenants: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Config B's blocks of the tenants `CHANGE` names, from the live blocks `tenants`."""
+def changed_blocks(
+    tenants: dict[str, Any], change: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The blocks of the tenants `change` names (config B's: `CHANGE`), from the live
+    blocks `tenants`, each dotted path set to its value."""
     out = {}
-    for tenant, changes in CHANGE.items():
+    for tenant, changes in (CHANGE if change is None else change).items():
         block = copy.deepcopy(tenants[tenant])
         for path, value in changes.items():
             *parents, leaf = path.split(".")
