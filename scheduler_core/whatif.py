@@ -41,6 +41,7 @@ from scheduler_core.validation import (
 )
 from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
 from scheduler_core.whatif_model import ConfigSet, Kind, Workload, WorkloadError
+from scheduler_core.whatif_verdicts import verdicts
 
 __all__ = [
     "ConfigSet",
@@ -235,6 +236,17 @@ def _stats(waits: list[float]) -> dict[str, float | int]:
     }
 
 
+def _waiting_at_end(run: EngineResult) -> dict[str, Any] | None:
+    """A window's requests still queued at its end, by priority; None for a scenario."""
+    waiting = run.waiting_at_end
+    if waiting is None:
+        return None
+    return {
+        "total": sum(waiting.values()),
+        "by_priority": {str(p): waiting[p] for p in sorted(waiting, reverse=True)},
+    }
+
+
 def summarize(
     run: EngineResult, duration: float | None, refused: Counter[tuple[str, str]] | None = None
 ) -> dict[str, Any]:
@@ -286,35 +298,13 @@ def summarize(
             "completed": run.completed,
             "left_queued": run.left_queued,
         },
+        "waiting_at_window_end": _waiting_at_end(run),
         "makespan_seconds": round(run.makespan, 6),
         "series": {
             "t": [round(t, 3) for t, _ in run.queue_length],
             "queue_length": [n for _, n in run.queue_length],
         },
     }
-
-
-def _seconds(value: float) -> str:
-    if value >= 10:
-        return f"{value:.0f} s"
-    if value >= 0.1:
-        return f"{value:.1f} s"
-    if value >= 0.001:
-        return f"{value:.3f} s"
-    return "0 s" if value == 0 else f"{value:.1e} s"
-
-
-def verdicts(live: Mapping[str, Any], proposed: Mapping[str, Any]) -> list[str]:
-    """One line per priority: "p99 for priority 3: 8.1 s -> 0.2 s" (highest first)."""
-    levels = sorted({*live["by_priority"], *proposed["by_priority"]}, key=int, reverse=True)
-    lines = []
-    for level in levels:
-        sides = []
-        for result in (live, proposed):
-            row = result["by_priority"].get(level)
-            sides.append(_seconds(row["p99"]) if row else "no requests")
-        lines.append(f"p99 for priority {level}: {sides[0]} -> {sides[1]}")
-    return lines
 
 
 Progress = Callable[[float], None]

@@ -126,6 +126,11 @@ class EngineResult:
     served_by: frozenset[str] = frozenset()
     log: list[tuple[str, str, float]] = field(default_factory=list)
     queue_length: list[tuple[float, int]] = field(default_factory=list)
+    # With a window's end (`measure_until_us`): the requests still queued when
+    # it ended, by priority. Their waits are not among the window's, so
+    # without this a config that starves a class would read as serving it
+    # quickly (only its few dispatches counted). None without an end.
+    waiting_at_end: Counter[int] | None = None
 
 
 Progress = Callable[[float], None]
@@ -167,7 +172,12 @@ def run_engine(
     busy_count: dict[str, int] = dict.fromkeys(reserved, 0)
     measure_from = run.measure_from_us
     measure_from_s = measure_from / US
-    measure_until = run.measure_until_us
+    # Counted by dispatch in [measure_from, window_end) only with a window's end.
+    waiting_at_end: Counter[int] | None = None
+    window_end = 0
+    if run.measure_until_us is not None:
+        waiting_at_end, window_end = Counter(), run.measure_until_us
+    out.waiting_at_end = waiting_at_end
     idle_since: dict[str, int] = dict.fromkeys(reserved, measure_from)
     idle_total = [0]
     by_priority = out.waits_by_priority
@@ -199,11 +209,14 @@ def run_engine(
         component = request.component
         if now >= measure_from:
             busy_us[component] += service
-        if measure_until is None:
+        if waiting_at_end is None:
             if request.enqueued_at < measure_from_s:
                 return True  # a warm-up request: it only loads the queue
-        elif not measure_from <= now < measure_until:
-            return True  # dispatched outside the window measured
+        elif now >= window_end:
+            waiting_at_end[request.priority] += 1  # still queued when the window ended
+            return True
+        elif now < measure_from:
+            return True  # dispatched before the window measured
         wait = now / US - request.enqueued_at
         waits = by_priority.get(request.priority)
         if waits is None:

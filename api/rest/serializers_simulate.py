@@ -124,6 +124,13 @@ class RequestCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     left_queued = serializers.IntegerField()
 
 
+class WaitingAtWindowEndSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    total = serializers.IntegerField()
+    by_priority = serializers.DictField(
+        child=serializers.IntegerField(), help_text="keyed by priority as a string"
+    )
+
+
 class SimulationResultSerializer(serializers.Serializer):  # type: ignore[type-arg]
     by_priority = serializers.DictField(
         child=WaitStatsSerializer(), help_text="queue wait (s), keyed by priority as a string"
@@ -142,6 +149,11 @@ class SimulationResultSerializer(serializers.Serializer):  # type: ignore[type-a
     reserved_queriers = serializers.ListField(child=serializers.CharField())
     requests = RequestCountsSerializer()
     makespan_seconds = serializers.FloatField()
+    waiting_at_window_end = WaitingAtWindowEndSerializer(
+        allow_null=True,
+        help_text="recent traffic: requests still queued when the window ended (their waits "
+        "are not among the window's); null for a scenario, drained to its end",
+    )
     series = SeriesSerializer(help_text="queue length over virtual time, for the charts")
 
 

@@ -116,6 +116,18 @@ def test_the_verdict_reads_in_words_and_units_and_counts_what_it_lists(page: Pag
     expect(page.locator("#col-live")).to_contain_text("reserved queriers idle 4.2 ms")
 
 
+def test_a_class_the_proposal_starves_is_said_beside_its_few_quick_waits(page: Page) -> None:
+    """Recent traffic counts the window's dispatches: a starved class's p99 alone looks better."""
+    live = _side({"1": 30.0}, [("a", 30.0)], 0)
+    proposed = _side({"1": 0.5}, [("a", 0.5)], 0)
+    live["waiting_at_window_end"] = {"total": 7, "by_priority": {"1": 2, "0": 5}}
+    proposed["waiting_at_window_end"] = {"total": 145, "by_priority": {"1": 140, "0": 5}}
+    _run(page, _answer(live, proposed))
+    expect(page.locator("#sim-verdict-summary")).to_contain_text(
+        "Still queued when the window ended: priority 1: 2 live → 140 proposed."
+    )
+
+
 def test_a_tenant_the_live_side_never_dispatched_reads_as_no_requests(page: Page) -> None:
     live = _side({"0": 0.1}, [("a", 0.1)], 0)
     proposed = _side({"0": 0.1}, [("z", 0.75), ("a", 0.1)], 0)

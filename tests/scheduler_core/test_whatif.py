@@ -193,6 +193,24 @@ def test_a_verdict_reads_like_the_issue_says() -> None:
     ]
 
 
+def test_a_class_starved_in_the_window_is_said_beside_its_few_quick_waits() -> None:
+    """Only its dispatches count, so a starved class's p99 alone would read as an improvement."""
+    live = {
+        "by_priority": {"1": {"p99": 30.0}},
+        "waiting_at_window_end": {"total": 2, "by_priority": {"1": 2, "0": 5}},
+    }
+    proposed = {
+        "by_priority": {"1": {"p99": 0.5}},
+        "waiting_at_window_end": {"total": 145, "by_priority": {"1": 140, "0": 5}},
+    }
+    assert verdicts(live, proposed) == [
+        "p99 for priority 1: 30 s -> 0.5 s",
+        "still queued at the window's end, priority 1: 2 -> 140",
+    ]
+    scenario = {"by_priority": {"1": {"p99": 1.0}}, "waiting_at_window_end": None}
+    assert verdicts(scenario, scenario) == ["p99 for priority 1: 1.0 s -> 1.0 s"]
+
+
 def test_a_proposed_config_is_judged_by_the_validator_with_paths() -> None:
     base = scenario_base("cortex-seed")
     bad_rule = {"query_priority": {"enabled": True, "priorities": [{"priority": "x"}]}}

@@ -57,12 +57,15 @@ def test_a_window_counts_the_waits_of_the_dispatches_made_in_it() -> None:
     assert out.waits_by_tenant == {"t": [9.0, 5.0]}
     # What arrived in the window is counted as before: C and D.
     assert (out.enqueued, out.completed) == (2, 2)
+    # D was still queued when the window ended: said, as its wait is not counted.
+    assert out.waiting_at_end == {0: 1}
 
 
 def test_without_an_end_every_request_arriving_from_the_start_is_counted_to_the_drain() -> None:
     # A benchmark's run (Mimir's table, the scenarios): C and D, D after 20 s.
     out = run_engine(_input(None))
     assert out.waits_by_priority == {0: [5.0, 2.0]}
+    assert out.waiting_at_end is None  # drained to the end: nothing left at a window's end
 
 
 def _recording() -> dict[str, object]:

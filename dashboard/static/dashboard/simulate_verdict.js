@@ -1,5 +1,6 @@
 // The Simulate page's verdict, in the page's own words: one line per
-// priority, the summary that counts them, and the tenants whose p99 wait
+// priority, the summary that counts them (and, for recent traffic, what was
+// still queued when the window ended), and the tenants whose p99 wait
 // rose. Written from each side's numbers (by_priority, worst_tenants),
 // not from the answer's `verdicts` strings: those are the REST contract's
 // ("0.012 s -> 0.340 s"), and here every wait reads as on the rest of the
@@ -91,12 +92,27 @@ function tenantLines(live, proposed) {
   return lines;
 }
 
+// Requests still queued when a window of recent traffic ended, where the
+// sides differ: their waits are not among the window's (only dispatches
+// count, as the scheduler measures), so a class a config starves would
+// otherwise read as served quickly. Scenarios drain to their end (null).
+function waitingText(live, proposed) {
+  const [before, after] = [live.waiting_at_window_end, proposed.waiting_at_window_end];
+  if (!before || !after) return "";
+  const count = (side, level) => side.by_priority[level] || 0;
+  const parts = [...new Set([...Object.keys(before.by_priority), ...Object.keys(after.by_priority)])]
+    .sort((a, b) => Number(b) - Number(a))
+    .filter((level) => count(before, level) !== count(after, level))
+    .map((level) => `priority ${level}: ${count(before, level)} live → ${count(after, level)} proposed`);
+  return parts.length ? ` Still queued when the window ended: ${parts.join("; ")}.` : "";
+}
+
 export function verdict(answer) {
   const lines = priorityLines(answer.live, answer.proposed);
   const refused = [answer.live.rejected.total, answer.proposed.rejected.total];
   return {
     lines,
-    summary: summaryText(lines, refused),
+    summary: summaryText(lines, refused) + waitingText(answer.live, answer.proposed),
     tenants: tenantLines(answer.live, answer.proposed),
   };
 }

@@ -47,6 +47,7 @@ def test_a_viewer_runs_the_cortex_seed_scenario_and_gets_both_columns_and_verdic
     assert body["workload"]["name"] == "cortex-seed" and body["workload"]["seed"] == 1
     assert body["verdicts"][0].startswith("p99 for priority 2: ")
     assert body["live"] == body["proposed"]  # nothing proposed: the same run twice
+    assert body["live"]["waiting_at_window_end"] is None  # a scenario is drained to its end
 
 
 def test_simulating_writes_nothing(editor_api):
@@ -192,6 +193,9 @@ def test_recent_traffic_is_replayed_under_the_live_and_the_proposed_rules(editor
     assert body["workload"]["kind"] == "recent" and body["workload"]["workers"] == 8
     assert body["workload"]["measured"]["by_component"]["ingester"]["count"] > 0
     assert live["requests"]["offered"] == proposed["requests"]["offered"] > 2000
+    for side in (live, proposed):
+        end = side["waiting_at_window_end"]
+        assert end["total"] == sum(end["by_priority"].values())
 
 
 def test_removing_the_override_of_a_tenant_the_window_never_saw_is_refused_at_its_id(
