@@ -126,7 +126,7 @@ def decode(text: str | None) -> Mapping[str, Any]:
     if text is None:
         raise ProtocolError(None, "binary frames are not supported; send JSON text")
     if len(text) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(None, f"message larger than {MAX_MESSAGE_BYTES} bytes")
+        raise ProtocolError(None, f"message longer than {MAX_MESSAGE_BYTES} characters")
     try:
         data = loads_bounded(text, unique_keys=True)  # nested past MAX_JSON_DEPTH: JsonTooDeep
     except DuplicateJsonKey as exc:
@@ -258,7 +258,8 @@ def _text(
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value):
-        raise ProtocolError(key, f"{key} must be a non-empty string", rid)
+        shape = "a non-empty string" if required else "a string"  # optional: may be empty
+        raise ProtocolError(key, f"{key} must be {shape}", rid)
     if len(value) > limit:
         raise ProtocolError(key, f"{key} is longer than {limit} characters", rid)
     return value

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from api.wire.json_codec import compact_dumps
 from api.wire.protocol import (
     FRONTEND_PARSERS,
+    MAX_MESSAGE_BYTES,
     MIN_WORKERS,
     QUERIER_PARSERS,
     Cancel,
@@ -260,3 +261,16 @@ def test_any_json_object_is_either_a_message_or_a_protocol_error_with_a_json_rep
         except ProtocolError as exc:
             assert exc.field is None or exc.field in _KEYS
             compact_dumps(error_message(exc))
+
+
+def test_an_optional_text_of_the_wrong_type_is_not_said_to_need_content() -> None:
+    # An empty query is accepted: "must be a non-empty string" would send a client astray.
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "enqueue", "id": "q", "tenant": "t", "query": 5})
+    assert (caught.value.field, caught.value.message) == ("query", "query must be a string")
+
+
+def test_a_frame_over_the_limit_is_said_in_characters_as_it_is_counted() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode("x" * (MAX_MESSAGE_BYTES + 1))
+    assert caught.value.message == f"message longer than {MAX_MESSAGE_BYTES} characters"
