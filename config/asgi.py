@@ -5,9 +5,11 @@ token and are not browsers, so they get no origin check. Every other
 websocket path belongs to browsers (the live inspector from
 `dashboard.routing`) and goes through the session and an origin check.
 
-Daphne has no ASGI lifespan, so the first scope starts the scheduler runtime
-on the running loop; the task is kept and its failure logged (consumers also
-await `ensure_started()`, which retries a failed start).
+Daphne has no ASGI lifespan, so `config.serve` starts the scheduler runtime
+as Daphne's loop starts (`LazyRuntimeStart.start`), and otherwise (another
+ASGI server, tests) the first scope does; the task is kept and its failure
+logged (consumers also await `ensure_started()`, which retries a failed
+start).
 """
 
 from __future__ import annotations
@@ -140,16 +142,22 @@ class WebsocketSplit:
 
 
 class LazyRuntimeStart:
-    """Starts the scheduler runtime on the loop that serves the first scope."""
+    """Starts the scheduler runtime on the loop that serves the first scope, unless
+    `start` (config.serve, as Daphne's loop starts) did already."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.task: asyncio.Task[Any] | None = None
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        if self.task is None and scope["type"] in ("http", "websocket"):
+    def start(self) -> None:
+        """Start the runtime now, on the running loop (once; again after a failed start)."""
+        if self.task is None:
             self.task = asyncio.get_running_loop().create_task(runtime_host.ensure_started())
             self.task.add_done_callback(self._started)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] in ("http", "websocket"):
+            self.start()
         return await self.app(scope, receive, send)
 
     def _started(self, task: asyncio.Task[Any]) -> None:

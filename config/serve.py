@@ -18,6 +18,10 @@ and joined the cluster, then failed every authenticated REST call (500) and
 refused every websocket (403). Now it stops, naming the migrations to run.
 A database that cannot be reached is not a reason to stop: the scheduler
 serves from the config it loads once the database answers.
+
+The scheduler (and its gRPC door) starts as Daphne's loop starts, not at
+the first HTTP request: a cluster of real Cortex frontends and queriers
+sends none.
 """
 
 from __future__ import annotations
@@ -98,9 +102,22 @@ def main() -> None:
     refuse_unmigrated_database()
     # Creates the loop when imported, so only after the policy is set.
     from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
+    from twisted.internet import reactor
 
+    # Daphne has no ASGI lifespan: started on the first request, the gRPC
+    # door stayed closed for a cluster that speaks only gRPC (real Cortex
+    # was refused until something asked for a page or /healthz). Queued on
+    # the reactor's loop, this runs as soon as Daphne serves.
+    reactor.callLater(0, _start_scheduler)
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()
+
+
+def _start_scheduler() -> None:
+    """The scheduler runtime, and its gRPC door, started on Daphne's running loop."""
+    from config.asgi import application
+
+    application.start()
 
 
 if __name__ == "__main__":

@@ -104,3 +104,26 @@ async def test_daphne_serves_the_grpc_door_on_uvloop_by_default_and_on_asyncio_w
             await channel.close()
     assert result.code == 200
     assert f"lean server, {loop_name} loop)" in server.log()
+
+
+async def test_the_grpc_door_opens_without_any_http_request() -> None:
+    """A cluster of real Cortex clients sends none: the door used to wait for one."""
+    server = DaphneProcess()
+    server._wait_ready = lambda timeout: None  # type: ignore[method-assign]  # no /healthz
+    try:
+        server.start()
+        frontend = await CortexFrontend(f"127.0.0.1:{server.grpc_port}").start()
+        try:
+            for _ in range(150):
+                try:
+                    await frontend.open_loop()
+                    break
+                except grpc.aio.AioRpcError:
+                    await asyncio.sleep(0.2)
+            else:
+                raise AssertionError("the gRPC door never opened:\n" + server.log())
+        finally:
+            await frontend.close()
+        assert "GET /" not in server.log()  # nothing but gRPC reached it
+    finally:
+        server.cleanup()
