@@ -82,3 +82,19 @@ def test_back_at_400_px_reopens_it_too(page: Page) -> None:
     expect(page.locator("#drill-search")).to_have_value("needle")
     expect(rows).to_have_count(2)
     expect(rows.nth(1).get_by_role("button", name=re.compile("^Explain "))).to_be_focused()
+
+
+def test_a_panel_closed_after_coming_back_stays_closed_on_a_later_back(page: Page) -> None:
+    open_drill(page, TENANT)
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(5)
+    rows.nth(0).get_by_role("button", name=re.compile("^Explain ")).click()
+    expect(page).to_have_url(re.compile(rf"/tenants/{TENANT}/#explain\?"))
+    page.go_back()
+    expect(page.locator("#drill")).to_be_visible()
+    page.locator("#drill-close").click()
+    expect(page.locator("#drill")).to_be_hidden()
+    page.goto("/tenants/")  # another way out of the inspector
+    page.go_back()
+    expect(page.locator("#live-state")).to_have_text("live")
+    expect(page.locator("#drill")).to_be_hidden()

@@ -10,7 +10,7 @@
 
 import { setText } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
-import { DrillExplain } from "./drill_explain.js";
+import { DrillExplain, forgetDrill } from "./drill_explain.js";
 import { DrillList, focusRow } from "./drill_list.js";
 import { decodeRow, oldestQueued } from "./drill_rows.js";
 import { RequestDialog } from "./drill_request.js";
@@ -219,6 +219,7 @@ export class DrillPanel {
   }
 
   close() {
+    forgetDrill();
     this.say(null);
     this.node = null;
     this.card.hidden = true;

@@ -132,6 +132,14 @@ function putListPlace(list, { pixels, key, into }) {
   list.scrollTop = li ? topIn(list, li) + into : pixels;
 }
 
+// A panel closed stays closed on the browser's Back: left in the entry, its
+// state reopened it after another link was followed from the inspector.
+export function forgetDrill() {
+  if (!history.state?.drill) return;
+  const { drill, ...rest } = history.state;
+  history.replaceState(rest, "");
+}
+
 function remember(panel, row) {
   const drill = {
     node: panel.node,
