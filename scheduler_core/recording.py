@@ -37,7 +37,9 @@ from scheduler_core.stats import WaitHistogram
 from scheduler_core.traffic_minutes import MinuteCopy, WaitCopy
 
 __all__ = [
+    "MAX_WARMUP_SECONDS",
     "RECORDING_FORMAT",
+    "WARMUP_SECONDS",
     "Capture",
     "KeyCopy",
     "WaitCopy",
@@ -48,6 +50,11 @@ __all__ = [
 
 # 2: samples' headers carry the actor path (see the module doc).
 RECORDING_FORMAT = 2
+# Recorded time replayed before a window, so it starts with the queue it
+# had: at least a minute, more to reach back to where the backlog queued
+# at the window's start began (`TrafficRecorder.capture`), up to ten minutes.
+WARMUP_SECONDS = 60
+MAX_WARMUP_SECONDS = 600
 
 # (tenant, component, priority, count ring, last bucket, [(epoch start, sample)],
 #  [(epoch start, arrivals, {actor path: arrivals})])

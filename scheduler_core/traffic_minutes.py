@@ -7,8 +7,10 @@ times: `ended` forgets them), and the queue waits the scheduler measured
 at dispatch, by component and by priority, with their sums for the mean,
 and the requests refused with a 429. The simulator draws service times
 from the first and checks its replay against the second (`recording_of`
-summarises them). Memory is one `_Minute` per minute of the horizon plus
-one entry per request running now.
+summarises them), and reads in the waits how far back the backlog queued
+at a window's start reaches (`backlog_start`), which sizes the replay's
+warm-up. Memory is one `_Minute` per minute of the horizon plus one entry
+per request running now.
 """
 
 from __future__ import annotations
@@ -106,6 +108,30 @@ class MinuteLog:
             for m in self._minutes
             if (m.minute + 1) * 60 > early
         ]
+
+    def backlog_start(self, start: float, earliest: float) -> float:
+        """When the backlog queued at `start` began, as the waits measured since tell it.
+
+        A request dispatched in a minute after waiting `w` was queued at the
+        latest by the minute's end less `w`, and the queue held it from
+        then to the minute: the queue was not empty there. So the backlog
+        reaches back to the earliest such instant of the minutes after it,
+        which the minutes before it may push further back in turn (a class
+        starved for minutes: each minute's waits reach into the one
+        before). Taking the minute's end (the latest the request can have
+        been dispatched) keeps waits under a minute from reaching back at
+        all, so a busy queue with short waits does not walk to `earliest`
+        minute by minute. No earlier than `earliest`; at most the minutes
+        kept, newest first, are read (an hour's: 60).
+        """
+        begun = start
+        for minute in reversed(self._minutes):
+            end = (minute.minute + 1) * 60
+            if end <= begun or begun <= earliest:
+                break
+            longest = max((w.hist.max for w in minute.by_component.values()), default=0.0)
+            begun = min(begun, end - longest)
+        return max(begun, earliest)
 
     def _minute(self, now: float) -> _Minute:
         index = int(math.floor(now / 60.0))

@@ -36,7 +36,9 @@ from typing import Any
 from scheduler_core.actor_path import DEFAULT_ACTOR_PATH_HEADER
 from scheduler_core.model import Request
 from scheduler_core.recording import (
+    MAX_WARMUP_SECONDS,
     RECORDING_FORMAT,
+    WARMUP_SECONDS,
     Capture,
     KeyCopy,
     recording_of,
@@ -49,15 +51,13 @@ from scheduler_core.traffic_samples import EpochSampler
 
 __all__ = [
     "RECORDING_FORMAT",
+    "MAX_WARMUP_SECONDS",
     "WARMUP_SECONDS",
     "Capture",
     "TrafficRecorder",
     "recording_of",
     "summary_of",
 ]
-
-# Recorded time replayed before a window, so it starts with the queue it had.
-WARMUP_SECONDS = 60
 
 
 class TrafficRecorder:
@@ -132,13 +132,26 @@ class TrafficRecorder:
 
     # -- export ------------------------------------------------------------------
 
-    def capture(self, window_seconds: int, warmup_seconds: int = WARMUP_SECONDS) -> Capture:
+    def capture(
+        self,
+        window_seconds: int,
+        warmup_seconds: int = WARMUP_SECONDS,
+        max_warmup_seconds: int = MAX_WARMUP_SECONDS,
+    ) -> Capture:
         """Copies of what the last `window_seconds` need: cheap, for the scheduler's loop.
 
         The window starts at a whole minute (so it spans `window_seconds` to
-        a minute more), where the per-minute waits start too, and up to
-        `warmup_seconds` recorded before it come along as a warm-up: the
-        replay starts there, so the window begins with the queue it had. A
+        a minute more), where the per-minute waits start too, and time
+        recorded before it comes along as a warm-up: the replay starts
+        there, from an empty queue, so the window begins with the queue it
+        had. The warm-up is `warmup_seconds`, plus as far back as the
+        backlog queued at the window's start reaches by the waits measured
+        (`MinuteLog.backlog_start`), at most `max_warmup_seconds`: a class
+        starved for minutes (at its tenant's outstanding limit, where the
+        limit sheds the tenant's other requests) needs those minutes to
+        build up again: from a minute, the replay had too little of it, so
+        too few 429s, and the requests the limit had refused queued
+        instead (the demo's priority 2 waited 32 s for 2.4 measured). A
         recorder younger than the window starts it at the minute recording
         began: time nobody recorded would replay as an idle fleet, and
         thin out the rates and utilisation the simulator reports.
@@ -155,7 +168,10 @@ class TrafficRecorder:
         # The warm-up holds recorded time only: before the recorder began it
         # is empty, and would be reported (and sized) as a minute replayed.
         began = min(first, int(self._started // width))
-        warm_first = max(oldest, began, first - max(0, int(warmup_seconds)) // width)
+        longest = max(0, int(max_warmup_seconds))
+        backlog = start - self._minutes.backlog_start(start, start - longest)
+        warmup = min(longest, max(0, int(warmup_seconds)) + backlog)
+        warm_first = max(oldest, began, first - math.ceil(warmup / width))
         early = warm_first * width
         dropped = self._keys.dropped
         return Capture(

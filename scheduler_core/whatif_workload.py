@@ -14,9 +14,10 @@ places it by its own `max_queue_hierarchy_levels`
 fair between the actors live lumped together. Service times come from
 the recorded histograms (`whatif_service.HistogramService`). The fleet is
 the one connected when the recording was taken. The replay starts with
-the recording's warm-up (the minute before the window), so the window
-begins with the backlog it really had; the waits counted are those of the
-dispatches made in the window, as the scheduler measured them (the
+the recording's warm-up (the minute before the window, or up to ten when
+the backlog at its start was older: `TrafficRecorder.capture`), so the
+window begins with the backlog it really had; the waits counted are those
+of the dispatches made in the window, as the scheduler measured them (the
 engine's `measure_until_us`).
 
 The workload model itself (`Kind`, `Workload`, `Knobs`, `ConfigSet`, ...)
@@ -34,9 +35,10 @@ from itertools import accumulate
 from typing import Any
 
 from scheduler_core.classify import classify
-from scheduler_core.recording import RECORDING_FORMAT
+from scheduler_core.recording import RECORDING_FORMAT, WARMUP_SECONDS
 from scheduler_core.whatif_engine import US
 from scheduler_core.whatif_model import (
+    MAX_REQUESTS,
     Kind,
     Knobs,
     Workload,
@@ -54,6 +56,21 @@ def _scaled(n: int, factor: float, rng: random.Random) -> int:
     scaled = n * factor
     whole = int(scaled)
     return whole + (1 if rng.random() < scaled - whole else 0)
+
+
+def _fitting_warmup(warm: int, per_second: float, duration: float, width: int) -> int:
+    """The recording's warm-up (in buckets), cut so the run stays within `MAX_REQUESTS`.
+
+    A warm-up reaching back minutes (to where a backlog began) is worth
+    its arrivals only while the run may go ahead: past the bound it is cut
+    to what fits, no shorter than the minute every recording has, so a
+    window that ran before warm-ups grew still runs. The replay keeps its
+    most recent part.
+    """
+    if per_second <= 0:
+        return warm
+    room = math.floor((MAX_REQUESTS / per_second - duration) / width)
+    return max(min(warm, WARMUP_SECONDS // width), min(warm, room))
 
 
 def _sample_kind(
@@ -125,12 +142,14 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         )
     window = int(recording["window_seconds"])
     width = int(recording["bucket_seconds"])
-    warm = int(recording.get("warmup_seconds", 0)) // width
     duration = float(knobs.duration_seconds or window)
     recorded, simulated = window // width, math.ceil(duration / width)
     keys = recording["keys"]
     offered = sum(n for key in keys for offset, n in key["counts"] if offset >= 0)
-    expected = offered * knobs.arrival_factor * (duration + warm * width) / window
+    per_second = offered * knobs.arrival_factor / window
+    warm = int(recording.get("warmup_seconds", 0)) // width
+    warm = _fitting_warmup(warm, per_second, duration, width)
+    expected = per_second * (duration + warm * width)
     check_size(expected, knobs, window, "workload.window_seconds")
     fleet = resize_fleet([(str(q), int(w)) for q, w in recording.get("fleet", ())], knobs.queriers)
     if not fleet:

@@ -14,7 +14,9 @@ so queues build. After the first window has been recorded the script asks
 change would do, saves the change as an operator would (`PUT
 /api/v1/tenants/<id>/`), waits for a fresh window under the same load (its
 warm-up minute and the backlog the old config left included) and reads what
-the scheduler measured in it (`GET /api/v1/recording/`'s `measured`).
+the scheduler measured in it (`GET /api/v1/recording/`'s `measured`). The
+replays warm up as the server's capture chose (a minute, or back to where
+the window's backlog began, up to ten: printed with the windows).
 
 It prints, per priority and per component: the waits measured before the
 change, the `live` replay of that window (how faithful the replay of the
@@ -25,7 +27,7 @@ no config decides). A NOTE follows when the window after the change served a req
 had waited longer than the time since the change: the old config's
 backlog may still be in it. With `--history N` each window is also
 fetched N seconds longer and the after window is replayed here under its
-own config twice, from its warm-up minute and from N seconds further back
+own config twice, from its own warm-up and from N seconds further back
 (`with_history`), beside what was measured. With `--out` it writes each
 change's recordings and simulate answers as JSON, to replay offline.
 
@@ -91,8 +93,10 @@ CHANGES: dict[str, Change] = {
 }
 # Seconds after a change before the window after it is read: the window
 # spans up to a minute more than asked (it starts at a whole minute), the
-# minute before it is its warm-up, and the backlog the old config left
-# drains in some 20 s.
+# minute before it is its shortest warm-up, and the backlog the old config
+# left drains in some 20 s. A longer warm-up (a class starved for longer
+# than a minute) reaches back before the change and replays that time
+# under the new config.
 SETTLE_SECONDS = 140
 
 
@@ -263,7 +267,8 @@ def report(run: Run) -> None:
     per_k_before, per_k_after = 1000 / _arrivals(before), 1000 / _arrivals(after)
     print(
         f"   windows: {run.before['window_seconds']} s ({_arrivals(before)} arrivals) and "
-        f"{run.after['window_seconds']} s ({_arrivals(after)}); seeds "
+        f"{run.after['window_seconds']} s ({_arrivals(after)}); warm-ups "
+        f"{run.before['warmup_seconds']} and {run.after['warmup_seconds']} s; seeds "
         f"{[a['workload']['seed'] for a in run.answers]}; waits mean/p99 in seconds"
     )
     print(
@@ -312,11 +317,12 @@ def report(run: Run) -> None:
 
 
 def report_history(run: Run, seed: int) -> None:
-    """The after window under its own config, from its warm-up minute and from further back.
+    """The after window under its own config, from its own warm-up and from further back.
 
     Replayed here, not by the server. Where the longer warm-up agrees with
-    what was measured and the minute does not, the window held a backlog
-    older than the minute: the old config's, or a class starved for longer.
+    what was measured and the capture's does not, the window held a backlog
+    older than the capture reached: the old config's, or a class starved
+    for longer than ten minutes.
     """
     if run.after is None or run.after_long is None:
         return

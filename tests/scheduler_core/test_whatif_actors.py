@@ -19,9 +19,9 @@ sub-queues, taking turns.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import random
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -37,6 +37,7 @@ from scheduler_core.whatif import _engine_input, merge_proposed, run_whatif
 from scheduler_core.whatif_engine import run_engine
 from scheduler_core.whatif_model import ConfigSet, Knobs, Workload, WorkloadError
 from scheduler_core.whatif_workload import recent_workload
+from tests.scheduler_core.recorded_queue import run_recorded
 from tests.scheduler_core.test_traffic_record import WINDOWS, Clock, _request, _serve
 
 ACTORS = (("users", "big"), ("users", "small"), ("jobs", "nightly"))
@@ -143,44 +144,22 @@ def _live_run(
     clock = Clock()
     recorder = TrafficRecorder(clock=clock, wall_clock=clock.wall, seed=seed)
     queue = RequestQueue(config, clock=clock)
-    workers = [("q-1", queue.connect_querier("q-1")) for _ in range(4)]
-    last = [-1] * len(workers)
-    idle = list(range(len(workers)))
-    busy: list[tuple[float, int, int, Request]] = []
-    order = itertools.count()  # ties in completion time finish in dispatch order
 
-    def take(w: int) -> bool:
-        querier, worker = workers[w]
-        request, last[w] = queue.dequeue(querier, worker, last[w])
-        if request is None:
-            return False
-        recorder.on_dispatched(request, querier, worker, clock.now - request.enqueued_at)
-        heapq.heappush(busy, (clock.now + request.payload, next(order), w, request))
-        return True
+    def arrivals() -> Iterator[Request]:
+        start = at = clock.now
+        for n in itertools.count():
+            # 20 s bursts at 1.5x the fleet's 40 requests a second, then 20 s at 0.3x.
+            rate = 60.0 if int(at - start) % 40 < 20 else 12.0
+            at += rng.expovariate(rate)
+            if at >= start + seconds:
+                return
+            clock.now = at  # the request's wall-clock times are its arrival's
+            path = rng.choices(actors, shares)[0]
+            yield _request(
+                n, clock, actor_path=path, payload=rng.uniform(0.05, 0.15), enqueued_at=at
+            )
 
-    def finish_until(at: float) -> None:
-        while busy and busy[0][0] <= at:
-            clock.now, _, w, request = heapq.heappop(busy)
-            queue.complete(request.id)
-            recorder.on_completed(request)
-            if not take(w):
-                idle.append(w)
-
-    start, at, n = clock.now, clock.now, 0
-    while at < start + seconds:
-        # 20 s bursts at 1.5x the fleet's 40 requests a second, then 20 s at 0.3x.
-        rate = 60.0 if int(at - start) % 40 < 20 else 12.0
-        at += rng.expovariate(rate)
-        finish_until(at)
-        clock.now = at
-        path = rng.choices(actors, shares)[0]
-        request = _request(n, clock, actor_path=path, payload=rng.uniform(0.05, 0.15))
-        n += 1
-        queue.enqueue(request)
-        recorder.on_enqueued(request)
-        while idle and take(idle[0]):
-            idle.pop(0)
-    finish_until(float("inf"))
+    run_recorded(queue, recorder, clock, arrivals(), workers=4)
     recording = recorder.export(300)
     recording["fleet"] = [["q-1", 4]]
     recording["windows"] = WINDOWS

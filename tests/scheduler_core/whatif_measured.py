@@ -22,6 +22,7 @@ __all__ = [
     "Tolerance",
     "arrivals",
     "configs_of",
+    "cut_warmup",
     "disagreements",
     "load_recording",
 ]
@@ -32,12 +33,22 @@ MIN_DISPATCHES = 100
 
 
 def load_recording(name: str) -> dict[str, Any]:
-    """Fixture `name`, its warm-up cut to what a live capture takes now (WARMUP_SECONDS)."""
-    recording = dict(json.loads((FIXTURES / name).read_text()))
-    first = -WARMUP_SECONDS // recording["bucket_seconds"]
+    """Fixture `name`, its warm-up cut to a minute (WARMUP_SECONDS).
+
+    What a live capture takes of these windows now, as far as they hold
+    it: in `demo_window.json` and `change_after.json` no wait reached a
+    minute (47 and 6 s at most), so no backlog reached back further;
+    `change_before.json` (waits up to 107 s) holds 45 s of warm-up in all.
+    """
+    return cut_warmup(dict(json.loads((FIXTURES / name).read_text())), WARMUP_SECONDS)
+
+
+def cut_warmup(recording: dict[str, Any], seconds: int) -> dict[str, Any]:
+    """`recording` (changed in place) with at most its last `seconds` of warm-up."""
+    first = -seconds // recording["bucket_seconds"]
     for key in recording["keys"]:
         key["counts"] = [c for c in key["counts"] if c[0] >= first]
-    recording["warmup_seconds"] = min(WARMUP_SECONDS, recording["warmup_seconds"])
+    recording["warmup_seconds"] = min(seconds, recording["warmup_seconds"])
     return recording
 
 
