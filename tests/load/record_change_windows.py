@@ -34,7 +34,7 @@ from tests.load.record_demo_window import (
     write_recording,
 )
 
-__all__ = ["AFTER", "BEFORE", "CHANGE", "changed_blocks", "main"]
+__all__ = ["AFTER", "BEFORE", "CHANGE", "changed_blocks", "main", "pin_ports"]
 
 FIXTURES = BASE_DIR / "tests" / "scheduler_core" / "fixtures"
 BEFORE = FIXTURES / "change_before.json"
@@ -50,6 +50,14 @@ CHANGE: dict[str, dict[str, Any]] = {
     "team-b": {"query_priority.priorities.0.reserved_queriers": 1},
     "team-c": {"max_queriers_per_tenant": 1, "max_outstanding_requests_per_tenant": 20},
 }
+
+
+def pin_ports(server: DaphneProcess, http_port: int, grpc_port: int) -> None:
+    """`server` (not started yet) on these ports: a machine where each user keeps to a range."""
+    server.port, server.grpc_port = http_port, grpc_port
+    server.base_url = f"http://127.0.0.1:{http_port}"
+    server.ws_url = f"ws://127.0.0.1:{http_port}"
+    server.env["GRPC_PORT"] = str(grpc_port)
 
 
 def changed_blocks(
@@ -91,11 +99,7 @@ def record(
     """(recording under A, recording under B) of one run; see the module doc."""
     server = DaphneProcess(grpc=True)
     if ports is not None:
-        # Pinned ports, for a machine where each user keeps to a range.
-        server.port, server.grpc_port = ports
-        server.base_url = f"http://127.0.0.1:{server.port}"
-        server.ws_url = f"ws://127.0.0.1:{server.port}"
-        server.env["GRPC_PORT"] = str(server.grpc_port)
+        pin_ports(server, *ports)
     loadgen = None
     try:
         server.start()

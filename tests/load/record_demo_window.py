@@ -41,8 +41,9 @@ __all__ = [
 FIXTURE = BASE_DIR / "tests" / "scheduler_core" / "fixtures" / "demo_window.json"
 
 
-def start_demo(server: DaphneProcess) -> subprocess.Popen[bytes]:
-    """Seed the demo config on a started `server` and start the seeded demo load on it."""
+def start_demo(server: DaphneProcess, *loadgen_args: str) -> subprocess.Popen[bytes]:
+    """Seed the demo config on a started `server` and start the seeded demo load on it
+    (`loadgen_args` added to `manage.py loadgen`'s, e.g. a `--rate`)."""
     server.manage("seed_demo_config")
     return subprocess.Popen(
         [
@@ -55,6 +56,7 @@ def start_demo(server: DaphneProcess) -> subprocess.Popen[bytes]:
             f"127.0.0.1:{server.grpc_port}",
             "--seed",
             "1",
+            *loadgen_args,
         ],
         env=server.env,
         cwd=BASE_DIR,

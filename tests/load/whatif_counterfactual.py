@@ -41,7 +41,6 @@ import argparse
 import copy
 import json
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -50,12 +49,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.daphne_process import BASE_DIR, DaphneProcess
+from loadgen.daphne_process import DaphneProcess
 from scheduler_core.whatif import run_whatif
 from scheduler_core.whatif_model import Knobs
 from scheduler_core.whatif_workload import recent_workload
-from tests.load.record_change_windows import changed_blocks
-from tests.load.record_demo_window import fetch_recording, stop_demo
+from tests.load.record_change_windows import changed_blocks, pin_ports
+from tests.load.record_demo_window import fetch_recording, start_demo, stop_demo
 from tests.scheduler_core.whatif_measured import configs_of
 
 __all__ = ["CHANGES", "Change", "main", "with_history"]
@@ -142,27 +141,8 @@ def _call(
 
 def _start_load(server: DaphneProcess, rate: float, slowdown: float) -> subprocess.Popen[bytes]:
     """The demo config and the seeded demo load at `rate`, store-gateway `slowdown` x slower."""
-    server.manage("seed_demo_config")
     server.manage("loadgen_slowdown", str(slowdown))
-    return subprocess.Popen(
-        [
-            sys.executable,
-            str(BASE_DIR / "manage.py"),
-            "loadgen",
-            "--url",
-            server.base_url,
-            "--grpc",
-            f"127.0.0.1:{server.grpc_port}",
-            "--seed",
-            "1",
-            "--rate",
-            str(rate),
-        ],
-        env=server.env,
-        cwd=BASE_DIR,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    return start_demo(server, "--rate", str(rate))
 
 
 @dataclass(slots=True)
@@ -184,10 +164,7 @@ class Run:
 def run_change(run: Run, args: argparse.Namespace, http_port: int) -> None:
     """Record, predict, apply, record again (see the module doc); fills `run`."""
     server = DaphneProcess(grpc=True, extra_env={"SIMULATION_TIME_LIMIT_SECONDS": "600"})
-    server.port, server.grpc_port = http_port, http_port + 1
-    server.base_url = f"http://127.0.0.1:{server.port}"
-    server.ws_url = f"ws://127.0.0.1:{server.port}"
-    server.env["GRPC_PORT"] = str(server.grpc_port)
+    pin_ports(server, http_port, http_port + 1)
     loadgen = None
     try:
         server.start()
