@@ -18,7 +18,7 @@ page; Settings, which keeps no draft, by a plain link.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -38,11 +38,24 @@ __all__ = ["simulate"]
 WINDOWS = ((300, "last 5 minutes"), (900, "last 15 minutes"), (3600, "last 60 minutes"))
 
 
-def _carried(
-    request: HttpRequest, live: dict[str, Any]
-) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
-    """The proposal a posting page carried, a line saying where it came from, and
-    the way back there (`_back_to_tenant`; None: nowhere to go back to)."""
+class _Carried(NamedTuple):
+    """What a posting page carried: the proposal, a line saying where it came from,
+    the way back there (`_back_to_tenant`; None: nowhere to go back to), and the
+    saved blocks of the tenants it proposes (the live side beside them)."""
+
+    proposal: dict[str, Any]
+    origin: str
+    back: dict[str, Any] | None
+    stored: dict[str, Any]
+
+
+def _nothing(origin: str = "", back: dict[str, Any] | None = None) -> _Carried:
+    """No proposal (a page opened afresh, or a draft that is no tenant block)."""
+    return _Carried({"settings": {}, "tenants": {}}, origin, back, {})
+
+
+def _carried(request: HttpRequest, live: dict[str, Any]) -> _Carried:
+    """What the posting page carried (see `_Carried`)."""
     origin = request.POST.get("simulate_from", "")
     if origin == "settings":
         changed = {
@@ -57,7 +70,7 @@ def _carried(
             "note": "The settings form keeps no unsaved draft: set the proposal's settings "
             "there again to save them.",
         }
-        return {"settings": changed, "tenants": {}}, "the unsaved settings form", back
+        return _Carried({"settings": changed, "tenants": {}}, "the unsaved settings form", back, {})
     if origin.startswith("tenant"):
         tenant_id = request.POST.get("tenant_id", "").strip() or origin.partition(":")[2]
         if tenant_id:
@@ -65,16 +78,14 @@ def _carried(
             # inputs, and read as a form its draft was an empty rule set.
             posted = draft_from_post(request.POST)
             draft = posted.config
-            # One read of the saved block, for the way back and the origin line.
+            # One read of the saved block, for the way back, the origin line
+            # and the live side shown beside the draft.
             saved_blocks = selectors.tenant_configs([tenant_id])
             back = _back_to_tenant(request, tenant_id, posted, tenant_id in saved_blocks)
             if draft is None:
-                return (
-                    {"settings": {}, "tenants": {}},
-                    (
-                        f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
-                        "block; fix it there first)"
-                    ),
+                return _nothing(
+                    f"the unsaved editor of tenant {tenant_id} (nothing: its YAML is no tenant "
+                    "block; fix it there first)",
                     back,
                 )
             carried = {"settings": {}, "tenants": {tenant_id: draft}}
@@ -82,16 +93,16 @@ def _carried(
             # carries the saved block itself: said so, or the page would
             # promise a change that simulates as none.
             if saved_blocks.get(tenant_id) == draft:
-                return (
+                return _Carried(
                     carried,
-                    (
-                        f"tenant {tenant_id}'s saved block, unchanged: change it under Proposed to "
-                        "simulate a change"
-                    ),
+                    f"tenant {tenant_id}'s saved block, unchanged: change it under Proposed to "
+                    "simulate a change",
                     back,
+                    saved_blocks,
                 )
-            return carried, f"the unsaved editor of tenant {tenant_id}", back
-    return {"settings": {}, "tenants": {}}, "", None
+            origin = f"the unsaved editor of tenant {tenant_id}"
+            return _Carried(carried, origin, back, saved_blocks)
+    return _nothing()
 
 
 def _back_to_tenant(
@@ -140,19 +151,14 @@ def _back_to_tenant(
 def simulate(request: HttpRequest) -> HttpResponse:
     """The page; a POST only pre-fills the proposal (nothing is saved)."""
     live = queue_config_to_dict(selectors.queue_config_get())
-    proposal: dict[str, Any] = {"settings": {}, "tenants": {}}
-    origin = ""
-    back = None
-    if request.method == "POST":
-        proposal, origin, back = _carried(request, live)
-    # The live side of what the proposal changes: beside a tenant's draft,
-    # the block it would replace (none for a tenant not saved yet).
-    stored = selectors.tenant_configs(list(proposal["tenants"]))
+    carried = _carried(request, live) if request.method == "POST" else _nothing()
     context = {
-        "live_view": {"settings": live, "tenants": stored},
-        "proposal": proposal,
-        "origin": origin,
-        "back": back,
+        # The live side of what the proposal changes: beside a tenant's draft,
+        # the block it would replace (none for a tenant not saved yet).
+        "live_view": {"settings": live, "tenants": carried.stored},
+        "proposal": carried.proposal,
+        "origin": carried.origin,
+        "back": carried.back,
         "windows": WINDOWS,
         "scenarios": SCENARIO_NAMES,
         "components": COMPONENTS,
