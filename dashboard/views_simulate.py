@@ -31,11 +31,17 @@ from dashboard.forms import settings_from_post
 from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
 from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
+from scheduler_core.whatif_model import START_FROM_LIVE, START_FROM_PROPOSAL
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
 
 __all__ = ["simulate"]
 
 WINDOWS = ((300, "last 5 minutes"), (900, "last 15 minutes"), (3600, "last 60 minutes"))
+# `knobs.start_from`, the API's default first (the page's default).
+START_FROM_CHOICES = (
+    (START_FROM_PROPOSAL, "its own backlog (as if applied long ago)"),
+    (START_FROM_LIVE, "the live backlog (apply now)"),
+)
 
 
 class _Carried(NamedTuple):
@@ -160,6 +166,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
         "origin": carried.origin,
         "back": carried.back,
         "windows": WINDOWS,
+        "start_from_choices": START_FROM_CHOICES,
         "scenarios": SCENARIO_NAMES,
         "components": COMPONENTS,
         "layouts": LAYOUTS,

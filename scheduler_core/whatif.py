@@ -22,7 +22,6 @@ deadline the caller gives (`SimulationTimeLimit` past it).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import Any
 from scheduler_core.actor_path import actor_path_from_headers
 from scheduler_core.classify import classify
 from scheduler_core.federation import federated_tenants_error
-from scheduler_core.model import COMPONENTS, QueueConfig, TenantLimits
+from scheduler_core.model import QueueConfig, TenantLimits
 from scheduler_core.rejection import judge
 from scheduler_core.validation import (
     queue_config_from_dict,
@@ -39,11 +38,16 @@ from scheduler_core.validation import (
     validate_queue_settings,
     validate_tenant_config,
 )
-from scheduler_core.whatif_engine import US, EngineInput, EngineResult, run_engine
-from scheduler_core.whatif_model import ConfigSet, Kind, Workload, WorkloadError
+from scheduler_core.whatif_apply import ConfigChange
+from scheduler_core.whatif_engine import US, EngineInput, run_engine
+from scheduler_core.whatif_model import START_FROM_LIVE, ConfigSet, Kind, Workload, WorkloadError
+from scheduler_core.whatif_summary import BY_RULE, TOO_MANY_TENANTS, WORST_TENANTS, summarize
 from scheduler_core.whatif_verdicts import verdicts
 
 __all__ = [
+    "BY_RULE",
+    "TOO_MANY_TENANTS",
+    "WORST_TENANTS",
     "ConfigSet",
     "SpecError",
     "SpecInvalid",
@@ -56,7 +60,6 @@ __all__ = [
     "verdicts",
 ]
 
-WORST_TENANTS = 5
 _SERIES_POINTS = 200
 
 
@@ -125,11 +128,6 @@ def merge_proposed(
     return ConfigSet(queue_config_from_dict(settings, base.config), limits)
 
 
-# Why the doors refuse an arrival before the queue, as `_classified` says.
-BY_RULE = "by_rule"
-TOO_MANY_TENANTS = "too_many_tenants"
-
-
 def _classified(kind: Kind, configs: ConfigSet) -> tuple[str, int, str | None]:
     """(component, priority, refusal) as the frontend doors decide.
 
@@ -168,19 +166,35 @@ _NO_LIMITS = TenantLimits()
 
 
 def _engine_input(
-    workload: Workload, configs: ConfigSet, seed: int
+    workload: Workload, configs: ConfigSet, seed: int, warmup: ConfigSet | None = None
 ) -> tuple[EngineInput, Counter[tuple[str, str]]]:
     """The engine's input, and the measured arrivals the doors refused, by (why, tenant).
 
     A refused request never reaches the queue (the doors answer it 422 for
     a rule, 400 for too many tenants), so it is left out of the arrivals.
+    `warmup` ("apply now"): the config the warm-up is admitted and queued
+    under; `configs` is applied at the window's start and admits from then.
     """
-    classes = [_classified(kind, configs) for kind in workload.kinds]
-    tenant_of = [kind.tenant_id for kind in workload.kinds]
+    kinds = workload.kinds
+    classes = [_classified(kind, configs) for kind in kinds]
+    # Each kind's actor path as admission reads it under this config's header.
+    header = configs.config.actor_path_header
+    paths = [actor_path_from_headers(kind.headers, header) for kind in kinds]
+    arrival_kinds: Sequence[int] = workload.kind_of
+    if warmup is not None:
+        # Kind k as the warm-up's config admits it is k + n: each arrival
+        # takes the reading of the config in force when it arrives.
+        classes += [_classified(kind, warmup) for kind in kinds]
+        header = warmup.config.actor_path_header
+        paths += [actor_path_from_headers(kind.headers, header) for kind in kinds]
+        start, n, times = workload.measure_from_us, len(kinds), workload.times
+        arrival_kinds = [k if times[i] >= start else k + n for i, k in enumerate(arrival_kinds)]
+        kinds = kinds + kinds
+    tenant_of = [kind.tenant_id for kind in kinds]
     refused: Counter[tuple[str, str]] = Counter()
     picked: Sequence[int] = range(len(workload.times))
     if any(refusal for _, _, refusal in classes):
-        kind_of, start = workload.kind_of, workload.measure_from_us
+        kind_of, start = arrival_kinds, workload.measure_from_us
         kept = []
         for i, at in enumerate(workload.times):
             refusal = classes[kind_of[i]][2]
@@ -190,17 +204,15 @@ def _engine_input(
             else:
                 kept.append(i)
         picked = kept
-    kind_of = [workload.kind_of[i] for i in picked]
+    kind_of = [arrival_kinds[i] for i in picked]
     components = [classes[k][0] for k in kind_of]
-    # Each kind's actor path as admission reads it under this config's header.
-    header = configs.config.actor_path_header
-    paths = [actor_path_from_headers(kind.headers, header) for kind in workload.kinds]
     quantiles = [workload.quantiles[i] for i in picked]
     seconds = [workload.seconds[i] for i in picked]
     span = workload.duration_seconds or 0.0
+    first = configs if warmup is None else warmup
     run = EngineInput(
-        config=configs.config,
-        limits=configs.limits,
+        config=first.config,
+        limits=first.limits,
         fleet=workload.fleet,
         times=[workload.times[i] for i in picked],
         tenants=[tenant_of[k] for k in kind_of],
@@ -213,98 +225,9 @@ def _engine_input(
         measure_from_us=workload.measure_from_us,
         measure_until_us=workload.measure_until_us,
         sample_every_us=max(US, round(span * US / _SERIES_POINTS)) if span else US // 100,
+        window_config=None if warmup is None else ConfigChange(configs.config, configs.limits),
     )
     return run, refused
-
-
-def _stats(waits: list[float]) -> dict[str, float | int]:
-    """{mean, p50, p99, max, count} in seconds; nearest-rank percentiles."""
-    if not waits:
-        return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0, "count": 0}
-    ordered = sorted(waits)
-    n = len(ordered)
-
-    def rank(q: float) -> float:
-        return round(ordered[max(1, math.ceil(q * n)) - 1], 6)
-
-    return {
-        "mean": round(sum(ordered) / n, 6),
-        "p50": rank(0.5),
-        "p99": rank(0.99),
-        "max": round(ordered[-1], 6),
-        "count": n,
-    }
-
-
-def _waiting_at_end(run: EngineResult) -> dict[str, Any] | None:
-    """A window's requests still queued at its end, by priority; None for a scenario."""
-    waiting = run.waiting_at_end
-    if waiting is None:
-        return None
-    return {
-        "total": sum(waiting.values()),
-        "by_priority": {str(p): waiting[p] for p in sorted(waiting, reverse=True)},
-    }
-
-
-def summarize(
-    run: EngineResult, duration: float | None, refused: Counter[tuple[str, str]] | None = None
-) -> dict[str, Any]:
-    """One config's result in the REST contract's shape (plus a few extras).
-
-    `refused`: arrivals the doors refused (never queued), by (`BY_RULE` or
-    `TOO_MANY_TENANTS`, tenant).
-    """
-    refused = refused or Counter()
-    by_tenant = Counter(run.rejected_by_tenant)
-    for (_, tenant), count in refused.items():
-        by_tenant[tenant] += count
-    span = max(run.makespan, duration or 0.0)
-    ranked = sorted(
-        ((_stats(w), t) for t, w in run.waits_by_tenant.items()),
-        key=lambda pair: (-pair[0]["p99"], -pair[0]["mean"], pair[1]),
-    )
-    tenants = [{"tenant": t, **row} for row, t in ranked[:WORST_TENANTS]]
-    capacity = run.workers * span
-    too_many = sum(run.rejected_by_tenant.values())
-    by_rule = sum(n for (why, _), n in refused.items() if why == BY_RULE)
-    too_many_tenants = sum(n for (why, _), n in refused.items() if why == TOO_MANY_TENANTS)
-    rejected = too_many + by_rule + too_many_tenants
-    return {
-        "by_priority": {
-            str(p): _stats(run.waits_by_priority[p])
-            for p in sorted(run.waits_by_priority, reverse=True)
-        },
-        "by_component": {
-            c: _stats(run.waits_by_component[c]) for c in COMPONENTS if c in run.waits_by_component
-        },
-        "worst_tenants": tenants,
-        "rejected": {
-            "total": rejected,
-            "too_many_outstanding": too_many,
-            "by_rule": by_rule,
-            "too_many_tenants": too_many_tenants,
-            "by_tenant": dict(sorted(by_tenant.items())),
-        },
-        "utilisation": {
-            c: round(busy / capacity, 4) if capacity else 0.0
-            for c, busy in run.busy_by_component.items()
-        },
-        "reserved_idle_seconds": round(run.reserved_idle_seconds, 6),
-        "reserved_queriers": list(run.reserved_queriers),
-        "requests": {
-            "offered": run.enqueued + rejected,
-            "enqueued": run.enqueued,
-            "completed": run.completed,
-            "left_queued": run.left_queued,
-        },
-        "waiting_at_window_end": _waiting_at_end(run),
-        "makespan_seconds": round(run.makespan, 6),
-        "series": {
-            "t": [round(t, 3) for t, _ in run.queue_length],
-            "queue_length": [n for _, n in run.queue_length],
-        },
-    }
 
 
 Progress = Callable[[float], None]
@@ -368,9 +291,13 @@ def run_whatif(
     (`check_proposed_tenants`, `named_tenants` the request's own); a
     scenario's are its config's few, known before it runs, so the caller
     checks those with `unknown_tenants` together with the rest of the request.
+    With `workload.start_from` live ("apply now") the proposal's run admits
+    and queues the warm-up under `live` and is applied at the window's
+    start; without a warm-up there is nothing queued to apply it to.
     """
     if workload.description.get("kind") == "recent":
         check_proposed_tenants(workload, live, proposed, named_tenants)
+    apply_now = workload.start_from == START_FROM_LIVE and workload.measure_from_us > 0
     results: list[dict[str, Any]] = []
     for part, configs in enumerate((live, proposed)):
 
@@ -378,7 +305,8 @@ def run_whatif(
             if progress is not None:
                 progress((part + fraction) / 2)
 
-        engine_input, refused = _engine_input(workload, configs, seed)
+        warmup = live if part and apply_now else None
+        engine_input, refused = _engine_input(workload, configs, seed, warmup)
         run = run_engine(engine_input, deadline=deadline, should_stop=should_stop, progress=step)
         results.append(summarize(run, workload.duration_seconds, refused))
     if progress is not None:

@@ -32,6 +32,7 @@ from types import MappingProxyType
 from scheduler_core.errors import TooManyRequests
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
+from scheduler_core.whatif_apply import ConfigChange, apply_change
 
 __all__ = [
     "US",
@@ -105,6 +106,12 @@ class EngineInput:
     # never served). None: every request arriving from `measure_from_us`
     # on, drained to the end (a benchmark's run).
     measure_until_us: int | None = None
+    # "Apply now": at `measure_from_us` this config replaces `config` and
+    # `limits` on the running queue as a live save does (`whatif_apply`),
+    # before any event at that instant; what is queued keeps its place and
+    # priority. The caller classifies arrivals from then on by it. None: one
+    # config throughout.
+    window_config: ConfigChange | None = None
 
 
 @dataclass(slots=True)
@@ -272,6 +279,25 @@ def run_engine(
                 waiting.append(w)
     else:
         waiting = order
+    change = run.window_config
+
+    def switch() -> None:
+        """The window's config onto the queue, and the reservations it makes counted."""
+        assert change is not None
+        now_box[0] = max(now_box[0], measure_from)
+        apply_change(queue, run.limits, change)
+        # Reserved-and-idle time is counted from the window's start, so the
+        # querier set is simply the new config's, each busy by what it runs.
+        out.reserved_queriers = tuple(
+            q.querier_id for q in queue.snapshot().queriers if q.reservations
+        )
+        busy_count.clear()
+        idle_since.clear()
+        running = Counter(workers[w][0] for w, held in enumerate(in_flight) if held is not None)
+        for querier in out.reserved_queriers:
+            busy_count[querier] = running[querier]
+            idle_since[querier] = measure_from
+
     events = 0
     sample_every = run.sample_every_us
     next_sample = measure_from
@@ -279,6 +305,13 @@ def run_engine(
     all_events = 2 * total
     while True:
         arrival = ai < total and (not heap or times[ai] <= heap[0][0])
+        if change is not None:
+            # The switch comes before the first event at or after its instant
+            # (an arrival then is the new config's), or at the end if none is.
+            upcoming = times[ai] if arrival else heap[0][0] if heap else measure_from
+            if upcoming >= measure_from:
+                switch()
+                change = None
         if sample_every:
             # The queue length at each grid instant up to the next event: the
             # same instants for every config, so two runs chart side by side.

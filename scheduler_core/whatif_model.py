@@ -25,6 +25,9 @@ from scheduler_core.validation import queue_config_to_dict, tenant_limits_to_dic
 
 __all__ = [
     "MAX_REQUESTS",
+    "START_FROM",
+    "START_FROM_LIVE",
+    "START_FROM_PROPOSAL",
     "ConfigSet",
     "Kind",
     "Knobs",
@@ -40,6 +43,15 @@ __all__ = [
 # speed on this machine class (>= 20,000 requests per second of wall time)
 # a run stays well inside the call's time limit.
 MAX_REQUESTS = 600_000
+
+# What backlog a proposal's run of recent traffic starts its window with
+# (`knobs.start_from`): the one the proposal itself would have built over
+# the warm-up, as if applied long ago (the default), or the live one, the
+# proposal applied at the window's start ("apply now": what was queued
+# keeps the priority the live config gave it, as after a real save).
+START_FROM_PROPOSAL = "proposal"
+START_FROM_LIVE = "live"
+START_FROM: tuple[str, ...] = (START_FROM_PROPOSAL, START_FROM_LIVE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +91,7 @@ class Knobs:
     queriers: int | None = None
     duration_seconds: float | None = None
     slow_share: float | None = None
+    start_from: str = START_FROM_PROPOSAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +131,9 @@ class Workload:
     measure_from_us: int = 0
     # With an end, waits are those of dispatches before it (see the engine).
     measure_until_us: int | None = None
+    # START_FROM_LIVE: a proposal's warm-up runs under the live config, and
+    # the proposal is applied at `measure_from_us` (`scheduler_core.whatif`).
+    start_from: str = START_FROM_PROPOSAL
 
 
 def service_factor(knobs: Knobs, component: str) -> float:

@@ -22,7 +22,7 @@ from typing import Any
 from scheduler_core import fields as f
 from scheduler_core.model import COMPONENTS
 from scheduler_core.whatif import SpecError, SpecInvalid
-from scheduler_core.whatif_model import Knobs
+from scheduler_core.whatif_model import START_FROM, START_FROM_LIVE, START_FROM_PROPOSAL, Knobs
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
 
 __all__ = [
@@ -46,7 +46,14 @@ _RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _TOP = ("workload", "proposed", "knobs", "seed", "run_id")
 # What is wrong with a tenant ID, one message each ([] when nothing is).
 TenantIdCheck = Callable[[str], list[str]]
-_KNOBS = ("arrival_factor", "service_factor", "queriers", "duration_seconds", "slow_share")
+_KNOBS = (
+    "arrival_factor",
+    "service_factor",
+    "queriers",
+    "duration_seconds",
+    "slow_share",
+    "start_from",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +202,31 @@ def _knobs(raw: object, kind: str, scenario: str | None, errs: f.Collector) -> K
         queriers=None if queriers is None else int(queriers),
         duration_seconds=duration,
         slow_share=slow_share,
+        start_from=_start_from(body.get("start_from"), kind, errs),
     )
+
+
+def _start_from(raw: object, kind: str, errs: f.Collector) -> str:
+    """`knobs.start_from`: which backlog a proposal's window starts with (null: the default).
+
+    "live" (apply now) means the warm-up queued under the live config, so it
+    needs recorded traffic: a scenario starts from an empty queue under its
+    own config, with no live backlog to apply a proposal to.
+    """
+    path = "knobs.start_from"
+    if raw is None:
+        return START_FROM_PROPOSAL
+    if raw not in START_FROM:
+        errs.add(path, f"must be one of {', '.join(START_FROM)}, got {f.shown(raw)}")
+        return START_FROM_PROPOSAL
+    if raw == START_FROM_LIVE and kind == "scenario":
+        errs.add(
+            path,
+            "live applies only to recent traffic: a scenario has no warm-up queued under a "
+            "live config, so its proposal always starts from its own (empty) queue",
+        )
+        return START_FROM_PROPOSAL
+    return str(raw)
 
 
 def read_spec(

@@ -18,7 +18,9 @@ the recording's warm-up (the minute before the window, or up to ten when
 the backlog at its start was older: `TrafficRecorder.capture`), so the
 window begins with the backlog it really had; the waits counted are those
 of the dispatches made in the window, as the scheduler measured them (the
-engine's `measure_until_us`).
+engine's `measure_until_us`). With `knobs.start_from` "live" the proposal's
+run replays the warm-up under the live config and applies the proposal at
+the window's start, as a save now would (`scheduler_core.whatif`).
 
 The workload model itself (`Kind`, `Workload`, `Knobs`, `ConfigSet`, ...)
 is `scheduler_core.whatif_model`.
@@ -230,6 +232,7 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
         measure_from_us=measure_from,
         # Waits as the scheduler measured the window: of its dispatches.
         measure_until_us=end_us,
+        start_from=knobs.start_from,
         description={
             "kind": "recent",
             "window_seconds": window,
@@ -241,5 +244,6 @@ def recent_workload(recording: Mapping[str, Any], knobs: Knobs, seed: int) -> Wo
             "queriers": len(fleet),
             "workers": sum(w for _, w in fleet),
             "measured": measured,
+            "start_from": knobs.start_from,
         },
     )

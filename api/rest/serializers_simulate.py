@@ -12,6 +12,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from scheduler_core.model import COMPONENTS
+from scheduler_core.whatif_model import START_FROM
 from scheduler_core.whatif_scenarios import SCENARIO_NAMES
 from scheduler_core.whatif_spec import MAX_DURATION_SECONDS, MAX_QUERIERS, WINDOW_RANGE
 
@@ -75,6 +76,18 @@ class KnobsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
     slow_share = serializers.FloatField(
         required=False, allow_null=True, help_text="mimir-slow-consumer only: share of slow work"
+    )
+    start_from = serializers.ChoiceField(
+        choices=list(START_FROM),
+        required=False,
+        allow_null=True,
+        help_text=(
+            "recent only: the backlog the proposal's window starts with. proposal (default, "
+            "null): the one it would have built over the warm-up, as if applied long ago; "
+            "live: the warm-up queued under the live config and the proposal applied at the "
+            "window's start, as a save now would (queued requests keep their live priority). "
+            "live for a scenario is a 400"
+        ),
     )
 
 
@@ -162,7 +175,8 @@ class SimulateResponseSerializer(serializers.Serializer):  # type: ignore[type-a
     proposed = SimulationResultSerializer()
     workload = serializers.DictField(
         help_text="what was simulated (kind, size, fleet, seed); for recent traffic also "
-        "`replica` (whose traffic) and `other_replicas` (peers whose traffic is not in it)"
+        "`replica` (whose traffic), `other_replicas` (peers whose traffic is not in it) and "
+        "`start_from` (the knob as run)"
     )
     verdicts = serializers.ListField(
         child=serializers.CharField(), help_text='one line per priority: "p99 for priority 3: ..."'

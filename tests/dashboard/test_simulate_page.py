@@ -152,3 +152,20 @@ def test_the_saved_block_carried_unchanged_is_called_so_and_a_changed_one_unsave
     changed = {**form, "max_queriers_per_tenant": "2"}
     page = viewer_client.post("/simulate/", changed).content.decode()
     assert "the unsaved editor of tenant t1" in page and "saved block, unchanged" not in page
+
+
+def test_the_page_offers_to_start_the_proposal_from_the_live_backlog_its_own_by_default(
+    viewer_client,
+):
+    html = viewer_client.get("/simulate/").content.decode()
+    form = html[html.index('<form id="sim-form"') : html.index("</form>", html.index("sim-form"))]
+    field = form[form.index('id="start-from-field"') :]
+    field = field[: field.index("</div>")]
+    assert '<label for="sim-start-from">Proposed starts from</label>' in field
+    # The values are the API's knobs.start_from, the default first and selected.
+    assert '<select id="sim-start-from" name="start_from"' in field
+    options = field.split("<option")[1:]
+    assert [o.split('"')[1] for o in options] == ["proposal", "live"]
+    assert "selected" in options[0] and "selected" not in options[1]
+    assert "(apply now)" in options[1] and "as if applied long ago" in options[0]
+    assert 'id="start-from-help"' in field

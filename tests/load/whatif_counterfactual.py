@@ -2,7 +2,7 @@
 
 `python -m tests.load.whatif_counterfactual [--changes priority,reserve,limit]
 [--rate 10] [--slowdown 8] [--window 240] [--seeds 1,2] [--port-base 45010]
-[--out DIR]`
+[--start-from proposal|live|proposal,live] [--out DIR]`
 
 For each change, in parallel, one real Daphne (loadgen.daphne_process) on
 its own database and pinned ports (`--port-base` + 10 x i: HTTP, + 1: gRPC)
@@ -21,7 +21,11 @@ the window's backlog began, up to ten: printed with the windows).
 It prints, per priority and per component: the waits measured before the
 change, the `live` replay of that window (how faithful the replay of the
 config that ran is), the `proposed` prediction and the waits measured after
-the change, with prediction / measured ratios; and the 429s per 1,000
+the change, with prediction / measured ratios; with `--start-from` one
+prediction per `knobs.start_from` asked (`proposal`, the default: the
+proposal's own backlog, as if applied long ago; `live`: the live backlog
+with the proposal applied at the window's start, as the save does), each
+against the same measured window; and the 429s per 1,000
 arriving requests (the windows differ in how many requests arrive, which
 no config decides). A NOTE follows when the window after the change served a request that
 had waited longer than the time since the change: the old config's
@@ -97,6 +101,9 @@ CHANGES: dict[str, Change] = {
 # than a minute) reaches back before the change and replays that time
 # under the new config.
 SETTLE_SECONDS = 140
+# `knobs.start_from` (docs/api.md): the server's default, and every value.
+DEFAULT_START = "proposal"
+STARTS = ("proposal", "live")
 
 
 def with_history(short: dict[str, Any], long: dict[str, Any]) -> dict[str, Any]:
@@ -158,6 +165,8 @@ class Run:
     before_long: dict[str, Any] | None = None
     after_long: dict[str, Any] | None = None
     answers: list[dict[str, Any]] | None = None
+    # Per `knobs.start_from` asked (--start-from), its answers; `answers` is the first's.
+    predictions: dict[str, list[dict[str, Any]]] | None = None
     error: str | None = None
 
 
@@ -179,16 +188,23 @@ def run_change(run: Run, args: argparse.Namespace, http_port: int) -> None:
             )
         blocks = changed_blocks(run.before["config"]["tenants"], CHANGES[run.name].blocks)
         workload = {"kind": "recent", "window_seconds": args.window}
-        run.answers = [
-            _call(
-                server,
-                viewer,
-                "POST",
-                "simulate/",
-                {"workload": workload, "proposed": {"tenants": blocks}, "seed": seed},
-            )
-            for seed in args.seeds
-        ]
+        body = {"workload": workload, "proposed": {"tenants": blocks}}
+        run.predictions = {
+            # The default is left out of the body: the request as it was before the knob.
+            how: [
+                _call(
+                    server,
+                    viewer,
+                    "POST",
+                    "simulate/",
+                    {**body, "seed": seed}
+                    | ({} if how == DEFAULT_START else {"knobs": {"start_from": how}}),
+                )
+                for seed in args.seeds
+            ]
+            for how in args.start_from
+        }
+        run.answers = run.predictions[args.start_from[0]]
         for tenant, block in blocks.items():
             _call(server, editor, "PUT", f"tenants/{tenant}/", block)
         changed = time.monotonic()
@@ -237,16 +253,35 @@ def _range(answers: list[dict[str, Any]], side: str, pick: Callable[[dict[str, A
 def report(run: Run) -> None:
     change = CHANGES[run.name]
     print(f"\n== {run.name}: {change.what}")
-    if run.error or run.before is None or run.after is None or not run.answers:
+    if run.error or run.before is None or run.after is None or not run.predictions:
         print(f"   failed: {run.error}")
         return
+    for how, answers in run.predictions.items():
+        report_prediction(run, how, answers)
+    # A request dispatched in the after window that waited longer than the
+    # window began after the change may have been queued under the old
+    # config: its backlog, not the new config's steady state.
+    after = run.after["measured"]
+    longest = max(c["max"] for c in after["by_component"].values())
+    if longest > run.after_start:
+        print(
+            f"   NOTE: the after window began {run.after_start:.0f} s after the change and "
+            f"served a request that had waited {longest:.0f} s: it may still hold the old "
+            "config's backlog, which only a prediction from the live backlog models"
+        )
+
+
+def report_prediction(run: Run, how: str, answers: list[dict[str, Any]]) -> None:
+    """One `knobs.start_from`'s predictions beside what was measured (see the module doc)."""
+    assert run.before is not None and run.after is not None
+    print(f"   -- predicted with knobs.start_from {how}")
     before, after = run.before["measured"], run.after["measured"]
     per_k_before, per_k_after = 1000 / _arrivals(before), 1000 / _arrivals(after)
     print(
         f"   windows: {run.before['window_seconds']} s ({_arrivals(before)} arrivals) and "
         f"{run.after['window_seconds']} s ({_arrivals(after)}); warm-ups "
         f"{run.before['warmup_seconds']} and {run.after['warmup_seconds']} s; seeds "
-        f"{[a['workload']['seed'] for a in run.answers]}; waits mean/p99 in seconds"
+        f"{[a['workload']['seed'] for a in answers]}; waits mean/p99 in seconds"
     )
     print(
         f"   {'':28} {'measured before':>15} {'live replay':>23} {'predicted':>23} "
@@ -254,23 +289,23 @@ def report(run: Run) -> None:
     )
     for group in ("by_priority", "by_component"):
         names = sorted(
-            set(before[group]) | set(after[group]) | set(run.answers[0]["proposed"][group]),
+            set(before[group]) | set(after[group]) | set(answers[0]["proposed"][group]),
             key=lambda n: (-int(n), "") if group == "by_priority" else (0, n),
         )
         for name in names:
             label = f"{group[3:]} {name}"
             real = after[group].get(name)
-            predicted = run.answers[0]["proposed"][group].get(name)
+            predicted = answers[0]["proposed"][group].get(name)
             counts = f"n={real['count'] if real else 0}"
             print(
                 f"   {label:28} {_pair(before[group].get(name))} "
-                f"{_range(run.answers, 'live', lambda r, g=group, n=name: r[g].get(n))} "
-                f"{_range(run.answers, 'proposed', lambda r, g=group, n=name: r[g].get(n))} "
+                f"{_range(answers, 'live', lambda r, g=group, n=name: r[g].get(n))} "
+                f"{_range(answers, 'proposed', lambda r, g=group, n=name: r[g].get(n))} "
                 f"{_pair(real)} {_ratio(predicted, real):>11} {counts}"
             )
     for side in ("live", "proposed"):
-        refused = [a[side]["rejected"] for a in run.answers]
-        offered = [a[side]["requests"]["offered"] for a in run.answers]
+        refused = [a[side]["rejected"] for a in answers]
+        offered = [a[side]["requests"]["offered"] for a in answers]
         per_k = [1000 * r["total"] / o for r, o in zip(refused, offered, strict=True)]
         print(
             f"   429s per 1,000 arrivals, {side} replay: "
@@ -281,16 +316,6 @@ def report(run: Run) -> None:
         f"   429s per 1,000 arrivals, measured before: {before['rejected'] * per_k_before:.1f}, "
         f"after: {after['rejected'] * per_k_after:.1f}"
     )
-    # A request dispatched in the after window that waited longer than the
-    # window began after the change may have been queued under the old
-    # config: its backlog, not the new config's steady state.
-    longest = max(c["max"] for c in after["by_component"].values())
-    if longest > run.after_start:
-        print(
-            f"   NOTE: the after window began {run.after_start:.0f} s after the change and "
-            f"served a request that had waited {longest:.0f} s: it may still hold the old "
-            "config's backlog, which no replay of the window before models"
-        )
 
 
 def report_history(run: Run, seed: int) -> None:
@@ -338,7 +363,16 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="also fetch each window this many seconds longer, replayed with a longer warm-up",
     )
+    parser.add_argument(
+        "--start-from",
+        default=DEFAULT_START,
+        help="knobs.start_from of the predictions, comma-separated (proposal: the proposal's "
+        "own backlog, as if applied long ago; live: the live backlog, applied now)",
+    )
     args = parser.parse_args(argv)
+    args.start_from = args.start_from.split(",")
+    if not args.start_from or set(args.start_from) - set(STARTS):
+        parser.error(f"--start-from takes {', '.join(STARTS)}, comma-separated")
     names = args.changes.split(",")
     unknown = set(names) - set(CHANGES)
     if unknown:
@@ -353,13 +387,17 @@ def main(argv: list[str] | None = None) -> int:
         thread.start()
     for thread in threads:
         thread.join()
-    print(f"rate {args.rate:g} req/s, store-gateway slowdown {args.slowdown:g}x")
+    print(
+        f"rate {args.rate:g} req/s, store-gateway slowdown {args.slowdown:g}x, "
+        f"predictions starting from {' and '.join(args.start_from)}"
+    )
     for run in runs:
         report(run)
         report_history(run, args.seeds[0])
         if args.out is not None and run.before is not None and run.after is not None:
             args.out.mkdir(parents=True, exist_ok=True)
             for part in ("before", "after", "answers", "before_long", "after_long"):
+                # `answers` stays the first --start-from's, as the file was before.
                 path = args.out / f"{run.name}_{part}.json"
                 path.write_text(json.dumps(getattr(run, part), sort_keys=True))
     return 1 if any(run.error for run in runs) else 0

@@ -74,6 +74,8 @@ function onWorkload() {
     help.hidden = !(key === value || (key === "recent" && value.startsWith("recent:")));
   }
   document.getElementById("slow-share-field").hidden = value !== "scenario:mimir-slow-consumer";
+  // Only recent traffic has a warm-up queued under the live config to start from.
+  document.getElementById("start-from-field").hidden = !value.startsWith("recent:");
   const live = document.getElementById("live-help");
   // The template's line says the box holds only the saved blocks of the
   // tenants the proposal changes: without it, a live side reading
@@ -155,6 +157,8 @@ function buildBody() {
   if (duration !== null) knobs.duration_seconds = duration;
   const slowShare = number("slow_share");
   if (slowShare !== null) knobs.slow_share = slowShare;
+  const startFrom = form.elements.start_from;
+  if (!startFrom.closest("[hidden]")) knobs.start_from = startFrom.value;
   const factors = {};
   for (const input of form.querySelectorAll(".service-factor")) {
     const value = Number(input.value);

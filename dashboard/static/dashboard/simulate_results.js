@@ -87,6 +87,17 @@ function whoseTraffic(w) {
   return ` Replica ${iso(w.replica)}'s traffic only: the traffic replica${plural} ${others.map(iso).join(", ")} received is not in it.`;
 }
 
+// Which backlog the proposed side's window started with (`knobs.start_from`,
+// echoed for recent traffic); a scenario's queue starts empty, said nothing.
+function startedFrom(w) {
+  if (w.kind !== "recent" || !w.start_from) return "";
+  if (!w.warmup_seconds) return " No time before the window was recorded: both sides started from an empty queue.";
+  if (w.start_from === "live") {
+    return ` Proposed started from the live backlog (apply now): what the live config queued in the ${w.warmup_seconds} s before the window kept its priority; only requests arriving in the window got the proposal's.`;
+  }
+  return ` Each side started from its own backlog of the ${w.warmup_seconds} s before the window, as if the proposal had been applied long ago.`;
+}
+
 export function render(answer) {
   document.getElementById("sim-results").hidden = false;
   const { lines, summary, tenants } = verdict(answer);
@@ -99,7 +110,7 @@ export function render(answer) {
   const w = answer.workload;
   document.getElementById("sim-workload-line").textContent =
     `${w.kind === "recent" ? `recent ${w.window_seconds} s` : w.name}: ${w.requests} requests, ` +
-    `${w.queriers} queriers (${w.workers} workers), seed ${w.seed}.` + whoseTraffic(w);
+    `${w.queriers} queriers (${w.workers} workers), seed ${w.seed}.` + startedFrom(w) + whoseTraffic(w);
   column(document.getElementById("col-live"), answer.live);
   column(document.getElementById("col-proposed"), answer.proposed);
   drawCharts(answer);
