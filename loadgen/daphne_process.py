@@ -36,7 +36,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 
 class ServerDidNotStart(Exception):
-    """Daphne exited or did not answer /healthz in time."""
+    """Daphne exited, or did not answer /healthz (or open its port) in time."""
 
 
 def free_port() -> int:
@@ -146,7 +146,13 @@ class DaphneProcess:
     def create_user(self, username: str, password: str, group: str = "viewer") -> None:
         self.run_python(user_code(username, password, group))
 
-    def start(self, timeout: float = 60.0) -> DaphneProcess:
+    def start(self, timeout: float = 60.0, *, healthz: bool = True) -> DaphneProcess:
+        """Start Daphne and wait until it answers `/healthz`.
+
+        `healthz=False` waits only until its HTTP port takes a connection, and
+        sends no request at all: for a test whose own requests must be the
+        server's first, or that shows the process serves gRPC without any.
+        """
         (self.tmp / "var").mkdir(exist_ok=True)
         self._migrate()
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed with the process
@@ -167,7 +173,7 @@ class DaphneProcess:
             stderr=subprocess.STDOUT,
         )
         log.close()
-        self._wait_ready(timeout)
+        self._wait_ready(timeout, healthz)
         return self
 
     def _migrate(self) -> None:
@@ -193,18 +199,23 @@ class DaphneProcess:
         with source as template, contextlib.closing(sqlite3.connect(target)) as copy:
             template.backup(copy)
 
-    def _wait_ready(self, timeout: float) -> None:
+    def _wait_ready(self, timeout: float, healthz: bool = True) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise ServerDidNotStart(f"daphne exited:\n{self.log()}")
             with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"{self.base_url}/healthz", timeout=1).read()
+                if healthz:
+                    urllib.request.urlopen(f"{self.base_url}/healthz", timeout=1).read()
+                else:
+                    # A connection alone: Daphne makes no ASGI scope for it.
+                    socket.create_connection(("127.0.0.1", self.port), 0.2).close()
                 return
-            time.sleep(0.1)
+            time.sleep(0.1 if healthz else 0.02)
         self.stop()
-        raise ServerDidNotStart(f"no answer on {self.base_url}/healthz:\n{self.log()}")
+        waited = f"{self.base_url}/healthz" if healthz else f"port {self.port}"
+        raise ServerDidNotStart(f"no answer on {waited}:\n{self.log()}")
 
     def log(self) -> str:
         return tail(self.log_path)

@@ -49,6 +49,7 @@ __all__ = [
     "ResultSink",
     "classify_forwarded",
     "forwarded_query",
+    "querier_message",
     "request_id",
 ]
 
@@ -64,12 +65,16 @@ class QueryRejected(Exception):
 
     The frontend's ENQUEUE still gets OK; the 422 goes through `QueryResult`
     (which a real Cortex frontend hands to the user), as any result does.
+    `status` is another HTTP status for a refusal answered the same way (413:
+    too large to forward, `frontend_loop.py`).
     """
 
-    def __init__(self, handle: GrpcReplyHandle, message: str) -> None:
+    def __init__(
+        self, handle: GrpcReplyHandle, message: str, status: int = REJECTION_STATUS
+    ) -> None:
         super().__init__(message)
         self.handle = handle
-        self.status = REJECTION_STATUS
+        self.status = status
         self.message = message
 
 
@@ -118,6 +123,23 @@ class GrpcReplyHandle:
         if self.reporter is None:
             raise LookupError(f"no way to answer frontend {self.frontend_address}")
         self.reporter.deliver(self, status, _body_bytes(body))
+
+
+def querier_message(handle: GrpcReplyHandle) -> schedulerpb_pb2.SchedulerToQuerier:
+    """What a querier worker is sent for a Cortex frontend's request.
+
+    A plain (non-distributed) query. The one definition both for sending it
+    and for checking at enqueue that it will fit the door's message limit.
+    """
+    return schedulerpb_pb2.SchedulerToQuerier(
+        queryID=handle.query_id,
+        httpRequest=handle.http_request,
+        frontendAddress=handle.frontend_address,
+        userID=handle.user_id,
+        statsEnabled=handle.stats_enabled,
+        fragmentID=0,
+        isRoot=True,
+    )
 
 
 def forwarded_query(http: httpgrpc_pb2.HTTPRequest, now: float) -> ForwardedQuery:

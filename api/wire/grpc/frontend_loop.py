@@ -7,10 +7,22 @@ CANCEL on a different loop than it enqueued on, so requests are tracked per
 *address*; they are cancelled when the address's last loop ends, as Cortex
 does, except while the scheduler drains: then the loops end because the
 frontend was answered SHUTTING_DOWN, and it still waits for its queries.
+
+When the door closes (`close`, at the end of the shutdown drain), a loop
+whose frontend has nothing queued or running ends as Cortex's scheduler
+ends a FrontendLoop once it is stopping: one SHUTTING_DOWN message, then
+the handler returns (status OK). Cortex sends it as the answer to the
+frontend's next message (an idle loop waits in Recv until then, and its
+server's GracefulStop waits for it); the door sends it at once, since the
+process is about to exit, instead of waiting out the stop's grace and
+resetting the stream. A Cortex frontend reads it (or, if it has already
+stopped reading, its next Send fails) and enqueues on another scheduler.
+A loop of a frontend that still has requests keeps them until they end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +36,7 @@ from api.wire.grpc.admission import (
     GrpcReplyHandle,
     InvalidEnqueue,
     QueryRejected,
+    querier_message,
     request_id,
 )
 from api.wire.grpc.streams import AbortError, answer_each, checked_read
@@ -32,6 +45,7 @@ from scheduler_core.model import Request
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
 __all__ = [
+    "FORWARD_TOO_LARGE_STATUS",
     "FrontendConnection",
     "FrontendLoopServicer",
     "FrontendRegistry",
@@ -45,6 +59,13 @@ _Context = grpc.aio.ServicerContext[Any, Any]
 _OK = pb.SchedulerToFrontend(status=pb.OK)
 _SHUTTING_DOWN = pb.SchedulerToFrontend(status=pb.SHUTTING_DOWN)
 _TOO_MANY = pb.SchedulerToFrontend(status=pb.TOO_MANY_REQUESTS_PER_TENANT)
+
+# HTTP status of a query whose request is too large to forward to a querier.
+FORWARD_TOO_LARGE_STATUS = 413
+# What a forwarded message may add to an ENQUEUE without the loop's address
+# besides that address: its tag and length (at most 1 + 5 bytes) and
+# `isRoot` (2 bytes) less the ENQUEUE's own `type` (2 bytes); more, to be safe.
+_FORWARD_GROWTH = 16
 
 
 class FrontendRuntime(Protocol):
@@ -109,6 +130,11 @@ class FrontendRegistry:
     def track(self, address: str, rid: str) -> None:
         self._frontends[address].outstanding.add(rid)
 
+    def outstanding(self, address: str) -> int:
+        """How many requests of `address` are queued or running."""
+        frontend = self._frontends.get(address)
+        return 0 if frontend is None else len(frontend.outstanding)
+
     def finished(self, request: Request, *_: Any) -> None:
         handle = request.payload
         if isinstance(handle, GrpcReplyHandle):
@@ -139,14 +165,46 @@ def peer_identity(context: _Context) -> str:
 
 
 class FrontendLoopServicer:
-    """Serves FrontendLoop streams on one runtime."""
+    """Serves FrontendLoop streams on one runtime.
+
+    `max_message` is the door's message limit: an ENQUEUE whose forwarded
+    message would pass it is answered 413 instead of queued (None: no limit).
+    """
 
     def __init__(
-        self, runtime: FrontendRuntime, admission: Admission, registry: FrontendRegistry
+        self,
+        runtime: FrontendRuntime,
+        admission: Admission,
+        registry: FrontendRegistry,
+        *,
+        max_message: int | None = None,
     ) -> None:
         self._runtime = runtime
         self._admission = admission
         self._registry = registry
+        self._max_message = max_message
+        # The task serving each open loop (after its INIT), and those `close`
+        # is ending, so the loop can tell that cancellation from any other.
+        self._loops: dict[asyncio.Task[Any], str] = {}
+        self._ending: set[asyncio.Task[Any]] = set()
+
+    def close(self) -> None:
+        """The door is closing: end every loop of a frontend with nothing in flight.
+
+        Such a loop gets SHUTTING_DOWN and ends with status OK (see the
+        module's docstring); a frontend with requests still queued or running
+        keeps its loops, so those requests end as they always have. Only
+        while the runtime stops (at the end of its drain), when every new
+        INIT and ENQUEUE is answered SHUTTING_DOWN anyway: a door stopped
+        while its runtime still takes requests leaves open loops their grace,
+        as any open call.
+        """
+        if not self._runtime.stopping:
+            return
+        for task, address in list(self._loops.items()):
+            if not self._registry.outstanding(address) and task not in self._ending:
+                self._ending.add(task)
+                task.cancel()
 
     async def FrontendLoop(  # noqa: N802 - the gRPC method name
         self, messages: AsyncIterator[pb.FrontendToScheduler], context: _Context
@@ -165,9 +223,10 @@ class FrontendLoopServicer:
         self._registry.connect(address, peer_identity(context))
         try:
             await context.write(_OK)
-            # Each reply is computed without awaiting: on the lean door it is
-            # made as the message arrives, with no task wake-up per ENQUEUE.
-            await answer_each(context, lambda msg: self._reply(msg, address))
+            room = None
+            if self._max_message is not None:
+                room = self._max_message - len(address.encode()) - _FORWARD_GROWTH
+            await self._serve(context, address, room)
         finally:
             outstanding = self._registry.disconnect(address)
             # While draining, a frontend's loops end because we answer them
@@ -180,7 +239,28 @@ class FrontendLoopServicer:
                 for rid in outstanding:
                     self._runtime.cancel(rid)
 
-    def _reply(self, msg: pb.FrontendToScheduler, address: str) -> pb.SchedulerToFrontend:
+    async def _serve(self, context: _Context, address: str, room: int | None) -> None:
+        """Answer the loop's messages until the frontend half-closes or `close` ends it."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._loops[task] = address
+        try:
+            # Each reply is computed without awaiting: on the lean door it is
+            # made as the message arrives, with no task wake-up per ENQUEUE.
+            await answer_each(context, lambda msg: self._reply(msg, address, room))
+        except asyncio.CancelledError:
+            # Only `close`'s own cancellation is taken back: one from outside
+            # (the peer reset, the server's grace over) still ends the call.
+            if task not in self._ending or task.uncancel():
+                raise
+            await context.write(_SHUTTING_DOWN)
+        finally:
+            del self._loops[task]
+            self._ending.discard(task)
+
+    def _reply(
+        self, msg: pb.FrontendToScheduler, address: str, room: int | None = None
+    ) -> pb.SchedulerToFrontend:
         if msg.type not in (pb.ENQUEUE, pb.CANCEL):
             raise AbortError(grpc.StatusCode.INVALID_ARGUMENT, f"unknown request type {msg.type}")
         if msg.type == pb.CANCEL:
@@ -190,6 +270,13 @@ class FrontendLoopServicer:
             return _SHUTTING_DOWN
         try:
             request = self._build(msg, address)
+            # The forwarded message swaps the ENQUEUE's `type` for `isRoot`
+            # (2 bytes each) and adds the loop's address: one that carries
+            # that address already (a Cortex frontend's always does) is no
+            # larger forwarded than it came in, within the same limit. Any
+            # other is sized, and exactly only near the limit.
+            if room is not None and msg.frontendAddress != address and msg.ByteSize() > room:
+                self._check_forwardable(request)
             self._runtime.enqueue(request)
         except TooManyRequests:
             return _TOO_MANY
@@ -219,13 +306,38 @@ class FrontendLoopServicer:
             log.exception("admitting query %s of %s failed", msg.queryID, address)
             raise InvalidEnqueue(f"internal error admitting the query: {exc}") from exc
 
+    def _check_forwardable(self, request: Request) -> None:
+        """Raise QueryRejected (413) if the querier's message would pass the limit.
+
+        Queued, it would fail on every querier stream it was written to (each
+        ended RESOURCE_EXHAUSTED, the request re-queued once), and the
+        frontend would be told "querier disconnected", not why. Refused here
+        through QueryResult, as a rejection rule's 422, rather than with an
+        ERROR reply: Cortex frontends before v1.20.0 (v1.15.3 among them)
+        build the user's answer to an ERROR from a nil error and panic
+        (fixed by cortexproject/cortex#6609), where a QueryResult reaches the
+        user as it is from every Cortex and Mimir frontend.
+        """
+        handle = request.payload
+        assert isinstance(handle, GrpcReplyHandle)
+        assert self._max_message is not None
+        size = querier_message(handle).ByteSize()
+        if size > self._max_message:
+            raise QueryRejected(
+                handle,
+                f"the query's httpRequest is too large to forward to a querier: the "
+                f"SchedulerToQuerier message would be {size} bytes, over the scheduler's "
+                f"gRPC message limit of {self._max_message} bytes",
+                FORWARD_TOO_LARGE_STATUS,
+            )
+
     def _rejected(self, exc: QueryRejected) -> pb.SchedulerToFrontend:
-        """Accept the ENQUEUE, then answer the query itself with 422.
+        """Accept the ENQUEUE, then answer the query itself with `exc.status`.
 
         A Cortex frontend passes a QueryResult's HTTP response to the user
         unchanged, so the user sees 422 and the rejection text, as with
-        Cortex's own frontend-side rejection. Never queued, so never on a
-        querier.
+        Cortex's own frontend-side rejection (or 413 and why the request is
+        too large to forward). Never queued, so never on a querier.
         """
         results = self._admission.results
         if results is None:

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 import grpc
 
-from api.wire.grpc.admission import GrpcReplyHandle
+from api.wire.grpc.admission import GrpcReplyHandle, querier_message
 from api.wire.grpc.bridge import ForeignRequests
 from api.wire.grpc.streams import checked_read
 from scheduler_core.bounds import querier_id_error
@@ -80,15 +80,7 @@ def to_querier_message(
     handle = request.payload
     if not isinstance(handle, GrpcReplyHandle):
         return foreign.message_for(request, querier_id, queue_seconds)
-    return pb.SchedulerToQuerier(
-        queryID=handle.query_id,
-        httpRequest=handle.http_request,
-        frontendAddress=handle.frontend_address,
-        userID=handle.user_id,
-        statsEnabled=handle.stats_enabled,
-        fragmentID=0,
-        isRoot=True,
-    )
+    return querier_message(handle)
 
 
 class QuerierLoopServicer:

@@ -87,9 +87,11 @@ class GrpcFrontDoor:
         admission = admission or Admission(runtime)
         if admission.results is None:
             admission.results = self.reporter
-        frontend = FrontendLoopServicer(runtime, admission, self.frontends)
+        self.frontend_loops = FrontendLoopServicer(
+            runtime, admission, self.frontends, max_message=MAX_MESSAGE_BYTES
+        )
         self.querier_loops = QuerierLoopServicer(runtime, self.foreign)
-        methods = _methods(frontend, self.querier_loops, self.foreign)
+        methods = _methods(self.frontend_loops, self.querier_loops, self.foreign)
         self.server: LeanGrpcServer | grpc.aio.Server
         if self.implementation == "lean":
             self.server = LeanGrpcServer(
@@ -150,8 +152,12 @@ class GrpcFrontDoor:
         Querier streams waiting for work end first, with Cortex's "queue is
         stopped" (`QuerierLoopServicer.close`): cancelled after the grace,
         they were reset, which a Cortex querier logs as a broken stream.
+        So do frontend loops with nothing in flight, with SHUTTING_DOWN and
+        status OK (`FrontendLoopServicer.close`), rather than wait out the
+        grace for a frontend that has nothing more to hear.
         """
         self.querier_loops.close()
+        self.frontend_loops.close()
         await self.server.stop(grace)
         await self.reporter.close()
 
