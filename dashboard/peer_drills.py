@@ -101,6 +101,10 @@ class PeerDrills:
             page["replicas_pending"] = True
         if "serving" in local:  # queriers connect to every replica: this one's view serves
             page["serving"] = local["serving"]
+        # No `tenant_running`: this replica's count alone would be short of
+        # the service's, and the peers' answers do not carry theirs. The
+        # panel keeps the header's usage figure, merged from every replica
+        # (their rows here are up to REFRESH_SECONDS old just the same).
         return page
 
     def _forget(self, now: float) -> None:

@@ -8,6 +8,7 @@ the first live update, for people, screen readers and tests alike.
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from django import template
 from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
+
+from scheduler_core.durations import format_duration
 
 __all__ = [
     "config_value",
@@ -107,15 +110,45 @@ def shown(text: Any) -> SafeString:
     return mark_safe(html)  # noqa: S308 - every piece escaped above
 
 
+# JavaScript's Number.MAX_SAFE_INTEGER: format.js counts whole microseconds exactly up to it.
+_SAFE_MICROSECONDS = 2**53 - 1
+
+
+def _wait_resolution(seconds: float) -> float:
+    """format.js's `waitResolution`: tenths under 10 s, seconds under an hour, then minutes."""
+    return 0.1 if seconds < 10 else 1.0 if seconds < 3600 else 60.0
+
+
+# format.js's units below a minute, largest first: (name, microseconds).
+_SMALL_UNITS = (("s", 1_000_000), ("ms", 1_000), ("µs", 1))
+
+
 def format_wait(seconds: float | str | None) -> str:
+    """A live wait as format.js's `formatWait` spells it ("9.9s", "1m15s", "2d10m").
+
+    Rounded to its resolution half up with the same float operations in the
+    same order as the script (Python's round() halves to even). Below a
+    minute, one unit with its decimals (`spellDuration`); from a minute up
+    the wait is whole seconds, spelled by `format_duration`, the explain
+    box's and the rules' notation.
+    """
     if not isinstance(seconds, int | float):
         return "–"
     seconds = max(0.0, seconds)  # as formatWait: a moment off between clocks reads 0
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m {int(seconds % 60)}s"
-    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60)}m"
+    step = max(1, round(_wait_resolution(seconds) * 1e6))
+    scaled = seconds * 1e6 / step + 0.5
+    if not math.isfinite(scaled):
+        return "–"
+    microseconds = math.floor(scaled) * step
+    if microseconds > _SAFE_MICROSECONDS:  # past 285 years: as the script says
+        return "–"
+    if 0 < microseconds < 60_000_000:
+        unit, size = next((u, n) for u, n in _SMALL_UNITS if n <= microseconds)
+        decimals = 0
+        while size > step * 10**decimals:
+            decimals += 1
+        return f"{microseconds / size:.{decimals}f}{unit}"
+    return format_duration(microseconds / 1e6)
 
 
 def priority_class(priority: int) -> str:

@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT
-from dashboard.drill import DrillParams, InvalidDrill, build_page
+from dashboard.drill import DrillParams, DrillState, InvalidDrill, build_page
 from dashboard.live import Broadcaster
 from scheduler_core.model import (
     PriorityDef,
@@ -274,3 +274,42 @@ def test_a_row_shows_the_query_s_first_line_with_text_on_it(
     (_, text), *_ = page["rows"]
     row = json.loads(text)
     assert (row[7], row[8]) == (line, more)
+
+
+def test_a_tenant_drill_counts_the_tenant_s_running_requests_at_its_rows_instant() -> None:
+    source = RuntimeSource()
+    source.enqueue("r1", "acme", "up")
+    source.enqueue("r2", "acme", "rate(x[5m])")
+    source.enqueue("r3", "beta")
+    for _ in range(3):  # all three run: r1, r2 (acme) and r3 (beta)
+        worker = source.runtime.connect_querier("q-1")
+        assert source.runtime.queue.dequeue("q-1", worker)[0] is not None
+    source.enqueue("r4", "acme", "queued still")
+    # Whatever narrows the rows (the state, a search), the count is the tenant's:
+    # the panel's querier-time line speaks of the tenant.
+    for narrowed in ({}, {"state": "queued"}, {"search": "rate"}, {"state": "in_flight"}):
+        params = DrillParams.from_message({"tenant": "acme", **narrowed})
+        page = build_page(source.runtime, params, {}, "r")
+        assert page["tenant_running"] == 2, narrowed
+    listed = build_page(source.runtime, DrillParams.from_message({"tenant": "acme"}), {}, "r")
+    assert [row[13] for row in map(json.loads, (text for _, text in listed["rows"]))] == [
+        "q",
+        "f",
+        "f",
+    ]  # the rows the count stands beside: two running
+    whole_queue = build_page(source.runtime, DrillParams.from_message({}), {}, "r")
+    assert "tenant_running" not in whole_queue  # no one tenant's line to say it
+
+
+def test_a_drill_section_sends_a_tenant_s_running_count_of_none_too() -> None:
+    source = RuntimeSource()
+    source.enqueue("r1", "acme")
+    params = DrillParams.from_message({"tenant": "acme"})
+    state = DrillState(params)
+    section = json.loads(state.section(build_page(source.runtime, params, {}, "r"), full=True))
+    # 0, not left out: without it the panel would keep the header's older count.
+    assert section["tenant_running"] == 0
+    worker = source.runtime.connect_querier("q-1")
+    source.runtime.queue.dequeue("q-1", worker)
+    section = json.loads(state.section(build_page(source.runtime, params, {}, "r"), full=False))
+    assert section["tenant_running"] == 1

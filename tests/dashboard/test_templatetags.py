@@ -7,7 +7,14 @@ import json
 import pytest
 from django.template.loader import render_to_string
 
-from dashboard.templatetags.dashboard_tags import config_value, field_label, node_label, shown
+from dashboard.templatetags.dashboard_tags import (
+    config_value,
+    field_label,
+    format_wait,
+    node_label,
+    shown,
+)
+from scheduler_core.durations import parse_duration
 
 
 def test_revision_values_are_spelled_as_config_not_as_python() -> None:
@@ -77,3 +84,24 @@ def test_a_server_drawn_tree_row_writes_out_a_bidi_override_in_its_name_and_labe
     )
     assert "\u202e" not in html
     assert '<span class="name" dir="auto">team<span class="hidden-char"' in html
+
+
+@pytest.mark.parametrize(
+    ("seconds", "spelled"),
+    [
+        (-0.04, "0s"),  # a moment off between clocks
+        (0.3, "300ms"),
+        (9.96, "10.0s"),  # tenths under 10 s, as it ticks
+        (12.34, "12s"),
+        (59.96, "1m"),
+        (61.5, "1m2s"),
+        (2 * 86400 + 609, "2d10m"),
+        (7 * 86400, "1w"),  # as Prometheus prints it
+        ("soon", "–"),
+    ],
+)
+def test_a_wait_is_spelled_in_the_explain_box_s_units(seconds: float, spelled: str) -> None:
+    assert format_wait(seconds) == spelled
+    if spelled != "–" and float(seconds) >= 60:
+        # From a minute up, a duration the explain box and the rules read back.
+        assert parse_duration(spelled) == pytest.approx(float(seconds), abs=30)

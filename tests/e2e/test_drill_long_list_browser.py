@@ -43,8 +43,8 @@ def _queued(server: DaphneProcess, traffic: Traffic) -> None:
         traffic.enqueue(TENANT, f'up{{job="job-{i:03d}"}}')
 
 
-# A row's wait as the list words it ("waiting 12.3 s", "waiting 2m 5s").
-WAITING = re.compile(r"waiting (?:(\d+)m (\d+)s|(\d+\.\d) s)")
+# A row's wait as the list words it ("waiting 300ms", "waiting 2.3s", "waiting 2m5s"; format.js).
+WAITING = re.compile(r"waiting (?:(\d+)ms|(\d+(?:\.\d+)?)s|(\d+)m(?:(\d+)s)?)")
 # How far below the top of the list's view a row starts, in heights of that view.
 VIEWS_BELOW = """(li) => { const list = li.parentElement, top = list.getBoundingClientRect().top;
   return (li.getBoundingClientRect().top - top) / list.clientHeight; }"""
@@ -54,8 +54,8 @@ def waited(text: str | None) -> Decimal:
     """The seconds a row's wait text says."""
     found = WAITING.fullmatch(text or "")
     assert found, text
-    minutes, seconds, under_a_minute = found.groups()
-    return Decimal(under_a_minute) if under_a_minute else int(minutes) * 60 + Decimal(seconds)
+    millis, seconds, minutes, and_seconds = (Decimal(part or 0) for part in found.groups())
+    return millis / 1000 + seconds + minutes * 60 + and_seconds
 
 
 def cancel_matching(server: DaphneProcess, search: str) -> int:

@@ -75,7 +75,7 @@ def test_under_1200_px_the_charts_and_the_wait_tables_stack_in_one_column(inspec
 
 
 # The wait tables as a busy scheduler fills them, every row as wide as a row
-# gets (format.js formatSeconds): "999 µs", a wait past 100 s, a five-digit
+# gets (format.js formatTiming): "12.3ms", a wait of days, a five-digit
 # count. The rows are dropped at the next frame after Resume (waitRows).
 WIDEST_WAITS = """() => {
   const tables = {
@@ -86,7 +86,7 @@ WIDEST_WAITS = """() => {
     const body = document.getElementById(id);
     body.replaceChildren(...names.map((name) => {
       const row = document.createElement("tr");
-      for (const text of [name, "999 µs", "123.4 s", "12345"]) {
+      for (const text of [name, "12.3ms", "6d23h59m", "12345"]) {
         const cell = document.createElement("td");
         cell.textContent = text;
         row.append(cell);

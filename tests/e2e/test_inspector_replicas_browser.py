@@ -97,7 +97,8 @@ def test_the_frontends_panel_lists_a_frontend_of_each_replica_with_its_replica(
     expect(row_a).to_have_attribute(
         "aria-label", f"websocket frontend {address_a} on replica replica-a: 0 outstanding"
     )
-    seconds = re.compile(r"^\d+\.\d s$")
+    # A wait, as format.js spells it: "2.3s" below a minute, "1m5s" from one up.
+    seconds = re.compile(r"^((\d+(y|w|d|h|m|s))+|\d+(\.\d+)?(s|ms|µs))$")
     expect(row_b.locator("td")).to_have_text(
         ["websocket", address_b, "test-frontend", "1", "2", seconds, "replica-b"]
     )

@@ -77,11 +77,11 @@ def test_title_and_note_say_which_requests_are_listed(page: Page) -> None:
     page.locator("#drill-min-wait").fill("2")
     page.locator("#drill-search").fill("rate")
     expect(title).to_have_text(
-        "Queued requests of tenant acme whose query contains “rate”, waited ≥ 2.0 s"
+        "Queued requests of tenant acme whose query contains “rate”, waited ≥ 2s"
     )
     page.locator("#drill-state").select_option("in_flight")
     expect(title).to_have_text(
-        "Running requests of tenant acme whose query contains “rate”, waited ≥ 2.0 s"
+        "Running requests of tenant acme whose query contains “rate”, waited ≥ 2s"
     )
     expect(note).to_have_text("Running requests, longest running first.")
     page.locator("#drill-state").select_option("")

@@ -47,6 +47,7 @@ export class DrillPanel {
     this.oldest = null; // { key, whole } of the oldest queued row; whole: of every one that matches
     this.serving = null; // who may serve the drilled tenant, as last sent
     this.usage = null; // the header's querier time per tenant, as last sent
+    this.running = null; // the drilled tenant's running requests, at its rows' instant (or null)
     this.replicas = false; // the service has several (the header says): rows name theirs
     this.$ = (id) => document.getElementById(id);
     this.card = this.$("drill");
@@ -122,6 +123,7 @@ export class DrillPanel {
     setText(this.$("drill-count"), ""); // the last node's, until this one's first frame
     this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
+    this.running = null;
     this.showUsage();
     this.reveal = oldest ? "oldest" : "rows";
     this.send();
@@ -135,7 +137,7 @@ export class DrillPanel {
   }
 
   showUsage() {
-    const text = this.node ? tenantUsageText(this.node.tenant, this.usage) : "";
+    const text = this.node ? tenantUsageText(this.node.tenant, this.usage, this.running) : "";
     setText(this.$("drill-usage"), text);
     this.$("drill-usage").hidden = !text;
   }
@@ -262,6 +264,9 @@ export class DrillPanel {
     setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
     // Sent when it changed (a section without it keeps the last one).
     if (section.serving !== undefined) this.serving = section.serving;
+    // The tenant's running count from the instant these rows were listed.
+    this.running = typeof section.tenant_running === "number" ? section.tenant_running : null;
+    this.showUsage();
     const serving = servingText(this.node.tenant, this.serving);
     setText(this.$("drill-serving"), serving);
     this.$("drill-serving").hidden = !serving;

@@ -10,29 +10,17 @@
 // apart. The page reads it from the address's fragment (editor.js), never
 // sent to the server nor logged. Every role may explain (viewers too).
 
-import { iso } from "./format.js";
+import { exactDuration, iso } from "./format.js";
 
 // The detail's headers by the explain box's name for each.
 const HEADERS = [["User-Agent", "user_agent"], ["X-Dashboard-Uid", "dashboard_uid"], ["X-Panel-Id", "panel_id"]];
 // The calls that carry a PromQL expression, not match[] selectors.
 const EXPRESSIONS = new Set(["query", "query_range"]);
 
-// Prometheus duration units as the explain box reads them, largest first.
-const UNITS = [["d", 86_400_000], ["h", 3_600_000], ["m", 60_000], ["s", 1_000], ["ms", 1]];
-
 // Seconds as a duration the box reads ("1h30m", "1s500ms"), to the
 // millisecond: Cortex counts a step and its windows in whole milliseconds.
-export function durationText(seconds) {
-  let ms = Math.round(seconds * 1000);
-  if (ms === 0) return "0s";
-  let text = "";
-  for (const [unit, size] of UNITS) {
-    const n = Math.floor(ms / size);
-    if (n) text += `${n}${unit}`;
-    ms -= n * size;
-  }
-  return text;
-}
+// The same spelling as the rows' waits and ranges (format.js).
+export const durationText = exactDuration;
 
 // The box's fields for `detail` (the REST row) queued at `since` (unix
 // seconds), as a fragment; or { problem } when the box cannot take it.

@@ -7,13 +7,23 @@
 // place, its wait, its "… ago") on each update and tick, about four times a
 // second, laid all 500 rows out again each time: about half of Chromium's
 // main thread, in tasks of 100 ms and more. A row off in the list keeps the
-// texts it was last given, which no one sees, and is brought up to date as
-// it comes within a list's height of the view: scrolled to, it is current
-// before it shows; jumped to (End, a focus far down), it is by the next frame.
+// texts it was last given and is brought up to date as it comes within a
+// list's height of the view: scrolled to, it is current before it shows.
 // Which rows those are comes from an IntersectionObserver, off the update's
 // path: measuring them in the update would force a layout of the rows it
 // had just written. (`content-visibility: auto` skipped their layout too,
 // but left rows off screen at a guessed height, and the list jumped.)
+//
+// The observer reports after the frame is painted, so a jump (End, Back to
+// a row far down, a focus or scrollIntoView far away) showed its rows' old
+// texts for a frame. The list's scroll event comes before that paint: the
+// rows then in view are rewritten there (`catchUp`). And a row left with old
+// texts is marked `stale` meanwhile: its live cells (place, oldest tag,
+// details, wait) are `visibility: hidden` (dashboard.css), which keeps their
+// size, paints none of the old text should a scroll the compositor runs on
+// its own show the row before the page's thread has rewritten it, and takes
+// them out of the accessibility tree, so a screen reader never reads an old
+// wait or place. The row's query and buttons, which do not change, stay.
 
 import { placeChildren, splitKeyed } from "./dom.js";
 import { createRow, updateRow, updateWait } from "./drill_rows.js";
@@ -23,6 +33,13 @@ export function focusRow(li) {
   li.tabIndex = -1;
   li.addEventListener("blur", () => li.removeAttribute("tabindex"), { once: true });
   li.focus({ preventScroll: true });
+}
+
+// A row whose live texts are not current any more: hidden, not read (above).
+function markStale(li) {
+  if (li._stale) return;
+  li._stale = true;
+  li.classList.add("stale");
 }
 
 export class DrillList {
@@ -37,6 +54,7 @@ export class DrillList {
     this.view = null;
     this.near = new Set(); // the <li>s in or near the view
     this.observer = new IntersectionObserver((entries) => this.seen(entries), { root: list, rootMargin: "100% 0px" });
+    list.addEventListener("scroll", () => this.catchUp(), { passive: true });
   }
 
   clear() {
@@ -68,6 +86,7 @@ export class DrillList {
       li._row = row;
       li._place = i;
       if (fresh || this.near.has(li)) this.draw(li);
+      else markStale(li);
       return li;
     });
     placeChildren(this.list, wanted);
@@ -78,6 +97,10 @@ export class DrillList {
     const { open, texts, ...view } = this.view;
     const { key } = li._row;
     updateRow(li, li._row, li._place, { ...view, open: open.has(key), text: texts.get(key) });
+    if (li._stale) {
+      li._stale = false;
+      li.classList.remove("stale");
+    }
   }
 
   // The waits at `now`, between updates. A row drawn later is drawn at it too:
@@ -90,11 +113,45 @@ export class DrillList {
 
   seen(entries) {
     for (const { target: li, isIntersecting } of entries) {
-      if (!isIntersecting) this.near.delete(li);
-      else if (li.parentNode === this.list && !this.near.has(li)) {
+      if (!isIntersecting) {
+        // Its texts go stale from the next tick on (a new row's included).
+        this.near.delete(li);
+        if (li.parentNode === this.list) markStale(li);
+      } else if (li.parentNode === this.list && !this.near.has(li)) {
         this.near.add(li);
         this.draw(li);
       }
+    }
+  }
+
+  // On the list's scroll, before the frame is painted: the rows now in its
+  // view that the observer has not yet brought up to date are drawn. Every
+  // offset is read before any row is written, so this costs the one layout
+  // the frame would make anyway, plus the rewritten rows' own; a scroll
+  // that brings no far row (the usual one, the observer's margin ahead of
+  // it) reads a dozen offsets and writes nothing.
+  catchUp() {
+    if (!this.view) return;
+    const rows = this.list.children;
+    if (!rows.length) return;
+    const base = rows[0].offsetTop;
+    const top = this.list.scrollTop;
+    const bottom = top + this.list.clientHeight;
+    let lo = 0;
+    let hi = rows.length;
+    while (lo < hi) { // the first row whose bottom is below the view's top
+      const mid = (lo + hi) >> 1;
+      const li = rows[mid];
+      if (li.offsetTop - base + li.offsetHeight <= top) lo = mid + 1;
+      else hi = mid;
+    }
+    const due = [];
+    for (let i = lo; i < rows.length && rows[i].offsetTop - base < bottom; i++) {
+      if (!this.near.has(rows[i])) due.push(rows[i]);
+    }
+    for (const li of due) {
+      this.near.add(li);
+      this.draw(li);
     }
   }
 

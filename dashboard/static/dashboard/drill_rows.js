@@ -7,7 +7,7 @@
 // clients' own, and a bidi control among them would reorder them.
 
 import { setAttr, setText } from "./dom.js";
-import { appendVisible, formatWait, iso } from "./format.js";
+import { appendVisible, exactDuration, formatWait, iso } from "./format.js";
 import { regexSpans } from "./regex_marks.js";
 
 const SOURCES = { r: "rule", d: "default", x: "disabled" };
@@ -71,7 +71,7 @@ function agoText(now, t) {
 export function rangeText(row, now) {
   const parts = [row.api_type];
   if (row.start !== null || row.end !== null) parts.push(`${agoText(now, row.start)} → ${agoText(now, row.end)}`);
-  if (row.step) parts.push(`step ${row.step}s`);
+  if (row.step) parts.push(`step ${exactDuration(row.step)}`); // as the explain box's Step
   return parts.join(" · ");
 }
 

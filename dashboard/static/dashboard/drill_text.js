@@ -3,7 +3,7 @@
 // Names, ids and the boxes' text go in through format.js's iso: a bidi
 // control in one would reorder the sentence around it.
 
-import { formatWait, iso } from "./format.js";
+import { iso, spellDuration } from "./format.js";
 
 // Each filter field's name on the page, for the server's refusals.
 export const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
@@ -22,7 +22,8 @@ export function narrowing(filter) {
   const bits = [];
   if (filter.search) bits.push(`whose query contains “${iso(filter.search)}”`);
   if (filter.regex) bits.push(`whose query matches /${iso(filter.regex)}/`);
-  if (filter.min_wait !== undefined) bits.push(`waited ≥ ${formatWait(filter.min_wait)}`);
+  // The number as typed, to the microsecond: the server filters by it, not by a wait's rounding.
+  if (filter.min_wait !== undefined) bits.push(`waited ≥ ${spellDuration(filter.min_wait, 1e-6, true)}`);
   return bits.join(", ");
 }
 

@@ -84,15 +84,79 @@ export function showText(el, text, dir = "auto") {
   appendVisible(el, text);
 }
 
-// A wait or a run is never negative; one computed a moment off (a row
-// stamped after its frame, a replica's clock a little ahead) reads 0, not
-// "-0.0 s".
+// -- durations ----------------------------------------------------------------
+// Every duration the inspector shows is spelled in one notation: the units
+// of Prometheus durations, which the rules' time windows, the explain box's
+// Start, End and Step and its "Data read"
+// (scheduler_core.durations.format_duration) are written in. A row's
+// "2d10m ago" then reads against a rule's `start: 2d` and the box's
+// "2d10m9s" without converting "48h 0m" in one's head. Each place rounds
+// to the precision it needs first (a live wait to a tenth of a second, a
+// timing to about three digits, the box to the millisecond), then
+// `spellDuration` writes it. From a minute up: whole units largest first,
+// none that is zero, y and w only when they divide it exactly (Prometheus
+// prints 8d, not 1w1d). Below a minute a shown wait or timing is one unit
+// with its decimals, as Go prints a duration ("9.9s", "1.2ms", "147µs"):
+// "9s900ms" would tick in two places. Only `exact` spelling (what a
+// Prometheus field must parse: the box's values, a step) writes "1s500ms".
+const DURATION_UNITS = [
+  ["y", 365 * 86_400_000_000, true], ["w", 7 * 86_400_000_000, true], ["d", 86_400_000_000, false],
+  ["h", 3_600_000_000, false], ["m", 60_000_000, false], ["s", 1_000_000, false],
+  ["ms", 1_000, false], ["µs", 1, false],
+];
+const MINUTE_US = 60_000_000;
+
+// `seconds` rounded to the nearest multiple of `resolution` (seconds; half
+// up) and spelled (see above). dashboard_tags.format_wait rounds and spells
+// with the same float operations in the same order, so the server's first
+// frame and every later one spell a wait alike. Never negative: a duration
+// computed a moment off (a row stamped after its frame, a replica's clock a
+// little ahead) reads "0s", not "-0.0 s".
+export function spellDuration(seconds, resolution, exact = false) {
+  const step = Math.max(1, Math.round(resolution * 1e6));
+  let us = Math.floor((Math.max(0, seconds) * 1e6) / step + 0.5) * step;
+  if (!Number.isSafeInteger(us)) return "–"; // past 285 years: no clock's
+  if (us === 0) return "0s";
+  if (!exact && us < MINUTE_US) {
+    const [unit, size] = DURATION_UNITS.find(([, size]) => size <= us);
+    let decimals = 0;
+    while (size > step * 10 ** decimals) decimals += 1;
+    return `${(us / size).toFixed(decimals)}${unit}`;
+  }
+  let text = "";
+  for (const [unit, size, whole] of DURATION_UNITS) {
+    if (whole && us % size) continue;
+    const n = Math.floor(us / size);
+    if (n) text += `${n}${unit}`;
+    us -= n * size;
+  }
+  return text;
+}
+
+// A live wait or run: to a tenth of a second under 10 s (a request a moment
+// old still reads "300ms"), to the second under an hour, then to the minute.
+export function waitResolution(seconds) {
+  return seconds < 10 ? 0.1 : seconds < 3600 ? 1 : 60;
+}
+
 export function formatWait(seconds) {
   if (seconds === null || seconds === undefined) return "–";
-  seconds = Math.max(0, seconds);
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)}m ${Math.floor(seconds % 60)}s`;
-  return `${Math.floor(seconds / 3600)}h ${Math.floor((seconds % 3600) / 60)}m`;
+  return spellDuration(seconds, waitResolution(seconds));
+}
+
+// A measured timing (a wait percentile, a mean queue wait, the loop's lag,
+// CPU per query): about three digits, down to the microsecond.
+export function formatTiming(seconds) {
+  if (seconds === null || seconds === undefined) return "–";
+  const resolution = seconds < 0.001 ? 1e-6 : seconds < 0.01 ? 1e-5 : seconds < 0.1 ? 1e-4 : seconds < 1 ? 1e-3 : seconds < 10 ? 0.01 : waitResolution(seconds);
+  return spellDuration(seconds, resolution);
+}
+
+// To the millisecond, as Cortex counts a step and its windows, in the
+// notation a Prometheus field parses: what the explain box reads ("1h30m",
+// "1s500ms").
+export function exactDuration(seconds) {
+  return spellDuration(seconds, 0.001, true);
 }
 
 export function formatRate(perSecond) {
@@ -104,17 +168,16 @@ export function formatRate(perSecond) {
 // With several replicas it is the busiest one's, and names it.
 export function loadText(load) {
   if (!load || typeof load.busy !== "number") return { busy: "–", cost: "", title: "" };
-  const cost = typeof load.cpu_per_query_us === "number" ? `${formatMicros(load.cpu_per_query_us)}/query` : "";
+  const cost = typeof load.cpu_per_query_us === "number" ? `${formatTiming(load.cpu_per_query_us / 1e6)}/query` : "";
   const notes = [];
-  if (typeof load.lag_max === "number") notes.push(`the loop's worst delay over the last ${Math.max(1, Math.round(load.window))} s: ${formatSeconds(load.lag_max)}`);
+  if (typeof load.lag_max === "number") notes.push(`the loop's worst delay over the last ${Math.max(1, Math.round(load.window))} s: ${formatTiming(load.lag_max)}`);
   if (typeof load.replica === "string") notes.push(`the busiest replica: ${iso(load.replica)}`);
   return { busy: `${Math.round(load.busy * 100)}%`, cost, title: notes.join("; ") };
 }
 
-function formatMicros(us) {
-  return us >= 10000 ? `${(us / 1000).toFixed(0)} ms` : `${us.toFixed(0)} µs`;
-}
-
+// The simulate page's spelling ("12 ms", "1.25 s"): its verdicts quote
+// scheduler_core.whatif's text, which spells them so. The inspector's
+// durations are formatWait's and formatTiming's.
 export function formatSeconds(seconds) {
   if (seconds === null || seconds === undefined) return "–";
   if (seconds < 0.001) return `${(seconds * 1e6).toFixed(0)} µs`;

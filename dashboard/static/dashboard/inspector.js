@@ -4,7 +4,7 @@
 
 import { TimeChart } from "./timeseries.js";
 import { setAttr, setText as writeText } from "./dom.js";
-import { emptyTreeText, formatRate, formatSeconds, formatWait, iso, loadText, showText } from "./format.js";
+import { emptyTreeText, formatRate, formatTiming, formatWait, iso, loadText, showText } from "./format.js";
 import { DrillPanel } from "./drill.js";
 import { returnToDrill } from "./drill_explain.js";
 import { byId, setProp, setText } from "./ids.js";
@@ -197,7 +197,7 @@ function waitRows(id, table, label) {
   body.replaceChildren(...keys.map((k) => {
     const [p50, p99, n] = table[k];
     const tr = document.createElement("tr");
-    for (const text of [label(k), formatSeconds(p50), formatSeconds(p99), String(n)]) {
+    for (const text of [label(k), formatTiming(p50), formatTiming(p99), String(n)]) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.append(td);

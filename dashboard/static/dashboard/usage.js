@@ -5,7 +5,7 @@
 // while its queue looks no deeper than anyone's: this is where it shows.
 
 import { setAttr } from "./dom.js";
-import { formatSeconds, iso, showText } from "./format.js";
+import { formatTiming, iso, showText } from "./format.js";
 import { byId, setProp, setText } from "./ids.js";
 
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -32,7 +32,7 @@ export function usageRowText(r, u) {
     `${workersText(r.workers_held)} workers on average, ${percent(r.share)} of all querier time`,
     `${plural(r.dispatched, "request")} dispatched, ${r.ended} ended, ${r.running} running now`,
   ];
-  if (r.dispatched) parts.push(`queue wait mean ${formatSeconds(r.wait_mean_seconds)}, max ${formatSeconds(r.wait_max_seconds)}`);
+  if (r.dispatched) parts.push(`queue wait mean ${formatTiming(r.wait_mean_seconds)}, max ${formatTiming(r.wait_max_seconds)}`);
   if (r.rejected) parts.push(`${plural(r.rejected, "request")} rejected by the queue (429)`);
   return parts.join("; ");
 }
@@ -40,20 +40,30 @@ export function usageRowText(r, u) {
 // The drill-down's line on a tenant's querier time ("" without a usage block).
 // The header carries only the busiest tenants (dashboard.projections'
 // USAGE_PANEL_ROWS); one below them is said to be, rather than given figures
-// it does not have.
-export function tenantUsageText(tenant, u) {
+// it does not have. `running`: how many of its requests run at the instant
+// the panel's rows were listed (the drill section's tenant_running), which
+// the line says in place of the block's: the block is built at most once a
+// second, the rows four times as often, and "3 running now" beside four
+// running rows is one quantity read twice. The window's figures (workers
+// held, share, dispatched) move little in a second and stay the block's.
+// Without it (scale-out: the section leaves it out) the block's count stands.
+export function tenantUsageText(tenant, u, running = null) {
   if (!u || !tenant) return "";
   const span = spanOf(u);
   const r = u.tenants.find((row) => row.tenant === tenant);
   const who = iso(tenant);
+  const now = running === null ? null : `${running} running now`;
   if (r) {
-    const wait = r.dispatched ? `, mean queue wait ${formatSeconds(r.wait_mean_seconds)}` : "";
+    const wait = r.dispatched ? `, mean queue wait ${formatTiming(r.wait_mean_seconds)}` : "";
     return `Querier time, last ${span} s: ${who} held ${workersText(r.workers_held)} workers on average, ` +
-      `${percent(r.share)} of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${r.running} running now).`;
+      `${percent(r.share)} of the worker time tenants held (${plural(r.dispatched, "request")} dispatched${wait}, ${now || `${r.running} running now`}).`;
   }
   if (u.tenant_count > u.tenants.length) {
-    return `Querier time, last ${span} s: ${who} is not among the ${u.tenants.length} tenants that held the most worker time.`;
+    return `Querier time, last ${span} s: ${who} is not among the ${u.tenants.length} tenants that held the most worker time` +
+      (running ? ` (${now}).` : ".");
   }
+  // Not in the block, yet running: its runs began after the block was built.
+  if (running) return `Querier time, last ${span} s: ${who}'s requests held no worker until a moment ago; ${now}.`;
   return `Querier time, last ${span} s: ${who}'s requests held no worker.`;
 }
 
@@ -89,7 +99,7 @@ function fillRow(tr, r, u) {
   share.querySelector("i").style.width = `${Math.min(100, r.share * 100).toFixed(1)}%`;
   share.querySelector(".pct").textContent = percent(r.share);
   workers.textContent = workersText(r.workers_held);
-  wait.textContent = r.dispatched ? formatSeconds(r.wait_mean_seconds) : "–";
+  wait.textContent = r.dispatched ? formatTiming(r.wait_mean_seconds) : "–";
   rejected.textContent = String(r.rejected);
   rejected.classList.toggle("warn-text", r.rejected > 0);
 }
