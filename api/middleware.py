@@ -9,6 +9,14 @@ such a request can only ever miss; it is refused up front with 400, the same
 on every database and for every view, present or future. The REST API gets
 its JSON error shape, pages the site's 400 page.
 
+`ApiSlashMiddleware`: every API URL ends with a slash. Django's
+`APPEND_SLASH` answered one without it by a 301 to HTML with an empty body,
+sent before any authentication, and with `DEBUG` on a write (POST, PUT,
+PATCH) raised a RuntimeError (an HTML 500 debug page), as a redirect would
+lose the body. Under /api/ such a URL is a JSON 404 naming the URL with the
+slash instead, for every method: a client is told its mistake and never
+resends its write somewhere else. Pages keep `APPEND_SLASH`.
+
 `ContentSecurityPolicyMiddleware`: every response says, in
 `Content-Security-Policy`, that its page runs only scripts, styles and
 connections of this site and may not be framed (`settings.CONTENT_SECURITY_POLICY`),
@@ -32,9 +40,15 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import is_valid_path
 from django.views.defaults import bad_request
 
-__all__ = ["ContentSecurityPolicyMiddleware", "PrivateCacheMiddleware", "RefuseNulMiddleware"]
+__all__ = [
+    "ApiSlashMiddleware",
+    "ContentSecurityPolicyMiddleware",
+    "PrivateCacheMiddleware",
+    "RefuseNulMiddleware",
+]
 
 _NUL = "\x00"
 _MESSAGE = "the URL contains a NUL character (%00), which no tenant ID or filter may hold"
@@ -93,6 +107,21 @@ def _has_nul(request: HttpRequest) -> bool:
     return any(
         _NUL in key or any(_NUL in value for value in values) for key, values in request.GET.lists()
     )
+
+
+class ApiSlashMiddleware(_Middleware):
+    """JSON 404 for an /api/ URL that names an endpoint but for its final slash."""
+
+    def refuse(self, request: HttpRequest) -> HttpResponse | None:
+        path = request.path_info
+        if not path.startswith("/api/") or path.endswith("/"):
+            return None
+        urlconf = getattr(request, "urlconf", None)
+        if is_valid_path(path, urlconf) or not is_valid_path(f"{path}/", urlconf):
+            # An endpoint without a slash, or no endpoint at all (handler404's JSON).
+            return None
+        detail = f"no endpoint at {request.path}; did you mean {request.path}/?"
+        return JsonResponse({"detail": detail}, status=404)
 
 
 class ContentSecurityPolicyMiddleware(_Middleware):

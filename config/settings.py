@@ -145,6 +145,10 @@ MIDDLEWARE = [
     "api.middleware.PrivateCacheMiddleware",
     # A NUL in the URL is refused (400) before any view can query with it.
     "api.middleware.RefuseNulMiddleware",
+    # An /api/ URL without its final slash is a JSON 404 naming the URL with
+    # it, before CommonMiddleware's APPEND_SLASH would redirect (or, for a
+    # write with DEBUG on, fail with a 500).
+    "api.middleware.ApiSlashMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -9,9 +9,15 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views import defaults
 
-from api.rest.errors import api_not_found, api_server_error
+from api.rest.errors import api_bad_request, api_not_found, api_server_error
 
-__all__ = ["handler404", "handler500", "urlpatterns"]
+__all__ = ["handler400", "handler404", "handler500", "urlpatterns"]
+
+
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return api_bad_request(request, exception)
+    return defaults.bad_request(request, exception)
 
 
 def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -33,6 +33,28 @@ def _hierarchy_levels(value: object, path: str, errs: f.Collector) -> int | None
     return levels
 
 
+# Headers that carry credentials (lower case): the actor path header's values
+# are shown to viewers, so naming one of these would publish secrets. Our
+# own tokens ride `Authorization` on every door; `X-Scope-OrgID` is allowed,
+# as the tenant ID it carries is shown in every row anyway.
+_CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "cookie2",
+        "set-cookie",
+        "set-cookie2",
+        "x-api-key",
+        "x-auth-token",
+        "x-csrftoken",
+        "x-csrf-token",
+        "x-xsrf-token",
+        "x-amz-security-token",
+    }
+)
+
+
 def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
     """The header carrying actor paths: an HTTP header name."""
     name = f.text(value, path, errs)
@@ -44,6 +66,13 @@ def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
         return None
     if not HEADER_NAME.fullmatch(name):
         errs.add(path, f"must be an HTTP header name (letters, digits, -), got {name!r}")
+        return None
+    if name.lower() in _CREDENTIAL_HEADERS:
+        errs.add(
+            path,
+            f"must not be a header that carries credentials, got {name!r}: its values are "
+            "shown to every viewer (queue listings, the inspector, the recording)",
+        )
         return None
     return name
 

@@ -9,10 +9,14 @@ before anything walks it (an alias "bomb" is tiny on the wire).
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
 import yaml
+from django.utils.http import parse_header_parameters
 from rest_framework import exceptions, parsers, renderers
 
 from api.rest.errors import PayloadTooLarge
@@ -41,6 +45,7 @@ __all__ = [
     "parse_body",
     "parse_json",
     "read_limited",
+    "refuse_charset",
 ]
 
 # A tenant with the maximum 100 priorities of 50 attributes fits well within this.
@@ -55,7 +60,75 @@ YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 # what a document means, and the alias guard below, do not depend on it.
 _BaseLoader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
 # Refuses a key given twice in one mapping, as Cortex's strict loader does.
-_Loader: Any = strict_keys_loader(_BaseLoader)
+_StrictLoader: Any = strict_keys_loader(_BaseLoader)
+
+_TAG = "tag:yaml.org,2002:"
+# The tags Go's yaml.v2 (Cortex's runtime-config loader) resolves a scalar to
+# as PyYAML does, and the two collections: anything else given explicitly
+# (`!!binary`, decoded by PyYAML into text with U+FFFD for bytes that are
+# not UTF-8; `!!set`, `!!omap`, `!custom`) is refused where it stands.
+_READ_TAGS = frozenset(
+    _TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq")
+)
+_MERGE_TAG = _TAG + "merge"
+# A YAML 1.1 base-60 number (`1:20`, `-1:30.5`): PyYAML reads `1:20` as 80;
+# Go's yaml.v2 deliberately does not ("a bad idea, dropped in YAML 1.2") and
+# reads the text "1:20", which Cortex then refuses for a number field. So it
+# is read as text here too, and refused at its field by validation.
+_BASE_60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+
+
+class _Loader(_StrictLoader):  # type: ignore[misc,valid-type]
+    """The strict loader, reading scalars as Cortex's Go YAML decoder does."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0] and _BASE_60.fullmatch(value):
+            return _TAG + "str"
+        return super().resolve(kind, value, implicit)
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        if node.tag not in _READ_TAGS and node.tag != _MERGE_TAG:
+            shown = f"!!{node.tag[len(_TAG) :]}" if node.tag.startswith(_TAG) else node.tag
+            raise _UnreadTag(shown, node.start_mark)
+        return super().construct_object(node, deep)
+
+
+class _UnreadTag(yaml.YAMLError):
+    """An explicit tag `_Loader` does not read; `mark` is where its node starts."""
+
+    def __init__(self, tag: str, mark: Any) -> None:
+        super().__init__(tag)
+        self.tag = tag
+        self.mark = mark
+
+
+def _node_path(text: str | bytes, index: int) -> str:
+    """The dotted path (`overrides.t.x[0]`) of the node starting at `index`.
+
+    Walked only once such a node was refused, as `duplicate_key_path` does.
+    """
+    root = yaml.compose(text, Loader=_BaseLoader)  # noqa: S506 - composing builds no objects
+    stack: list[tuple[Any, str]] = [(root, "")] if root is not None else []
+    visited: set[int] = set()  # aliases share nodes, and may even loop
+    while stack:
+        node, path = stack.pop()
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        if node.start_mark.index == index and path:
+            return path
+        # Children pushed last first, so the first use of an alias is the one named.
+        if isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
+                if key.start_mark.index == index:
+                    return f"a key of {path or 'the document'}"
+                stack.append((value, f"{path}.{name}" if path else str(name)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(
+                (item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node.value)))
+            )
+    return "the document"
 
 
 def read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
@@ -155,6 +228,14 @@ def load_yaml(text: str | bytes) -> Any:
             f"YAML parse error: duplicate key {path} (line {mark.line + 1}, column "
             f"{mark.column + 1}): a key may appear once in a mapping, as Cortex's loader requires"
         ) from exc
+    except _UnreadTag as exc:
+        mark = exc.mark
+        raise exceptions.ParseError(
+            f"YAML parse error: {exc.tag} at {_node_path(text, mark.index)} (line "
+            f"{mark.line + 1}, column {mark.column + 1}): an explicit tag Cortex's loader "
+            "does not read as we would; give plain strings, numbers, booleans, nulls, "
+            "timestamps, mappings and lists"
+        ) from exc
     except yaml.YAMLError as exc:
         raise exceptions.ParseError(f"YAML parse error: {exc}") from exc
     except ValueError as exc:
@@ -170,6 +251,40 @@ def load_yaml(text: str | bytes) -> Any:
     return value
 
 
+# A JSON string (skipped: digits in it are text), or an integer token (not
+# the fraction or exponent of a number, which int() never reads).
+_STRING_OR_INTEGER = re.compile(
+    r'"(?:[^"\\]++|\\.?)*+(?:"|\Z)|(?<![0-9.eE+-])-?[0-9]++(?![.eE0-9])', re.DOTALL
+)
+
+
+def _long_integer_at(data: bytes) -> str | None:
+    """Where the first integer over Python's digit limit is, as a JSON parse error says it.
+
+    `int()` refuses it inside the decoder with no position ("Exceeds the
+    limit (4300 digits)..."), where every other parse error names its line
+    and column; None when that is not what failed.
+    """
+    limit = sys.get_int_max_str_digits()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    for match in _STRING_OR_INTEGER.finditer(text):
+        token = match.group()
+        digits = len(token.lstrip("-"))
+        if token.startswith('"') or not limit or digits <= limit:
+            continue
+        pos = match.start()
+        line = text.count("\n", 0, pos) + 1
+        column = pos - text.rfind("\n", 0, pos)
+        return (
+            f"an integer of {digits} digits at line {line} column {column} (char {pos}); "
+            f"the limit is {limit} digits"
+        )
+    return None
+
+
 def parse_json(data: bytes) -> Any:
     """Parse a JSON body; raises `ParseError` with the reason."""
     try:
@@ -179,8 +294,13 @@ def parse_json(data: bytes) -> Any:
         # mean only its last half. YAML bodies are refused for the same (see
         # `strict_keys_loader`), and JSON is YAML to Cortex's loader.
         value = loads_bounded(data, unique_keys=True)
-    except ValueError as exc:  # UnicodeDecodeError too
+    except json.JSONDecodeError as exc:
         raise exceptions.ParseError(f"JSON parse error: {_reason(exc)}") from exc
+    except ValueError as exc:  # UnicodeDecodeError, JsonTooDeep, DuplicateJsonKey too
+        # A plain ValueError is int()'s digit limit, raised without a position.
+        where = _long_integer_at(data) if type(exc) is ValueError else None
+        reason = _reason(exc) if where is None else where
+        raise exceptions.ParseError(f"JSON parse error: {reason}") from exc
     if b"\\u" in data:
         # Only an escape can smuggle a surrogate or NUL past UTF-8 decoding.
         _count_nodes(value, len(data))
@@ -216,8 +336,23 @@ class _LimitedParser(parsers.BaseParser):
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         view = (parser_context or {}).get("view")
+        request = (parser_context or {}).get("request")
+        refuse_charset(getattr(request, "content_type", None) or media_type or "")
         limit = getattr(view, "max_body_bytes", self.max_bytes)
         return self.decode(read_limited(stream, limit))
+
+
+def refuse_charset(content_type: str) -> None:
+    """415 for a `charset=` other than UTF-8: every body is read as UTF-8, so a
+    UTF-16 or Latin-1 body was silently misread (or refused as bad JSON)."""
+    _, params = parse_header_parameters(content_type)
+    charset = params.get("charset", "utf-8").strip().lower()
+    if charset not in ("utf-8", "utf8"):
+        raise exceptions.UnsupportedMediaType(
+            content_type,
+            detail=f"charset {charset!r} is not read here: send the body in UTF-8 "
+            "(charset=utf-8, or no charset)",
+        )
 
 
 class LimitedJSONParser(_LimitedParser):

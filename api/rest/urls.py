@@ -10,7 +10,7 @@ from drf_spectacular.views import (
 )
 
 from api.rest import views
-from api.rest.views.base import FormatChecked
+from api.rest.views.base import FormatChecked, JsonErrors
 from api.rest.views.queue_requests import (
     QueueCancelView,
     QueueRequestCancelView,
@@ -23,8 +23,11 @@ from api.rest.views.simulate import RecordingView, SimulateRunView, SimulateView
 __all__ = ["urlpatterns"]
 
 
-class SchemaView(FormatChecked, SpectacularAPIView):
-    """The OpenAPI document; a `?format=` it does not write is a 400, as on every endpoint."""
+class SchemaView(JsonErrors, FormatChecked, SpectacularAPIView):
+    """The OpenAPI document; a `?format=` it does not write is a 400, as on every endpoint.
+
+    Its errors (401, 403, 400) are JSON, not the document's YAML (JsonErrors).
+    """
 
     def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

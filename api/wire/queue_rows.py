@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from api.wire.frontends import websocket_address
 from scheduler_core.actor_path import parse_actor_path
-from scheduler_core.bounds import parse_decimal
+from scheduler_core.bounds import int64_error, parse_decimal
 from scheduler_core.classify import EXPRESSION_API_TYPES, client_headers
 from scheduler_core.cortex_http import FORWARDED_HEADERS, parse_forwarded_request
 from scheduler_core.federation import normalized_org_id, org_id_error
@@ -339,18 +340,27 @@ def _substring(needle: str) -> Predicate:
 
 
 # An empty string is no number: `?priority=` is refused, not read as "any",
-# so a client whose filter lost its value is told so.
+# so a client whose filter lost its value is told so. A priority is an int64
+# (Cortex's type), so 40 nines matches nothing any request could have.
 def _integer(value: Any, name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
         raise FilterError(name, "must be an integer")
     if isinstance(value, int):
-        return value
-    parsed = parse_decimal(value.strip(), signed=True) if isinstance(value, str) else None
+        parsed: int | None = value
+    else:
+        parsed = parse_decimal(value.strip(), signed=True) if isinstance(value, str) else None
     if parsed is None:
         raise FilterError(name, "must be an integer")
+    if (problem := int64_error(parsed)) is not None:
+        raise FilterError(name, problem if parsed.bit_length() <= 100 else "must fit int64")
     return parsed
+
+
+# Plain ASCII decimals only: float() also reads "１" (fullwidth), "1_0",
+# "1e3", "inf" and surrounding spaces, none of which a client means as seconds.
+_DECIMAL_SECONDS = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{1,30})?")
 
 
 def _seconds(value: Any, name: str) -> float | None:
@@ -358,10 +368,17 @@ def _seconds(value: Any, name: str) -> float | None:
         return None
     if isinstance(value, bool):
         raise FilterError(name, "must be a number of seconds")
-    try:
+    if isinstance(value, str):
+        if _DECIMAL_SECONDS.fullmatch(value) is None:
+            raise FilterError(name, "must be a number of seconds in ASCII digits, such as 2.5")
         seconds = float(value)
-    except (TypeError, ValueError):
-        raise FilterError(name, "must be a number of seconds") from None
+    elif isinstance(value, int | float):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int past float's range (a JSON frame's 1 then 400 zeros)
+            seconds = float("inf")
+    else:
+        raise FilterError(name, "must be a number of seconds")
     if not seconds >= 0 or seconds == float("inf"):
         raise FilterError(name, "must be a finite number of seconds, 0 or more")
     return seconds

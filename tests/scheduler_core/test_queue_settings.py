@@ -116,3 +116,25 @@ def test_max_federated_tenants_is_a_non_negative_integer(value: object) -> None:
     assert [e.path for e in validate_queue_settings({"max_federated_tenants": value})] == [
         "max_federated_tenants"
     ]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["Authorization", "authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"],
+)
+def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
+    header: str,
+) -> None:
+    # Its values are shown to viewers, so an editor naming it would publish secrets.
+    errors = validate_queue_settings({"actor_path_header": header})
+    assert [e.path for e in errors] == ["actor_path_header"]
+    assert "carries credentials" in errors[0].message and repr(header) in errors[0].message
+    with pytest.raises(ConfigInvalid):
+        queue_config_from_dict({"actor_path_header": header}, QueueConfig())
+
+
+def test_the_tenant_header_is_allowed_as_the_actor_path_header_as_its_value_is_shown_anyway() -> (
+    None
+):
+    cfg = queue_config_from_dict({"actor_path_header": "X-Scope-OrgID"}, QueueConfig())
+    assert cfg.actor_path_header == "X-Scope-OrgID"

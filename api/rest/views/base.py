@@ -24,6 +24,7 @@ __all__ = [
     "IF_NONE_MATCH",
     "ApiView",
     "FormatChecked",
+    "JsonErrors",
     "check_tenant_id",
     "errors",
     "flag",
@@ -170,6 +171,28 @@ class FormatChecked(APIView):
         bad_format = format_error(request, self)
         if bad_format is not None:
             raise exceptions.ValidationError(bad_format)
+
+
+class JsonErrors(APIView):
+    """A view writing some other type (YAML, OpenAPI) whose errors are still JSON.
+
+    One error shape for every API answer, also to a client that asked for
+    the YAML export or the OpenAPI document (whose renderer dumped DRF's
+    error object as YAML): and never a YAML mapping a pipeline could mistake
+    for the document it asked for.
+    """
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        if force:
+            # Negotiation failed (406): answered in JSON, not in DRF's fallback
+            # (the first renderer) that the client may just have refused.
+            return JSONRenderer(), JSONRenderer.media_type
+        return super().perform_content_negotiation(request, force)
+
+    def handle_exception(self, exc: Exception) -> Any:
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
 
 
 class ApiView(FormatChecked):

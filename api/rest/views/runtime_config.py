@@ -20,6 +20,7 @@ them). Stored blocks, and the tenant API, keep values as written.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -45,11 +46,12 @@ from api.rest.content import (
     XYAMLRenderer,
     YAMLRenderer,
     read_limited,
+    refuse_charset,
 )
 from api.rest.errors import PreconditionRequired, etag_for, split_path
 from api.rest.offload import OVERRIDES, ImportAuthor, ImportJob
 from api.rest.serializers import ImportResultSerializer
-from api.rest.views.base import IF_NONE_MATCH, ApiView, errors, flag
+from api.rest.views.base import IF_NONE_MATCH, ApiView, JsonErrors, errors, flag
 from api.rest.views.conditional import NamesConflicts, expected_for_replace_all, not_modified
 from api.store import selectors
 from api.store.cortex_export import block_for_cortex
@@ -142,29 +144,43 @@ def _export_for(overrides: dict[str, Any], cortex: tuple[int, int] | None) -> di
     return out
 
 
-def tenant_aware_splitter(tenant_ids: list[str]) -> Any:
+def tenant_aware_splitter(tenant_ids: Iterable[str]) -> Any:
     """A path splitter that keeps dotted tenant IDs (`a.b`) whole.
 
     Import errors are `overrides.<tenant>.<field path>`, and a tenant ID may
     itself contain dots, so the ID is found among the file's own IDs
-    (longest first) instead of splitting on every dot.
+    (the longest that fits) instead of splitting on every dot.
+
+    The ID is looked up by the path's own prefixes (each ending where a `.`
+    or `[` follows, longest first) in a set, so each error costs its path's
+    length, not the number of tenants: a file of 16,000 bad tenants
+    compared every error with every ID and took nearly a minute to answer.
     """
-    ordered = sorted(tenant_ids, key=len, reverse=True)
+    known = frozenset(tenant_ids)
+    head = f"{OVERRIDES}."
 
     def split(path: str) -> list[str]:
-        head = f"{OVERRIDES}."
         if path.startswith(head):
             rest = path[len(head) :]
-            for tenant_id in ordered:
-                if rest == tenant_id or rest.startswith((f"{tenant_id}.", f"{tenant_id}[")):
-                    tail = rest[len(tenant_id) :].lstrip(".")
+            for end in _prefix_ends(rest):
+                tenant_id = rest[:end]
+                if tenant_id in known:
+                    tail = rest[end:].lstrip(".")
                     return [OVERRIDES, tenant_id, *split_path(tail)]
         return split_path(path)
 
     return split
 
 
-class RuntimeConfigView(NamesConflicts, ApiView):
+def _prefix_ends(rest: str) -> Iterator[int]:
+    """Where a tenant ID could end in `rest`, longest first: its end, or before a `.`/`[`."""
+    yield len(rest)
+    for end in range(len(rest) - 1, -1, -1):
+        if rest[end] in ".[":
+            yield end
+
+
+class RuntimeConfigView(JsonErrors, NamesConflicts, ApiView):
     """Cortex runtime-config import and export."""
 
     conflict_subject = "the tenant set (the runtime-config export)"
@@ -176,22 +192,7 @@ class RuntimeConfigView(NamesConflicts, ApiView):
     # a 406); `application/yaml` first, for `*/*` and `?format=yaml`.
     renderer_classes = [YAMLRenderer, JSONRenderer, TextYAMLRenderer, XYAMLRenderer]
     max_body_bytes = MAX_YAML_BODY_BYTES
-
-    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
-        if force:
-            # Negotiation failed (406): the error is answered in JSON, as
-            # every API error, not in DRF's fallback (the first renderer,
-            # YAML here) that the client may just have refused.
-            return JSONRenderer(), JSONRenderer.media_type
-        return super().perform_content_negotiation(request, force)
-
-    def handle_exception(self, exc: Exception) -> Response:
-        # An error is answered in JSON, as every API error, also to a client
-        # that asked for the YAML export: one error shape to read, and never
-        # a YAML mapping a pipeline could mistake for a runtime-config file.
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
+    # Its errors are JSON, also when the YAML export was asked for (JsonErrors).
 
     def get_renderers(self) -> list[BaseRenderer]:
         # The export (GET, and HEAD with its headers) reads as YAML by default;
@@ -256,6 +257,7 @@ class RuntimeConfigView(NamesConflicts, ApiView):
         parser = request.negotiator.select_parser(request, self.get_parsers())
         if parser is None:
             raise UnsupportedMediaType(request.content_type)
+        refuse_charset(request.content_type)
         dry_run = flag(request, "dry_run")
         # Checked here and again in the worker's transaction, so a race still
         # ends in 412. Unmet, the file is still parsed and validated (a bad

@@ -67,3 +67,25 @@ def test_a_good_cancel_by_filter_still_cancels_what_it_names(
     assert response.status_code == 200
     assert response.json() == {"matched": 3, "cancelled": 3}
     assert OperatorCancel.objects.get().note == "n"
+
+
+def test_a_listing_reads_numbers_only_in_ascii_decimals_and_priorities_within_int64(
+    viewer_api: Any,
+    runtime: Any,  # noqa: F811
+) -> None:
+    # float() read a fullwidth "１", "1_0", "1e3" and " 1" as numbers, and a
+    # priority of 40 nines was taken though no request can have one.
+    for name, value in [
+        ("min_wait", "\uff11"),
+        ("min_wait", "1_0"),
+        ("min_wait", "1e3"),
+        ("min_wait", " 1"),
+        ("min_wait", "inf"),
+        ("priority", "9" * 40),
+        ("priority", "-9223372036854775809"),
+    ]:
+        response = viewer_api.get("/api/v1/queue/requests/", {name: value})
+        assert response.status_code == 400, (name, value)
+        assert set(response.json()) == {name}, (name, value)
+    for name, value in [("min_wait", "0.5"), ("priority", "9223372036854775807")]:
+        assert viewer_api.get("/api/v1/queue/requests/", {name: value}).status_code == 200

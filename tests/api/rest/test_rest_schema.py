@@ -219,3 +219,17 @@ def test_schemathesis_with_every_check_in_both_modes_finds_nothing(editor_api):
                 case.call_and_validate(headers=headers)
 
             run()
+
+
+def test_the_schema_refuses_a_caller_without_a_role_in_the_apis_json_shape(anon_api):
+    # Its renderer is the OpenAPI YAML one, which dumped DRF's error object as YAML.
+    anonymous = anon_api.get("/api/v1/schema/")
+    assert anonymous.status_code == 401
+    assert anonymous["Content-Type"] == "application/json"
+    assert anonymous["WWW-Authenticate"].startswith("Bearer")
+    assert set(anonymous.json()) == {"detail"}
+    _, plaintext = api_token_issue(name="fe", role="frontend")
+    frontend = anon_api.get("/api/v1/schema/", HTTP_AUTHORIZATION=f"Bearer {plaintext}")
+    assert frontend.status_code == 403
+    assert frontend["Content-Type"] == "application/json"
+    assert set(frontend.json()) == {"detail"}

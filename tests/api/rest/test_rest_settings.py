@@ -127,3 +127,16 @@ def test_settings_an_upgrade_refuses_are_fixed_by_a_patch_over_what_runs(
     # Over the defaults the scheduler ran, not the stored layout it refused.
     assert response.json()["layout"] == QueueConfig().layout
     assert selectors.queue_config_checked()[1] == []
+
+
+def test_an_actor_path_header_that_carries_credentials_is_refused_and_changes_nothing(
+    editor_api,
+):
+    before = editor_api.get(URL)
+    bad = editor_api.patch(
+        URL, {"actor_path_header": "Authorization"}, format="json", HTTP_IF_MATCH=before["ETag"]
+    )
+    assert bad.status_code == 400
+    assert "carries credentials" in bad.json()["actor_path_header"][0]
+    after = editor_api.get(URL)
+    assert after.json() == before.json() and after["ETag"] == before["ETag"]
