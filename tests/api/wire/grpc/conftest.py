@@ -134,10 +134,29 @@ async def scheduler(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
     """A scheduler in each tree layout."""
     sched = await running_scheduler(QueueConfig(layout=request.param))
     yield sched
+    await _stopped(sched)
+
+
+async def _stopped(sched: Scheduler) -> None:
+    """Close the test's channels, then stop the door and the runtime at once."""
     for channel in sched.channels:
         await channel.close()
     await sched.door.stop(0)
     await sched.runtime.stop(drain_timeout=0)
+
+
+@pytest.fixture(params=["lean", "grpcio"])
+async def sched(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
+    """A scheduler on each gRPC server (the lean HTTP/2 one and grpcio's)."""
+    sched = await running_scheduler(QueueConfig(), implementation=request.param)
+    yield sched
+    await _stopped(sched)
+
+
+def waiting_workers(sched: Scheduler) -> int:
+    """Querier workers blocked waiting for work."""
+    snapshot = sched.runtime.snapshot()
+    return sum(w.waiting for q in snapshot.queriers for w in q.workers)
 
 
 @pytest.fixture

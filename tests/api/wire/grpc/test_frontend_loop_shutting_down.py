@@ -12,10 +12,8 @@ exactly once, with their own reason.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import grpc
-import pytest
 
 from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, get_request
 from api.wire.grpc.http2_frames import CANCEL, NO_ERROR
@@ -29,17 +27,6 @@ QUERY = get_request("/api/v1/query", [("query", "up")])
 # Far longer than the door takes to end a stream itself, so a loop still
 # open when the grace ran out is reset, which the assertions tell apart.
 GRACE = 10.0
-
-
-@pytest.fixture(params=["lean", "grpcio"])
-async def sched(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
-    """A scheduler on each gRPC server; the test stops its door."""
-    scheduler = await running_scheduler(QueueConfig(), implementation=request.param)
-    yield scheduler
-    for channel in scheduler.channels:
-        await channel.close()
-    await scheduler.door.stop(0)
-    await scheduler.runtime.stop(drain_timeout=0)
 
 
 async def how_it_ended(loop: FrontendLoop) -> tuple[list[int], grpc.StatusCode]:

@@ -13,38 +13,19 @@ would panic on an ERROR reply, see frontend_loop.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import grpc
-import pytest
 
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from api.wire.grpc.server import MAX_MESSAGE_BYTES
-from scheduler_core.model import QueueConfig
 from scheduler_core.pb import httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.api.wire.grpc.conftest import Scheduler, running_scheduler
+from tests.api.wire.grpc.conftest import Scheduler, waiting_workers
 from tests.api.wire.grpc.raw_http2 import until
 
 UP = get_request("/api/v1/query", [("query", "up")])
 # A querier channel that can take a message of the door's full size
 # (grpcio's clients refuse more than 4 MiB by default).
 LARGE = [("grpc.max_receive_message_length", 2 * MAX_MESSAGE_BYTES)]
-
-
-@pytest.fixture(params=["lean", "grpcio"])
-async def sched(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
-    scheduler = await running_scheduler(QueueConfig(), implementation=request.param)
-    yield scheduler
-    for channel in scheduler.channels:
-        await channel.close()
-    await scheduler.door.stop(0)
-    await scheduler.runtime.stop(drain_timeout=0)
-
-
-def waiting_workers(scheduler: Scheduler) -> int:
-    snapshot = scheduler.runtime.snapshot()
-    return sum(w.waiting for q in snapshot.queriers for w in q.workers)
 
 
 def forwarded_size(frontend_address: str, body: bytes) -> int:

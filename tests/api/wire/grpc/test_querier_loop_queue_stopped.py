@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -23,7 +22,7 @@ from api.wire.grpc.http2_frames import CANCEL, NO_ERROR
 from api.wire.grpc.querier_loop import QUEUE_STOPPED
 from scheduler_core.model import QueueConfig
 from scheduler_core.pb import schedulerpb_pb2 as pb
-from tests.api.wire.grpc.conftest import Scheduler, running_scheduler
+from tests.api.wire.grpc.conftest import Scheduler, running_scheduler, waiting_workers
 from tests.api.wire.grpc.raw_http2 import RawPeer, grpc_message, request_headers, until
 
 QUERIER_LOOP = "/schedulerpb.SchedulerForQuerier/QuerierLoop"
@@ -31,23 +30,6 @@ QUERY = get_request("/api/v1/query", [("query", "up")])
 # Far longer than the door takes to end a stream itself: a stop that lasts
 # this long waited for the grace and then reset what was left.
 GRACE = 10.0
-
-
-@pytest.fixture(params=["lean", "grpcio"])
-async def sched(request: pytest.FixtureRequest) -> AsyncIterator[Scheduler]:
-    """A scheduler on each gRPC server; the test stops its door."""
-    scheduler = await running_scheduler(QueueConfig(), implementation=request.param)
-    yield scheduler
-    for channel in scheduler.channels:
-        await channel.close()
-    await scheduler.door.stop(0)
-    await scheduler.runtime.stop(drain_timeout=0)
-
-
-def waiting_workers(scheduler: Scheduler) -> int:
-    """Workers blocked waiting for work."""
-    snapshot = scheduler.runtime.snapshot()
-    return sum(w.waiting for q in snapshot.queriers for w in q.workers)
 
 
 async def ended_status(worker: QuerierWorker) -> tuple[grpc.StatusCode, str]:
