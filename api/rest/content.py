@@ -23,7 +23,13 @@ from api.rest.errors import PayloadTooLarge
 
 # One serialiser for the export, a tenant's YAML view and revision diffs.
 from api.store.config_yaml import dump_yaml
-from api.store.yaml_keys import DuplicateKey, duplicate_key_path, strict_keys_loader
+from api.store.yaml_keys import (
+    DuplicateKey,
+    UnreadTag,
+    duplicate_key_path,
+    node_path,
+    strict_keys_loader,
+)
 from api.wire.bounded_json import MAX_JSON_DEPTH, loads_bounded
 
 __all__ = [
@@ -59,76 +65,10 @@ YAML_MEDIA_TYPES = ("application/yaml", "text/yaml", "application/x-yaml")
 # faster on a big runtime-config); the same safe constructor either way, so
 # what a document means, and the alias guard below, do not depend on it.
 _BaseLoader: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
-# Refuses a key given twice in one mapping, as Cortex's strict loader does.
-_StrictLoader: Any = strict_keys_loader(_BaseLoader)
-
-_TAG = "tag:yaml.org,2002:"
-# The tags Go's yaml.v2 (Cortex's runtime-config loader) resolves a scalar to
-# as PyYAML does, and the two collections: anything else given explicitly
-# (`!!binary`, decoded by PyYAML into text with U+FFFD for bytes that are
-# not UTF-8; `!!set`, `!!omap`, `!custom`) is refused where it stands.
-_READ_TAGS = frozenset(
-    _TAG + name for name in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq")
-)
-_MERGE_TAG = _TAG + "merge"
-# A YAML 1.1 base-60 number (`1:20`, `-1:30.5`): PyYAML reads `1:20` as 80;
-# Go's yaml.v2 deliberately does not ("a bad idea, dropped in YAML 1.2") and
-# reads the text "1:20", which Cortex then refuses for a number field. So it
-# is read as text here too, and refused at its field by validation.
-_BASE_60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
-
-
-class _Loader(_StrictLoader):  # type: ignore[misc,valid-type]
-    """The strict loader, reading scalars as Cortex's Go YAML decoder does."""
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is yaml.ScalarNode and implicit[0] and _BASE_60.fullmatch(value):
-            return _TAG + "str"
-        return super().resolve(kind, value, implicit)
-
-    def construct_object(self, node: Any, deep: bool = False) -> Any:
-        if node.tag not in _READ_TAGS and node.tag != _MERGE_TAG:
-            shown = f"!!{node.tag[len(_TAG) :]}" if node.tag.startswith(_TAG) else node.tag
-            raise _UnreadTag(shown, node.start_mark)
-        return super().construct_object(node, deep)
-
-
-class _UnreadTag(yaml.YAMLError):
-    """An explicit tag `_Loader` does not read; `mark` is where its node starts."""
-
-    def __init__(self, tag: str, mark: Any) -> None:
-        super().__init__(tag)
-        self.tag = tag
-        self.mark = mark
-
-
-def _node_path(text: str | bytes, index: int) -> str:
-    """The dotted path (`overrides.t.x[0]`) of the node starting at `index`.
-
-    Walked only once such a node was refused, as `duplicate_key_path` does.
-    """
-    root = yaml.compose(text, Loader=_BaseLoader)  # noqa: S506 - composing builds no objects
-    stack: list[tuple[Any, str]] = [(root, "")] if root is not None else []
-    visited: set[int] = set()  # aliases share nodes, and may even loop
-    while stack:
-        node, path = stack.pop()
-        if id(node) in visited:
-            continue
-        visited.add(id(node))
-        if node.start_mark.index == index and path:
-            return path
-        # Children pushed last first, so the first use of an alias is the one named.
-        if isinstance(node, yaml.MappingNode):
-            for key, value in reversed(node.value):
-                name = key.value if isinstance(key, yaml.ScalarNode) else "?"
-                if key.start_mark.index == index:
-                    return f"a key of {path or 'the document'}"
-                stack.append((value, f"{path}.{name}" if path else str(name)))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(
-                (item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node.value)))
-            )
-    return "the document"
+# Reads YAML as Cortex's Go decoder does (`strict_keys_loader`): a key given
+# twice, a base-60 number and an explicit tag other than the plain types are
+# refused or read as Go reads them.
+_Loader: Any = strict_keys_loader(_BaseLoader)
 
 
 def read_limited(stream: IO[bytes] | None, limit: int) -> bytes:
@@ -228,13 +168,11 @@ def load_yaml(text: str | bytes) -> Any:
             f"YAML parse error: duplicate key {path} (line {mark.line + 1}, column "
             f"{mark.column + 1}): a key may appear once in a mapping, as Cortex's loader requires"
         ) from exc
-    except _UnreadTag as exc:
+    except UnreadTag as exc:
         mark = exc.mark
         raise exceptions.ParseError(
-            f"YAML parse error: {exc.tag} at {_node_path(text, mark.index)} (line "
-            f"{mark.line + 1}, column {mark.column + 1}): an explicit tag Cortex's loader "
-            "does not read as we would; give plain strings, numbers, booleans, nulls, "
-            "timestamps, mappings and lists"
+            f"YAML parse error: {exc.tag} at {node_path(text, exc, _BaseLoader)} (line "
+            f"{mark.line + 1}, column {mark.column + 1}): {exc.advice}"
         ) from exc
     except yaml.YAMLError as exc:
         raise exceptions.ParseError(f"YAML parse error: {exc}") from exc

@@ -29,6 +29,7 @@ __all__ = [
     "misspelt_field",
     "overrides_restored",
     "plan_import",
+    "stored_copy",
     "tenant_id_errors",
     "tenant_id_part_errors",
     "validate_tenant",
@@ -90,6 +91,26 @@ def block_in_field_order(value: Any) -> Any:
     return value
 
 
+def stored_copy(value: Any) -> Any:
+    """A private copy of a tenant block as the store keeps it: a float -0.0 is 0.0.
+
+    Validation reads -0.0 as 0 (`scheduler_core.fields.number`), but blocks
+    are stored as written, so `max_query_capacity: -0.0` was exported and
+    shown in the YAML view as "-0.0". Every tenant write copies its block
+    here (`validate_tenant`, an import's `_clean_overrides`), so no write
+    path stores it. JSON's `-0` is the int 0 already. Mappings and lists
+    are copied, as `copy.deepcopy` did; every other value a JSON or YAML
+    body holds (text, numbers, booleans, null, dates) is immutable.
+    """
+    if isinstance(value, float):
+        return 0.0 if value == 0 else value
+    if isinstance(value, Mapping):
+        return {key: stored_copy(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [stored_copy(child) for child in value]
+    return value
+
+
 class Author(Protocol):
     """Who made a change: a Django user, or a token's stand-in user."""
 
@@ -131,7 +152,8 @@ def validate_tenant(tenant_id: str, config: Any) -> dict[str, Any]:
         errors += validate_tenant_config(config)
     if errors:
         raise ConfigValidationError(errors)
-    return copy.deepcopy(dict(config))
+    block: dict[str, Any] = stored_copy(config)
+    return block
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +203,7 @@ def _clean_overrides(
         dropped = sorted(str(key) for key in block if key not in used)
         if dropped:
             ignored[str(tenant_id)] = dropped
-        kept = {key: copy.deepcopy(value) for key, value in block.items() if key in used}
+        kept = {key: stored_copy(value) for key, value in block.items() if key in used}
         errors += [
             FieldError(f"{prefix}.{e.path}" if e.path != "(root)" else prefix, e.message)
             for e in validate_tenant_config(kept)

@@ -6,8 +6,9 @@ its reply handle in `Request.payload` (which frontend sent it), so showing
 a request costs nothing on the dispatch path. Query texts are cut here, on
 the server: `QUERY_TEXT_LIMIT` characters in an API row, the first line
 up to `QUERY_LINE_LIMIT` characters in the inspector's live rows.
-`RequestFilter` is one listing's filter, validated once, and its
-`predicate` the part the queue's node walk does not already apply.
+`RequestFilter` is one listing's filter, validated once (its fields are
+read in `queue_filter_params`, with `FilterError`, re-exported here), and
+its `predicate` the part the queue's node walk does not already apply.
 `request_detail` is the one-request row (`GET queue/requests/{id}/`): the
 same row plus what the explain box needs of the request, worked out only
 when one request is asked for.
@@ -17,24 +18,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from api.wire.frontends import websocket_address
+
+# Re-exported: callers import the filter's error and states from here.
+from api.wire.queue_filter_params import STATES, FilterError, filter_fields
 from scheduler_core.actor_path import parse_actor_path
-from scheduler_core.bounds import int64_error, parse_decimal
 from scheduler_core.classify import EXPRESSION_API_TYPES, client_headers
 from scheduler_core.cortex_http import FORWARDED_HEADERS, parse_forwarded_request
-from scheduler_core.federation import normalized_org_id, org_id_error
-from scheduler_core.model import COMPONENTS, Request, TenantLimits
+from scheduler_core.model import Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.queue_listing import InFlight, Predicate
-from scheduler_core.regex import compile_regex, regex_error
+from scheduler_core.regex import compile_regex
 from scheduler_core.rejection import Verdict
 from scheduler_core.snapshot import TenantServing
-from scheduler_core.validation import MAX_REGEX_LENGTH
 
 __all__ = [
     "QUERY_LINE_LIMIT",
@@ -54,16 +54,6 @@ __all__ = [
 QUERY_TEXT_LIMIT = 16_384
 # Characters of the first line of a query in the inspector's live rows.
 QUERY_LINE_LIMIT = 160
-STATES = ("queued", "in_flight")
-
-
-class FilterError(ValueError):
-    """A filter field is invalid; `field` names it, the message says why."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def priority_origin(limits: TenantLimits, verdict: Verdict) -> tuple[tuple[int, int] | None, str]:
@@ -219,47 +209,7 @@ class RequestFilter:
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> RequestFilter:
         """From query parameters or a JSON body; raises FilterError naming the field."""
-
-        def text(name: str) -> str:
-            value = raw.get(name)
-            if value is None:
-                return ""
-            if not isinstance(value, str):
-                raise FilterError(name, "must be a string")
-            return value
-
-        component = text("component") or None
-        if component is not None and component not in COMPONENTS:
-            raise FilterError("component", f"one of {', '.join(COMPONENTS)}")
-        state = text("state") or None
-        if state is not None and state not in STATES:
-            raise FilterError("state", "queued or in_flight")
-        tenant = text("tenant") or None
-        # No request can wait under an org ID the doors refuse: say so, not "none found".
-        problem = None if tenant is None else org_id_error(tenant)
-        if problem is not None:
-            raise FilterError("tenant", problem)
-        if tenant is not None:
-            tenant = normalized_org_id(tenant)  # `b|a` is queued as `a|b`
-        regex = text("regex")
-        if len(regex) > MAX_REGEX_LENGTH:
-            # Compiled patterns are cached process-wide; a rule's limit bounds them.
-            raise FilterError("regex", f"at most {MAX_REGEX_LENGTH} characters")
-        if regex:
-            problem = regex_error(regex)
-            if problem is not None:
-                raise FilterError("regex", problem)
-        return cls(
-            tenant=tenant,
-            component=component,
-            priority=_integer(raw.get("priority"), "priority"),
-            state=state,
-            search=text("search"),
-            regex=regex,
-            min_wait=_seconds(raw.get("min_wait"), "min_wait"),
-            frontend=text("frontend"),
-            actor="|".join(parse_actor_path(text("actor"))),
-        )
+        return cls(**filter_fields(raw))
 
     @property
     def narrows(self) -> bool:
@@ -337,51 +287,6 @@ def _substring(needle: str) -> Predicate:
 
     contains.batch = batch  # type: ignore[attr-defined]
     return contains
-
-
-# An empty string is no number: `?priority=` is refused, not read as "any",
-# so a client whose filter lost its value is told so. A priority is an int64
-# (Cortex's type), so 40 nines matches nothing any request could have.
-def _integer(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise FilterError(name, "must be an integer")
-    if isinstance(value, int):
-        parsed: int | None = value
-    else:
-        parsed = parse_decimal(value.strip(), signed=True) if isinstance(value, str) else None
-    if parsed is None:
-        raise FilterError(name, "must be an integer")
-    if (problem := int64_error(parsed)) is not None:
-        raise FilterError(name, problem if parsed.bit_length() <= 100 else "must fit int64")
-    return parsed
-
-
-# Plain ASCII decimals only: float() also reads "１" (fullwidth), "1_0",
-# "1e3", "inf" and surrounding spaces, none of which a client means as seconds.
-_DECIMAL_SECONDS = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{1,30})?")
-
-
-def _seconds(value: Any, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise FilterError(name, "must be a number of seconds")
-    if isinstance(value, str):
-        if _DECIMAL_SECONDS.fullmatch(value) is None:
-            raise FilterError(name, "must be a number of seconds in ASCII digits, such as 2.5")
-        seconds = float(value)
-    elif isinstance(value, int | float):
-        try:
-            seconds = float(value)
-        except OverflowError:  # an int past float's range (a JSON frame's 1 then 400 zeros)
-            seconds = float("inf")
-    else:
-        raise FilterError(name, "must be a number of seconds")
-    if not seconds >= 0 or seconds == float("inf"):
-        raise FilterError(name, "must be a finite number of seconds, 0 or more")
-    return seconds
 
 
 def serving_now(queue: RequestQueue, tenant_id: str) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import yaml
 
+from api.store.models import ConfigRevision
+
 URL = "/api/v1/tenants/t1/"
 
 
@@ -165,6 +167,40 @@ def test_a_block_that_is_not_yaml_reports_the_line_of_the_syntax_error(viewer_ap
     body = response.json()
     assert body["valid"] is False and body["config"] is None and body["yaml"] == ""
     assert body["errors"][0]["path"] == "(yaml)" and body["errors"][0]["line"] == 3
+
+
+def test_a_pasted_base_60_number_is_refused_at_its_field_and_nothing_changes(editor_api, rules):
+    # PyYAML read `1:20` as 80; Cortex's Go loader reads the text "1:20".
+    editor_api.put(URL, rules, format="json")
+    pasted = "t1:\n  max_queriers_per_tenant: 1:20\n"
+    response = editor_api.post("/api/v1/tenants/t1/yaml/", {"yaml": pasted}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["valid"] is False and body["config"] == {"max_queriers_per_tenant": "1:20"}
+    [error] = body["errors"]
+    assert (error["path"], error["line"]) == ("max_queriers_per_tenant", 2)
+    assert editor_api.get(URL).json()["max_queriers_per_tenant"] == rules["max_queriers_per_tenant"]
+    assert ConfigRevision.objects.count() == 1
+
+
+def test_a_pasted_binary_value_is_refused_with_its_path_and_line_and_nothing_changes(
+    editor_api, rules
+):
+    editor_api.put(URL, rules, format="json")
+    pasted = (
+        "query_priority:\n  enabled: true\n  priorities:\n    - priority: 1\n"
+        "      query_attributes:\n        - regex: !!binary /w==\n"
+    )
+    response = editor_api.post("/api/v1/tenants/t1/yaml/", {"yaml": pasted}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["valid"] is False and body["config"] is None and body["yaml"] == ""
+    [error] = body["errors"]
+    path = "query_priority.priorities[0].query_attributes[0].regex"
+    assert (error["path"], error["line"]) == (path, 6)
+    assert error["message"].startswith(f"!!binary at {path}: an explicit tag")
+    assert editor_api.get(URL).json()["query_priority"] == rules["query_priority"]
+    assert ConfigRevision.objects.count() == 1
 
 
 def test_the_yaml_views_need_a_role_and_a_string(anon_api, viewer_api):

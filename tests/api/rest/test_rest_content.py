@@ -35,6 +35,17 @@ def test_base_60_texts_are_read_as_text_and_other_yaml_numbers_as_before():
     }
 
 
+def test_a_number_tag_on_a_base_60_number_is_refused_not_stored_as_80(editor_api):
+    # Go's yaml.v2 refuses it ("cannot decode !!str `1:20` as a !!int").
+    text = "overrides:\n  t:\n    max_queriers_per_tenant: !!int 1:20\n"
+    response = editor_api.put(URL, text, content_type="application/yaml")
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(
+        "YAML parse error: !!int cannot read '1:20': a base-60 number"
+    )
+    assert not Tenant.objects.exists()
+
+
 def test_a_binary_value_is_refused_naming_its_path_and_nothing_is_stored(editor_api):
     text = (
         "overrides:\n  t:\n    query_priority:\n      enabled: true\n      priorities:\n"
@@ -58,6 +69,7 @@ def test_a_binary_value_is_refused_naming_its_path_and_nothing_is_stored(editor_
         ("a: !!omap [{x: 1}]\n", "!!omap at a (line 1, column 4)"),
         ("a: [!custom x]\n", "!custom at a[0] (line 1, column 5)"),
         ("a: &x !!binary aGk=\nb: *x\n", "!!binary at a (line 1, column 4)"),
+        ("a:\n  !!binary aGk=: b\n", "!!binary at a key of a (line 2, column 3)"),
     ],
 )
 def test_an_explicit_tag_that_is_not_a_plain_type_is_refused_saying_where(text, where):

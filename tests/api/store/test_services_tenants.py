@@ -1,10 +1,12 @@
 import copy
+import math
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 
 from api.store import services
+from api.store.config_yaml import parse_tenant_block, tenant_block_yaml
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
 from api.store.models import ConfigRevision, Tenant
 from api.store.selectors import config_version_get
@@ -160,3 +162,13 @@ def test_a_re_created_tenant_never_reuses_an_old_version(rules: dict[str, Any]) 
     put("t1", rules, None)
     services.tenant_delete(tenant_id="t1", expected_version=None, author=None, source=API)
     assert put("t1", rules, None).version == 3
+
+
+def test_a_pasted_yaml_block_with_negative_zero_is_saved_and_shown_as_zero() -> None:
+    """The YAML editor's save: the block read back, then `tenant_put`."""
+    draft = parse_tenant_block("t1:\n  max_query_capacity: -0.0\n")
+    assert draft.ok and draft.config is not None
+    tenant = put("t1", draft.config, None)
+    stored = Tenant.objects.get(pk=tenant.pk).config["max_query_capacity"]
+    assert stored == 0.0 and math.copysign(1, stored) == 1
+    assert tenant_block_yaml("t1", tenant.config) == "t1:\n  max_query_capacity: 0.0\n"
