@@ -14,6 +14,12 @@ way back to where it came from: for an editor, the tenant editor given its
 draft again (a post, as the editor's own buttons carry drafts; the script
 sends the block as edited here when it was), for a viewer the tenant's
 page; Settings, which keeps no draft, by a plain link.
+
+Each recent window is offered with what this replica's recorder holds for
+it now (`TrafficRecorder.extent`): how long until any recorded time lies
+before it, so "Proposed starts from" says before a run when there is no
+warm-up to start from (both sides start from an empty queue) and the
+script enables it when there is.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from django.urls import reverse
 from api.store import selectors
 from api.store.import_plan import tenant_id_errors
 from api.store.roles import EDITOR
+from api.wire import runtime_host, traffic_recording
 from dashboard.access import page, role_required
 from dashboard.forms import settings_from_post
 from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
@@ -153,6 +160,23 @@ def _back_to_tenant(
     }
 
 
+def _windows() -> list[dict[str, Any]]:
+    """The recent windows offered, each with `warmup_in` (see the module; None: unknown).
+
+    Only a process whose scheduler runs has recorded traffic (elsewhere a
+    recent run is refused, 409 `no_traffic`), so only there is it said.
+    """
+    recorder = traffic_recording.recorder() if runtime_host.started() else None
+    return [
+        {
+            "seconds": seconds,
+            "label": label,
+            "warmup_in": None if recorder is None else recorder.extent(seconds).warmup_in_seconds,
+        }
+        for seconds, label in WINDOWS
+    ]
+
+
 @role_required
 def simulate(request: HttpRequest) -> HttpResponse:
     """The page; a POST only pre-fills the proposal (nothing is saved)."""
@@ -165,7 +189,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
         "proposal": carried.proposal,
         "origin": carried.origin,
         "back": carried.back,
-        "windows": WINDOWS,
+        "windows": _windows(),
         "start_from_choices": START_FROM_CHOICES,
         "scenarios": SCENARIO_NAMES,
         "components": COMPONENTS,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from scheduler_core.actor_path import DEFAULT_ACTOR_PATH_HEADER
 from scheduler_core.model import Request
@@ -55,9 +55,23 @@ __all__ = [
     "WARMUP_SECONDS",
     "Capture",
     "TrafficRecorder",
+    "WindowExtent",
     "recording_of",
     "summary_of",
 ]
+
+
+class WindowExtent(NamedTuple):
+    """What `capture(window_seconds)` would take now, known before any capture.
+
+    `window_seconds`: the span the window covers (from its whole minute, or
+    from the minute recording began); `warmup_in_seconds`: how long until
+    any recorded time lies before the window's start (0: some does now), so
+    a page can say, before a run, that there is no warm-up to start from.
+    """
+
+    window_seconds: int
+    warmup_in_seconds: float
 
 
 class TrafficRecorder:
@@ -159,10 +173,9 @@ class TrafficRecorder:
         which runs it away from the loop (the simulation worker process).
         """
         width = self.bucket_seconds
-        window = max(60, min(int(window_seconds), self.horizon_seconds - 60))
         now = self._clock()
         current = int(now // width)
-        start = int(math.floor(max(now - window, self._started) / 60.0)) * 60
+        start = self._window_start(window_seconds, now)
         first = start // width
         oldest = current - self.slots + 1
         # The warm-up holds recorded time only: before the recorder began it
@@ -186,6 +199,32 @@ class TrafficRecorder:
             (dropped.counts[:], dropped.last_bucket),
             self._minutes.copy_since(early),
         )
+
+    def extent(self, window_seconds: int) -> WindowExtent:
+        """The window `capture(window_seconds)` would take now (see `WindowExtent`).
+
+        Recorded time lies before the window once its start is a whole
+        minute after the one the recorder began in (`capture` warms up only
+        from recorded time): that start moves with the clock, so the answer
+        says when, for a page to keep in step without asking again.
+        """
+        width = self.bucket_seconds
+        now = self._clock()
+        start = self._window_start(window_seconds, now)
+        span = (int(now // width) + 1) * width - start
+        # The first whole minute after recording began: once the window
+        # starts there, the time before it was recorded.
+        minute = (math.floor(self._started / 60.0) + 1) * 60
+        window = self._window(window_seconds)
+        return WindowExtent(span, max(0.0, minute + window - now) if start < minute else 0.0)
+
+    def _window(self, window_seconds: int) -> int:
+        """The window asked for, within what the horizon holds (a warm-up's minute kept)."""
+        return max(60, min(int(window_seconds), self.horizon_seconds - 60))
+
+    def _window_start(self, window_seconds: int, now: float) -> int:
+        """The whole minute a window ending `now` starts at (never before recording began's)."""
+        return int(math.floor(max(now - self._window(window_seconds), self._started) / 60.0)) * 60
 
     def export(self, window_seconds: int) -> dict[str, Any]:
         """The last `window_seconds` as a recording: `recording_of(capture(...))`."""

@@ -365,6 +365,12 @@ def run_engine(
         if not count:
             idle_total[0] += max(0, end - max(idle_since[querier], measure_from))
     out.left_queued = len(queue)
+    if waiting_at_end is not None and out.left_queued:
+        # Never dispatched (no worker could take them): queued at the window's
+        # end too. Counted only at dispatch above, a class no querier served
+        # would have read as nothing waiting.
+        for row in queue.counts().by_priority:
+            waiting_at_end[row.priority] += row.length
     out.makespan = max(0, end - measure_from) / US
     out.reserved_idle_seconds = idle_total[0] / US
     out.busy_by_component = {c: us / US for c, us in sorted(busy_us.items())}

@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 def _run_seed_scenario(page: Page, duration: str) -> dict[str, Any]:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    page.get_by_label("Duration, s (blank: the window)").fill(duration)
+    page.get_by_label("Duration in seconds (blank: the window)").fill(duration)
     # One querier: the live queue grows, so its series has a peak to name;
     # the proposed side refuses all but 2 outstanding, so its queue stays short.
     page.get_by_label("Queriers (blank: as connected)").fill("1")
@@ -31,8 +31,17 @@ def _run_seed_scenario(page: Page, duration: str) -> dict[str, Any]:
 
 
 def _instant(t: float) -> str:
-    text = f"{t:.3f}".rstrip("0").rstrip(".")
-    return f"{text} s"
+    """As the page spells an instant: no more digits than the server's, Prometheus units."""
+    digits = next((d for d in (0, 1, 2) if abs(round(t, d) - t) < 1e-9), 3)
+    if t < 60:
+        return "0s" if t == 0 else f"{t:.{digits}f}s"
+    total = round(t * 1000)
+    parts = []
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        n, total = divmod(total, size)
+        if n:
+            parts.append(f"{n}{unit}")
+    return "".join(parts)
 
 
 def _peak(series: dict[str, list[Any]]) -> tuple[int, float]:
@@ -53,13 +62,13 @@ def test_the_queue_chart_is_described_by_its_peak_and_last_sample_and_tabled(
     for side, name in (("live", "Live"), ("proposed", "Proposed")):
         series = answer[side]["series"]
         peak, when = _peak(series)
+        first = "nothing queued at any sample"
+        if peak:
+            first = f"peak {peak} queued at {_instant(when)}"
         end = _instant(series["t"][-1])
-        last = f"{series['queue_length'][-1]} queued at its last sample ({end})"
-        sentences.append(
-            f"{name}: peak {peak} queued at {_instant(when)}, {last}."
-            if peak
-            else f"{name}: nothing queued at any sample up to {end}."
-        )
+        left = series["queue_length"][-1]
+        last = f"{left} never served" if left else "nothing left queued"
+        sentences.append(f"{name}: {first}; the last request done at {end}, {last}.")
     expect(summary).to_have_text(" ".join(sentences))
     expect(chart).to_have_accessible_description(" ".join(sentences))
 
@@ -68,12 +77,13 @@ def test_the_queue_chart_is_described_by_its_peak_and_last_sample_and_tabled(
     page.get_by_text("Queue length as a table").click()
     expect(table).to_be_visible()
     head = table.locator("thead th")
-    expect(head).to_have_text(["simulated seconds", "live, queued", "proposed, queued"])
+    expect(head).to_have_text(["simulated time", "live, queued", "proposed, queued"])
     rows = table.locator("tbody tr")
     count = rows.count()
     assert 10 <= count <= 60, count
     # The plot's instants are both sides' own: each run's last sample is at
-    # its own end, so neither side's end is drawn at the other's instant.
+    # its own end, so neither side's end is drawn at the other's instant;
+    # after its end a side's queue stays as its last sample left it.
     plotted = chart.evaluate("(el) => el.plot.data")
     assert plotted[0] == sorted(
         set(answer["live"]["series"]["t"]) | set(answer["proposed"]["series"]["t"])
@@ -84,6 +94,11 @@ def test_the_queue_chart_is_described_by_its_peak_and_last_sample_and_tabled(
         )
         for side in ("live", "proposed")
     }
+
+    def drawn(side: str, t: float) -> int | None:
+        series = answer[side]["series"]
+        return series["queue_length"][-1] if t > series["t"][-1] else by_time[side].get(t)
+
     times = {_instant(t): t for side in by_time.values() for t in side}
     for cells in table.locator("tbody tr").evaluate_all(
         "(rows) => rows.map((r) => [...r.cells].map((c) => c.textContent))"
@@ -93,12 +108,14 @@ def test_the_queue_chart_is_described_by_its_peak_and_last_sample_and_tabled(
         for k, (side, cell) in enumerate(
             zip(("live", "proposed"), cells[1:], strict=True), start=1
         ):
-            value = by_time[side].get(t)
+            value = drawn(side, t)
             assert plotted[k][at] == value
-            assert cell.replace(" (peak)", "") == ("–" if value is None else str(value)), cells
-    # Each side's peak is a row, marked.
+            assert re.sub(r" \(.*\)$", "", cell) == ("–" if value is None else str(value)), cells
+    # Each side's peak is a row, marked (a queue never used has none to mark).
     for side, column in (("live", 2), ("proposed", 3)):
         peak, when = _peak(answer[side]["series"])
+        if not peak:
+            continue
         row = table.locator("tbody tr", has=page.locator(f'th:text-is("{_instant(when)}")'))
         expect(row.locator(f"td:nth-child({column})")).to_have_text(f"{peak} (peak)")
 

@@ -104,3 +104,26 @@ def test_a_recent_replay_measures_its_window_by_dispatch() -> None:
     # it (about 80 s mean, 97 s the longest).
     assert 57 <= served["count"] <= 63
     assert 30 < served["mean"] < 60 and served["max"] < 60
+
+
+
+def test_a_request_no_worker_ever_takes_is_still_queued_at_the_windows_end() -> None:
+    # No querier at all (the REST call refuses an empty fleet; the engine
+    # is also the benchmarks'): counted only at dispatch, requests nothing
+    # served would read as nothing waiting.
+    out = run_engine(
+        EngineInput(
+            config=QueueConfig(),
+            limits={},
+            fleet=[],
+            times=[1 * US, 2 * US],
+            tenants=["t", "t"],
+            components=[INGESTER] * 2,
+            priorities=[0, 5],
+            services=[US, US],
+            measure_from_us=0,
+            measure_until_us=10 * US,
+        )
+    )
+    assert (out.enqueued, out.left_queued) == (2, 2)
+    assert out.waiting_at_end == {0: 1, 5: 1}

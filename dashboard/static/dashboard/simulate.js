@@ -5,7 +5,9 @@
 // static files; nothing is fetched from elsewhere.
 
 import { focusLost } from "./dom.js";
+import { formatTiming, formatWait } from "./format.js";
 import { render } from "./simulate_results.js";
+import { startFromFor } from "./simulate_start_from.js";
 
 const form = document.getElementById("sim-form");
 const runButton = document.getElementById("sim-run");
@@ -76,6 +78,7 @@ function onWorkload() {
   document.getElementById("slow-share-field").hidden = value !== "scenario:mimir-slow-consumer";
   // Only recent traffic has a warm-up queued under the live config to start from.
   document.getElementById("start-from-field").hidden = !value.startsWith("recent:");
+  startFromFor(workloadSelect.selectedOptions[0]);
   const live = document.getElementById("live-help");
   // The template's line says the box holds only the saved blocks of the
   // tenants the proposal changes: without it, a live side reading
@@ -267,7 +270,7 @@ async function pollProgress(runId) {
     // A poll answered after its run ended must not write over "Done" or "Cancelled".
     if (state && current && current.runId === runId) {
       progress.value = state.progress;
-      statusLine.textContent = `Simulating… ${Math.round(state.progress * 100)}% (${state.elapsed_seconds.toFixed(1)} s of at most ${state.time_limit_seconds} s)`;
+      statusLine.textContent = `Simulating… ${Math.round(state.progress * 100)}% (${formatWait(state.elapsed_seconds)} of at most ${formatWait(state.time_limit_seconds)})`;
     }
   } catch (_) {
     /* a missed poll changes nothing: the next one catches up */
@@ -312,12 +315,15 @@ async function run(event) {
     });
     const answer = await response.json().catch(() => ({}));
     if (response.ok) {
-      statusLine.textContent = `Done in ${answer.workload.elapsed_seconds} s.`;
+      statusLine.textContent = `Done in ${formatTiming(answer.workload.elapsed_seconds)}.`;
       // A page that cannot show the answer says so, not that the server was away.
       try {
         // The seed as sent: parsed from the answer, one past 2**53 would
         // read rounded, though the run used it whole.
-        render({ ...answer, workload: { ...answer.workload, seed: body.seed } });
+        render(
+          { ...answer, workload: { ...answer.workload, seed: body.seed } },
+          body.workload.window_seconds ?? null,
+        );
         if (body.workload.kind === "scenario") scenarioConfigs.set(picked, answer.workload.config);
         showLiveConfig();
       } catch (error) {

@@ -3,10 +3,11 @@
 // still queued when the window ended), and the tenants whose p99 wait
 // rose. Written from each side's numbers (by_priority, worst_tenants),
 // not from the answer's `verdicts` strings: those are the REST contract's
-// ("0.012 s -> 0.340 s"), and here every wait reads as on the rest of the
-// pages (formatSeconds: "12 ms", "1.25 s").
+// ("0.012 s -> 0.340 s"), and here every wait reads as on the inspector
+// (formatTiming: "12.3ms", "1.25s").
 
-import { formatSeconds, iso } from "./format.js";
+import { formatTiming, iso } from "./format.js";
+import { instant, windowEnd } from "./simulate_time.js";
 
 // A side with no requests dispatched at a priority (or of a tenant), as
 // scheduler_core.whatif spells it in its own lines.
@@ -14,7 +15,7 @@ export const NONE = "no requests";
 // How many tenants each side's `worst_tenants` lists at most (docs/api.md).
 const WORST = 5;
 
-const p99Text = (row) => (row ? formatSeconds(row.p99) : NONE);
+const p99Text = (row) => (row ? formatTiming(row.p99) : NONE);
 
 // One line per priority either side has requests at, highest first:
 // { level, before, after, text, same }. Two sides that read the same are
@@ -74,16 +75,16 @@ function tenantLines(live, proposed) {
   const bound = full ? Math.min(...live.worst_tenants.map((t) => t.p99)) : null;
   const lines = [];
   for (const { tenant, p99 } of proposed.worst_tenants) {
-    const after = formatSeconds(p99);
+    const after = formatTiming(p99);
     let was;
     if (before.has(tenant)) {
       if (!(p99 > before.get(tenant))) continue;
-      was = formatSeconds(before.get(tenant));
+      was = formatTiming(before.get(tenant));
       if (was === after) continue; // rose below what the page shows
       was += " live";
     } else if (full) {
-      if (!(p99 > bound) || formatSeconds(bound) === after) continue;
-      was = `at most ${formatSeconds(bound)} live (not among its ${WORST} worst)`;
+      if (!(p99 > bound) || formatTiming(bound) === after) continue;
+      was = `at most ${formatTiming(bound)} live (not among its ${WORST} worst)`;
     } else {
       was = `${NONE} live`;
     }
@@ -96,15 +97,20 @@ function tenantLines(live, proposed) {
 // sides differ: their waits are not among the window's (only dispatches
 // count, as the scheduler measures), so a class a config starves would
 // otherwise read as served quickly. Scenarios drain to their end (null).
-function waitingText(live, proposed) {
-  const [before, after] = [live.waiting_at_window_end, proposed.waiting_at_window_end];
+// The count is at the window's end, said with its instant: the columns'
+// completed counts are after the drain that serves these requests.
+function waitingText(answer) {
+  const [before, after] = [answer.live.waiting_at_window_end, answer.proposed.waiting_at_window_end];
   if (!before || !after) return "";
   const count = (side, level) => side.by_priority[level] || 0;
   const parts = [...new Set([...Object.keys(before.by_priority), ...Object.keys(after.by_priority)])]
     .sort((a, b) => Number(b) - Number(a))
     .filter((level) => count(before, level) !== count(after, level))
     .map((level) => `priority ${level}: ${count(before, level)} live → ${count(after, level)} proposed`);
-  return parts.length ? ` Still queued when the window ended: ${parts.join("; ")}.` : "";
+  if (!parts.length) return "";
+  const end = windowEnd(answer);
+  const when = end === null ? "when the window ended" : `at the window's end (${instant(end)}), before the drain`;
+  return ` Still queued ${when}: ${parts.join("; ")}.`;
 }
 
 export function verdict(answer) {
@@ -112,7 +118,7 @@ export function verdict(answer) {
   const refused = [answer.live.rejected.total, answer.proposed.rejected.total];
   return {
     lines,
-    summary: summaryText(lines, refused) + waitingText(answer.live, answer.proposed),
+    summary: summaryText(lines, refused) + waitingText(answer),
     tenants: tenantLines(answer.live, answer.proposed),
   };
 }
