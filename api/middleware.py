@@ -15,7 +15,11 @@ sent before any authentication, and with `DEBUG` on a write (POST, PUT,
 PATCH) raised a RuntimeError (an HTML 500 debug page), as a redirect would
 lose the body. Under /api/ such a URL is a JSON 404 naming the URL with the
 slash instead, for every method: a client is told its mistake and never
-resends its write somewhere else. Pages keep `APPEND_SLASH`.
+resends its write somewhere else. Pages keep `APPEND_SLASH`. Every other
+path under /api/ is answered by the URL conf's last route, named
+`UNKNOWN_API_PATH` (config/urls.py), so its 404 is JSON with `DEBUG` on too
+(Django's debug page bypasses `handler404`); that route matches any path,
+so this middleware asks whether a path names an endpoint with it set aside.
 
 `ContentSecurityPolicyMiddleware`: every response says, in
 `Content-Security-Policy`, that its page runs only scripts, styles and
@@ -40,7 +44,7 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import is_valid_path
+from django.urls import Resolver404, resolve
 from django.views.defaults import bad_request
 
 __all__ = [
@@ -48,7 +52,11 @@ __all__ = [
     "ContentSecurityPolicyMiddleware",
     "PrivateCacheMiddleware",
     "RefuseNulMiddleware",
+    "UNKNOWN_API_PATH",
 ]
+
+# The URL name of the catch-all route for paths under /api/ that name no endpoint.
+UNKNOWN_API_PATH = "api-unknown-path"
 
 _NUL = "\x00"
 _MESSAGE = "the URL contains a NUL character (%00), which no tenant ID or filter may hold"
@@ -117,11 +125,20 @@ class ApiSlashMiddleware(_Middleware):
         if not path.startswith("/api/") or path.endswith("/"):
             return None
         urlconf = getattr(request, "urlconf", None)
-        if is_valid_path(path, urlconf) or not is_valid_path(f"{path}/", urlconf):
-            # An endpoint without a slash, or no endpoint at all (handler404's JSON).
+        if _names_endpoint(path, urlconf) or not _names_endpoint(f"{path}/", urlconf):
+            # An endpoint without a slash, or no endpoint at all (the catch-all's JSON 404).
             return None
         detail = f"no endpoint at {request.path}; did you mean {request.path}/?"
         return JsonResponse({"detail": detail}, status=404)
+
+
+def _names_endpoint(path: str, urlconf: Any) -> bool:
+    """Whether `path` resolves to a view other than the catch-all for unknown API paths."""
+    try:
+        match = resolve(path, urlconf)
+    except Resolver404:
+        return False
+    return match.url_name != UNKNOWN_API_PATH
 
 
 class ContentSecurityPolicyMiddleware(_Middleware):

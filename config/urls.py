@@ -1,14 +1,20 @@
 """Top-level URL routing: admin, health, and the two apps' own URL files.
 
 Errors no view answered (an unknown path, an exception that escaped) are
-JSON under /api/ and the site's pages elsewhere.
+JSON under /api/ and the site's pages elsewhere. A path under /api/ that
+names no endpoint is answered by the last route, not by `handler404`: with
+`DEBUG` on (as under `make demo`) Django answers an unmatched path with its
+HTML debug page and never calls `handler404`, and an API client cannot read
+that as an error.
 """
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
+from api.middleware import UNKNOWN_API_PATH
 from api.rest.errors import api_bad_request, api_not_found, api_server_error
 
 __all__ = ["handler400", "handler404", "handler500", "urlpatterns"]
@@ -36,4 +42,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("api.urls")),
     path("", include("dashboard.urls")),
+    # Last: every path under /api/ no route above matched, for every method.
+    # CSRF-exempt so a signed-in browser's POST gets this 404, not a CSRF 403
+    # page: the answer changes nothing. ApiSlashMiddleware sets it aside when
+    # it asks whether a path names an endpoint.
+    re_path(r"^api/", csrf_exempt(api_not_found), name=UNKNOWN_API_PATH),
 ]

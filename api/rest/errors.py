@@ -182,7 +182,9 @@ def api_not_found(request: HttpRequest) -> JsonResponse:
     Django's own page is HTML, which an API client cannot read as an error.
     """
     return JsonResponse(
-        {"detail": f"no endpoint at {request.path}; the endpoints are in /api/v1/schema/"},
+        {
+            "detail": f"no endpoint at {request.path}; the endpoints are listed at /api/v1/ and in /api/v1/schema/"
+        },
         status=404,
     )
 

@@ -10,6 +10,7 @@ from drf_spectacular.views import (
 )
 
 from api.rest import views
+from api.rest.views.api_index import ApiIndexView
 from api.rest.views.base import FormatChecked, JsonErrors
 from api.rest.views.queue_requests import (
     QueueCancelView,
@@ -40,6 +41,7 @@ app_name = "api-v1"
 # API's JSON 400/404 rather than Django's HTML 404 (a tenant ID with "/" is
 # refused by tenant ID validation).
 urlpatterns = [
+    path("", ApiIndexView.as_view(), name="index"),
     path("tenants/", views.TenantListView.as_view(), name="tenant-list"),
     re_path(
         r"^tenants/(?P<tenant_id>[^/]+)/yaml/\Z",

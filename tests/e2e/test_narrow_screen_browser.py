@@ -170,7 +170,7 @@ def top_bar(page: Page) -> list[Locator]:
     nav = page.get_by_role("navigation", name="Main")
     links = [
         nav.get_by_role("link", name=name, exact=True)
-        for name in ("Inspector", "Tenants", "History", "Settings", "Simulate")
+        for name in ("Inspector", "Tenants", "History", "Settings", "Simulate", "API")
     ]
     return [*links, page.get_by_role("button", name="Log out")]
 

@@ -47,6 +47,7 @@ class TenantYamlView(ApiView):
 
     @extend_schema(
         operation_id="tenants_yaml_retrieve",
+        summary="Get a tenant's block as YAML",
         responses={200: TenantYamlSerializer, **errors(404)},
     )
     def get(self, request: Request, tenant_id: str) -> Response:
@@ -62,6 +63,7 @@ class TenantYamlView(ApiView):
 
     @extend_schema(
         operation_id="tenants_yaml_parse",
+        summary="Check a pasted YAML block",
         request=BlockParseRequestSerializer,
         description=(
             "Read a pasted block for this tenant (which need not exist). Syntax and "
@@ -122,6 +124,7 @@ class RevisionCompareView(ApiView):
 
     @extend_schema(
         operation_id="revisions_compare",
+        summary="Compare two revisions",
         parameters=[
             OpenApiParameter("from", _REVISION_ID, required=True, description="revision id"),
             OpenApiParameter("to", _REVISION_ID, required=True, description="revision id"),

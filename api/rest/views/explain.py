@@ -141,6 +141,7 @@ class ExplainView(ApiView):
 
     @extend_schema(
         operation_id="explain_create",
+        summary="Explain a request",
         request=ExplainRequestSerializer,
         responses={200: ExplainResponseSerializer, **errors(400, 413, 415)},
     )

@@ -270,6 +270,7 @@ class QueueRequestListView(ApiView):
 
     @extend_schema(
         operation_id="queue_requests_list",
+        summary="List queued and running requests",
         parameters=_LIST_PARAMETERS,
         responses={200: QueueRequestPageSerializer, **errors(400)},
     )
@@ -298,6 +299,7 @@ class QueueRequestDetailView(ApiView):
 
     @extend_schema(
         operation_id="queue_requests_retrieve",
+        summary="Get a queued or running request",
         parameters=[_param("replica", OpenApiTypes.STR, "scale-out: look on this replica only")],
         responses={200: QueueRequestDetailSerializer, **errors(400, 404, 503)},
     )
@@ -311,6 +313,7 @@ class QueueRequestCancelView(ApiView):
 
     @extend_schema(
         operation_id="queue_requests_cancel",
+        summary="Cancel a request",
         request=CancelOneSerializer,
         responses={200: QueueRequestDetailSerializer, **errors(400, 404, 409, 503)},
     )
@@ -350,6 +353,7 @@ class QueueCancelView(ApiView):
 
     @extend_schema(
         operation_id="queue_cancel",
+        summary="Cancel queued requests matching a filter",
         request=CancelByFilterSerializer,
         responses={200: CancelCountsSerializer, **errors(400)},
     )

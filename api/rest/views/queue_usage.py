@@ -53,6 +53,7 @@ class QueueUsageView(ApiView):
 
     @extend_schema(
         operation_id="queue_usage_retrieve",
+        summary="Querier time per tenant",
         parameters=[
             int_parameter(
                 "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT, description="rows"

@@ -97,6 +97,7 @@ class RevisionListView(ApiView):
 
     @extend_schema(
         operation_id="revisions_list",
+        summary="List revisions",
         parameters=[
             OpenApiParameter("kind", OpenApiTypes.STR, enum=list(ConfigRevision.Kind.values)),
             OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID, exactly"),
@@ -120,6 +121,7 @@ class RevisionDetailView(ApiView):
 
     @extend_schema(
         operation_id="revisions_retrieve",
+        summary="Get a revision",
         parameters=[REVISION_ID],
         responses={200: RevisionDetailSerializer, **errors(404)},
     )
@@ -143,6 +145,7 @@ class RevisionRollbackView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="revisions_rollback",
+        summary="Roll back a revision",
         parameters=[
             REVISION_ID,
             bool_parameter(

@@ -115,7 +115,9 @@ class TenantRuleStatsView(ApiView):
     """Hit counts of one tenant's rules over real traffic."""
 
     @extend_schema(
-        operation_id="tenants_rule_stats", responses={200: RuleStatsSerializer, **errors(400)}
+        operation_id="tenants_rule_stats",
+        summary="Rule hit statistics",
+        responses={200: RuleStatsSerializer, **errors(400)},
     )
     def get(self, request: Request, tenant_id: str) -> Response:
         return Response(rule_stats_of(tenant_id))
@@ -128,6 +130,7 @@ class TenantDryRunView(ApiView):
 
     @extend_schema(
         operation_id="tenants_dry_run",
+        summary="Dry-run a draft block on recent traffic",
         request=TenantConfigSerializer,
         responses={200: DryRunReportSerializer, **errors(400, 413, 415)},
     )

@@ -204,6 +204,7 @@ class RuntimeConfigView(JsonErrors, NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="runtime_config_retrieve",
+        summary="Export the Cortex runtime config",
         parameters=[CORTEX_VERSION, IF_NONE_MATCH],
         responses={
             304: OpenApiResponse(description="If-None-Match names the current version"),
@@ -234,6 +235,7 @@ class RuntimeConfigView(JsonErrors, NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="runtime_config_update",
+        summary="Import a Cortex runtime config",
         parameters=[
             OpenApiParameter("dry_run", OpenApiTypes.BOOL, description="plan only, write nothing"),
             IF_MATCH_SET,

@@ -328,6 +328,7 @@ class QueueView(ApiView):
 
     @extend_schema(
         operation_id="queue_retrieve",
+        summary="Show the queue's totals",
         parameters=[
             _SEARCH,
             _LIMIT,
@@ -352,6 +353,7 @@ class QueriersView(ApiView):
 
     @extend_schema(
         operation_id="queriers_retrieve",
+        summary="List queriers",
         parameters=[
             _SEARCH,
             _LIMIT,

@@ -38,6 +38,7 @@ class SettingsView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="settings_retrieve",
+        summary="Get the scheduler settings",
         parameters=[IF_NONE_MATCH],
         responses={
             200: SettingsSerializer,
@@ -55,6 +56,7 @@ class SettingsView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="settings_patch",
+        summary="Change scheduler settings",
         parameters=[IF_MATCH_REQUIRED],
         request=SettingsSerializer,
         responses={200: SettingsSerializer, **errors(400, 412, 413, 415, 428)},

@@ -97,6 +97,7 @@ class SimulateView(ApiView):
 
     @extend_schema(
         operation_id="simulate_create",
+        summary="Run a what-if simulation",
         request=SimulateRequestSerializer,
         responses={
             200: SimulateResponseSerializer,
@@ -158,6 +159,7 @@ class SimulateRunView(ApiView):
 
     @extend_schema(
         operation_id="simulate_run_retrieve",
+        summary="Get a simulation's progress",
         responses={200: SimulationRunSerializer, **errors(404)},
     )
     def get(self, request: Request, run_id: str) -> Response:
@@ -168,6 +170,7 @@ class SimulateRunView(ApiView):
 
     @extend_schema(
         operation_id="simulate_run_destroy",
+        summary="Cancel a simulation",
         responses={202: SimulationRunSerializer, **errors(404)},
     )
     def delete(self, request: Request, run_id: str) -> Response:
@@ -183,6 +186,7 @@ class RecordingView(ApiView):
 
     @extend_schema(
         operation_id="recording_retrieve",
+        summary="Get the recorded traffic",
         parameters=[
             int_parameter(
                 "window_seconds",

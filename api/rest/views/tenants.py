@@ -63,6 +63,7 @@ class TenantListView(ApiView):
 
     @extend_schema(
         operation_id="tenants_list",
+        summary="List tenants",
         parameters=[OpenApiParameter("search", OpenApiTypes.STR, description="ID substring")],
         responses={200: TenantListItemSerializer(many=True), **errors(400)},
     )
@@ -82,6 +83,7 @@ class TenantDetailView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="tenants_retrieve",
+        summary="Get a tenant",
         parameters=[IF_NONE_MATCH],
         responses={
             200: TenantConfigSerializer,
@@ -99,6 +101,7 @@ class TenantDetailView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="tenants_put",
+        summary="Create or replace a tenant",
         parameters=[IF_MATCH, IF_NONE_MATCH],
         request=TenantConfigSerializer,
         responses={
@@ -130,6 +133,7 @@ class TenantDetailView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="tenants_patch",
+        summary="Change a tenant (merge patch)",
         parameters=[IF_MATCH_REQUIRED],
         request={
             "application/json": TenantConfigSerializer,
@@ -153,6 +157,7 @@ class TenantDetailView(NamesConflicts, ApiView):
 
     @extend_schema(
         operation_id="tenants_destroy",
+        summary="Delete a tenant",
         parameters=[IF_MATCH_REQUIRED],
         responses={204: None, **errors(404, 412, 428)},
     )

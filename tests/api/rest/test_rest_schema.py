@@ -61,6 +61,7 @@ def test_the_schema_is_openapi_3_and_lists_every_endpoint(viewer_api):
     schema = yaml.safe_load(response.content)
     assert schema["openapi"].startswith("3.")
     assert set(schema["paths"]) == {
+        "/api/v1/",
         "/api/v1/tenants/",
         "/api/v1/tenants/{tenant_id}/",
         "/api/v1/tenants/{tenant_id}/yaml/",

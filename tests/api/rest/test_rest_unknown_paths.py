@@ -5,23 +5,60 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import RequestFactory
+from django.test import Client, RequestFactory
 
 from config import urls
 
 
-def test_a_path_under_the_api_that_names_no_endpoint_is_a_json_404(editor_api: Any) -> None:
-    for path in ("/api/v1/nope/", "/api/v1/tenants//"):
-        response = editor_api.get(path)
-        assert response.status_code == 404
-        assert response["Content-Type"] == "application/json"
-        assert response.json()["detail"].startswith(f"no endpoint at {path};")
-
-
-def test_an_unknown_page_outside_the_api_is_still_the_sites_404_page(client: Any) -> None:
-    response = client.get("/nope/")
+@pytest.mark.parametrize("debug", [False, True], ids=["debug_off", "debug_on"])
+@pytest.mark.parametrize("method", ["get", "head", "post", "put", "patch", "delete", "options"])
+@pytest.mark.parametrize("path", ["/api/v1/nope/", "/api/v1/tenants//", "/api/v1/nope", "/api/"])
+def test_a_path_under_the_api_that_names_no_endpoint_is_a_json_404(
+    editor_api: Any, settings: Any, method: str, path: str, debug: bool
+) -> None:
+    # With DEBUG on (as under `make demo`) Django answered with its HTML debug
+    # page, which never calls handler404.
+    settings.DEBUG = debug
+    response = getattr(editor_api, method)(path, {}, format="json", HTTP_ACCEPT="application/json")
     assert response.status_code == 404
-    assert response["Content-Type"].startswith("text/html")
+    assert response["Content-Type"] == "application/json"
+    if method != "head":
+        assert response.json() == {
+            "detail": f"no endpoint at {path}; the endpoints are listed at /api/v1/ and in /api/v1/schema/"
+        }
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["debug_off", "debug_on"])
+def test_a_signed_in_browsers_write_to_an_unknown_api_path_is_a_404_not_a_csrf_page(
+    settings: Any, debug: bool, django_user_model: Any
+) -> None:
+    settings.DEBUG = debug
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(django_user_model.objects.create_user("someone"))
+    response = browser.post("/api/v1/nope/", {"a": "1"})
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["debug_off", "debug_on"])
+def test_an_unknown_api_path_is_answered_before_authentication(
+    anon_api: Any, settings: Any, debug: bool
+) -> None:
+    settings.DEBUG = debug
+    response = anon_api.get("/api/v2/tenants/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["debug_off", "debug_on"])
+def test_an_unknown_page_outside_the_api_is_still_an_html_404(
+    client: Any, settings: Any, debug: bool
+) -> None:
+    settings.DEBUG = debug
+    for path in ("/nope/", "/apis/", "/xapi/v1/"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert response["Content-Type"].startswith("text/html")
 
 
 def test_an_error_that_escaped_a_view_under_the_api_is_a_json_500() -> None:
