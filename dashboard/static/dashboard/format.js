@@ -175,16 +175,6 @@ export function loadText(load) {
   return { busy: `${Math.round(load.busy * 100)}%`, cost, title: notes.join("; ") };
 }
 
-// The simulate page's spelling ("12 ms", "1.25 s"): its verdicts quote
-// scheduler_core.whatif's text, which spells them so. The inspector's
-// durations are formatWait's and formatTiming's.
-export function formatSeconds(seconds) {
-  if (seconds === null || seconds === undefined) return "–";
-  if (seconds < 0.001) return `${(seconds * 1e6).toFixed(0)} µs`;
-  if (seconds < 1) return `${(seconds * 1000).toFixed(seconds < 0.01 ? 1 : 0)} ms`;
-  return `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`;
-}
-
 export function nodeLabel(node) {
   if (node.kind === "others") return `others (${node.count} tenants): ${node.length} queued`;
   if (node.kind === "actor-others") return `others (${node.count} actors): ${node.length} queued`;
