@@ -6,8 +6,14 @@ version; a change of limits starts a fresh record, since rule indices then
 mean other rules) in one flat list of slots: total, default priority, one per
 rejection attribute, one per priority attribute (a priority rule's count is
 the sum of its attributes', since a request matches exactly one attribute).
-Each slot is counted since the record began and in one-minute buckets, of
-which the last 5 and 60 (the newest partial) make the 5m and 1h windows.
+Each slot is counted since the record began and, for each window (5m, 1h),
+in `STEPS_PER_WINDOW` steps of 1/60 of its span (5 s, 60 s), numbered from
+the moment the record began. A window counts the steps that began at most
+its span ago: so it never counts a hit older than its span, covers at least
+59/60 of it, and while the record is younger than the span it counts every
+hit, exactly as "since the version" does (steps of the wall clock's minutes
+left out the partial first minute of a young record, so "5m" read less than
+"since the version" after four minutes of counting).
 
 Lifetime totals (what the Prometheus counters export) are the current
 records plus everything folded from records that ended, so counters never
@@ -36,6 +42,7 @@ __all__ = [
     "WINDOWS",
     "MemberShare",
     "RuleCounts",
+    "STEPS_PER_WINDOW",
     "RuleStats",
     "limits_fingerprint",
     "member_share",
@@ -44,8 +51,10 @@ __all__ = [
 ]
 
 BUCKET_SECONDS = 60
-# Window name -> number of minute buckets it sums (the newest is partial).
+# Window name -> its span in minutes (of BUCKET_SECONDS).
 WINDOWS: tuple[tuple[str, int], ...] = (("5m", 5), ("1h", 60))
+# Each window is kept in this many steps: its edge is as fine as 1/60 of it.
+STEPS_PER_WINDOW = 60
 DEFAULT_LABEL = "default"
 _TOTAL, _DEFAULT = 0, 1
 
@@ -160,17 +169,39 @@ def member_share(org_id: str, member: str, parts: Mapping[str, TenantLimits]) ->
     return MemberShare(owner, slots)
 
 
+class _Steps:
+    """One window's counts of a record, by step since the record began."""
+
+    __slots__ = ("current", "index", "past", "span", "width")
+
+    def __init__(self, span: float) -> None:
+        self.span = span
+        self.width = span / STEPS_PER_WINDOW
+        self.index: int | None = None
+        self.current: list[int] = []  # the first record rolls a step in
+        self.past: deque[tuple[int, list[int]]] = deque()
+
+    def roll(self, index: int, size: int) -> None:
+        self.index = index
+        self.current = [0] * size
+        self.past.append((index, self.current))
+        # Step `index - STEPS_PER_WINDOW` began exactly one span before this
+        # one did: the oldest any read from now on can still count.
+        while self.past and self.past[0][0] < index - STEPS_PER_WINDOW:
+            self.past.popleft()
+
+    def summed(self, elapsed: float, size: int) -> list[int]:
+        """The counts of the steps that began at most `span` before `elapsed`."""
+        summed = [0] * size
+        for index, counts in self.past:
+            if index * self.width >= elapsed - self.span:
+                for slot, count in enumerate(counts):
+                    summed[slot] += count
+        return summed
+
+
 class _Record:
-    __slots__ = (
-        "begun",
-        "buckets",
-        "current",
-        "fingerprint",
-        "limits",
-        "minute",
-        "starts",
-        "version",
-    )
+    __slots__ = ("begun", "fingerprint", "limits", "starts", "steps", "version")
 
     def __init__(self, limits: TenantLimits, now: float) -> None:
         size, starts = slot_layout(limits)
@@ -179,9 +210,7 @@ class _Record:
         self.starts = starts
         self.version = [0] * size
         self.begun = now
-        self.minute: int | None = None
-        self.current: list[int] = []  # the first record rolls a bucket in
-        self.buckets: deque[tuple[int, list[int]]] = deque()
+        self.steps = [_Steps(minutes * BUCKET_SECONDS) for _, minutes in WINDOWS]
 
     def slot(self, verdict: Verdict) -> int:
         if verdict.rejected_by is not None:
@@ -189,14 +218,6 @@ class _Record:
         if verdict.rule_index is None or verdict.attribute_index is None:
             return _DEFAULT
         return self.starts[verdict.rule_index] + verdict.attribute_index
-
-    def roll(self, minute: int) -> None:
-        self.minute = minute
-        self.current = [0] * len(self.version)
-        self.buckets.append((minute, self.current))
-        oldest = minute - WINDOWS[-1][1]
-        while self.buckets and self.buckets[0][0] <= oldest:
-            self.buckets.popleft()
 
 
 class RuleStats:
@@ -213,9 +234,6 @@ class RuleStats:
         rec = self._records.get(tenant_id)
         if rec is None or (rec.limits is not limits and rec.limits != limits):
             rec = self._restart(tenant_id, limits)
-        minute = int(self._clock() // BUCKET_SECONDS)
-        if minute != rec.minute:
-            rec.roll(minute)
         # `_Record.slot`, inlined: this runs once per request.
         if verdict.rejected_by is not None:
             slot = 2 + verdict.rejected_by
@@ -223,13 +241,19 @@ class RuleStats:
             slot = _DEFAULT
         else:
             slot = rec.starts[verdict.rule_index] + verdict.attribute_index
-        current, version = rec.current, rec.version
+        version = rec.version
         if slot >= len(version):  # a verdict judged under other limits
             slot = _DEFAULT
-        current[_TOTAL] += 1
-        current[slot] += 1
         version[_TOTAL] += 1
         version[slot] += 1
+        elapsed = self._clock() - rec.begun
+        for steps in rec.steps:
+            index = int(elapsed // steps.width)
+            if index != steps.index:
+                steps.roll(index, len(version))
+            current = steps.current
+            current[_TOTAL] += 1
+            current[slot] += 1
 
     def applied(self, tenant_id: str, limits: TenantLimits) -> None:
         """The tenant's limits changed: its counts start again if they were kept
@@ -259,22 +283,23 @@ class RuleStats:
             self._retired_rejected[tenant_id] = self._retired_rejected.get(tenant_id, 0) + rejected
 
     def counts(self, tenant_id: str) -> RuleCounts | None:
-        """The tenant's counts for its current limits, or None if it had no request."""
+        """The tenant's counts for its current limits, or None if it had no request.
+
+        A window counts the hits of the steps that began at most its span
+        ago (see the module's docstring): all of them while `age` is at
+        most the span, so "5m", "1h" and "version" are equal then.
+        """
         rec = self._records.get(tenant_id)
         if rec is None:
             return None
-        now = self._clock()
-        minute = int(now // BUCKET_SECONDS)
-        windows: dict[str, list[int]] = {}
-        for name, size in WINDOWS:
-            summed = [0] * len(rec.version)
-            for bucket_minute, counts in rec.buckets:
-                if bucket_minute > minute - size:
-                    for slot, count in enumerate(counts):
-                        summed[slot] += count
-            windows[name] = summed
+        age = self._clock() - rec.begun
+        size = len(rec.version)
+        windows = {
+            name: steps.summed(age, size)
+            for (name, _), steps in zip(WINDOWS, rec.steps, strict=True)
+        }
         windows["version"] = list(rec.version)
-        return RuleCounts(rec.fingerprint, rec.limits, now - rec.begun, windows)
+        return RuleCounts(rec.fingerprint, rec.limits, age, windows)
 
     def tenants(self) -> list[str]:
         return sorted(self._records)

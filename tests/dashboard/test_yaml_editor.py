@@ -240,7 +240,7 @@ def test_the_first_save_shows_the_yaml_diff_and_saves_nothing(
     assert "max_queriers_per_tenant: <mark>3</mark>" in page
     assert "max_queriers_per_tenant: <mark>4</mark>" in page
     assert (
-        '1 field changes: <code title="max_queriers_per_tenant">max_queriers_per_tenant</code>'
+        '1 changed field: <code title="max_queriers_per_tenant">max_queriers_per_tenant</code>'
         in page
     )
     assert 'id="verdict-draft">5<' in page and 'id="verdict-saved">5<' in page

@@ -107,6 +107,7 @@ def test_a_young_configs_hit_counts_say_how_long_they_were_counted(
     # "since this version" read as an hour and as all a long-saved rule took.
     expect(page.locator('[data-hits="default"]')).to_have_text(
         re.compile(
-            r"^took 5m \d+ · 1h \d+ · since this version \d+ \(over the \d+ s counted so far\)$"
+            r"^took in the last 5 min: \d+ · last hour: \d+ · since this version: \d+ "
+            r"\(over the \d+ s counted so far\)$"
         )
     )

@@ -45,7 +45,7 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
         re.compile(r"^matched nothing in the \d+ s since this version, of 6 requests$")
     )
     expect(rule).to_have_class("hits")
-    expect(page.locator('[data-hits="default"]')).to_contain_text("1h 6")
+    expect(page.locator('[data-hits="default"]')).to_contain_text("last hour: 6")
 
     page.locator(f'[name="{REGEX}"]').fill("special")
     page.get_by_role("button", name="Test against recent traffic").click()
@@ -66,11 +66,13 @@ def test_an_edit_is_tested_on_recent_traffic_saved_and_its_rule_then_counts_live
 
     _save(page)
     page.goto("/tenants/hits/")
-    expect(rule).to_contain_text("since this version 0")
+    expect(rule).to_contain_text("since this version: 0")
     traffic.enqueue("hits", query="sum(rate(special_total[5m]))", count=3)
     # The new version's counts start from zero and rise as the queries arrive.
-    expect(rule).to_contain_text("matched 5m 3 · 1h 3 · since this version 3", timeout=10_000)
-    expect(page.locator('[data-hits="rule-0-attr-0"]')).to_contain_text("since this version 3")
+    expect(rule).to_contain_text(
+        "matched in the last 5 min: 3 · last hour: 3 · since this version: 3", timeout=10_000
+    )
+    expect(page.locator('[data-hits="rule-0-attr-0"]')).to_contain_text("since this version: 3")
 
 
 def test_a_rule_that_matched_nothing_is_flagged_once_five_minutes_were_counted(
@@ -96,7 +98,7 @@ def test_a_rule_that_matched_nothing_is_flagged_once_five_minutes_were_counted(
     expect(rule).to_have_text("matched nothing in the 10 min since this version, of 2 requests")
     expect(rule).to_have_class("hits idle")
     counted["seconds"] = 4000.0
-    expect(rule).to_have_text("matched nothing in 1 h of 2 requests", timeout=10_000)
+    expect(rule).to_have_text("matched nothing in the last hour, of 2 requests", timeout=10_000)
     expect(rule).to_have_class("hits idle")
     counted["seconds"] = 30.0
     expect(rule).to_have_text(
@@ -121,7 +123,7 @@ def test_the_dry_run_says_what_a_reservation_would_leave_the_lower_priorities(
         traffic.enqueue("spare", query="sum(rate(special_total[5m]))", count=4)
         traffic.enqueue("spare", query="up", count=2)
         page.goto("/tenants/spare/")
-        expect(page.locator('[data-hits="default"]')).to_contain_text("1h 6")
+        expect(page.locator('[data-hits="default"]')).to_contain_text("last hour: 6")
         page.locator(f'[name="{REGEX}"]').fill("special")
         page.locator(f'[name="{RESERVED}"]').fill("1")
         page.get_by_role("button", name="Test against recent traffic").click()

@@ -24,14 +24,18 @@ def test_the_hit_counts_list_federated_ids_and_measure_rules_against_what_they_j
     page.goto("/tenants/fed/")
     expect(page.locator('[data-hits="federated"]')).to_have_text(
         "Counted above, from federated org IDs naming fed: "
-        "boss|fed 5m 4 · 1h 4 · since this version 4 (judged by boss's priority rules); "
-        "fed|zz 5m 3 · 1h 3 · since this version 3 (judged by these priority rules)."
+        "boss|fed last 5 min: 4 · last hour: 4 · since this version: 4 "
+        "(judged by boss's priority rules); "
+        "fed|zz last 5 min: 3 · last hour: 3 · since this version: 3 "
+        "(judged by these priority rules)."
     )
     # Measured against the 5 requests fed's rules judged, not boss's 4 as well.
     expect(page.locator('[data-hits="rule-0"]')).to_have_text(
         re.compile(r"^matched nothing in the \d+ s since this version, of 5 requests$")
     )
-    expect(page.locator('[data-hits="default"]')).to_contain_text("took 5m 5 · 1h 5")
+    expect(page.locator('[data-hits="default"]')).to_contain_text(
+        "took in the last 5 min: 5 · last hour: 5"
+    )
 
     page.get_by_role("button", name="Test against recent traffic").click()
     expect(page.locator(".dry-run-federated-note")).to_be_visible()

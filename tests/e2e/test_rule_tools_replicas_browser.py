@@ -78,8 +78,8 @@ def test_partial_rule_counts_say_whose_are_missing_and_open_a_breakdown_by_repli
     page.goto("/tenants/acme/")
     default = page.locator('[data-hits="default"]')
     expect(default).to_have_text(
-        "took 5m 7 · 1h 70 · since this version 700 (over the 31 min counted so far); "
-        "not counted: web-3"
+        "took in the last 5 min: 7 · last hour: 70 · since this version: 700 "
+        "(over the 31 min counted so far); not counted: web-3"
     )
     expect(page.locator('[data-hits="rule-0"]')).to_have_text(
         "matched nothing in the 31 min since this version, of 70 requests; not counted: web-3"
@@ -130,7 +130,8 @@ def test_partial_rule_counts_say_whose_are_missing_and_open_a_breakdown_by_repli
     del scope["replicas_note"]
     expect(page.locator('[data-hits="replicas"]')).to_be_hidden(timeout=10_000)
     expect(default).to_have_text(
-        "took 5m 7 · 1h 70 · since this version 700 (over the 31 min counted so far)"
+        "took in the last 5 min: 7 · last hour: 70 · since this version: 700 "
+        "(over the 31 min counted so far)"
     )
     page.set_viewport_size({"width": 1280, "height": 900})
 
@@ -154,11 +155,13 @@ def _recent(others: list[str]) -> dict[str, Any]:
 def test_simulate_names_whose_recent_traffic_it_replayed_and_whose_it_lacks(page: Page) -> None:
     _run(page, _recent(["web-2", "web-3"]))
     expect(page.locator("#sim-workload-line")).to_have_text(
-        "recent 900 s: 50 requests, 4 queriers (16 workers), seed 1. Replica web-1's traffic "
+        "recent 15m (asked 15m; windows start at a whole minute): 50 requests, 4 queriers "
+        "(16 workers), seed 1. Replica web-1's traffic "
         "only: the traffic replicas web-2, web-3 received is not in it."
     )
     page.unroute("**/*")
     _run(page, _recent([]))
     expect(page.locator("#sim-workload-line")).to_have_text(
-        "recent 900 s: 50 requests, 4 queriers (16 workers), seed 1."
+        "recent 15m (asked 15m; windows start at a whole minute): 50 requests, 4 queriers "
+        "(16 workers), seed 1."
     )

@@ -52,17 +52,54 @@ def test_each_request_counts_once_for_its_attribute_its_rule_and_the_total() -> 
     assert counts.total() == {"5m": 5, "1h": 5, "version": 5}
 
 
-def test_the_windows_slide_by_whole_minutes() -> None:
+def test_with_under_five_minutes_counted_every_window_counts_every_hit() -> None:
+    # The record begins mid-minute of the wall clock: the partial first
+    # minute dropped out of "5m" when the windows were wall-clock minutes.
+    clock = Clock(1075.0)
+    stats = RuleStats(clock)
+    for second in range(0, 271, 3):  # 4.5 min of hits
+        clock.now = 1075.0 + second
+        stats.record("t", LIMITS, DEFAULT if second % 2 else RULE0_ATTR1)
+    counts = stats.counts("t")
+    assert counts is not None and counts.age == 270.0
+    total = counts.total()
+    assert total["5m"] == total["1h"] == total["version"] == 91
+    assert counts.default()["5m"] == counts.default()["version"] == 45
+
+
+def test_a_window_counts_the_steps_that_began_at_most_its_span_ago() -> None:
     clock = Clock(0.0)
     stats = RuleStats(clock)
-    stats.record("t", LIMITS, DEFAULT)  # minute 0
-    clock.now = 4 * 60 + 59.0  # minute 4: still within the last 5 buckets
-    assert stats.counts("t").default() == {"5m": 1, "1h": 1, "version": 1}  # type: ignore[union-attr]
-    clock.now = 5 * 60.0  # minute 5: minute 0 left the 5m window
-    assert stats.counts("t").default() == {"5m": 0, "1h": 1, "version": 1}  # type: ignore[union-attr]
-    clock.now = 60 * 60.0  # minute 60: left the hour too
+    stats.record("t", LIMITS, DEFAULT)  # 5m step 0: [0, 5)
+    clock.now = 4.0
+    stats.record("t", LIMITS, DEFAULT)  # still step 0
+    clock.now = 5.0
+    stats.record("t", LIMITS, RULE0_ATTR1)  # step 1: [5, 10)
+    clock.now = 300.0  # step 0 began exactly 5 min ago: still in
+    assert stats.counts("t").total() == {"5m": 3, "1h": 3, "version": 3}  # type: ignore[union-attr]
+    clock.now = 300.5  # step 0 began more than 5 min ago: both its hits are out
+    assert stats.counts("t").total() == {"5m": 1, "1h": 3, "version": 3}  # type: ignore[union-attr]
+    clock.now = 305.0
+    assert stats.counts("t").total()["5m"] == 1  # type: ignore[union-attr]
+    clock.now = 305.5
+    assert stats.counts("t").total()["5m"] == 0  # type: ignore[union-attr]
+
+
+def test_the_hour_keeps_minute_steps_from_when_counting_began() -> None:
+    clock = Clock(30.0)
+    stats = RuleStats(clock)
+    stats.record("t", LIMITS, DEFAULT)  # 1h step 0: [30, 90)
+    clock.now = 89.0
     stats.record("t", LIMITS, DEFAULT)
-    assert stats.counts("t").default() == {"5m": 1, "1h": 1, "version": 2}  # type: ignore[union-attr]
+    clock.now = 90.0
+    stats.record("t", LIMITS, DEFAULT)  # step 1
+    clock.now = 30.0 + 3600.0
+    assert stats.counts("t").total()["1h"] == 3  # type: ignore[union-attr]
+    clock.now = 30.0 + 3600.0 + 1.0
+    assert stats.counts("t").total() == {"5m": 0, "1h": 1, "version": 3}  # type: ignore[union-attr]
+    clock.now = 30.0 + 2 * 3600.0  # long after: a new hit rolls the old steps out
+    stats.record("t", LIMITS, DEFAULT)
+    assert stats.counts("t").total() == {"5m": 1, "1h": 1, "version": 4}  # type: ignore[union-attr]
 
 
 def test_a_new_config_version_starts_fresh_counts_but_the_counters_keep_growing() -> None:

@@ -156,14 +156,32 @@ if (place && place.path === location.pathname && !firstError) {
   if (focusLost()) focusTarget(place.action || "")?.focus();
 }
 
-// Leaving with unsaved edits asks first. A page the server rendered from a
-// post (an edit button, a refused save, the review) is itself an unsaved draft.
-let dirty = form.dataset.draft !== undefined;
-form.addEventListener("input", () => {
-  dirty = true;
+// Leaving with unsaved edits asks first: while the draft (the form's boxes,
+// or the YAML view's text) differs from what the page was loaded with. Read
+// from the fields, not from input events: the YAML editor takes a paste,
+// Enter, Backspace and undo itself, without one. A page the server rendered
+// from a post (an edit button, a refused save, the review) is itself an
+// unsaved draft. The change note and the explain box are not the draft.
+// Every submit (Save, an edit button, "Simulate this change", which posts
+// the draft to Simulate) and "Discard changes" leave on purpose.
+const NOT_DRAFT = new Set(["csrfmiddlewaretoken", "message", "action"]);
+function draftNow() {
+  const fields = [...new FormData(form)].filter(
+    ([name]) => !NOT_DRAFT.has(name) && !name.startsWith("explain_"),
+  );
+  return JSON.stringify(fields.map(([name, value]) => [name, String(value)]));
+}
+const loaded = draftNow();
+const posted = form.dataset.draft !== undefined;
+document.getElementById("discard")?.addEventListener("click", () => {
+  submitting = true;
 });
 window.addEventListener("beforeunload", (event) => {
-  if (dirty && !submitting) event.preventDefault();
+  if (!submitting && (posted || draftNow() !== loaded)) event.preventDefault();
+});
+// Back to this page from the browser's cache: the submit that left it is over.
+window.addEventListener("pageshow", (event) => {
+  if (event.persisted) submitting = false;
 });
 
 // "Delete tenant…" opens its dialog by the browser's own invoker command

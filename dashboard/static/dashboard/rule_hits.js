@@ -16,8 +16,14 @@ const POLL_MS = 3000;
 const form = document.getElementById("tenant-form");
 const number = new Intl.NumberFormat("en");
 
+// Each window said as a span ("5m 1,243" read as a duration). The REST
+// answer's window names stay as they are: only the words are the page's.
+const WINDOW_WORDS = { "5m": "last 5 min", "1h": "last hour", version: "since this version" };
+
 function counts(matched) {
-  return `5m ${number.format(matched["5m"])} · 1h ${number.format(matched["1h"])} · since this version ${number.format(matched.version)}`;
+  return Object.entries(WINDOW_WORDS)
+    .map(([name, words]) => `${words}: ${number.format(matched[name])}`)
+    .join(" · ");
 }
 
 const HOUR = 3600;
@@ -38,12 +44,12 @@ function show(key, matched, total, verb, counting, partial) {
   const none = total["1h"] > 0 && matched["1h"] === 0;
   const young = counting !== null && counting < HOUR;
   const settling = counting !== null && counting < SETTLED;
-  let text = `${verb} ${counts(matched)}`;
+  let text = `${verb} in the ${counts(matched)}`;
   // Young, the 1h and version counts cover only what was counted (since the
   // save, or since the server started): "since this version 20" of a rule
   // saved yesterday read as all it ever took.
   if (young) text += ` (over the ${span(counting)} counted so far)`;
-  if (none && !young) text = `${verb} nothing in 1 h of ${requests(total["1h"])}`;
+  if (none && !young) text = `${verb} nothing in the last hour, of ${requests(total["1h"])}`;
   else if (none) text = `${verb} nothing in the ${span(counting)} since this version, of ${requests(total["1h"])}`;
   setText(node, text + partial);
   setAttr(node, "class", none && !settling ? "hits idle" : "hits");
@@ -138,7 +144,7 @@ function replicaRows(tbody, stats, missing) {
   for (const r of stats.replicas) {
     const tr = document.createElement("tr");
     cell(tr, iso(r.replica), true);
-    for (const name of ["5m", "1h", "version"]) cell(tr, number.format(r.total[name]));
+    for (const name of Object.keys(WINDOW_WORDS)) cell(tr, number.format(r.total[name]));
     const counted = r.counting_seconds == null ? "unknown (an earlier release)" : span(r.counting_seconds);
     cell(tr, r.current ? counted : "on an earlier version: not in the sums");
     rows.push(tr);
@@ -163,7 +169,7 @@ function breakdown() {
   table.className = "compact";
   table.createCaption();
   const head = table.createTHead().insertRow();
-  for (const text of ["Replica", "5m", "1h", "since this version", "counted for"]) {
+  for (const text of ["Replica", ...Object.values(WINDOW_WORDS), "counted for"]) {
     const th = document.createElement("th");
     th.scope = "col";
     th.textContent = text;

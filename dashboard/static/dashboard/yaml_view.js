@@ -8,6 +8,10 @@
 // typed. Problems come from the server: those of the page load at once,
 // then the live check (/yaml-check/) after each pause in typing, each at
 // the line its field path names; Cortex limits not used here show as info.
+// The banners above follow the same answers: the "Not used here" notice
+// lists what the gutter marks, and the error summary, which counted the
+// draft the page was rendered with, counts the text as it stands (and goes
+// once it has no problem).
 //
 // A Save review (#review) describes one exact draft: any edit after it
 // removes it and its token, so the next Save shows a fresh diff; Escape
@@ -76,6 +80,43 @@ function listProblems(view, errors) {
   }
 }
 
+const plural = (n, one, many) => (n === 1 ? one : many);
+
+// The Cortex limits of the text the scheduler ignores, as the server words
+// them on the page it renders (_editor_notices.html).
+function showIgnored(ignored) {
+  const notice = document.getElementById("unused-limits");
+  if (!notice) return;
+  notice.hidden = ignored.length === 0;
+  if (!ignored.length) return;
+  const n = ignored.length;
+  const said = [
+    `the scheduler ignores ${n} Cortex limit${plural(n, "", "s")} of the pasted block, ` +
+      `so ${plural(n, "it is", "they are")} not saved: `,
+  ];
+  ignored.forEach((limit, i) => {
+    const name = document.createElement("code");
+    name.textContent = limit.name;
+    said.push(name, limit.line ? ` (line ${limit.line})` : "", i < n - 1 ? ", " : ".");
+  });
+  notice.querySelector("span").replaceChildren(...said);
+}
+
+// The summary said "Nothing was saved: 3 problems" of the draft the page
+// was rendered with; once the count of the text as it stands differs, it
+// says that count (no save was tried on this text), and goes at none.
+// The tenant ID's problems are not the check's to see: they stay counted.
+function summarise(errors) {
+  const summary = document.getElementById("error-summary");
+  if (!summary) return;
+  const n = errors + Number(summary.dataset.beside);
+  if (String(n) === summary.dataset.count) return; // as it says: left as worded
+  summary.dataset.count = String(n);
+  summary.hidden = n === 0;
+  summary.querySelector("strong").textContent = `This draft has ${n} problem${plural(n, "", "s")}.`;
+  summary.querySelector("span").textContent = `${plural(n, "It is", "Each is")} shown at its line.`;
+}
+
 function goTo(view, line) {
   const { from } = lineRange(view.state.doc, line);
   view.dispatch({ selection: { anchor: from }, scrollIntoView: true });
@@ -100,6 +141,8 @@ async function check(view) {
     return []; // the server is away: keep typing, Save will say
   }
   listProblems(view, answer.errors || []);
+  showIgnored(answer.ignored || []);
+  summarise((answer.errors || []).length);
   return toDiagnostics(view.state.doc, answer);
 }
 
