@@ -55,6 +55,9 @@ BUCKET_SECONDS = 60
 WINDOWS: tuple[tuple[str, int], ...] = (("5m", 5), ("1h", 60))
 # Each window is kept in this many steps: its edge is as fine as 1/60 of it.
 STEPS_PER_WINDOW = 60
+# The finest window's step (5 s); every window's step is a whole number of
+# them, so `record` divides the clock once and rolls only when it changes.
+_FINE_SECONDS = min(minutes for _, minutes in WINDOWS) * BUCKET_SECONDS / STEPS_PER_WINDOW
 DEFAULT_LABEL = "default"
 _TOTAL, _DEFAULT = 0, 1
 
@@ -172,11 +175,12 @@ def member_share(org_id: str, member: str, parts: Mapping[str, TenantLimits]) ->
 class _Steps:
     """One window's counts of a record, by step since the record began."""
 
-    __slots__ = ("current", "index", "past", "span", "width")
+    __slots__ = ("current", "fine", "index", "past", "span", "width")
 
     def __init__(self, span: float) -> None:
         self.span = span
         self.width = span / STEPS_PER_WINDOW
+        self.fine = round(self.width / _FINE_SECONDS)  # fine steps per step
         self.index: int | None = None
         self.current: list[int] = []  # the first record rolls a step in
         self.past: deque[tuple[int, list[int]]] = deque()
@@ -201,7 +205,7 @@ class _Steps:
 
 
 class _Record:
-    __slots__ = ("begun", "fingerprint", "limits", "starts", "steps", "version")
+    __slots__ = ("begun", "currents", "fine", "fingerprint", "limits", "starts", "steps", "version")
 
     def __init__(self, limits: TenantLimits, now: float) -> None:
         size, starts = slot_layout(limits)
@@ -211,6 +215,18 @@ class _Record:
         self.version = [0] * size
         self.begun = now
         self.steps = [_Steps(minutes * BUCKET_SECONDS) for _, minutes in WINDOWS]
+        self.fine: int | None = None  # the fine step the `currents` are of
+        self.currents: tuple[list[int], ...] = ()
+
+    def roll(self, fine: int) -> None:
+        """Fine step `fine` began: each window's step that changed with it is rolled in."""
+        self.fine = fine
+        size = len(self.version)
+        for steps in self.steps:
+            index = fine // steps.fine
+            if index != steps.index:
+                steps.roll(index, size)
+        self.currents = tuple(steps.current for steps in self.steps)
 
     def slot(self, verdict: Verdict) -> int:
         if verdict.rejected_by is not None:
@@ -246,12 +262,10 @@ class RuleStats:
             slot = _DEFAULT
         version[_TOTAL] += 1
         version[slot] += 1
-        elapsed = self._clock() - rec.begun
-        for steps in rec.steps:
-            index = int(elapsed // steps.width)
-            if index != steps.index:
-                steps.roll(index, len(version))
-            current = steps.current
+        fine = int((self._clock() - rec.begun) // _FINE_SECONDS)
+        if fine != rec.fine:
+            rec.roll(fine)
+        for current in rec.currents:
             current[_TOTAL] += 1
             current[slot] += 1
 
