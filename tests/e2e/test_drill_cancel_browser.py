@@ -24,6 +24,12 @@ from tests.e2e.drill_pages import (  # noqa: F401 - queue_acme is the fixture ac
 pytestmark = pytest.mark.usefixtures("acme_queued")
 
 
+def away_from_the_list(page: Page) -> None:
+    """Pointer and focus off the list, which then stops holding its rows (drill_list.js)."""
+    page.mouse.move(5, 5)
+    page.locator("#drill-search").focus()
+
+
 def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
     page: Page, traffic: Traffic
 ) -> None:
@@ -43,6 +49,9 @@ def test_cancelling_one_asks_first_then_it_vanishes_and_its_frontend_is_told(
     page.locator("#cancel-note").press("Enter")
     expect(dialog).to_be_hidden()
     expect(page.locator("#drill-message")).to_have_text(f"Cancelled {rid}.")
+    # The focus is back on its Cancel…, so the list holds: the row stays, saying it left.
+    expect(row.locator(".wait")).to_have_text("left the queue")
+    away_from_the_list(page)
     expect(page.locator("#drill-rows > li")).to_have_count(0)
     expect(treeitem(page, "runaway")).to_have_count(0)  # its queue emptied: the row goes
     failed = [r for r in traffic.replies if r.get("type") == "failed"]
@@ -134,6 +143,8 @@ def test_the_cancel_appears_on_the_history_page(page: Page, traffic: Traffic) ->
     page.locator("#drill-rows > li").first.get_by_role("button", name="Cancel…").click()
     page.locator("#cancel-note").fill("runaway join")
     page.locator("#cancel-confirm").click()
+    expect(page.locator("#drill-message")).to_contain_text("Cancelled")
+    away_from_the_list(page)
     expect(page.locator("#drill-rows > li")).to_have_count(0)
     traffic.enqueue("filtered", "up", count=2)
     open_drill(page, "filtered")

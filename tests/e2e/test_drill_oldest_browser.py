@@ -81,6 +81,10 @@ def test_the_oldest_mark_follows_the_queue_to_the_next_oldest_or_none(
     expect(marked.locator(".meta")).to_contain_text(re.compile(r"· id 1 ·"))
     marked.get_by_role("button", name="Cancel…").click()
     page.locator("#cancel-confirm").click()
+    expect(page.locator("#drill-message")).to_contain_text("Cancelled")
+    # Pointer and focus off the list, which then stops holding the cancelled row.
+    page.mouse.move(5, 5)
+    page.locator("#drill-search").focus()
     expect(rows).to_have_count(4)
     expect(marked.locator(".meta")).to_contain_text(re.compile(r"· id 2 ·"))
     running = page.locator("#drill-rows > li.running")

@@ -211,6 +211,9 @@ export class DrillPanel {
       this.client.setDrill(null);
       return;
     }
+    // Other rows are asked for: the next frame is drawn unheld, or the old
+    // rows would stay under a resting pointer as if they answered the boxes.
+    this.rowList.hold.releaseNext();
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
     if (this.node) setText(this.$("drill-title"), title(this.filter()));
@@ -279,7 +282,17 @@ export class DrillPanel {
     this.$("drill-capped").hidden = !more || this.limit < MAX;
     this.$("drill-empty").hidden = order.length > 0;
     this.render();
+    // A frame asked before the boxes last changed does not answer them: the
+    // one that does comes unheld too (send() released only the next frame).
+    if (!this.answersBoxes(section)) this.rowList.hold.releaseNext();
     this.revealRows();
+  }
+
+  // Whether the frame lists what the text boxes and the state ask for now.
+  answersBoxes(section) {
+    const listed = section.filter || {};
+    const asked = this.filter();
+    return ["search", "regex", "actor", "state"].every((k) => (listed[k] || "") === (asked[k] || ""));
   }
 
   // A frame already on its way when the panel moved to another node lists
@@ -323,7 +336,11 @@ export class DrillPanel {
     const li = e.target.closest(".drill-row");
     if (!li) return;
     const row = this.rows.get(li.dataset.key);
-    if (!row) return;
+    if (!row) {
+      // A held list keeps a row whose request left (drill_list.js): its buttons say why they do nothing.
+      if (li.classList.contains("left") && e.target.closest("button")) this.say("That request has left the queue.", "info");
+      return;
+    }
     if (e.target.closest(".cancel-one")) { if (this.cancels) this.cancels.askOne(row); return; }
     if (e.target.closest(".explain-one")) { this.explains.open(row); return; }
     if (!e.target.closest(".expand")) return;

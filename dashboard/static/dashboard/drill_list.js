@@ -24,9 +24,20 @@
 // its own show the row before the page's thread has rewritten it, and takes
 // them out of the accessibility tree, so a screen reader never reads an old
 // wait or place. The row's query and buttons, which do not change, stay.
+//
+// Requests leave and arrive several times a second, and the rows shifted
+// under a resting pointer: a "Cancel…" aimed at one request landed on
+// another. While the pointer is over the list or the focus is in it, the
+// list holds (tree_hold.js's `Hold`, as the queue tree does): its rows stay
+// in their places, a row whose request left stays where it was, greyed and
+// saying so, new rows join only below the rows in use, and the list
+// catches up the moment both pointer and focus have left.
 
-import { placeChildren, splitKeyed } from "./dom.js";
+import { placeChildren, setText, splitKeyed } from "./dom.js";
 import { createRow, updateRow, updateWait } from "./drill_rows.js";
+import { EXTRA_ROWS, Hold } from "./tree_hold.js";
+
+const LEFT = "left the queue";
 
 // A row's <li> takes the focus from script only, and only until it loses it.
 export function focusRow(li) {
@@ -42,6 +53,19 @@ function markStale(li) {
   li.classList.add("stale");
 }
 
+// A held row whose request left the queue (`left`), or one back in the frame:
+// greyed and its buttons marked unavailable (not disabled: a focused button
+// disabled would drop the focus, and with it the hold, under the operator).
+function markLeft(li, left) {
+  if (Boolean(li._left) === left) return;
+  li._left = left;
+  li.classList.toggle("left", left);
+  for (const b of li.querySelectorAll(".acts button")) {
+    if (left) b.setAttribute("aria-disabled", "true");
+    else b.removeAttribute("aria-disabled");
+  }
+}
+
 export class DrillList {
   // `list`: the <ol>; `editor`: rows get a Cancel… button; `fallback`: what
   // takes the focus when the row that had it left and no row is left.
@@ -52,7 +76,9 @@ export class DrillList {
     // What the rows were last drawn with: updateRow's view, its `open` and
     // `text` as the panel's set of opened keys and map of fetched texts.
     this.view = null;
+    this.live = []; // the last frame's rows, listed again when a hold ends
     this.near = new Set(); // the <li>s in or near the view
+    this.hold = new Hold(list, () => this.render(this.live, this.view), { item: ".drill-row" });
     this.observer = new IntersectionObserver((entries) => this.seen(entries), { root: list, rootMargin: "100% 0px" });
     list.addEventListener("scroll", () => this.catchUp(), { passive: true });
   }
@@ -67,16 +93,20 @@ export class DrillList {
   // whole wherever it lands (its height is right from the start), a kept one
   // only in or near the view; each knows its row and place for later.
   render(rows, view) {
+    this.live = rows;
     const place = this.focusPlace();
+    const focused = this.list.contains(document.activeElement);
     this.view = view;
-    const keys = new Set(rows.map((r) => r.key));
+    this.hold.begin(focused);
+    const shown = this.hold.on ? this.held(rows) : rows.map((row, i) => ({ row, place: i, left: false }));
+    const keys = new Set(shown.map(({ row }) => row.key));
     const { kept, stale } = splitKeyed(this.list, keys, (li) => li.dataset.key);
     for (const li of stale) {
       this.observer.unobserve(li);
       this.near.delete(li);
       li.remove();
     }
-    const wanted = rows.map((row, i) => {
+    const wanted = shown.map(({ row, place: i, left }) => {
       let li = kept.get(row.key);
       const fresh = !li;
       if (fresh) {
@@ -85,18 +115,46 @@ export class DrillList {
       }
       li._row = row;
       li._place = i;
+      markLeft(li, left);
       if (fresh || this.near.has(li)) this.draw(li);
       else markStale(li);
       return li;
     });
     placeChildren(this.list, wanted);
     if (place) this.keepFocus(place);
+    if (this.hold.on || this.hold.since !== null) this.hold.end(focused);
+  }
+
+  // The rows a held list shows: its rows in their places, each with its
+  // request as this frame has it (its place in the queue now), one whose
+  // request is not in the frame kept as having left; the frame's new rows
+  // after them, where that moves no row in use (EXTRA_ROWS bounds how many).
+  held(rows) {
+    const live = new Map(rows.map((row, i) => [row.key, i]));
+    const shown = [];
+    for (let li = this.list.firstElementChild; li; li = li.nextElementSibling) {
+      const i = live.get(li.dataset.key);
+      if (i !== undefined) shown.push({ row: rows[i], place: i, left: false });
+      else if (li._row) shown.push({ row: li._row, place: -1, left: true });
+    }
+    const held = new Set(shown.map(({ row }) => row.key));
+    const fresh = [];
+    rows.forEach((row, i) => { if (!held.has(row.key)) fresh.push({ row, place: i, left: false }); });
+    const room = this.hold.joinsBelow(this.list, null) ? Math.max(0, rows.length + EXTRA_ROWS - shown.length) : 0;
+    shown.push(...fresh.slice(0, room));
+    this.hold.differs = shown.length !== rows.length || shown.some(({ place }, at) => place !== at);
+    return shown;
   }
 
   draw(li) {
     const { open, texts, ...view } = this.view;
     const { key } = li._row;
     updateRow(li, li._row, li._place, { ...view, open: open.has(key), text: texts.get(key) });
+    // Its last facts stay readable; its place and wait are said to be over.
+    if (li._left) {
+      setText(li._cells.pos, "–");
+      setText(li._cells.wait, LEFT);
+    }
     if (li._stale) {
       li._stale = false;
       li.classList.remove("stale");
@@ -108,7 +166,7 @@ export class DrillList {
   tick(now) {
     if (!this.view) return;
     this.view.now = now;
-    for (const li of this.near) updateWait(li, li._row, now);
+    for (const li of this.near) if (!li._left) updateWait(li, li._row, now);
   }
 
   seen(entries) {

@@ -1,22 +1,26 @@
-// The queue tree's hold (dashboard/tree.js): while the pointer is over the
-// tree, or a row or its button has the focus, the rows stay where they are.
-// Live frames reorder tenants by depth and drop emptied ones several times a
-// second, which moved the row an operator aimed at from under the pointer
-// (Pause was the only way to click one). Figures stay live during a hold;
-// only the rows and their order are kept, and the tree catches up with the
-// last frame the moment both pointer and focus have left.
+// Holding rows still under the pointer. Live frames reorder the queue
+// tree's tenants by depth and drop emptied ones, and the drill-down's
+// requests leave and arrive, several times a second: the row an operator
+// aimed at moved from under the pointer (Pause was the only way to click
+// one, and a "Cancel…" could land on another request). While the pointer is
+// over such a list, or a row or its button has the focus, its rows stay
+// where they are. Figures stay live during a hold; only the rows and their
+// order are kept, and the list catches up with the last frame the moment
+// both pointer and focus have left. `Hold` is that mechanism; `TreeHold`
+// (dashboard/tree.js) and the drill-down's list (drill_list.js) say which
+// rows a held frame shows.
 
 import { setText } from "./dom.js";
 
 export const keyOf = (li) => (li._key === undefined ? li.dataset.key : li._key);
 const isOthers = (node) => node.kind === "others" || node.kind === "actor-others";
-// A hold this long, whose order differs from the live one, is said so under
-// the tree's column heads: a quick aim and click shows nothing.
+// A hold this long, whose order differs from the live one, is said so (the
+// root's `data-hold-hint` names where): a quick aim and click shows nothing.
 const HINT_AFTER_MS = 2000;
 // A held group shows at most this many rows more than its frame has: beyond
 // them, emptied rows are kept and new ones wait for the catch-up, so a long
-// hold over a busy cluster cannot grow the tree without bound.
-const EXTRA_ROWS = 50;
+// hold over a busy cluster cannot grow the list without bound.
+export const EXTRA_ROWS = 50;
 const HINTS = {
   pointer: "order held while the pointer is here",
   focus: "order held while a row has the focus",
@@ -27,11 +31,13 @@ export const GONE = {
   left: "not on this page now (emptied, or counted in others): kept in place while the order is held",
 };
 
-export class TreeHold {
-  // `catchUp` draws the last frame again, unheld.
-  constructor(root, catchUp) {
+export class Hold {
+  // `root`: the list; `catchUp` draws the last frame again, unheld; `item`:
+  // the selector of its rows; `hints`: the words of the hint, by what holds.
+  constructor(root, catchUp, { item, hints = HINTS }) {
     this.root = root;
-    this.pointerRow = undefined; // the row under a mouse or pen; undefined: not over the tree
+    this.hints = hints;
+    this.pointerRow = undefined; // the row under a mouse or pen; null: over no row; undefined: not over the list
     this.on = false;
     this.since = null; // when the hold began; null while there is none
     this.differs = false; // whether the rows shown are not the frame's, in its order
@@ -41,9 +47,9 @@ export class TreeHold {
       if (this.pointerRow === undefined && this.since !== null) catchUp();
     };
     // A touch has no hover, and its pointer leaves before the tap's click:
-    // a tapped row takes the focus, which holds the tree.
+    // a tapped row takes the focus, which holds the list.
     root.addEventListener("pointerover", (e) => {
-      if (e.pointerType !== "touch") this.pointerRow = e.target.closest('[role="treeitem"]');
+      if (e.pointerType !== "touch") this.pointerRow = e.target.closest(item);
     });
     root.addEventListener("pointerleave", (e) => {
       if (e.pointerType === "touch") return;
@@ -55,7 +61,7 @@ export class TreeHold {
     });
   }
 
-  // Before a frame is drawn: `focused`, whether the focus is in the tree.
+  // Before a frame is drawn: `focused`, whether the focus is in the list.
   begin(focused) {
     this.on = !this.skip && (focused || this.pointerRow !== undefined);
     this.skip = false;
@@ -67,6 +73,40 @@ export class TreeHold {
   // pointer until it moved.
   releaseNext() {
     this.skip = true;
+  }
+
+  // Whether rows inserted at the end of `container` (before `tail`) land
+  // below every row under the pointer or with the focus.
+  joinsBelow(container, tail) {
+    if (!container.isConnected) return true; // a new row's group: the row joined below
+    const active = document.activeElement;
+    const anchors = [this.pointerRow, this.root.contains(active) ? active : undefined];
+    return anchors.every((at) => {
+      if (at === undefined) return true;
+      // Over the list but on no row (or on one a collapse took out): nothing may move.
+      if (at === null || !at.isConnected) return false;
+      const after = (node) => Boolean(at.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING);
+      return tail ? at !== tail && after(tail) : container.contains(at) || after(container);
+    });
+  }
+
+  // After a frame is drawn: the hint, once a hold has kept a stale order a while.
+  end(focused) {
+    const now = performance.now();
+    if (!this.on) this.since = null;
+    else if (this.since === null) this.since = now;
+    if (!this.hint) return;
+    const shown = !this.hint.hidden;
+    const show = this.on && (shown || (this.differs && now - this.since >= HINT_AFTER_MS));
+    setText(this.hint, show ? this.hints[this.pointerRow !== undefined || !focused ? "pointer" : "focus"] : "");
+    if (shown !== show) this.hint.hidden = !show;
+  }
+}
+
+export class TreeHold extends Hold {
+  // The queue tree's rows (tree.js); `catchUp` draws the last frame again, unheld.
+  constructor(root, catchUp) {
+    super(root, catchUp, { item: '[role="treeitem"]' });
   }
 
   // The nodes a held group shows: its rows in their order, with the frame's
@@ -97,33 +137,6 @@ export class TreeHold {
       this.differs = shown.length !== nodes.length || order.some((i, at) => i !== at);
     }
     return shown;
-  }
-
-  // Whether rows inserted at the end of `container` (before `tail`) land
-  // below every row under the pointer or with the focus.
-  joinsBelow(container, tail) {
-    if (!container.isConnected) return true; // a new row's group: the row joined below
-    const active = document.activeElement;
-    const anchors = [this.pointerRow, this.root.contains(active) ? active : undefined];
-    return anchors.every((at) => {
-      if (at === undefined) return true;
-      // Over the tree but on no row (or on one a collapse took out): nothing may move.
-      if (at === null || !at.isConnected) return false;
-      const after = (node) => Boolean(at.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING);
-      return tail ? at !== tail && after(tail) : container.contains(at) || after(container);
-    });
-  }
-
-  // After a frame is drawn: the hint, once a hold has kept a stale order a while.
-  end(focused) {
-    const now = performance.now();
-    if (!this.on) this.since = null;
-    else if (this.since === null) this.since = now;
-    if (!this.hint) return;
-    const shown = !this.hint.hidden;
-    const show = this.on && (shown || (this.differs && now - this.since >= HINT_AFTER_MS));
-    setText(this.hint, show ? HINTS[this.pointerRow !== undefined || !focused ? "pointer" : "focus"] : "");
-    if (shown !== show) this.hint.hidden = !show;
   }
 }
 
