@@ -116,6 +116,37 @@ def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -
     page.locator('.projection input[value="tenant-first"]').check()
 
 
+DONE_2 = "Cancelled 2 requests: those queued when you confirmed."
+
+
+# Another operator's cancel by filter, through the API with this page's session.
+CANCEL_ELSEWHERE = """async (body) => {
+  const csrf = document.cookie.match(/csrftoken=([^;]+)/)[1];
+  const r = await fetch('/api/v1/queue/cancel/', {method: 'POST', credentials: 'same-origin',
+    headers: {'Content-Type': 'application/json', 'X-CSRFToken': csrf},
+    body: JSON.stringify(body)});
+  return (await r.json()).cancelled;
+}"""
+
+
+def test_the_count_a_cancel_by_filter_asks_about_follows_the_queue_while_it_asks(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("live", "up", count=4)
+    traffic.enqueue("live", "kept", count=2)
+    open_drill(page, "live")
+    expect(page.locator("#drill-rows > li")).to_have_count(6)
+    page.get_by_role("button", name="Cancel matching…").click()
+    title = page.locator("#cancel-title")
+    expect(title).to_have_text("Cancel 6 queued requests?")
+    # Four leave while the dialog asks: the question follows, so Cancel is
+    # not pressed on a count the queue no longer has.
+    assert page.evaluate(CANCEL_ELSEWHERE, {"tenant": "live", "search": "up"}) == 4
+    expect(title).to_have_text("Cancel 2 queued requests?", timeout=5_000)
+    page.get_by_role("button", name="Cancel them").click()
+    expect(page.locator("#drill-message")).to_have_text(DONE_2)
+
+
 def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
     page: Page, traffic: Traffic
 ) -> None:
@@ -129,10 +160,10 @@ def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(
     expect(dialog).to_be_hidden()
     expect(page.locator("#drill-rows > li")).to_have_count(0)
     done = page.locator("#drill-message")
-    expect(done).to_have_text("Cancelled 2 requests.")
+    expect(done).to_have_text(DONE_2)
     expect(done).to_have_class(re.compile(r"\bmsg-success\b"))
     page.wait_for_timeout(1500)  # several live updates later
-    expect(done).to_have_text("Cancelled 2 requests.")
+    expect(done).to_have_text(DONE_2)
     page.locator("#drill-close").click()
 
 
@@ -151,7 +182,7 @@ def test_the_cancel_appears_on_the_history_page(page: Page, traffic: Traffic) ->
     expect(page.locator("#drill-rows > li")).to_have_count(2)
     page.get_by_role("button", name="Cancel matching…").click()
     page.get_by_role("button", name="Cancel them").click()
-    expect(page.locator("#drill-message")).to_have_text("Cancelled 2 requests.")
+    expect(page.locator("#drill-message")).to_have_text(DONE_2)
     page.goto("/history/")
     cancels = page.locator("#operator-cancels")
     expect(cancels).to_contain_text("Cancelled request")

@@ -146,3 +146,54 @@ def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: 
         "Any of the 5 queriers may serve t. Reserved: qa takes only its priority 9 and above,"
         " so its requests below priority 9 wait for the other 4 queriers.",
     ]
+
+
+def test_a_request_gone_before_its_detail_came_shows_what_its_line_said(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("gone", "up")
+    page.goto("/")
+    # Enough workers to take what earlier tests left queued as well.
+    querier = traffic.querier("q-gone", workers=32, latency=lambda _: 30.0)
+    try:
+        busy = page.locator('[data-querier="q-gone"] .w-busy[data-request]')
+        busy = busy.filter(has_text="· gone /")
+        expect(busy).to_have_count(1)
+        # The request finishes before its detail is asked: answered as the
+        # server answers an id no replica holds.
+        detail = re.compile(r"/api/v1/queue/requests/[^/?]+/")
+        page.route(detail, lambda route: route.fulfill(status=404, json={"detail": "gone"}))
+        line = busy.text_content() or ""
+        busy.click()
+        expect(page.locator("#request-dialog")).to_be_visible()
+        expect(page.locator("#request-gone")).to_be_visible()
+        facts = page.locator("#request-facts")
+        expect(facts.locator("dt")).to_have_text(["When opened"])
+        expect(facts.locator("dd")).to_have_text(f"q-gone {line}")
+        page.get_by_role("button", name="Close", exact=True).click()
+        page.unroute(detail)
+    finally:
+        traffic.close(querier)
+
+
+def test_the_busy_workers_are_one_tab_stop_and_arrow_keys_move_among_them(
+    page: Page, traffic: Traffic
+) -> None:
+    traffic.enqueue("keys", "up", count=MIN_WORKERS)
+    page.goto("/")
+    querier = traffic.querier("q-keys", workers=MIN_WORKERS, latency=lambda _: 30.0)
+    try:
+        busy_here = page.locator('[data-querier="q-keys"] .w-busy[data-request]')
+        expect(busy_here).to_have_count(MIN_WORKERS)
+        busy = page.locator("#queriers .w-busy[data-request]")
+        tab_stops = page.locator('#queriers .w-busy[data-request][tabindex="0"]')
+        expect(tab_stops).to_have_count(1)
+        busy.first.focus()
+        page.keyboard.press("ArrowDown")
+        expect(busy.nth(1)).to_be_focused()
+        expect(tab_stops).to_have_count(1)
+        expect(busy.nth(1)).to_have_attribute("tabindex", "0")
+        page.keyboard.press("ArrowUp")
+        expect(busy.first).to_be_focused()
+    finally:
+        traffic.close(querier)

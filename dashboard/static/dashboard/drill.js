@@ -366,5 +366,5 @@ export class DrillPanel {
   apiBase() { return document.getElementById("inspector").dataset.api; }
 
   // The request dialog on `id` (the inspector opens it from a busy worker).
-  showRequest(id) { return this.request.show(id); }
+  showRequest(id, known = "") { return this.request.show(id, false, known); }
 }

@@ -1,7 +1,10 @@
 // Cancelling from the drill-down (editors only): one request, from its row
 // or its detail dialog, or every queued request matching the panel's
 // filter, through the REST API. Both ask first in the cancel dialog; a
-// cancel by filter shows the count a dry run found.
+// cancel by filter shows the count a dry run finds, counted again every
+// second while the dialog is open: a cancel by filter takes what matches
+// when it is confirmed, and a count taken once said "53" of a queue that
+// held 49 by the click (QA: "Cancel 53?", then "Cancelled 49").
 
 import { setText } from "./dom.js";
 import { FIELD_NAMES, describe, narrowing } from "./drill_text.js";
@@ -20,6 +23,8 @@ export class DrillCancels {
     // click does: the form's own "dialog" submission would close the dialog
     // and drop the cancel without a word.
     this.$("cancel-form").addEventListener("submit", (e) => { e.preventDefault(); this.confirm(); });
+    this.$("cancel-dialog").addEventListener("close", () => this.stopCounting());
+    this.counting = null;
   }
 
   // The panel's filter changed: a running-only list has nothing a cancel by
@@ -68,13 +73,36 @@ export class DrillCancels {
       this.panel.say(`Nothing to cancel: no request of ${scope} is queued now.`, "info");
       return;
     }
-    this.pending = { kind: "filter", filter };
-    this.buttons("Cancel them", "Keep them");
     // Listed with the queued ones, running requests stay: say so beside the count.
     const running = this.panel.filter().state ? "" : " Running requests are not cancelled by filter.";
-    setText(this.$("cancel-title"), `Cancel ${preview.body.matched} queued request${preview.body.matched === 1 ? "" : "s"}?`);
-    setText(this.$("cancel-text"), `Every queued request of ${scope}: ${preview.body.matched} now. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${running}`);
+    const pending = { kind: "filter", filter, scope, running };
+    this.pending = pending;
+    this.buttons("Cancel them", "Keep them");
+    this.showCount(pending, preview.body.matched);
     this.openDialog();
+    this.counting = setInterval(() => this.recount(pending), 1000);
+  }
+
+  showCount(pending, matched) {
+    const plural = matched === 1 ? "" : "s";
+    setText(this.$("cancel-title"), matched ? `Cancel ${matched} queued request${plural}?` : "Nothing is queued to cancel now");
+    setText(this.$("cancel-text"), matched
+      ? `Every queued request of ${pending.scope}: ${matched} now, counted each second; Cancel takes those queued when you press it. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${pending.running}`
+      : `No request of ${pending.scope} is queued now; the count is taken again each second.`);
+    this.$("cancel-confirm").disabled = !matched;
+  }
+
+  async recount(pending) {
+    const preview = await this.post("cancel/", { ...pending.filter, dry_run: true });
+    // A count answered after the dialog closed or confirmed says nothing.
+    if (this.pending !== pending || !preview.ok) return;
+    this.showCount(pending, preview.body.matched);
+  }
+
+  stopCounting() {
+    clearInterval(this.counting);
+    this.counting = null;
+    this.$("cancel-confirm").disabled = false;
   }
 
   openDialog() {
@@ -87,12 +115,14 @@ export class DrillCancels {
     const pending = this.pending;
     if (!pending) return;
     this.pending = null; // a second Enter while the first is answered cancels nothing more
+    clearInterval(this.counting);
     const note = this.$("cancel-note").value.trim();
     const result = pending.kind === "one"
       ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
       : await this.post("cancel/", { ...pending.filter, note });
     if (!result.ok) {
       this.pending = pending; // still asked: the dialog stays open with the reason
+      if (pending.kind === "filter") this.counting = setInterval(() => this.recount(pending), 1000);
       this.$("cancel-error").hidden = false;
       setText(this.$("cancel-error"), result.error);
       return;
@@ -100,7 +130,7 @@ export class DrillCancels {
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
-    const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}.`;
+    const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}: those queued when you confirmed.`;
     this.panel.say(text, "success");
   }
 

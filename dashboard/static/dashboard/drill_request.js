@@ -16,13 +16,23 @@ export class RequestDialog {
     this.dialog = this.$("request-dialog");
     this.shown = null; // the detail shown: what the dialog's cancel cancels
     this.shownId = null;
+    // What is known of the shown request if its detail is gone: the facts
+    // last shown, or the line it was opened from. Demo requests finish in
+    // well under a second, so a dialog that showed only "has left the
+    // queue" was empty six times in six (QA).
+    this.lastFacts = [];
     this.timer = null;
     this.$("request-close").addEventListener("click", () => this.dialog.close());
   }
 
-  async show(id, following = false) {
+  // `known`: what the line it was opened from said of it ("team-b /
+  // ingester / p3 · q-1 #2, running 1.2s"), shown if its detail is gone.
+  async show(id, following = false, known = "") {
     const { dialog } = this;
-    if (!following) this.shownId = id;
+    if (!following) {
+      this.shownId = id;
+      this.lastFacts = known ? [["When opened", known]] : [];
+    }
     const detail = await this.panel.fetchRequest(id);
     // A follow-up answered after the dialog closed (or turned to another
     // request) must not open it again.
@@ -35,14 +45,13 @@ export class RequestDialog {
     this.$("request-query").hidden = detail === null;
     const cancel = this.$("request-cancel");
     if (cancel) cancel.hidden = detail === null;
-    if (detail) {
-      for (const [k, v] of requestFacts(detail)) {
-        const dt = document.createElement("dt"); dt.textContent = k;
-        const dd = document.createElement("dd"); dd.textContent = v;
-        facts.append(dt, dd);
-      }
-      showText(this.$("request-query"), detail.query, "ltr");
+    if (detail) this.lastFacts = requestFacts(detail);
+    for (const [k, v] of this.lastFacts) {
+      const dt = document.createElement("dt"); dt.textContent = k;
+      const dd = document.createElement("dd"); dd.textContent = v;
+      facts.append(dt, dd);
     }
+    if (detail) showText(this.$("request-query"), detail.query, "ltr");
     if (!dialog.open) dialog.showModal();
     this.follow(id, detail);
   }

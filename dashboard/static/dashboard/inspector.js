@@ -9,7 +9,7 @@ import { DrillPanel } from "./drill.js";
 import { returnToDrill } from "./drill_explain.js";
 import { byId, setProp, setText } from "./ids.js";
 import { LiveClient } from "./live.js";
-import { applyFrontends, applyQueriers } from "./panels.js";
+import { applyFrontends, applyQueriers, moveAmongWorkers } from "./panels.js";
 import { TreeView } from "./tree.js";
 import { applyUsage } from "./usage.js";
 import { decodeFrontends, decodeQueriers, decodeTree } from "./wire.js";
@@ -260,15 +260,26 @@ function tickLongest() {
   });
 }
 setInterval(() => { if (!client.paused) tickLongest(); }, 1000);
+// What the line a request is opened from says of it, for its dialog if the
+// request has finished by the time its detail is asked.
+function knownOf(target) {
+  const li = target.closest("li");
+  if (target.classList.contains("open-request")) {
+    return `${li.lastElementChild.textContent}, running ${li.firstElementChild.textContent}`;
+  }
+  const querier = target.closest("[data-querier]");
+  return `${querier ? `${querier.dataset.querier} ` : ""}${target.textContent}`;
+}
 document.addEventListener("click", (e) => {
   const target = e.target.closest(".open-request, .w-busy[data-request]");
-  if (target && target.dataset.request) drill.showRequest(target.dataset.request);
+  if (target && target.dataset.request) drill.showRequest(target.dataset.request, knownOf(target));
   const tenant = e.target.closest(".open-tenant");
   if (tenant && tenant.dataset.tenant) drill.show({ tenant: tenant.dataset.tenant });
 });
 document.addEventListener("keydown", (e) => {
   const target = e.target.closest(".w-busy[data-request]");
-  if (target && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); drill.showRequest(target.dataset.request); }
+  if (target && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); drill.showRequest(target.dataset.request, knownOf(target)); }
+  else if (target && moveAmongWorkers(target, e.key)) e.preventDefault();
 });
 
 function applyTree(t, asked) {

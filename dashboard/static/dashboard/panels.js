@@ -78,6 +78,33 @@ function updateQuerier(article, q) {
   });
 }
 
+// The busy workers are one Tab stop, as the tree is (28 busy workers were
+// 28 stops between the tree and the rest of the page): the one last focused
+// while it stays busy, else the first, takes Tab; arrow keys move among
+// them (`moveAmongWorkers`).
+function rovingWorkers(box) {
+  const busy = Array.from(box.querySelectorAll(".w-busy[data-request]"));
+  const stop = busy.includes(box._workerStop) ? box._workerStop : busy[0];
+  box._workerStop = stop;
+  for (const li of busy) li.tabIndex = li === stop ? 0 : -1;
+}
+
+// Arrow keys on a busy worker: focus the next (Down, Right) or previous (Up,
+// Left) busy worker; true if the key was one of them.
+export function moveAmongWorkers(li, key) {
+  const step = { ArrowDown: 1, ArrowRight: 1, ArrowUp: -1, ArrowLeft: -1 }[key];
+  if (!step) return false;
+  const box = byId("queriers");
+  const busy = Array.from(box.querySelectorAll(".w-busy[data-request]"));
+  const next = busy[busy.indexOf(li) + step];
+  if (next) {
+    box._workerStop = next;
+    for (const other of busy) other.tabIndex = other === next ? 0 : -1;
+    next.focus();
+  }
+  return true;
+}
+
 export function applyQueriers(panel) {
   const box = byId("queriers");
   const more = box._more || (box._more = document.createElement("p"));
@@ -98,6 +125,7 @@ export function applyQueriers(panel) {
     wanted.push(more);
   }
   placeChildren(box, wanted);
+  rovingWorkers(box);
   setProp("queriers-empty", "hidden", panel.queriers.length > 0);
   setText("queriers-count", `${panel.total} total${panel.reserved_idle.length ? ` · ${panel.reserved_idle.length} reserved & idle` : ""}`);
 }
