@@ -183,7 +183,8 @@ def api_not_found(request: HttpRequest) -> JsonResponse:
     """
     return JsonResponse(
         {
-            "detail": f"no endpoint at {request.path}; the endpoints are listed at /api/v1/ and in /api/v1/schema/"
+            "detail": f"no endpoint at {request.path}; "
+            "the endpoints are listed at /api/v1/ and in /api/v1/schema/"
         },
         status=404,
     )

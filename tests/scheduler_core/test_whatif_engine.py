@@ -106,7 +106,6 @@ def test_a_recent_replay_measures_its_window_by_dispatch() -> None:
     assert 30 < served["mean"] < 60 and served["max"] < 60
 
 
-
 def test_a_request_no_worker_ever_takes_is_still_queued_at_the_windows_end() -> None:
     # No querier at all (the REST call refuses an empty fleet; the engine
     # is also the benchmarks'): counted only at dispatch, requests nothing

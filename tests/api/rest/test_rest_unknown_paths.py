@@ -24,7 +24,8 @@ def test_a_path_under_the_api_that_names_no_endpoint_is_a_json_404(
     assert response["Content-Type"] == "application/json"
     if method != "head":
         assert response.json() == {
-            "detail": f"no endpoint at {path}; the endpoints are listed at /api/v1/ and in /api/v1/schema/"
+            "detail": f"no endpoint at {path}; "
+            "the endpoints are listed at /api/v1/ and in /api/v1/schema/"
         }
 
 
