@@ -6,16 +6,42 @@ acme's requests imports `queue_acme`, the module fixture `acme_queued`.
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic
 
-__all__ = ["SLOW", "no_horizontal_scroll", "open_drill", "open_row", "queue_acme", "treeitem"]
+__all__ = [
+    "SLOW",
+    "cancel_matching",
+    "no_horizontal_scroll",
+    "open_drill",
+    "open_row",
+    "queue_acme",
+    "treeitem",
+]
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
+
+
+def cancel_matching(server: DaphneProcess, tenant: str, search: str) -> int:
+    """Cancels `tenant`'s queued requests whose query holds `search`, over REST; how many were."""
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/queue/cancel/",
+        data=json.dumps({"tenant": tenant, "search": search}).encode(),
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {server.shared_token('editor')}",
+            "Content-Type": "application/json",
+        },
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        return int(json.loads(response.read())["cancelled"])
 
 
 def treeitem(page: Page, label: str) -> Locator:

@@ -7,16 +7,14 @@ paint those for a frame, and a screen reader must not read them meanwhile.
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, one_rule, put_tenant
-from tests.e2e.drill_pages import open_drill
+from tests.e2e.drill_pages import cancel_matching, open_drill
 
 TENANT = "farrows"
 
@@ -58,21 +56,6 @@ def _queued(server: DaphneProcess, traffic: Traffic) -> None:
         traffic.enqueue(TENANT, f'up{{job="job-{i:03d}"}}')
 
 
-def cancel_matching(server: DaphneProcess, search: str) -> int:
-    """Cancels farrows' queued requests whose query holds `search`; how many were."""
-    request = urllib.request.Request(
-        f"{server.base_url}/api/v1/queue/cancel/",
-        data=json.dumps({"tenant": TENANT, "search": search}).encode(),
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {server.shared_token('editor')}",
-            "Content-Type": "application/json",
-        },
-    )
-    with urllib.request.urlopen(request, timeout=15) as response:
-        return int(json.loads(response.read())["cancelled"])
-
-
 def end_from_the_first_row(rows: Locator) -> None:
     """End pressed with the focus on the first row's Explain (the list holds from then on)."""
     rows.first.get_by_role("button", name="Explain", exact=False).focus()
@@ -104,7 +87,7 @@ def test_a_jump_far_down_the_rows_shows_their_places_from_the_first_frame(
         expect(rows.first).to_be_in_viewport()
         # Ten requests at the head leave: every row below moves up ten places,
         # and the far ones, not rewritten, hold their old places.
-        assert cancel_matching(server, f'"{search}') == 10
+        assert cancel_matching(server, TENANT, f'"{search}') == 10
         expect(count).to_have_text(listed)
         assert page.evaluate(WRONG_PLACES) > 0
         page.evaluate(WATCH_FRAMES)

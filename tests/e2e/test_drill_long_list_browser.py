@@ -11,9 +11,7 @@ given back the focus out of sight.
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 from decimal import Decimal
 
 import pytest
@@ -21,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, one_rule, put_tenant
-from tests.e2e.drill_pages import open_drill
+from tests.e2e.drill_pages import cancel_matching, open_drill
 
 TENANT = "longlist"
 # The row at the top of the list's view: its key, and how far above that top it starts.
@@ -56,21 +54,6 @@ def waited(text: str | None) -> Decimal:
     assert found, text
     millis, seconds, minutes, and_seconds = (Decimal(part or 0) for part in found.groups())
     return millis / 1000 + seconds + minutes * 60 + and_seconds
-
-
-def cancel_matching(server: DaphneProcess, search: str) -> int:
-    """Cancels longlist's queued requests whose query holds `search`; how many were."""
-    request = urllib.request.Request(
-        f"{server.base_url}/api/v1/queue/cancel/",
-        data=json.dumps({"tenant": TENANT, "search": search}).encode(),
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {server.shared_token('editor')}",
-            "Content-Type": "application/json",
-        },
-    )
-    with urllib.request.urlopen(request, timeout=15) as response:
-        return int(json.loads(response.read())["cancelled"])
 
 
 def test_at_its_cap_the_list_says_how_to_reach_the_requests_past_it(page: Page) -> None:
@@ -134,7 +117,7 @@ def test_back_after_requests_above_left_shows_the_same_rows_and_the_focus(
     explain.click()
     expect(page).to_have_url(re.compile(rf"/tenants/{TENANT}/#explain\?"))
     # Meanwhile the first twenty requests (job-000 to job-019) leave the queue.
-    assert cancel_matching(server, '"job-00') + cancel_matching(server, '"job-01') == 20
+    assert sum(cancel_matching(server, TENANT, f'"job-0{d}') for d in (0, 1)) == 20
     page.go_back()
 
     expect(page.locator("#drill-count")).to_have_text("50 of 510")
