@@ -10,6 +10,11 @@ it is refused, so nothing stored is lost from sight. The review of a Save
 diffs against the stored row, as the revision records it, so saving the
 very defaults that run is a change to confirm (it replaces the stored row),
 not "nothing to save".
+
+A post with `action=draft` is the page's own unsaved form given back to it
+(Simulate's way back): shown as it was, marked unsaved, at the version it
+was first loaded with, so a Save from it still goes through the review and
+is refused if anyone saved since.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 from api.store import selectors
 from api.store.config_yaml import settings_canonical, settings_yaml
 from api.store.diff import structural_diff
-from dashboard.forms import SETTINGS_FIELDS, errors_by_path
+from dashboard.forms import SETTINGS_FIELDS, errors_by_path, settings_from_post
 from dashboard.settings_text import SETTINGS_TEXT
 from dashboard.tenant_draft import review_token
 from dashboard.tenant_review import settings_review
@@ -33,7 +38,17 @@ from scheduler_core.validation import (
     validate_queue_settings,
 )
 
-__all__ = ["fields_context", "review_or_none", "stored_refused", "unchanged"]
+__all__ = [
+    "DRAFT",
+    "draft_context",
+    "fields_context",
+    "review_or_none",
+    "stored_refused",
+    "unchanged",
+]
+
+# The `action` of a post that only shows the form's draft again (see the module).
+DRAFT = "draft"
 
 
 def fields_context(
@@ -145,3 +160,25 @@ def unchanged(changes: dict[str, Any], current: dict[str, Any]) -> bool:
     if validate_queue_settings(changes, base):
         return False
     return queue_config_to_dict(queue_config_from_dict(changes, base)) == current
+
+
+def draft_context(
+    post: Mapping[str, str],
+    version: int | None,
+    current: dict[str, Any],
+    stored: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The page on its own unsaved form posted back (`DRAFT`), nothing saved.
+
+    Each setting the draft holds that a Save would refuse is marked at its
+    box now, as the tenant editor marks a draft switched between its views:
+    coming back is when the operator reads the page again.
+    """
+    changes = settings_from_post(post)
+    errors = errors_by_path(validate_queue_settings(changes, selectors.queue_config_get()))
+    return {
+        # None: a post without its version; Save then says so (the page's usual check).
+        "version": "" if version is None else version,
+        "draft": True,
+        **fields_context({**current, **changes}, errors, stored),
+    }

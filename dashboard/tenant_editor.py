@@ -137,6 +137,7 @@ def _review(
         query=tried,
         with_draft=run_explain(tenant_id, config, inputs) if tried else None,
         with_saved=run_explain(tenant_id, stored[0], inputs) if tried and stored else None,
+        typed=None if draft.view == FORM else draft.config,
     )
     return render_editor(request, config=config, view=draft.view, review=review, **show), config
 

@@ -6,8 +6,11 @@ draft as the export would write it; each validation error goes on the
 line its field path names there, and each Cortex limit the scheduler does
 not use is listed with its line as "not used here". The review shown by
 the first Save is the YAML diff of the tenant's block (saved -> draft),
-the changed field paths, and the explain box's verdict on the last query
-tried, with the draft and with the saved config.
+the changed field paths, the fields typed in the YAML view that Save
+leaves out as unset (`tenant_draft.spelled_as_saved`: a pasted
+`default_priority: 0` the saved block lacks adds nothing, and the review
+says so rather than drop it without a word), and the explain box's verdict
+on the last query tried, with the draft and with the saved config.
 """
 
 from __future__ import annotations
@@ -83,19 +86,39 @@ def review_context(
     query: str,
     with_draft: dict[str, Any] | None,
     with_saved: dict[str, Any] | None,
+    typed: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The first Save's answer: what will change, and what it does to the last query tried."""
+    """The first Save's answer: what will change, and what it does to the last query tried.
+
+    `typed`: the YAML view's draft before `spelled_as_saved` made `config`
+    of it; the fields it has and `config` lacks are `left_out`. None for
+    the form's, which posts every box it shows: its unset fields were never
+    typed, and naming them would list them on every save.
+    """
     before = tenant_block_yaml(tenant_id, stored)
     after = tenant_block_yaml(tenant_id, config)
     return {
         "token": review_token(tenant_id, version, dict(config)),
         "diff": line_diff(before, after, UNIFIED),
         "paths": structural_diff(dict(stored or {}), dict(config)),
+        "left_out": _left_out(config, typed),
         "creates": stored is None,
         "query": query,
         "draft_verdict": _verdict(with_draft),
         "saved_verdict": _verdict(with_saved),
     }
+
+
+def _left_out(config: Mapping[str, Any], typed: Mapping[str, Any] | None) -> list[str]:
+    """The paths of the fields `typed` has that the trimmed `config` left out.
+
+    A block left out whole (`query_priority: {enabled: false}`) is named
+    once, by its own path, as the structural diff reports a field absent on
+    one side.
+    """
+    if typed is None:
+        return []
+    return [c.path for c in structural_diff(dict(config), dict(typed)) if c.before is None]
 
 
 def settings_review(

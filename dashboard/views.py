@@ -31,7 +31,14 @@ from dashboard.projections import (
     build_tree,
 )
 from dashboard.querier_view import build_queriers
-from dashboard.settings_view import fields_context, review_or_none, stored_refused, unchanged
+from dashboard.settings_view import (
+    DRAFT,
+    draft_context,
+    fields_context,
+    review_or_none,
+    stored_refused,
+    unchanged,
+)
 from dashboard.views_history import (
     PICKS,
     compare_picks,
@@ -305,6 +312,9 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if request.role != "editor":  # type: ignore[attr-defined]
             return forbidden(request, "Changing settings needs the editor role.")
+        if request.POST.get("action") == DRAFT:  # its own draft, back from Simulate
+            context = draft_context(request.POST, posted_version(request), current, stored)
+            return page(request, "dashboard/settings.html", context)
         changes = settings_from_post(request.POST)
         if posted_version(request) is None:
             # Saved with no version, the stale check had nothing to compare and

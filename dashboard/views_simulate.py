@@ -10,10 +10,11 @@ form, which posts here (never saving anything):
 - the settings page's "Simulate switching layout / component selection":
   the settings that differ from the live ones, as `proposed.settings`.
 Viewers may use it: it changes nothing. A carried proposal comes with the
-way back to where it came from: for an editor, the tenant editor given its
-draft again (a post, as the editor's own buttons carry drafts; the script
-sends the block as edited here when it was), for a viewer the tenant's
-page; Settings, which keeps no draft, by a plain link.
+way back to where it came from: for an editor, the page given its draft
+again (a post, as the tenant editor's own buttons carry drafts and as the
+settings page takes its own back, `dashboard.settings_view.DRAFT`;
+`simulate_back.js` sends the proposal as edited here when it was), for a
+viewer, who has no draft, a link to the page.
 
 Each recent window is offered with what this replica's recorder holds for
 it now (`TrafficRecorder.extent`): how long until any recorded time lies
@@ -34,7 +35,8 @@ from api.store.import_plan import tenant_id_errors
 from api.store.roles import EDITOR
 from api.wire import runtime_host, traffic_recording
 from dashboard.access import page, role_required
-from dashboard.forms import settings_from_post
+from dashboard.forms import SETTINGS_FIELDS, settings_from_post
+from dashboard.settings_view import DRAFT
 from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
 from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
@@ -53,8 +55,9 @@ START_FROM_CHOICES = (
 
 class _Carried(NamedTuple):
     """What a posting page carried: the proposal, a line saying where it came from,
-    the way back there (`_back_to_tenant`; None: nowhere to go back to), and the
-    saved blocks of the tenants it proposes (the live side beside them)."""
+    the way back there (`_back_to_tenant`, `_back_to_settings`; None: nowhere to
+    go back to), and the saved blocks of the tenants it proposes (the live side
+    beside them)."""
 
     proposal: dict[str, Any]
     origin: str
@@ -76,13 +79,7 @@ def _carried(request: HttpRequest, live: dict[str, Any]) -> _Carried:
             for key, value in settings_from_post(request.POST).items()
             if str(live.get(key)) != str(value)
         }
-        back = {
-            "method": "get",
-            "url": reverse("dashboard:settings"),
-            "label": "‹ Settings",
-            "note": "The settings form keeps no unsaved draft: set the proposal's settings "
-            "there again to save them.",
-        }
+        back = _back_to_settings(request)
         return _Carried({"settings": changed, "tenants": {}}, "the unsaved settings form", back, {})
     if origin.startswith("tenant"):
         tenant_id = request.POST.get("tenant_id", "").strip() or origin.partition(":")[2]
@@ -157,6 +154,36 @@ def _back_to_tenant(
         "tenant": tenant_id,
         "fields": fields,
         "label": f"‹ Back to tenant {tenant_id}'s editor, with this draft",
+        "help": "Opens the editor unsaved, as the proposal stands under Proposed; "
+        "nothing is saved.",
+    }
+
+
+def _back_to_settings(request: HttpRequest) -> dict[str, Any]:
+    """The way back to the settings page the proposal came from.
+
+    An editor's is a post of the form as it was sent here, every box as
+    typed (a value the settings page will refuse included, to fix there),
+    at the version the page was loaded with and with the change note: the
+    page shows it as its unsaved draft (`DRAFT`). A viewer's form could not
+    be changed, so a link to the page is all there is to go back to.
+    """
+    url = reverse("dashboard:settings")
+    if request.role != EDITOR:  # type: ignore[attr-defined]
+        return {"method": "get", "url": url, "label": "‹ Settings"}
+    fields = {name: request.POST[name] for name in SETTINGS_FIELDS if name in request.POST}
+    fields.update(
+        version=request.POST.get("version", ""),
+        message=request.POST.get("message", ""),
+        action=DRAFT,
+    )
+    return {
+        "method": "post",
+        "url": url,
+        "settings": True,
+        "fields": fields,
+        "label": "‹ Back to Settings, with this draft",
+        "help": "Opens Settings unsaved, as the proposal stands under Proposed; nothing is saved.",
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -122,3 +123,76 @@ def test_a_metadata_call_given_by_its_selectors_alone_gets_its_verdict(
         step="",
     )
     assert _verdict(page, "draft") == "5 (rule 1, attribute 1)"
+
+
+def _save_review(client: Client, posted: dict[str, str]) -> tuple[dict[str, Any], str]:
+    """The review context and page of a first Save of `posted`."""
+    answer = client.post(URL, posted)
+    assert answer.status_code == 200 and answer.context["review"] is not None
+    return answer.context["review"], answer.content.decode()
+
+
+@pytest.fixture
+def saved_without_default() -> int:
+    """acme saved with rules and no `default_priority`; its version."""
+    rules = {key: value for key, value in PRIORITY.items() if key != "default_priority"}
+    saved = services.tenant_put(
+        tenant_id="acme",
+        config={"query_priority": rules},
+        expected_version=None,
+        author=None,
+        source="cli",
+    )
+    return saved.version
+
+
+def test_a_pasted_default_priority_of_0_the_saved_block_lacks_is_named_as_left_out(
+    editor_client: Client, saved_without_default: int
+) -> None:
+    pasted = SAVED.replace("default_priority: 1", "default_priority: 0")
+    review, page = _save_review(
+        editor_client,
+        {"view": "yaml", "yaml": pasted, "action": "save", "version": str(saved_without_default)},
+    )
+    assert review["left_out"] == ["query_priority.default_priority"]
+    # Nothing else changes, and the page says why the pasted line is not saved.
+    assert 'id="review-nothing"' in page
+    assert (
+        "Left out, at their default (as unset): <code>query_priority.default_priority</code>"
+        in page
+    )
+    assert ConfigRevision.objects.count() == 1
+
+
+def test_a_block_left_out_whole_is_named_once_beside_the_change_that_is_saved(
+    editor_client: Client, saved_without_default: int
+) -> None:
+    pasted = (
+        SAVED.replace("default_priority: 1", "default_priority: 3")
+        + "  query_rejection:\n    enabled: false\n"
+    )
+    review, page = _save_review(
+        editor_client,
+        {"view": "yaml", "yaml": pasted, "action": "save", "version": str(saved_without_default)},
+    )
+    assert [c.path for c in review["paths"]] == ["query_priority.default_priority"]
+    assert review["left_out"] == ["query_rejection"]
+    assert 'id="confirm-save"' in page and 'id="review-left-out"' in page
+
+
+def test_the_form_s_unset_boxes_are_not_listed_as_left_out(
+    editor_client: Client, saved_without_default: int
+) -> None:
+    # The form posts every box it shows: a 0 there was never typed as a change.
+    posted = {
+        "action": "save",
+        "version": str(saved_without_default),
+        "max_queriers_per_tenant": "0",
+        "query_priority.enabled": "on",
+        "query_priority.default_priority": "4",
+        "query_priority.priorities[0].priority": "5",
+        "query_priority.priorities[0].query_attributes[0].regex": "errors",
+    }
+    review, page = _save_review(editor_client, posted)
+    assert [c.path for c in review["paths"]] == ["query_priority.default_priority"]
+    assert review["left_out"] == [] and 'id="review-left-out"' not in page

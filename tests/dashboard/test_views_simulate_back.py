@@ -123,15 +123,5 @@ def test_a_viewer_gets_a_plain_link_to_the_tenant_and_no_draft_to_post(
     assert '<a href="/tenants/acme/" id="sim-back-link">‹ Tenant acme&#x27;s editor</a>' in page
 
 
-def test_the_settings_page_gets_a_link_back_that_says_it_keeps_no_draft(
-    editor_client: Client,
-) -> None:
-    page = editor_client.post(
-        "/simulate/", {"simulate_from": "settings", "layout": "component-first"}
-    ).content.decode()
-    assert '<a href="/settings/" id="sim-back-link">‹ Settings</a>' in page
-    assert "The settings form keeps no unsaved draft" in page
-
-
 def test_simulate_opened_from_the_menu_has_no_way_back(editor_client: Client) -> None:
     assert 'id="sim-back-link"' not in editor_client.get("/simulate/").content.decode()
