@@ -23,7 +23,7 @@ from typing import Any
 from dashboard.actor_nodes import actor_nodes
 from dashboard.querier_view import reserved_idle
 from dashboard.snapshot_index import Aggregate, LeavesOf, Rank, SnapshotIndex, merge
-from scheduler_core.model import COMPONENTS
+from scheduler_core.model import COMPONENTS, UNKNOWN
 from scheduler_core.snapshot import LeafSnapshot
 
 __all__ = [
@@ -212,9 +212,27 @@ def _tenant_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[
     }
 
 
+def _listed_components(index: SnapshotIndex) -> tuple[str, ...]:
+    """The component-first tree's top level, in `COMPONENTS` order.
+
+    The three components a request's data-select range picks are always
+    listed, so one with nothing queued reads 0 where it always stands.
+    `unknown` holds the requests with no such range (mostly an expression
+    that does not parse, which the querier answers 400): rare, and no
+    component a query reads, so it is listed only while it holds some,
+    where a row is worth a look rather than an empty "unknown 0" on every
+    screen.
+    """
+    if index.components[UNKNOWN].length:
+        return COMPONENTS
+    return tuple(c for c in COMPONENTS if c != UNKNOWN)
+
+
 def _component_first(index: SnapshotIndex, params: ViewParams, now: float) -> dict[str, Any]:
     nodes: list[dict[str, Any]] = []
-    matchings = {c: _matching(index.component_rows(c), params.search) for c in COMPONENTS}
+    matchings = {
+        c: _matching(index.component_rows(c), params.search) for c in _listed_components(index)
+    }
     most = max(len(m) for m in matchings.values())
     params = _on_a_page(params, most)
     for component, matching in matchings.items():

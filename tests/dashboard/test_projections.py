@@ -21,6 +21,7 @@ from scheduler_core.model import (
     COMPONENTS,
     INGESTER,
     STORE_GATEWAY,
+    UNKNOWN,
     PriorityDef,
     QueryAttribute,
     QueryPriority,
@@ -93,12 +94,39 @@ def test_component_first_projects_the_same_leaves_component_then_tenant(
     enqueue(queue, "b3", "b", STORE_GATEWAY)
     params = ViewParams("component-first", expanded=frozenset(f"c:{c}" for c in COMPONENTS))
     tree = build_tree(index_of(queue), params)
-    assert names(tree["nodes"]) == list(COMPONENTS)
+    assert names(tree["nodes"]) == [INGESTER, STORE_GATEWAY, BOTH]
     ingester = tree["nodes"][0]
     assert ingester["length"] == 3 and ingester["fanout"] == 2
     assert [(c["name"], c["length"]) for c in ingester["children"]] == [("b", 2), ("a", 1)]
     assert ingester["children"][0]["key"] == "c:ingester/b"
-    assert tree["nodes"][3]["length"] == 0
+    assert tree["nodes"][2]["length"] == 0
+
+
+def test_component_first_lists_every_real_component_and_unknown_only_while_it_holds_work(
+    queue: RequestQueue,
+) -> None:
+    params = ViewParams("component-first")
+    empty = build_tree(index_of(queue), params)["nodes"]
+    assert [(n["name"], n["length"]) for n in empty] == [
+        (INGESTER, 0),
+        (STORE_GATEWAY, 0),
+        (BOTH, 0),
+    ]
+    enqueue(queue, "u1", "a", UNKNOWN)
+    enqueue(queue, "i1", "b", INGESTER)
+    held = build_tree(index_of(queue), params)
+    assert [(n["name"], n["length"]) for n in held["nodes"]] == [
+        (INGESTER, 1),
+        (STORE_GATEWAY, 0),
+        (BOTH, 0),
+        (UNKNOWN, 1),
+    ]
+    # A search that matches none of its tenants still shows it, at 0, as it
+    # shows the real components: the row says where requests wait.
+    searched = build_tree(index_of(queue), ViewParams("component-first", search="b"))["nodes"]
+    assert [(n["name"], n["length"]) for n in searched][3] == (UNKNOWN, 0)
+    queue.cancel("u1")
+    assert names(build_tree(index_of(queue), params)["nodes"]) == [INGESTER, STORE_GATEWAY, BOTH]
 
 
 def test_top_tenants_with_an_others_row_summing_the_rest(queue: RequestQueue) -> None:

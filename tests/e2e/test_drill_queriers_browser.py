@@ -141,8 +141,8 @@ def test_the_serving_line_covers_a_tenant_without_a_shard_and_long_shards(page: 
         " only its priority 9 and above; b and c take only its priority 3 and above, so its"
         " requests below priority 3 wait for d (1 querier).",
         "Any of the 5 queriers may serve t. Reserved: qa and qb take only its priority 9 and"
-        " above, so its requests below priority 9 wait for the other 3 queriers. Now 7 of their"
-        " 8 workers are idle.",
+        " above, so its requests below priority 9 wait for the other 3 queriers. Now 7 of the"
+        " 8 workers of its reserved queriers are idle.",
         "Any of the 5 queriers may serve t. Reserved: qa takes only its priority 9 and above,"
         " so its requests below priority 9 wait for the other 4 queriers.",
     ]

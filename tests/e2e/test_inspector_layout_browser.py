@@ -139,7 +139,7 @@ def test_at_1280_1500_and_1920_the_tree_follows_the_charts_and_nothing_is_cut_or
         page.set_viewport_size({"width": 1500, "height": 1000})
 
 
-def test_header_labels_wrap_and_tree_names_show_whole_at_1280(inspector: Page) -> None:
+def test_header_labels_and_tree_names_show_whole_at_1280(inspector: Page) -> None:
     page = inspector
     page.set_viewport_size({"width": 1280, "height": 800})
     page.get_by_text("component → tenant").click()
@@ -157,6 +157,28 @@ def test_header_labels_wrap_and_tree_names_show_whole_at_1280(inspector: Page) -
     for label in page.locator(".fig .k").all():
         assert label.evaluate(fits), label.text_content()
     page.get_by_text("tenant → component").click()
+
+
+# Each header card's label (and the loop card's cost line, once drawn): [text, its
+# height, one line's height]. The labels are blockified flex items, so a
+# label on two lines is twice its line height tall.
+LABEL_LINES = """() => Array.from(document.querySelectorAll(".fig .k"))
+  .filter((k) => k.textContent)
+  .map((k) => [k.textContent, k.getBoundingClientRect().height,
+               parseFloat(getComputedStyle(k).lineHeight)])"""
+
+
+def test_every_header_card_label_sits_on_one_line_at_1280_and_wider(inspector: Page) -> None:
+    page = inspector
+    try:
+        for width, height in ((1280, 800), (1400, 900), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            labels = page.evaluate(LABEL_LINES)
+            assert len(labels) >= 12, labels  # twelve cards, and the loop's cost once it has one
+            two_lines = [(text, h) for text, h, line in labels if h > line + 1]
+            assert two_lines == [], (width, two_lines)
+    finally:
+        page.set_viewport_size({"width": 1500, "height": 1000})
 
 
 TICKS = """async () => {

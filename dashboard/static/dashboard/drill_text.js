@@ -75,7 +75,8 @@ export function servingText(tenant, serving, below = null) {
   text += ` Reserved: ${each.join("; ")}, so its requests below priority ${lowest}${share} wait for ${left}.`;
   const workers = serving.reserved_workers; // live answers only
   if (workers && workers.idle > 0) {
-    text += ` Now ${workers.idle} of their ${workers.connected} workers ${workers.idle === 1 ? "is" : "are"} idle.`;
+    // "their" read as the queriers just named as waited for: say whose.
+    text += ` Now ${workers.idle} of the ${workers.connected} workers of its reserved queriers ${workers.idle === 1 ? "is" : "are"} idle.`;
   }
   return text;
 }
