@@ -8,9 +8,21 @@ orphan stays a zombie for good.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
-__all__ = ["descendants", "process_alive"]
+__all__ = ["ctrl_c_as_from_a_terminal", "descendants", "process_alive"]
+
+
+def ctrl_c_as_from_a_terminal() -> None:
+    """A preexec_fn: the child takes Ctrl-C (SIGINT) as a terminal's command does.
+
+    A shell starts a background job with SIGINT ignored and its children
+    inherit that (`make test &`): Python then installs no handler, so a test
+    that stops a command with SIGINT waited for nothing (exit 0 instead of
+    130; loadgen never stopped).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

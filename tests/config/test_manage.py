@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.processes import ctrl_c_as_from_a_terminal
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 SELF_INTERRUPT = "import os, signal; os.kill(os.getpid(), signal.SIGINT)"
 
@@ -23,6 +25,7 @@ def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
         capture_output=True,
         text=True,
         timeout=120,
+        preexec_fn=ctrl_c_as_from_a_terminal,
     )
 
 

@@ -18,6 +18,7 @@ from tests.e2e.conftest import Traffic
 
 __all__ = [
     "SLOW",
+    "away_from_the_list",
     "cancel_matching",
     "no_horizontal_scroll",
     "open_drill",
@@ -27,6 +28,12 @@ __all__ = [
 ]
 
 SLOW = "sum by (job) (rate(needle_seconds_total[5m]))\n  / on (job) group_left\n  up"
+
+
+def away_from_the_list(page: Page) -> None:
+    """Pointer and focus off the list, which then stops holding its rows (drill_list.js)."""
+    page.mouse.move(5, 5)
+    page.locator("#drill-search").focus()
 
 
 def cancel_matching(server: DaphneProcess, tenant: str, search: str) -> int:

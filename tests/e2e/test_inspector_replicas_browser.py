@@ -21,6 +21,7 @@ from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import EDITOR, Traffic
+from tests.e2e.drill_pages import away_from_the_list
 from tests.service.replica_pair import replica_pair
 
 PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a busy machine
@@ -157,6 +158,8 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
     rows.nth(2).get_by_role("button", name="Cancel…").click()
     page.locator("#cancel-note").fill("from a")
     page.get_by_role("button", name="Cancel the request").click()
+    expect(page.locator("#drill-message")).to_contain_text("Cancelled")
+    away_from_the_list(page)  # the list holds its rows while it has the focus
     expect(rows).to_have_count(2, timeout=PEERS_WITHIN)
     expect(page.locator("#drill-count")).to_have_text("2 of 2")
     told = {"type": "failed", "error": "cancelled by operator erin: from a"}
@@ -168,6 +171,8 @@ def test_the_drill_down_lists_every_replica_s_requests_and_cancels_on_the_one_ho
     # A's own request is cancelled here, so A's frontend ends with nothing outstanding.
     rows.nth(0).get_by_role("button", name="Cancel…").click()
     page.get_by_role("button", name="Cancel the request").click()
+    expect(page.locator("#drill-message")).to_contain_text("Cancelled")
+    away_from_the_list(page)
     expect(rows).to_have_count(1, timeout=PEERS_WITHIN)
     page.locator("#drill-close").click()
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, StorageState, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic, browser_tab
-from tests.e2e.drill_pages import open_drill
+from tests.e2e.drill_pages import away_from_the_list, open_drill
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 # Long enough that the dry run's Examples column wants most of a narrow window.
@@ -53,16 +53,16 @@ def test_the_keyboard_stays_in_the_drill_list_as_the_focused_request_runs_and_le
     # A querier takes all three (it has at least 4 workers): vector(1) is done
     # in a second, the others a few seconds later.
     with traffic.queriers("kf", 1, latency=lambda m: 1.0 if m["query"] == "vector(1)" else 4.0):
-        # Running, its row is moved among the running ones: the focus goes with it.
+        # Running, its row keeps the focus.
         expect(page.locator("#drill-rows > li.running")).to_have_count(3)
         expect(first.locator(".explain-one")).to_be_focused()
-        # Done, its row leaves: the keyboard is on a row still listed, not
-        # dropped to the page's body.
-        expect(first).to_have_count(0)
-        expect(page.locator("#drill-rows > li:focus")).to_have_count(1)
-        # Every request done: the empty list hands the focus to the panel's title.
+        # Done, its row holds its place while it has the focus, saying it left
+        # (drill_list.js's hold): the keyboard is never dropped to the body.
+        expect(first.locator(".wait")).to_have_text("left the queue")
+        expect(first.locator(".explain-one")).to_be_focused()
+        # Focus and pointer off the list, it catches up: every request done.
+        away_from_the_list(page)
         expect(rows).to_have_count(0, timeout=15_000)
-        expect(page.locator("#drill-title")).to_be_focused()
 
 
 def test_a_dry_run_in_a_400_px_window_wraps_its_priorities_between_words(

@@ -26,6 +26,7 @@ from typing import IO
 
 from api.store.models import ApiToken
 from loadgen.daphne_process import BASE_DIR, DaphneProcess
+from tests.processes import ctrl_c_as_from_a_terminal
 
 DEADLINE = 30.0
 TOKEN = "qi_loadgen-two-replicas-test-token"
@@ -38,6 +39,7 @@ def start_loadgen(server: DaphneProcess, report_every: str, *args: str) -> subpr
          "--rate", "50", "--report-every", report_every, *args],
         env=server.env, cwd=BASE_DIR, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=ctrl_c_as_from_a_terminal,
     )  # fmt: skip
 
 
@@ -221,6 +223,7 @@ def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load
             [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", *args],
             env=survivor.env, cwd=BASE_DIR, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
 
