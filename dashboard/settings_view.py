@@ -165,17 +165,19 @@ def unchanged(changes: dict[str, Any], current: dict[str, Any]) -> bool:
 def draft_context(
     post: Mapping[str, str],
     version: int | None,
-    current: dict[str, Any],
+    running: QueueConfig,
     stored: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The page on its own unsaved form posted back (`DRAFT`), nothing saved.
 
-    Each setting the draft holds that a Save would refuse is marked at its
-    box now, as the tenant editor marks a draft switched between its views:
+    Each setting the draft holds that a Save would refuse (over `running`,
+    the settings the page read, as a Save is made) is marked at its box
+    now, as the tenant editor marks a draft switched between its views:
     coming back is when the operator reads the page again.
     """
     changes = settings_from_post(post)
-    errors = errors_by_path(validate_queue_settings(changes, selectors.queue_config_get()))
+    errors = errors_by_path(validate_queue_settings(changes, running))
+    current = queue_config_to_dict(running)
     return {
         # None: a post without its version; Save then says so (the page's usual check).
         "version": "" if version is None else version,

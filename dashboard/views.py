@@ -313,7 +313,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         if request.role != "editor":  # type: ignore[attr-defined]
             return forbidden(request, "Changing settings needs the editor role.")
         if request.POST.get("action") == DRAFT:  # its own draft, back from Simulate
-            context = draft_context(request.POST, posted_version(request), current, stored)
+            context = draft_context(request.POST, posted_version(request), running, stored)
             return page(request, "dashboard/settings.html", context)
         changes = settings_from_post(request.POST)
         if posted_version(request) is None:

@@ -144,6 +144,11 @@ Progress = Callable[[float], None]
 StopCheck = Callable[[], bool]
 
 
+def _reserved_queriers(queue: RequestQueue) -> tuple[str, ...]:
+    """The queriers reserved somewhere under the queue's limits now."""
+    return tuple(q.querier_id for q in queue.snapshot().queriers if q.reservations)
+
+
 def run_engine(
     run: EngineInput,
     *,
@@ -166,8 +171,7 @@ def run_engine(
         for querier, count in run.fleet
         for _ in range(count)
     ]
-    snapshot = queue.snapshot()
-    reserved = tuple(q.querier_id for q in snapshot.queriers if q.reservations)
+    reserved = _reserved_queriers(queue)
     out = EngineResult(workers=len(workers), reserved_queriers=reserved)
     n_workers = len(workers)
     last_index = [-1] * n_workers
@@ -288,9 +292,7 @@ def run_engine(
         apply_change(queue, run.limits, change)
         # Reserved-and-idle time is counted from the window's start, so the
         # querier set is simply the new config's, each busy by what it runs.
-        out.reserved_queriers = tuple(
-            q.querier_id for q in queue.snapshot().queriers if q.reservations
-        )
+        out.reserved_queriers = _reserved_queriers(queue)
         busy_count.clear()
         idle_since.clear()
         running = Counter(workers[w][0] for w, held in enumerate(in_flight) if held is not None)
