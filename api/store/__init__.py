@@ -8,7 +8,8 @@ revision record every write shares in `services_record`), reads in
 runtime-config export writes it for Cortex) and `diff` are pure helpers,
 as are `config_yaml` (the config as YAML), `block_parse` (a pasted tenant
 block read back) and `yaml_keys` (the one YAML loader's reading rules,
-Cortex's Go decoder's: every YAML body is read through it); `tokens` and
+Cortex's Go decoder's: every YAML body is read through it; `yaml_scalars`
+is how that decoder resolves a plain scalar); `tokens` and
 `roles` say who may do what; `schema_state` says whether the database's
 schema is behind the code's migrations.
 

@@ -10,6 +10,16 @@ have one definition:
   key's path. PyYAML silently keeps the last; Go's strict decoder refuses
   ("key already set in map"). A key that a merge (`<<: *base`) brings in
   may be overridden by an explicit one, as YAML merge keys allow.
+- A plain scalar is what yaml.v2 resolves it to (`api.store.yaml_scalars`),
+  not what PyYAML does: `1e3`, `+.5` and `08` are floats, `0o17` and
+  `0X1F` integers, `y` and `n` booleans, where PyYAML read text (which
+  Cortex's fields then refused); a date and `=` are text, where PyYAML
+  built a date (or refused 2024-13-45 outright) and had no constructor
+  for `=`. An explicit `!!int`, `!!float`, `!!bool` or `!!null` must be
+  what its scalar resolves to (`!!int 1e3` is refused, as Go refuses it).
+  A field Cortex declares as an integer (`INT_FIELDS`) takes a float
+  holding a whole number as that integer (`1e3` is 1000), as Go does; a
+  fraction stays a float, which validation refuses (Go would truncate it).
 - A YAML 1.1 base-60 number (`1:20`, `-1:30.5`) is text, not 80: yaml.v2
   deliberately dropped them ("a bad idea, dropped in YAML 1.2"), so
   Cortex reads the text "1:20" and refuses it for a number field, as
@@ -23,10 +33,13 @@ have one definition:
   cannot read `!custom` at all. Refused, no such value means one thing
   here and another in Cortex.
 - A scalar its explicit tag cannot read (`!!int ''`) is a `ConstructorError`
-  at its node (see `_UNREADABLE`), never a server error.
+  at its node (see `_UNREADABLE`), never a server error. An explicit
+  `!!timestamp` is still PyYAML's date (Go reads it as its text into every
+  field here, so either way no field takes it).
 
 Every scalar key is read as its text, as Go's decoder reads a key into a
-string (a tenant ID of `overrides`, a struct field's name): PyYAML made
+string (a tenant ID of `overrides`, a struct field's name; `yes:` is the
+tenant "yes" and `1e3:` the tenant "1e3", whatever they resolve to): PyYAML made
 `0123:` the int 83 and `1.50:` a float, so the tenant "0123" was imported
 as "83", merged silently with a tenant "83", and `true:` or `1.50:` could
 not be imported at all. So `1` and `"1"` clash and `1` and `01` do not, as
@@ -53,6 +66,17 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from api.store.yaml_scalars import (
+    FLOAT_TAG,
+    INT_FIELDS,
+    INT_TAG,
+    STR_TAG,
+    Undecodable,
+    go_value,
+    int_field_value,
+    resolve_plain,
+    short_tag,
+)
 from scheduler_core.validation import TEXT_FIELDS
 
 __all__ = [
@@ -65,9 +89,11 @@ __all__ = [
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE_TAG = _TAG + "merge"
-_STR_TAG = _TAG + "str"
+_STR_TAG = STR_TAG
 _NULL_TAG = _TAG + "null"
-_NUMBER_TAGS = (_TAG + "int", _TAG + "float")
+_NUMBER_TAGS = (INT_TAG, FLOAT_TAG)
+# The scalar tags whose values are Go's (`api.store.yaml_scalars`), not PyYAML's.
+_GO_TAGS = (INT_TAG, FLOAT_TAG, _TAG + "bool", _NULL_TAG)
 # The tags Go's yaml.v2 and PyYAML read alike (the scalars Go resolves, the
 # two collections, and the merge key).
 _READ_TAGS = frozenset(
@@ -109,9 +135,21 @@ class UnreadTag(yaml.YAMLError):
         self.mark = mark
 
 
-def _short_tag(tag: str) -> str:
-    """A tag as it is written: `!!binary`, `!custom`."""
-    return f"!!{tag[len(_TAG) :]}" if tag.startswith(_TAG) else tag
+def _construct_go_scalar(loader: Any, node: ScalarNode) -> Any:
+    """An int, float, bool or null scalar's value as yaml.v2 decodes it."""
+    text = loader.construct_scalar(node)
+    try:
+        return go_value(node.tag, text)
+    except Undecodable as exc:
+        problem = f"{short_tag(node.tag)} cannot read {text!r}: {exc}"
+        raise ConstructorError(None, None, problem, node.start_mark) from exc
+
+
+def _construct_merge_text(loader: Any, node: ScalarNode) -> Any:
+    # A `<<` that is not a mapping's key (`a: <<`, `[<<]`) is text to Go;
+    # PyYAML has no constructor for it. Merge keys never get here: the
+    # mapping they stand in consumes them (`flatten_mapping`).
+    return loader.construct_scalar(node)
 
 
 def strict_keys_loader(base: Any) -> Any:
@@ -119,20 +157,22 @@ def strict_keys_loader(base: Any) -> Any:
 
     class StrictKeysLoader(base):  # type: ignore[misc,valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is ScalarNode and implicit[0] and _BASE_60.fullmatch(value):
-                return _STR_TAG
+            if kind is ScalarNode and implicit[0]:
+                # A plain scalar: its tag is the one yaml.v2 resolves. A
+                # plain `<<` is a merge key where Go merges (`isMerge`).
+                return _MERGE_TAG if value == "<<" else resolve_plain(value)[0]
             return super().resolve(kind, value, implicit)
 
         def construct_object(self, node: Node, deep: bool = False) -> Any:
             if node.tag not in _READ_TAGS:
-                raise UnreadTag(_short_tag(node.tag), node.start_mark)
+                raise UnreadTag(short_tag(node.tag), node.start_mark)
             if (
                 node.tag in _NUMBER_TAGS
                 and isinstance(node, ScalarNode)
                 and _BASE_60.fullmatch(node.value)
             ):
                 problem = (
-                    f"{_short_tag(node.tag)} cannot read {node.value!r}: a base-60 number, "
+                    f"{short_tag(node.tag)} cannot read {node.value!r}: a base-60 number, "
                     "which Cortex's loader does not read"
                 )
                 raise ConstructorError(None, None, problem, node.start_mark)
@@ -141,7 +181,7 @@ def strict_keys_loader(base: Any) -> Any:
             except _UNREADABLE as exc:
                 # The innermost node that failed is the one named: outer
                 # levels see a YAMLError and let it through.
-                problem = f"{_short_tag(node.tag)} cannot read {node.value!r}"
+                problem = f"{short_tag(node.tag)} cannot read {node.value!r}"
                 raise ConstructorError(None, None, problem, node.start_mark) from exc
 
         def text_key(self, node: Node) -> Node:
@@ -160,9 +200,25 @@ def strict_keys_loader(base: Any) -> Any:
                 if not isinstance(key, ScalarNode):
                     continue
                 text = key if key.tag == _STR_TAG else self.text_key(key)
-                read = self.text_value(value) if text.value in TEXT_FIELDS else value
+                read = value
+                if text.value in TEXT_FIELDS:
+                    read = self.text_value(value)
+                elif text.value in INT_FIELDS:
+                    read = self.int_value(value)
                 if text is not key or read is not value:
                     pairs[i] = (text, read)
+
+        def int_value(self, node: Node) -> Node:
+            """An integer field's float scalar that holds a whole number, as that int."""
+            if not isinstance(node, ScalarNode) or node.tag != FLOAT_TAG:
+                return node
+            try:
+                number = int_field_value(go_value(FLOAT_TAG, node.value))
+            except Undecodable:
+                return node  # refused where it is constructed, with its reason
+            if number is None:
+                return node
+            return ScalarNode(INT_TAG, str(number), node.start_mark, node.end_mark, node.style)
 
         def text_value(self, node: Node) -> Node:
             """A string field's scalar as its text; null stays null (Go leaves it empty)."""
@@ -190,6 +246,9 @@ def strict_keys_loader(base: Any) -> Any:
                     continue
             return super().construct_mapping(node, deep)
 
+    for tag in _GO_TAGS:
+        StrictKeysLoader.add_constructor(tag, _construct_go_scalar)
+    StrictKeysLoader.add_constructor(_MERGE_TAG, _construct_merge_text)
     return StrictKeysLoader
 
 

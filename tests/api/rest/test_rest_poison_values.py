@@ -185,8 +185,11 @@ def test_a_merge_key_may_be_overridden_as_yaml_allows(editor_api: Any) -> None:
 
 
 def test_an_impossible_yaml_date_is_a_400_not_a_500(editor_api: Any) -> None:
+    # Tagged: a plain 2024-13-45 is the text "2024-13-45", as Go reads it.
     response = editor_api.put(
-        "/api/v1/runtime-config/", "overrides: {}\nwhen: 2024-13-45\n", content_type="text/yaml"
+        "/api/v1/runtime-config/",
+        "overrides: {}\nwhen: !!timestamp 2024-13-45\n",
+        content_type="text/yaml",
     )
     assert response.status_code == 400
     assert "cannot be read" in response.json()["detail"]

@@ -232,7 +232,7 @@ def test_a_pasted_block_nested_too_deep_is_refused_before_its_lines_are_walked()
 
 
 def test_a_value_its_constructor_refuses_is_a_problem_not_an_exception():
-    parsed = parse_tenant_block("max_queriers_per_tenant: 2024-13-45\n")
+    parsed = parse_tenant_block("max_queriers_per_tenant: !!timestamp 2024-13-45\n")
     assert parsed.syntax is not None and "cannot be read" in parsed.syntax.message
 
 
