@@ -8,12 +8,17 @@ validate.
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
 from api.wire.queue_rows import QUERY_TEXT_LIMIT
 from scheduler_core.model import COMPONENTS
 
 __all__ = [
+    "FILTER_PARAMETERS",
     "CancelByFilterSerializer",
     "CancelCountsSerializer",
     "CancelOneSerializer",
@@ -125,6 +130,22 @@ class CancelOneSerializer(serializers.Serializer):  # type: ignore[type-arg]
     )
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "number", "minimum": 0},
+            {"type": "string", "format": "date-time"},
+        ],
+        "example": 1754400000.123456,
+    }
+)
+class InstantField(serializers.Field):  # type: ignore[type-arg]
+    """Unix seconds, or RFC 3339 with a zone (`queue_filter_params` reads it)."""
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
 class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg]
     tenant = serializers.CharField(required=False)
     component = serializers.ChoiceField(choices=list(COMPONENTS), required=False)
@@ -141,6 +162,11 @@ class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg
     actor = serializers.CharField(
         required=False, help_text='an actor path ("users|joe"): its sub-queue and below'
     )
+    enqueued_before = InstantField(
+        required=False,
+        help_text="only requests enqueued at or before this instant: send a dry run's `as_of` "
+        "to cancel no request that arrived after that count",
+    )
     note = serializers.CharField(required=False, allow_blank=True, max_length=500)
     dry_run = serializers.BooleanField(required=False, default=False)
 
@@ -148,6 +174,11 @@ class CancelByFilterSerializer(serializers.Serializer):  # type: ignore[type-arg
 class CancelCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     matched = serializers.IntegerField()
     cancelled = serializers.IntegerField()
+    as_of = serializers.FloatField(
+        required=False,
+        help_text="dry runs: the instant counted at (unix seconds, to the microsecond); "
+        "`matched` counts the requests enqueued by then",
+    )
     replicas = serializers.ListField(child=serializers.CharField(), required=False)
     replicas_missing = serializers.ListField(child=serializers.CharField(), required=False)
     replicas_note = serializers.CharField(
@@ -155,3 +186,42 @@ class CancelCountsSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="scale-out: set while this replica has not heard of its peers (only its "
         "own requests were cancelled)",
     )
+
+
+def _filter_param(name: str, kind: Any, description: str, **extra: Any) -> OpenApiParameter:
+    return OpenApiParameter(name, kind, description=description, **extra)
+
+
+# `GET queue/requests/`'s filter in the query string: the fields of
+# `CancelByFilterSerializer`, which a cancel takes in its body.
+FILTER_PARAMETERS = [
+    _filter_param("tenant", OpenApiTypes.STR, "the tenant's requests only"),
+    _filter_param("component", OpenApiTypes.STR, "one query component", enum=list(COMPONENTS)),
+    _filter_param("priority", OpenApiTypes.INT, "one priority band"),
+    _filter_param(
+        "state",
+        OpenApiTypes.STR,
+        "queued or in_flight; without it queued rows come first, then running ones",
+        enum=["queued", "in_flight"],
+    ),
+    _filter_param("search", OpenApiTypes.STR, "substring of the query text (any case)"),
+    _filter_param("regex", OpenApiTypes.STR, "RE2 regex searched in the query text (unanchored)"),
+    OpenApiParameter(
+        "min_wait",
+        {"type": "number", "minimum": 0},
+        OpenApiParameter.QUERY,
+        description="only requests queued at least this many seconds",
+    ),
+    _filter_param(
+        "frontend", OpenApiTypes.STR, "substring of the frontend's transport, address or name"
+    ),
+    _filter_param(
+        "actor", OpenApiTypes.STR, 'an actor path ("users|joe"): its sub-queue and below'
+    ),
+    _filter_param(
+        "enqueued_before",
+        OpenApiTypes.STR,
+        "only requests enqueued at or before this instant: unix seconds (a dry run's `as_of`) "
+        "or RFC 3339 with a zone",
+    ),
+]

@@ -5,24 +5,37 @@
 `FilterError` naming the first bad one, so a listing, a cancel, the
 inspector's drill-down and a peer's query all refuse the same input alike.
 Split from `queue_rows`, which re-exports `FilterError` and `STATES`.
+
+`enqueued_before` is an instant (`_instant`): unix seconds, or RFC 3339
+with a zone, as `POST explain/` reads its times. One more than
+`MAX_AHEAD_SECONDS` ahead of this server's clock is refused: no request
+can have been enqueued then, and it is what a client sending milliseconds
+for seconds sends (a cancel so bounded would have bounded nothing).
 """
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.actor_path import parse_actor_path
 from scheduler_core.bounds import int64_error, parse_decimal
+from scheduler_core.cortex_http import parse_prometheus_time
 from scheduler_core.federation import normalized_org_id, org_id_error
 from scheduler_core.model import COMPONENTS
 from scheduler_core.regex import regex_error
 from scheduler_core.validation import MAX_REGEX_LENGTH
 
-__all__ = ["STATES", "FilterError", "filter_fields"]
+__all__ = ["MAX_AHEAD_SECONDS", "STATES", "FilterError", "filter_fields"]
 
 STATES = ("queued", "in_flight")
+# How far `enqueued_before` may lie ahead of this replica's clock: a count
+# answered by a peer whose clock runs ahead (replicas warn past 1 s) still
+# passes; a time in milliseconds (1,000 times too far) never does.
+MAX_AHEAD_SECONDS = 60.0
 
 
 class FilterError(ValueError):
@@ -76,6 +89,7 @@ def filter_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
         min_wait=_seconds(raw.get("min_wait"), "min_wait"),
         frontend=text("frontend"),
         actor="|".join(parse_actor_path(text("actor"))),
+        enqueued_before=_instant(raw.get("enqueued_before"), "enqueued_before"),
     )
 
 
@@ -121,4 +135,37 @@ def _seconds(value: Any, name: str) -> float | None:
         raise FilterError(name, "must be a number of seconds")
     if not seconds >= 0 or seconds == float("inf"):
         raise FilterError(name, "must be a finite number of seconds, 0 or more")
+    return seconds
+
+
+_INSTANT = "must be unix seconds or an RFC 3339 time with a zone"
+
+
+def _instant(value: Any, name: str) -> float | None:
+    """Unix seconds from a number, or from text as Prometheus reads a time."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise FilterError(name, _INSTANT)
+    if isinstance(value, str):
+        parsed = parse_prometheus_time(value)
+        if parsed is None:
+            raise FilterError(name, _INSTANT)
+        seconds = parsed
+    elif isinstance(value, int | float):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int past float's range
+            seconds = float("inf")
+    else:
+        raise FilterError(name, _INSTANT)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise FilterError(name, "must be a time at or after 1970-01-01T00:00:00Z")
+    ahead = seconds - time.time()
+    if ahead > MAX_AHEAD_SECONDS:
+        raise FilterError(
+            name,
+            f"is {ahead:.0f} s after this server's time (at most {MAX_AHEAD_SECONDS:.0f} s): "
+            "unix seconds, not milliseconds",
+        )
     return seconds

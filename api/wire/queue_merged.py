@@ -8,7 +8,10 @@ replica. The merged cursor says which phase, which replica and that
 replica's own cursor; `total` sums every replica's count. A cancel by filter
 reaches every replica; a cancel by id reaches the one replica holding that
 id, and is refused (`AmbiguousRequest`) when ids repeat and no `replica=`
-names one.
+names one. A dry run (`merged.count_as_of`) counts here first, then asks
+the peers to count what was enqueued by the instant it counted at, so the
+total is of one moment (`queue_peers.on_this_clock` says how each peer
+reads that instant).
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 from api.wire import queue_peers, queue_requests
-from api.wire.queue_peers import QueuePeers
+from api.wire.queue_peers import QueuePeers, filter_args
 from api.wire.queue_rows import RequestFilter
 
 __all__ = ["AmbiguousRequest", "merged"]
@@ -70,7 +73,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     ) -> dict[str, Any]:
         others = queue_peers.live_peers()
         replicas = sorted({peers.own, *others})
-        args = {"filter": asdict(flt)}
+        args = {"filter": filter_args(flt)}
         counts, absent = await peers.ask("count", args)
         missing = set(absent)
         total = await peers.answer("count", args) + sum(
@@ -96,8 +99,12 @@ class merged:  # noqa: N801 - a namespace of the merged operations
                 # held a listing 6 s, not 2), and its count is absent anyway.
                 at, sub = at + 1, None
                 continue
-            state_filter = RequestFilter(**{**asdict(flt), "state": phases[phase]})
-            page_args = {"filter": asdict(state_filter), "cursor": sub, "limit": limit - len(rows)}
+            state_filter = replace(flt, state=phases[phase])
+            page_args = {
+                "filter": filter_args(state_filter),
+                "cursor": sub,
+                "limit": limit - len(rows),
+            }
             body, answered = await peers.one(replica, "page", page_args)
             if answered and isinstance(body, dict) and "error" in body:
                 raise queue_requests.CursorError(body["error"])
@@ -176,7 +183,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         peers: QueuePeers, flt: RequestFilter, reason: str, dry_run: bool
     ) -> tuple[int, int, list[str], list[str]]:
         """(matched, cancelled, replicas that took part, replicas that did not answer)."""
-        args = {"filter": asdict(flt), "reason": reason, "dry_run": dry_run}
+        args = {"filter": filter_args(flt), "reason": reason, "dry_run": dry_run}
         local = await peers.answer("cancel_matching", args)
         replies, missing = await peers.ask("cancel_matching", args)
         matched, cancelled = local
@@ -185,3 +192,25 @@ class merged:  # noqa: N801 - a namespace of the merged operations
                 matched += answer[0]
                 cancelled += answer[1]
         return matched, cancelled, sorted({peers.own, *replies}), missing
+
+    @staticmethod
+    async def count_as_of(
+        peers: QueuePeers, flt: RequestFilter
+    ) -> tuple[int, float, list[str], list[str]]:
+        """A dry run: (matched, the instant counted at, replicas that took part, did not answer).
+
+        The peers count with that instant as `enqueued_before`: a request
+        reaching a peer while the question travels is not in the count, as
+        a cancel given the instant would not take it.
+        """
+        host = peers.host
+        names = queue_requests.grpc_names(host)
+        matched, as_of = await queue_requests.count_as_of(host.runtime, flt, names)
+        if flt.enqueued_before is None or flt.enqueued_before > as_of:
+            flt = replace(flt, enqueued_before=as_of)
+        args = {"filter": filter_args(flt), "reason": "", "dry_run": True}
+        replies, missing = await peers.ask("cancel_matching", args)
+        for answer in replies.values():
+            if isinstance(answer, list) and len(answer) == 2:
+                matched += answer[0]
+        return matched, as_of, sorted({peers.own, *replies}), missing

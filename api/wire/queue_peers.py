@@ -16,7 +16,10 @@ A cancel is asked with a deadline: a replica that hears it after the asker
 gave up (hung, then resumed) drops it, so a cancel reported as not done
 never happens later, unrecorded. The deadline is on the asker's clock and
 read through its measured skew (`ReplicaBoard.skew`), so clocks need not
-agree. The merged REST operations built on this (listing pages, lookups,
+agree. So is a filter's `enqueued_before` (`on_this_clock`): the instant
+a client sends is read on the clock of the replica it reached, and each
+peer compares it, moved onto its own clock, with its own enqueue times.
+The merged REST operations built on this (listing pages, lookups,
 cancels) live in `queue_merged`.
 """
 
@@ -27,6 +30,7 @@ import contextlib
 import logging
 import time
 import uuid
+from dataclasses import asdict, replace
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -37,7 +41,16 @@ from api.wire import queue_requests
 from api.wire.outage_log import OutageLog
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
-__all__ = ["QUEUE_GROUP", "UNHEARD_NOTE", "QueuePeers", "down_peers", "live_peers", "peers_unheard"]
+__all__ = [
+    "QUEUE_GROUP",
+    "UNHEARD_NOTE",
+    "QueuePeers",
+    "down_peers",
+    "filter_args",
+    "live_peers",
+    "on_this_clock",
+    "peers_unheard",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +95,34 @@ def peers_unheard() -> bool:
     """
     board = get_board()
     return bool(settings.REDIS_URL) and board.registry_at is None and not board.known_peers()
+
+
+def filter_args(flt: RequestFilter) -> dict[str, Any]:
+    """A filter as a question carries it: its fields, `enqueued_before` only when set.
+
+    A peer still on the version before that field builds the filter from
+    these keywords: a filter without it still reaches that peer, and one
+    with it is refused there (its answer fails) rather than read as wider.
+    """
+    args = asdict(flt)
+    if flt.enqueued_before is None:
+        del args["enqueued_before"]
+    return args
+
+
+def on_this_clock(flt: RequestFilter, asker: str | None) -> RequestFilter:
+    """`flt` with its instant moved from the asker's clock onto this replica's.
+
+    The asker read the instant on its own clock (the client's
+    `enqueued_before`, or the instant its dry run counted at); a request
+    here was enqueued on this one. Moved by the asker's measured lead
+    (`ReplicaBoard.skew`, as a cancel's deadline is), the instant is the
+    same moment here, so a replica whose clock runs seconds ahead takes
+    neither the requests enqueued after it nor fewer before it.
+    """
+    if flt.enqueued_before is None or asker is None:
+        return flt
+    return replace(flt, enqueued_before=flt.enqueued_before - get_board().skew(asker))
 
 
 def _query_limit(raw: Any) -> int:
@@ -172,8 +213,13 @@ class QueuePeers:
         return bool(time.time() + skew > message["expires"])
 
     async def _reply(self, layer: Any, message: dict[str, Any]) -> None:
+        asker = message.get("from")
         try:
-            body = await self.answer(message["op"], message.get("args") or {})
+            body = await self.answer(
+                message["op"],
+                message.get("args") or {},
+                asker=asker if isinstance(asker, str) else None,
+            )
         except Exception:
             log.exception("queue peers: answering %s failed", message.get("op"))
             body = {"error": "failed"}
@@ -181,11 +227,16 @@ class QueuePeers:
         with contextlib.suppress(Exception):
             await layer.send(message["reply"], reply)
 
-    async def answer(self, op: str, args: dict[str, Any]) -> Any:
-        """One question about this replica's own queue, answered here (JSON-ready)."""
+    async def answer(self, op: str, args: dict[str, Any], asker: str | None = None) -> Any:
+        """One question about this replica's own queue, answered here (JSON-ready).
+
+        `asker`: the peer that asked (None: this replica), on whose clock
+        the filter's instant is.
+        """
         runtime = self.host.runtime
         names = queue_requests.grpc_names(self.host)
         flt = RequestFilter(**args["filter"]) if "filter" in args else RequestFilter()
+        flt = on_this_clock(flt, asker)
         if op == "count":
             return await queue_requests.count_matching(runtime, flt, names)
         if op == "page":

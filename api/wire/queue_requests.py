@@ -10,6 +10,11 @@ for long and dispatch keeps going between steps; a filtered `total` is
 counted the same way (`MatchScan`). A cancel by filter, on the other hand,
 runs in one step, so it cancels exactly the set that matched.
 
+A dry run's count (`count_as_of`) says the instant it counted at, and
+counts only requests enqueued by then (a scan in steps meets later
+arrivals): a cancel given that instant as `enqueued_before` takes those
+of them still queued and nothing enqueued since.
+
 The cursor handed out is opaque: base64url of
 `[filter fingerprint, phase, position, rows returned so far]`, where the
 phase is "q" (queued, the core listing's position) or "f" (in flight, an
@@ -22,11 +27,13 @@ import asyncio
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from api.wire import queue_rows
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter, request_detail, request_row
 from scheduler_core.queue_listing import MatchScan, Predicate, StaleCursor, take_page
 from scheduler_core.runtime import SchedulerRuntime
@@ -38,6 +45,7 @@ __all__ = [
     "answered_check",
     "cancel_matching",
     "cancel_one",
+    "count_as_of",
     "count_matching",
     "decode_cursor",
     "encode_cursor",
@@ -150,14 +158,42 @@ async def count_matching(
     `queued`, when the caller already walked every queued match (a first
     page that reached the end), is taken as the queued count: no second scan.
     """
+    return await _count(runtime, flt, names, timer, queued, runtime.clock(), None)
+
+
+async def count_as_of(
+    runtime: SchedulerRuntime, flt: RequestFilter, names: Mapping[str, str]
+) -> tuple[int, float]:
+    """(`count_matching` of requests enqueued by now, now in unix seconds).
+
+    The instant is rounded up to the microsecond (what JSON carries back
+    exactly), so every request counted was enqueued at or before it. Both
+    clocks are read once, for the instant and the predicate: a count of a
+    node alone stays one read of the queue's counters.
+    """
+    now, wall = runtime.clock(), queue_rows.wall_clock()
+    as_of = math.ceil(wall * 1e6) / 1e6
+    if flt.enqueued_before is None or flt.enqueued_before > as_of:
+        flt = replace(flt, enqueued_before=as_of)
+    return await _count(runtime, flt, names, None, None, now, wall), as_of
+
+
+async def _count(
+    runtime: SchedulerRuntime,
+    flt: RequestFilter,
+    names: Mapping[str, str],
+    timer: _LoopTimer | None,
+    queued: int | None,
+    now: float,
+    wall: float | None,
+) -> int:
     timer = timer or _LoopTimer()
     queue = runtime.queue
-    now = runtime.clock()
     total = 0
     if flt.state != "in_flight" and queued is not None:
         total += queued
     elif flt.state != "in_flight":
-        predicate = flt.predicate(now, names)
+        predicate = flt.predicate(now, names, wall=wall)
         if predicate is None:
             total += queue.listing().queued_count(**_node(flt))
         else:
@@ -166,7 +202,7 @@ async def count_matching(
                 await timer.yield_loop()
             total += scan.count
     if flt.state != "queued":
-        test = flt.predicate(now, names, node=True)
+        test = flt.predicate(now, names, node=True, wall=wall)
         total += sum(1 for f in queue.listing().in_flight() if test is None or test(f.request))
     return total
 

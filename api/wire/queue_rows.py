@@ -9,6 +9,10 @@ up to `QUERY_LINE_LIMIT` characters in the inspector's live rows.
 `RequestFilter` is one listing's filter, validated once (its fields are
 read in `queue_filter_params`, with `FilterError`, re-exported here), and
 its `predicate` the part the queue's node walk does not already apply.
+Its `enqueued_before` is an instant in unix seconds on this replica's
+clock (`wall_clock`); a request's enqueue time is on the queue's clock,
+so the predicate moves the instant onto it by the lead the wall clock has
+over the queue's clock, read when the predicate is made.
 `request_detail` is the one-request row (`GET queue/requests/{id}/`): the
 same row plus what the explain box needs of the request, worked out only
 when one request is asked for.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,6 +45,7 @@ __all__ = [
     "QUERY_LINE_LIMIT",
     "QUERY_TEXT_LIMIT",
     "STATES",
+    "INSTANT_SLACK",
     "FilterError",
     "RequestFilter",
     "frontend_of",
@@ -48,12 +54,23 @@ __all__ = [
     "request_row",
     "serving_body",
     "serving_now",
+    "wall_clock",
 ]
 
 # Characters of query text in one API row (`query_truncated` says when cut).
 QUERY_TEXT_LIMIT = 16_384
 # Characters of the first line of a query in the inspector's live rows.
 QUERY_LINE_LIMIT = 160
+# `enqueued_before` is taken to within this: an instant is given to the
+# microsecond, and reading the two clocks one after the other costs a
+# fraction of one. No request is enqueued so soon after a count that it
+# falls inside: the count holds the loop longer than this.
+INSTANT_SLACK = 1e-6
+
+
+def wall_clock() -> float:
+    """Unix seconds now, the clock `enqueued_before` and a dry run's `as_of` are on."""
+    return time.time()
 
 
 def priority_origin(limits: TenantLimits, verdict: Verdict) -> tuple[tuple[int, int] | None, str]:
@@ -205,6 +222,9 @@ class RequestFilter:
     min_wait: float | None = None
     frontend: str = ""
     actor: str = ""  # an actor path ("users|joe"): that sub-queue and everything below it
+    # Only requests enqueued at or before this instant (unix seconds, on this
+    # replica's clock: a peer's is moved onto it by `queue_peers`).
+    enqueued_before: float | None = None
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> RequestFilter:
@@ -215,21 +235,37 @@ class RequestFilter:
     def narrows(self) -> bool:
         """Whether rows must be tested one by one (beyond the node and priority)."""
         return bool(
-            self.search or self.regex or self.frontend or self.actor or self.min_wait is not None
+            self.search
+            or self.regex
+            or self.frontend
+            or self.actor
+            or self.min_wait is not None
+            or self.enqueued_before is not None
         )
 
     def fingerprint(self) -> str:
         """Short digest of the filter, so a cursor cannot be reused with another one."""
-        body = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        fields = asdict(self)
+        if self.enqueued_before is None:
+            # Left out unset, so a cursor handed out before the field existed
+            # still reads as the same filter's.
+            del fields["enqueued_before"]
+        body = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
     def predicate(
-        self, now: float, grpc_names: Mapping[str, str], *, node: bool = False
+        self,
+        now: float,
+        grpc_names: Mapping[str, str],
+        *,
+        node: bool = False,
+        wall: float | None = None,
     ) -> Predicate | None:
         """Tests a request against the text, wait and frontend fields (`now`: queue clock).
 
         With `node`, also against tenant, component and priority (for
-        in-flight requests, which no node walk filters).
+        in-flight requests, which no node walk filters). `wall` is
+        `wall_clock()` read with `now` (read here when not given).
         """
         tests: list[Predicate] = []
         if node:
@@ -268,6 +304,16 @@ class RequestFilter:
             prefix = parse_actor_path(self.actor)
             depth = len(prefix)
             tests.append(lambda r: r.actor_path[:depth] == prefix)
+        if self.enqueued_before is not None:
+            offset = (wall_clock() if wall is None else wall) - now
+            # Its own name: the closures above read theirs when called.
+            cutoff = self.enqueued_before - offset + INSTANT_SLACK
+            # Everything queued now was enqueued by `now`: an instant at or
+            # after it excludes nothing from a walk made in one step, so the
+            # queue's counters still count it. A walk in steps (another test
+            # above) may meet later arrivals, which the instant keeps out.
+            if tests or cutoff < now:
+                tests.append(lambda r: r.enqueued_at <= cutoff)
         if not tests:
             return None
         if len(tests) == 1:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic
 from tests.e2e.drill_pages import (  # noqa: F401 - queue_acme is the fixture acme_queued
     SLOW,
     away_from_the_list,
+    cancel_matching,
     open_drill,
     queue_acme,
     treeitem,
@@ -111,7 +113,8 @@ def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -
     page.locator('.projection input[value="tenant-first"]').check()
 
 
-DONE_2 = "Cancelled 2 requests: those queued when you confirmed."
+# A cancel by filter takes what its count counted, and says when that was.
+DONE_2 = re.compile(r"^Cancelled 2 requests: those queued when counted at \d\d:\d\d:\d\d\.$")
 
 
 # Another operator's cancel by filter, through the API with this page's session.
@@ -140,6 +143,42 @@ def test_the_count_a_cancel_by_filter_asks_about_follows_the_queue_while_it_asks
     expect(title).to_have_text("Cancel 2 queued requests?", timeout=5_000)
     page.get_by_role("button", name="Cancel them").click()
     expect(page.locator("#drill-message")).to_have_text(DONE_2)
+
+
+def _unanswered_recounts(route: Route) -> None:
+    """The dialog's recounts fail from here, so the count on screen is the one confirmed."""
+    if '"dry_run":true' in (route.request.post_data or ""):
+        route.fulfill(status=503, content_type="application/json", body='{"detail": "held"}')
+    else:
+        route.continue_()
+
+
+def test_requests_that_arrive_after_the_count_the_operator_confirmed_stay_queued(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    traffic.enqueue("counted", "up", count=2)
+    open_drill(page, "counted")
+    rows = page.locator("#drill-rows > li")
+    expect(rows).to_have_count(2)
+    page.get_by_role("button", name="Cancel matching…").click()
+    title = page.locator("#cancel-title")
+    expect(title).to_have_text("Cancel 2 queued requests?")
+    counted_at = re.compile(r"2 when counted at \d\d:\d\d:\d\d, counted again each second")
+    expect(page.locator("#cancel-text")).to_contain_text(counted_at)
+    expect(page.locator("#cancel-text")).to_contain_text("none that arrive after the count")
+    page.route("**/api/v1/queue/cancel/", _unanswered_recounts)
+    try:
+        # Three more that match arrive after the count the dialog shows.
+        traffic.enqueue("counted", "up", count=3)
+        expect(rows).to_have_count(5)
+        expect(title).to_have_text("Cancel 2 queued requests?")
+        page.get_by_role("button", name="Cancel them").click()
+        expect(page.locator("#drill-message")).to_have_text(DONE_2)
+    finally:
+        page.unroute("**/api/v1/queue/cancel/", _unanswered_recounts)
+    expect(rows).to_have_count(3)
+    # The later three were still queued: a cancel of everything takes them.
+    assert cancel_matching(server, "counted", "up") == 3
 
 
 def test_cancelling_by_filter_previews_the_count_then_cancels_them_all(

@@ -171,7 +171,7 @@ async def test_list_search_cancel_one_and_by_filter_with_both_frontends_told(
 
     body = {"tenant": tenant, "regex": r"grpc_only_metric\d+", "note": "incident"}
     status, preview = await call(daphne_server, editor, "queue/cancel/", {**body, "dry_run": True})
-    assert (status, preview) == (200, {"matched": 2, "cancelled": 0})
+    assert (status, preview) == (200, {"matched": 2, "cancelled": 0, "as_of": preview["as_of"]})
     status, done = await call(daphne_server, editor, "queue/cancel/", body)
     assert (status, done) == (200, {"matched": 2, "cancelled": 2})
     for query_id in (71, 72):

@@ -9,10 +9,16 @@ by `api.store.services.operator_cancel_record` after the scheduler carried
 it out, and the frontend of each cancelled request gets a failure naming
 the operator. Without a runtime in this process (a plain test client,
 `manage.py`) lists are empty with `"running": false` and lookups are 404.
+
+A dry run answers `as_of`, the instant it counted at (unix seconds); a
+cancel given it as `enqueued_before` takes none of the requests enqueued
+after it, so an operator never cancels more than the count confirmed.
+Across replicas, see `queue_peers.on_this_clock`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import Any
 
@@ -26,6 +32,7 @@ from rest_framework.response import Response
 from api.cluster.replica_board import get_board
 from api.rest.query_params import int_param, int_parameter
 from api.rest.serializers_queue import (
+    FILTER_PARAMETERS,
     CancelByFilterSerializer,
     CancelCountsSerializer,
     CancelOneSerializer,
@@ -37,11 +44,10 @@ from api.rest.views.queue_errors import Ambiguous, PeersMissing, PeersUnheard
 from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
-from api.wire import queue_requests, runtime_host
+from api.wire import queue_requests, queue_rows, runtime_host
 from api.wire.queue_merged import AmbiguousRequest, merged
 from api.wire.queue_peers import UNHEARD_NOTE, down_peers, live_peers, peers_unheard
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
-from scheduler_core.model import COMPONENTS
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -221,19 +227,30 @@ def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> d
 
 async def _cancel_matching_on_loop(
     flt: RequestFilter, reason: str, dry_run: bool
-) -> tuple[int, int, list[str], list[str]]:
-    """(matched, cancelled, replicas that took part, replicas that did not answer)."""
+) -> tuple[int, int, list[str], list[str], float | None]:
+    """(matched, cancelled, replicas that took part, that did not answer, a dry run's as_of)."""
     if not runtime_host.started():
-        return 0, 0, [], []
+        return 0, 0, [], [], (_instant_now() if dry_run else None)
     host = runtime_host.get_host()
     peers = _peers(host)
-    if peers is not None:
-        return await merged.cancel_matching(peers, flt, reason, dry_run)
     names = queue_requests.grpc_names(host)
+    if dry_run and peers is not None:
+        matched, as_of, took_part, missing = await merged.count_as_of(peers, flt)
+        return matched, 0, took_part, missing, as_of
+    if dry_run:
+        matched, as_of = await queue_requests.count_as_of(host.runtime, flt, names)
+        return matched, 0, [_replica()], [], as_of
+    if peers is not None:
+        return (*await merged.cancel_matching(peers, flt, reason, False), None)
     matched, cancelled = await queue_requests.cancel_matching(
-        host.runtime, flt, reason, dry_run=dry_run, names=names
+        host.runtime, flt, reason, dry_run=False, names=names
     )
-    return matched, cancelled, [_replica()], []
+    return matched, cancelled, [_replica()], [], None
+
+
+def _instant_now() -> float:
+    # With no queue to count, the count is of nothing at this moment.
+    return math.ceil(queue_rows.wall_clock() * 1e6) / 1e6
 
 
 def _param(name: str, kind: Any, description: str, **extra: Any) -> OpenApiParameter:
@@ -241,25 +258,7 @@ def _param(name: str, kind: Any, description: str, **extra: Any) -> OpenApiParam
 
 
 _LIST_PARAMETERS = [
-    _param("tenant", OpenApiTypes.STR, "the tenant's requests only"),
-    _param("component", OpenApiTypes.STR, "one query component", enum=list(COMPONENTS)),
-    _param("priority", OpenApiTypes.INT, "one priority band"),
-    _param(
-        "state",
-        OpenApiTypes.STR,
-        "queued or in_flight; without it queued rows come first, then running ones",
-        enum=["queued", "in_flight"],
-    ),
-    _param("search", OpenApiTypes.STR, "substring of the query text (any case)"),
-    _param("regex", OpenApiTypes.STR, "RE2 regex searched in the query text (unanchored)"),
-    OpenApiParameter(
-        "min_wait",
-        {"type": "number", "minimum": 0},
-        OpenApiParameter.QUERY,
-        description="only requests queued at least this many seconds",
-    ),
-    _param("frontend", OpenApiTypes.STR, "substring of the frontend's transport, address or name"),
-    _param("actor", OpenApiTypes.STR, 'an actor path ("users|joe"): its sub-queue and below'),
+    *FILTER_PARAMETERS,
     _param("cursor", OpenApiTypes.STR, "the `next` of the previous page"),
     int_parameter("limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT, description="rows"),
 ]
@@ -374,7 +373,7 @@ class QueueCancelView(ApiView):
             raise _invalid("non_field_errors", "give at least tenant, or search or regex")
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
-        matched, cancelled, took_part, missing = async_to_sync(_cancel_matching_on_loop)(
+        matched, cancelled, took_part, missing, as_of = async_to_sync(_cancel_matching_on_loop)(
             flt, reason, dry_run
         )
         # A cancel that found nothing did nothing: no record of it on History.
@@ -389,6 +388,8 @@ class QueueCancelView(ApiView):
                 replicas=took_part,
             )
         answer: dict[str, Any] = {"matched": matched, "cancelled": cancelled}
+        if as_of is not None:
+            answer["as_of"] = as_of
         if len(took_part) > 1 or missing:
             answer.update(replicas=took_part, replicas_missing=missing)
         # Only this replica's requests, though peers may hold more: said so.

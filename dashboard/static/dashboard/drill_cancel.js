@@ -2,9 +2,11 @@
 // or its detail dialog, or every queued request matching the panel's
 // filter, through the REST API. Both ask first in the cancel dialog; a
 // cancel by filter shows the count a dry run finds, counted again every
-// second while the dialog is open: a cancel by filter takes what matches
-// when it is confirmed, and a count taken once said "53" of a queue that
-// held 49 by the click (QA: "Cancel 53?", then "Cancelled 49").
+// second while the dialog is open (a count taken once said "53" of a queue
+// that held 49 by the click). Each count comes with the instant it was
+// taken at (`as_of`), and the cancel sends the instant of the count shown
+// when Cancel is pressed (`enqueued_before`): requests that arrived since
+// are not taken, so the operator who agreed to N never cancels more.
 
 import { setText } from "./dom.js";
 import { FIELD_NAMES, describe, narrowing } from "./drill_text.js";
@@ -75,28 +77,34 @@ export class DrillCancels {
     }
     // Listed with the queued ones, running requests stay: say so beside the count.
     const running = this.panel.filter().state ? "" : " Running requests are not cancelled by filter.";
-    const pending = { kind: "filter", filter, scope, running };
+    const pending = { kind: "filter", filter, scope, running, matched: 0, asOf: null };
     this.pending = pending;
     this.buttons("Cancel them", "Keep them");
-    this.showCount(pending, preview.body.matched);
+    this.showCount(pending, preview.body);
     this.openDialog();
     this.counting = setInterval(() => this.recount(pending), 1000);
   }
 
-  showCount(pending, matched) {
+  // The count and its instant are kept together: Cancel sends the instant
+  // of the count on screen, so what it may take is what the title says.
+  showCount(pending, { matched, as_of: asOf }) {
+    pending.matched = matched;
+    pending.asOf = asOf;
     const plural = matched === 1 ? "" : "s";
+    const at = clockTime(asOf);
     setText(this.$("cancel-title"), matched ? `Cancel ${matched} queued request${plural}?` : "Nothing is queued to cancel now");
     setText(this.$("cancel-text"), matched
-      ? `Every queued request of ${pending.scope}: ${matched} now, counted each second; Cancel takes those queued when you press it. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${pending.running}`
-      : `No request of ${pending.scope} is queued now; the count is taken again each second.`);
+      ? `Every queued request of ${pending.scope}: ${matched} when counted at ${at}, counted again each second. Cancel takes those of them still queued when you press it, none that arrive after the count. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${pending.running}`
+      : `No request of ${pending.scope} was queued when counted at ${at}; the count is taken again each second.`);
     this.$("cancel-confirm").disabled = !matched;
   }
 
   async recount(pending) {
     const preview = await this.post("cancel/", { ...pending.filter, dry_run: true });
-    // A count answered after the dialog closed or confirmed says nothing.
-    if (this.pending !== pending || !preview.ok) return;
-    this.showCount(pending, preview.body.matched);
+    // A count answered after the dialog closed or confirmed says nothing,
+    // nor one overtaken by a later count answered first.
+    if (this.pending !== pending || !preview.ok || preview.body.as_of < pending.asOf) return;
+    this.showCount(pending, preview.body);
   }
 
   stopCounting() {
@@ -119,7 +127,7 @@ export class DrillCancels {
     const note = this.$("cancel-note").value.trim();
     const result = pending.kind === "one"
       ? await this.post(`requests/${encodeURIComponent(pending.id)}/cancel/`, pending.replica ? { note, replica: pending.replica } : { note })
-      : await this.post("cancel/", { ...pending.filter, note });
+      : await this.post("cancel/", { ...pending.filter, enqueued_before: pending.asOf, note });
     if (!result.ok) {
       this.pending = pending; // still asked: the dialog stays open with the reason
       if (pending.kind === "filter") this.counting = setInterval(() => this.recount(pending), 1000);
@@ -130,7 +138,7 @@ export class DrillCancels {
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
-    const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : `Cancelled ${result.body.cancelled} request${result.body.cancelled === 1 ? "" : "s"}: those queued when you confirmed.`;
+    const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : cancelledText(result.body.cancelled, pending);
     this.panel.say(text, "success");
   }
 
@@ -149,4 +157,16 @@ export class DrillCancels {
     const reason = data ? Object.entries(data).map(([k, v]) => `${named(k)}${iso([].concat(v).join("; "))}`).join(" ") : response.statusText;
     return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
   }
+}
+
+// An instant (unix seconds) as the page's other times are shown: the time of day.
+function clockTime(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+}
+
+// What a confirmed cancel by filter did, against the count it was confirmed on.
+function cancelledText(cancelled, { matched, asOf }) {
+  const at = clockTime(asOf);
+  if (cancelled >= matched) return `Cancelled ${cancelled} request${cancelled === 1 ? "" : "s"}: those queued when counted at ${at}.`;
+  return `Cancelled ${cancelled} of the ${matched} requests counted at ${at}: the others had left the queue before the cancel.`;
 }

@@ -1,13 +1,14 @@
-// Inspector page: wires the live client to the tree, figures, charts,
-// queriers and frontends panels (panels.js) and controls. The page was
-// rendered by the server first; the first snapshot replaces it in place.
+// Inspector page: wires the live client to the tree, figures, charts
+// (inspector_charts.js), queriers and frontends panels (panels.js) and
+// controls. The page was rendered by the server first; the first snapshot
+// replaces it in place.
 
-import { TimeChart } from "./timeseries.js";
 import { setAttr, setText as writeText } from "./dom.js";
 import { emptyTreeText, formatRate, formatTiming, formatWait, iso, loadText, showText } from "./format.js";
 import { DrillPanel } from "./drill.js";
 import { returnToDrill } from "./drill_explain.js";
 import { byId, setProp, setText } from "./ids.js";
+import { InspectorCharts } from "./inspector_charts.js";
 import { LiveClient } from "./live.js";
 import { applyFrontends, applyQueriers, moveAmongWorkers } from "./panels.js";
 import { TreeView } from "./tree.js";
@@ -26,22 +27,9 @@ const params = {
   expanded: [],
 };
 let pages = 1;
-let chartPoints = [];
 
 const tree = new TreeView($("tree"), () => resubscribe(false));
-const ACCENT = "#2f5bd3";
-const ORANGE = "#d9822b";
-const queuedChart = new TimeChart($("chart-queued"), {
-  yLabel: "requests",
-  series: [{ label: "queued", color: ACCENT }],
-});
-const waitChart = new TimeChart($("chart-wait"), {
-  yLabel: "seconds",
-  series: [
-    { label: "oldest queued", color: ACCENT, unit: "s" },
-    { label: "p99 wait", color: ORANGE, unit: "s" },
-  ],
-});
+const charts = new InspectorCharts();
 
 function defaults() {
   return params.projection === "component-first" ? COMPONENTS.map((c) => `c:${c}`) : [];
@@ -109,9 +97,7 @@ function applyFrame(msg, full) {
   if (msg.frontends) applyFrontends(decodeFrontends(msg.frontends));
   if (msg.longest) applyLongest(msg.longest, msg.ts);
   if (msg.drill) drill.apply(msg.drill, msg.ts);
-  if (full) chartPoints = msg.chart;
-  else if (msg.chart.length) chartPoints = chartPoints.concat(msg.chart).slice(-300);
-  if (full || msg.chart.length) drawCharts();
+  charts.apply(msg.chart, full);
 }
 
 function applyHeader(h) {
@@ -298,49 +284,6 @@ function applyTree(t, asked) {
   setProp("tree-empty", "hidden", t.nodes.some((n) => n.length > 0));
   setText("tree-empty", emptyTreeText(asked.search, t.matching));
   setAttr(byId("tree"), "aria-label", `Queue tree (${t.projection})`);
-}
-
-function drawCharts() {
-  const markers = configChanges(chartPoints);
-  queuedChart.setMarkers(markers);
-  waitChart.setMarkers(markers);
-  queuedChart.draw(chartPoints.map((p) => [p[0], p[1]]));
-  waitChart.draw(chartPoints.map((p) => [p[0], p[2], p[4]]));
-  showChanges(markers);
-}
-
-// Seconds at which the scheduler's config version changed (a point's sixth
-// figure; unknown before the runtime's first config), each linked to its
-// revision on History.
-function configChanges(points) {
-  const out = [];
-  for (let i = 1; i < points.length; i++) {
-    const before = points[i - 1][5];
-    const now = points[i][5];
-    if (before != null && now != null && now !== before) { // != null: neither null nor undefined
-      out.push({ t: points[i][0], version: now });
-    }
-  }
-  return out;
-}
-
-let changesShown = "";
-function showChanges(markers) {
-  const sig = markers.map((m) => `${m.t}:${m.version}`).join(",");
-  if (sig === changesShown) return;
-  changesShown = sig;
-  const list = byId("chart-changes-list");
-  list.replaceChildren(...markers.map((m) => {
-    const li = document.createElement("li");
-    const a = document.createElement("a");
-    const at = new Date(m.t * 1000).toLocaleTimeString([], { hour12: false });
-    a.href = `/history/#v${m.version}`;
-    a.textContent = `#${m.version}`;
-    a.setAttribute("aria-label", `Config change #${m.version} at ${at}, on History`);
-    li.append(a, ` at ${at}`);
-    return li;
-  }));
-  setProp("chart-changes", "hidden", markers.length === 0);
 }
 
 function showState(state) {

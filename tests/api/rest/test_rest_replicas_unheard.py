@@ -131,4 +131,4 @@ def test_a_cancel_by_filter_while_the_peers_are_unheard_says_it_reached_this_rep
 
     board.note_registry({}, time.time())
     answer = editor_api.post("/api/v1/queue/cancel/", body, format="json").json()
-    assert answer == {"matched": 1, "cancelled": 0}
+    assert answer == {"matched": 1, "cancelled": 0, "as_of": answer["as_of"]}
