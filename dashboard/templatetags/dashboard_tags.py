@@ -11,6 +11,7 @@ import json
 import math
 import re
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
@@ -20,6 +21,7 @@ from django.utils.safestring import SafeString, mark_safe
 from scheduler_core.durations import format_duration
 
 __all__ = [
+    "cancel_filter_value",
     "config_value",
     "field_label",
     "format_wait",
@@ -265,6 +267,24 @@ def config_value(value: Any) -> str:
     if isinstance(value, str) and not _AMBIGUOUS_TEXT.fullmatch(value):
         return value
     return json.dumps(value, separators=(", ", ": "), ensure_ascii=False)
+
+
+@register.filter
+def cancel_filter_value(value: Any, key: str) -> str:
+    """A recorded cancel's filter value; an instant in unix seconds also as its UTC time.
+
+    `enqueued_before` is kept as it was sent, and the inspector sends unix
+    seconds: "1796597163.290644" alone tells an operator nothing.
+    """
+    text = str(value)
+    if key != "enqueued_before":
+        return text
+    try:
+        seconds = float(text)
+        when = datetime.fromtimestamp(seconds, UTC)
+    except (ValueError, OverflowError, OSError):
+        return text  # RFC 3339 text already reads as a time
+    return f"{text} ({when:%Y-%m-%d %H:%M:%S}.{when.microsecond // 1000:03d} UTC)"
 
 
 @register.filter

@@ -56,3 +56,26 @@ def test_a_filter_that_matches_no_revision_says_so_and_the_cancels_say_they_are_
     assert "every cancel is listed" in page
     unfiltered = viewer_client.get("/history/").content.decode()
     assert "every cancel is listed" not in unfiltered and 'id="no-revisions"' not in unfiltered
+
+
+def test_a_cancel_limited_to_a_count_s_instant_shows_that_instant_as_a_utc_time(
+    viewer_client: Client,
+) -> None:
+    services.operator_cancel_record(
+        author=None,
+        source=ConfigRevision.Source.UI,
+        filter={"tenant": "acme", "enqueued_before": 1796597163.290644},
+        matched=2,
+        cancelled=2,
+    )
+    services.operator_cancel_record(
+        author=None,
+        source=ConfigRevision.Source.API,
+        filter={"tenant": "beta", "enqueued_before": "2026-12-06T23:00:00Z"},
+        matched=1,
+        cancelled=1,
+    )
+    page = viewer_client.get("/history/").content.decode()
+    assert "<code>enqueued_before=1796597163.290644 (2026-12-06 22:46:03.290 UTC)</code>" in page
+    # Text that is already a time is shown as it was sent.
+    assert "<code>enqueued_before=2026-12-06T23:00:00Z</code>" in page
