@@ -109,6 +109,9 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._send_window = DEFAULT_WINDOW
         self._recv_window = CONNECTION_WINDOW
         self._recv_unacked = 0
+        # Bytes the layer above holds for its application, not yet read
+        # (`unread_grew`): past UNREAD_LIMIT the connection's window stays shut.
+        self._unread_total = 0
         self._blocked: deque[Pending] = deque()
         self._partial: tuple[int, int, bytearray] | None = None
         self._last_stream_id = 0
@@ -255,11 +258,11 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
             # Closed or reset by us: count it against the connection only.
             if stream_id > self._last_stream_id:
                 raise ProtocolError(PROTOCOL_ERROR, "DATA on an idle stream")
-            self._give_back(size)
+            self.give_back(size)
             return
         stream.recv_window -= size
         if stream.recv_window < 0:
-            self._give_back(size)  # the connection's window is not the stream's fault
+            self.give_back(size)  # the connection's window is not the stream's fault
             self.reset(stream, FLOW_CONTROL_ERROR)
             self.stream_reset(stream, FLOW_CONTROL_ERROR)
             return

@@ -2,12 +2,14 @@
 
 The frames that carry no message of a stream. Ours: RST_STREAM (`reset`),
 GOAWAY (`goaway`) and the WINDOW_UPDATEs that re-open our receive windows
-(`consumed`, `_give_back`). The peer's, as `Http2Connection._frame`
-dispatches them: WINDOW_UPDATE, PING (answered, a flood sent away),
-SETTINGS (its initial stream window and largest frame, which bound what the
-sending half in `http2_send.py` may write) and RST_STREAM. A window opened
-by WINDOW_UPDATE or SETTINGS releases the DATA waiting for it
-(`_flush_blocked`). The peer's GOAWAY stays inline in `_frame`.
+(`consumed`, `stream_consumed`, `give_back`; the connection's held shut
+while its calls hold too much unread: `unread_grew`, `unread_shrank`). The
+peer's, as `Http2Connection._frame` dispatches them: WINDOW_UPDATE, PING
+(answered, a flood sent away), SETTINGS (its initial stream window and
+largest frame, which bound what the sending half in `http2_send.py` may
+write) and RST_STREAM. A window opened by WINDOW_UPDATE or SETTINGS releases
+the DATA waiting for it (`_flush_blocked`). The peer's GOAWAY stays inline
+in `_frame`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from api.wire.grpc.http2_frames import (
     SETTING,
     SETTINGS,
     STREAM_WINDOW,
+    UNREAD_LIMIT,
     WINDOW_UPDATE,
     Http2Stream,
     ProtocolError,
@@ -60,6 +63,7 @@ class Http2Control:
     _send_window: int
     _recv_window: int
     _recv_unacked: int
+    _unread_total: int
     _last_ping: float
     _ping_strikes: int
 
@@ -86,12 +90,15 @@ class Http2Control:
         self._maybe_close()
 
     def consumed(self, stream: Http2Stream, size: int) -> None:
-        """The application took `size` bytes of this stream: re-open windows.
+        """The application took `size` bytes of this stream: re-open windows."""
+        self.give_back(size)
+        self.stream_consumed(stream, size)
 
-        Granted in halves of a window, so a WINDOW_UPDATE goes out once per
-        512 KiB read, not once per message.
+    def stream_consumed(self, stream: Http2Stream, size: int) -> None:
+        """Re-open `size` bytes of this stream's window only (the connection's
+        is `give_back`'s). Granted in halves of a window, so a WINDOW_UPDATE
+        goes out once per 512 KiB read, not once per message.
         """
-        self._give_back(size)
         if stream.remote_closed:
             return
         stream.credit += size
@@ -109,9 +116,33 @@ class Http2Control:
         payload = last.to_bytes(4, "big") + code.to_bytes(4, "big") + debug
         self.write(frame(GOAWAY, 0, 0, payload))
 
-    def _give_back(self, size: int) -> None:
+    def give_back(self, size: int) -> None:
+        """`size` bytes received count no more against the connection's window.
+
+        Sent in halves of the window, and only while the connection holds at
+        most `UNREAD_LIMIT` bytes unread (`unread_grew`): a stream window is
+        re-opened as bytes arrive while its call has less than a window
+        unread, and 4,096 streams that each keep a window's worth unread (a
+        querier's loops waiting for work read nothing) held 4 GiB before
+        the connection's own window bounded the sum. Once over the limit the
+        peer may still send what its window allows, so a connection holds
+        at most UNREAD_LIMIT + CONNECTION_WINDOW unread; it gets more as the
+        handlers read (`unread_shrank`).
+        """
         self._recv_unacked += size
-        if self._recv_unacked >= CONNECTION_WINDOW // 2:
+        self._reopen_connection()
+
+    def unread_grew(self, size: int) -> None:
+        """`size` bytes arrived that the application has yet to read."""
+        self._unread_total += size
+
+    def unread_shrank(self, size: int) -> None:
+        """The application read `size` bytes, or its call ended with them unread."""
+        self._unread_total -= size
+        self._reopen_connection()
+
+    def _reopen_connection(self) -> None:
+        if self._recv_unacked >= CONNECTION_WINDOW // 2 and self._unread_total <= UNREAD_LIMIT:
             self.write(frame(WINDOW_UPDATE, 0, 0, self._recv_unacked.to_bytes(4, "big")))
             self._recv_window += self._recv_unacked
             self._recv_unacked = 0
@@ -163,17 +194,14 @@ class Http2Control:
             return
         if len(payload) % 6:
             raise ProtocolError(FRAME_SIZE_ERROR, "SETTINGS of the wrong size")
+        before = peak = self._peer_initial_window
         for i in range(0, len(payload), 6):
             key, value = SETTING.unpack_from(payload, i)
             if key == S_INITIAL_WINDOW_SIZE:
                 if value > MAX_WINDOW:
                     raise ProtocolError(FLOW_CONTROL_ERROR, "initial window too large")
-                delta = value - self._peer_initial_window
                 self._peer_initial_window = value
-                for stream in self.streams.values():
-                    stream.send_window += delta
-                    if stream.send_window > MAX_WINDOW:
-                        raise ProtocolError(FLOW_CONTROL_ERROR, "initial window overflow")
+                peak = max(peak, value)
             elif key == S_MAX_FRAME_SIZE:
                 if not DEFAULT_FRAME <= value <= 16_777_215:
                     raise ProtocolError(PROTOCOL_ERROR, "bad MAX_FRAME_SIZE")
@@ -182,8 +210,28 @@ class Http2Control:
                 raise ProtocolError(PROTOCOL_ERROR, f"ENABLE_PUSH of {value}")
             elif key == S_HEADER_TABLE_SIZE:
                 pass  # our encoder never indexes, so any table size suits it
+        self._move_stream_windows(self._peer_initial_window - before, peak - before)
         self.write(frame(SETTINGS, ACK, 0))
         self._flush_blocked()
+
+    def _move_stream_windows(self, change: int, peak_change: int) -> None:
+        """Move every open stream's send window by a SETTINGS frame's net `change`
+        of the initial window, in one walk over the streams.
+
+        RFC 9113 6.9.2 moves them by (new - old) at each INITIAL_WINDOW_SIZE
+        entry; walking the streams per entry let one 16 KiB frame (2,730
+        entries) over 4,096 streams cost 11 million steps on the event loop.
+        The sum of the entries' moves is the net change, so the final windows
+        are the same; a window that would pass 2**31 - 1 at any entry is the
+        one that would at the largest value (`peak_change`), still checked
+        here, so that overflow still ends the connection.
+        """
+        if not change and not peak_change:
+            return
+        for stream in self.streams.values():
+            if stream.send_window + peak_change > MAX_WINDOW:
+                raise ProtocolError(FLOW_CONTROL_ERROR, "initial window overflow")
+            stream.send_window += change
 
     def _on_rst(self, stream_id: int, payload: bytes) -> None:
         if not stream_id or len(payload) != 4:

@@ -84,6 +84,7 @@ class LeanCall:
         "_inline",
         "_messages",
         "_method",
+        "_pending",
         "_sent_headers",
         "_stalled",
         "_unread",
@@ -106,10 +107,13 @@ class LeanCall:
         self._encoding = headers.get("grpc-encoding", "identity")
         self._buffer = bytearray()
         self._messages: deque[tuple[int, bytes]] = deque()  # (compressed flag, payload)
-        # Bytes of whole messages not yet read, and bytes received but not yet
-        # granted back to the peer's windows (held while too much is unread).
+        # Bytes of whole messages not yet read; bytes received but not yet
+        # granted back to the stream's window (held while too much is unread);
+        # and every byte received and not yet read, whole messages or not,
+        # which the connection counts too (`unread_grew`).
         self._unread = 0
         self._held = 0
+        self._pending = 0
         self._waiter: asyncio.Future[None] | None = None
         self._sent_headers = False
         self._error: AbortError | None = None
@@ -155,9 +159,11 @@ class LeanCall:
         """Take the first queued message: re-open held windows, decompress, decode."""
         flag, payload = self._messages.popleft()
         self._unread -= len(payload) + 5
+        self._pending -= len(payload) + 5
+        self._conn.unread_shrank(len(payload) + 5)
         if self._held and self._unread <= STREAM_WINDOW:
             held, self._held = self._held, 0
-            self._conn.consumed(self.stream, held)
+            self._conn.stream_consumed(self.stream, held)
         if flag:
             if flag != 1:
                 raise AbortError(
@@ -167,11 +173,18 @@ class LeanCall:
         return self._method.deserialize(payload)
 
     def release(self) -> None:
-        """Give the peer back the window bytes held for unread messages: the
-        call is over, and they count against the connection's window too."""
+        """The call is over: what it still holds unread is dropped, and stops
+        counting against the connection (`unread_shrank`); its held-back
+        stream window goes back to the peer."""
+        pending, self._pending = self._pending, 0
+        if pending:
+            self._messages.clear()
+            self._buffer.clear()
+            self._unread = 0
+            self._conn.unread_shrank(pending)
         if self._held:
             held, self._held = self._held, 0
-            self._conn.consumed(self.stream, held)
+            self._conn.stream_consumed(self.stream, held)
 
     async def write(self, message: Any) -> None:
         if not self._put(message):
@@ -270,18 +283,31 @@ class LeanCall:
     def data(self, payload: bytes, end: bool) -> None:
         """Bytes of the stream; whole messages queue for `read`.
 
-        The peer's windows are re-opened as bytes arrive (a message may be
+        The stream's window is re-opened as bytes arrive (a message may be
         larger than a window) unless more than a window of whole messages
-        waits unread: then they re-open as `read` takes them, so a peer that
-        sends faster than the servicer reads is held back.
+        waits unread: then it re-opens as `read` takes them, so a peer that
+        sends faster than the servicer reads is held back. The connection's
+        window is given back as bytes arrive too, but the connection holds
+        it shut while its calls together hold too much unread
+        (`Http2Control.give_back`): many streams that each keep less than a
+        window unread must not add up without bound.
         """
-        if payload:
+        conn = self._conn
+        size = len(payload)
+        if size and self.finished:
+            # The status is sent: nothing will read this call's messages again.
+            conn.consumed(self.stream, size)
+        elif size:
+            # Counted first: a message too large is dropped with the rest (`release`).
+            self._pending += size
+            conn.unread_grew(size)
             self._receive(payload)
+            conn.give_back(size)
             if self._unread <= STREAM_WINDOW:
-                self._conn.consumed(self.stream, self._held + len(payload))
+                conn.stream_consumed(self.stream, self._held + size)
                 self._held = 0
             else:
-                self._held += len(payload)
+                self._held += size
         if self._inline is not None and not self._stalled:
             self._answer_queued()
         if end:
