@@ -28,7 +28,7 @@ from scheduler_core.bounds import (
     request_times_error,
     timestamp_error,
 )
-from scheduler_core.federation import normalized_org_id, org_id_error
+from scheduler_core.federation import normalized_org_id, org_id_error, org_id_length_error
 from scheduler_core.model import API_TYPES, COMPONENTS
 
 __all__ = [
@@ -277,7 +277,8 @@ def _tenant(data: Mapping[str, Any], rid: ClientId) -> str:
     value = data.get("tenant")
     if not isinstance(value, str) or not value:
         raise ProtocolError("tenant", "tenant must be a non-empty string", rid)
-    problem = org_id_error(value)
+    # Before its tenants are read: each costs the loop time (`org_id_length_error`).
+    problem = org_id_length_error(value, "tenant") or org_id_error(value)
     if problem is not None:
         raise ProtocolError("tenant", problem, rid)
     return normalized_org_id(value)

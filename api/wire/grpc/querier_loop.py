@@ -25,10 +25,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from api.wire.grpc.admission import GrpcReplyHandle, querier_message
 from api.wire.grpc.bridge import ForeignRequests
-from api.wire.grpc.streams import checked_read
+from api.wire.grpc.streams import AbortError, checked_read, malformed
 from scheduler_core.bounds import querier_id_error
 from scheduler_core.errors import QuerierShuttingDown, UnknownQuerier
 from scheduler_core.loops import running_loop
@@ -204,8 +205,11 @@ class QuerierLoopServicer:
                 task.cancel()
 
         cancelled.add_done_callback(stop_reading)
+        refused: AbortError | None = None
         try:
-            message = await checked_read(context)
+            message = await context.read()
+        except DecodeError as exc:
+            refused = malformed(exc)
         except asyncio.CancelledError:
             if ours and task.uncancel() == 0:
                 return _Outcome.CANCELLED
@@ -213,6 +217,12 @@ class QuerierLoopServicer:
         finally:
             reading = False
             cancelled.remove_done_callback(stop_reading)
+        if refused is not None:
+            # Aborted only once the read is over: grpcio's abort awaits the
+            # status going out, and a cancellation cancelling us there came
+            # back as CANCELLED, whose own abort then raised "Abort already
+            # called!" (the peer had the first status already).
+            await context.abort(refused.code, refused.details)
         return _Outcome.ENDED if message is grpc.aio.EOF else _Outcome.DONE
 
     async def NotifyQuerierShutdown(  # noqa: N802 - the gRPC method name

@@ -25,6 +25,7 @@ from api.wire.protocol import (
     error_message,
     parse,
 )
+from scheduler_core.federation import MAX_ORG_ID_LENGTH
 
 
 def frontend(data: dict[str, Any]) -> Any:
@@ -72,6 +73,17 @@ def test_an_org_id_cortex_would_refuse_is_refused_in_its_words() -> None:
     assert str(caught.value) == "tenant ID 'team a' contains unsupported character ' '"
     for org_id in ("a!-_.*'()Z9", "team-a|team-b"):
         assert frontend({"type": "enqueue", "id": "r", "tenant": org_id}).tenant == org_id
+
+
+def test_a_tenant_longer_than_a_cortex_frontend_can_forward_is_refused_naming_the_field() -> None:
+    tenant = "a|" * (MAX_ORG_ID_LENGTH // 2) + "b"
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "enqueue", "id": "r", "tenant": tenant})
+    assert caught.value.field == "tenant"
+    assert str(caught.value) == (
+        f"tenant is {len(tenant)} characters long; at most {MAX_ORG_ID_LENGTH} may be "
+        "sent, the longest X-Scope-OrgID a Cortex query-frontend can forward"
+    )
 
 
 @pytest.mark.parametrize(

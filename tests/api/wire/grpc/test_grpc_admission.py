@@ -8,7 +8,7 @@ import pytest
 
 from api.wire.grpc.admission import Admission, InvalidEnqueue
 from api.wire.grpc.clients import get_request
-from scheduler_core.federation import combined_limits
+from scheduler_core.federation import MAX_ORG_ID_LENGTH, combined_limits
 from scheduler_core.model import (
     INGESTER,
     STORE_GATEWAY,
@@ -141,6 +141,20 @@ def test_a_federated_id_over_max_federated_tenants_is_refused_naming_both_counts
     assert admission.build(enqueue("a|b"), "fe:1").tenant_id == "a|b"
     with pytest.raises(InvalidEnqueue, match="names 3 tenants; at most 2 may be federated"):
         admission.build(enqueue("a|b|c"), "fe:1")
+
+
+def test_a_user_id_longer_than_a_cortex_frontend_can_send_is_refused_before_its_tenants() -> None:
+    host = Host({})
+    host.config = QueueConfig(max_federated_tenants=2)  # would count its tenants, were it read
+    user_id = "a|" * (MAX_ORG_ID_LENGTH // 2) + "b"
+
+    with pytest.raises(InvalidEnqueue) as refused:
+        Admission(host, wall_clock=lambda: NOW).build(enqueue(user_id), "fe:1")
+
+    assert str(refused.value) == (
+        f"userID is {len(user_id)} characters long; at most {MAX_ORG_ID_LENGTH} may be "
+        "sent, the longest X-Scope-OrgID a Cortex query-frontend can forward"
+    )
 
 
 async def test_the_server_starts_on_a_runtime_without_observer_and_keeps_every_observer() -> None:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import grpc
 import pytest
+from google.protobuf.message import DecodeError
 
 from api.wire.grpc.querier_loop import QuerierLoopServicer, _Outcome
+from api.wire.grpc.streams import AbortError
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
 
@@ -63,3 +66,42 @@ async def test_a_cancellation_from_outside_still_ends_the_call() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert not cancelled.done()
+
+
+class JunkContext:
+    """A querier stream whose next message is junk; its abort awaits the status going out.
+
+    As grpcio's does: the status is sent before the abort raises, and a
+    second abort on the call is a usage error.
+    """
+
+    def __init__(self) -> None:
+        self.sent: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.aborts: list[grpc.StatusCode] = []
+
+    async def read(self) -> Any:
+        raise DecodeError("Error parsing message")
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        if self.aborts:
+            raise RuntimeError("Abort already called!")
+        self.aborts.append(code)
+        await self.sent
+        raise AbortError(code, details)
+
+
+async def test_a_cancellation_while_junk_is_being_refused_does_not_abort_the_call_twice() -> None:
+    context, cancelled = JunkContext(), asyncio.get_running_loop().create_future()
+    servicer = QuerierLoopServicer(runtime=None, foreign=None)  # type: ignore[arg-type]
+    task = asyncio.get_running_loop().create_task(
+        servicer._worker_outcome(cancelled, context)  # type: ignore[arg-type]
+    )
+    await asyncio.sleep(0)  # the junk was read: its abort is sending the status
+    assert context.aborts == [grpc.StatusCode.INVALID_ARGUMENT]
+    cancelled.set_result(None)  # the frontend went away meanwhile
+    context.sent.set_result(None)
+
+    with pytest.raises(AbortError) as refused:
+        await task
+    assert refused.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert context.aborts == [grpc.StatusCode.INVALID_ARGUMENT]
