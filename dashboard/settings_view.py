@@ -52,10 +52,20 @@ DRAFT = "draft"
 
 
 def fields_context(
-    config: dict[str, Any], errors: dict[str, list[str]], stored: dict[str, Any] | None = None
+    config: dict[str, Any],
+    errors: dict[str, list[str]],
+    stored: dict[str, Any] | None,
+    running: dict[str, Any],
 ) -> dict[str, Any]:
-    """The form's boxes at `config`, with `errors` and, from `stored_refused`, the notes."""
-    # The first refused setting takes the focus (the page has no script), so
+    """The form's boxes at `config`, with `errors` and, from `stored_refused`, the notes.
+
+    `running`: the settings that run, as `queue_config_to_dict` spells them.
+    Each box carries its running value, for the
+    page's script to tell an unsaved draft from the settings that run
+    (`static/dashboard/settings_leave.js`): a page rendered from a post
+    holds the draft in its boxes, so what it was loaded with is no measure.
+    """
+    # The first refused setting takes the focus without the script's help, so
     # a refused save lands the operator on what to fix, as the editor does.
     first = next((k for k in SETTINGS_FIELDS if errors.get(k)), None)
     notes = stored["notes"] if stored else {}
@@ -66,6 +76,7 @@ def fields_context(
                 "label": SETTINGS_TEXT[k][0],
                 "help": SETTINGS_TEXT[k][1],
                 "value": config.get(k, ""),
+                "running": running.get(k, ""),
                 "errors": errors.get(k, []),
                 "focus": k == first,
                 "stored": notes.get(k),
@@ -182,5 +193,5 @@ def draft_context(
         # None: a post without its version; Save then says so (the page's usual check).
         "version": "" if version is None else version,
         "draft": True,
-        **fields_context({**current, **changes}, errors, stored),
+        **fields_context({**current, **changes}, errors, stored, current),
     }

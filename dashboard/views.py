@@ -304,6 +304,7 @@ def settings_page(request: HttpRequest) -> HttpResponse:
     row = selectors.settings_get()
     running, refused = selectors.settings_as_run(row.config)
     current = queue_config_to_dict(running)
+    runs = dict(current)  # `current` takes a refused draft below; the boxes' running values do not
     # Said on every answer, saves refused or stale included: until a save
     # lands, the stored settings are still not what runs.
     stored = stored_refused(row.config, current, refused)
@@ -320,13 +321,14 @@ def settings_page(request: HttpRequest) -> HttpResponse:
             # Saved with no version, the stale check had nothing to compare and
             # the review was skipped: the page always posts its version.
             messages.error(request, "This form came without its version: open Settings again.")
-            context = {"version": row.version, **fields_context({**current, **changes}, {}, stored)}
+            draft = fields_context({**current, **changes}, {}, stored, runs)
+            context = {"version": row.version, **draft}
             return page(request, "dashboard/settings.html", context, status=400)
         reviewed = request.POST.get("reviewed")
         review = review_or_none(posted_version(request), row.version, changes, reviewed)
         if review is not None:
             context = {"version": row.version, "review": review}
-            context.update(fields_context({**current, **changes}, {}, stored))
+            context.update(fields_context({**current, **changes}, {}, stored, runs))
             return page(request, "dashboard/settings.html", context)
         try:
             services.settings_update(
@@ -352,5 +354,5 @@ def settings_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, "Settings saved; the scheduler applies them now.")
             return redirect("dashboard:settings")
-    context = {"version": row.version, **fields_context(current, errors, stored)}
+    context = {"version": row.version, **fields_context(current, errors, stored, runs)}
     return page(request, "dashboard/settings.html", context, status=status)

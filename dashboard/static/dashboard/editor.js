@@ -6,6 +6,7 @@
 
 import { announce, focusLost } from "./dom.js";
 import { iso } from "./format.js";
+import { askBeforeLeaving } from "./leave_guard.js";
 import "./yaml_view.js";
 
 const form = document.getElementById("tenant-form");
@@ -100,9 +101,8 @@ if (firstError) firstError.focus();
 // went back to the top of the page). Save is left out: its review is shown
 // at the top and holds the focus.
 const PLACE = "tenant-editor-place";
-let submitting = false;
 form.addEventListener("submit", (event) => {
-  submitting = true;
+  leaveOnPurpose();
   const action = event.submitter ? event.submitter.value : "";
   // "Simulate this change" posts to another page: no place to come back to.
   if (action && action !== "save" && !event.submitter.hasAttribute("formaction")) {
@@ -173,16 +173,9 @@ function draftNow() {
 }
 const loaded = draftNow();
 const posted = form.dataset.draft !== undefined;
-document.getElementById("discard")?.addEventListener("click", () => {
-  submitting = true;
-});
-window.addEventListener("beforeunload", (event) => {
-  if (!submitting && (posted || draftNow() !== loaded)) event.preventDefault();
-});
-// Back to this page from the browser's cache: the submit that left it is over.
-window.addEventListener("pageshow", (event) => {
-  if (event.persisted) submitting = false;
-});
+// Asked as the page is left (leave_guard.js); Discard leaves on purpose, as every submit does.
+const leaveOnPurpose = askBeforeLeaving(() => posted || draftNow() !== loaded);
+document.getElementById("discard")?.addEventListener("click", leaveOnPurpose);
 
 // "Delete tenant…" opens its dialog by the browser's own invoker command
 // (commandfor), script or not; a browser without those gets it from here.
@@ -194,5 +187,5 @@ if (deleteButton && !("commandForElement" in deleteButton)) {
 }
 // Confirming the deletion leaves the page on purpose, unsaved edits or not.
 document.getElementById("delete-form")?.addEventListener("submit", (event) => {
-  if (event.submitter?.getAttribute("formmethod") !== "dialog") submitting = true;
+  if (event.submitter?.getAttribute("formmethod") !== "dialog") leaveOnPurpose();
 });
