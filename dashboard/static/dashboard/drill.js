@@ -11,10 +11,10 @@
 import { setText } from "./dom.js";
 import { DrillCancels } from "./drill_cancel.js";
 import { DrillExplain, forgetDrill } from "./drill_explain.js";
-import { DrillList, focusRow } from "./drill_list.js";
+import { DrillList, KeptHeight, focusRow } from "./drill_list.js";
 import { decodeRow, oldestQueued } from "./drill_rows.js";
 import { RequestDialog } from "./drill_request.js";
-import { FIELD_NAMES, orderNote, servingText, title } from "./drill_text.js";
+import { FIELD_NAMES, describe, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { parseExact } from "./exact_json.js";
 import { iso } from "./format.js";
@@ -53,6 +53,7 @@ export class DrillPanel {
     this.card = this.$("drill");
     this.list = this.$("drill-rows");
     this.rowList = new DrillList(this.list, { editor, fallback: this.$("drill-title") });
+    this.height = new KeptHeight(this.card);
     this.wire();
     this.request = new RequestDialog(this);
     this.cancels = editor ? new DrillCancels(this, csrf) : null;
@@ -213,7 +214,9 @@ export class DrillPanel {
     }
     // Other rows are asked for: the next frame is drawn unheld, or the old
     // rows would stay under a resting pointer as if they answered the boxes.
+    // The card's height is set afresh by that frame too (KeptHeight).
     this.rowList.hold.releaseNext();
+    this.height.releaseNext();
     const message = this.message();
     // The title names what is listed: the node as narrowed or widened by the boxes.
     if (this.node) setText(this.$("drill-title"), title(this.filter()));
@@ -228,6 +231,7 @@ export class DrillPanel {
     this.say(null);
     this.node = null;
     this.card.hidden = true;
+    this.height.release();
     this.client.setDrill(null);
     if (this.opener && this.opener.isConnected) this.opener.focus();
     this.opener = null;
@@ -281,11 +285,29 @@ export class DrillPanel {
     // At the cap, more match than can be listed: said, not a button gone without a word.
     this.$("drill-capped").hidden = !more || this.limit < MAX;
     this.$("drill-empty").hidden = order.length > 0;
+    if (!order.length) setText(this.$("drill-empty"), this.emptyText(section, missing));
     this.render();
     // A frame asked before the boxes last changed does not answer them: the
     // one that does comes unheld too (send() released only the next frame).
     if (!this.answersBoxes(section)) this.rowList.hold.releaseNext();
+    this.height.drawn(this.answersBoxes(section));
     this.revealRows();
+  }
+
+  // Why nothing is listed. With every request of the node (as the actor,
+  // priority and state boxes narrow it) counted, on every replica, none is
+  // there: its queue emptied (dispatched, cancelled) or has not filled yet.
+  // Said so, and that the panel stays on it, rather than "No request
+  // matches", which read as a filter's doing. Else the search or the wait
+  // box matches none, or a replica's rows are missing: no more is known.
+  emptyText(section, missing) {
+    const f = this.filter();
+    const whole = section.exact && !section.replicas_pending && !missing.length && section.total === 0;
+    if (!whole || f.search || f.regex || f.min_wait !== undefined) return "No request matches.";
+    const what = { queued: "queued", in_flight: "running" }[f.state] || "queued or running";
+    const who = describe(f);
+    return `${who[0].toUpperCase()}${who.slice(1)} has nothing ${what} now. ` +
+      "The panel stays on it: its requests are listed here as they arrive.";
   }
 
   // Whether the frame lists what the text boxes and the state ask for now.

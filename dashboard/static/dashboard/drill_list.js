@@ -66,6 +66,61 @@ function markLeft(li, left) {
   }
 }
 
+// The drill-down's card keeps its height while it shows one node. It sits at
+// the foot of the page, most often scrolled to the bottom: when its tenant's
+// queue emptied, the list collapsed (560 px of rows to none), the page got
+// that much shorter, the browser scrolled it back by as much, and the whole
+// panel, its boxes and Close under the pointer, moved down the window. The
+// card's min-height follows the tallest it has been since it was opened on
+// its node, so the page never gets shorter under it; the room a collapsed
+// list leaves stays below its empty message. Content above the card that
+// shrinks (the tree losing the tenant's row) needs nothing: the browser's
+// scroll anchoring keeps the card in place, and the page has the room.
+// Heights come from a ResizeObserver, which reports after layout and before
+// paint, so no update forces a layout to measure. Only the queue's own
+// comings and goings are held, as the list's `Hold` holds its rows: rows the
+// operator asked for (the filter boxes, Show more, another node) start
+// afresh from the frame that answers them, and so does a resized window,
+// whose text wraps anew.
+export class KeptHeight {
+  constructor(el) {
+    this.el = el;
+    this.tallest = 0;
+    this.pending = false; // other rows were asked for: the frame answering them lets go
+    this.observer = new ResizeObserver((entries) => this.seen(entries.at(-1)));
+    this.observer.observe(el);
+    window.addEventListener("resize", () => this.release());
+  }
+
+  releaseNext() {
+    this.pending = true;
+  }
+
+  // A frame was drawn; `answers`: it lists what was last asked for.
+  drawn(answers) {
+    if (!this.pending) return;
+    this.release();
+    this.pending = !answers;
+  }
+
+  seen(entry) {
+    const height = entry.borderBoxSize?.[0]?.blockSize ?? this.el.offsetHeight;
+    if (height <= this.tallest) return; // hidden (0), or held by the min-height
+    this.tallest = height;
+    this.el.style.minHeight = `${height}px`; // as tall as it is: nothing moves now
+  }
+
+  release() {
+    this.tallest = 0;
+    this.pending = false;
+    this.el.style.minHeight = "";
+    // Observed afresh, it reports its height at the next frame even if that
+    // did not change (an observer reports only changes), and is held at it.
+    this.observer.unobserve(this.el);
+    this.observer.observe(this.el);
+  }
+}
+
 export class DrillList {
   // `list`: the <ol>; `editor`: rows get a Cancel… button; `fallback`: what
   // takes the focus when the row that had it left and no row is left.
