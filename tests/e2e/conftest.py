@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.sync_api import Browser, Page, StorageState, expect, sync_playwright
+from playwright.sync_api import Browser, Dialog, Page, StorageState, expect, sync_playwright
 
 from loadgen.daphne_process import DaphneProcess, user_code
 from loadgen.wsclients import FrontendClient, QuerierClient
@@ -302,3 +302,30 @@ def page(browser: Browser, server: DaphneProcess, signed_in: StorageState) -> It
     """The module's window, logged in as the editor, on no page yet."""
     with browser_tab(browser, server, storage_state=signed_in) as tab:
         yield tab
+
+
+@pytest.fixture
+def asked(page: Page) -> Iterator[list[str]]:
+    """Each dialog the page opened, by type; every one is dismissed (the page
+    stays). After the test the page is left for a blank one, draft or not."""
+    seen: list[str] = []
+
+    def stay(dialog: Dialog) -> None:
+        seen.append(dialog.type)
+        dialog.dismiss()
+
+    def go(dialog: Dialog) -> None:
+        dialog.accept()
+
+    page.on("dialog", stay)
+    yield seen
+    page.remove_listener("dialog", stay)
+    page.on("dialog", go)
+    page.goto("about:blank")
+    page.remove_listener("dialog", go)
+
+
+def go_to_history(page: Page) -> None:
+    """Leave by the nav's History link (a leave the page may ask about)."""
+    page.get_by_role("link", name="History", exact=True).click()
+    page.wait_for_timeout(300)  # a dismissed leave leaves the page where it is

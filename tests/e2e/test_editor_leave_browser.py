@@ -8,13 +8,12 @@ goes on purpose: saved, discarded, or taken to Simulate.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import one_rule, put_tenant
+from tests.e2e.conftest import go_to_history, one_rule, put_tenant
 
 REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 
@@ -23,32 +22,6 @@ REGEX = "query_priority.priorities[0].query_attributes[0].regex"
 def leave(server: DaphneProcess) -> str:
     put_tenant(server, "leave", one_rule("^never$"))
     return "leave"
-
-
-@pytest.fixture
-def asked(page: Page) -> Iterator[list[str]]:
-    """Each dialog the page opened, by type; every one is dismissed (the page
-    stays). After the test the page is left for a blank one, draft or not."""
-    seen: list[str] = []
-
-    def stay(dialog: Dialog) -> None:
-        seen.append(dialog.type)
-        dialog.dismiss()
-
-    def go(dialog: Dialog) -> None:
-        dialog.accept()
-
-    page.on("dialog", stay)
-    yield seen
-    page.remove_listener("dialog", stay)
-    page.on("dialog", go)
-    page.goto("about:blank")
-    page.remove_listener("dialog", go)
-
-
-def go_to_history(page: Page) -> None:
-    page.get_by_role("link", name="History").click()
-    page.wait_for_timeout(300)  # a dismissed leave leaves the page where it is
 
 
 def test_back_from_simulate_the_draft_still_asks_before_leaving(

@@ -8,39 +8,13 @@ discarded, or taken to Simulate, whose way back brings it here again.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
-import pytest
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Page, expect
+
+from tests.e2e.conftest import go_to_history
 
 BOX = "#s-stuck_threshold"
 SIMULATE = "Simulate switching layout / component selection"
-
-
-@pytest.fixture
-def asked(page: Page) -> Iterator[list[str]]:
-    """Each dialog the page opened, by type; every one is dismissed (the page
-    stays). After the test the page is left for a blank one, draft or not."""
-    seen: list[str] = []
-
-    def stay(dialog: Dialog) -> None:
-        seen.append(dialog.type)
-        dialog.dismiss()
-
-    def go(dialog: Dialog) -> None:
-        dialog.accept()
-
-    page.on("dialog", stay)
-    yield seen
-    page.remove_listener("dialog", stay)
-    page.on("dialog", go)
-    page.goto("about:blank")
-    page.remove_listener("dialog", go)
-
-
-def go_to_history(page: Page) -> None:
-    page.get_by_role("link", name="History", exact=True).click()
-    page.wait_for_timeout(300)  # a dismissed leave leaves the page where it is
 
 
 def running_value(page: Page) -> str:
