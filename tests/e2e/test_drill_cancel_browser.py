@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Browser, Page, Route, StorageState, expect
 
 from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic
@@ -113,8 +113,11 @@ def test_cancel_matching_s_refusal_stays_until_the_user_acts_again(page: Page) -
     page.locator('.projection input[value="tenant-first"]').check()
 
 
+# A clock time as the cancel dialog writes it: the browser's time of day and
+# its zone's offset ("UTC" in a browser on UTC), for matching with History's UTC.
+AT = r"\d\d:\d\d:\d\d UTC(?:[+−]\d{1,2}(?::\d\d)?)?"
 # A cancel by filter takes what its count counted, and says when that was.
-DONE_2 = re.compile(r"^Cancelled 2 requests: those queued when counted at \d\d:\d\d:\d\d\.$")
+DONE_2 = re.compile(rf"^Cancelled 2 requests: those queued when counted at {AT}\.$")
 
 
 # Another operator's cancel by filter, through the API with this page's session.
@@ -163,7 +166,7 @@ def test_requests_that_arrive_after_the_count_the_operator_confirmed_stay_queued
     page.get_by_role("button", name="Cancel matching…").click()
     title = page.locator("#cancel-title")
     expect(title).to_have_text("Cancel 2 queued requests?")
-    counted_at = re.compile(r"2 when counted at \d\d:\d\d:\d\d, counted again each second")
+    counted_at = re.compile(rf"2 when counted at {AT}, counted again each second")
     expect(page.locator("#cancel-text")).to_contain_text(counted_at)
     expect(page.locator("#cancel-text")).to_contain_text("none that arrive after the count")
     page.route("**/api/v1/queue/cancel/", _unanswered_recounts)
@@ -224,3 +227,65 @@ def test_the_cancel_appears_on_the_history_page(page: Page, traffic: Traffic) ->
     expect(cancels).to_contain_text("runaway join")
     expect(cancels).to_contain_text("Cancelled 2 of 2 matching")
     expect(cancels).to_contain_text("tenant=filtered")
+
+
+def test_a_cancel_by_filter_says_its_count_s_zone_and_which_it_could_not_take(
+    browser: Browser, server: DaphneProcess, signed_in: StorageState, traffic: Traffic
+) -> None:
+    # A browser five and a half hours east of UTC: the times say so.
+    context = browser.new_context(
+        base_url=server.base_url, storage_state=signed_in, timezone_id="Asia/Kolkata"
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    try:
+        traffic.enqueue("partial", "up")
+        traffic.enqueue("partial", "gone", count=2)
+        traffic.enqueue("partial", "more")
+        open_drill(page, "partial")
+        expect(page.locator("#drill-rows > li")).to_have_count(4)
+        page.get_by_role("button", name="Cancel matching…").click()
+        dialog = page.locator("#cancel-dialog")
+        # A screen reader hears the count and its instant, not only the title.
+        expect(dialog).to_have_accessible_description(
+            re.compile(r"4 when counted at \d\d:\d\d:\d\d UTC\+5:30, counted again each second")
+        )
+        status = page.locator("#cancel-status")
+        expect(status).to_have_attribute("role", "status")
+        page.wait_for_timeout(1500)  # recounts of the same number: nothing to announce
+        expect(status).to_have_text("")
+        assert cancel_matching(server, "partial", "more") == 1
+        expect(page.locator("#cancel-title")).to_have_text("Cancel 3 queued requests?")
+        expect(status).to_have_text("Now 3 queued requests to cancel.")
+        # Two of the three counted leave between the last count and the click.
+        page.route("**/api/v1/queue/cancel/", _unanswered_recounts)
+        assert cancel_matching(server, "partial", "gone") == 2
+        page.get_by_role("button", name="Cancel them").click()
+        done = page.locator("#drill-message")
+        expect(done).to_have_text(
+            re.compile(
+                r"^Cancelled 1 of the 3 requests counted at \d\d:\d\d:\d\d UTC\+5:30: "
+                r"the other 2 had started running or left the queue before the cancel\.$"
+            )
+        )
+        expect(done).to_have_class(re.compile(r"\bmsg-success\b"))
+        page.unroute("**/api/v1/queue/cancel/", _unanswered_recounts)
+
+        # None of those counted is left: not said as a success.
+        traffic.enqueue("none-left", "up", count=2)
+        open_drill(page, "none-left")
+        expect(page.locator("#drill-rows > li")).to_have_count(2)
+        page.get_by_role("button", name="Cancel matching…").click()
+        expect(page.locator("#cancel-title")).to_have_text("Cancel 2 queued requests?")
+        page.route("**/api/v1/queue/cancel/", _unanswered_recounts)
+        assert cancel_matching(server, "none-left", "") == 2
+        page.get_by_role("button", name="Cancel them").click()
+        expect(done).to_have_text(
+            re.compile(
+                r"^Nothing was cancelled: the 2 counted at \d\d:\d\d:\d\d UTC\+5:30 had "
+                r"started running or left the queue before Cancel\.$"
+            )
+        )
+        expect(done).to_have_class(re.compile(r"\bmsg-info\b"))
+    finally:
+        context.close()

@@ -90,6 +90,10 @@ def test_the_row_under_a_resting_pointer_stays_the_same_request_while_requests_l
         held = page.locator(f'{ROWS}[data-key="{sample["keys"][0]}"]')
         expect(held).to_have_class(re.compile(r"\bleft\b"))
         expect(held.locator(".wait")).to_have_text("left the queue")
+        # Its last facts stay, but not a state it is no longer in ("· queued").
+        meta = held.locator(".meta-text")
+        expect(meta).to_contain_text(" · ")
+        expect(meta).not_to_have_text(re.compile(r"· (queued|on .* worker \S+)$"))
         # A held list says it is held, over the line above it (no row moves for it).
         expect(page.locator("#drill-held")).to_have_text("order held while the pointer is here")
         # A click on its Cancel… asks to cancel nothing: the request is gone.

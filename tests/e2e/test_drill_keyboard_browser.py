@@ -7,7 +7,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from loadgen.daphne_process import DaphneProcess
 from tests.e2e.conftest import Traffic
+from tests.e2e.drill_pages import cancel_matching, treeitem
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -45,6 +47,25 @@ def test_a_drill_opened_from_the_keyboard_takes_the_focus_and_escape_gives_it_ba
     page.keyboard.press("Escape")
     expect(page.locator("#drill")).to_be_hidden()
     expect(opener).to_be_focused()
+
+
+def test_close_after_the_opener_s_tenant_emptied_gives_the_focus_to_the_tree(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    traffic.enqueue("emptied-kb", "up")
+    page.goto("/")
+    opener = page.get_by_role("button", name="Requests of emptied-kb", exact=True)
+    opener.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#drill-rows > li")).to_have_count(1)
+    assert cancel_matching(server, "emptied-kb", "") == 1
+    # Its tree row, and the ≡ button that opened the panel with it, are gone.
+    expect(treeitem(page, "emptied-kb")).to_have_count(0)
+    page.locator("#drill-close").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#drill")).to_be_hidden()
+    # Not dropped on <body>: on the tree's tab stop, a row of another tenant.
+    expect(page.locator('#tree [role="treeitem"][tabindex="0"]')).to_be_focused()
 
 
 def test_escape_in_the_request_dialog_closes_only_the_dialog(page: Page) -> None:

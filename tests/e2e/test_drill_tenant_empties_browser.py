@@ -71,6 +71,9 @@ def test_the_panel_keeps_its_place_and_says_so_when_its_tenant_s_queue_empties(
     empty = page.locator("#drill-empty")
     expect(empty).to_have_text(EMPTY)
     expect(empty).to_be_visible()
+    # Read out when it appears: a polite live region, emptied while hidden
+    # (below) so that its text arrives, and is announced, as it shows.
+    expect(empty).to_have_attribute("role", "status")
     expect(treeitem(page, "fades")).to_have_count(0)  # its tree row is gone
     frames_later(page, 2)
     assert boxes(page) == before
@@ -89,6 +92,7 @@ def test_the_panel_keeps_its_place_and_says_so_when_its_tenant_s_queue_empties(
     expect(page.locator(ROWS)).to_have_count(2)
     expect(page.locator(f"{ROWS} .q").first).to_have_text("count(refilled)")
     expect(empty).to_be_hidden()
+    expect(empty).to_have_text("")
     expect(page.locator("#drill-title")).to_have_text("Requests of tenant fades")
     assert boxes(page) == before
 

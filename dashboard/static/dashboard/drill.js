@@ -14,7 +14,7 @@ import { DrillExplain, forgetDrill } from "./drill_explain.js";
 import { DrillList, KeptHeight, focusRow } from "./drill_list.js";
 import { decodeRow, oldestQueued } from "./drill_rows.js";
 import { RequestDialog } from "./drill_request.js";
-import { FIELD_NAMES, describe, orderNote, servingText, title } from "./drill_text.js";
+import { FIELD_NAMES, emptyText, orderNote, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { parseExact } from "./exact_json.js";
 import { iso } from "./format.js";
@@ -121,6 +121,7 @@ export class DrillPanel {
     // Left on the ≡ button, the next Tab went on through the tree, far from the panel.
     if (from) this.$("drill-title").focus();
     this.rowList.clear();
+    this.showEmpty(""); // the last node's, until this one's first frame
     setText(this.$("drill-count"), ""); // the last node's, until this one's first frame
     this.serving = null;
     this.$("drill-serving").hidden = true; // the last node's, until this one's first frame
@@ -184,7 +185,16 @@ export class DrillPanel {
     setText(this.$("drill-title"), `${title(node)}: nothing listed`);
     this.$("drill-more").hidden = true;
     this.$("drill-capped").hidden = true;
-    this.$("drill-empty").hidden = true;
+    this.showEmpty("");
+  }
+
+  // #drill-empty is a polite live region: emptied when hidden, so that it
+  // is read each time it appears, and only then (a frame rewriting the same
+  // text changes nothing to announce).
+  showEmpty(text) {
+    const empty = this.$("drill-empty");
+    empty.hidden = !text;
+    setText(empty, text);
   }
 
   // The first number box the browser cannot read, as a refusal ({ field, message }), or null.
@@ -227,13 +237,20 @@ export class DrillPanel {
   }
 
   close() {
+    const inside = this.card.contains(document.activeElement); // read before it is hidden
     forgetDrill();
     this.say(null);
     this.node = null;
     this.card.hidden = true;
     this.height.release();
     this.client.setDrill(null);
-    if (this.opener && this.opener.isConnected) this.opener.focus();
+    // The ≡ button that opened it is gone when its tenant's queue emptied
+    // (the tree drops the row): the focus would fall to <body> and the next
+    // Tab start from the top of the page. The tree's tab stop takes it
+    // instead, or its search box when the tree has no row.
+    const back = [this.opener, document.querySelector('#tree [role="treeitem"][tabindex="0"]'), document.getElementById("search")];
+    const to = back.find((el) => el && el.isConnected && !el.closest("[hidden]"));
+    if (to && (to === this.opener || inside)) to.focus();
     this.opener = null;
   }
 
@@ -284,30 +301,13 @@ export class DrillPanel {
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     // At the cap, more match than can be listed: said, not a button gone without a word.
     this.$("drill-capped").hidden = !more || this.limit < MAX;
-    this.$("drill-empty").hidden = order.length > 0;
-    if (!order.length) setText(this.$("drill-empty"), this.emptyText(section, missing));
+    this.showEmpty(order.length ? "" : emptyText(this.filter(), section, missing));
     this.render();
     // A frame asked before the boxes last changed does not answer them: the
     // one that does comes unheld too (send() released only the next frame).
     if (!this.answersBoxes(section)) this.rowList.hold.releaseNext();
     this.height.drawn(this.answersBoxes(section));
     this.revealRows();
-  }
-
-  // Why nothing is listed. With every request of the node (as the actor,
-  // priority and state boxes narrow it) counted, on every replica, none is
-  // there: its queue emptied (dispatched, cancelled) or has not filled yet.
-  // Said so, and that the panel stays on it, rather than "No request
-  // matches", which read as a filter's doing. Else the search or the wait
-  // box matches none, or a replica's rows are missing: no more is known.
-  emptyText(section, missing) {
-    const f = this.filter();
-    const whole = section.exact && !section.replicas_pending && !missing.length && section.total === 0;
-    if (!whole || f.search || f.regex || f.min_wait !== undefined) return "No request matches.";
-    const what = { queued: "queued", in_flight: "running" }[f.state] || "queued or running";
-    const who = describe(f);
-    return `${who[0].toUpperCase()}${who.slice(1)} has nothing ${what} now. ` +
-      "The panel stays on it: its requests are listed here as they arrive.";
   }
 
   // Whether the frame lists what the text boxes and the state ask for now.

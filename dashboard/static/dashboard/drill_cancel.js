@@ -88,6 +88,11 @@ export class DrillCancels {
   // The count and its instant are kept together: Cancel sends the instant
   // of the count on screen, so what it may take is what the title says.
   showCount(pending, { matched, as_of: asOf }) {
+    // Announced only when the number changes, not at each second's recount
+    // (nor at the first count, which the dialog's description reads out).
+    if (pending.asOf !== null && matched !== pending.matched) {
+      setText(this.$("cancel-status"), matched ? `Now ${matched} queued request${matched === 1 ? "" : "s"} to cancel.` : "Nothing is queued to cancel now.");
+    }
     pending.matched = matched;
     pending.asOf = asOf;
     const plural = matched === 1 ? "" : "s";
@@ -116,6 +121,7 @@ export class DrillCancels {
   openDialog() {
     this.$("cancel-note").value = "";
     this.$("cancel-error").hidden = true;
+    setText(this.$("cancel-status"), "");
     this.$("cancel-dialog").showModal();
   }
 
@@ -138,8 +144,11 @@ export class DrillCancels {
     this.$("cancel-dialog").close();
     const dialog = this.$("request-dialog");
     if (dialog.open) dialog.close();
+    // Fewer taken than counted (others started running or were cancelled
+    // meanwhile) is not a success to colour as one when none were taken.
+    const taken = pending.kind === "one" || result.body.cancelled > 0;
     const text = pending.kind === "one" ? `Cancelled ${iso(pending.id)}.` : cancelledText(result.body.cancelled, pending);
-    this.panel.say(text, "success");
+    this.panel.say(text, taken ? "success" : "info");
   }
 
   async post(path, body) {
@@ -159,14 +168,28 @@ export class DrillCancels {
   }
 }
 
-// An instant (unix seconds) as the page's other times are shown: the time of day.
+// An instant (unix seconds) as the page's other times are shown, the time
+// of day in the browser's zone, with that zone's offset: History writes
+// the same instant in UTC ("23:15:10 UTC"), and "18:15:10 UTC−5" can be
+// matched with it where a bare "18:15:10" could not. h23: "hour12: false"
+// wrote the hour after midnight as "24" in Chromium.
 function clockTime(seconds) {
-  return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
+  const at = new Date(seconds * 1000);
+  const time = at.toLocaleTimeString([], { hourCycle: "h23" });
+  const east = -at.getTimezoneOffset(); // minutes, at that instant (summer time included)
+  if (!east) return `${time} UTC`;
+  const hours = Math.floor(Math.abs(east) / 60);
+  const minutes = Math.abs(east) % 60;
+  return `${time} UTC${east < 0 ? "−" : "+"}${hours}${minutes ? `:${String(minutes).padStart(2, "0")}` : ""}`;
 }
 
-// What a confirmed cancel by filter did, against the count it was confirmed on.
+// What a confirmed cancel by filter did, against the count it was confirmed
+// on. Those counted but not taken had been dispatched to a querier or
+// cancelled by someone else between the count and the click.
 function cancelledText(cancelled, { matched, asOf }) {
   const at = clockTime(asOf);
   if (cancelled >= matched) return `Cancelled ${cancelled} request${cancelled === 1 ? "" : "s"}: those queued when counted at ${at}.`;
-  return `Cancelled ${cancelled} of the ${matched} requests counted at ${at}: the others had left the queue before the cancel.`;
+  if (!cancelled) return `Nothing was cancelled: the ${matched} counted at ${at} had started running or left the queue before Cancel.`;
+  const others = matched - cancelled;
+  return `Cancelled ${cancelled} of the ${matched} requests counted at ${at}: the other${others === 1 ? "" : ` ${others}`} had started running or left the queue before the cancel.`;
 }

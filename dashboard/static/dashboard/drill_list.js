@@ -204,7 +204,7 @@ export class DrillList {
   draw(li) {
     const { open, texts, ...view } = this.view;
     const { key } = li._row;
-    updateRow(li, li._row, li._place, { ...view, open: open.has(key), text: texts.get(key) });
+    updateRow(li, li._row, li._place, { ...view, open: open.has(key), text: texts.get(key), left: Boolean(li._left) });
     // Its last facts stay readable; its place and wait are said to be over.
     if (li._left) {
       setText(li._cells.pos, "–");

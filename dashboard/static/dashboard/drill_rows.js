@@ -134,9 +134,10 @@ export function createRow(row, editor) {
 // knows around it: `filter` (its search or regex is highlighted), `open`
 // (the full query is shown), `text` (that query, once fetched), `oldest`
 // (the panel's { key, whole }, or null), `now` and `replicas` (the service
-// has several, so each row says which one holds it).
+// has several, so each row says which one holds it), `left` (a held row
+// whose request has left the queue: its last state is not said as now).
 export function updateRow(li, row, i, view) {
-  const { filter: f, open, text, oldest, now, replicas } = view;
+  const { filter: f, open, text, oldest, now, replicas, left } = view;
   const cells = li._cells || (li._cells = {
     pos: li.querySelector(".pos"), expand: li.querySelector(".expand"), q: li.querySelector(".q"),
     prio: li.querySelector(".prio"), wait: li.querySelector(".wait"), meta: li.querySelector(".meta-text"),
@@ -162,7 +163,8 @@ export function updateRow(li, row, i, view) {
     frontendText(row.frontend) + (row.client_id !== null ? ` · id ${row.client_id}` : ""),
     attemptText(row),
     row.actor ? `actor ${iso(row.actor)}` : "",
-    row.state === "in_flight" ? `on ${iso(row.querier)} worker ${row.worker}` : "queued",
+    // A held row that left ends "· queued" no more: its wait says "left the queue".
+    left ? "" : row.state === "in_flight" ? `on ${iso(row.querier)} worker ${row.worker}` : "queued",
     replicas && row.replica ? `replica ${iso(row.replica)}` : "",
   ].filter(Boolean).join(" · ");
   setText(cells.meta, tail);

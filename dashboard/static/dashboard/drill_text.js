@@ -33,6 +33,22 @@ export function title(filter) {
   return `${what} of ${describe(filter)}${more ? ` ${more}` : ""}`;
 }
 
+// Why the drill lists nothing, for `f` (the panel's filter), a frame's
+// `section` and the replicas `missing` from it. With every request of the
+// node (as the actor, priority and state boxes narrow it) counted, on every
+// replica, none is there: its queue emptied (dispatched, cancelled) or has
+// not filled yet. Said so, and that the panel stays on it, rather than "No
+// request matches", which read as a filter's doing. Else the search or the
+// wait box matches none, or a replica's rows are missing: no more is known.
+export function emptyText(f, section, missing) {
+  const whole = section.exact && !section.replicas_pending && !missing.length && section.total === 0;
+  if (!whole || f.search || f.regex || f.min_wait !== undefined) return "No request matches.";
+  const what = { queued: "queued", in_flight: "running" }[f.state] || "queued or running";
+  const who = describe(f);
+  return `${who[0].toUpperCase()}${who.slice(1)} has nothing ${what} now. ` +
+    "The panel stays on it: its requests are listed here as they arrive.";
+}
+
 // The order of the rows, for the state the list holds.
 export function orderNote(state) {
   if (state === "queued") return "Queued requests in the order the scheduler will dequeue them.";
