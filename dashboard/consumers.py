@@ -6,8 +6,10 @@ search, page, page_size), `ack` (seq), `pause`, `resume`, `resync`, `drill`
 min_wait, frontend, limit; see `dashboard.drill`) and `drill_close`.
 Server → browser: `snapshot` (every section) after subscribe, resume or
 resync; then `update` frames with only the sections that changed; both carry
-`epoch` and `seq`; `error` for a bad message (for a refused `drill` also
-`drill`: the field and why, and the drill is closed). See `dashboard.live`.
+`epoch` and `seq` (a subscribe, resync or drill from a browser `ACK_WINDOW`
+frames behind is answered by one frame once it acks); `error` for a bad
+message (for a refused `drill` also `drill`: the field and why, and the drill
+is closed). See `dashboard.live`.
 
 Only the site's own pages may open it (`dashboard.access.socket_origin_allowed`),
 and logging out closes every inspector socket of that session, in every
@@ -16,12 +18,13 @@ tab and on every replica (a channel-layer group per session).
 Frames are decoded with the same nesting limit as the machine protocol; any
 exception handling one is contained (`api.wire.consumers.guard`): the viewer
 is unregistered as on a disconnect, an `error` frame says so, and the socket
-closes with 4500.
+closes with 4500. A consumer Daphne kills (cancels) unregisters its viewer too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -79,14 +82,37 @@ class InspectorConsumer(GuardedConsumer):
         get_broadcaster().register(self.viewer)
         self.recheck = asyncio.get_running_loop().create_task(self._recheck_login())
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Daphne kills an instance still working through a backlog
+            # (`application_close_timeout` after its client left) by
+            # cancelling it: no Exception, so the guard never sees it and the
+            # `websocket.disconnect` queued behind the backlog never runs.
+            # Without this the viewer stayed registered (the live_viewers
+            # gauge up, frames built for a dead socket) for good.
+            if self._forget():
+                with contextlib.suppress(Exception):
+                    await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+
     async def disconnect(self, code: int) -> None:
+        if self._forget():
+            await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+
+    def _forget(self) -> bool:
+        """Stop the login recheck and unregister the viewer; True the one time it had one.
+
+        Synchronous, so a cancelled task still completes it before any await.
+        """
         if self.recheck is not None and self.recheck is not asyncio.current_task():
             self.recheck.cancel()
         self.recheck = None
-        if self.viewer is not None:
-            get_broadcaster().unregister(self.viewer)
-            self.viewer = None
-            await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+        viewer, self.viewer = self.viewer, None
+        if viewer is None:
+            return False
+        get_broadcaster().unregister(viewer)
+        return True
 
     async def _recheck_login(self) -> None:
         """End the socket once its login no longer holds (expired, deactivated, role gone).
@@ -131,6 +157,7 @@ class InspectorConsumer(GuardedConsumer):
             seq = message.get("seq")
             if isinstance(seq, int) and not isinstance(seq, bool):
                 viewer.ack(seq)
+                get_broadcaster().caught_up(viewer)
         elif kind == "subscribe":
             try:
                 params = ViewParams.from_message(message)

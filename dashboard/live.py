@@ -103,6 +103,9 @@ class Viewer:
         self.dropped = 0
         self.subscribed = False
         self._need_full = True
+        # A subscribe, resync or drill asked for a frame at once while this
+        # viewer was behind on acks; it goes when the viewer catches up.
+        self.owed = False
         self._sent: dict[str, str] = {}
         self._chart_sent = 0  # absolute index of the next chart point to send
         self._task: asyncio.Task[None] | None = None
@@ -137,7 +140,11 @@ class Viewer:
     def busy(self) -> bool:
         """True while the last frame is still being sent or too many are unacked."""
         sending = self._task is not None and not self._task.done()
-        return sending or self.seq - self.acked >= ACK_WINDOW
+        return sending or self.behind()
+
+    def behind(self) -> bool:
+        """True while `ACK_WINDOW` frames are unacknowledged."""
+        return self.seq - self.acked >= ACK_WINDOW
 
     def frame(self, tick: Tick, chart: ChartHistory) -> str | None:
         """The next frame for this viewer, or None when nothing changed."""
@@ -170,6 +177,7 @@ class Viewer:
             self.dropped += 1
             return False
         text = self.frame(tick, chart)
+        self.owed = False  # whatever a subscribe, resync or drill asked for is in it
         if text is None:
             return False
         self._task = asyncio.get_running_loop().create_task(self._deliver(text))
@@ -288,10 +296,24 @@ class Broadcaster:
         return tick
 
     def send_now(self, viewer: Viewer) -> None:
-        """Answer a subscribe or resync at once rather than at the next tick."""
+        """Answer a subscribe, resync or drill at once rather than at the next tick.
+
+        Not while the viewer is `ACK_WINDOW` frames behind: each such frame
+        may be a full one (~180 KB on a big queue), and a socket that sent
+        thousands and never read made the server buffer them all. Any number
+        of them are `owed` as one frame, sent once the viewer acks (`caught_up`).
+        """
+        if viewer.behind():
+            viewer.owed = True
+            return
         tick = self.latest()
         if tick is not None:
             viewer.offer(tick, self.chart, force=True)
+
+    def caught_up(self, viewer: Viewer) -> None:
+        """After an ack: the frame a subscribe, resync or drill asked for, if still owed."""
+        if viewer.owed and not viewer.behind():
+            self.send_now(viewer)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
