@@ -45,6 +45,7 @@ from dashboard.access import session_still_allowed, socket_origin_allowed
 from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
+from scheduler_core.bounds import quoted
 
 __all__ = ["InspectorConsumer", "session_group"]
 
@@ -187,7 +188,7 @@ class InspectorConsumer(GuardedConsumer):
             viewer.resync()
             get_broadcaster().send_now(viewer)
         else:
-            await self._error(f"unknown message type {kind!r}")
+            await self._error(f"unknown message type {quoted(kind)}")
 
     def failure_frame(self) -> str:
         return json.dumps({"type": "error", "message": "internal error; connection closed"})

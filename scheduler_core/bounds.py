@@ -11,7 +11,8 @@ and documents nested at most `MAX_DOCUMENT_DEPTH` levels. Querier IDs
 (Cortex takes any string, in practice a host name) are held to what logs,
 pages and metric labels can show as one line: `querier_id_error`.
 Nothing here imports the rest of the package, so every layer can share one
-set of limits, and `request_times_error` is the one check enqueue (both
+set of limits, `quoted` the one way an error message echoes what a client
+sent (never a megabyte back), and `request_times_error` is the one check enqueue (both
 protocols) and explain apply to a request's start, end and step, as
 `cortex_step_seconds` is the one reading of a step's number of seconds.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "duration_error",
     "int64_error",
     "parse_decimal",
+    "quoted",
     "querier_id_error",
     "request_times_error",
     "tenant_id_unsupported",
@@ -196,3 +198,19 @@ def request_times_error(
         if (problem := duration_error(step)) is not None:
             return TimesError("step", f"step {problem}")
     return None
+
+
+def quoted(value: object, limit: int = 512) -> str:
+    """`value` as an error message quotes it: its `repr`, whole when short.
+
+    Longer, only its first `limit` characters and its length: a reply that
+    echoed a 900 KB message type or org ID in full cost its sender nothing
+    and the server a megabyte per refusal. 512 holds three full-length
+    tenant IDs, so a federated ID's refusal still names its start whole.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -17,7 +17,12 @@ from itertools import compress, count
 from operator import is_
 from typing import Protocol
 
-from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_CHARACTER, tenant_id_unsupported
+from scheduler_core.bounds import (
+    MAX_TENANT_ID_LENGTH,
+    TENANT_ID_CHARACTER,
+    quoted,
+    tenant_id_unsupported,
+)
 from scheduler_core.model import QueryPriority, QueryRejection, TenantLimits
 
 __all__ = [
@@ -44,10 +49,6 @@ __all__ = [
 # 8 MB ID of 1M tenants held the event loop 8 s. At this length an ID names
 # at most ~262,000 distinct tenants (3 characters and a "|" each).
 MAX_ORG_ID_LENGTH = (1 << 20) + 4096
-# How much of a refused ID or tenant an error message quotes: room for three
-# full-length tenants, whole; beyond it the text is cut (`_quoted`), so an
-# ERROR reply or a log line never carries a megabyte back.
-_QUOTED_LENGTH = 512
 
 # Not "." or "..", which current Cortex and Mimir refuse (path traversal) and the store does.
 _TENANT = re.compile(rf"(?!\.\.?\Z){TENANT_ID_CHARACTER}{{1,{MAX_TENANT_ID_LENGTH}}}")
@@ -100,7 +101,7 @@ def org_id_error(org_id: str) -> str | None:
         return None
     tenant = tenants[first]
     if not tenant:
-        return f"tenant ID is empty in {_quoted(org_id)}"
+        return f"tenant ID is empty in {quoted(org_id)}"
     return _tenant_error(tenant)
 
 
@@ -109,7 +110,7 @@ def _tenant_error(tenant: str) -> str | None:
     bad = tenant_id_unsupported(tenant)
     if bad:
         first = next(c for c in tenant if c in bad)
-        return f"tenant ID {_quoted(tenant)} contains unsupported character {first!r}"
+        return f"tenant ID {quoted(tenant)} contains unsupported character {first!r}"
     if len(tenant) > MAX_TENANT_ID_LENGTH:
         return f"tenant ID is too long: max {MAX_TENANT_ID_LENGTH} characters"
     if tenant in (".", ".."):
@@ -136,13 +137,6 @@ def _first_refused(org_id: str, tenants: list[str]) -> int | None:
         too_long = map(MAX_TENANT_ID_LENGTH.__lt__, map(len, tenants))
         found.append(next(compress(count(), too_long)))
     return min(found, default=None)
-
-
-def _quoted(text: str) -> str:
-    """`text` quoted for a message: whole when short, as Cortex quotes it; else its start."""
-    if len(text) <= _QUOTED_LENGTH:
-        return repr(text)
-    return f"{text[:_QUOTED_LENGTH]!r}... ({len(text)} characters)"
 
 
 def normalized_org_id(org_id: str) -> str:

@@ -27,6 +27,8 @@ import json
 from json import encoder, scanner
 from typing import Any
 
+from scheduler_core.bounds import quoted
+
 __all__ = ["DuplicateJsonKey", "compact_dumps", "loads", "unique_object"]
 
 
@@ -48,7 +50,7 @@ class DuplicateJsonKey(ValueError):
     """An object gives the same name twice."""
 
     def __init__(self, key: str) -> None:
-        super().__init__(f"duplicate key {key!r} in one object")
+        super().__init__(f"duplicate key {quoted(key)} in one object")
         self.key = key
 
 

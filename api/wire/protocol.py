@@ -25,6 +25,7 @@ from scheduler_core.bounds import (
     cortex_step_seconds,
     duration_error,
     querier_id_error,
+    quoted,
     request_times_error,
     timestamp_error,
 )
@@ -162,7 +163,7 @@ def _duplicate_error(text: str, exc: DuplicateJsonKey) -> ProtocolError:
     if field is None:
         field = next((k for k, v in data.items() if _holds(v, repeating)), None)
     rid = data.get("id") if field != "id" else None
-    message = f"duplicate key {exc.key!r} in one object: give each name once"
+    message = f"duplicate key {quoted(exc.key)} in one object: give each name once"
     return ProtocolError(field, message, _replyable_id(rid))
 
 
@@ -222,7 +223,8 @@ def parse(data: Mapping[str, Any], parsers: Mapping[str, Parser]) -> Message:
     parser = parsers.get(kind) if isinstance(kind, str) else None
     if parser is None:
         allowed = ", ".join(sorted(parsers))
-        raise ProtocolError("type", f"unknown message type {kind!r}; expected one of {allowed}")
+        message = f"unknown message type {quoted(kind)}; expected one of {allowed}"
+        raise ProtocolError("type", message)
     return parser(data)
 
 

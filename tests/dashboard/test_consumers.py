@@ -292,6 +292,10 @@ async def test_bad_messages_get_an_error_and_keep_the_connection(
     assert "duplicate key 'type'" in (await viewer_socket.receive_json_from())["message"]
     await viewer_socket.send_json_to({"type": "subscribe", "projection": "sideways"})
     assert "projection" in (await viewer_socket.receive_json_from())["message"]
+    # An unknown type is quoted, not echoed whole: a 900 KB one got 900 KB back.
+    await viewer_socket.send_json_to({"type": "x" * 900_000})
+    refused = (await viewer_socket.receive_json_from())["message"]
+    assert len(refused) < 1_000 and refused.endswith("... (900000 characters)")
     await viewer_socket.send_json_to({"type": "subscribe"})
     assert (await viewer_socket.receive_json_from())["type"] == "snapshot"
 

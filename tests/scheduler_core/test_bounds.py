@@ -17,6 +17,7 @@ from scheduler_core.bounds import (
     MIN_TIMESTAMP,
     parse_decimal,
     querier_id_error,
+    quoted,
     request_times_error,
     tenant_id_unsupported,
 )
@@ -298,3 +299,10 @@ def test_a_querier_id_is_refused_exactly_when_empty_too_long_or_holding_a_contro
 
 def test_a_host_name_is_a_valid_querier_id() -> None:
     assert querier_id_error("querier-7.cortex.svc.cluster.local") is None
+
+
+def test_quoted_gives_short_values_whole_and_the_start_and_length_of_long_ones() -> None:
+    assert quoted("tenant-a") == "'tenant-a'"
+    assert quoted(7) == "7"
+    assert quoted("a" * 600) == repr("a" * 512) + "... (600 characters)"
+    assert quoted(["x"] * 300, limit=10) == "['x', 'x',... (1500 characters)"

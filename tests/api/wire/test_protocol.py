@@ -286,3 +286,14 @@ def test_a_frame_over_the_limit_is_said_in_characters_as_it_is_counted() -> None
     with pytest.raises(ProtocolError) as caught:
         decode("x" * (MAX_MESSAGE_BYTES + 1))
     assert caught.value.message == f"message longer than {MAX_MESSAGE_BYTES} characters"
+
+
+def test_a_refusal_quotes_only_the_start_of_a_huge_type_or_duplicate_key() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        frontend({"type": "t" * 900_000})
+    assert len(caught.value.message) < 1_000
+    assert "... (900000 characters)" in caught.value.message
+    with pytest.raises(ProtocolError) as caught:
+        key = json.dumps("k" * 100_000)
+        decode(f"{{{key}: 1, {key}: 2}}")
+    assert len(caught.value.message) < 1_000 and "(100000 characters)" in caught.value.message
