@@ -42,7 +42,8 @@ def test_a_config_change_is_marked_on_the_charts_and_opens_its_revision(
     expect(page.locator("#config-version")).to_have_text(f"#{version}")
     expect(page.locator("#config-version")).to_have_attribute("href", f"/history/#v{version}")
     expect(page.locator("#chart-changes")).to_contain_text(
-        re.compile(rf"#{version} at \d\d:\d\d:\d\d")
+        # With its zone, to be matched with History's UTC times.
+        re.compile(rf"#{version} at \d\d:\d\d:\d\d UTC")
     )
     link.click()
     expect(page).to_have_url(re.compile(rf"/history/#v{version}$"))

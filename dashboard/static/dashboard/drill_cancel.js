@@ -10,7 +10,7 @@
 
 import { setText } from "./dom.js";
 import { FIELD_NAMES, describe, narrowing } from "./drill_text.js";
-import { iso } from "./format.js";
+import { clockTime, iso } from "./format.js";
 
 export class DrillCancels {
   constructor(panel, csrf) {
@@ -166,21 +166,6 @@ export class DrillCancels {
     const reason = data ? Object.entries(data).map(([k, v]) => `${named(k)}${iso([].concat(v).join("; "))}`).join(" ") : response.statusText;
     return { ok: false, error: response.status === 404 ? "That request has already left the queue." : reason };
   }
-}
-
-// An instant (unix seconds) as the page's other times are shown, the time
-// of day in the browser's zone, with that zone's offset: History writes
-// the same instant in UTC ("23:15:10 UTC"), and "18:15:10 UTC−5" can be
-// matched with it where a bare "18:15:10" could not. h23: "hour12: false"
-// wrote the hour after midnight as "24" in Chromium.
-function clockTime(seconds) {
-  const at = new Date(seconds * 1000);
-  const time = at.toLocaleTimeString([], { hourCycle: "h23" });
-  const east = -at.getTimezoneOffset(); // minutes, at that instant (summer time included)
-  if (!east) return `${time} UTC`;
-  const hours = Math.floor(Math.abs(east) / 60);
-  const minutes = Math.abs(east) % 60;
-  return `${time} UTC${east < 0 ? "−" : "+"}${hours}${minutes ? `:${String(minutes).padStart(2, "0")}` : ""}`;
 }
 
 // What a confirmed cancel by filter did, against the count it was confirmed

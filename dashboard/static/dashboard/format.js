@@ -249,3 +249,18 @@ export function frontendsMissing(panel) {
   }
   return `Not listed: the frontends of replicas ${missing.map(iso).join(", ")}, which do not publish them.`;
 }
+
+// An instant (unix seconds) as the inspector shows a time: the time of day
+// in the browser's zone, with that zone's offset: History writes
+// the same instant in UTC ("23:15:10 UTC"), and "18:15:10 UTC−5" can be
+// matched with it where a bare "18:15:10" could not. h23: "hour12: false"
+// wrote the hour after midnight as "24" in Chromium.
+export function clockTime(seconds) {
+  const at = new Date(seconds * 1000);
+  const time = at.toLocaleTimeString([], { hourCycle: "h23" });
+  const east = -at.getTimezoneOffset(); // minutes, at that instant (summer time included)
+  if (!east) return `${time} UTC`;
+  const hours = Math.floor(Math.abs(east) / 60);
+  const minutes = Math.abs(east) % 60;
+  return `${time} UTC${east < 0 ? "−" : "+"}${hours}${minutes ? `:${String(minutes).padStart(2, "0")}` : ""}`;
+}

@@ -3,6 +3,7 @@
 // changes are marked on both and listed under them, each linked to its
 // revision on History. Split from inspector.js, which feeds it every frame.
 
+import { clockTime } from "./format.js";
 import { byId, setProp } from "./ids.js";
 import { TimeChart } from "./timeseries.js";
 
@@ -51,7 +52,7 @@ export class InspectorCharts {
     list.replaceChildren(...markers.map((m) => {
       const li = document.createElement("li");
       const a = document.createElement("a");
-      const at = new Date(m.t * 1000).toLocaleTimeString([], { hour12: false });
+      const at = clockTime(m.t);
       a.href = `/history/#v${m.version}`;
       a.textContent = `#${m.version}`;
       a.setAttribute("aria-label", `Config change #${m.version} at ${at}, on History`);
