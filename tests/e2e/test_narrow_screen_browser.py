@@ -227,6 +227,18 @@ def test_the_drill_down_of_a_long_tenant_fits_400_px_with_its_filters_and_cancel
         rows.first.locator(".expand"),
         rows.first.locator(".full pre"),
     )
+    # A running row's "ran … · waited …" is the longest: it wraps rather than
+    # run under the row's buttons, where its end was hidden.
+    expect(page.locator("#drill-rows .drill-row.running")).not_to_have_count(0)
+    overlaps = rows.evaluate_all(
+        """(rows) => rows.map((row) => {
+          const wait = row.querySelector(".wait"), acts = row.querySelector(".acts");
+          const [w, a] = [wait.getBoundingClientRect(), acts.getBoundingClientRect()];
+          const clear = w.right <= a.left + 0.5 || w.bottom <= a.top + 0.5;
+          return clear && wait.scrollWidth <= wait.clientWidth + 0.5 ? null : wait.textContent;
+        }).filter((text) => text !== null)"""
+    )
+    assert overlaps == []
     page.get_by_role("button", name="Close the requests panel").click()
     expect(page.locator("#drill")).to_be_hidden()
 
