@@ -103,3 +103,8 @@ def test_the_nav_links_to_the_api_docs(page: Page) -> None:
     page.get_by_role("navigation", name="Main").get_by_role("link", name="API").click()
     expect(page).to_have_url(re.compile(r"/api/v1/schema/redoc/$"))
     expect(RENDERED["/api/v1/schema/redoc/"](page).first).to_be_visible(timeout=30_000)
+    # And back: the docs page has no site bar, but a link home.
+    page.get_by_role("navigation", name="Back to the site").get_by_role(
+        "link", name="Queue inspector"
+    ).click()
+    expect(page).to_have_url(re.compile(r"/$"))
