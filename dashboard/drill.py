@@ -7,10 +7,11 @@ the first `limit` matching requests of the node in dequeue order (queued
 first, then running), and how many match. Browsers with the same drill
 share one page per tick.
 
-What it costs is bounded per tick: a page and its count examine at most
-`SCAN_BUDGET` requests each (a rare search over 100,000 queued requests
-says "at least N" rather than holding the loop), and the broadcaster's
-own budget stretches the cadence when ticks get expensive. On the wire a
+What it costs is bounded per tick: the queued rows and their count are
+found within budgets (`dashboard.drill_scan`: requests examined, or text
+units for a search or regex, shared by the tick's drill pages; past them
+the page says "at least N"), and the broadcaster's own budget stretches
+the cadence when ticks get expensive. On the wire a
 row is a positional array whose times are wall-clock instants (queued
 since, running since), so a row that did not change is the same bytes on
 the next tick and goes as a two-element reference `["=", id]`; the browser
@@ -34,15 +35,18 @@ from api.wire.queue_rows import (
     frontend_of,
     serving_now,
 )
+from dashboard.drill_scan import SCAN_BUDGET, TICK_TEXT_BUDGET, DrillBudget, scan_queued
 from dashboard.wire import dumps
 from scheduler_core.model import Request
-from scheduler_core.queue_listing import InFlight, MatchScan, StaleCursor, take_page
+from scheduler_core.queue_listing import InFlight
 from scheduler_core.runtime import SchedulerRuntime
 
 __all__ = [
     "DEFAULT_ROWS",
     "MAX_ROWS",
     "SCAN_BUDGET",
+    "TICK_TEXT_BUDGET",
+    "DrillBudget",
     "DrillParams",
     "DrillState",
     "InvalidDrill",
@@ -51,7 +55,6 @@ __all__ = [
 
 DEFAULT_ROWS = 50
 MAX_ROWS = 500
-SCAN_BUDGET = 20_000
 _SOURCES = {"rule": "r", "default": "d", "disabled": "x"}
 # Encoded rows of recent ticks, by what can change in a row: a request shown
 # tick after tick is serialised once. Cleared whole when it grows past the bound.
@@ -271,41 +274,29 @@ def _encoded(
 
 
 def build_page(
-    runtime: SchedulerRuntime, params: DrillParams, names: Mapping[str, str], replica: str
+    runtime: SchedulerRuntime,
+    params: DrillParams,
+    names: Mapping[str, str],
+    replica: str,
+    budget: DrillBudget | None = None,
 ) -> dict[str, Any]:
     """The drill page: rows (encoded strings, dequeue order) and the match count.
 
     A tenant's page also says who may serve it (`serving`) and how many of
     its requests run at this instant, whatever the filter (`tenant_running`).
+    A filter that reads query text spends no more than its share of
+    `budget` (the tick's `DrillBudget`, shared by its drill pages).
     """
     flt = params.filter
     queue = runtime.queue
     now = runtime.clock()
     offset = _wall_offset(runtime)
-    node = {"tenant": flt.tenant, "component": flt.component, "priority": flt.priority}
     rows: list[tuple[str, str]] = []
     complete = True
     queued_total = 0
     if flt.state != "in_flight":
-        predicate = flt.predicate(now, names)
-        try:
-            listing = queue.listing().queued(**node)
-        except StaleCursor:  # pragma: no cover - no cursor is passed here
-            listing = None
-        if listing is not None:
-            got, done = take_page(listing, params.limit, predicate, SCAN_BUDGET)
-            complete = done or len(got) >= params.limit
-            rows += [
-                (row_key(replica, r.id), _encoded(r, None, offset, names, replica)) for r in got
-            ]
-        if predicate is None:
-            queued_total = queue.listing().queued_count(**node)
-        elif listing is not None and done:
-            queued_total = len(got)  # the page walked the whole node: every match
-        else:
-            scan = MatchScan(queue.listing(), predicate=predicate, **node)
-            complete = scan.step(SCAN_BUDGET) and complete
-            queued_total = scan.count
+        got, queued_total, complete = scan_queued(queue, params, now, names, budget)
+        rows += [(row_key(replica, r.id), _encoded(r, None, offset, names, replica)) for r in got]
     queued_rows = len(rows)
     running_total = 0
     # Every running request, read once: the running rows and the tenant's

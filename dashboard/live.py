@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from api.wire.consumers.guard import CLIENT_GONE
-from dashboard.drill import DrillState
+from dashboard.drill import DrillBudget, DrillState
 from dashboard.live_tick import (
     CHART_POINTS,
     CHART_SECONDS,
@@ -87,8 +87,9 @@ class SnapshotSource(Protocol):
     # with the peers' frontends), `frontends() -> Sequence[FrontendRow]`
     # (this replica's own frontends), `stuck_threshold() -> float`,
     # `config_version() -> int | None` (the version the scheduler runs, which
-    # the chart points carry) and `drill_page(DrillParams) -> page | None`
-    # (the drill-down, dashboard.drill).
+    # the chart points carry) and `drill_page(DrillParams, DrillBudget) ->
+    # page | None` (the drill-down, dashboard.drill; the budget is the
+    # tick's, shared by its drill pages).
 
 
 class Viewer:
@@ -256,6 +257,13 @@ class Broadcaster:
         drill_source = getattr(source, "drill_page", None)
         down_of = getattr(source, "replicas_down", None)
         version = _config_version(source)
+        # The drills this tick may build pages for (forced frames included),
+        # so each gets an equal share of the tick's text budget at least.
+        open_drills = (
+            v.drill.params
+            for v in self.viewers
+            if v.drill is not None and v.subscribed and not v.paused
+        )
         self.ticks += 1
         wall = self._wall_clock()
         tick = Tick(
@@ -270,6 +278,7 @@ class Broadcaster:
             drill_source=drill_source,
             config_version=version,
             replicas_down=down_of() if down_of is not None else (),
+            drill_budget=DrillBudget.for_drills(open_drills),
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             oldest = tick.index.all_tenants.oldest_enqueued_at

@@ -17,7 +17,7 @@ from typing import Any
 
 from api.cluster.replicas import MergedView
 from api.wire.frontends import FrontendRow
-from dashboard.drill import DrillParams
+from dashboard.drill import DrillBudget, DrillParams
 from dashboard.frontend_view import build_frontends, build_merged_frontends, local_frontends
 from dashboard.projections import SnapshotIndex, ViewParams, build_header, build_tree
 from dashboard.querier_view import build_queriers
@@ -54,8 +54,9 @@ class Tick:
         frontends: Sequence[FrontendRow] = (),
         stuck_threshold: float | None = None,
         config_version: int | None = None,
-        drill_source: Callable[[DrillParams], Any] | None = None,
+        drill_source: Callable[[DrillParams, DrillBudget], Any] | None = None,
         replicas_down: Sequence[str] = (),
+        drill_budget: DrillBudget | None = None,
     ) -> None:
         self.number = number
         self.wall_time = time.time() if wall_time is None else wall_time
@@ -75,8 +76,10 @@ class Tick:
         owners = replicas.querier_replicas if replicas is not None else None
         self.longest = dumps(longest_running(snapshot, owners, self.wall_time))
         self._drill_source = drill_source
-        # One drill page per distinct drill and tick, shared by its viewers.
+        # One drill page per distinct drill and tick, shared by its viewers;
+        # the pages that read query text share one budget of it per tick.
         self._drills: dict[DrillParams, Any] = {}
+        self._drill_budget = drill_budget if drill_budget is not None else DrillBudget()
         self.frontend_rows = tuple(frontends)
         self._queriers: str | None = None
         self._frontends_panel: dict[str, Any] | None = None
@@ -129,7 +132,8 @@ class Tick:
         """The drill page for these params this tick (None without a local runtime)."""
         if params not in self._drills:
             source = self._drill_source
-            self._drills[params] = source(params) if source is not None else None
+            budget = self._drill_budget
+            self._drills[params] = source(params, budget) if source is not None else None
         return self._drills[params]
 
 

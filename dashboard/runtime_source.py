@@ -85,8 +85,11 @@ class RuntimeSource:
 
         return runtime_host.config_version()
 
-    def drill_page(self, params: Any) -> Any:
-        """This replica's drill page (`dashboard.drill.build_page`), on the loop."""
+    def drill_page(self, params: Any, budget: Any = None) -> Any:
+        """This replica's drill page (`dashboard.drill.build_page`), on the loop.
+
+        `budget` is the tick's `DrillBudget`, shared by the tick's pages.
+        """
         from api.cluster.replica_board import get_board
         from api.wire import runtime_host
         from dashboard.drill import build_page
@@ -95,7 +98,7 @@ class RuntimeSource:
             return None
         names = {row.address: row.name for row in self._frontends if row.transport == "grpc"}
         board = get_board()
-        page = build_page(runtime_host.get_runtime(), params, names, board.own_id)
+        page = build_page(runtime_host.get_runtime(), params, names, board.own_id, budget)
         if self._merged is None:
             return page
         # Scale-out: the peers' rows too, from their last answers (asked in the background).

@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from scheduler_core.listing_order import Predicate, QueuedListing, StaleCursor
-from scheduler_core.listing_pages import take_page
+from scheduler_core.listing_pages import TextCost, take_page
 from scheduler_core.model import QueueConfig, Request
 from scheduler_core.nodes import Node, TenantState
 from scheduler_core.tenant_querier_assignment import QuerierState, WorkerState
@@ -67,6 +67,7 @@ __all__ = [
     "QueueListing",
     "QueuedListing",
     "StaleCursor",
+    "TextCost",
     "take_page",
 ]
 
@@ -87,7 +88,8 @@ class MatchScan:
     no iterator between steps (each leaf is copied as a list of references
     when reached), so the queue may change between steps: a request that
     left meanwhile is not counted, one that arrived after its leaf was
-    read is not either.
+    read is not either. With `cost` (a predicate that reads the query
+    text) a step's budget is in its units (`TextCost`), charged to it.
     """
 
     def __init__(
@@ -99,7 +101,9 @@ class MatchScan:
         priority: int | None = None,
         predicate: Predicate | None = None,
         collect: bool = False,
+        cost: TextCost | None = None,
     ) -> None:
+        self._cost = cost
         self._queue_ids = listing.ids
         self._tenants = listing.tenants
         self._priority = priority
@@ -125,7 +129,7 @@ class MatchScan:
         return not self._keys and self._at >= len(self._batch)
 
     def step(self, budget: int) -> bool:
-        """Examine up to `budget` requests (whole leaves when small); True when done."""
+        """Examine up to `budget` requests or units (whole leaves when small); True when done."""
         ids = self._queue_ids
         while budget > 0:
             if self._at >= len(self._batch):
@@ -137,9 +141,15 @@ class MatchScan:
                 self._batch = leaf.requests() if leaf is not None else []
                 self._at = 0
                 continue
-            chunk = self._batch[self._at : self._at + budget]
+            if self._cost is None:
+                chunk = self._batch[self._at : self._at + budget]
+                budget -= len(chunk)
+            else:
+                before = self._cost.charged
+                end = self._cost.prefix(self._batch, self._at, budget)
+                chunk = self._batch[self._at : end]
+                budget -= self._cost.charged - before
             self._at += len(chunk)
-            budget -= len(chunk)
             prio, pred, out = self._priority, self._predicate, self.matched
             for request in chunk:
                 if ids.get(request.id) is not request:

@@ -4,7 +4,9 @@ Every function here runs on the event loop that owns the runtime (the REST
 views reach it with `async_to_sync`, the inspector is already on it), reads
 the queue through `RequestQueue.listing()` and copies nothing but the rows
 it returns. A page is filled in steps of at most `PAGE_BUDGET` examined
-requests with a loop turn between steps, each step resuming from the
+requests (units of query text, `TextCost`, when a search or regex reads
+it: a step then holds the loop about as long whatever the query sizes)
+with a loop turn between steps, each step resuming from the
 listing's position, so a search that matches rarely never holds the loop
 for long and dispatch keeps going between steps; a filtered `total` is
 counted the same way (`MatchScan`). A cancel by filter, on the other hand,
@@ -55,7 +57,8 @@ __all__ = [
     "operator_reason",
 ]
 
-# Requests examined per loop step while filling a page or counting matches.
+# Requests examined per loop step while filling a page or counting matches
+# (text units with a search or regex: ~3-5 ms of the loop at any query size).
 PAGE_BUDGET = 2_000
 _EVERY = 1 << 62  # a page limit no node reaches: take every match
 
@@ -197,7 +200,9 @@ async def _count(
         if predicate is None:
             total += queue.listing().queued_count(**_node(flt))
         else:
-            scan = MatchScan(queue.listing(), predicate=predicate, **_node(flt))
+            scan = MatchScan(
+                queue.listing(), predicate=predicate, cost=flt.text_cost(), **_node(flt)
+            )
             while not scan.step(PAGE_BUDGET):
                 await timer.yield_loop()
             total += scan.count
@@ -231,12 +236,13 @@ async def list_page(
     queued_seen: int | None = None
     if phase == "q":
         predicate: Predicate | None = flt.predicate(runtime.clock(), names)
+        cost = flt.text_cost()
         while True:
             try:
                 listing = queue.listing().queued(after=position, **_node(flt))
             except StaleCursor as exc:
                 raise CursorError(str(exc)) from None
-            got, done = take_page(listing, limit - len(rows), predicate, PAGE_BUDGET)
+            got, done = take_page(listing, limit - len(rows), predicate, PAGE_BUDGET, cost)
             now = runtime.clock()
             rows += [
                 request_row(
@@ -286,12 +292,13 @@ async def _count_on(
 ) -> int:
     """Matches after `position` in the node's dequeue order, in bounded steps."""
     count = 0
+    cost = flt.text_cost()
     while True:
         try:
             listing = queue.listing().queued(after=position, **_node(flt))
         except StaleCursor:  # pragma: no cover - the layout changed between steps
             return count
-        got, done = take_page(listing, _EVERY, predicate, PAGE_BUDGET)
+        got, done = take_page(listing, _EVERY, predicate, PAGE_BUDGET, cost)
         count += len(got)
         if done:
             return count

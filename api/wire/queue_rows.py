@@ -36,7 +36,7 @@ from scheduler_core.classify import EXPRESSION_API_TYPES, client_headers
 from scheduler_core.cortex_http import FORWARDED_HEADERS, parse_forwarded_request
 from scheduler_core.model import Request, TenantLimits
 from scheduler_core.queue import RequestQueue
-from scheduler_core.queue_listing import InFlight, Predicate
+from scheduler_core.queue_listing import InFlight, Predicate, TextCost
 from scheduler_core.regex import compile_regex
 from scheduler_core.rejection import Verdict
 from scheduler_core.snapshot import TenantServing
@@ -242,6 +242,14 @@ class RequestFilter:
             or self.min_wait is not None
             or self.enqueued_before is not None
         )
+
+    def text_cost(self) -> TextCost | None:
+        """A fresh meter for scans when the predicate reads query text (search, regex).
+
+        Such a test costs in proportion to the text, so its scans budget in
+        `TextCost` units; None otherwise, and the scans count requests as before.
+        """
+        return TextCost() if self.search or self.regex else None
 
     def fingerprint(self) -> str:
         """Short digest of the filter, so a cursor cannot be reused with another one."""

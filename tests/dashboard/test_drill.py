@@ -11,7 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from api.wire.queue_rows import QUERY_LINE_LIMIT
-from dashboard.drill import DrillParams, DrillState, InvalidDrill, build_page
+from dashboard.drill import DrillBudget, DrillParams, DrillState, InvalidDrill, build_page
 from dashboard.live import Broadcaster
 from scheduler_core.model import (
     PriorityDef,
@@ -46,8 +46,8 @@ class RuntimeSource:
     def stuck_threshold(self) -> float:
         return self.runtime.config.stuck_threshold_seconds
 
-    def drill_page(self, params: DrillParams) -> Any:
-        return build_page(self.runtime, params, {}, "replica-1")
+    def drill_page(self, params: DrillParams, budget: DrillBudget | None = None) -> Any:
+        return build_page(self.runtime, params, {}, "replica-1", budget)
 
     def enqueue(self, rid: str, tenant: str, query: str = "up", **fields: Any) -> None:
         self.runtime.enqueue(Request(id=rid, tenant_id=tenant, query=query, **fields))
