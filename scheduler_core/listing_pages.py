@@ -108,6 +108,30 @@ def _both(first: Predicate, second: Predicate) -> Predicate:
     return lambda r: first(r) and second(r)
 
 
+def _matching(test: Predicate | None, got: list[Request]) -> list[Request]:
+    """The requests of a chunk that `test` accepts."""
+    if test is None:
+        return got
+    # A predicate may carry a `batch` form (list -> matching list).
+    batch = getattr(test, "batch", None)
+    return batch(got) if batch is not None else list(filter(test, got))
+
+
+def _filled(
+    listing: QueuedListing, rows: list[Request], matched: list[Request], limit: int
+) -> bool:
+    """Add `matched` to `rows` up to `limit`; True once full, the listing then
+    standing after the last row (a cursor resumes there, not after the chunk)."""
+    room = limit - len(rows)
+    if len(matched) >= room:
+        rows += matched[:room]
+        if rows:
+            listing.stop_at(rows[-1])
+        return True
+    rows += matched
+    return False
+
+
 def _take_bulk(
     listing: QueuedListing,
     chunk: Callable[[int], list[Request]],
@@ -123,19 +147,8 @@ def _take_bulk(
             return rows, False
         got = chunk(n)
         examined += len(got)
-        if test is None:
-            matched = got
-        else:
-            # A predicate may carry a `batch` form (list -> matching list).
-            batch = getattr(test, "batch", None)
-            matched = batch(got) if batch is not None else list(filter(test, got))
-        room = limit - len(rows)
-        if len(matched) >= room:
-            rows += matched[:room]
-            if rows:
-                listing.stop_at(rows[-1])
+        if _filled(listing, rows, _matching(test, got), limit):
             return rows, False
-        rows += matched
         if len(got) < n:
             return rows, True
 
@@ -175,18 +188,8 @@ def _take_costed(
         end = cost.prefix(got, 0, left)
         left -= cost.charged - before
         examined = got if end == len(got) else got[:end]
-        if test is None:
-            matched = examined
-        else:
-            batch = getattr(test, "batch", None)
-            matched = batch(examined) if batch is not None else list(filter(test, examined))
-        room = limit - len(rows)
-        if len(matched) >= room:
-            rows += matched[:room]
-            if rows:
-                listing.stop_at(rows[-1])
+        if _filled(listing, rows, _matching(test, examined), limit):
             return rows, False
-        rows += matched
         if end < len(got):
             # The chunk read past what the budget paid for: stand after the last examined.
             listing.stop_at(examined[-1])
