@@ -10,7 +10,8 @@ share one page per tick.
 What it costs is bounded per tick: the queued rows and their count are
 found within budgets (`dashboard.drill_scan`: requests examined, or text
 units for a search or regex, shared by the tick's drill pages; past them
-the page says "at least N"), and the broadcaster's own budget stretches
+the page says "at least N" until the count, kept from tick to tick,
+finishes), and the broadcaster's own budget stretches
 the cadence when ticks get expensive. On the wire a
 row is a positional array whose times are wall-clock instants (queued
 since, running since), so a row that did not change is the same bytes on
@@ -35,7 +36,13 @@ from api.wire.queue_rows import (
     frontend_of,
     serving_now,
 )
-from dashboard.drill_scan import SCAN_BUDGET, TICK_TEXT_BUDGET, DrillBudget, scan_queued
+from dashboard.drill_scan import (
+    SCAN_BUDGET,
+    TICK_TEXT_BUDGET,
+    DrillBudget,
+    DrillCounts,
+    scan_queued,
+)
 from dashboard.wire import dumps
 from scheduler_core.model import Request
 from scheduler_core.queue_listing import InFlight
@@ -47,6 +54,7 @@ __all__ = [
     "SCAN_BUDGET",
     "TICK_TEXT_BUDGET",
     "DrillBudget",
+    "DrillCounts",
     "DrillParams",
     "DrillState",
     "InvalidDrill",
@@ -285,7 +293,9 @@ def build_page(
     A tenant's page also says who may serve it (`serving`) and how many of
     its requests run at this instant, whatever the filter (`tenant_running`).
     A filter that reads query text spends no more than its share of
-    `budget` (the tick's `DrillBudget`, shared by its drill pages).
+    `budget` (the tick's `DrillBudget`, shared by its drill pages); with the
+    budget's kept counts its count converges over ticks, and `counted_at`
+    (wall clock) says when the count shown finished.
     """
     flt = params.filter
     queue = runtime.queue
@@ -294,9 +304,13 @@ def build_page(
     rows: list[tuple[str, str]] = []
     complete = True
     queued_total = 0
+    counted_at: float | None = None
     if flt.state != "in_flight":
-        got, queued_total, complete = scan_queued(queue, params, now, names, budget)
-        rows += [(row_key(replica, r.id), _encoded(r, None, offset, names, replica)) for r in got]
+        queued = scan_queued(queue, params, now, names, budget)
+        queued_total, complete, counted_at = queued.total, queued.exact, queued.counted_at
+        rows += [
+            (row_key(replica, r.id), _encoded(r, None, offset, names, replica)) for r in queued.rows
+        ]
     queued_rows = len(rows)
     running_total = 0
     # Every running request, read once: the running rows and the tenant's
@@ -317,6 +331,10 @@ def build_page(
         "total": queued_total + running_total,
         "exact": complete,
     }
+    if counted_at is not None:
+        # The count was kept across ticks (dashboard.drill_scan.DrillCounts):
+        # the wall-clock instant it finished, as the rows' "since" instants.
+        page["counted_at"] = round(counted_at + offset, 2)
     if flt.tenant:
         page["serving"] = serving_now(queue, flt.tenant)
         # The panel's querier-time line says how many of the tenant's requests
@@ -366,7 +384,7 @@ class DrillState:
             sent[rid] = text
         self._sent = sent
         head = {**head, "total": page["total"], "exact": page["exact"]}
-        for extra in ("replicas_missing", "replicas_pending"):
+        for extra in ("replicas_missing", "replicas_pending", "counted_at"):
             if page.get(extra):
                 head[extra] = page[extra]
         if "tenant_running" in page:  # none running is a count too

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dashboard.drill import DrillBudget
+from dashboard.drill import DrillBudget, DrillCounts
 from dashboard.live_tick import (
     CHART_POINTS,
     CHART_SECONDS,
@@ -106,6 +106,9 @@ class Broadcaster:
         # Loop seconds its ticks, their frames and the chart's own points
         # took, ever (what `queue_inspector_live_loop_seconds_total` reports).
         self.loop_seconds = 0.0
+        # Text drills' counts, kept from tick to tick so they converge over a
+        # node bigger than a tick's share (dashboard.drill_scan.DrillCounts).
+        self.drill_counts = DrillCounts()
         self._task: asyncio.Task[None] | None = None
 
     def source(self) -> SnapshotSource | None:
@@ -148,11 +151,14 @@ class Broadcaster:
         version = _config_version(source)
         # The drills this tick may build pages for (forced frames included),
         # so each gets an equal share of the tick's text budget at least.
-        open_drills = (
+        # Their kept counts are kept, no others: a drill closed (or paused)
+        # on every viewer drops its count.
+        open_drills = [
             v.drill.params
             for v in self.viewers
             if v.drill is not None and v.subscribed and not v.paused
-        )
+        ]
+        self.drill_counts.keep(open_drills)
         self.ticks += 1
         wall = self._wall_clock()
         tick = Tick(
@@ -167,7 +173,7 @@ class Broadcaster:
             drill_source=drill_source,
             config_version=version,
             replicas_down=down_of() if down_of is not None else (),
-            drill_budget=DrillBudget.for_drills(open_drills),
+            drill_budget=DrillBudget.for_drills(open_drills, counts=self.drill_counts),
         )
         if tick.wall_time - self.chart.last_time >= CHART_SECONDS:
             oldest = tick.index.all_tenants.oldest_enqueued_at
