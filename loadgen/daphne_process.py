@@ -30,7 +30,7 @@ from typing import Any
 
 from loadgen.python_helper import PythonDied, PythonProcess, tail
 
-__all__ = ["DaphneProcess", "ServerDidNotStart", "free_port", "user_code"]
+__all__ = ["DaphneProcess", "ServerDidNotStart", "free_port", "free_ports", "user_code"]
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,9 +40,18 @@ class ServerDidNotStart(Exception):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free now. Held open together while chosen: two
+    calls of `free_port` one after the other may each get the port the first
+    just closed, and a server's HTTP and gRPC ports once came out the same."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
 
 
 class DaphneProcess:
@@ -56,8 +65,7 @@ class DaphneProcess:
         log_path: Path | None = None,
     ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="qi-daphne-"))
-        self.port = free_port()
-        self.grpc_port = free_port() if grpc else 0
+        self.port, self.grpc_port = free_ports(2) if grpc else (free_port(), 0)
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
         self.log_path = log_path or self.tmp / "daphne.log"
