@@ -237,6 +237,8 @@ def scan_queued(
     }
     predicate = flt.predicate(now, names)
     cost = flt.text_cost()
+    # Without a tick's share (no text read, or a one-off page): `SCAN_BUDGET`
+    # for the rows and as much for the count, as before text was budgeted.
     allowance = 2 * SCAN_BUDGET
     counts = budget.counts if budget is not None else None
     if cost is not None and budget is not None:
@@ -254,8 +256,7 @@ def scan_queued(
     except StaleCursor:  # pragma: no cover - no cursor is passed here
         listing = None
     if listing is not None:
-        scan_budget = SCAN_BUDGET if cost is None else row_units
-        got, done = take_page(listing, params.limit, predicate, scan_budget, cost)
+        got, done = take_page(listing, params.limit, predicate, row_units, cost)
         complete = done or len(got) >= params.limit
     if predicate is None:
         result = Queued(got, queue.listing().queued_count(**node), complete)

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from api.wire import queue_peers, queue_requests
-from api.wire.queue_peers import QueuePeers, filter_args
+from api.wire.queue_peers import QueuePeers
 from api.wire.queue_rows import RequestFilter
 
 __all__ = ["AmbiguousRequest", "merged"]
@@ -73,7 +73,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     ) -> dict[str, Any]:
         others = queue_peers.live_peers()
         replicas = sorted({peers.own, *others})
-        args = {"filter": filter_args(flt)}
+        args = {"filter": flt.as_args()}
         counts, absent = await peers.ask("count", args)
         missing = set(absent)
         total = await peers.answer("count", args) + sum(
@@ -101,7 +101,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
                 continue
             state_filter = replace(flt, state=phases[phase])
             page_args = {
-                "filter": filter_args(state_filter),
+                "filter": state_filter.as_args(),
                 "cursor": sub,
                 "limit": limit - len(rows),
             }
@@ -183,7 +183,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         peers: QueuePeers, flt: RequestFilter, reason: str, dry_run: bool
     ) -> tuple[int, int, list[str], list[str]]:
         """(matched, cancelled, replicas that took part, replicas that did not answer)."""
-        args = {"filter": filter_args(flt), "reason": reason, "dry_run": dry_run}
+        args = {"filter": flt.as_args(), "reason": reason, "dry_run": dry_run}
         local = await peers.answer("cancel_matching", args)
         replies, missing = await peers.ask("cancel_matching", args)
         matched, cancelled = local
@@ -206,9 +206,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         host = peers.host
         names = queue_requests.grpc_names(host)
         matched, as_of = await queue_requests.count_as_of(host.runtime, flt, names)
-        if flt.enqueued_before is None or flt.enqueued_before > as_of:
-            flt = replace(flt, enqueued_before=as_of)
-        args = {"filter": filter_args(flt), "reason": "", "dry_run": True}
+        args = {"filter": flt.by(as_of).as_args(), "reason": "", "dry_run": True}
         replies, missing = await peers.ask("cancel_matching", args)
         for answer in replies.values():
             if isinstance(answer, list) and len(answer) == 2:

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -46,7 +46,6 @@ __all__ = [
     "UNHEARD_NOTE",
     "QueuePeers",
     "down_peers",
-    "filter_args",
     "live_peers",
     "on_this_clock",
     "peers_unheard",
@@ -95,19 +94,6 @@ def peers_unheard() -> bool:
     """
     board = get_board()
     return bool(settings.REDIS_URL) and board.registry_at is None and not board.known_peers()
-
-
-def filter_args(flt: RequestFilter) -> dict[str, Any]:
-    """A filter as a question carries it: its fields, `enqueued_before` only when set.
-
-    A peer still on the version before that field builds the filter from
-    these keywords: a filter without it still reaches that peer, and one
-    with it is refused there (its answer fails) rather than read as wider.
-    """
-    args = asdict(flt)
-    if flt.enqueued_before is None:
-        del args["enqueued_before"]
-    return args
 
 
 def on_this_clock(flt: RequestFilter, asker: str | None) -> RequestFilter:

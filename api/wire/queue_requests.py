@@ -32,7 +32,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from api.wire import queue_rows
@@ -176,9 +176,7 @@ async def count_as_of(
     """
     now, wall = runtime.clock(), queue_rows.wall_clock()
     as_of = math.ceil(wall * 1e6) / 1e6
-    if flt.enqueued_before is None or flt.enqueued_before > as_of:
-        flt = replace(flt, enqueued_before=as_of)
-    return await _count(runtime, flt, names, None, None, now, wall), as_of
+    return await _count(runtime, flt.by(as_of), names, None, None, now, wall), as_of
 
 
 async def _count(

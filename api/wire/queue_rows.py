@@ -24,7 +24,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from api.wire.frontends import websocket_address
@@ -251,14 +251,29 @@ class RequestFilter:
         """
         return TextCost() if self.search or self.regex else None
 
+    def as_args(self) -> dict[str, Any]:
+        """Its fields as keywords, `enqueued_before` only when set.
+
+        Left out unset, so a cursor handed out before the field existed
+        still reads as the same filter's (`fingerprint`), and a peer still
+        on the version before it builds the filter from these keywords: a
+        filter without it still reaches that peer, and one with it is
+        refused there (its answer fails) rather than read as wider.
+        """
+        args = asdict(self)
+        if self.enqueued_before is None:
+            del args["enqueued_before"]
+        return args
+
+    def by(self, instant: float) -> RequestFilter:
+        """This filter taking nothing enqueued after `instant` (nor after its own, if earlier)."""
+        if self.enqueued_before is not None and self.enqueued_before <= instant:
+            return self
+        return replace(self, enqueued_before=instant)
+
     def fingerprint(self) -> str:
         """Short digest of the filter, so a cursor cannot be reused with another one."""
-        fields = asdict(self)
-        if self.enqueued_before is None:
-            # Left out unset, so a cursor handed out before the field existed
-            # still reads as the same filter's.
-            del fields["enqueued_before"]
-        body = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        body = json.dumps(self.as_args(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()[:12]
 
     def predicate(

@@ -18,7 +18,6 @@ import pytest
 from api.cluster import replica_board
 from api.wire import queue_rows
 from api.wire.queue_merged import merged
-from api.wire.queue_peers import filter_args
 from api.wire.queue_rows import RequestFilter
 from scheduler_core.model import Request
 from tests.api.cluster.replica_summaries import encoded
@@ -85,7 +84,7 @@ async def test_a_peer_reads_the_instant_through_the_asker_s_measured_skew(
     at(hosts, 103.0)
     # The moment r-b's wall clock read BASE + 101 is BASE + 98 on r-a's.
     mine = RequestFilter(tenant="t", enqueued_before=BASE + 98.0)
-    args = {"filter": filter_args(mine), "reason": "op", "dry_run": False}
+    args = {"filter": mine.as_args(), "reason": "op", "dry_run": False}
     replies, missing = await peers["r-a"].ask("cancel_matching", args, ["r-b"])
     assert (replies, missing) == ({"r-b": [1, 1]}, [])
     assert queued(hosts["r-b"]) == ["b-after"]
@@ -95,8 +94,8 @@ def test_a_filter_without_an_instant_is_asked_as_before_the_field_existed() -> N
     """A peer on the previous version takes these keywords: an extra one failed every question."""
     before = {"tenant", "component", "priority", "state", "search", "regex"}
     before |= {"min_wait", "frontend", "actor"}
-    assert filter_args(RequestFilter(tenant="t")).keys() == before
-    assert filter_args(RequestFilter(enqueued_before=5.0))["enqueued_before"] == 5.0
+    assert RequestFilter(tenant="t").as_args().keys() == before
+    assert RequestFilter(enqueued_before=5.0).as_args()["enqueued_before"] == 5.0
     # And a cursor handed out before it still reads as the same filter's.
     flt = RequestFilter(tenant="t")
     old = json.dumps({k: getattr(flt, k) for k in before}, sort_keys=True, separators=(",", ":"))
