@@ -67,9 +67,11 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from api.store.yaml_scalars import (
+    BOOL_TAG,
     FLOAT_TAG,
     INT_FIELDS,
     INT_TAG,
+    NULL_TAG,
     STR_TAG,
     Undecodable,
     go_value,
@@ -89,11 +91,9 @@ __all__ = [
 
 _TAG = "tag:yaml.org,2002:"
 _MERGE_TAG = _TAG + "merge"
-_STR_TAG = STR_TAG
-_NULL_TAG = _TAG + "null"
 _NUMBER_TAGS = (INT_TAG, FLOAT_TAG)
 # The scalar tags whose values are Go's (`api.store.yaml_scalars`), not PyYAML's.
-_GO_TAGS = (INT_TAG, FLOAT_TAG, _TAG + "bool", _NULL_TAG)
+_GO_TAGS = (INT_TAG, FLOAT_TAG, BOOL_TAG, NULL_TAG)
 # The tags Go's yaml.v2 and PyYAML read alike (the scalars Go resolves, the
 # two collections, and the merge key).
 _READ_TAGS = frozenset(
@@ -186,11 +186,11 @@ def strict_keys_loader(base: Any) -> Any:
 
         def text_key(self, node: Node) -> Node:
             """A scalar key node as a string node of its text (see the module's docstring)."""
-            if not isinstance(node, ScalarNode) or node.tag in (_MERGE_TAG, _STR_TAG):
+            if not isinstance(node, ScalarNode) or node.tag in (_MERGE_TAG, STR_TAG):
                 return node
             self.construct_object(node)  # raises for what its tag cannot read
-            text = "" if node.tag == _NULL_TAG else node.value
-            return ScalarNode(_STR_TAG, text, node.start_mark, node.end_mark, node.style)
+            text = "" if node.tag == NULL_TAG else node.value
+            return ScalarNode(STR_TAG, text, node.start_mark, node.end_mark, node.style)
 
         def text_keys(self, node: MappingNode) -> None:
             # In place, and only where a pair changes: every mapping of a
@@ -199,7 +199,7 @@ def strict_keys_loader(base: Any) -> Any:
             for i, (key, value) in enumerate(pairs):
                 if not isinstance(key, ScalarNode):
                     continue
-                text = key if key.tag == _STR_TAG else self.text_key(key)
+                text = key if key.tag == STR_TAG else self.text_key(key)
                 read = value
                 if text.value in TEXT_FIELDS:
                     read = self.text_value(value)
@@ -222,7 +222,7 @@ def strict_keys_loader(base: Any) -> Any:
 
         def text_value(self, node: Node) -> Node:
             """A string field's scalar as its text; null stays null (Go leaves it empty)."""
-            if isinstance(node, ScalarNode) and node.tag == _NULL_TAG:
+            if isinstance(node, ScalarNode) and node.tag == NULL_TAG:
                 return node
             return self.text_key(node)
 
