@@ -18,19 +18,11 @@ from api.store.models import OperatorCancel
 from api.wire import queue_rows, runtime_host
 from scheduler_core.model import Request
 from scheduler_core.runtime import SchedulerRuntime
-from tests.fakes import FakeClock
+from tests.fakes import BareHost, FakeClock
 
 URL = "/api/v1/queue/cancel/"
 # Unix seconds at which the fake clock reads 0: whole, so instants add exactly.
 BASE = float(int(time.time()) - 1000)
-
-
-class Host:
-    def __init__(self, runtime: SchedulerRuntime) -> None:
-        self.runtime = runtime
-
-    def frontends(self) -> list[Any]:
-        return []
 
 
 @pytest.fixture
@@ -46,7 +38,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> SchedulerRunti
     rt = SchedulerRuntime(clock=clock)
     enqueue(rt, clock, "up-", range(3), start=1000.0)
     clock.now = 1003.0
-    host = Host(rt)
+    host = BareHost(rt)
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_host", lambda: host)
     return rt

@@ -18,7 +18,7 @@ from api.wire import runtime_host
 from api.wire.observers import FanOutObserver
 from scheduler_core.model import PriorityDef, QueryAttribute, QueryPriority, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
-from tests.fakes import FakeClock
+from tests.fakes import BareHost, FakeClock
 
 
 class Consumer:
@@ -39,14 +39,6 @@ class Handle:
 
     def on_failed(self, request: Request, reason: str) -> None:
         self.failures.append(reason)
-
-
-class Host:
-    def __init__(self, runtime: SchedulerRuntime) -> None:
-        self.runtime = runtime
-
-    def frontends(self) -> list[Any]:
-        return []
 
 
 @pytest.fixture
@@ -84,7 +76,7 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
             )
         )
     clock.now = 1010.0
-    host = Host(rt)
+    host = BareHost(rt)
     monkeypatch.setattr(runtime_host, "started", lambda: True)
     monkeypatch.setattr(runtime_host, "get_host", lambda: host)
     return rt

@@ -13,15 +13,7 @@ from api.wire.queue_peers import QueuePeers
 from api.wire.queue_rows import RequestFilter
 from scheduler_core.model import Request
 from scheduler_core.runtime import SchedulerRuntime
-from tests.fakes import FakeClock
-
-
-class Host:
-    def __init__(self) -> None:
-        self.runtime = SchedulerRuntime(clock=FakeClock(100.0))
-
-    def frontends(self) -> list[Any]:
-        return []
+from tests.fakes import BareHost, FakeClock
 
 
 @pytest.fixture
@@ -30,7 +22,7 @@ async def pair(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()
-    hosts = {"r-a": Host(), "r-b": Host()}
+    hosts = {r: BareHost(SchedulerRuntime(clock=FakeClock(100.0))) for r in ("r-a", "r-b")}
     peers = {}
     for name, host in hosts.items():
         p = QueuePeers(host)
@@ -47,7 +39,7 @@ async def pair(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     channel_layers.backends.clear()
 
 
-def fill(host: Host, prefix: str, n: int) -> None:
+def fill(host: BareHost, prefix: str, n: int) -> None:
     for i in range(n):
         host.runtime.enqueue(Request(id=f"{prefix}{i}", tenant_id="t", query=f"q {prefix}{i}"))
 
