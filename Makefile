@@ -16,6 +16,9 @@ PY := $(VENV)/bin/python
 # Named after the interpreter, so picking another one installs again.
 STAMP := $(VENV)/.installed$(subst /,-,$(PYTHON))
 PYTEST_ARGS ?=
+# Test workers (pytest-xdist): a test module, with its server and browser,
+# stays on one worker. TEST_JOBS=0 runs everything in this one process.
+TEST_JOBS ?= 2
 
 .PHONY: help venv assets migrate demo-user static serve demo test test-deps lint protos screenshots
 
@@ -102,7 +105,7 @@ test-deps:
 
 # The session starts its own throwaway PostgreSQL and Redis (tests/servers.py).
 test: test-deps venv assets
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # Refreshes docs/screenshots/ from the browser tests (a plain test run does not).
 screenshots: test-deps venv assets

@@ -15,12 +15,14 @@ It is started once per test session and stopped with SIGTERM at the end.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
 from django.test import override_settings
 
@@ -42,6 +44,29 @@ def _quick_password_hashes() -> Iterator[None]:
     """
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
+
+
+# The fixtures that give a test the database (pytest-django's, and its marker).
+_DATABASE_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
+# The data migration's own function, so the rows are made as a migrate makes them.
+_MIGRATION_ROWS = importlib.import_module("api.migrations.0002_roles_and_settings_row")
+
+
+@pytest.fixture(autouse=True)
+def _migrated_rows(request: pytest.FixtureRequest) -> None:
+    """A test given the database starts from what the migrations leave in it:
+    the role groups and the settings row.
+
+    A transactional test flushes every table when it ends, those rows too.
+    Run in one process, pytest-django puts transactional tests last; parallel
+    workers (pytest-xdist) run whole files in turn, so a test could start on a
+    flushed database and find no settings row.
+    """
+    wanted = request.node.get_closest_marker("django_db") is not None
+    if not wanted and _DATABASE_FIXTURES.isdisjoint(request.fixturenames):
+        return
+    request.getfixturevalue("db")  # or the transactional one the test asked for
+    _MIGRATION_ROWS.create_roles_and_settings(django_apps, None)
 
 
 @pytest.fixture(scope="session")

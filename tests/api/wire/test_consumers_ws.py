@@ -106,6 +106,7 @@ async def test_a_database_that_does_not_answer_the_token_check_is_said_not_taken
     assert (error["type"], error["status"]) == ("error", 503)
     assert error["error"].startswith("the token could not be checked: the database did not answer")
     assert await comm.receive_output(timeout=5) == {"type": "websocket.close", "code": 4503}
+    await comm.disconnect()  # as Daphne says a closed socket is gone: it leaves OPEN_SOCKETS
 
 
 async def test_enqueue_request_result_round_trip(host: Any, tokens: dict[str, str]) -> None:
@@ -262,6 +263,7 @@ async def test_a_shutdown_announced_on_another_socket_closes_this_one_and_a_reco
     assert (said["type"], said["status"]) == ("error", 503)
     assert "announced as shutting down on another connection" in said["error"]
     assert await first.receive_output(timeout=5) == {"type": "websocket.close", "code": 1000}
+    await first.disconnect()
     # The querier comes back on a new connection, as a Cortex querier's reconnect does.
     again = await querier(tokens["querier"], "q-same", workers=1)
     f = await connect("/ws/frontend/", tokens["frontend"])

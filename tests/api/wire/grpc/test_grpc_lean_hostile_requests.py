@@ -143,7 +143,9 @@ async def test_a_message_cut_short_by_the_end_of_its_stream_is_invalid_argument(
     assert status["grpc-message"] == f"truncated message: the stream ended {message}"
 
 
-GZIPPED_INIT = gzip.compress(INIT)
+# mtime 0: the same bytes in every process, so parallel workers (pytest-xdist)
+# collect the same test IDs.
+GZIPPED_INIT = gzip.compress(INIT, mtime=0)
 
 
 @pytest.mark.parametrize(
