@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, StorageState, expect, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    Dialog,
+    Page,
+    Playwright,
+    StorageState,
+    expect,
+    sync_playwright,
+)
 
 from loadgen.daphne_process import DaphneProcess, user_code
 from loadgen.wsclients import FrontendClient, QuerierClient
@@ -225,10 +233,14 @@ services.tenant_put(tenant_id="gold", expected_version=None, author=None, source
 """
 
 
+# The browser tests' servers hash passwords quickly (tests/e2e/quick_hash_settings.py).
+QUICK_HASH = {"DJANGO_SETTINGS_MODULE": "tests.e2e.quick_hash_settings"}
+
+
 def module_server(*, grpc: bool, code: str) -> Iterator[DaphneProcess]:
     """A started Daphne for one module, `code` run in its Django first (one
     start-up for the user and any seed: each costs about a second); stopped after."""
-    daphne = DaphneProcess(grpc=grpc)
+    daphne = DaphneProcess(grpc=grpc, extra_env=QUICK_HASH)
     daphne.start()
     daphne.run_python(code)
     try:
@@ -251,14 +263,59 @@ def traffic(server: DaphneProcess) -> Iterator[Traffic]:
         helper.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+class _SharedChromium:
+    """One Chromium for the browser modules that run one after another (each
+    launch costs most of a second); every module still gets fresh contexts.
+
+    Playwright's sync API keeps an event loop running in this thread while it
+    is started, and pytest-asyncio cannot run a test under it ("Runner.run()
+    cannot be called from a running event loop"). So it is stopped as soon as
+    the next test to run is not a browser test (`pytest_runtest_teardown`).
+    """
+
+    def __init__(self) -> None:
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+
+    def get(self) -> Browser:
+        if self._browser is not None and not self._browser.is_connected():
+            self.stop()  # a crashed Chromium is not handed to the next module
+        if self._browser is None:
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_ARGS
+            )
+        return self._browser
+
+    def stop(self) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._browser = self._playwright = None
         try:
-            yield chromium
+            if browser is not None and browser.is_connected():
+                browser.close()
         finally:
-            chromium.close()
+            if playwright is not None:
+                playwright.stop()
+
+
+_CHROMIUM = _SharedChromium()
+_HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a browser test's own teardown (its module's contexts closed), stop
+    the shared Chromium unless the next test is a browser test too."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or _HERE not in Path(nextitem.path).resolve().parents:
+            _CHROMIUM.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Browser:
+    return _CHROMIUM.get()
 
 
 @contextmanager

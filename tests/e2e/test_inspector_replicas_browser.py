@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from loadgen.daphne_process import DaphneProcess
-from tests.e2e.conftest import EDITOR, Traffic
+from tests.e2e.conftest import EDITOR, QUICK_HASH, Traffic
 from tests.e2e.drill_pages import away_from_the_list
 from tests.service.replica_pair import replica_pair
 
@@ -29,7 +29,7 @@ PEERS_WITHIN = 5_000  # ms: two publish periods plus a tick, with room for a bus
 
 @pytest.fixture(scope="module")
 def pair() -> Iterator[tuple[DaphneProcess, DaphneProcess]]:
-    with replica_pair(SHUTDOWN_DRAIN_TIMEOUT="1") as (a, b):
+    with replica_pair(SHUTDOWN_DRAIN_TIMEOUT="1", **QUICK_HASH) as (a, b):
         a.create_user(*EDITOR, group="editor")
         yield a, b
 
