@@ -99,6 +99,10 @@ class PeerDrills:
         }
         if not entry.answered:
             page["replicas_pending"] = True
+        if "counted_at" in local:
+            # This replica's count finished then; the peers' totals are their
+            # own latest answers, each exact when it was made.
+            page["counted_at"] = local["counted_at"]
         if "serving" in local:  # queriers connect to every replica: this one's view serves
             page["serving"] = local["serving"]
         # No `tenant_running`: this replica's count alone would be short of

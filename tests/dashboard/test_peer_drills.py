@@ -117,6 +117,18 @@ async def test_peers_rows_join_queued_first_replica_by_replica_and_a_silent_one_
     assert (row[22], row[23]) == ("replica-c", "users|joe")
 
 
+async def test_a_count_finished_over_ticks_keeps_its_instant_when_the_peers_join() -> None:
+    drills, peers = PeerDrills(FakeClock(0.0), FakeClock(1_000.0)), FakePeers()
+    local = {**local_page(queued=0), "exact": False, "total": 40, "counted_at": 998.5}
+    peers.answers = {"replica-a": {"rows": [], "total": 2}}
+    drills.merge(PARAMS, local, "replica-b", peers)
+    await settle()
+    page = drills.merge(PARAMS, local, "replica-b", peers)
+    assert (page["total"], page["exact"], page["counted_at"]) == (42, False, 998.5)
+    del local["counted_at"]
+    assert "counted_at" not in drills.merge(PARAMS, local, "replica-b", peers)
+
+
 async def test_an_unchanged_peer_row_keeps_its_bytes_from_one_answer_to_the_next() -> None:
     clock, wall = FakeClock(0.0), FakeClock(1_000.0)
     drills, peers = PeerDrills(clock, wall), FakePeers()

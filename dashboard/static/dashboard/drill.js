@@ -14,7 +14,7 @@ import { DrillExplain, forgetDrill } from "./drill_explain.js";
 import { DrillList, KeptHeight, focusRow } from "./drill_list.js";
 import { decodeRow, oldestQueued } from "./drill_rows.js";
 import { RequestDialog } from "./drill_request.js";
-import { FIELD_NAMES, emptyText, orderNote, servingText, title } from "./drill_text.js";
+import { FIELD_NAMES, countNote, countText, emptyText, servingText, title } from "./drill_text.js";
 import { tenantUsageText } from "./usage.js";
 import { parseExact } from "./exact_json.js";
 import { iso } from "./format.js";
@@ -285,7 +285,7 @@ export class DrillPanel {
       (!more || order.some((r) => r.state === "in_flight"));
     const oldest = oldestQueued(order);
     this.oldest = oldest && { key: oldest.key, whole };
-    setText(this.$("drill-count"), `${order.length} of ${section.exact ? "" : "at least "}${section.total}`);
+    setText(this.$("drill-count"), countText(section, order.length));
     // Sent when it changed (a section without it keeps the last one).
     if (section.serving !== undefined) this.serving = section.serving;
     // The tenant's running count from the instant these rows were listed.
@@ -296,8 +296,7 @@ export class DrillPanel {
     this.$("drill-serving").hidden = !serving;
     const where = (section.replicas_pending ? " Asking the other replicas for theirs…" : "") +
       (missing.length ? ` Not answering, so not listed: replica ${missing.map(iso).join(", ")}.` : "");
-    setText(this.$("drill-note"), (section.exact ? orderNote(this.filter().state) :
-      "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.") + where);
+    setText(this.$("drill-note"), countNote(section, this.filter().state) + where);
     this.$("drill-more").hidden = !more || this.limit >= MAX;
     // At the cap, more match than can be listed: said, not a button gone without a word.
     this.$("drill-capped").hidden = !more || this.limit < MAX;

@@ -3,7 +3,7 @@
 // Names, ids and the boxes' text go in through format.js's iso: a bidi
 // control in one would reorder the sentence around it.
 
-import { iso, spellDuration } from "./format.js";
+import { clockTime, iso, spellDuration } from "./format.js";
 
 // Each filter field's name on the page, for the server's refusals.
 export const FIELD_NAMES = { search: "Search", regex: "RE2 regex", actor: "Actor", state: "State", priority: "Priority", min_wait: "Waited ≥" };
@@ -54,6 +54,29 @@ export function orderNote(state) {
   if (state === "queued") return "Queued requests in the order the scheduler will dequeue them.";
   if (state === "in_flight") return "Running requests, longest running first.";
   return "Queued requests in the order the scheduler will dequeue them, then running ones (longest first).";
+}
+
+// A text search over a node bigger than a tick's scan budget is counted
+// over several ticks (dashboard/drill_scan.py): until one count finishes the
+// page says "at least N"; after, the finished count and when it finished.
+function countedAt(section) {
+  return typeof section.counted_at === "number" ? section.counted_at : null;
+}
+
+export function countText(section, listed) {
+  const at = countedAt(section);
+  if (at !== null) return `${listed} of ${section.total} (counted at ${clockTime(at)})`;
+  return `${listed} of ${section.exact ? "" : "at least "}${section.total}`;
+}
+
+export function countNote(section, state) {
+  if (section.exact) return orderNote(state);
+  const at = countedAt(section);
+  if (at !== null) {
+    return `Searching query text is spread over several ticks: the count is the last one finished, at ${clockTime(at)}, ` +
+      "and is counted again while this panel is open. The rows listed may stop short of the oldest matches.";
+  }
+  return "The search stopped after a bounded scan this tick: counts are a lower bound. Narrow the node or the search.";
 }
 
 const LISTED = 8; // names listed before "and N more"
