@@ -148,6 +148,33 @@ def test_the_count_a_cancel_by_filter_asks_about_follows_the_queue_while_it_asks
     expect(page.locator("#drill-message")).to_have_text(DONE_2)
 
 
+def test_a_count_that_falls_to_nothing_offers_only_close_until_requests_come_back(
+    page: Page, traffic: Traffic, server: DaphneProcess
+) -> None:
+    traffic.enqueue("emptied", "up", count=2)
+    open_drill(page, "emptied")
+    expect(page.locator("#drill-rows > li")).to_have_count(2)
+    page.get_by_role("button", name="Cancel matching…").click()
+    confirm, back = page.locator("#cancel-confirm"), page.locator("#cancel-back")
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 2 queued requests?")
+    confirm.focus()
+    assert page.evaluate(CANCEL_ELSEWHERE, {"tenant": "emptied"}) == 2
+    expect(page.locator("#cancel-title")).to_have_text("Nothing is queued to cancel now")
+    expect(confirm).to_be_hidden()
+    expect(back).to_have_text("Close")
+    expect(back).to_be_focused()  # the focus was on Cancel: not left on nothing
+    # Enter in the note submits the form: with nothing counted, it cancels nothing.
+    page.locator("#cancel-note").press("Enter")
+    expect(page.locator("#cancel-dialog")).to_be_visible()
+    traffic.enqueue("emptied", "up")
+    expect(page.locator("#cancel-title")).to_have_text("Cancel 1 queued request?")
+    expect(confirm).to_be_visible()
+    expect(back).to_have_text("Keep them")
+    back.click()
+    expect(page.locator("#cancel-dialog")).to_be_hidden()
+    assert cancel_matching(server, "emptied", "up") == 1
+
+
 def _unanswered_recounts(route: Route) -> None:
     """The dialog's recounts fail from here, so the count on screen is the one confirmed."""
     if '"dry_run":true' in (route.request.post_data or ""):

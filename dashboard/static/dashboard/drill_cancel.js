@@ -101,7 +101,13 @@ export class DrillCancels {
     setText(this.$("cancel-text"), matched
       ? `Every queued request of ${pending.scope}: ${matched} when counted at ${at}, counted again each second. Cancel takes those of them still queued when you press it, none that arrive after the count. Their frontends are answered with a failure naming you; the cancel is recorded on the History page.${pending.running}`
       : `No request of ${pending.scope} was queued when counted at ${at}; the count is taken again each second.`);
-    this.$("cancel-confirm").disabled = !matched;
+    // Nothing left to cancel: no greyed-out Cancel beside "Keep them", but
+    // one Close, holding the focus if Cancel had it. They come back with a count.
+    const confirm = this.$("cancel-confirm");
+    if (!matched && document.activeElement === confirm) this.$("cancel-back").focus();
+    // Disabled as well: Enter in the note would still submit through a hidden one.
+    confirm.hidden = confirm.disabled = !matched;
+    setText(this.$("cancel-back"), matched ? "Keep them" : "Close");
   }
 
   async recount(pending) {
@@ -115,7 +121,7 @@ export class DrillCancels {
   stopCounting() {
     clearInterval(this.counting);
     this.counting = null;
-    this.$("cancel-confirm").disabled = false;
+    this.$("cancel-confirm").hidden = this.$("cancel-confirm").disabled = false;
   }
 
   openDialog() {
