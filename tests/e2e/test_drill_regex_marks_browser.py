@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.e2e.conftest import Traffic
 
@@ -69,3 +71,23 @@ def test_a_regex_javascript_cannot_read_lists_its_rows_unmarked(page: Page) -> N
     expect(rows.first.locator(".q")).to_have_text("rate(b[5m])")
     expect(rows.first.locator(".q mark")).to_have_count(0)
     expect(page.locator("#drill-filter-error")).to_be_hidden()
+
+
+def _slow_worker_script(route: Route) -> None:
+    """The highlighting worker's script, answered as a busy machine might: late."""
+    time.sleep(0.8)  # over the 250 ms a worker has to answer a job
+    route.continue_()
+
+
+def test_a_worker_slow_to_start_still_marks_the_first_regex(page: Page) -> None:
+    # Timed from the worker's start, the first job ran out of time while
+    # the script was still loading, and the regex was never marked again.
+    page.route("**/regex_worker*.js", _slow_worker_script)
+    try:
+        open_marks_drill(page)
+        rows = page.locator("#drill-rows > li")
+        page.locator("#drill-search").fill("rate\\(b")
+        expect(rows).to_have_count(1)
+        expect(rows.first.locator(".q mark")).to_have_text("rate(b")
+    finally:
+        page.unroute("**/regex_worker*.js", _slow_worker_script)

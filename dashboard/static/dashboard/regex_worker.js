@@ -15,3 +15,5 @@ self.onmessage = ({ data: { id, regex, text } }) => {
   }
   self.postMessage({ id, spans });
 };
+// Loaded: the page's watchdog times jobs from here, not the worker's start-up.
+self.postMessage({ ready: true });
