@@ -104,6 +104,13 @@ def main() -> None:
     from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
     from twisted.internet import reactor
 
+    from config import slow_readers
+
+    try:
+        slow_readers.install(reactor, **slow_readers.settings_from(os.environ))
+    except ValueError as exc:
+        raise SystemExit(f"config.serve: {exc}") from None
+
     # Daphne has no ASGI lifespan: started on the first request, the gRPC
     # door stayed closed for a cluster that speaks only gRPC (real Cortex
     # was refused until something asked for a page or /healthz). Queued on
