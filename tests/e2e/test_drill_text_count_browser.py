@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import Traffic
+from tests.e2e.drill_pages import no_horizontal_scroll
 
 # 100 requests (a tenant's default limit) of about 256 KB each: some 51,000
 # text units (dashboard/drill_scan.py), twice a tick's 25,000, so no single
@@ -39,3 +40,7 @@ def test_a_search_counted_over_several_ticks_says_when_its_count_finished(page: 
         "Searching query text is spread over several ticks: the count is the last one finished"
     )
     expect(page.locator("#drill-rows > li")).to_have_count(NEEDLES)
+    # The longer count line and note still fit a phone-sized window.
+    over, wide = no_horizontal_scroll(page, 400)
+    assert over <= 0, f"400px window: {over}px wider: {wide}"
+    page.set_viewport_size({"width": 1500, "height": 1000})
