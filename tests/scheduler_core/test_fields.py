@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from scheduler_core import fields as f
-from scheduler_core.fields import meant_field
+from scheduler_core.errors import FieldError
+from scheduler_core.fields import MAX_HINTS, Collector, meant_field, unknown
 from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
 
 
@@ -63,3 +64,17 @@ def test_a_number_or_duration_of_the_wrong_type_is_named_as_json_spells_it(
         f"must be a finite number, got {named}",
         f"not a duration: {named}",
     ]
+
+
+def test_past_max_hints_in_one_pass_unknown_fields_are_named_without_a_guess() -> None:
+    allowed = ["query_priority", "max_queriers_per_tenant"]
+    raw = {f"query_priorit{i}": 1 for i in range(MAX_HINTS + 5)} | {"query_priorty": 1}
+    errs = Collector()
+    unknown(raw, allowed, "tenants.t", errs)
+    assert len(errs.errors) == MAX_HINTS + 6
+    assert errs.errors[0] == FieldError(
+        "tenants.t.query_priorit0", "unknown field; did you mean query_priority?"
+    )
+    # The last is a plain typo, but the pass has spent its guesses.
+    assert errs.errors[-1] == FieldError("tenants.t.query_priorty", "unknown field")
+    assert errs.hints_tried == MAX_HINTS
