@@ -63,9 +63,11 @@ function countedAt(section) {
   return typeof section.counted_at === "number" ? section.counted_at : null;
 }
 
+// The count line is a polite live region: it names no time, so a count
+// finished again every few ticks is announced only when its number changes
+// (the note under the list says when).
 export function countText(section, listed) {
-  const at = countedAt(section);
-  if (at !== null) return `${listed} of ${section.total} (counted at ${clockTime(at)})`;
+  if (countedAt(section) !== null) return `${listed} of ${section.total} (last full count)`;
   return `${listed} of ${section.exact ? "" : "at least "}${section.total}`;
 }
 
