@@ -1,8 +1,21 @@
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+
+
+@pytest.fixture(autouse=True)
+def _fresh_drill_rows() -> Iterator[None]:
+    """dashboard.drill keeps encoded rows process-wide, keyed by request id, enqueue time
+    and replica, not by query: tests that enqueue "r1" at FakeClock(100.0) on "replica-1"
+    would otherwise be shown an earlier test's row."""
+    from dashboard import drill
+
+    drill._ENCODED.clear()
+    yield
+    drill._ENCODED.clear()
 
 
 @pytest.fixture

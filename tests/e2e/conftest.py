@@ -44,6 +44,10 @@ SCREENSHOTS = (
     else Path(tempfile.gettempdir()) / "qi-e2e-screenshots"
 )
 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+# Ten seconds for an expectation to come true, as the contexts' default for
+# actions (browser_tab): the suite runs on two workers, each with a server and
+# a browser, and on a 2-core machine a dry run's answer has taken over five.
+expect.set_options(timeout=10_000)
 EDITOR = ("erin", "pw-erin-e2e-123")
 T = TypeVar("T")
 

@@ -142,7 +142,19 @@ def test_a_right_to_left_querier_id_is_isolated_from_the_words_around_it(
         # In markup, a <bdi>: the state badge after it stays after it.
         bdi = card.locator(".qid bdi")
         expect(bdi).to_have_text(f"{HEBREW_QUERIER}-0")
-        assert bdi.evaluate("(el) => getComputedStyle(el).unicodeBidi") == "isolate"
-        qid_box = card.locator(".qid").bounding_box()
-        badge_box = card.locator("header .badge").bounding_box()
-        assert qid_box and badge_box and badge_box["x"] >= qid_box["x"] + qid_box["width"] - 1
+        # The card's header is re-parsed whenever its markup changes (the querier
+        # takes the module's bidi request and ends it, "0/4 busy" -> "1/4" -> "0/4"):
+        # read it with retrying assertions, and the two boxes in one evaluation.
+        expect(bdi).to_have_css("unicode-bidi", "isolate")
+        page.wait_for_function(
+            """(id) => {
+              const card = [...document.querySelectorAll("article.querier")]
+                .find((el) => el.dataset.querier === id);
+              const qid = card?.querySelector(".qid");
+              const badge = card?.querySelector("header .badge");
+              if (!qid || !badge) return false;
+              const q = qid.getBoundingClientRect(), b = badge.getBoundingClientRect();
+              return q.width > 0 && b.width > 0 && b.left >= q.right - 1;
+            }""",
+            arg=f"{HEBREW_QUERIER}-0",
+        )

@@ -75,10 +75,10 @@ def _import(server: DaphneProcess, token: str, body: bytes, path: str = URL):
     return _call(server, token, "PUT", path, body, {"If-Match": _etag(server, token)})
 
 
-def _file(outstanding: int, regex: str = "special_.*") -> bytes:
+def _file(outstanding: int, regex: str = "special_.*", tenant: str = "worker-a") -> bytes:
     return (
         "overrides:\n"
-        "  worker-a:\n"
+        f"  {tenant}:\n"
         f"    max_outstanding_requests_per_tenant: {outstanding}\n"
         "    ingestion_rate: 1000\n"
         "    query_priority:\n"
@@ -90,11 +90,11 @@ def _file(outstanding: int, regex: str = "special_.*") -> bytes:
     ).encode()
 
 
-def _scheduler_limit(server: DaphneProcess, token: str) -> Any:
-    status, raw = _call(server, token, "GET", "/api/v1/queue/?search=worker-a")
+def _scheduler_limit(server: DaphneProcess, token: str, tenant: str = "worker-a") -> Any:
+    status, raw = _call(server, token, "GET", f"/api/v1/queue/?search={tenant}")
     body = json.loads(raw)
     assert status == 200 and body["running"] is True
-    row = next((r for r in body["tenants"] if r["tenant_id"] == "worker-a"), None)
+    row = next((r for r in body["tenants"] if r["tenant_id"] == tenant), None)
     return None if row is None else row["max_outstanding"]
 
 
@@ -124,22 +124,24 @@ def _worker_pids(server: DaphneProcess) -> list[int]:
 
 
 def test_an_import_runs_in_a_worker_and_reaches_the_running_scheduler(server, token):
-    assert _scheduler_limit(server, token) is None  # starts the runtime, nothing configured
-    status, raw = _import(server, token, _file(7))
+    # A tenant no other test of the module imports: the module shares one server.
+    tenant = "worker-first"
+    assert _scheduler_limit(server, token, tenant) is None  # starts the runtime, not configured
+    status, raw = _import(server, token, _file(7, tenant=tenant))
     assert status == 200, raw
     body = json.loads(raw)
-    assert body["applied"] is True and body["created"] == ["worker-a"]
-    assert body["ignored"] == {"worker-a": ["ingestion_rate"]}
+    assert body["applied"] is True and body["created"] == [tenant]
+    assert body["ignored"] == {tenant: ["ingestion_rate"]}
     assert len(_worker_pids(server)) == 1
-    assert _eventually(lambda: _scheduler_limit(server, token) == 7)
+    assert _eventually(lambda: _scheduler_limit(server, token, tenant) == 7)
 
-    status, raw = _import(server, token, _file(8), URL + "?dry_run=1")
-    assert status == 200 and json.loads(raw)["diffs"]["worker-a"] == [
+    status, raw = _import(server, token, _file(8, tenant=tenant), URL + "?dry_run=1")
+    assert status == 200 and json.loads(raw)["diffs"][tenant] == [
         {"path": "max_outstanding_requests_per_tenant", "before": 7, "after": 8}
     ]
-    status, raw = _import(server, token, _file(8))
-    assert status == 200 and json.loads(raw)["changed"] == ["worker-a"]
-    assert _eventually(lambda: _scheduler_limit(server, token) == 8)
+    status, raw = _import(server, token, _file(8, tenant=tenant))
+    assert status == 200 and json.loads(raw)["changed"] == [tenant]
+    assert _eventually(lambda: _scheduler_limit(server, token, tenant) == 8)
 
 
 def test_a_bad_regex_is_a_400_at_its_path_and_changes_nothing(server, token):
