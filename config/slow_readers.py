@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -52,20 +52,18 @@ class UnsentWatch:
     """One websocket's streaming producer: Twisted pauses it when more than its
     transport's `bufferSize` waits unsent and resumes it once all has gone.
 
-    While paused, every `seconds` the backlog (`unsent()`) is compared with
+    While paused, every `seconds` the backlog (`unsent_bytes`) is compared with
     the one `seconds` before; not smaller, the connection is aborted. Only
     the drain to nothing resumes a producer, so a timer that merely ran to
     its end would also drop a client that reads steadily through a burst
     longer than `seconds`.
     """
 
-    def __init__(
-        self, protocol: Any, clock: Any, seconds: float, unsent: Callable[[], int]
-    ) -> None:
+    def __init__(self, protocol: Any, clock: Any, seconds: float, socket_side: Any) -> None:
         self._protocol = protocol
         self._clock = clock
         self._seconds = seconds
-        self._unsent = unsent
+        self._socket = socket_side
         self._timer: Any = None
         self._backlog = 0
 
@@ -85,12 +83,16 @@ class UnsentWatch:
         self._timer = None
 
     def _look_again(self) -> None:
-        self._backlog = self._unsent()
+        self._backlog = unsent_bytes(self._socket)
         self._timer = self._clock.callLater(self._seconds, self._check)
 
     def _check(self) -> None:
         self._timer = None
-        backlog = self._unsent()
+        # Closed meanwhile: autobahn's dropConnection unregisters this producer
+        # first, so Twisted never told it to stop, and the look still came.
+        if self._socket.disconnected or self._socket.disconnecting:
+            return
+        backlog = unsent_bytes(self._socket)
         if backlog < self._backlog:
             self._look_again()
             return
@@ -136,8 +138,7 @@ def watch(protocol: Any, clock: Any, limit: int, seconds: float) -> None:
     # this transport's producer and never unregistered when Daphne handed
     # the transport over: a second registration would raise.
     transport.unregisterProducer()
-    producer = UnsentWatch(protocol, clock, seconds, lambda: unsent_bytes(socket_side))
-    transport.registerProducer(producer, True)
+    transport.registerProducer(UnsentWatch(protocol, clock, seconds, socket_side), True)
 
 
 def install(

@@ -19,6 +19,7 @@ class FakeTransport:
         self.bufferSize = 65_536
         # Twisted's FileDescriptor's unsent bytes: `unsent` sets them
         self.dataBuffer, self.offset, self._tempDataLen = b"", 0, 0
+        self.disconnected = self.disconnecting = False
         self.producer: Any = "the HTTP channel"  # left registered by the upgrade
         self.streaming: bool | None = None
         self.aborted = False
@@ -125,6 +126,19 @@ def test_a_real_twisted_transport_still_has_the_buffer_the_watch_reads() -> None
     transport.write(b"a" * 10)
     transport.write(b"b" * 5)
     assert unsent_bytes(transport) == 15
+
+
+def test_a_look_that_comes_after_the_connection_closed_does_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # autobahn's dropConnection unregisters the producer before the close,
+    # so Twisted never calls its stopProducing and the timer still fires.
+    transport, clock = watched(seconds=10.0)
+    transport.unsent(2_000_000)
+    transport.producer.pauseProducing()
+    transport.disconnected = True
+    clock.advance(10.0)
+    assert not transport.aborted and "dropping" not in caplog.text
 
 
 def test_a_connection_that_closes_while_paused_leaves_no_timer() -> None:
