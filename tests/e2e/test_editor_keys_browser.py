@@ -87,6 +87,10 @@ def test_escape_in_the_review_sets_it_aside_and_returns_to_save(page: Page) -> N
     page.locator('[id="query_priority.default_priority"]').fill("6")
     page.locator("#save").click()
     expect(page.locator("#confirm-save")).to_be_focused()
+    # The review is a new page, focused as it is parsed; its key handler comes
+    # with the module scripts, which have run by the load event. Pressed before
+    # (a busy machine, two test workers), Escape met no handler.
+    page.wait_for_load_state()
     page.keyboard.press("Escape")
     expect(page.locator("#review")).to_have_count(0)
     expect(page.locator("#save")).to_be_focused()
