@@ -86,10 +86,10 @@ async def host(settings: Any, transactional_db: None) -> AsyncIterator[runtime_h
 
 @pytest.fixture
 def editor(db: None) -> User:
-    """A person in the editor group (created here too: transactional tests flush the
-    groups the migrations made)."""
+    """A person in the editor group (the migration's, made again by `_migrated_rows`
+    after a transactional test's flush)."""
     user = User.objects.create_user("erin", password="pw-erin-123")
-    user.groups.add(Group.objects.get_or_create(name="editor")[0])
+    user.groups.add(Group.objects.get(name="editor"))
     return user
 
 
@@ -97,7 +97,7 @@ def editor(db: None) -> User:
 def viewer(db: None) -> User:
     """A person in the viewer group."""
     user = User.objects.create_user("victor", password="pw-victor-123")
-    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    user.groups.add(Group.objects.get(name="viewer"))
     return user
 
 

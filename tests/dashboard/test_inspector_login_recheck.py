@@ -31,7 +31,7 @@ def broadcaster(settings: Any) -> Iterator[Broadcaster]:
 
 def viewer_client(username: str) -> Client:
     user = User.objects.create_user(username, password="pw-recheck-123")
-    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    user.groups.add(Group.objects.get(name="viewer"))
     client = Client()
     client.force_login(user)
     return client

@@ -33,7 +33,7 @@ def acme(rules: dict[str, Any]) -> Tenant:
 @pytest.fixture
 def other_editor_client(db: None) -> Client:
     user = User.objects.create_user("olga", password="pw-olga-123")
-    user.groups.add(Group.objects.get_or_create(name="editor")[0])
+    user.groups.add(Group.objects.get(name="editor"))
     client = Client()
     client.force_login(user)
     return client
