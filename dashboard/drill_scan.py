@@ -240,11 +240,12 @@ def scan_queued(
     # Without a tick's share (no text read, or a one-off page): `SCAN_BUDGET`
     # for the rows and as much for the count, as before text was budgeted.
     allowance = 2 * SCAN_BUDGET
-    counts = budget.counts if budget is not None else None
+    counts: DrillCounts | None = None  # kept across ticks for text drills only
     if cost is not None and budget is not None:
         allowance = budget.share()
+        counts = budget.counts
     row_units = min(SCAN_BUDGET, allowance)
-    if counts is not None and cost is not None:
+    if counts is not None:
         # A quarter of the share is the kept count's whatever the rows take:
         # a rare match would otherwise spend every share on the rows and the
         # count would never move on.
@@ -261,7 +262,7 @@ def scan_queued(
     if predicate is None:
         result = Queued(got, queue.listing().queued_count(**node), complete)
     elif done:
-        if counts is not None and cost is not None:
+        if counts is not None:
             counts.record(queue, flt, len(got), now)
         result = Queued(got, len(got), True)  # the page walked the whole node: every match
     elif cost is None:
