@@ -58,7 +58,7 @@ export function orderNote(state) {
 
 // A text search over a node bigger than a tick's scan budget is counted
 // over several ticks (dashboard/drill_scan.py): until one count finishes the
-// page says "at least N"; after, the finished count and when it finished.
+// page says "at least N"; after, the finished count, and the note when.
 function countedAt(section) {
   return typeof section.counted_at === "number" ? section.counted_at : null;
 }
