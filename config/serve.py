@@ -102,14 +102,16 @@ def main() -> None:
     refuse_unmigrated_database()
     # Creates the loop when imported, so only after the policy is set.
     from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
+    from django.conf import settings
     from twisted.internet import reactor
 
     from config import slow_readers
 
-    try:
-        slow_readers.install(reactor, **slow_readers.settings_from(os.environ))
-    except ValueError as exc:
-        raise SystemExit(f"config.serve: {exc}") from None
+    slow_readers.install(
+        reactor,
+        limit=settings.WEBSOCKET_UNSENT_LIMIT_BYTES,
+        seconds=settings.WEBSOCKET_SLOW_READER_SECONDS,
+    )
 
     # Daphne has no ASGI lifespan: started on the first request, the gRPC
     # door stayed closed for a cluster that speaks only gRPC (real Cortex

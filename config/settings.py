@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from api.wire.grpc.implementations import implementation_from_env
 from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
+from config.slow_readers import SLOW_READER_SECONDS, UNSENT_LIMIT_BYTES
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT
 
@@ -321,6 +322,24 @@ TRAFFIC_SAMPLE_PER_TENANT = env_int("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TEN
 TRAFFIC_SAMPLE_MAX_BYTES = env_int("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)
 # Objects before the collector runs (config/asgi.py); 0 would turn it off.
 GC_GEN0_THRESHOLD = env_int("GC_GEN0_THRESHOLD", 50_000, least=1)
+
+# A websocket client that reads nothing is dropped (config/slow_readers.py,
+# installed by config.serve): once more than this many bytes wait unsent to
+# it, its backlog is looked at every WEBSOCKET_SLOW_READER_SECONDS, and one
+# that has not shrunk since the last look ends the connection.
+WEBSOCKET_UNSENT_LIMIT_BYTES = env_int(
+    "WEBSOCKET_UNSENT_LIMIT_BYTES", UNSENT_LIMIT_BYTES, least=65_536
+)
+if WEBSOCKET_UNSENT_LIMIT_BYTES > 2**40:
+    raise ImproperlyConfigured(
+        f"WEBSOCKET_UNSENT_LIMIT_BYTES must be at most 2**40, not {WEBSOCKET_UNSENT_LIMIT_BYTES}"
+    )
+WEBSOCKET_SLOW_READER_SECONDS = env_seconds("WEBSOCKET_SLOW_READER_SECONDS", SLOW_READER_SECONDS)
+if not 0.1 <= WEBSOCKET_SLOW_READER_SECONDS <= 3600:
+    raise ImproperlyConfigured(
+        "WEBSOCKET_SLOW_READER_SECONDS must be a number of seconds from 0.1 to 3600, "
+        f"not {WEBSOCKET_SLOW_READER_SECONDS}"
+    )
 
 # Port of Cortex's schedulerpb gRPC server, run on the ASGI event loop.
 GRPC_PORT = env_int("GRPC_PORT", 9095)

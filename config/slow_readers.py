@@ -18,15 +18,13 @@ ordinary disconnect, so the requests of a frontend are cancelled as for any
 frontend that leaves. A client that reads, however slowly it works through
 a burst of large results, shrinks its backlog and is kept.
 
-Both can be set from the environment (`settings_from`):
+Both are settings (config/settings.py), read from the environment:
 WEBSOCKET_UNSENT_LIMIT_BYTES and WEBSOCKET_SLOW_READER_SECONDS.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -34,7 +32,6 @@ __all__ = [
     "UNSENT_LIMIT_BYTES",
     "UnsentWatch",
     "install",
-    "settings_from",
     "unsent_bytes",
     "watch",
 ]
@@ -153,30 +150,3 @@ def install(
             watch(self, clock, limit, seconds)
 
     WebSocketFactory.protocol = WatchedWebSocketProtocol
-
-
-def settings_from(env: Mapping[str, str]) -> dict[str, Any]:
-    """`install`'s keyword arguments from WEBSOCKET_UNSENT_LIMIT_BYTES and
-    WEBSOCKET_SLOW_READER_SECONDS; ValueError naming the variable when one is bad."""
-    settings: dict[str, Any] = {}
-    raw = env.get("WEBSOCKET_UNSENT_LIMIT_BYTES", "").strip()
-    if raw:
-        if not raw.isdigit() or not 65_536 <= int(raw) <= 2**40:
-            raise ValueError(
-                f"WEBSOCKET_UNSENT_LIMIT_BYTES must be a whole number of bytes from 65536 "
-                f"to 2**40, not {raw[:40]!r}"
-            )
-        settings["limit"] = int(raw)
-    raw = env.get("WEBSOCKET_SLOW_READER_SECONDS", "").strip()
-    if raw:
-        try:
-            seconds = float(raw)
-        except ValueError:
-            seconds = math.nan
-        if not 0.1 <= seconds <= 3600:
-            raise ValueError(
-                f"WEBSOCKET_SLOW_READER_SECONDS must be a number of seconds from 0.1 to 3600, "
-                f"not {raw[:40]!r}"
-            )
-        settings["seconds"] = seconds
-    return settings

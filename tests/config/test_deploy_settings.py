@@ -113,12 +113,31 @@ def test_the_simulation_variables_the_readme_lists_are_read() -> None:
         # An on/off variable with a typo read as off: /metrics stayed open.
         ("METRICS_REQUIRE_LOGIN", "ture"),
         ("DEBUG", "maybe"),
+        # The slow-reader guard's (config/slow_readers.py):
+        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "16M"),
+        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "100"),
+        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "-5"),
+        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "\u00b2"),
+        ("WEBSOCKET_UNSENT_LIMIT_BYTES", str(2**40 + 1)),
+        ("WEBSOCKET_SLOW_READER_SECONDS", "soon"),
+        ("WEBSOCKET_SLOW_READER_SECONDS", "nan"),
+        ("WEBSOCKET_SLOW_READER_SECONDS", "0"),
+        ("WEBSOCKET_SLOW_READER_SECONDS", "0.05"),
+        ("WEBSOCKET_SLOW_READER_SECONDS", "1e9"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:
     result = run({name: value}, "check")
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and name in result.stderr
+
+
+def test_the_slow_reader_guard_s_variables_are_read() -> None:
+    env = {"WEBSOCKET_UNSENT_LIMIT_BYTES": "1048576", "WEBSOCKET_SLOW_READER_SECONDS": "2.5"}
+    assert settings_value(env, "WEBSOCKET_UNSENT_LIMIT_BYTES") == "1048576"
+    assert settings_value(env, "WEBSOCKET_SLOW_READER_SECONDS") == "2.5"
+    assert settings_value({}, "WEBSOCKET_UNSENT_LIMIT_BYTES") == str(32 * 1024 * 1024)
+    assert settings_value({}, "WEBSOCKET_SLOW_READER_SECONDS") == "10.0"
 
 
 def test_on_off_and_log_level_values_are_read_in_any_case() -> None:

@@ -9,7 +9,7 @@ import pytest
 from twisted.internet.abstract import FileDescriptor
 from twisted.internet.task import Clock
 
-from config.slow_readers import UnsentWatch, settings_from, unsent_bytes, watch
+from config.slow_readers import UnsentWatch, unsent_bytes, watch
 
 
 class FakeTransport:
@@ -146,21 +146,3 @@ def test_a_connection_that_closes_while_paused_leaves_no_timer() -> None:
     transport.producer.pauseProducing()
     transport.producer.stopProducing()
     assert not clock.getDelayedCalls()
-
-
-def test_the_environment_sets_both_and_a_bad_value_names_its_variable() -> None:
-    assert settings_from({}) == {}
-    assert settings_from(
-        {"WEBSOCKET_UNSENT_LIMIT_BYTES": "1048576", "WEBSOCKET_SLOW_READER_SECONDS": "2.5"}
-    ) == {"limit": 1_048_576, "seconds": 2.5}
-    for name, value in [
-        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "16M"),
-        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "100"),
-        ("WEBSOCKET_UNSENT_LIMIT_BYTES", "-5"),
-        ("WEBSOCKET_SLOW_READER_SECONDS", "soon"),
-        ("WEBSOCKET_SLOW_READER_SECONDS", "nan"),
-        ("WEBSOCKET_SLOW_READER_SECONDS", "0"),
-        ("WEBSOCKET_SLOW_READER_SECONDS", "1e9"),
-    ]:
-        with pytest.raises(ValueError, match=rf"^{name} must be"):
-            settings_from({name: value})
