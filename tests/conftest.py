@@ -40,7 +40,8 @@ def _quick_password_hashes() -> Iterator[None]:
     The production hasher (PBKDF2, a million rounds) takes about 0.4 s a
     hash, and the `editor`/`viewer` fixtures hash once per test: hundreds
     of tests, minutes of the suite. Servers the tests start (DaphneProcess)
-    keep the real hasher, so logins through a browser still run it.
+    keep the real hasher, so the service tests' logins still run it; the
+    browser tests' servers use MD5 too (tests/e2e/quick_hash_settings.py).
     """
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
