@@ -1,6 +1,6 @@
 """The inspector's Querier time panel in Chromium, against a real Daphne and real queriers.
 
-Two tenants send the same requests to the same queriers; heavy's take 0.4 s
+Two tenants send the same requests to the same queriers; heavy's take 1 s
 and light's 10 ms. Their queues look alike; the panel says which one held
 the workers, and opens its requests.
 """
@@ -19,7 +19,7 @@ QUERIERS = "q-time"
 
 
 def _latency(request: dict) -> float:
-    return 0.4 if request["tenant"] == "heavy" else 0.01
+    return 1.0 if request["tenant"] == "heavy" else 0.01
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,13 +50,15 @@ def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
         expect(rows).to_have_count(2)
         expect(rows.nth(0).locator(".open-tenant")).to_have_text("heavy")
         expect(rows.nth(1).locator(".open-tenant")).to_have_text("light")
-        # Every request answered: 12 x 0.4 s against 12 x 10 ms of worker time.
+        # Every request answered: 12 x 1 s against 12 x 10 ms of worker time. A loaded CI
+        # machine adds tens of milliseconds to each light request's round trip (86% was seen
+        # with 0.4 s heavy requests), so heavy's lead is made wide and the bound kept loose.
         expect(rows.nth(0)).to_have_attribute(
             "title", re.compile(r"12 requests dispatched, 12 ended, 0 running now"), timeout=15_000
         )
         expect(rows.nth(1)).to_have_attribute("title", re.compile(r"12 ended, 0 running now"))
         share = rows.nth(0).locator(".pct").inner_text()
-        assert int(share.rstrip("%")) >= 90, share
+        assert int(share.rstrip("%")) >= 80, share
         # Two queriers of at least four workers each (the scheduler's minimum, as Mimir's).
         # The server started seconds ago: the span is the time it has counted, not a minute.
         expect(page.locator("#usage-summary")).to_have_text(
@@ -67,7 +69,7 @@ def test_a_tenant_of_slow_queries_is_shown_holding_the_queriers(
     expect(page.locator("#drill-title")).to_have_text("Requests of tenant heavy")
     expect(page.locator("#drill-usage")).to_have_text(
         re.compile(
-            r"^Querier time, last \d+ s: heavy held \d+\.\d workers on average, (9\d|100)% of "
+            r"^Querier time, last \d+ s: heavy held \d+\.\d workers on average, ([89]\d|100)% of "
             r"the worker time tenants held \(12 requests dispatched, mean queue wait .+, "
             r"0 running now\)\.$"
         )
@@ -82,5 +84,5 @@ def test_the_panel_agrees_with_the_rest_api(page: Page) -> None:
     assert [row["tenant"] for row in body["tenants"]] == ["heavy", "light"]
     heavy = body["tenants"][0]
     assert heavy["dispatched"] == 12 and heavy["ended"] == 12 and heavy["running"] == 0
-    assert 4.0 <= heavy["querier_seconds"] < 7.0
+    assert 12.0 <= heavy["querier_seconds"] < 16.0
     assert body["workers"] == 0  # the queriers have gone
