@@ -259,6 +259,10 @@ LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
 # How often an open inspector checks its login still holds (expiry, a
 # deactivated user, a removed role end it; a logout ends it at once).
 INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS", 30.0)
+# Inspector sockets one login session may hold open on one replica at once:
+# each costs a frame built every tick, so a script replaying a stolen cookie
+# cannot make the broadcaster build thousands. A browser's tabs stay far below.
+INSPECTOR_SOCKETS_PER_SESSION = env_int("INSPECTOR_SOCKETS_PER_SESSION", 32, least=1)
 
 # What-if simulations (api.rest.simulation): niced worker processes, the wall
 # time one run may take, and off: run in the request thread (tests).
@@ -346,6 +350,13 @@ GRPC_PORT = env_int("GRPC_PORT", 9095)
 # For measuring only (docs/protocol-grpc.md): loop turns a lean door waits
 # before writing a connection's frames; 0 writes each at once.
 GRPC_WRITE_BATCHING = env_int("GRPC_WRITE_BATCHING", 1)
+# A gRPC connection with no open stream for this long gets GOAWAY (as Cortex's
+# -server.grpc.keepalive.max-connection-idle); 0 keeps idle connections open.
+# Frontends and queriers always hold a stream open, so only connections that
+# never schedule anything (or have stopped) are closed; grpc-go clients reconnect.
+GRPC_MAX_CONNECTION_IDLE_SECONDS = env_seconds(
+    "GRPC_MAX_CONNECTION_IDLE_SECONDS", 300.0, zero_ok=True
+)
 if GRPC_PORT > 65535:
     raise ImproperlyConfigured(f"GRPC_PORT must be a port number up to 65535, not {GRPC_PORT}")
 # Without mutual TLS anyone who reaches the gRPC door may schedule or take

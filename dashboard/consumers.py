@@ -13,7 +13,10 @@ is closed). See `dashboard.live`.
 
 Only the site's own pages may open it (`dashboard.access.socket_origin_allowed`),
 and logging out closes every inspector socket of that session, in every
-tab and on every replica (a channel-layer group per session).
+tab and on every replica (a channel-layer group per session). One session
+holds at most `INSPECTOR_SOCKETS_PER_SESSION` open on a replica
+(`dashboard.session_sockets`); one more is accepted, told so in an `error`
+frame carrying `limit`, and closed with 4429.
 
 Frames are decoded with the same nesting limit as the machine protocol; any
 exception handling one is contained (`api.wire.consumers.guard`): the viewer
@@ -45,6 +48,7 @@ from dashboard.access import session_still_allowed, socket_origin_allowed
 from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
 from dashboard.projections import InvalidViewParams, ViewParams
+from dashboard.session_sockets import session_sockets
 from scheduler_core.bounds import quoted
 
 __all__ = ["InspectorConsumer", "session_group"]
@@ -55,6 +59,8 @@ log = logging.getLogger(__name__)
 # and a page of another origin (`dashboard.access.socket_origin_allowed`).
 CLOSE_UNAUTHORISED = 4401
 CLOSE_FOREIGN_ORIGIN = 4403
+# The session already holds INSPECTOR_SOCKETS_PER_SESSION inspectors here (HTTP's 429).
+CLOSE_TOO_MANY = 4429
 
 
 class InspectorConsumer(GuardedConsumer):
@@ -64,6 +70,8 @@ class InspectorConsumer(GuardedConsumer):
     # Where a logout reaches this socket (`session_group`).
     logout_group = ""
     recheck: asyncio.Task[None] | None = None
+    # The session key this socket holds a place for (`session_sockets`), until it gives it back.
+    place: str | None = None
 
     async def connect(self) -> None:
         if not socket_origin_allowed(self.scope):
@@ -76,7 +84,22 @@ class InspectorConsumer(GuardedConsumer):
             # Refusing before accept makes the handshake fail (HTTP 403).
             await self.close(code=CLOSE_UNAUTHORISED)
             return
-        self.logout_group = session_group(self.scope["session"].session_key)
+        key = self.scope["session"].session_key or ""
+        limit = settings.INSPECTOR_SOCKETS_PER_SESSION
+        if not session_sockets.take(key, limit):
+            # Accepted to say why: a refused handshake reads as a network
+            # failure in the browser, and the tab would not know to wait.
+            await self.accept()
+            await self._error(
+                "this login already has as many inspectors open on this server as it "
+                f"allows (INSPECTOR_SOCKETS_PER_SESSION = {limit}); close one and this one "
+                "connects",
+                limit=limit,
+            )
+            await self.close(code=CLOSE_TOO_MANY)
+            return
+        self.place = key
+        self.logout_group = session_group(key)
         await self.channel_layer.group_add(self.logout_group, self.channel_name)
         await self.accept()
         self.viewer = Viewer(self._send_text)
@@ -109,6 +132,11 @@ class InspectorConsumer(GuardedConsumer):
         if self.recheck is not None and self.recheck is not asyncio.current_task():
             self.recheck.cancel()
         self.recheck = None
+        # Given back even without a viewer: a connect that failed after taking
+        # its place (the channel layer down) would otherwise keep it for good.
+        place, self.place = self.place, None
+        if place is not None:
+            session_sockets.give_back(place)
         viewer, self.viewer = self.viewer, None
         if viewer is None:
             return False

@@ -241,10 +241,13 @@ services.tenant_put(tenant_id="gold", expected_version=None, author=None, source
 QUICK_HASH = {"DJANGO_SETTINGS_MODULE": "tests.e2e.quick_hash_settings"}
 
 
-def module_server(*, grpc: bool, code: str) -> Iterator[DaphneProcess]:
+def module_server(
+    *, grpc: bool, code: str, env: dict[str, str] | None = None
+) -> Iterator[DaphneProcess]:
     """A started Daphne for one module, `code` run in its Django first (one
-    start-up for the user and any seed: each costs about a second); stopped after."""
-    daphne = DaphneProcess(grpc=grpc, extra_env=QUICK_HASH)
+    start-up for the user and any seed: each costs about a second); stopped after.
+    `env` adds to the server's environment (a setting the module needs)."""
+    daphne = DaphneProcess(grpc=grpc, extra_env={**QUICK_HASH, **(env or {})})
     daphne.start()
     daphne.run_python(code)
     try:

@@ -16,6 +16,9 @@ import { applyUsage } from "./usage.js";
 import { decodeFrontends, decodeQueriers, decodeTree } from "./wire.js";
 
 const COMPONENTS = ["ingester", "store-gateway", "ingester-and-store-gateway", "unknown"];
+// What the state pill says where the state's own name would not read well
+// (declared before the client, whose constructor shows its first state).
+const STATE_TEXT = { "too-many": "too many tabs" };
 const root = document.getElementById("inspector");
 const $ = (id) => document.getElementById(id);
 
@@ -41,8 +44,12 @@ const client = new LiveClient(root.dataset.ws, {
   params,
   onFrame: applyFrame,
   onState: showState,
-  // A drill the server refused names the field: the panel marks it.
-  onError: (msg) => { if (msg.drill) drill.refused(msg.drill); },
+  // A drill the server refused names the field: the panel marks it. A socket
+  // refused for the login's socket cap says so (`limit`) on the state pill.
+  onError: (msg) => {
+    if (msg.drill) drill.refused(msg.drill);
+    if (msg.limit !== undefined) $("live-state").title = msg.message;
+  },
 });
 
 const csrfInput = document.querySelector('input[name="csrfmiddlewaretoken"]');
@@ -288,9 +295,10 @@ function applyTree(t, asked) {
 
 function showState(state) {
   const pill = $("live-state");
-  pill.textContent = state;
+  pill.textContent = STATE_TEXT[state] || state;
   pill.dataset.state = state;
   pill.className = `pill pill-${state}`;
+  if (state !== "too-many") pill.removeAttribute("title");
 }
 
 setInterval(() => {

@@ -10,6 +10,9 @@ import { parseExact } from "./exact_json.js";
 const BACKOFF_MIN = 500;
 const BACKOFF_MAX = 5000;
 const SIGNED_OUT = 4401; // dashboard.consumers.CLOSE_UNAUTHORISED
+// The login holds as many inspectors as the server allows (CLOSE_TOO_MANY):
+// try again slowly, so this tab connects once another one closes.
+const TOO_MANY = 4429;
 const LOGIN_URL = "/login/"; // settings.LOGIN_URL
 // Each frame's apply is timed as a `qi-apply` measure, which the inspector
 // benchmark reads (tests/load/inspector_bench.py). The browser keeps every
@@ -67,6 +70,11 @@ export class LiveClient {
       // refused (no session any more: expired) reads as a network failure,
       // so the page itself is asked whether it still needs a login.
       if (event.code === SIGNED_OUT) { this.signIn(); return; }
+      if (event.code === TOO_MANY) {
+        this.setState("too-many");
+        setTimeout(() => this.connect(), BACKOFF_MAX);
+        return;
+      }
       if (!opened) this.checkSignedIn();
       this.setState("reconnecting");
       setTimeout(() => this.connect(), this.backoff);
