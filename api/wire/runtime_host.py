@@ -191,6 +191,7 @@ class RuntimeHost(DatabaseSync):
                 client_tls=settings.GRPC_CLIENT_TLS,
                 implementation=getattr(settings, "GRPC_SERVER", None),
                 batch_writes=settings.GRPC_WRITE_BATCHING,
+                max_connection_idle=settings.GRPC_MAX_CONNECTION_IDLE_SECONDS,
             )
         except Exception:
             log.exception("gRPC server did not start on port %d; websockets still serve", port)

@@ -124,6 +124,14 @@ def test_the_simulation_variables_the_readme_lists_are_read() -> None:
         ("WEBSOCKET_SLOW_READER_SECONDS", "0"),
         ("WEBSOCKET_SLOW_READER_SECONDS", "0.05"),
         ("WEBSOCKET_SLOW_READER_SECONDS", "1e9"),
+        # The gRPC door's idle limit (0 is allowed: off).
+        ("GRPC_MAX_CONNECTION_IDLE_SECONDS", "5m"),
+        ("GRPC_MAX_CONNECTION_IDLE_SECONDS", "-1"),
+        ("GRPC_MAX_CONNECTION_IDLE_SECONDS", "nan"),
+        ("GRPC_MAX_CONNECTION_IDLE_SECONDS", "inf"),
+        # One login's inspector sockets: at least one.
+        ("INSPECTOR_SOCKETS_PER_SESSION", "0"),
+        ("INSPECTOR_SOCKETS_PER_SESSION", "many"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:

@@ -20,7 +20,8 @@ three wake-ups per message). Only what a gRPC server needs of RFC 9113:
 - GOAWAY either way: a peer's ends new streams on this connection, ours
   (`goaway`) lets open streams finish, as `stop(grace)` needs;
 - protocol errors end the connection with GOAWAY and the RFC's code, and so
-  does a client silent for `PREFACE_TIMEOUT` after it connects.
+  does a client silent for `PREFACE_TIMEOUT` after it connects; one long
+  without a stream gets GOAWAY NO_ERROR (`max_connection_idle`, `http2_idle.py`).
 
 We checked the `h2` package for this layer: on this machine it spent about
 38 us to take in one DATA frame and 19 us to send one, against 1-3 us
@@ -29,8 +30,8 @@ here, and a query crosses four DATA frames (docs/performance.md).
 This module reads the socket, parses and dispatches frames, takes in DATA
 and header blocks and keeps the streams; the sending half is in
 `http2_send.py`, the control frames (SETTINGS, PING, WINDOW_UPDATE,
-RST_STREAM, our GOAWAY) in `http2_control.py`, the wire constants in
-`http2_frames.py`.
+RST_STREAM, our GOAWAY) in `http2_control.py`, the idle limit in
+`http2_idle.py`, the wire constants in `http2_frames.py`.
 """
 
 from __future__ import annotations
@@ -81,12 +82,13 @@ from api.wire.grpc.http2_frames import (
     frame,
     request_header_problem,
 )
+from api.wire.grpc.http2_idle import Http2Idle
 from api.wire.grpc.http2_send import Http2Sending, Pending
 
 __all__ = ["Http2Connection"]
 
 
-class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
+class Http2Connection(Http2Control, Http2Sending, Http2Idle, asyncio.Protocol):
     """A server connection; subclasses handle streams.
 
     Hooks: `stream_opened(stream, headers, end)`, `stream_data(stream,
@@ -94,7 +96,9 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
     open stream when the connection is lost, with CANCEL).
     """
 
-    def __init__(self, *, batch_writes: int = 1, client: bool = False) -> None:
+    def __init__(
+        self, *, batch_writes: int = 1, max_connection_idle: float = 0.0, client: bool = False
+    ) -> None:
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, Http2Stream] = {}
@@ -124,6 +128,10 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._last_ping = -PING_INTERVAL
         self._ping_strikes = 0
         self._preface_timer: asyncio.TimerHandle | None = None
+        # Seconds with no stream before GOAWAY, 0: never (`http2_idle.py`).
+        self._max_idle = float(max_connection_idle)
+        self._idle_since: float | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
         self.on_close: Callable[[Http2Connection], None] | None = None
 
     # -- asyncio.Protocol ------------------------------------------------------
@@ -145,6 +153,7 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._closed = True
         if self._preface_timer is not None:
             self._preface_timer.cancel()
+        self._idle_stop()
         for stream in list(self.streams.values()):
             self._drop(stream, CANCEL)
         for pending in self._blocked:
@@ -179,6 +188,7 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
             self._preface_seen = True
             if self._preface_timer is not None:
                 self._preface_timer.cancel()
+            self._idle_start()
         offset, size = 0, len(inbox)
         try:
             while size - offset >= 9 and not self._closed:
@@ -334,6 +344,7 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._last_stream_id = stream_id
         stream = Http2Stream(stream_id, self._peer_initial_window)
         self.streams[stream_id] = stream
+        self._idle_since = None
         if self._going_away or len(self.streams) > MAX_CONCURRENT_STREAMS:
             self.reset(stream, REFUSED_STREAM)
             return
@@ -359,8 +370,12 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._maybe_close()
 
     def _maybe_close(self) -> None:
-        if self._going_away and not self.streams and not self._closed:
+        if self.streams or self._closed:
+            return
+        if self._going_away:
             self.close()
+        else:
+            self._idle_start()  # the last stream ended
 
     def open_stream(self) -> Http2Stream:
         """A client's next stream (odd ids); its HEADERS go out with `send_headers`."""
@@ -368,6 +383,7 @@ class Http2Connection(Http2Control, Http2Sending, asyncio.Protocol):
         self._last_stream_id = stream_id
         stream = Http2Stream(stream_id, self._peer_initial_window)
         self.streams[stream_id] = stream
+        self._idle_since = None
         return stream
 
     # -- hooks -------------------------------------------------------------------

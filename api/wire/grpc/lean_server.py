@@ -10,8 +10,10 @@ compressors send; Cortex clients may enable gzip), the mutual-TLS identity,
 the `grpc-timeout` a client may set (malformed: refused with INTERNAL as
 grpc-go does; passed: DEADLINE_EXCEEDED, the call's task cancelled as for a
 disconnect), and the server's start and `stop(grace)`: GOAWAY, let calls
-finish for `grace` seconds, cancel the rest, close. The call itself (framing, size
-limits, flow control, status trailers) is `lean_call.py`.
+finish for `grace` seconds, cancel the rest, close. A connection with no
+open stream for `max_connection_idle` seconds is sent away (`http2_idle.py`).
+The call itself (framing, size limits, flow control, status trailers) is
+`lean_call.py`.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ class GrpcConnection(Http2Connection):
     """One client connection of the lean server."""
 
     def __init__(self, server: LeanGrpcServer) -> None:
-        super().__init__(batch_writes=server.batch_writes)
+        super().__init__(
+            batch_writes=server.batch_writes, max_connection_idle=server.max_connection_idle
+        )
         self.server = server
         self._auth: dict[str, list[bytes]] | None = None
         self._encodings_seen: set[str] = set()
@@ -284,10 +288,13 @@ class LeanGrpcServer:
         max_message: int,
         ssl_context: ssl.SSLContext | None = None,
         batch_writes: int = 1,
+        max_connection_idle: float = 0.0,
     ) -> None:
         self.methods = {m.path: m for m in methods}
         self.max_message = max_message
         self.batch_writes = batch_writes
+        # Seconds a connection may have no open stream before GOAWAY (0: for ever).
+        self.max_connection_idle = max_connection_idle
         self._ssl = ssl_context
         self._server: asyncio.Server | None = None
         self.connections: set[GrpcConnection] = set()

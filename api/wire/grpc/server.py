@@ -72,6 +72,7 @@ class GrpcFrontDoor:
         client_tls: ClientTls | None = None,
         implementation: str | None = None,
         batch_writes: int = 1,
+        max_connection_idle: float = 0.0,
     ) -> None:
         self.runtime = runtime
         self.server_tls = server_tls
@@ -102,9 +103,12 @@ class GrpcFrontDoor:
                 # GRPC_WRITE_BATCHING=0 writes each frame, 2 waits two turns
                 # (kept for measuring).
                 batch_writes=batch_writes,
+                # GOAWAY to a connection with no open stream for this long
+                # (GRPC_MAX_CONNECTION_IDLE_SECONDS; 0: never).
+                max_connection_idle=max_connection_idle,
             )
         else:
-            self.server = _grpcio_server(methods)
+            self.server = _grpcio_server(methods, max_connection_idle=max_connection_idle)
 
     def frontend_connections(self) -> list[FrontendConnection]:
         return self.frontends.connections()
@@ -173,6 +177,7 @@ async def start_grpc_server(
     client_tls: ClientTls | None = None,
     implementation: str | None = None,
     batch_writes: int = 1,
+    max_connection_idle: float = 0.0,
 ) -> GrpcFrontDoor:
     """Start Cortex's scheduler services for `runtime` on the running loop.
 
@@ -182,6 +187,8 @@ async def start_grpc_server(
     `client_tls` secures the calls to frontends' QueryResult.
     `implementation` is "lean" or "grpcio"; None reads GRPC_SERVER.
     `batch_writes`: the lean server's loop turns before a write (GRPC_WRITE_BATCHING).
+    `max_connection_idle`: seconds a connection may have no open stream before
+    GOAWAY, either server (GRPC_MAX_CONNECTION_IDLE_SECONDS); 0, the default, never.
     """
     door = GrpcFrontDoor(
         runtime,
@@ -191,6 +198,7 @@ async def start_grpc_server(
         client_tls=client_tls,
         implementation=implementation,
         batch_writes=batch_writes,
+        max_connection_idle=max_connection_idle,
     )
     await door.start(host=host, port=port)
     return door
@@ -250,17 +258,19 @@ def _methods(
     ]
 
 
-def _grpcio_server(methods: list[Method]) -> grpc.aio.Server:
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            # Frontends and queriers keep streams open for hours and ping
-            # them; allow their keepalives instead of answering GOAWAY.
-            ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
-            ("grpc.keepalive_permit_without_calls", 1),
-        ]
-    )
+def _grpcio_server(methods: list[Method], *, max_connection_idle: float = 0.0) -> grpc.aio.Server:
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        # Frontends and queriers keep streams open for hours and ping
+        # them; allow their keepalives instead of answering GOAWAY.
+        ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+    if max_connection_idle > 0:
+        # grpc core's max_idle filter: GOAWAY once no call has been open this long.
+        options.append(("grpc.max_connection_idle_ms", max(1, round(max_connection_idle * 1000))))
+    server = grpc.aio.server(options=options)
     services: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for m in methods:
         service, name = m.path.strip("/").split("/")
