@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -11,7 +12,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from api.rest.content import LimitedJSONParser
+from api.rest.content import MAX_JSON_BODY_BYTES, LimitedJSONParser
 from api.rest.known_params import known_query_params
 from api.rest.query_params import bool_param
 from api.store.exceptions import ConfigValidationError
@@ -25,6 +26,7 @@ __all__ = [
     "ApiView",
     "FormatChecked",
     "JsonErrors",
+    "StreamedBodyRequest",
     "check_tenant_id",
     "errors",
     "flag",
@@ -195,12 +197,45 @@ class JsonErrors(APIView):
         return super().handle_exception(exc)
 
 
+class StreamedBodyRequest(Request):
+    """A request whose body is read when it came without a Content-Length.
+
+    DRF takes a request with no Content-Length for one with no body, but a
+    client that streams its body (`Transfer-Encoding: chunked`: `curl -T -`,
+    Go's HTTP client with a reader of unknown length) sends none. Its body
+    went unread: a rollback whose body would be refused rolled back, and a
+    cancel whose fields were misspelt cancelled. Daphne holds the whole
+    body by then; one byte past the view's limit is read, so the parser's
+    own check still answers 413, and an empty body is still none.
+    """
+
+    def __init__(self, *args: Any, body_limit: int, **kwargs: Any) -> None:
+        self._body_limit = body_limit
+        super().__init__(*args, **kwargs)
+
+    def _load_stream(self) -> None:
+        super()._load_stream()
+        if self._stream is None and "HTTP_TRANSFER_ENCODING" in self._request.META:
+            body = self._request.read(self._body_limit + 1)
+            self._stream = io.BytesIO(body) if body else None
+
+
 class ApiView(FormatChecked):
     """JSON in and out, bodies limited by `api.rest.content.LimitedJSONParser`."""
 
     parser_classes = [LimitedJSONParser]
     renderer_classes = [JSONRenderer]
     source: Any = ConfigRevision.Source.API
+
+    def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
+        return StreamedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+            body_limit=getattr(self, "max_body_bytes", MAX_JSON_BODY_BYTES),
+        )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # After authentication and permissions: an anonymous caller gets its 401.
