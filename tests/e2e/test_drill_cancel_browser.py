@@ -143,7 +143,8 @@ def test_the_count_a_cancel_by_filter_asks_about_follows_the_queue_while_it_asks
     # Four leave while the dialog asks: the question follows, so Cancel is
     # not pressed on a count the queue no longer has.
     assert page.evaluate(CANCEL_ELSEWHERE, {"tenant": "live", "search": "up"}) == 4
-    expect(title).to_have_text("Cancel 2 queued requests?", timeout=5_000)
+    # A live frame after the server's cancel: the suite's ten seconds (a busy machine).
+    expect(title).to_have_text("Cancel 2 queued requests?")
     page.get_by_role("button", name="Cancel them").click()
     expect(page.locator("#drill-message")).to_have_text(DONE_2)
 

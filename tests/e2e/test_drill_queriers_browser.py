@@ -32,13 +32,14 @@ def test_a_busy_worker_opens_the_request_it_runs(page: Page, traffic: Traffic) -
         # The open dialog follows its request: the running time goes on.
         state = page.locator("#request-facts dd").nth(3)
         shown = state.text_content() or ""
-        expect(state).not_to_have_text(shown, timeout=3_000)
+        # Its next answer from the server: the suite's ten seconds (a busy machine), not three.
+        expect(state).not_to_have_text(shown)
         expect(state).to_contain_text("running on q-slow")
         # A follow-up still on its way when the dialog closes does not open it again.
         held: list[Route] = []
         followed = re.compile(r"/api/v1/queue/requests/[^/?]+/")
         page.route(followed, lambda route: held.append(route))
-        for _ in range(30):
+        for _ in range(100):  # up to ten seconds: its next ask, late on a busy machine
             if held:
                 break
             page.wait_for_timeout(100)

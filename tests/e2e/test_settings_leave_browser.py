@@ -66,6 +66,8 @@ def test_the_review_holds_the_draft_until_discarded_and_a_confirmed_save_leaves_
     page.get_by_role("button", name="Save settings").click()
     review = page.locator("#review")
     expect(review).to_be_visible()
+    # A new page: it asks before leaving once its scripts have run (by its load event).
+    page.wait_for_load_state()
     # The review page was rendered from the post: its boxes hold the draft.
     go_to_history(page)
     assert asked == ["beforeunload"]
@@ -119,6 +121,7 @@ def test_the_draft_back_from_simulate_asks_until_discarded_or_typed_back(
     page.get_by_role("button", name="‹ Back to Settings, with this draft").click()
     expect(page.locator("#settings-draft")).to_contain_text("Unsaved draft")
     expect(page.locator(BOX)).to_have_value("7m")
+    page.wait_for_load_state()  # a new page: its leave guard comes with its scripts
     assert asked == []
     go_to_history(page)
     assert asked == ["beforeunload"]

@@ -23,6 +23,9 @@ def _from_the_editor(page: Page, regex: str) -> None:
     page.locator(f'[name="{REGEX}"]').fill(regex)
     page.get_by_role("button", name="Simulate this change").click()
     expect(page).to_have_url(re.compile(r"/simulate/$"))
+    # A new page: what goes back is checked and rewritten by its scripts
+    # (simulate_back.js), attached by its load event, not by the URL.
+    page.wait_for_load_state()
 
 
 @pytest.mark.parametrize("width", [1280, 400])
@@ -85,6 +88,7 @@ def _from_settings(page: Page) -> None:
     page.locator("#s-querier_forget_delay").fill("2m")
     page.get_by_role("button", name="Simulate switching layout / component selection").click()
     expect(page).to_have_url(re.compile(r"/simulate/$"))
+    page.wait_for_load_state()  # its scripts, as in _from_the_editor
 
 
 def test_the_settings_draft_comes_back_from_simulate_unsaved(page: Page) -> None:
