@@ -65,7 +65,11 @@ def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
             errs.add(path, "must not be empty")
         return None
     if not HEADER_NAME.fullmatch(name):
-        errs.add(path, f"must be an HTTP header name (letters, digits, -), got {name!r}")
+        errs.add(
+            path,
+            "must be an HTTP header name (letters, digits and ! # $ % & ' * + - . ^ _ ` | ~, "
+            f"at most 100), got {name!r}",
+        )
         return None
     if name.lower() in _CREDENTIAL_HEADERS:
         errs.add(

@@ -159,7 +159,10 @@ def _instant(value: Any, name: str) -> float | None:
             seconds = float("inf")
     else:
         raise FilterError(name, _INSTANT)
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds):
+        # NaN, 1e400, an integer past a float's range: not a time at all.
+        raise FilterError(name, f"{_INSTANT}: a finite number of seconds")
+    if seconds < 0:
         raise FilterError(name, "must be a time at or after 1970-01-01T00:00:00Z")
     ahead = seconds - time.time()
     if ahead > MAX_AHEAD_SECONDS:

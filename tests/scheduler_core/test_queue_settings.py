@@ -39,6 +39,8 @@ from scheduler_core.queue_settings import (
         ({"actor_path_header": None}, "actor_path_header", "must not be empty"),
         ({"actor_path_header": ""}, "actor_path_header", "must not be empty"),
         ({"actor_path_header": "X Actor"}, "actor_path_header", "HTTP header name"),
+        # The message lists what a header name may hold (it said letters, digits, -).
+        ({"actor_path_header": "X@Actor"}, "actor_path_header", "digits and ! # $ % & '"),
     ],
 )
 def test_each_bad_scheduler_setting_is_reported_at_its_key(

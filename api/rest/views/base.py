@@ -40,6 +40,7 @@ _ERROR_TEXT = {
     401: "not authenticated",
     403: "authenticated but without the needed role",
     404: "no such object",
+    406: "Accept names no type the endpoint writes (JSON; runtime-config/ also YAML)",
     409: "the request is ambiguous as sent (e.g. an id several replicas hold: name one)",
     412: "If-Match does not name the current version (ETag header: the current one)",
     413: "request body over the size limit",
@@ -71,10 +72,11 @@ IF_NONE_MATCH = OpenApiParameter(
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """Schema entries for the error responses an endpoint can give."""
+    """Schema entries for the error responses an endpoint can give: `codes`, and
+    the 401, 403 and 406 (a refused `Accept`) any of them can."""
     return {
         code: OpenApiResponse(response=OpenApiTypes.OBJECT, description=_ERROR_TEXT[code])
-        for code in (401, 403, *codes)
+        for code in (401, 403, 406, *codes)
     }
 
 

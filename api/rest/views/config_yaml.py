@@ -34,6 +34,7 @@ from api.store.import_plan import tenant_id_errors
 from api.store.revision_states import CONFIG, OVERRIDES, SETTINGS, Scope, compare_revisions
 from scheduler_core.bounds import parse_decimal
 from scheduler_core.errors import FieldError
+from scheduler_core.fields import shown
 
 __all__ = ["RevisionCompareView", "TenantYamlView"]
 
@@ -98,7 +99,7 @@ def _yaml_text(data: Any) -> str:
     if "yaml" not in data:
         problems.append(FieldError("yaml", "required: the block's YAML text"))
     elif not isinstance(text, str):
-        problems.append(FieldError("yaml", f"must be a string, got {type(text).__name__}"))
+        problems.append(FieldError("yaml", f"must be a string, got {shown(text)}"))
     if problems:
         raise ConfigValidationError(problems)
     return str(text)

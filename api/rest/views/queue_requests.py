@@ -48,6 +48,7 @@ from api.wire import queue_requests, queue_rows, runtime_host
 from api.wire.queue_merged import AmbiguousRequest, merged
 from api.wire.queue_peers import UNHEARD_NOTE, down_peers, live_peers, peers_unheard
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
+from scheduler_core.bounds import quoted
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -222,7 +223,8 @@ def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> d
         raise PeersMissing(request_id, missing)
     if peers_unheard():
         raise PeersUnheard(request_id)
-    raise NotFound(f"no queued or running request {request_id}")
+    # Quoted: an id of blanks read as a message cut short.
+    raise NotFound(f"no queued or running request {quoted(request_id)}")
 
 
 async def _cancel_matching_on_loop(
@@ -314,7 +316,7 @@ class QueueRequestCancelView(ApiView):
         operation_id="queue_requests_cancel",
         summary="Cancel a request",
         request=CancelOneSerializer,
-        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 409, 503)},
+        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 409, 413, 415, 503)},
     )
     def post(self, request: Request, request_id: str) -> Response:
         # Checked whole, as a cancel by filter is: a body of `[]` or with a
@@ -354,7 +356,7 @@ class QueueCancelView(ApiView):
         operation_id="queue_cancel",
         summary="Cancel queued requests matching a filter",
         request=CancelByFilterSerializer,
-        responses={200: CancelCountsSerializer, **errors(400)},
+        responses={200: CancelCountsSerializer, **errors(400, 413, 415)},
     )
     def post(self, request: Request) -> Response:
         body = request.data if isinstance(request.data, dict) else None

@@ -179,7 +179,7 @@ class RevisionRollbackView(NamesConflicts, ApiView):
         responses={
             201: RollbackResultSerializer,
             200: RollbackResultSerializer,
-            **errors(400, 404, 412),
+            **errors(400, 404, 412, 413, 415),
         },
     )
     def post(self, request: Request, revision_id: str) -> Response:

@@ -208,3 +208,6 @@ def test_the_yaml_views_need_a_role_and_a_string(anon_api, viewer_api):
     assert anon_api.get("/api/v1/revisions/compare/?from=1&to=1").status_code in (401, 403)
     response = viewer_api.post("/api/v1/tenants/t1/yaml/", {"yaml": 5}, format="json")
     assert response.status_code == 400
+    # Named as JSON spells it (it said "got NoneType").
+    response = viewer_api.post("/api/v1/tenants/t1/yaml/", {"yaml": None}, format="json")
+    assert response.status_code == 400 and "must be a string, got null" in response.content.decode()
