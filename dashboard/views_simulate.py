@@ -41,7 +41,7 @@ from dashboard.tenant_draft import YAML, Draft, draft_from_post, yaml_for
 from scheduler_core.model import COMPONENT_SELECTIONS, COMPONENTS, LAYOUTS
 from scheduler_core.validation import queue_config_to_dict
 from scheduler_core.whatif_model import START_FROM_LIVE, START_FROM_PROPOSAL
-from scheduler_core.whatif_scenarios import SCENARIO_NAMES
+from scheduler_core.whatif_scenarios import SCENARIO_KNOBS, SCENARIO_NAMES
 
 __all__ = ["simulate"]
 
@@ -204,6 +204,21 @@ def _windows() -> list[dict[str, Any]]:
     ]
 
 
+def _scenarios() -> list[dict[str, Any]]:
+    """Each scenario with what a blank Duration and Queriers box mean in it.
+
+    `duration` is its own duration in seconds as text, None when it has none
+    (mimir-slow-consumer: everything arrives at once, so the page hides the
+    box, and the API refuses one); `queriers` how many it runs with.
+    """
+    scenarios = []
+    for name in SCENARIO_NAMES:
+        duration, queriers = SCENARIO_KNOBS[name]
+        shown = None if duration is None else f"{duration:g}"
+        scenarios.append({"name": name, "duration": shown, "queriers": queriers})
+    return scenarios
+
+
 @role_required
 def simulate(request: HttpRequest) -> HttpResponse:
     """The page; a POST only pre-fills the proposal (nothing is saved)."""
@@ -218,7 +233,7 @@ def simulate(request: HttpRequest) -> HttpResponse:
         "back": carried.back,
         "windows": _windows(),
         "start_from_choices": START_FROM_CHOICES,
-        "scenarios": SCENARIO_NAMES,
+        "scenarios": _scenarios(),
         "components": COMPONENTS,
         "layouts": LAYOUTS,
         "selections": COMPONENT_SELECTIONS,

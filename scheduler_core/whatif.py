@@ -51,6 +51,7 @@ __all__ = [
     "ConfigSet",
     "SpecError",
     "SpecInvalid",
+    "WorkloadInvalid",
     "check_proposed_tenants",
     "merge_proposed",
     "proposal_errors",
@@ -58,6 +59,7 @@ __all__ = [
     "summarize",
     "unknown_tenants",
     "verdicts",
+    "workload_errors",
 ]
 
 _SERIES_POINTS = 200
@@ -80,6 +82,27 @@ class SpecInvalid(Exception):
             "; ".join(".".join((*e.prefix, e.path)) + f": {e.message}" for e in errors)
         )
         self.errors = errors
+
+
+class WorkloadInvalid(WorkloadError):
+    """Several problems found once the workload was read, every one in `errors`.
+
+    A `WorkloadError` (its `prefix`, `path` and message are the first's), so
+    a caller that knows only those still names one; `workload_errors` gives
+    them all, so the 400 lists every error at once.
+    """
+
+    def __init__(self, errors: Sequence[SpecError]) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.message, prefix=first.prefix)
+        self.errors = list(errors)
+
+
+def workload_errors(exc: WorkloadError) -> list[SpecError]:
+    """Every error a `WorkloadError` carries: a `WorkloadInvalid`'s all, else its one."""
+    if isinstance(exc, WorkloadInvalid):
+        return list(exc.errors)
+    return [SpecError(tuple(exc.prefix), exc.path, str(exc))]
 
 
 def proposal_errors(
@@ -265,13 +288,14 @@ def check_proposed_tenants(
     (`unknown_tenants`.) A part of a federated ID (`a` of `a|b`) is in the
     traffic. `named` are the tenants the request names: one whose override
     it removes (null) leaves no trace in `proposed` to find it by. Raises
-    `WorkloadError` at `proposed.tenants.<id>` for the first.
+    `WorkloadInvalid` with an error at `proposed.tenants.<id>` for each, as
+    a scenario's request lists them (its `prefix` and message the first's).
     """
     sent = {part for kind in workload.kinds for part in kind.tenant_id.split("|")}
     here = "configured or sent traffic in this window"
     found = unknown_tenants(set(proposed.limits) | set(named), sent | set(live.limits), here)
     if found:
-        raise WorkloadError("", found[0].message, prefix=found[0].prefix)
+        raise WorkloadInvalid(found)
 
 
 def run_whatif(

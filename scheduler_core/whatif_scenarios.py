@@ -9,7 +9,8 @@
   requests slow. Its config: tenant-first with round-robin (Mimir's
   "round-robin tree"), an outstanding limit no run reaches.
   `arrival_factor` scales the 1000 requests; `duration_seconds` does not
-  apply (everything arrives at once).
+  apply (everything arrives at once): a request that sets it is refused at
+  `knobs.duration_seconds` (`NO_DURATION`), as `slow_share` is elsewhere.
 - `cortex-seed`: the Cortex query-priority seed (its PR's end-to-end test):
   tenant `tenant-1` with the seed's example `query_priority` (priority 3
   for `special_query`, reserving 1 querier; 2 for `max` over the last 2h; 1
@@ -49,6 +50,8 @@ from scheduler_core.whatif_model import (
 
 __all__ = [
     "CORTEX_SEED",
+    "NO_DURATION",
+    "SCENARIO_KNOBS",
     "SCENARIO_NAMES",
     "SEED_TENANT_CONFIG",
     "scenario_base",
@@ -56,6 +59,12 @@ __all__ = [
 ]
 
 SCENARIO_NAMES: tuple[str, ...] = ("mimir-slow-consumer", "cortex-seed")
+MIMIR_QUERIERS = 8
+# `knobs.duration_seconds` for mimir-slow-consumer: refused, not ignored.
+NO_DURATION = (
+    "the mimir-slow-consumer scenario has no duration: every request arrives at t=0 "
+    "(change how many with knobs.arrival_factor)"
+)
 
 # The seed's example tenant block (Cortex PR "query priority").
 SEED_TENANT_CONFIG: dict[str, Any] = {
@@ -106,6 +115,13 @@ class _CortexSeed:
 
 CORTEX_SEED = _CortexSeed()
 
+# What a blank knob means in each scenario: (its duration in seconds, None
+# when it has none; its queriers). The page says so beside those boxes.
+SCENARIO_KNOBS: dict[str, tuple[float | None, int]] = {
+    "mimir-slow-consumer": (None, MIMIR_QUERIERS),
+    "cortex-seed": (CORTEX_SEED.duration_seconds, CORTEX_SEED.queriers),
+}
+
 
 def _constant_service(latency: Mapping[str, float], knobs: Knobs) -> ServiceModel:
     table = {c: round(latency[c] * service_factor(knobs, c) * US) for c in COMPONENTS}
@@ -118,6 +134,8 @@ def _exponential_service(means: Mapping[str, float], knobs: Knobs) -> ServiceMod
 
 
 def _mimir(knobs: Knobs, seed: int) -> Workload:
+    if knobs.duration_seconds is not None:
+        raise WorkloadError("knobs.duration_seconds", NO_DURATION)
     share = 0.5 if knobs.slow_share is None else float(knobs.slow_share)
     requests = max(1, round(1000 * knobs.arrival_factor))
     check_size(requests, knobs, None, "knobs.arrival_factor")
@@ -125,7 +143,7 @@ def _mimir(knobs: Knobs, seed: int) -> Workload:
         f"1 tenant, {share:.0%} slow",
         (("0", share),),
         requests=requests,
-        queriers=8 if knobs.queriers is None else knobs.queriers,
+        queriers=MIMIR_QUERIERS if knobs.queriers is None else knobs.queriers,
     )
     run = scenario_input(scenario, STRATEGIES[0], seed)
     kinds = [Kind("0", hint=c) for c in COMPONENTS]

@@ -23,7 +23,7 @@ from scheduler_core import fields as f
 from scheduler_core.model import COMPONENTS
 from scheduler_core.whatif import SpecError, SpecInvalid
 from scheduler_core.whatif_model import START_FROM, START_FROM_LIVE, START_FROM_PROPOSAL, Knobs
-from scheduler_core.whatif_scenarios import SCENARIO_NAMES
+from scheduler_core.whatif_scenarios import NO_DURATION, SCENARIO_NAMES
 
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",
@@ -196,6 +196,10 @@ def _knobs(raw: object, kind: str, scenario: str | None, errs: f.Collector) -> K
     slow_share = optional("slow_share", 0.0, 1.0)
     if body.get("slow_share") is not None and scenario != "mimir-slow-consumer":
         errs.add("knobs.slow_share", "applies only to the mimir-slow-consumer scenario")
+    if body.get("duration_seconds") is not None and scenario == "mimir-slow-consumer":
+        # Every request arrives at t=0: there is no span to lengthen or cut,
+        # and a duration taken and ignored would read as one the run had.
+        errs.add("knobs.duration_seconds", NO_DURATION)
     return Knobs(
         arrival_factor=1.0 if arrival is None else arrival,
         service_factor=_service_factor(body.get("service_factor"), errs),

@@ -15,9 +15,10 @@
   from one long-lived thread (the parent-death signal is tied to the
   thread that starts a process) and reused. All busy: 503 at once. The
   calling view thread only waits on a pipe, so the scheduler keeps the GIL.
-- Every run has a `RunState` in this process, by run id: its progress for
-  `GET simulate/<run_id>/`, and a cancel flag that `DELETE` and a client
-  disconnect set. A cancelled worker stops within one engine check (a few
+- Every run has a `RunState` in this process, by its starter and run id
+  (one user's run id neither blocks nor reveals another's): its progress
+  for `GET simulate/<run_id>/`, and a cancel flag that `DELETE` and a
+  client disconnect set. A cancelled worker stops within one engine check (a few
   thousand events); one that does not answer in time is killed and replaced.
 """
 
@@ -104,16 +105,21 @@ class RunState:
 
 
 class _Runs:
-    """Run states by id; finished ones are kept a few minutes for the page to read."""
+    """Run states by (owner, run id); finished ones are kept a few minutes for the page.
+
+    Keyed by owner too: a run id is the client's to choose, so one user's
+    must not be refused ("still running") because another's runs under it,
+    which also told them it was in use.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, RunState] = {}
+        self._runs: dict[tuple[tuple[str, Any], str], RunState] = {}
 
     def start(
         self, run_id: str | None, owner: tuple[str, Any], cancel: threading.Event | None = None
     ) -> RunState | None:
-        """A new running state, or None when `run_id` is already running.
+        """A new running state, or None when `owner` already runs one as `run_id`.
 
         `cancel` is the flag to stop it by (the request's abandon flag, so a
         client disconnect cancels the run too); a fresh one when None.
@@ -124,18 +130,19 @@ class _Runs:
                 if run.finished is not None and now - run.finished > _KEEP_FINISHED_SECONDS:
                     del self._runs[key]
             run_id = run_id or uuid.uuid4().hex
-            current = self._runs.get(run_id)
+            current = self._runs.get((owner, run_id))
             if current is not None and current.state == "running":
                 return None
             state = RunState(run_id, owner)
             if cancel is not None:
                 state.cancel = cancel
-            self._runs[run_id] = state
+            self._runs[owner, run_id] = state
             return state
 
-    def get(self, run_id: str) -> RunState | None:
+    def get(self, run_id: str, owner: tuple[str, Any]) -> RunState | None:
+        """`owner`'s run `run_id` (another's under the same id is not theirs to see)."""
         with self._lock:
-            return self._runs.get(run_id)
+            return self._runs.get((owner, run_id))
 
     def finish(self, run: RunState, state: str) -> None:
         with self._lock:

@@ -26,7 +26,7 @@ from typing import Any
 
 from scheduler_core.recording import Capture, recording_of
 from scheduler_core.validation import queue_config_to_dict
-from scheduler_core.whatif import run_whatif
+from scheduler_core.whatif import run_whatif, workload_errors
 from scheduler_core.whatif_engine import SimulationCancelled, SimulationTimeLimit
 from scheduler_core.whatif_model import ConfigSet, WorkloadError
 from scheduler_core.whatif_scenarios import scenario_workload
@@ -78,7 +78,8 @@ def run_job(
 ) -> Outcome:
     """One simulation; always answers with one outcome tuple, never raises for input.
 
-    ("done", body) | ("invalid", prefix, path, message) | ("cancelled", message) |
+    ("done", body) | ("invalid", [(prefix, path, message), ...]) (every error
+    found, e.g. each unknown proposed tenant) | ("cancelled", message) |
     ("timeout", message).
     """
     spec = job.spec
@@ -100,7 +101,7 @@ def run_job(
             named_tenants=tuple(spec.tenants),
         )
     except WorkloadError as exc:
-        return ("invalid", exc.prefix, exc.path, str(exc))
+        return ("invalid", [(e.prefix, e.path, e.message) for e in workload_errors(exc)])
     except SimulationCancelled as exc:
         return ("cancelled", str(exc))
     except SimulationTimeLimit as exc:

@@ -74,7 +74,7 @@ def test_a_rule_change_from_the_editor_is_simulated_on_recent_traffic(
 def test_a_long_run_shows_progress_and_can_be_cancelled(page: Page) -> None:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    page.get_by_label("Duration in seconds (blank: the window)").fill("3600")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("3600")
     page.get_by_label("Arrivals ×").fill("3")
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-progress")).to_be_visible()
@@ -83,7 +83,7 @@ def test_a_long_run_shows_progress_and_can_be_cancelled(page: Page) -> None:
     expect(page.locator("#sim-status")).to_have_text("Cancelled.", timeout=10_000)
     expect(page.get_by_role("button", name="Simulate", exact=True)).to_be_enabled()
     # The worker is free again at once: a short run answers.
-    page.get_by_label("Duration in seconds (blank: the window)").fill("30")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("30")
     page.get_by_label("Arrivals ×").fill("1")
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-verdicts li").first).to_contain_text(
@@ -110,7 +110,7 @@ def test_a_progress_answer_that_arrives_after_the_run_leaves_its_done_line(page:
     page.goto("/simulate/")
     page.route(re.compile(r"/api/v1/simulate/[^/]+/$"), hold)
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    page.get_by_label("Duration in seconds (blank: the window)").fill("1200")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("1200")
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
     assert held, "the run ended before its first progress poll"
@@ -130,7 +130,7 @@ def test_a_number_box_the_browser_cannot_read_is_refused_at_its_field_and_nothin
     page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    queriers = page.get_by_label("Queriers (blank: as connected)")
+    queriers = page.get_by_label("Queriers (blank: the scenario's 4)")
     factor = page.get_by_label("ingester", exact=True)
     # A lone "-" reads as "" to the page: blank Queriers would mean "as connected".
     queriers.press_sequentially("-")
@@ -147,7 +147,7 @@ def test_a_number_box_the_browser_cannot_read_is_refused_at_its_field_and_nothin
     # Put right, the run goes ahead and the marks go.
     queriers.fill("")
     factor.fill("1")
-    page.get_by_label("Duration in seconds (blank: the window)").fill("30")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("30")
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
     expect(page.locator("#sim-errors")).to_be_hidden()
@@ -178,13 +178,13 @@ def test_what_the_server_refuses_is_named_as_the_page_names_it(page: Page) -> No
     expect(changes).to_be_focused()
     expect(page.locator("#proposed-error")).to_contain_text("Changes, at tenants.tenant-1")
     changes.fill('{"settings": {}, "tenants": {}}')
-    page.get_by_label("Duration in seconds (blank: the window)").fill("30")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("30")
     page.get_by_role("button", name="Simulate", exact=True).click()
     expect(page.locator("#sim-status")).to_contain_text("Done in", timeout=30_000)
     expect(changes).not_to_have_attribute("aria-invalid", "true")
     # Simulate, disabled while the run went, has the focus back.
     expect(page.get_by_role("button", name="Simulate", exact=True)).to_be_focused()
-    page.get_by_label("Duration in seconds (blank: the window)").fill("")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("")
 
 
 def test_a_huge_seed_is_refused_at_its_box_as_typed(page: Page) -> None:
@@ -206,7 +206,7 @@ def test_a_seed_past_2_53_is_run_and_echoed_as_typed(page: Page) -> None:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
     page.get_by_label("Seed", exact=True).fill("9007199254740993")
-    page.get_by_label("Duration in seconds (blank: the window)").fill("30")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("30")
     with page.expect_response(re.compile(r"/api/v1/simulate/$")) as answered:
         page.get_by_role("button", name="Simulate", exact=True).click()
     # The server ran that seed, not the Number 9007199254740992 next to it.
@@ -218,7 +218,7 @@ def test_a_seed_past_2_53_is_run_and_echoed_as_typed(page: Page) -> None:
 def test_a_proposal_that_causes_429s_says_so_in_the_verdict_summary(page: Page) -> None:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    page.get_by_label("Duration in seconds (blank: the window)").fill("60")
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill("60")
     # The scenario's tenant, its block replaced by one allowing only 2
     # requests outstanding: most of its arrivals are refused with a 429.
     page.locator("#sim-proposed").fill(
@@ -250,6 +250,6 @@ def test_a_run_too_large_for_its_arrivals_is_refused_at_the_arrivals_box(page: P
     )
     expect(arrivals).to_have_attribute("aria-invalid", "true")
     expect(arrivals).to_be_focused()
-    duration = page.get_by_label("Duration in seconds (blank: the window)")
+    duration = page.get_by_label("Duration in seconds (blank: the scenario's 300)")
     expect(duration).not_to_have_attribute("aria-invalid", "true")
     arrivals.fill("1")

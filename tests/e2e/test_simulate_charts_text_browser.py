@@ -16,10 +16,10 @@ from playwright.sync_api import Page, expect
 def _run_seed_scenario(page: Page, duration: str) -> dict[str, Any]:
     page.goto("/simulate/")
     page.get_by_label("Traffic").select_option("scenario:cortex-seed")
-    page.get_by_label("Duration in seconds (blank: the window)").fill(duration)
+    page.get_by_label("Duration in seconds (blank: the scenario's 300)").fill(duration)
     # One querier: the live queue grows, so its series has a peak to name;
     # the proposed side refuses all but 2 outstanding, so its queue stays short.
-    page.get_by_label("Queriers (blank: as connected)").fill("1")
+    page.get_by_label("Queriers (blank: the scenario's 4)").fill("1")
     page.locator("#sim-proposed").fill(
         '{"settings": {}, "tenants": {"tenant-1": {"max_outstanding_requests_per_tenant": 2}}}'
     )
@@ -166,4 +166,4 @@ def test_a_run_refused_after_one_that_ran_leaves_no_old_verdict_on_the_page(page
     expect(page.locator("#sim-status")).to_have_text("Nothing was simulated: fix the fields below.")
     expect(results).to_be_hidden()
     page.get_by_label("Arrivals ×").fill("1")
-    page.get_by_label("Queriers (blank: as connected)").fill("")
+    page.get_by_label("Queriers (blank: the scenario's 4)").fill("")

@@ -137,8 +137,9 @@ class SimulateView(ApiView):
                 body["workload"].update(sample_scope())
             return Response(body)
         if kind == "invalid":
-            prefix, path, message = outcome[1:]
-            return _invalid([SpecError(tuple(prefix), str(path), str(message))])
+            # Every error the worker found (each unknown proposed tenant), at once.
+            found = [SpecError(tuple(p), str(path), str(m)) for p, path, m in outcome[1]]
+            return _invalid(found)
         if kind == "cancelled":
             return Response({"detail": str(outcome[1]), "code": "cancelled"}, status=409)
         if kind == "timeout":
@@ -152,10 +153,8 @@ class SimulateRunView(ApiView):
     permission_classes = [AnyRole]
 
     def _run(self, request: Request, run_id: str) -> Any:
-        run = runs.get(run_id)
-        if run is None or run.owner != _owner(request):
-            return None
-        return run
+        # Only the starter's own run by that id: another's is not theirs to see.
+        return runs.get(run_id, _owner(request))
 
     @extend_schema(
         operation_id="simulate_run_retrieve",

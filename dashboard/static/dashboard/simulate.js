@@ -69,6 +69,14 @@ function showProposedError(message) {
   proposedError.hidden = !message;
 }
 
+// A knob's "(blank: …)": what an empty box means for the workload picked,
+// the template's words for recent traffic, else `text` (a scenario's own).
+function blankMeans(id, text) {
+  const hint = document.querySelector(`label[for="${id}"] .blank-means`);
+  hint.dataset.recent ||= hint.textContent;
+  hint.textContent = text ?? hint.dataset.recent;
+}
+
 function onWorkload() {
   const value = workloadSelect.value;
   for (const help of form.querySelectorAll("[data-for]")) {
@@ -76,6 +84,13 @@ function onWorkload() {
     help.hidden = !(key === value || (key === "recent" && value.startsWith("recent:")));
   }
   document.getElementById("slow-share-field").hidden = value !== "scenario:mimir-slow-consumer";
+  // A scenario's blank boxes mean its own duration and queriers, not the
+  // window's or those connected; one with no duration (everything arrives
+  // at once) has no Duration box, as the API refuses one for it.
+  const own = value.startsWith("recent:") ? null : workloadSelect.selectedOptions[0].dataset;
+  document.getElementById("duration-field").hidden = own !== null && own.duration === undefined;
+  blankMeans("knob-duration", own?.duration && `(blank: the scenario's ${own.duration})`);
+  blankMeans("knob-queriers", own && `(blank: the scenario's ${own.queriers})`);
   // Only recent traffic has a warm-up queued under the live config to start from.
   document.getElementById("start-from-field").hidden = !value.startsWith("recent:");
   startFromFor(workloadSelect.selectedOptions[0]);
@@ -256,6 +271,28 @@ function showErrors(lines) {
   errorList.hidden = !lines.length;
 }
 
+// A press refused before anything was sent, said as a server refusal is: the
+// status line says nothing ran and why, the box at fault is marked and has
+// the focus, and its line is in the list (and, for Changes, under the box).
+function refusedHere(error) {
+  if (error instanceof UnreadableNumbers) {
+    statusLine.textContent = "Nothing was simulated: fix the fields below.";
+    showErrors(error.inputs.map((input) => ({ text: `${labelOf(input)}: not a number`, box: input })));
+    error.inputs[0].focus();
+    return;
+  }
+  if (!(error instanceof SyntaxError)) {
+    statusLine.textContent = `Nothing was simulated: ${error.message}`;
+    return;
+  }
+  statusLine.textContent = "Nothing was simulated: the changes are not valid JSON.";
+  const line = `Changes: not valid JSON (${error.message})`;
+  proposedBox.setAttribute("aria-invalid", "true");
+  showProposedError(line);
+  showErrors([{ text: line, box: null }]);
+  proposedBox.focus();
+}
+
 function running(on) {
   runButton.disabled = on;
   cancelButton.disabled = !on;
@@ -283,25 +320,20 @@ async function run(event) {
   showProposedError("");
   // Marks of the last refusal go: this run answers for the boxes as they are now.
   for (const box of form.querySelectorAll("[aria-invalid]")) box.removeAttribute("aria-invalid");
+  // The last run's results go first: left up, they read as this press's
+  // verdict beside "Nothing was simulated" (refused here or by the server),
+  // "Cancelled." or a failure.
+  document.getElementById("sim-results").hidden = true;
   let body;
   try {
     body = buildBody();
   } catch (error) {
-    if (error instanceof UnreadableNumbers) {
-      statusLine.textContent = "Nothing was simulated: fix the fields below.";
-      showErrors(error.inputs.map((input) => ({ text: `${labelOf(input)}: not a number`, box: input })));
-      error.inputs[0].focus();
-    } else {
-      showProposedError(`The proposed changes are not valid JSON: ${error.message}`);
-    }
+    refusedHere(error);
     return;
   }
   const picked = workloadSelect.value;
   const controller = new AbortController();
   current = { runId: body.run_id, controller, timer: null };
-  // The last run's results go: left up, they read as this run's verdict
-  // beside "Nothing was simulated", "Cancelled." or a failure.
-  document.getElementById("sim-results").hidden = true;
   running(true);
   statusLine.textContent = "Simulating…";
   current.timer = setInterval(() => pollProgress(body.run_id), 500);

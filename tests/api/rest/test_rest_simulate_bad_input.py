@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from api.rest.simulation import runs
 from api.store.models import ConfigRevision, Tenant
 from tests.examples import SEED_TENANT_CONFIG
 
@@ -62,7 +61,8 @@ def test_a_bad_tenant_id_is_answered_with_every_other_error_of_the_request(edito
     assert tenants_errors["tenant-1"]["max_query_capacity"]
     assert body["proposed"]["settings"]["layout"][0].startswith("must be one of")
     assert body["knobs"]["queriers"] == ["must be >= 1 and <= 1000, got 0"]
-    assert runs.get("refused-1") is None  # no run was started
+    # No run was started: its starter finds none under that id.
+    assert editor_api.get(f"{URL}refused-1/").status_code == 404
     assert ConfigRevision.objects.count() == revisions
     assert list(Tenant.objects.values()) == tenants
 
