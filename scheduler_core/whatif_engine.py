@@ -13,6 +13,17 @@ so equal times tie exactly and a run is repeatable for its inputs:
   its own `last_tenant_index` (the runtime's `next_request`); a worker that
   gets nothing joins the back of the waiting line.
 
+The dispatch pass after an arrival costs the workers that can take it, not
+the fleet (`_Refusals`): the runtime's pass offers the queue to every
+waiting worker in turn, but every one of them already found nothing it may
+take in the queue before the arrival, so only the new request is takeable,
+and only by a querier its tenant's shard and reservations let take it. The
+first waiting worker of such a querier takes it and the pass is over; who
+was waiting before it is passed over without a dequeue once its querier was
+seen to refuse that (tenant, priority). The outcome is the runtime pass's
+exactly (`tests/scheduler_core/test_whatif_engine_large_fleet.py` holds it
+to that pass, `_OFFER_TO_EVERY_WAITER`).
+
 Queue wait is measured when a worker takes the request, as the runtime's
 `on_dispatched` measures it. Nothing about who is served first is decided
 here: every choice is the queue's. `scheduler_core.simulate` (Mimir's
@@ -24,7 +35,7 @@ from __future__ import annotations
 import heapq
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -45,10 +56,20 @@ __all__ = [
 
 US = 1_000_000  # virtual time unit: microseconds
 _NO_HEADERS: Mapping[str, str] = MappingProxyType({})
-# Wall clock, cancel and progress are looked at once per this many events:
-# often enough to stop within milliseconds, rarely enough to cost nothing.
+# Wall clock, cancel and progress are looked at once per this much work
+# (events, dequeues asked and waiting workers looked over, one each): often
+# enough to stop within milliseconds, rarely enough to cost nothing. Counted
+# by events alone, 4096 arrivals each offered to thousands of workers ran
+# for seconds between two looks.
 _CHECK_EVERY = 4096
-_MAX_SAMPLES = 5000  # points of the queue-length series, whatever the run's length
+# Points of the queue-length series, whatever the run's length: reaching it,
+# the stride doubles and every other point taken goes, so the series still
+# runs from the start to the end on an even grid, and ends with the end.
+_MAX_SAMPLES = 5000
+# The runtime's dispatch pass as it is written, every waiting worker asked
+# in turn on every arrival (O(fleet) per arrival): tests set it to hold the
+# pass the engine runs (the module doc) to it.
+_OFFER_TO_EVERY_WAITER = False
 
 
 class SimulationCancelled(Exception):
@@ -132,12 +153,46 @@ class EngineResult:
     reserved_idle_seconds: float = 0.0
     served_by: frozenset[str] = frozenset()
     log: list[tuple[str, str, float]] = field(default_factory=list)
+    # (seconds, queued) from the start to `makespan` on an even grid, then
+    # (makespan, queued at the end); at most `_MAX_SAMPLES` points.
     queue_length: list[tuple[float, int]] = field(default_factory=list)
     # With a window's end (`measure_until_us`): the requests still queued when
     # it ended, by priority. Their waits are not among the window's, so
     # without this a config that starves a class would read as serving it
     # quickly (only its few dispatches counted). None without an end.
     waiting_at_end: Counter[int] | None = None
+    # Dequeues the engine asked of the queue (taken or not): its work.
+    dequeue_attempts: int = 0
+
+
+class _Refusals:
+    """The queriers seen to refuse requests of one (tenant, priority).
+
+    Whether a querier may take a queued request depends only on the
+    request's tenant (its shard) and priority (the querier's reservation
+    floor there), never on its component, actor or when it asked: every
+    walk of the tree tries each tenant the querier may serve and each of
+    its components before it answers nothing, and a refused dequeue
+    changes nothing. So a querier that refused one request of a (tenant,
+    priority) refuses them all, until the limits change. `refused` holds
+    them while they are few; past half the queriers, `open` holds the
+    others instead, so the ones left to ask are found without a scan.
+    """
+
+    __slots__ = ("open", "refused")
+
+    def __init__(self) -> None:
+        self.refused: set[int] = set()
+        self.open: set[int] | None = None
+
+    def exclude(self, querier: int, queriers: int) -> None:
+        if self.open is not None:
+            self.open.discard(querier)
+            return
+        self.refused.add(querier)
+        if 2 * len(self.refused) > queriers:
+            self.open = set(range(queriers)).difference(self.refused)
+            self.refused = set()
 
 
 Progress = Callable[[float], None]
@@ -160,7 +215,10 @@ def run_engine(
 
     `deadline` is a `time.monotonic()` instant; past it `SimulationTimeLimit`
     is raised. `should_stop()` True raises `SimulationCancelled`.
-    `progress(fraction)` is told how far the run is, about every 4096 events.
+    `progress(fraction)` is told how far the run is. All three are looked
+    at every `_CHECK_EVERY` units of work (an event, a dequeue asked, a
+    waiting worker looked over), so a run stops soon after either however
+    large its fleet.
     """
     now_box = [0]
     queue = RequestQueue(run.config, clock=lambda: now_box[0] / US)
@@ -174,6 +232,10 @@ def run_engine(
     reserved = _reserved_queriers(queue)
     out = EngineResult(workers=len(workers), reserved_queriers=reserved)
     n_workers = len(workers)
+    # Each worker's querier as an index: who may take what is the querier's.
+    querier_index: dict[str, int] = {}
+    querier_of = [querier_index.setdefault(querier, len(querier_index)) for querier, _ in workers]
+    n_queriers = len(querier_index)
     last_index = [-1] * n_workers
     in_flight: list[Request | None] = [None] * n_workers
     order = list(range(n_workers))
@@ -199,11 +261,13 @@ def run_engine(
     log = out.log if run.keep_log else None
     heap: list[tuple[int, int, int]] = []
     seq = 0
+    attempts = looked = 0  # the work done besides events, for the checks
     dequeue, complete, enqueue = queue.dequeue, queue.complete, queue.enqueue
 
     def take(w: int) -> bool:
         """Worker `w` asks for work; True if it got some."""
-        nonlocal seq
+        nonlocal seq, attempts
+        attempts += 1
         querier, worker = workers[w]
         request, last_index[w] = dequeue(querier, worker, last_index[w])
         if request is None:
@@ -273,16 +337,109 @@ def run_engine(
             out.enqueued += 1
         return True
 
+    # The waiting line, in the order the workers joined it (`joined_at`),
+    # and each querier's own part of it, in the same order.
     waiting: list[int] = []
+    waiting_of: list[deque[int]] = [deque() for _ in range(n_queriers)]
+    joined_at = [0] * n_workers
+    joined = 0
+
+    def wait(w: int) -> None:
+        nonlocal joined
+        waiting.append(w)
+        waiting_of[querier_of[w]].append(w)
+        joined_at[w] = joined
+        joined += 1
+
+    def offer_to_every_waiter() -> None:
+        """The runtime's dispatch pass: waiters in order, until the queue is empty.
+
+        (Then the rest keep their places untouched.)
+        """
+        i = 0
+        while i < len(waiting) and len(queue):
+            w = waiting[i]
+            if take(w):
+                del waiting[i]
+                waiting_of[querier_of[w]].remove(w)
+            else:
+                i += 1
+
+    def first_not_refused(refusals: _Refusals) -> int:
+        """The first waiting worker whose querier was not seen to refuse; -1: none."""
+        nonlocal looked
+        open_ = refusals.open
+        if open_ is not None and len(open_) < len(waiting):
+            # Few queriers left to ask: the earliest of their first waiters.
+            looked += len(open_)
+            best, best_at = -1, joined
+            for q in open_:
+                line = waiting_of[q]
+                if line and joined_at[line[0]] < best_at:
+                    best = line[0]
+                    best_at = joined_at[best]
+            return best
+        n = 0
+        if open_ is None:
+            refused = refusals.refused
+            for w in waiting:
+                n += 1
+                if querier_of[w] not in refused:
+                    looked += n
+                    return w
+        else:
+            for w in waiting:
+                n += 1
+                if querier_of[w] in open_:
+                    looked += n
+                    return w
+        looked += n
+        return -1
+
+    refusals_by: dict[tuple[str, int], _Refusals] = {}
+
+    def offer_new(tenant_id: str, priority: int) -> None:
+        """The dispatch pass after an arrival, when every waiter refused the queue before it.
+
+        Then the new request is the only one any waiter may take (whatever
+        else a waiter may take, it would have taken), so in the runtime's
+        pass the first waiter whose querier may take it does, and every
+        other dequeue of the pass answers nothing and changes nothing. Those
+        are asked here only until their querier refuses this (tenant,
+        priority) once (`_Refusals`): the same dequeues with the same
+        answers, without the ones known to answer nothing.
+        """
+        key = (tenant_id, priority)
+        refusals = refusals_by.get(key)
+        if refusals is None:
+            refusals = refusals_by[key] = _Refusals()
+        while True:
+            w = first_not_refused(refusals)
+            if w < 0:
+                return
+            if take(w):
+                waiting.remove(w)
+                waiting_of[querier_of[w]].remove(w)
+                return
+            refusals.exclude(querier_of[w], n_queriers)
+
     if run.start_after_arrivals_at_zero:
         while ai < total and times[ai] == 0:
             arrive(ai)
             ai += 1
         for w in order:
             if not take(w):
-                waiting.append(w)
+                wait(w)
     else:
-        waiting = order
+        for w in order:
+            wait(w)
+    # True while a waiter may be able to take a request queued before the
+    # last arrival (the limits changed): the next pass is then the runtime's
+    # over every waiter, after which each has refused the queue again.
+    stale = _OFFER_TO_EVERY_WAITER
+    # A federated ID's limits are derived from its tenants' as it is queued
+    # (`federation.keep_org_limits`): each ID's last seen, to see them change.
+    org_limits: dict[str, TenantLimits] = {}
     change = run.window_config
 
     def switch() -> None:
@@ -301,6 +458,7 @@ def run_engine(
             idle_since[querier] = measure_from
 
     events = 0
+    next_check = _CHECK_EVERY
     sample_every = run.sample_every_us
     next_sample = measure_from
     samples = out.queue_length
@@ -314,26 +472,42 @@ def run_engine(
             if upcoming >= measure_from:
                 switch()
                 change = None
+                stale = True  # shards and reservations may have changed
+                refusals_by.clear()
         if sample_every:
             # The queue length at each grid instant up to the next event: the
-            # same instants for every config, so two runs chart side by side.
+            # same instants for every config, so two runs chart side by side
+            # (a longer run's on a coarser grid, whose instants the finer has).
             upcoming = times[ai] if arrival else heap[0][0] if heap else -1
-            while 0 <= next_sample <= upcoming and len(samples) < _MAX_SAMPLES:
+            while 0 <= next_sample <= upcoming:
+                if len(samples) >= _MAX_SAMPLES - 1:  # one kept for the end
+                    # Every other point goes, the stride doubles: the points
+                    # kept are the new grid's, from the start.
+                    del samples[1::2]
+                    sample_every *= 2
+                    next_sample = measure_from + len(samples) * sample_every
+                    continue
                 samples.append(((next_sample - measure_from) / US, len(queue)))
                 next_sample += sample_every
         if arrival:
             now_box[0] = times[ai]
             accepted = arrive(ai)
+            tenant_id = tenants[ai]
+            if "|" in tenant_id:
+                limits = queue.tenant_limits(tenant_id)
+                seen = org_limits.get(tenant_id)
+                if seen is not limits:
+                    if seen is not None and seen != limits:
+                        stale = True  # this ID's shard or reservations changed
+                        refusals_by.clear()
+                    org_limits[tenant_id] = limits
             ai += 1
             if accepted and waiting:
-                # The runtime's dispatch pass: waiters in order, until the
-                # queue is empty (then the rest keep their places untouched).
-                i = 0
-                while i < len(waiting) and len(queue):
-                    if take(waiting[i]):
-                        del waiting[i]
-                    else:
-                        i += 1
+                if stale:
+                    offer_to_every_waiter()
+                    stale = _OFFER_TO_EVERY_WAITER
+                else:
+                    offer_new(tenant_id, priorities[ai - 1])
         elif heap:
             at, _, w = heapq.heappop(heap)
             now_box[0] = at
@@ -351,11 +525,12 @@ def run_engine(
             # An empty queue has nothing for anyone: the dequeue the runtime
             # would make changes nothing, so it is skipped.
             if not len(queue) or not take(w):
-                waiting.append(w)
+                wait(w)
         else:
             break
         events += 1
-        if not events % _CHECK_EVERY:
+        if events + attempts + looked >= next_check:
+            next_check = events + attempts + looked + _CHECK_EVERY
             if should_stop is not None and should_stop():
                 raise SimulationCancelled("the simulation was cancelled")
             if deadline is not None and time.monotonic() > deadline:
@@ -377,6 +552,8 @@ def run_engine(
     out.reserved_idle_seconds = idle_total[0] / US
     out.busy_by_component = {c: us / US for c, us in sorted(busy_us.items())}
     out.served_by = frozenset(served)
-    if sample_every and len(samples) < _MAX_SAMPLES:
+    out.dequeue_attempts = attempts
+    if sample_every:
+        # The end, always: the grid above kept a place for it.
         samples.append((max(0, end - measure_from) / US, len(queue)))
     return out

@@ -72,8 +72,10 @@ function queueSentence(name, result, values, series, end) {
   if (end !== null) {
     parts.push(`${result.waiting_at_window_end.total} queued at the window's end (${instant(end)})`);
   }
-  const left = values[last];
-  parts.push(`the last request done at ${instant(series.t[last])}, ${left ? `${left} never served` : "nothing left queued"}`);
+  // The run's end and what it left queued are the result's own, as the
+  // columns say them: not read off the samples, which only chart them.
+  const left = result.requests.left_queued;
+  parts.push(`the last request done at ${instant(result.makespan_seconds)}, ${left ? `${left} never served` : "nothing left queued"}`);
   return `${name}: ${parts.join("; ")}.`;
 }
 
