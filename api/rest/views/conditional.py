@@ -39,8 +39,9 @@ ANY = "*"
 class Preconditions:
     """The parsed conditional headers; `if_match` None means the header is absent.
 
-    Entity tags that are not one of our versions (weak tags, foreign
-    values) are kept as None entries: they can never match.
+    Entity tags that are not one of our versions (foreign values; weak
+    tags in If-Match) are kept as None entries: they can never match.
+    If-None-Match compares weakly (RFC 9110 13.1.2), so there `W/"17"` is 17.
     """
 
     if_match: tuple[int | None, ...] | None
@@ -49,7 +50,7 @@ class Preconditions:
     if_none_match_any: bool
 
 
-def _tags(header: str | None) -> tuple[tuple[int | None, ...] | None, bool]:
+def _tags(header: str | None, *, weak: bool) -> tuple[tuple[int | None, ...] | None, bool]:
     if header is None:
         return None, False
     if header.strip() == ANY:
@@ -57,6 +58,8 @@ def _tags(header: str | None) -> tuple[tuple[int | None, ...] | None, bool]:
     versions: list[int | None] = []
     for raw in header.split(","):
         tag = raw.strip()
+        if weak and tag.startswith("W/"):
+            tag = tag[2:]
         quoted = len(tag) >= 2 and tag[0] == tag[-1] == '"'
         versions.append(parse_decimal(tag[1:-1]) if quoted else None)
     return tuple(versions), False
@@ -64,9 +67,19 @@ def _tags(header: str | None) -> tuple[tuple[int | None, ...] | None, bool]:
 
 def preconditions(request: Request) -> Preconditions:
     """Read `If-Match` and `If-None-Match` from the request."""
-    if_match, match_any = _tags(request.META.get("HTTP_IF_MATCH"))
-    if_none_match, none_any = _tags(request.META.get("HTTP_IF_NONE_MATCH"))
+    if_match, match_any = _tags(request.META.get("HTTP_IF_MATCH"), weak=False)
+    if_none_match, none_any = _tags(request.META.get("HTTP_IF_NONE_MATCH"), weak=True)
     return Preconditions(if_match, match_any, if_none_match or (), none_any)
+
+
+def _refuse_none_match(cond: Preconditions, current: int) -> None:
+    """412 for a write whose If-None-Match names the existing object (`*` or its version).
+
+    RFC 9110 13.1.2: such a write must not be done. It used to go ahead:
+    `If-None-Match: *` with `If-Match: *` replaced an existing tenant.
+    """
+    if cond.if_none_match_any or current in cond.if_none_match:
+        raise VersionConflict(current)
 
 
 def expected_for_existing(request: Request, current: int) -> int | None:
@@ -78,13 +91,12 @@ def expected_for_existing(request: Request, current: int) -> int | None:
     If-Match and `VersionConflict` (412) when no tag matches `current`.
     """
     cond = preconditions(request)
+    if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
+        raise VersionConflict(current)
+    _refuse_none_match(cond, current)
     if cond.if_match is None:
         raise PreconditionRequired()
-    if cond.if_match_any:
-        return None
-    if current in cond.if_match:
-        return current
-    raise VersionConflict(current)
+    return None if cond.if_match_any else current
 
 
 def expected_if_given(request: Request, current: int) -> int | None:
@@ -112,6 +124,8 @@ def expected_for_put(request: Request, current: int | None) -> int | AnyVersion 
         if current is not None:
             raise VersionConflict(current)
         return None
+    if current is not None and current in cond.if_none_match:
+        raise VersionConflict(current)
     if cond.if_match is None:
         if current is not None:
             raise PreconditionRequired()
@@ -138,6 +152,8 @@ def expected_for_replace_all(
         if exists:
             raise VersionConflict(current)
         return None, True
+    if current in cond.if_none_match:
+        raise VersionConflict(current)
     if cond.if_match is None:
         if exists and required:
             raise PreconditionRequired()
@@ -182,6 +198,8 @@ def conflict_detail(
     cond = preconditions(request)
     if cond.if_none_match_any:
         return f"{now}: {exists}, and If-None-Match: * only creates"
+    if exc.current_version in cond.if_none_match:
+        return f"{now}, a version your If-None-Match names ({sent}): nothing was written"
     if cond.if_match is None:
         return f"{now}: {exists} now, and a write without If-Match only creates; {again}"
     if cond.if_match and all(tag is None for tag in cond.if_match):

@@ -211,4 +211,9 @@ class RevisionRollbackView(NamesConflicts, ApiView):
             raise
         body = {"changed": new is not None, "revision": new}
         code = status.HTTP_201_CREATED if new is not None else status.HTTP_200_OK
-        return Response(RollbackResultSerializer(body).data, status=code)
+        response = Response(RollbackResultSerializer(body).data, status=code)
+        # The config version now, as every other write answers with its object's.
+        response["ETag"] = etag_for(
+            new.version if new is not None else selectors.config_version_get()
+        )
+        return response
