@@ -198,10 +198,12 @@ def history(request: HttpRequest) -> HttpResponse:
     """Revisions, newest first, each with its diff, author, source and rollback."""
     kind, kind_errors = kind_filter(request)
     # One tenant exactly, as a link to its history names it; the page's
-    # tenant box sends `search` instead.
+    # tenant box sends `search` instead. Either lists the imports (and their
+    # rollbacks) that changed the tenant too: their key is empty, and the
+    # history of a tenant an import deleted showed nothing of it.
     key = request.GET.get("key") or None
     search, search_errors = tenant_search(request)
-    found = selectors.revision_list(kind=kind or None, key=key, search=search)
+    found = selectors.revision_list(kind=kind or None, changed=key, changed_part=search)
     # A filter that can match nothing (a search no tenant ID can contain, an
     # unknown kind) lists nothing rather than every revision: the operator
     # reads the error, not rows they did not ask for.

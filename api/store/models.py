@@ -17,6 +17,7 @@ __all__ = [
     "ApiToken",
     "ConfigRevision",
     "OperatorCancel",
+    "RevisionTenant",
     "SchedulerSettings",
     "Tenant",
 ]
@@ -116,6 +117,29 @@ class ConfigRevision(models.Model):
     def __str__(self) -> str:
         target = f" {self.key}" if self.key else ""
         return f"#{self.version} {self.kind}{target} ({self.source})"
+
+
+class RevisionTenant(models.Model):
+    """A tenant a revision created, changed or deleted (`api.store.revision_tenants`).
+
+    A tenant write names its tenant in `key`, but an import (and a rollback
+    of one) changes any number with an empty `key`: without these rows a
+    tenant's history could not say which import deleted it.
+    """
+
+    revision = models.ForeignKey(
+        ConfigRevision, on_delete=models.CASCADE, related_name="tenants_changed"
+    )
+    tenant_id = models.CharField(max_length=256)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant_id"])]
+        constraints = [
+            models.UniqueConstraint(fields=["revision", "tenant_id"], name="revision_tenant_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.revision_id} {self.tenant_id}"
 
 
 class ApiTokenQuerySet(models.QuerySet):

@@ -22,7 +22,14 @@ from django.db.models import QuerySet
 from api.store.diff import Change, structural_diff
 from api.store.exceptions import ConfigValidationError, NotFound
 from api.store.import_plan import block_in_field_order
-from api.store.models import SETTINGS_PK, ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
+from api.store.models import (
+    SETTINGS_PK,
+    ConfigRevision,
+    OperatorCancel,
+    RevisionTenant,
+    SchedulerSettings,
+    Tenant,
+)
 from scheduler_core.classify import classify, select_pair
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.federation import combined_limits
@@ -189,10 +196,15 @@ def revision_list(
     key: str | None = None,
     search: str | None = None,
     since_version: int | None = None,
+    changed: str | None = None,
+    changed_part: str | None = None,
 ) -> QuerySet[ConfigRevision]:
     """Revisions, newest first, optionally of one kind/key or after a version.
 
     `key` is one key exactly; `search` keeps the keys containing it (any case).
+    `changed` keeps the revisions that created, changed or deleted that tenant
+    (its own writes, and imports and their rollbacks, whose key is empty);
+    `changed_part` those that changed a tenant whose ID contains it (any case).
     """
     revisions = ConfigRevision.objects.select_related("author").order_by("-version")
     if kind:
@@ -201,6 +213,16 @@ def revision_list(
         revisions = revisions.filter(key=key)
     if search:
         revisions = revisions.filter(key__icontains=search)
+    if changed is not None:
+        revisions = revisions.filter(
+            pk__in=RevisionTenant.objects.filter(tenant_id=changed).values("revision_id")
+        )
+    if changed_part:
+        revisions = revisions.filter(
+            pk__in=RevisionTenant.objects.filter(tenant_id__icontains=changed_part).values(
+                "revision_id"
+            )
+        )
     if since_version is not None:
         revisions = revisions.filter(version__gt=since_version)
     return revisions

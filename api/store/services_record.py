@@ -10,7 +10,7 @@ each other in a circle.
 
 Package-private: only the `api.store.services*` modules import it.
 May import: `api.store` models, `import_plan` (for `Author`), `config_events`,
-Django.
+`revision_tenants`, Django.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from django.db import transaction
 
 from api.store import config_events
 from api.store.import_plan import Author
-from api.store.models import SETTINGS_PK, ConfigRevision, SchedulerSettings
+from api.store.models import SETTINGS_PK, ConfigRevision, RevisionTenant, SchedulerSettings
+from api.store.revision_tenants import changed_tenants
 
 __all__ = ["Kind", "Source", "author_fields", "lock_settings", "record_revision"]
 
@@ -53,7 +54,8 @@ def record_revision(
     source: str,
     message: str,
 ) -> ConfigRevision:
-    """Bump the global version, store the revision, publish after commit."""
+    """Bump the global version, store the revision and the tenants it changed
+    (`RevisionTenant`), publish after commit."""
     row.config_version += 1
     row.save(update_fields=["config_version", "updated_at"])
     version = row.config_version
@@ -66,6 +68,13 @@ def record_revision(
         source=source,
         message=message[:500],
         **author_fields(author),
+    )
+    RevisionTenant.objects.bulk_create(
+        [
+            RevisionTenant(revision=revision, tenant_id=tenant)
+            for tenant in changed_tenants(kind, key, before, after)
+        ],
+        batch_size=500,
     )
     transaction.on_commit(lambda: config_events.publish(version))
     return revision

@@ -40,7 +40,23 @@ def test_the_tenant_box_finds_every_tenant_whose_id_contains_the_text_in_any_cas
 def test_the_tenant_box_says_it_matches_part_of_an_id(viewer_client: Client) -> None:
     html = viewer_client.get("/history/").content.decode()
     assert 'aria-describedby="h-search-help"' in html
-    assert '<span class="muted" id="h-search-help">matches part of an ID, any case</span>' in html
+    assert (
+        '<span class="muted" id="h-search-help">matches part of an ID, any case; imports that '
+        "changed such a tenant are listed too</span>"
+    ) in html
+
+
+def test_a_tenants_history_lists_the_import_that_deleted_it(viewer_client: Client) -> None:
+    # An import's key is empty: the page finds it by the tenants it changed.
+    services.runtime_config_import(overrides={"acme": {}, "Acme-EU": {}}, author=None)
+    for query in ("?key=other", "?search=OTH"):
+        html = viewer_client.get(f"/history/{query}").content.decode()
+        # other's creation (no link: the import deleted it), then the import.
+        assert 'title="no such tenant now">other</span>' in html, query
+        assert html.count('<span class="chip">tenant</span>') == 1, query
+        assert html.count('<span class="chip">runtime-config import</span>') == 1, query
+    html = viewer_client.get("/history/?key=acme").content.decode()
+    assert '<span class="chip">runtime-config import</span>' not in html  # it left acme as it was
 
 
 def test_a_link_naming_one_tenant_by_key_still_lists_that_tenant_exactly(

@@ -28,6 +28,7 @@ from api.rest.views.conditional import NamesConflicts, expected_if_given
 from api.rest.views.runtime_config import tenant_aware_splitter
 from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound
+from api.store.import_plan import tenant_id_errors
 from api.store.models import ConfigRevision, Tenant
 from api.store.revision_states import revision_comparison, rollback_preview
 from scheduler_core.bounds import parse_decimal
@@ -90,7 +91,8 @@ class RevisionPagination(StrictLimitOffsetPagination):
 
 
 class RevisionListView(ApiView):
-    """Revisions, newest first; filter by kind, key (a tenant ID) or part of a key."""
+    """Revisions, newest first; filter by kind, key (a tenant ID), part of a key, or
+    a tenant changed (imports and their rollbacks included)."""
 
     # Also tells the schema generator that the list is paged.
     pagination_class = RevisionPagination
@@ -102,14 +104,26 @@ class RevisionListView(ApiView):
             OpenApiParameter("kind", OpenApiTypes.STR, enum=list(ConfigRevision.Kind.values)),
             OpenApiParameter("key", OpenApiTypes.STR, description="tenant ID, exactly"),
             tenant_id_part_parameter("search", "part of the tenant ID (`key`), any case"),
+            OpenApiParameter(
+                "tenant",
+                OpenApiTypes.STR,
+                description="tenant ID, exactly: the revisions that created, changed or "
+                "deleted it, its own writes and the imports (and rollbacks of imports) "
+                "that changed it, whose `key` is empty",
+            ),
         ],
         responses={200: RevisionSerializer(many=True), **errors(400)},
     )
     def get(self, request: Request) -> Response:
+        tenant = request.query_params.get("tenant")
+        if tenant is not None and (problems := tenant_id_errors(tenant, "tenant")):
+            # An ID no tenant can have was changed by nothing: say so, not "no revisions".
+            raise ConfigValidationError(problems)
         revisions = selectors.revision_list(
             kind=choice_param(request, "kind", list(ConfigRevision.Kind.values)),
             key=request.query_params.get("key"),
             search=tenant_id_part_param(request, "search"),
+            changed=tenant,
         )
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(revisions, request, view=self)

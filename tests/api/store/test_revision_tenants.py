@@ -1,0 +1,102 @@
+"""Every revision records the tenants it created, changed or deleted, imports included.
+
+An import (and a rollback of one) has an empty key, so a tenant's history
+could not say which import deleted it; `RevisionTenant` rows can.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from django.apps import apps as django_apps
+
+from api.store import services
+from api.store.models import ConfigRevision, RevisionTenant
+from api.store.revision_tenants import changed_tenants
+from api.store.selectors import revision_list
+
+pytestmark = pytest.mark.django_db
+API = ConfigRevision.Source.API
+TENANT, SETTINGS, IMPORT = (
+    ConfigRevision.Kind.TENANT,
+    ConfigRevision.Kind.SETTINGS,
+    ConfigRevision.Kind.RUNTIME_CONFIG,
+)
+
+
+def _put(tenant_id: str, config: dict[str, Any]) -> None:
+    services.tenant_put(
+        tenant_id=tenant_id, config=config, expected_version=None, author=None, source=API
+    )
+
+
+def _import(overrides: dict[str, Any]) -> ConfigRevision:
+    services.runtime_config_import(overrides=overrides, author=None)
+    revision = ConfigRevision.objects.order_by("-version").first()
+    assert revision is not None and revision.kind == IMPORT
+    return revision
+
+
+def _rows() -> dict[int, list[str]]:
+    rows: dict[int, list[str]] = {}
+    for revision_id, tenant in RevisionTenant.objects.order_by("tenant_id").values_list(
+        "revision__version", "tenant_id"
+    ):
+        rows.setdefault(revision_id, []).append(tenant)
+    return rows
+
+
+@pytest.mark.parametrize(
+    "kind, key, before, after, changed",
+    [
+        (TENANT, "acme", None, {"max_queriers_per_tenant": 1}, ["acme"]),
+        (TENANT, "acme", {"max_queriers_per_tenant": 1}, None, ["acme"]),
+        (SETTINGS, "", {"layout": "tenant-first"}, {"layout": "component-first"}, []),
+        (
+            IMPORT,
+            "",
+            {"keep": {}, "change": {"a": 1}, "gone": {}},
+            {"keep": {}, "change": {"a": 2}, "new": {}},
+            ["change", "gone", "new"],
+        ),
+        (IMPORT, "", {"gone": {}}, None, ["gone"]),
+    ],
+)
+def test_the_tenants_a_revision_changed_are_those_whose_block_differs(
+    kind: str, key: str, before: Any, after: Any, changed: list[str]
+) -> None:
+    assert changed_tenants(kind, key, before, after) == changed
+
+
+def test_imports_and_their_rollbacks_are_found_by_the_tenants_they_changed() -> None:
+    _put("keep", {})
+    _put("gone", {"max_queriers_per_tenant": 2})
+    deleting = _import({"keep": {}, "new": {}})
+    services.revision_rollback(revision_id=deleting.pk, author=None)
+
+    def versions(**filters: Any) -> list[int]:
+        return list(revision_list(**filters).values_list("version", flat=True))
+
+    # gone: its creation, the import that deleted it, the rollback that restored it.
+    assert versions(changed="gone") == [4, 3, 2]
+    assert versions(changed="keep") == [1]  # the import left it as it was
+    assert versions(changed="new") == [4, 3]
+    assert versions(changed_part="ON") == [4, 3, 2]  # gone, any case
+    assert versions(key="gone") == [2]  # `key` is unchanged: the tenant's own writes
+    assert _rows() == {1: ["keep"], 2: ["gone"], 3: ["gone", "new"], 4: ["gone", "new"]}
+
+
+def test_the_migration_fills_the_rows_of_revisions_written_before_it() -> None:
+    _put("keep", {})
+    _put("gone", {})
+    _import({"keep": {"max_queriers_per_tenant": 3}})
+    services.settings_update(
+        changes={"layout": "tenant-first"}, expected_version=None, author=None, source=API
+    )
+    written = _rows()
+    RevisionTenant.objects.all().delete()
+    migration = importlib.import_module("api.migrations.0005_revision_tenants")
+    migration.fill_revision_tenants(django_apps, None)
+    assert _rows() == written == {1: ["keep"], 2: ["gone"], 3: ["gone", "keep"]}
