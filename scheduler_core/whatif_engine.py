@@ -14,7 +14,7 @@ so equal times tie exactly and a run is repeatable for its inputs:
   gets nothing joins the back of the waiting line.
 
 The dispatch pass after an arrival costs the workers that can take it, not
-the fleet (`_Refusals`): the runtime's pass offers the queue to every
+the fleet (`whatif_waiting`): the runtime's pass offers the queue to every
 waiting worker in turn, but every one of them already found nothing it may
 take in the queue before the arrival, so only the new request is takeable,
 and only by a querier its tenant's shard and reservations let take it. The
@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import random
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -44,6 +44,7 @@ from scheduler_core.errors import TooManyRequests
 from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.queue import RequestQueue
 from scheduler_core.whatif_apply import ConfigChange, apply_change
+from scheduler_core.whatif_waiting import Refusals, WaitingLine
 
 __all__ = [
     "US",
@@ -165,36 +166,6 @@ class EngineResult:
     dequeue_attempts: int = 0
 
 
-class _Refusals:
-    """The queriers seen to refuse requests of one (tenant, priority).
-
-    Whether a querier may take a queued request depends only on the
-    request's tenant (its shard) and priority (the querier's reservation
-    floor there), never on its component, actor or when it asked: every
-    walk of the tree tries each tenant the querier may serve and each of
-    its components before it answers nothing, and a refused dequeue
-    changes nothing. So a querier that refused one request of a (tenant,
-    priority) refuses them all, until the limits change. `refused` holds
-    them while they are few; past half the queriers, `open` holds the
-    others instead, so the ones left to ask are found without a scan.
-    """
-
-    __slots__ = ("open", "refused")
-
-    def __init__(self) -> None:
-        self.refused: set[int] = set()
-        self.open: set[int] | None = None
-
-    def exclude(self, querier: int, queriers: int) -> None:
-        if self.open is not None:
-            self.open.discard(querier)
-            return
-        self.refused.add(querier)
-        if 2 * len(self.refused) > queriers:
-            self.open = set(range(queriers)).difference(self.refused)
-            self.refused = set()
-
-
 Progress = Callable[[float], None]
 StopCheck = Callable[[], bool]
 
@@ -261,7 +232,7 @@ def run_engine(
     log = out.log if run.keep_log else None
     heap: list[tuple[int, int, int]] = []
     seq = 0
-    attempts = looked = 0  # the work done besides events, for the checks
+    attempts = 0  # dequeues asked: with the line's `looked`, the work besides events
     dequeue, complete, enqueue = queue.dequeue, queue.complete, queue.enqueue
 
     def take(w: int) -> bool:
@@ -337,19 +308,7 @@ def run_engine(
             out.enqueued += 1
         return True
 
-    # The waiting line, in the order the workers joined it (`joined_at`),
-    # and each querier's own part of it, in the same order.
-    waiting: list[int] = []
-    waiting_of: list[deque[int]] = [deque() for _ in range(n_queriers)]
-    joined_at = [0] * n_workers
-    joined = 0
-
-    def wait(w: int) -> None:
-        nonlocal joined
-        waiting.append(w)
-        waiting_of[querier_of[w]].append(w)
-        joined_at[w] = joined
-        joined += 1
+    line = WaitingLine(querier_of, n_queriers)
 
     def offer_to_every_waiter() -> None:
         """The runtime's dispatch pass: waiters in order, until the queue is empty.
@@ -357,46 +316,13 @@ def run_engine(
         (Then the rest keep their places untouched.)
         """
         i = 0
-        while i < len(waiting) and len(queue):
-            w = waiting[i]
-            if take(w):
-                del waiting[i]
-                waiting_of[querier_of[w]].remove(w)
+        while i < len(line) and len(queue):
+            if take(line.order[i]):
+                line.leave_at(i)
             else:
                 i += 1
 
-    def first_not_refused(refusals: _Refusals) -> int:
-        """The first waiting worker whose querier was not seen to refuse; -1: none."""
-        nonlocal looked
-        open_ = refusals.open
-        if open_ is not None and len(open_) < len(waiting):
-            # Few queriers left to ask: the earliest of their first waiters.
-            looked += len(open_)
-            best, best_at = -1, joined
-            for q in open_:
-                line = waiting_of[q]
-                if line and joined_at[line[0]] < best_at:
-                    best = line[0]
-                    best_at = joined_at[best]
-            return best
-        n = 0
-        if open_ is None:
-            refused = refusals.refused
-            for w in waiting:
-                n += 1
-                if querier_of[w] not in refused:
-                    looked += n
-                    return w
-        else:
-            for w in waiting:
-                n += 1
-                if querier_of[w] in open_:
-                    looked += n
-                    return w
-        looked += n
-        return -1
-
-    refusals_by: dict[tuple[str, int], _Refusals] = {}
+    refusals_by: dict[tuple[str, int], Refusals] = {}
 
     def offer_new(tenant_id: str, priority: int) -> None:
         """The dispatch pass after an arrival, when every waiter refused the queue before it.
@@ -406,20 +332,19 @@ def run_engine(
         pass the first waiter whose querier may take it does, and every
         other dequeue of the pass answers nothing and changes nothing. Those
         are asked here only until their querier refuses this (tenant,
-        priority) once (`_Refusals`): the same dequeues with the same
+        priority) once (`Refusals`): the same dequeues with the same
         answers, without the ones known to answer nothing.
         """
         key = (tenant_id, priority)
         refusals = refusals_by.get(key)
         if refusals is None:
-            refusals = refusals_by[key] = _Refusals()
+            refusals = refusals_by[key] = Refusals()
         while True:
-            w = first_not_refused(refusals)
+            w = line.first_not_refused(refusals)
             if w < 0:
                 return
             if take(w):
-                waiting.remove(w)
-                waiting_of[querier_of[w]].remove(w)
+                line.leave(w)
                 return
             refusals.exclude(querier_of[w], n_queriers)
 
@@ -429,10 +354,10 @@ def run_engine(
             ai += 1
         for w in order:
             if not take(w):
-                wait(w)
+                line.join(w)
     else:
         for w in order:
-            wait(w)
+            line.join(w)
     # True while a waiter may be able to take a request queued before the
     # last arrival (the limits changed): the next pass is then the runtime's
     # over every waiter, after which each has refused the queue again.
@@ -502,7 +427,7 @@ def run_engine(
                         refusals_by.clear()
                     org_limits[tenant_id] = limits
             ai += 1
-            if accepted and waiting:
+            if accepted and line:
                 if stale:
                     offer_to_every_waiter()
                     stale = _OFFER_TO_EVERY_WAITER
@@ -525,12 +450,12 @@ def run_engine(
             # An empty queue has nothing for anyone: the dequeue the runtime
             # would make changes nothing, so it is skipped.
             if not len(queue) or not take(w):
-                wait(w)
+                line.join(w)
         else:
             break
         events += 1
-        if events + attempts + looked >= next_check:
-            next_check = events + attempts + looked + _CHECK_EVERY
+        if events + attempts + line.looked >= next_check:
+            next_check = events + attempts + line.looked + _CHECK_EVERY
             if should_stop is not None and should_stop():
                 raise SimulationCancelled("the simulation was cancelled")
             if deadline is not None and time.monotonic() > deadline:
