@@ -40,3 +40,33 @@ def test_a_token_issued_before_expiries_existed_never_expires_after_the_migratio
         assert token is not None and token.expires_at is None
     finally:
         MigrationExecutor(connection).migrate(latest)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_revisions_before_revision_tenants_get_theirs_from_the_migration() -> None:
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("api")
+    executor.migrate([EXPIRY])
+    try:
+        old_apps = executor.loader.project_state([EXPIRY]).apps
+        revision = old_apps.get_model("api", "ConfigRevision").objects
+        revision.create(kind="tenant", key="acme", after={}, version=901, source="api")
+        revision.create(
+            kind="runtime-config",
+            key="",
+            before={"acme": {}, "gone": {}},
+            after={"acme": {}, "new": {"max_queriers_per_tenant": 1}},
+            version=902,
+            source="yaml",
+        )
+        executor = MigrationExecutor(connection)  # reads the applied set again
+        executor.migrate([("api", "0005_revision_tenants")])
+        rows = executor.loader.project_state([("api", "0005_revision_tenants")]).apps
+        found = rows.get_model("api", "RevisionTenant").objects.order_by("tenant_id")
+        assert sorted(found.values_list("revision__version", "tenant_id")) == [
+            (901, "acme"),
+            (902, "gone"),
+            (902, "new"),
+        ]
+    finally:
+        MigrationExecutor(connection).migrate(latest)

@@ -33,7 +33,7 @@ def test_a_database_behind_the_code_stops_start_up_naming_the_migrations_to_run(
     server = DaphneProcess(grpc=False)
     try:
         server.manage("migrate", "--noinput", "-v0")
-        server.manage("migrate", "api", "0003", "--noinput", "-v0")  # as before an upgrade
+        server.manage("migrate", "api", "0004", "--noinput", "-v0")  # as before an upgrade
         started = subprocess.run(
             [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(server.port)]
             + ["config.asgi:application"],
@@ -45,7 +45,7 @@ def test_a_database_behind_the_code_stops_start_up_naming_the_migrations_to_run(
         )
         assert started.returncode == 1
         assert "the database is behind this code: 1 migration(s) not applied" in started.stderr
-        assert "(api.0004_apitoken_expires_at); run `python manage.py migrate`" in started.stderr
+        assert "(api.0005_revision_tenants); run `python manage.py migrate`" in started.stderr
     finally:
         server.cleanup()
 

@@ -6,11 +6,9 @@ could not say which import deleted it; `RevisionTenant` rows can.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
-from django.apps import apps as django_apps
 
 from api.store import services
 from api.store.models import ConfigRevision, RevisionTenant
@@ -86,17 +84,3 @@ def test_imports_and_their_rollbacks_are_found_by_the_tenants_they_changed() -> 
     assert versions(changed_part="ON") == [4, 3, 2]  # gone, any case
     assert versions(key="gone") == [2]  # `key` is unchanged: the tenant's own writes
     assert _rows() == {1: ["keep"], 2: ["gone"], 3: ["gone", "new"], 4: ["gone", "new"]}
-
-
-def test_the_migration_fills_the_rows_of_revisions_written_before_it() -> None:
-    _put("keep", {})
-    _put("gone", {})
-    _import({"keep": {"max_queriers_per_tenant": 3}})
-    services.settings_update(
-        changes={"layout": "tenant-first"}, expected_version=None, author=None, source=API
-    )
-    written = _rows()
-    RevisionTenant.objects.all().delete()
-    migration = importlib.import_module("api.migrations.0005_revision_tenants")
-    migration.fill_revision_tenants(django_apps, None)
-    assert _rows() == written == {1: ["keep"], 2: ["gone"], 3: ["gone", "keep"]}
