@@ -159,6 +159,14 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+# A page's form post: the tenant editor posts one field per box, so the largest
+# tenant the validator allows (100 rules of 50 attributes) posts about 55,000
+# fields and about 4 MB of names; Django's defaults (1,000 fields, 2.5 MB)
+# answered a tenant of 80 one-line rules with a bare 400 and lost the draft.
+# tests/dashboard/test_editor_largest_tenant.py counts them. The REST API
+# reads its bodies through limits of its own (api.rest.content).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 60_000
+DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
 ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
