@@ -124,8 +124,13 @@ _VERBATIM = frozenset(key for key, _ in ATTRIBUTE_FIELDS)
 def _attribute(fields: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in fields.items():
-        if value.strip():
-            _put(out, key, value if key in _VERBATIM else value.strip())
+        if key in _VERBATIM:
+            # Only an empty box is unset: a regex of blanks (" ") is a rule the
+            # API stores, and dropping it left "no field set" on every save.
+            if value:
+                _put(out, key, value)
+        elif value.strip():
+            _put(out, key, value.strip())
     return out
 
 

@@ -41,9 +41,25 @@ def test_an_attribute_text_keeps_its_spaces(key: str) -> None:
     assert posted["query_priority"]["priorities"][0]["query_attributes"] == [{key: " by (job) "}]
 
 
-def test_a_box_of_spaces_alone_is_still_a_box_left_blank() -> None:
-    posted = tenant_config_from_post({f"{ATTR}.regex": "   ", f"{ATTR}.api_type": "query"})
-    assert posted["query_priority"]["priorities"][0]["query_attributes"] == [{"api_type": "query"}]
+def test_a_text_of_spaces_alone_is_kept_and_only_an_empty_box_is_blank() -> None:
+    # The API stores a regex of blanks; read as blank, the form's next save of
+    # that tenant said "no field set" until the operator found and fixed it.
+    posted = tenant_config_from_post(
+        {f"{ATTR}.regex": "   ", f"{ATTR}.api_type": "query", f"{ATTR}.panel_id": ""}
+    )
+    assert posted["query_priority"]["priorities"][0]["query_attributes"] == [
+        {"regex": "   ", "api_type": "query"}
+    ]
+
+
+def test_saving_untouched_a_tenant_whose_regex_is_blanks_changes_nothing(
+    editor_client: Client,
+) -> None:
+    tenant = _store(_rule(regex=" "))
+    page = editor_client.get(URL).content.decode()
+    answer = editor_client.post(URL, {**inputs(page), "action": "save"})
+    assert 'id="review-nothing"' in answer.content.decode()
+    assert Tenant.objects.get(tenant_id="acme").version == tenant.version
 
 
 def test_a_regex_typed_with_spaces_is_saved_with_them(editor_client: Client) -> None:
