@@ -24,11 +24,11 @@ from django.views.decorators.http import require_POST
 
 from api.store import selectors, services
 from api.store.exceptions import NotFound, VersionConflict
-from api.store.models import ConfigRevision
+from api.store.models import ConfigRevision, Tenant
 from dashboard.access import current_tick, editor_required, forbidden, page, role_required
 from dashboard.explain_box import NOT_A_BLOCK, explain_inputs, run_explain
 from dashboard.forms import EditorAction, apply_action
-from dashboard.tenant_draft import FORM, YAML, draft_from_post
+from dashboard.tenant_draft import FORM, YAML, draft_from_post, spelled_as_saved
 from dashboard.tenant_editor import render_editor, save_draft
 from dashboard.views import posted_version, stale_message
 from dashboard.views_rules import default_shares, dry_run_box, shares_not_counted
@@ -126,6 +126,12 @@ def _post(
         return render_editor(request, config=draft, explained=explained, view=posted.view, **show)
     if action in ("view-yaml", "view-form"):
         view = YAML if action == "view-yaml" else FORM
+        if view == YAML and posted.view == FORM:
+            # The form posts every box it shows: the YAML shows what Save
+            # would keep, not fields at their unset value the block never
+            # had (which Save then reported as "left out").
+            stored = Tenant.objects.filter(tenant_id=tenant_id).values_list("config", flat=True)
+            draft = spelled_as_saved(draft, stored.first(), form=True)
         errors = validate_tenant_config(draft)
         return render_editor(request, config=draft, errors=errors, view=view, **show)
     if action == "dry-run":

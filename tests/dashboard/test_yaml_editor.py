@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+import yaml
 from django.test import Client
 
 from api.store import selectors, services
@@ -347,3 +348,16 @@ def test_the_settings_page_shows_the_yaml_diff_of_the_settings_before_saving(
     assert selectors.queue_config_get().priority_aging_seconds == 0
     assert confirm(editor_client, "/settings/", data).status_code == 302
     assert selectors.queue_config_get().priority_aging_seconds == 15
+
+
+def test_the_yaml_view_of_an_untouched_form_shows_the_block_as_saved(
+    editor_client: Client,
+) -> None:
+    # The form posts every box, query_priority's too: the YAML showed a
+    # disabled, empty query_priority the block never had, and Save then
+    # reported it as left out.
+    saved = {"max_query_capacity": 1e-05, "max_queriers_per_tenant": 0}
+    _store(saved)
+    text = yaml_text(to_yaml(editor_client, editor_client.get(URL).content.decode()))
+    assert "query_priority" not in text
+    assert yaml.safe_load(text) == {"acme": saved}
