@@ -231,6 +231,10 @@ def history(request: HttpRequest) -> HttpResponse:
     # The pager's links keep the filters, the picks and the diff mode.
     kept = urlencode({k: v for k, v in request.GET.items() if k not in ("page", "compare") and v})
     context["query"] = f"{kept}&" if kept else ""
+    # The same, without a link's one tenant (`key`): its chip's way out.
+    context["unkeyed"] = urlencode(
+        {k: v for k, v in request.GET.items() if k not in ("page", "compare", "key") and v}
+    )
     # Compare carries the rest of the page's state; "clear picks" drops only the picks.
     unpicked = [(k, v) for k, v in request.GET.items() if v and k not in ("compare", *PICK_NAMES)]
     context.update(unpicked_query=unpicked, clear_picks=urlencode(unpicked))

@@ -104,3 +104,13 @@ def test_an_unknown_kind_is_refused_at_the_kind_select_naming_the_kinds_there_ar
     # Still a page to filter from: the select offers every kind, with "any" shown.
     options = re.findall(r'<option value="([^"]*)"( selected)?', html)
     assert options == [("", ""), ("tenant", ""), ("settings", ""), ("runtime-config", "")]
+
+
+def test_a_links_one_tenant_stays_through_filter_and_says_so(viewer_client: Client) -> None:
+    html = viewer_client.get("/history/?key=acme&diff=split").content.decode()
+    assert '<input type="hidden" name="key" value="acme">' in html
+    chip = re.search(r'<span class="chip" id="h-key">tenant acme exactly <a href="\?([^"]*)"', html)
+    assert chip is not None and chip.group(1) == "diff=split"
+    # Filtering by kind keeps the one tenant.
+    html = viewer_client.get("/history/", {"key": "acme", "kind": "tenant"}).content.decode()
+    assert _listed(html) == ["acme"]

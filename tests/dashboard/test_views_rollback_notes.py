@@ -121,3 +121,16 @@ def test_a_viewer_gets_no_rollback_page_nor_its_note_box(
     response = viewer_client.post(f"/history/{changed.pk}/rollback/")
     assert response.status_code == 403
     assert "rollback-note" not in response.content.decode()
+
+
+def test_the_rollback_of_a_tenants_creation_says_it_deletes_the_tenant(
+    editor_client: Client, changed: ConfigRevision
+) -> None:
+    created = ConfigRevision.objects.order_by("version").first()
+    assert created is not None and created.before is None
+    page = editor_client.post(f"/history/{created.pk}/rollback/").content.decode()
+    deletes = r'id="rollback-deletes">.*<strong>deletes tenant <span class="mono">acme'
+    assert re.search(deletes, page)
+    # A change's rollback restores, and says so.
+    page = editor_client.post(f"/history/{changed.pk}/rollback/").content.decode()
+    assert 'id="rollback-deletes"' not in page and "Rolling back restores" in page
