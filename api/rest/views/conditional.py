@@ -87,8 +87,9 @@ def expected_for_existing(request: Request, current: int) -> int | None:
 
     None (unconditional) for `If-Match: *`: handing the service `current`
     instead, the version read before its transaction, made concurrent
-    `*` writes 412 each other. Raises `PreconditionRequired` (428) without
-    If-Match and `VersionConflict` (412) when no tag matches `current`.
+    `*` writes 412 each other. Raises `VersionConflict` (412) when no
+    If-Match tag matches `current` or If-None-Match names it (RFC 9110's
+    order: If-Match first), else `PreconditionRequired` (428) without If-Match.
     """
     cond = preconditions(request)
     if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
