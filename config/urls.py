@@ -8,8 +8,11 @@ HTML debug page and never calls `handler404`, and an API client cannot read
 that as an error.
 """
 
+from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.template import loader
 from django.urls import include, path, re_path
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -23,6 +26,17 @@ __all__ = ["handler400", "handler404", "handler500", "urlpatterns"]
 def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return api_bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig | TooManyFieldsSent):
+        # A form past the post limits (far above any valid tenant's): say
+        # so, and that Back keeps the draft, rather than "could not read".
+        reason = (
+            f"The form sent more than the server reads (at most "
+            f"{settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} fields and "
+            f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE // (1024 * 1024)} MiB); nothing was "
+            "saved. Your browser's Back returns to the form as you left it."
+        )
+        page = loader.get_template("400.html").render({"reason": reason})
+        return HttpResponseBadRequest(page)
     return defaults.bad_request(request, exception)
 
 
