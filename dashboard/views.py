@@ -229,17 +229,20 @@ def history(request: HttpRequest) -> HttpResponse:
     context["kinds"] = ConfigRevision.Kind.choices
     context["operator_cancels"] = selectors.operator_cancel_list()[:OPERATOR_CANCELS_SHOWN]
     # The pager's links keep the filters, the picks and the diff mode.
-    kept = urlencode({k: v for k, v in request.GET.items() if k not in ("page", "compare") and v})
+    kept = urlencode(_given(request, "page", "compare"))
     context["query"] = f"{kept}&" if kept else ""
     # The same, without a link's one tenant (`key`): its chip's way out.
-    context["unkeyed"] = urlencode(
-        {k: v for k, v in request.GET.items() if k not in ("page", "compare", "key") and v}
-    )
+    context["unkeyed"] = urlencode(_given(request, "page", "compare", "key"))
     # Compare carries the rest of the page's state; "clear picks" drops only the picks.
-    unpicked = [(k, v) for k, v in request.GET.items() if v and k not in ("compare", *PICK_NAMES)]
+    unpicked = _given(request, "compare", *PICK_NAMES)
     context.update(unpicked_query=unpicked, clear_picks=urlencode(unpicked))
     bad = refused or pick_errors or compare_problem
     return page(request, "dashboard/history.html", context, status=400 if bad else 200)
+
+
+def _given(request: HttpRequest, *dropped: str) -> list[tuple[str, str]]:
+    """The page's query parameters that hold a value, but `dropped`."""
+    return [(k, v) for k, v in request.GET.items() if v and k not in dropped]
 
 
 def _picks_context(picks: dict[str, ConfigRevision]) -> dict[str, Any]:
