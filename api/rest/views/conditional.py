@@ -125,8 +125,8 @@ def expected_for_put(request: Request, current: int | None) -> int | AnyVersion 
         if current is not None:
             raise VersionConflict(current)
         return None
-    if current is not None and current in cond.if_none_match:
-        raise VersionConflict(current)
+    if current is not None:
+        _refuse_none_match(cond, current)
     if cond.if_match is None:
         if current is not None:
             raise PreconditionRequired()
@@ -153,8 +153,7 @@ def expected_for_replace_all(
         if exists:
             raise VersionConflict(current)
         return None, True
-    if current in cond.if_none_match:
-        raise VersionConflict(current)
+    _refuse_none_match(cond, current)
     if cond.if_match is None:
         if exists and required:
             raise PreconditionRequired()
