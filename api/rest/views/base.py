@@ -12,7 +12,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from api.rest.content import MAX_JSON_BODY_BYTES, LimitedJSONParser
+from api.rest.content import LimitedJSONParser
 from api.rest.known_params import known_query_params
 from api.rest.query_params import bool_param
 from api.store.exceptions import ConfigValidationError
@@ -230,13 +230,16 @@ class ApiView(FormatChecked):
     source: Any = ConfigRevision.Source.API
 
     def initialize_request(self, request: Any, *args: Any, **kwargs: Any) -> Request:
+        parsers = self.get_parsers()
         return StreamedBodyRequest(
             request,
-            parsers=self.get_parsers(),
+            parsers=parsers,
             authenticators=self.get_authenticators(),
             negotiator=self.get_content_negotiator(),
             parser_context=self.get_parser_context(request),
-            body_limit=getattr(self, "max_body_bytes", MAX_JSON_BODY_BYTES),
+            # The largest a parser here would read (each takes the view's
+            # `max_body_bytes` first): a body cut short of it read as other text.
+            body_limit=getattr(self, "max_body_bytes", max(p.max_bytes for p in parsers)),
         )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
