@@ -161,6 +161,13 @@ function bodyText({ seed: digits, ...rest }) {
   return `{"seed":${value},${JSON.stringify(rest).slice(1)}`;
 }
 
+// 32 random hex digits. Not crypto.randomUUID(): browsers give it only to
+// secure contexts (HTTPS, localhost), so over plain HTTP on a host name the
+// page threw before sending anything; getRandomValues is there in both.
+function runId() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 function buildBody() {
   checkNumbers();
   const [kind, arg] = workloadSelect.value.split(":");
@@ -189,7 +196,7 @@ function buildBody() {
     proposed: readProposed(),
     knobs,
     seed: chosen === null ? 1 : chosen,
-    run_id: crypto.randomUUID().replaceAll("-", ""),
+    run_id: runId(),
   };
 }
 
