@@ -84,7 +84,9 @@ export class DrillExplain {
     if (found.problem) panel.say(found.problem, "error");
     else {
       remember(panel, row);
-      window.location.assign(`/tenants/${encodeURIComponent(row.tenant)}/${found.fragment}`);
+      // /tenants/new/ is the creation page: a tenant named "new" has only the long address.
+      const page = row.tenant === "new" ? "new/edit/" : `${encodeURIComponent(row.tenant)}/`;
+      window.location.assign(`/tenants/${page}${found.fragment}`);
     }
   }
 }
