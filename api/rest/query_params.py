@@ -44,14 +44,20 @@ def _refuse(name: str, message: str) -> serializers.ValidationError:
 def int_param(
     request: Request, name: str, *, default: int, minimum: int, maximum: int | None = None
 ) -> int:
-    """An integer in [minimum, maximum]; absent or empty gives `default`."""
-    raw = request.query_params.get(name, "").strip()
-    if not raw:
+    """An integer in [minimum, maximum]; absent gives `default`, empty is junk.
+
+    An empty `?limit=` once read as absent: a client whose script lost the
+    value got the default page size and no word of it, as `?limit=0` would not.
+    """
+    raw = request.query_params.get(name)
+    if raw is None:
         return default
+    raw = raw.strip()
     bounds = f"from {minimum} to {maximum}" if maximum is not None else f"of at least {minimum}"
     value = parse_decimal(raw, signed=True)
     if value is None:
-        raise _refuse(name, f"must be an integer {bounds}, got {raw[:40]!r}")
+        got = f"{raw[:40]!r}" if raw else "an empty value"
+        raise _refuse(name, f"must be an integer {bounds}, got {got}")
     if value < minimum or (maximum is not None and value > maximum):
         raise _refuse(name, f"must be an integer {bounds}, got {value}")
     return value
