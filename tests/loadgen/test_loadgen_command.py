@@ -37,7 +37,8 @@ def start_loadgen(server: DaphneProcess, report_every: str, *args: str) -> subpr
     return subprocess.Popen(
         [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
          "--rate", "50", "--report-every", report_every, *args],
-        env=server.env, cwd=BASE_DIR, text=True,
+        # A fatal signal (SIGABRT, SIGSEGV) writes every thread's stack to stderr.
+        env={**server.env, "PYTHONFAULTHANDLER": "1"}, cwd=BASE_DIR, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=ctrl_c_as_from_a_terminal,
     )  # fmt: skip
@@ -167,7 +168,11 @@ def until(
     """Poll `check` while `loadgen` runs; fail with its stderr if it exits, or at DEADLINE."""
     deadline = time.monotonic() + DEADLINE
     while not check():
-        assert loadgen.poll() is None, "loadgen exited:\n" + "\n".join(err.lines)
+        # err.all(), not err.lines: the reader thread may not have drained the
+        # pipe yet when poll() sees the exit (a SIGABRT's message was lost so).
+        assert loadgen.poll() is None, f"loadgen exited {loadgen.returncode}:\n" + "\n".join(
+            err.all()
+        )
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
 
