@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Any
 
 from api.cluster import replica_rules
+from api.cluster.lost_cancels import raise_if_cancelled
 from api.cluster.replica_registry import (
     KEY_TTL_SECONDS,
     PRUNE_AFTER_SECONDS,
@@ -374,10 +375,12 @@ async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
     failing = False
     try:
         while True:
+            raise_if_cancelled()
             try:
                 await _exchange(client, host, board, prefix)
                 failing = False
             except (OSError, aioredis.RedisError) as exc:
+                raise_if_cancelled()
                 board.lost_redis()
                 replica_rules.forget_peers()
                 if not failing:
@@ -388,4 +391,4 @@ async def publish_loop(host: Any, redis_url: str, prefix: str) -> None:
         with contextlib.suppress(Exception):
             await withdraw(client, prefix, board.own_id, 1.0)
         with contextlib.suppress(Exception):
-            await client.aclose()
+            await asyncio.wait_for(client.aclose(), 1.0)

@@ -21,6 +21,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from api.cluster.lost_cancels import raise_if_cancelled
+from api.wire.layer_receive import receive_retrying
 from api.wire.outage_log import OutageLog
 
 __all__ = ["CONFIG_GROUP", "ConfigGroup", "keep_membership"]
@@ -75,17 +77,11 @@ class ConfigGroup:
         await _announce({"type": "token.revoked", "token_id": token_id})
 
     async def _listen(self, layer: Any, channel: str) -> None:
+        # A Redis hiccup must not end listening for good; what was missed
+        # meanwhile, the reconcile loop picks up.
         outage = OutageLog(log, "config listener: the channel layer's receive")
         while True:
-            try:
-                message = await layer.receive(channel)
-            except Exception as exc:
-                # A Redis hiccup must not end listening for good; what was
-                # missed meanwhile, the reconcile loop picks up.
-                outage.failed(exc)
-                await asyncio.sleep(1.0)
-                continue
-            outage.worked()
+            message = await receive_retrying(layer, channel, outage)
             version = message.get("version")
             if message.get("type") == "config.changed" and isinstance(version, int):
                 await self._on_config_changed(version)
@@ -108,11 +104,13 @@ async def keep_membership(
     """
     failing = False
     while True:
+        raise_if_cancelled()
         await asyncio.sleep(interval)
         try:
             for rejoin in rejoins:
                 await rejoin()
         except Exception as exc:
+            raise_if_cancelled()
             if not failing:
                 log.warning("joining the channel layer groups again failed: %s; retrying", exc)
             failing = True

@@ -38,6 +38,7 @@ from django.conf import settings
 
 from api.cluster.replica_board import get_board
 from api.wire import queue_requests
+from api.wire.layer_receive import receive_retrying
 from api.wire.outage_log import OutageLog
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
 
@@ -143,14 +144,7 @@ class QueuePeers:
         try:
             outage = OutageLog(log, "queue peers: the channel layer's receive")
             while True:
-                try:
-                    message = await layer.receive(self.channel)
-                except Exception as exc:
-                    outage.failed(exc)
-                    await asyncio.sleep(1.0)
-                    continue
-                outage.worked()
-                self._dispatch(layer, message)
+                self._dispatch(layer, await receive_retrying(layer, self.channel, outage))
         finally:
             with contextlib.suppress(Exception):
                 await layer.group_discard(QUEUE_GROUP, self.channel)

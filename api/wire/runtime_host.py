@@ -56,6 +56,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# How long a stop waits for its helper tasks once cancelled, and for leaving
+# the channel layer's groups (Redis may be the reason they are slow).
+HELPERS_STOP_SECONDS = 5.0
+
 
 class RuntimeHost(DatabaseSync):
     """The process's runtime plus what keeps it in step with the database (`DatabaseSync`)."""
@@ -133,13 +137,30 @@ class RuntimeHost(DatabaseSync):
         if self.grpc_door is not None:
             with contextlib.suppress(Exception):
                 await self.grpc_door.stop(grace=1.0)
+        await self._cancel_helpers()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._group.leave(), HELPERS_STOP_SECONDS)
+
+    async def _cancel_helpers(self) -> None:
+        """Cancel the helper tasks; wait for them, but not for ever.
+
+        Awaited without a bound, one loop that lost its cancel (see
+        `api.cluster.lost_cancels`) held the stop, and with it the sockets'
+        close and the process's exit, until SIGKILL.
+        """
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self._group.leave()
+        if not tasks:
+            return
+        _, running = await asyncio.wait(tasks, timeout=HELPERS_STOP_SECONDS)
+        if running:
+            names = ", ".join(sorted(task.get_name() for task in running))
+            log.warning(
+                "stop: %s still running %.0fs after their cancel; stopping without them",
+                names,
+                HELPERS_STOP_SECONDS,
+            )
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = self._loop.create_task(coro, name=name)

@@ -164,3 +164,29 @@ async def test_a_failed_token_recheck_is_not_counted_as_a_failed_config_reconcil
     assert stamp is not None
     await until(lambda: len(checks) >= 2 and host.reconciles.last_success > stamp)
     assert host.reconciles.failures == 0
+
+
+async def test_a_helper_that_lost_its_cancel_delays_the_stop_by_the_bound_not_for_ever(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As redis-py may do: the cancel absorbed, the loop going on as if nothing had happened."""
+    settings.GRPC_PORT = 0
+    monkeypatch.setattr(runtime_host, "_backgrounds", dict(runtime_host._backgrounds))
+    monkeypatch.setattr(runtime_host, "HELPERS_STOP_SECONDS", 0.2)
+    absorbed: list[str] = []
+    released = asyncio.Event()
+
+    async def deaf() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            absorbed.append("cancel")
+        await released.wait()  # the test's, after the stop: it ends then
+
+    runtime_host.add_background("deaf loop", deaf)
+    await runtime_host.ensure_started()
+    await asyncio.wait_for(runtime_host.shutdown(drain_timeout=0), 5)
+    assert absorbed == ["cancel"]
+    assert "stop: deaf loop still running 0s after their cancel" in caplog.text
+    assert not runtime_host.started()
+    released.set()
