@@ -1,4 +1,4 @@
-"""A tenant named "new" (a valid Cortex org ID) has an editor: `/tenants/new/` stays the creation page."""
+"""A tenant named "new" (a valid Cortex org ID) has an editor; /tenants/new/ stays for creating."""
 
 from __future__ import annotations
 
