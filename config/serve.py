@@ -96,9 +96,12 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 
+    from config.env_checks import refusals_as_one_line
+
     # After the loop policy: setting Django up imports Daphne's server, which
-    # makes the event loop.
-    django.setup()
+    # makes the event loop. A setting refused is one line, not a traceback.
+    with refusals_as_one_line():
+        django.setup()
     refuse_unmigrated_database()
     # Creates the loop when imported, so only after the policy is set.
     from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]

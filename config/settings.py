@@ -8,105 +8,33 @@ replicas must agree on signed cookies and sessions.
 
 from __future__ import annotations
 
-import ipaddress
-import math
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from api.wire.grpc.implementations import implementation_from_env
 from api.wire.grpc.tls import TlsSettingError, client_tls_from_env, server_tls_from_env
+from config.env_checks import (
+    checked_regexes,
+    database_from_env,
+    env_flag,
+    env_int,
+    env_list,
+    env_networks,
+    env_path,
+    env_seconds,
+    proxy_ssl_header,
+    redis_url_from_env,
+    var_dir,
+)
 from config.slow_readers import SLOW_READER_SECONDS, UNSENT_LIMIT_BYTES
-from scheduler_core.bounds import parse_decimal
 from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
-
-
-_ON, _OFF = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
-
-
-def env_flag(name: str, default: bool = False) -> bool:
-    """True for 1/true/yes/on, False for 0/false/no/off (any case); the default
-    when unset or empty. Anything else stops start-up, naming the variable: read
-    as off, `METRICS_REQUIRE_LOGIN=ture` left /metrics open without a word."""
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value not in _ON | _OFF:
-        raise ImproperlyConfigured(
-            f"{name} must be one of 1/true/yes/on or 0/false/no/off, not {value!r}"
-        )
-    return value in _ON
-
-
-def env_list(name: str, default: str) -> list[str]:
-    """A comma-separated variable as a list, blanks dropped."""
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-def env_int(name: str, default: int, *, least: int = 0) -> int:
-    """A whole number of at least `least`; a bad value stops start-up, naming the variable."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    value = parse_decimal(raw)
-    if value is None or value < least:
-        raise ImproperlyConfigured(
-            f"{name} must be a whole number of at least {least}, not {raw!r}"
-        )
-    return value
-
-
-def env_networks(name: str) -> list[str]:
-    """A comma-separated list of IP addresses or networks; a bad one stops start-up by name."""
-    networks = env_list(name, "")
-    for network in networks:
-        try:
-            ipaddress.ip_network(network, strict=False)
-        except ValueError:
-            raise ImproperlyConfigured(
-                f"{name} must list IP addresses or networks (10.0.0.0/8), not {network!r}"
-            ) from None
-    return networks
-
-
-def env_seconds(name: str, default: float, *, zero_ok: bool = False) -> float:
-    """A positive (or, `zero_ok`, 0), finite number of seconds; a bad value stops
-    start-up, naming the variable."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and (value > 0 or (zero_ok and value == 0))):
-        least = "at least 0" if zero_ok else "above 0"
-        raise ImproperlyConfigured(f"{name} must be a number of seconds {least}, not {raw!r}")
-    return value
-
-
-def proxy_ssl_header(name: str) -> tuple[str, str] | None:
-    """`X-Forwarded-Proto: https` (the header your proxy sets, and its HTTPS value)
-    as Django's ("HTTP_X_FORWARDED_PROTO", "https"); None when unset."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return None
-    header, sep, value = raw.partition(":")
-    header, value = header.strip(), value.strip()
-    if not sep or not header or not value or not header.replace("-", "").isalnum():
-        raise ImproperlyConfigured(
-            f"{name} must look like 'X-Forwarded-Proto: https' (header: value), not {raw!r}"
-        )
-    return "HTTP_" + header.upper().replace("-", "_"), value
-
+VAR_DIR = var_dir("VAR_DIR", BASE_DIR / "var")
 
 DEV_SECRET_KEY = "dev-insecure-queue-inspector-key-set-SECRET_KEY-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "") or DEV_SECRET_KEY
@@ -118,7 +46,8 @@ if SECRET_KEY == DEV_SECRET_KEY and not DEBUG:
         stacklevel=1,
     )
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+# An empty value is the default: no hosts at all answered every request 400.
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "") or ["127.0.0.1", "localhost"]
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -185,8 +114,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", "") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+    "default": database_from_env(
+        "DATABASE_URL",
+        f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
     )
 }
@@ -202,7 +132,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = os.environ.get("REDIS_URL", "")
+REDIS_URL = redis_url_from_env("REDIS_URL")
 # Namespaces the channel layer's and the replica summaries' Redis keys, so
 # several deployments (or test runs) can share one Redis.
 CHANNEL_PREFIX = os.environ.get("CHANNEL_PREFIX", "asgi")
@@ -247,7 +177,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
+STATIC_ROOT = env_path("STATIC_ROOT", BASE_DIR / "staticfiles")
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -266,7 +196,7 @@ LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
 
 # How often an open inspector checks its login still holds (expiry, a
 # deactivated user, a removed role end it; a logout ends it at once).
-INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS", 30.0)
+INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS", 30.0, least=0.1)
 # Inspector sockets one login session may hold open on one replica at once:
 # each costs a frame built every tick, so a script replaying a stolen cookie
 # cannot make the broadcaster build thousands. A browser's tabs stay far below.
@@ -304,7 +234,9 @@ CONTENT_SECURITY_POLICY = {
 # works; with all of them set, `manage.py check --deploy` is clean.
 SECURE_SSL_REDIRECT = env_flag("SECURE_SSL_REDIRECT")
 # Health probes often come over plain HTTP from inside; they are not redirected.
-SECURE_REDIRECT_EXEMPT = env_list("SECURE_REDIRECT_EXEMPT", r"^healthz$")
+SECURE_REDIRECT_EXEMPT = checked_regexes(
+    "SECURE_REDIRECT_EXEMPT", env_list("SECURE_REDIRECT_EXEMPT", r"^healthz$")
+)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("SECURE_HSTS_INCLUDE_SUBDOMAINS")
 SECURE_HSTS_PRELOAD = env_flag("SECURE_HSTS_PRELOAD")
@@ -325,15 +257,17 @@ CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", Tr
 
 # The scheduler runtime's own knobs (api/wire/runtime_host.py, queue_peers.py),
 # read here so a bad value stops start-up naming it: read later, it left a
-# server whose /healthz answered while its scheduler never started.
-CONFIG_RECONCILE_SECONDS = env_seconds("CONFIG_RECONCILE_SECONDS", 5.0)
-GROUP_REJOIN_SECONDS = env_seconds("GROUP_REJOIN_SECONDS", 5.0)
+# server whose /healthz answered while its scheduler never started. Periods
+# are at least 0.1 s: a microsecond's kept an idle server busy.
+CONFIG_RECONCILE_SECONDS = env_seconds("CONFIG_RECONCILE_SECONDS", 5.0, least=0.1)
+GROUP_REJOIN_SECONDS = env_seconds("GROUP_REJOIN_SECONDS", 5.0, least=0.1)
 SHUTDOWN_DRAIN_TIMEOUT = env_seconds("SHUTDOWN_DRAIN_TIMEOUT", 10.0, zero_ok=True)
-QUEUE_PEER_TIMEOUT = env_seconds("QUEUE_PEER_TIMEOUT", 2.0)
+QUEUE_PEER_TIMEOUT = env_seconds("QUEUE_PEER_TIMEOUT", 2.0, least=0.1)
 TRAFFIC_SAMPLE_PER_TENANT = env_int("TRAFFIC_SAMPLE_PER_TENANT", DEFAULT_PER_TENANT)
 TRAFFIC_SAMPLE_MAX_BYTES = env_int("TRAFFIC_SAMPLE_MAX_BYTES", DEFAULT_MAX_BYTES)
-# Objects before the collector runs (config/asgi.py); 0 would turn it off.
-GC_GEN0_THRESHOLD = env_int("GC_GEN0_THRESHOLD", 50_000, least=1)
+# Objects before the collector runs (config/asgi.py); 0 would turn it off,
+# and gc.set_threshold takes no more than a C int.
+GC_GEN0_THRESHOLD = env_int("GC_GEN0_THRESHOLD", 50_000, least=1, most=2**31 - 1)
 
 # A websocket client that reads nothing is dropped (config/slow_readers.py,
 # installed by config.serve): once more than this many bytes wait unsent to
