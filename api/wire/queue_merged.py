@@ -5,13 +5,18 @@ queued rows replica by replica (replicas in ID order), each in its own
 dequeue order, then running rows the same way. Replicas dequeue in parallel,
 so there is no one order across them; this one is stable and exact per
 replica. The merged cursor says which phase, which replica and that
-replica's own cursor; `total` sums every replica's count. A cancel by filter
-reaches every replica; a cancel by id reaches the one replica holding that
-id, and is refused (`AmbiguousRequest`) when ids repeat and no `replica=`
-names one. A dry run (`merged.count_as_of`) counts here first, then asks
-the peers to count what was enqueued by the instant it counted at, so the
-total is of one moment (`queue_peers.on_this_clock` says how each peer
-reads that instant).
+replica's own cursor; `total` sums every replica's count. A page is the
+last when nothing follows its position: the step it ended in is exhausted
+and every later step is empty by the counts taken for the page (each
+replica's split into queued and running). A count of rows handed out on
+earlier pages, some of them gone since, says nothing about what follows.
+A cancel by filter reaches every replica; a lookup or cancel by id reaches
+the one replica holding that id, and is refused (`AmbiguousRequest`) when
+ids repeat and no `replica=` names one; a `replica=` naming no replica this
+one knows (itself, a live peer or a down one) is `UnknownReplica`. A dry
+run (`merged.count_as_of`) counts here first, then asks the peers to count
+what was enqueued by the instant it counted at, so the total is of one
+moment (`queue_peers.on_this_clock` says how each peer reads that instant).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from api.wire import queue_peers, queue_requests
 from api.wire.queue_peers import QueuePeers
 from api.wire.queue_rows import RequestFilter
 
-__all__ = ["AmbiguousRequest", "merged"]
+__all__ = ["AmbiguousRequest", "UnknownReplica", "known_replicas", "merged"]
 
 _PHASES = ("queued", "in_flight")
 
@@ -34,12 +39,35 @@ _PHASES = ("queued", "in_flight")
 class AmbiguousRequest(Exception):
     """A request id held by several replicas, and no replica named: which one is meant?"""
 
-    def __init__(self, request_id: str, replicas: list[str]) -> None:
+    def __init__(self, request_id: str, replicas: list[str], to: str = "cancel one") -> None:
         super().__init__(
             f"request {request_id} is on replicas {', '.join(replicas)} (ids repeat across "
-            "replicas): give replica to cancel one"
+            f"replicas): give replica to {to}"
         )
         self.replicas = replicas
+
+
+class UnknownReplica(Exception):
+    """`replica` names no replica this one knows: not itself, nor a live or a down peer.
+
+    Asked anyway, such a name cost the peer timeout and a 503 saying it
+    "did not answer", as if it might hold the request.
+    """
+
+    def __init__(self, replica: str, known: list[str]) -> None:
+        super().__init__(f"no replica named {replica!r}; known: {', '.join(known)}")
+        self.replica = replica
+        self.known = known
+
+
+def known_replicas(own: str) -> list[str]:
+    """This replica, its live peers and its down ones (`queue_peers.down_peers`), sorted."""
+    return sorted({own, *queue_peers.live_peers(), *queue_peers.down_peers()})
+
+
+def _check_named(own: str, replica: str | None) -> None:
+    if replica is not None and replica not in (known := known_replicas(own)):
+        raise UnknownReplica(replica, known)
 
 
 def _encode(fingerprint: str, phase: int, replica: str, sub: str | None, returned: int) -> str:
@@ -64,6 +92,23 @@ def _decode(text: str, fingerprint: str) -> tuple[int, str, str | None, int]:
     return phase, replica, sub, returned
 
 
+def _sum(count: Any) -> int:
+    """A replica's count: [queued, running], or one number (a peer of an older version)."""
+    if isinstance(count, list):
+        return sum(c for c in count if isinstance(c, int))
+    return count if isinstance(count, int) else 0
+
+
+def _holds(count: Any, phase: str) -> bool:
+    """Whether a replica may hold rows of `phase`, by its count (one number: of any
+    phase; no count read: it may)."""
+    if isinstance(count, list) and len(count) == 2:
+        return bool(count[_PHASES.index(phase)])
+    if isinstance(count, int):
+        return count > 0
+    return True
+
+
 class merged:  # noqa: N801 - a namespace of the merged operations
     """The REST operations over every live replica (this one first asked locally)."""
 
@@ -73,12 +118,13 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     ) -> dict[str, Any]:
         others = queue_peers.live_peers()
         replicas = sorted({peers.own, *others})
-        args = {"filter": flt.as_args()}
+        # Split by phase ([queued, running]); a peer of an older version
+        # answers one number.
+        args = {"filter": flt.as_args(), "phases": True}
         counts, absent = await peers.ask("count", args)
         missing = set(absent)
-        total = await peers.answer("count", args) + sum(
-            c for c in counts.values() if isinstance(c, int)
-        )
+        counts[peers.own] = await peers.answer("count", args)
+        total = sum(_sum(c) for c in counts.values())
         phases = [flt.state] if flt.state is not None else list(_PHASES)
         fingerprint = flt.fingerprint()
         steps = [(p, r) for p in range(len(phases)) for r in replicas]
@@ -116,11 +162,13 @@ class merged:  # noqa: N801 - a namespace of the merged operations
                 following = _encode(fingerprint, phase, replica, body["next"], returned + len(rows))
                 break
             at, sub = at + 1, None
-        if following is None and at < len(steps):
+        # The page ended with a step exhausted: the next page starts at the
+        # first later step that holds anything (none: this is the last page).
+        while following is None and at < len(steps):
             phase, replica = steps[at]
-            following = _encode(fingerprint, phase, replica, None, returned + len(rows))
-        if returned + len(rows) >= total:
-            following = None
+            if replica not in missing and _holds(counts.get(replica), phases[phase]):
+                following = _encode(fingerprint, phase, replica, None, returned + len(rows))
+            at += 1
         return {
             "running": True,
             "results": rows,
@@ -134,16 +182,24 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     async def find(
         peers: QueuePeers, request_id: str, replica: str | None
     ) -> tuple[dict[str, Any] | None, list[str]]:
+        """The request's row, or None; and who did not answer.
+
+        Without `replica`, every replica is asked, as a cancel by id finds
+        its holder: an id several hold (websocket ids restart in every
+        process) raises AmbiguousRequest, rather than answering with this
+        replica's request when another's was meant.
+        """
+        _check_named(peers.own, replica)
         args = {"id": request_id}
-        if replica is None or replica == peers.own:
-            local = await peers.answer("find", args)
-            if local is not None or replica == peers.own:
-                return local, []
-        replies, missing = await peers.ask("find", args, None if replica is None else [replica])
-        for name in sorted(replies):
-            if replies[name] is not None:
-                return replies[name], missing
-        return None, missing
+        if replica is None:
+            rows, missing = await merged._held(peers, request_id)
+            if len(rows) > 1:
+                raise AmbiguousRequest(request_id, sorted(rows), to="look at one")
+            return next(iter(rows.values()), None), missing
+        if replica == peers.own:
+            return await peers.answer("find", args), []
+        replies, missing = await peers.ask("find", args, [replica])
+        return replies.get(replica), missing
 
     @staticmethod
     async def cancel_one(
@@ -155,6 +211,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         replicas (websocket ids restart in every process) raises
         AmbiguousRequest rather than cancelling another tenant's request too.
         """
+        _check_named(peers.own, replica)
         missing: list[str] = []
         if replica is None:
             holders, missing = await merged._holders(peers, request_id)
@@ -172,11 +229,20 @@ class merged:  # noqa: N801 - a namespace of the merged operations
     @staticmethod
     async def _holders(peers: QueuePeers, request_id: str) -> tuple[list[str], list[str]]:
         """The replicas holding `request_id`, and those that did not answer."""
+        rows, missing = await merged._held(peers, request_id)
+        return sorted(rows), missing
+
+    @staticmethod
+    async def _held(
+        peers: QueuePeers, request_id: str
+    ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        """Each replica holding `request_id` -> its row; and the replicas that did not answer."""
         args = {"id": request_id}
-        holders = [peers.own] if await peers.answer("find", args) is not None else []
+        local = await peers.answer("find", args)
+        rows = {} if local is None else {peers.own: local}
         replies, missing = await peers.ask("find", args)
-        holders += [name for name in sorted(replies) if replies[name] is not None]
-        return sorted(holders), missing
+        rows.update((name, row) for name, row in replies.items() if row is not None)
+        return dict(sorted(rows.items())), missing
 
     @staticmethod
     async def cancel_matching(

@@ -20,7 +20,11 @@ of them still queued and nothing enqueued since.
 The cursor handed out is opaque: base64url of
 `[filter fingerprint, phase, position, rows returned so far]`, where the
 phase is "q" (queued, the core listing's position) or "f" (in flight, an
-offset in the longest-running-first order).
+offset in the longest-running-first order). Whether a page is the last is
+decided by its position alone: nothing matches after it. The rows returned
+so far are carried (older cursors hold them) but decide nothing: some of
+them may have left the queue since, so comparing them with the current
+`total` ended a listing while requests after the position still waited.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "cancel_one",
     "count_as_of",
     "count_matching",
+    "count_phases",
     "decode_cursor",
     "encode_cursor",
     "find_row",
@@ -161,7 +166,18 @@ async def count_matching(
     `queued`, when the caller already walked every queued match (a first
     page that reached the end), is taken as the queued count: no second scan.
     """
-    return await _count(runtime, flt, names, timer, queued, runtime.clock(), None)
+    return sum(await _count(runtime, flt, names, timer, queued, runtime.clock(), None))
+
+
+async def count_phases(
+    runtime: SchedulerRuntime, flt: RequestFilter, names: Mapping[str, str]
+) -> tuple[int, int]:
+    """`count_matching` split: (queued, running); a phase the filter's state leaves out is 0.
+
+    A listing across replicas reads from it which of its later steps (phase
+    x replica) hold anything, so its last page is the last that has rows.
+    """
+    return await _count(runtime, flt, names, None, None, runtime.clock(), None)
 
 
 async def count_as_of(
@@ -176,7 +192,7 @@ async def count_as_of(
     """
     now, wall = runtime.clock(), queue_rows.wall_clock()
     as_of = math.ceil(wall * 1e6) / 1e6
-    return await _count(runtime, flt.by(as_of), names, None, None, now, wall), as_of
+    return sum(await _count(runtime, flt.by(as_of), names, None, None, now, wall)), as_of
 
 
 async def _count(
@@ -187,27 +203,28 @@ async def _count(
     queued: int | None,
     now: float,
     wall: float | None,
-) -> int:
+) -> tuple[int, int]:
+    """(queued, running) matches."""
     timer = timer or _LoopTimer()
     queue = runtime.queue
-    total = 0
+    waiting = running = 0
     if flt.state != "in_flight" and queued is not None:
-        total += queued
+        waiting = queued
     elif flt.state != "in_flight":
         predicate = flt.predicate(now, names, wall=wall)
         if predicate is None:
-            total += queue.listing().queued_count(**_node(flt))
+            waiting = queue.listing().queued_count(**_node(flt))
         else:
             scan = MatchScan(
                 queue.listing(), predicate=predicate, cost=flt.text_cost(), **_node(flt)
             )
             while not scan.step(PAGE_BUDGET):
                 await timer.yield_loop()
-            total += scan.count
+            waiting = scan.count
     if flt.state != "queued":
         test = flt.predicate(now, names, node=True, wall=wall)
-        total += sum(1 for f in queue.listing().in_flight() if test is None or test(f.request))
-    return total
+        running = sum(1 for f in queue.listing().in_flight() if test is None or test(f.request))
+    return waiting, running
 
 
 async def list_page(
@@ -255,20 +272,23 @@ async def list_page(
         if cursor is None and predicate is not None:
             # A first page counts its matches by walking on from where it
             # stopped: one pass over the node, not a second scan from the top.
-            queued_seen = len(rows)
-            if not done:
-                queued_seen += await _count_on(queue, flt, position, predicate, timer)
+            after = 0 if done else await _count_on(queue, flt, position, predicate, timer)
+            queued_seen = len(rows) + after
+            done = after == 0
+        elif not done:
+            # A full page: the last one only if nothing matches after it.
+            done = not await _match_after(queue, flt, position, predicate, timer)
         if done:
             if flt.state is None:
                 phase, position = "f", 0
             else:
                 exhausted = True
-    if phase == "f" and len(rows) < limit:
+    if phase == "f":
         now = runtime.clock()
         test = flt.predicate(now, names, node=True)
         flights = [f for f in queue.listing().in_flight() if test is None or test(f.request)]
         offset = position or 0
-        chosen = flights[offset : offset + limit - len(rows)]
+        chosen = flights[offset : offset + max(0, limit - len(rows))]
         rows += [
             request_row(
                 f.request, f, now, replica=replica, grpc_names=names, query_limit=query_limit
@@ -280,9 +300,29 @@ async def list_page(
     total = await count_matching(runtime, flt, names, timer, queued_seen)
     returned += len(rows)
     following = None
-    if not exhausted and returned < total:
+    if not exhausted:
         following = encode_cursor(fingerprint, phase, position, returned)
     return Page(rows, following, total, timer.stop())
+
+
+async def _match_after(
+    queue: Any, flt: RequestFilter, position: Any, predicate: Predicate | None, timer: _LoopTimer
+) -> bool:
+    """Whether any queued request after `position` in the node's dequeue order
+    matches: read from the position on, in bounded steps, up to the first match."""
+    cost = flt.text_cost()
+    while True:
+        try:
+            listing = queue.listing().queued(after=position, **_node(flt))
+        except StaleCursor:  # pragma: no cover - the layout changed: the next page says so
+            return True
+        got, done = take_page(listing, 1, predicate, PAGE_BUDGET, cost)
+        if got:
+            return True
+        if done:
+            return False
+        position = listing.position()
+        await timer.yield_loop()
 
 
 async def _count_on(

@@ -25,7 +25,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -45,7 +46,7 @@ from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, queue_rows, runtime_host
-from api.wire.queue_merged import AmbiguousRequest, merged
+from api.wire.queue_merged import AmbiguousRequest, UnknownReplica, merged
 from api.wire.queue_peers import UNHEARD_NOTE, down_peers, live_peers, peers_unheard
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
 from scheduler_core.bounds import quoted
@@ -135,6 +136,31 @@ def _replica() -> str:
     return get_board().own_id
 
 
+class NoSuchReplica(APIException):
+    """`replica` names no replica this one knows (404): asked, it cost the peer
+    timeout and a 503 saying it "did not answer"."""
+
+    status_code = status.HTTP_404_NOT_FOUND
+    default_code = "no_such_replica"
+
+    def __init__(self, exc: UnknownReplica) -> None:
+        super().__init__({"detail": str(exc), "replica": exc.replica, "replicas": exc.known})
+
+
+def _alone_on(replica: str | None) -> bool:
+    """Without peers, whether `replica` (given) names this replica.
+
+    Another name is a replica this one does not know: a 404 naming it; or,
+    before this replica has heard of its peers, perhaps one of them (False:
+    the lookup finds nothing, a 503 saying the peers are unknown).
+    """
+    if replica in (None, _replica()):
+        return True
+    if peers_unheard():
+        return False
+    raise UnknownReplica(replica, [_replica()])
+
+
 def _peers(host: Any) -> Any:
     """The host's peer link when other replicas are live or down, else None (single replica)."""
     peers = getattr(host, "queue_peers", None)
@@ -183,6 +209,8 @@ async def _find_on_loop(
     peers = _peers(host)
     if peers is not None:
         return await merged.find(peers, request_id, replica)
+    if not _alone_on(replica):
+        return None, []
     names = queue_requests.grpc_names(host)
     row = queue_requests.find_row(host.runtime, request_id, replica=_replica(), names=names)
     return row, []
@@ -196,11 +224,8 @@ async def _cancel_one_on_loop(
     host = runtime_host.get_host()
     peers = _peers(host)
     if peers is not None:
-        try:
-            return await merged.cancel_one(peers, request_id, reason, replica)
-        except AmbiguousRequest as exc:
-            raise Ambiguous(exc) from None
-    if replica not in (None, _replica()):
+        return await merged.cancel_one(peers, request_id, reason, replica)
+    if not _alone_on(replica):
         return None, []
     names = queue_requests.grpc_names(host)
     row = queue_requests.cancel_one(
@@ -212,6 +237,17 @@ async def _cancel_one_on_loop(
         answered=queue_requests.answered_check(host),
     )
     return row, []
+
+
+def _settled(call: Any, *args: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """A lookup or cancel by id run on the loop; 409 for an id several replicas
+    hold (no `replica` given), 404 for a `replica` naming none."""
+    try:
+        return async_to_sync(call)(*args)
+    except AmbiguousRequest as exc:
+        raise Ambiguous(exc) from None
+    except UnknownReplica as exc:
+        raise NoSuchReplica(exc) from None
 
 
 def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> dict[str, Any]:
@@ -302,10 +338,11 @@ class QueueRequestDetailView(ApiView):
         operation_id="queue_requests_retrieve",
         summary="Get a queued or running request",
         parameters=[_param("replica", OpenApiTypes.STR, "scale-out: look on this replica only")],
-        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 503)},
+        responses={200: QueueRequestDetailSerializer, **errors(400, 404, 409, 503)},
     )
     def get(self, request: Request, request_id: str) -> Response:
-        found = async_to_sync(_find_on_loop)(request_id, request.query_params.get("replica"))
+        replica = request.query_params.get("replica") or None
+        found = _settled(_find_on_loop, request_id, replica)
         return Response(_found(request_id, found))
 
 
@@ -334,9 +371,7 @@ class QueueRequestCancelView(ApiView):
             raise serializers.ValidationError(problems)
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
-        row = _found(
-            request_id, async_to_sync(_cancel_one_on_loop)(request_id, reason, replica or None)
-        )
+        row = _found(request_id, _settled(_cancel_one_on_loop, request_id, reason, replica or None))
         services.operator_cancel_record(
             author=request.user,
             source=_source(request),
