@@ -6,11 +6,15 @@ CommandError naming it. Without them, `loadtest --seconds nan` printed a
 summary of nonsense and exit 0, `--workers 0` died in a traceback after three
 phases, `loadgen --url http://[::1` died in urllib's, `--queriers 100000000` ran
 out of memory making clients, `--url http://host:8000/some/path` dropped the
-path without a word, and `--rate 1e308` spun a core while claiming 1e308 req/s.
+path without a word, and `--rate 1e308` spun a core while claiming 1e308 req/s;
+`--url http://user:pw@host:8000` printed the password in every report line,
+and one server given as two `--url`s was reported as "replicas 2/2 up".
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import math
 import resource
 from typing import Any
@@ -40,6 +44,7 @@ MAX_RATE = 10_000.0
 
 def check_loadgen_options(options: dict[str, Any], *, replicas: int) -> None:
     """`manage.py loadgen`'s options, for `replicas` URLs (its tokens: loadgen.tokens)."""
+    _distinct_urls(options["url"] or [])
     _positive_seconds("--rate", options["rate"], "a number of requests per second")
     _rate_within_reach("--rate", options["rate"])
     _positive_seconds("--report-every", options["report_every"], "a number of seconds")
@@ -80,6 +85,13 @@ def ws_base(url: str) -> str:
     """`ws://host:port` (or wss) for a `--url` given as http(s)://host:port."""
     try:
         parts = urlsplit(url)
+        if "@" in parts.netloc:
+            # Sent nowhere (the clients authenticate with tokens), but echoed
+            # in every report line: a password would be shown, and logged.
+            raise CommandError(
+                "--url must be a scheduler's base URL with no user name or password, "
+                "like http://127.0.0.1:8000 (host:port only)"
+            )
         port = parts.port  # ValueError for a port that is not one
     except ValueError as exc:
         raise CommandError(
@@ -96,6 +108,33 @@ def ws_base(url: str) -> str:
             f"http://127.0.0.1:8000, not {url!r}"
         )
     return f"{'wss' if parts.scheme == 'https' else 'ws'}://{parts.netloc}"
+
+
+def _distinct_urls(urls: list[str]) -> None:
+    """CommandError when two `--url`s name one server (checked with `ws_base`'s URLs).
+
+    Each querier would connect to it twice and the report count it as two
+    replicas up ("replicas 2/2 up"), one server doing the work of two.
+    """
+    seen: dict[tuple[str, str, int], str] = {}
+    for url in urls:
+        key = _server(url)
+        if key in seen:
+            same = "twice" if seen[key] == url else f"as {seen[key]!r} does"
+            raise CommandError(
+                f"--url {url!r} names the same server {same}: give each replica once"
+            )
+        seen[key] = url
+
+
+def _server(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL `ws_base` takes: its spellings of one server alike."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    with contextlib.suppress(ValueError):
+        host = ipaddress.ip_address(host).compressed  # [::1] and [0:0::1]
+    return scheme, host, parts.port or (443 if scheme == "https" else 80)
 
 
 def _positive_seconds(option: str, value: float, what: str) -> None:

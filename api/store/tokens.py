@@ -37,6 +37,7 @@ __all__ = [
     "api_token_revoke",
     "token_name_error",
     "unprintable_character",
+    "valid_utf8",
 ]
 
 
@@ -59,7 +60,9 @@ def api_token_expiry_check(expires_at: datetime) -> datetime:
     try:
         expires_at = expires_at.astimezone(UTC)
     except OverflowError as exc:
-        raise TokenExpiryError("is out of range (years 1 to 9999, in UTC)") from exc
+        raise TokenExpiryError(
+            f"{expires_at.isoformat()} is out of range (years 1 to 9999, in UTC)"
+        ) from exc
     now = timezone.now()
     if expires_at <= now:
         shown = now.isoformat(timespec="seconds")
@@ -73,6 +76,10 @@ def api_token_expiry_check(expires_at: datetime) -> datetime:
 def token_name_error(name: str) -> str | None:
     """Why `name` cannot name a token, or None: the one check the command and the admin share."""
     limit = ApiToken._meta.get_field("name").max_length
+    if not valid_utf8(name):
+        # Bytes a terminal or file gave in another encoding: the database
+        # driver failed on them with a codec's message.
+        return "not valid UTF-8"
     if not name.strip() or len(name) > limit:
         # PostgreSQL refuses a longer one with a DataError (SQLite would keep it).
         return f"a token name is 1 to {limit} characters, not blank"
@@ -124,6 +131,17 @@ _UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+
+
+def valid_utf8(text: str) -> bool:
+    """Whether `text` is text at all: bytes that are not UTF-8 reach a command's
+    arguments and environment as lone surrogates (surrogate escapes), which
+    no database, hash or page can take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def unprintable_character(text: str) -> str | None:

@@ -7,6 +7,7 @@ stops, here when nothing answers at `--url`.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -66,6 +67,53 @@ def test_an_option_out_of_range_is_refused_by_name_before_anything_starts(
         loadgen(*args)
     assert str(raised.value).startswith(error)
     assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url", ["http://loadgen:s3cret@127.0.0.1:8000", "http://s3cret@127.0.0.1:8000", "http://@h:1"]
+)
+def test_a_url_with_a_user_name_or_password_is_refused_without_repeating_them(url: str) -> None:
+    # Every report line echoes the URLs: a password there would be printed, and logged.
+    with pytest.raises(CommandError) as raised:
+        loadgen("--url", url)
+    assert str(raised.value) == (
+        "--url must be a scheduler's base URL with no user name or password, "
+        "like http://127.0.0.1:8000 (host:port only)"
+    )
+    assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000", "twice"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/", "as 'http://127.0.0.1:8000' does"),
+        ("http://LocalHost", "http://localhost:80", "as 'http://LocalHost' does"),
+        ("HTTPS://h:443", "https://h", "as 'HTTPS://h:443' does"),
+        ("http://[::1]:8000", "http://[0:0::1]:8000", "as 'http://[::1]:8000' does"),
+    ],
+)
+def test_one_server_given_twice_as_url_is_refused_not_counted_as_two_replicas(
+    first: str, second: str, same: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        loadgen("--url", first, "--url", second)
+    assert str(raised.value) == (
+        f"--url {second!r} names the same server {same}: give each replica once"
+    )
+    assert not ApiToken.objects.exists()
+
+
+def test_two_servers_on_one_host_are_two_replicas(refusing_url: str) -> None:
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        second = f"http://127.0.0.1:{other.getsockname()[1]}"
+        # Past the checks, to the connections (refused here).
+        with pytest.raises(CommandError) as raised:
+            loadgen("--url", refusing_url, "--url", second, "--queriers", "1")
+    assert str(raised.value).startswith(
+        f"cannot connect to ws://{refusing_url[7:]}, ws://{second[7:]}: "
+    )
 
 
 def test_the_highest_rate_and_a_base_url_with_a_trailing_slash_are_taken(

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
-from api.store.tokens import unprintable_character
+from api.store.tokens import unprintable_character, valid_utf8
 
 __all__ = ["login_name", "login_password"]
 
@@ -23,6 +23,9 @@ def login_name(raw: str, source: str) -> str:
     reproduce (blank, spaces, too long for the column) would make a login
     that never works.
     """
+    if not valid_utf8(raw):
+        # Else refused as "'\udcff': Enter a valid username", which hides why.
+        raise CommandError(f"{source}: not valid UTF-8")
     model = get_user_model()
     field = model._meta.get_field(model.USERNAME_FIELD)
     name = model.normalize_username(raw)
@@ -38,6 +41,9 @@ def login_password(raw: str, source: str) -> str:
     if not raw:
         # The login form requires a password, so this login could never be used.
         raise CommandError(f"{source}: must not be empty")
+    if not valid_utf8(raw):
+        # Hashing it would fail on the surrogates that stand for the bytes.
+        raise CommandError(f"{source}: not valid UTF-8")
     # The characters token names refuse: printed, they split or garble the
     # one-line login (or reorder it, so what is read is not what to type),
     # and a password field drops line breaks as they are pasted, so such a

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from api.management.commands._database import database_command
+from api.management.commands._interrupts import interrupts_deferred
 from api.store.models import ApiToken
 from api.store.services import api_token_issue
 from api.store.tokens import TokenExpiryError
@@ -80,17 +81,23 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # argparse lets at most one of the two through.
         option = "--expires-in" if options["expires_in"] is not None else "--expires-at"
-        try:
-            token, plaintext = api_token_issue(
-                name=options["name"], role=options["role"], expires_at=_expiry(options)
+        # Ctrl-C while the INSERT waits (a locked database) would stop the
+        # command after the token was stored but before it was shown: a live
+        # token no one has. It is taken once the token is printed.
+        with interrupts_deferred():
+            try:
+                token, plaintext = api_token_issue(
+                    name=options["name"], role=options["role"], expires_at=_expiry(options)
+                )
+            except TokenExpiryError as exc:
+                raise CommandError(f"{option}: {exc}") from exc
+            except ValueError as exc:
+                raise CommandError(f"name: {exc}") from exc
+            if token.expires_at is not None:
+                self.stderr.write(
+                    f"It expires at {token.expires_at.isoformat(timespec='seconds')}."
+                )
+            self.stderr.write(
+                f"Issued {token.role} token #{token.pk} {token.name!r}; it is shown once:"
             )
-        except TokenExpiryError as exc:
-            raise CommandError(f"{option}: {exc}") from exc
-        except ValueError as exc:
-            raise CommandError(f"name: {exc}") from exc
-        if token.expires_at is not None:
-            self.stderr.write(f"It expires at {token.expires_at.isoformat(timespec='seconds')}.")
-        self.stderr.write(
-            f"Issued {token.role} token #{token.pk} {token.name!r}; it is shown once:"
-        )
-        self.stdout.write(plaintext)
+            self.stdout.write(plaintext)

@@ -13,6 +13,7 @@ from api.management.commands._database import database_command
 from api.store.exceptions import NotFound
 from api.store.models import ApiToken
 from api.store.services import api_token_revoke
+from api.store.tokens import valid_utf8
 
 __all__ = ["Command"]
 
@@ -54,6 +55,9 @@ class Command(BaseCommand):
         name: str | None = options["name"]
         if bool(ids) == (name is not None):
             raise CommandError("give token ids or --name, not both or neither")
+        if name is not None and not valid_utf8(name):
+            # The driver failed on it binding the query, in a traceback.
+            raise CommandError("--name: not valid UTF-8")
         tokens = ApiToken.objects.order_by("pk")
         found = tokens.filter(name=name) if name is not None else tokens.filter(pk__in=ids)
         found_ids = list(found.values_list("pk", flat=True))

@@ -43,6 +43,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from api.management.commands._database import database_command
+from api.management.commands._interrupts import interrupts_deferred
 from api.store.services import api_token_issue, api_token_revoke
 from loadgen.cortex_traffic import GrpcDemo, GrpcUnavailable
 from loadgen.demo_traffic import latency_for, make_request, read_slowdown
@@ -128,7 +129,10 @@ class Command(BaseCommand):
                 querier_token = _issue("loadgen-querier", "querier", issued)
             self._start_and_run(ws, frontend_token, querier_token, options)
         finally:
-            self._revoke(issued)
+            # A Ctrl-C meanwhile (impatient, or the database is slow) would
+            # leave the rest working: it is taken once all are revoked.
+            with interrupts_deferred():
+                self._revoke(issued)
         self.stdout.write("loadgen stopped")
 
     def _start_and_run(
@@ -213,23 +217,30 @@ class Command(BaseCommand):
             give_up=opts["give_up_after"],
             warn=self.stderr.write,
         )
+        grpc_demo: GrpcDemo | None = None
+        tasks: list[asyncio.Task[None]] = []
+        connected = True  # false only when a replica refused the first connection
+        # One stop path wherever the stop lands (Ctrl-C or SIGTERM cancel
+        # this task): still connecting to the replicas or to gRPC, or running.
         try:
-            await replicas.start()
-        except Exception as exc:
-            await replicas.close()
-            raise CommandError(f"cannot connect to {', '.join(ws)}: {exc}{_hint(exc)}") from None
-        grpc_demo = await self._start_grpc(
-            opts, lambda component: latency_for(component, slowdown[0], rng)
-        )
-        tasks = [
-            asyncio.create_task(replicas.watch()),
-            asyncio.create_task(self._send(frontends, replicas, grpc_demo, counts, rng, opts)),
-            asyncio.create_task(_poll_slowdown(slowdown)),
-            asyncio.create_task(
-                self._report(counts, replicas, grpc_demo, slowdown, opts["report_every"])
-            ),
-        ]
-        try:
+            try:
+                await replicas.start()
+            except Exception as exc:
+                connected = False
+                raise CommandError(
+                    f"cannot connect to {', '.join(ws)}: {exc}{_hint(exc)}"
+                ) from None
+            grpc_demo = await self._start_grpc(
+                opts, lambda component: latency_for(component, slowdown[0], rng)
+            )
+            tasks = [
+                asyncio.create_task(replicas.watch()),
+                asyncio.create_task(self._send(frontends, replicas, grpc_demo, counts, rng, opts)),
+                asyncio.create_task(_poll_slowdown(slowdown)),
+                asyncio.create_task(
+                    self._report(counts, replicas, grpc_demo, slowdown, opts["report_every"])
+                ),
+            ]
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -237,14 +248,17 @@ class Command(BaseCommand):
             await replicas.close()
             if grpc_demo is not None:
                 await grpc_demo.close()
-            # The totals at the end, and what they do not count: requests
-            # sent that had no answer when it stopped (neither lost nor done).
-            # The report line first: it counts gRPC queries past their deadline lost.
-            self._report_line(counts, replicas, grpc_demo, slowdown)
-            self.stdout.write(
-                f"loadgen: unanswered at the stop: websocket {_ws_unanswered(counts, replicas)}"
-                + (f", grpc {grpc_demo.unanswered}" if grpc_demo is not None else "")
-            )
+            if connected:
+                # The totals at the end, and what they do not count: requests
+                # sent that had no answer when it stopped (neither lost nor
+                # done). The report line first: it counts gRPC queries past
+                # their deadline lost.
+                self._report_line(counts, replicas, grpc_demo, slowdown)
+                self.stdout.write(
+                    "loadgen: unanswered at the stop: websocket "
+                    f"{_ws_unanswered(counts, replicas)}"
+                    + (f", grpc {grpc_demo.unanswered}" if grpc_demo is not None else "")
+                )
 
     async def _start_grpc(self, opts: Any, latency: Any) -> GrpcDemo | None:
         """The Cortex clients, or None (said once, loudly) when they cannot connect."""
@@ -340,8 +354,12 @@ def _closed_hint(exc: Exception) -> str:
 
 
 def _issue(name: str, role: str, issued: list[int]) -> str:
-    token, plaintext = api_token_issue(name=name, role=role)
-    issued.append(token.pk)
+    # Ctrl-C or SIGTERM while the INSERT waits (a locked database) would
+    # stop it after the token was stored but before it was noted for
+    # revoking: taken once it is noted, so the stop revokes it.
+    with interrupts_deferred():
+        token, plaintext = api_token_issue(name=name, role=role)
+        issued.append(token.pk)
     return plaintext
 
 

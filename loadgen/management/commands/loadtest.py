@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from types import FrameType
 from typing import Any, NamedTuple
 
@@ -47,6 +47,7 @@ GOAL_P99_MS = 5.0
 PHASES = 7  # the phases `_run` runs, for the line an interrupted run ends with
 # The exit status of a run stopped by Ctrl-C or SIGTERM, as a shell reports SIGINT.
 INTERRUPTED = 130
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Results(NamedTuple):
@@ -123,7 +124,48 @@ class Command(BaseCommand):
                 seconds=options["seconds"],
             )
             self.base_url = server.base_url
-            return asyncio.run(self._run(base, server.ws_url, server.proc.pid))
+            self.interrupted = False
+            try:
+                results = asyncio.run(
+                    self._stoppable(self._run(base, server.ws_url, server.proc.pid))
+                )
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise  # cancelled by something other than a stop: a bug, not a stop
+            if self.interrupted:  # also when the stop came as the last phase ended
+                # Raised here, outside the event loop, as `_interruptible`
+                # raises it elsewhere: `with server` stops Daphne on the way out.
+                raise KeyboardInterrupt
+            return results
+
+    async def _stoppable(self, run: Coroutine[Any, Any, Results]) -> Results:
+        """`run`, which Ctrl-C or SIGTERM cancels; `self.interrupted` says one did.
+
+        `_interruptible`'s handler raises KeyboardInterrupt wherever the
+        signal lands: inside one of the clients' tasks it also left that task
+        failed with it, and asyncio logged "Task exception was never
+        retrieved" with a traceback after the one-line stop. Here the loop
+        takes the signals and cancels `run`, which unwinds as any
+        cancellation does; a second signal is ignored, as there.
+        """
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        assert main is not None
+
+        def stop() -> None:
+            if not self.interrupted:
+                self.interrupted = True
+                main.cancel()
+
+        handlers = {stop_signal: signal.getsignal(stop_signal) for stop_signal in _STOPS}
+        for stop_signal in _STOPS:
+            loop.add_signal_handler(stop_signal, stop)
+        try:
+            return await run
+        finally:
+            for stop_signal, handler in handlers.items():
+                loop.remove_signal_handler(stop_signal)  # which sets the default
+                signal.signal(stop_signal, signal.SIG_IGN if self.interrupted else handler)
 
     async def _run(self, base: PhaseSpec, ws: str, pid: int) -> Results:
         def spec(name: str, prefix: str, query: str = "", **changes: Any) -> PhaseSpec:
@@ -221,8 +263,9 @@ def _interruptible() -> Iterator[None]:
 
     Ignoring the second lets the unwinding finish stopping the server
     (SIGTERM, then up to 15 s of drain) however impatient the operator.
+    While the phases' event loop runs, `Command._stoppable` takes both instead.
     """
-    stops = (signal.SIGINT, signal.SIGTERM)
+    stops = _STOPS
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         for stop in stops:

@@ -50,6 +50,24 @@ def test_create_demo_user_refuses_a_password_its_printed_line_would_garble(
 
 
 @pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        # Bytes in another encoding ($'\xff\xfe') reach argv and the
+        # environment as surrogate escapes, which no hash can take.
+        (["--password", "\udcff\udcfe123456789"], "--password (DEMO_PASSWORD): not valid UTF-8"),
+        (["--username", "z\udcff"], "--username (DEMO_USER): not valid UTF-8"),
+    ],
+)
+def test_create_demo_user_refuses_a_name_or_password_that_is_not_utf_8(
+    args: list[str], error: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        call_command("create_demo_user", *args, stdout=StringIO())
+    assert str(raised.value) == error
+    assert not get_user_model().objects.exists()
+
+
+@pytest.mark.parametrize(
     "character",
     [
         "\x00",

@@ -136,6 +136,25 @@ def test_a_bad_name_or_password_is_refused_by_name_and_creates_no_one(
     assert users() == []
 
 
+@pytest.mark.parametrize(
+    ("args", "password", "error"),
+    [
+        # Bytes in another encoding ($'\xff\xfe') reach argv and the
+        # environment as surrogate escapes, which no hash can take.
+        (("vera",), "\udcff\udcfe123456789", f"{PASSWORD_ENV}: not valid UTF-8"),
+        (("v\udcffra",), PASSWORD, "name: not valid UTF-8"),
+    ],
+)
+def test_a_name_or_password_that_is_not_utf_8_is_refused_by_name_and_creates_no_one(
+    monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], password: str, error: str
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, password)
+    with pytest.raises(CommandError) as raised:
+        run(*args, "--role", "viewer")
+    assert str(raised.value) == error
+    assert users() == []
+
+
 def test_an_unreadable_password_file_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"^--password-file: cannot read '.*missing'"):
         run("vera", "--role", "viewer", "--password-file", str(tmp_path / "missing"))

@@ -46,3 +46,12 @@ def test_revoke_token_takes_an_id_as_issue_token_printed_it_with_its_hash() -> N
     token, plaintext = api_token_issue(name="q", role="querier")
     assert run("revoke_token", f"#{token.pk}") == f"Revoked querier token #{token.pk} 'q'\n"
     assert api_token_authenticate(plaintext) is None
+
+
+def test_revoke_token_refuses_a_name_that_is_not_utf_8_naming_the_option() -> None:
+    # Bytes in another encoding ($'\xff\xfe') reach argv as surrogate escapes.
+    token, plaintext = api_token_issue(name="kept", role="querier")
+    with pytest.raises(CommandError) as raised:
+        run("revoke_token", "--name", "\udcff\udcfe")
+    assert str(raised.value) == "--name: not valid UTF-8"
+    assert api_token_authenticate(plaintext) is not None

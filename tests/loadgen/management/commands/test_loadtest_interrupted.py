@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from loadgen.daphne_process import BASE_DIR
-from tests.processes import process_alive
+from tests.processes import ctrl_c_as_from_a_terminal, process_alive
 
 DEADLINE = 60.0
+# Into the first phase: its clients connected, its 1 s warm-up over, sending.
+SENDING = 2.5
 
 
 def daphne_folder(pid: int) -> Path:
@@ -69,3 +71,35 @@ def test_an_interrupted_loadtest_stops_its_server_and_says_how_many_phases_ran(
     assert "Traceback" not in stderr
     assert not process_alive(daphne)
     assert not folder.exists()
+
+
+def test_a_loadtest_interrupted_while_it_sends_says_so_in_one_line_and_no_task_traceback() -> None:
+    # `kill -INT PID` mid-phase, while its clients send flat out: the signal
+    # lands inside one of their tasks, not between the loop's steps.
+    loadtest = subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest",
+         "--queriers", "10", "--frontends", "10", "--window", "20", "--seconds", "5"],
+        cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, preexec_fn=ctrl_c_as_from_a_terminal,
+    )  # fmt: skip
+    try:
+        assert loadtest.stdout is not None
+        deadline = time.monotonic() + DEADLINE
+        while not (line := loadtest.stdout.readline()).startswith("phase relay:"):
+            assert line and time.monotonic() < deadline, "loadtest ended before its first phase"
+        time.sleep(SENDING)
+        loadtest.send_signal(signal.SIGINT)
+        _, stderr = loadtest.communicate(timeout=DEADLINE)
+    finally:
+        if loadtest.poll() is None:
+            os.killpg(loadtest.pid, signal.SIGKILL)
+            loadtest.wait()
+    assert loadtest.returncode == 130
+    # Before: "ERROR asyncio: Task exception was never retrieved" and a
+    # KeyboardInterrupt traceback followed the one line.
+    assert stderr.splitlines()[-1] == (
+        "CommandError: loadtest: interrupted after 0 of 7 phases; "
+        "the server it started is stopped; no summary"
+    )
+    assert "Traceback" not in stderr
+    assert "asyncio" not in stderr
