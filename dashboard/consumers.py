@@ -13,7 +13,9 @@ is closed). See `dashboard.live`.
 
 Only the site's own pages may open it (`dashboard.access.socket_origin_allowed`),
 and logging out closes every inspector socket of that session, in every
-tab and on every replica (a channel-layer group per session). One session
+tab and on every replica (a channel-layer group per session, joined and
+heard best-effort by `dashboard.logout_listener`: the socket opens and
+lives on through a Redis outage, and its login recheck still ends it). One session
 holds at most `INSPECTOR_SOCKETS_PER_SESSION` open on a replica
 (`dashboard.session_sockets`); one more is accepted, told so in an `error`
 frame carrying `limit`, and closed with 4429.
@@ -35,6 +37,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
+from channels.exceptions import StopConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
@@ -47,6 +50,7 @@ from api.wire.consumers.guard import GuardedConsumer
 from dashboard.access import session_still_allowed, socket_origin_allowed
 from dashboard.drill import DrillParams, DrillState, InvalidDrill
 from dashboard.live import Viewer, get_broadcaster
+from dashboard.logout_listener import LogoutListener
 from dashboard.projections import InvalidViewParams, ViewParams
 from dashboard.session_sockets import session_sockets
 from scheduler_core.bounds import quoted
@@ -67,8 +71,8 @@ class InspectorConsumer(GuardedConsumer):
     """Pushes live inspector views; never blocks the broadcaster."""
 
     viewer: Viewer | None = None
-    # Where a logout reaches this socket (`session_group`).
-    logout_group = ""
+    # Where a logout reaches this socket (its `session_group`), while it can.
+    logout: LogoutListener | None = None
     recheck: asyncio.Task[None] | None = None
     # The session key this socket holds a place for (`session_sockets`), until it gives it back.
     place: str | None = None
@@ -99,16 +103,33 @@ class InspectorConsumer(GuardedConsumer):
             await self.close(code=CLOSE_TOO_MANY)
             return
         self.place = key
-        self.logout_group = session_group(key)
-        await self.channel_layer.group_add(self.logout_group, self.channel_name)
+        # Joined before the accept, so a logout right after the page opened
+        # reaches the socket; never refused for a layer that fails or hangs.
+        self.logout = LogoutListener(session_group(key), self.dispatch)
+        await self.logout.join()
         await self.accept()
         self.viewer = Viewer(self._send_text)
         get_broadcaster().register(self.viewer)
+        self.logout.listen()
         self.recheck = asyncio.get_running_loop().create_task(self._recheck_login())
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels' `AsyncConsumer.__call__` for one source: the socket.
+
+        As `api.wire.consumers.base.MachineConsumer`'s: no channel layer in
+        the dispatch loop, so a layer that fails (Redis down) cannot end the
+        socket (Channels raced the layer's receive against the socket's, and
+        its `ConnectionError` closed every inspector with 1011). Logout
+        messages come through `self.logout` instead.
+        """
+        self.scope = scope
+        self.channel_layer = None
+        self.base_send = send
         try:
-            await super().__call__(scope, receive, send)
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
         finally:
             # Daphne kills an instance still working through a backlog
             # (`application_close_timeout` after its client left) by
@@ -116,32 +137,37 @@ class InspectorConsumer(GuardedConsumer):
             # `websocket.disconnect` queued behind the backlog never runs.
             # Without this the viewer stayed registered (the live_viewers
             # gauge up, frames built for a dead socket) for good.
-            if self._forget():
-                with contextlib.suppress(Exception):
-                    await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+            self._forget()
+            with contextlib.suppress(Exception):
+                await self._leave_group()
 
     async def disconnect(self, code: int) -> None:
-        if self._forget():
-            await self.channel_layer.group_discard(self.logout_group, self.channel_name)
+        self._forget()
+        await self._leave_group()
 
-    def _forget(self) -> bool:
-        """Stop the login recheck and unregister the viewer; True the one time it had one.
+    async def _leave_group(self) -> None:
+        logout, self.logout = self.logout, None
+        if logout is not None:
+            await logout.leave()
+
+    def _forget(self) -> None:
+        """Stop the login recheck and the logout listener, unregister the viewer (once).
 
         Synchronous, so a cancelled task still completes it before any await.
         """
         if self.recheck is not None and self.recheck is not asyncio.current_task():
             self.recheck.cancel()
         self.recheck = None
+        if self.logout is not None:
+            self.logout.stop()
         # Given back even without a viewer: a connect that failed after taking
-        # its place (the channel layer down) would otherwise keep it for good.
+        # its place would otherwise keep it for good.
         place, self.place = self.place, None
         if place is not None:
             session_sockets.give_back(place)
         viewer, self.viewer = self.viewer, None
-        if viewer is None:
-            return False
-        get_broadcaster().unregister(viewer)
-        return True
+        if viewer is not None:
+            get_broadcaster().unregister(viewer)
 
     async def _recheck_login(self) -> None:
         """End the socket once its login no longer holds (expired, deactivated, role gone).
@@ -159,7 +185,10 @@ class InspectorConsumer(GuardedConsumer):
                 return
 
     async def session_ended(self, event: dict[str, Any]) -> None:
-        """The session logged out (in any tab, on any replica): stop showing the queue."""
+        """The session logged out (in any tab, on any replica): stop showing the queue.
+
+        Runs in the logout listener's task, or the login recheck's.
+        """
         await self.disconnect(CLOSE_UNAUTHORISED)
         await self.close(code=CLOSE_UNAUTHORISED)
 
