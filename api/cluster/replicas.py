@@ -17,6 +17,14 @@ reader's wall clock (`api.cluster.replica_board`: by the age Redis gives
 the summary's key), so replicas' clocks need not agree; a T still ahead of
 ours counts as age 0.
 
+A summary lists at most `PUBLISHED_LEAVES` queues (the longest), each under
+an org ID of at most `PUBLISHED_ORG_ID_CHARS` characters, and counts the
+rest in `cut` ([queues, requests]); its `total` stays whole. Every queue went
+before: one frontend sending 100 requests under 900 KB federated org IDs
+made an 89 MB summary, rewritten every half second, and its peers, reading
+it, took its replica for down and back by turns. The merge counts what peers
+cut as `MergedView.unlisted`, and the header says so.
+
 A summary also carries the replica's frontends, capped, with true totals
 (`api.cluster.replica_frontends`). A summary without them (an older replica) is
 still read; the merge then names that replica as one whose frontends are
@@ -63,6 +71,10 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+# Queues a summary lists, the longest first, and the longest org ID it lists
+# one under (a federated ID of seven tenants at Cortex's 150 characters fits).
+PUBLISHED_LEAVES = 1000
+PUBLISHED_ORG_ID_CHARS = 1024
 
 
 class MalformedSummary(ValueError):
@@ -120,6 +132,11 @@ def summarize(
     `frontends` (omitted when None) is `[total, outstanding, top rows]`.
     """
     now = snapshot.taken_at
+    queued = [leaf for leaf in snapshot.leaves if leaf.length > 0]
+    listed = [leaf for leaf in queued if len(leaf.tenant_id) <= PUBLISHED_ORG_ID_CHARS]
+    if len(listed) > PUBLISHED_LEAVES:
+        listed.sort(key=lambda leaf: (-leaf.length, leaf.oldest_enqueued_at))
+        del listed[PUBLISHED_LEAVES:]
     leaves = [
         [
             leaf.tenant_id,
@@ -128,8 +145,7 @@ def summarize(
             [x for pair in leaf.by_priority for x in pair],
             _age(now, leaf.oldest_enqueued_at),
         ]
-        for leaf in snapshot.leaves
-        if leaf.length > 0
+        for leaf in listed
     ]
     summary: dict[str, Any] = {
         "v": FORMAT_VERSION,
@@ -140,6 +156,9 @@ def summarize(
         "queriers": [_querier_row(q, now) for q in snapshot.queriers],
         "stats": dict(stats or {}),
     }
+    if len(listed) < len(queued):
+        cut_requests = sum(leaf.length for leaf in queued) - sum(leaf.length for leaf in listed)
+        summary["cut"] = [len(queued) - len(listed), cut_requests]
     if frontends is not None:
         summary["frontends"] = frontends_block(frontends)
     return summary
@@ -157,6 +176,8 @@ class PeerSummary:
     stats: Mapping[str, Any]
     # None when the peer publishes no frontends (an older replica).
     frontends: ReplicaFrontends | None = None
+    # Queues and requests left out of `leaves` (`summarize`); counted in `total`.
+    cut: tuple[int, int] = (0, 0)
 
     @classmethod
     def parse(cls, raw: Any) -> PeerSummary:
@@ -176,8 +197,16 @@ class PeerSummary:
                 raise TypeError("stats must be an object")
             replica = str(raw["id"])
             frontends = parse_frontends_block(replica, raw.get("frontends"))
+            cut_queues, cut_requests = raw.get("cut") or (0, 0)
             return cls(
-                replica, float(raw["at"]), int(raw["total"]), leaves, queriers, stats, frontends
+                replica,
+                float(raw["at"]),
+                int(raw["total"]),
+                leaves,
+                queriers,
+                stats,
+                frontends,
+                (int(cut_queues), int(cut_requests)),
             )
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             # OverflowError: int() of an infinity, which json.loads reads from "Infinity".
@@ -233,6 +262,8 @@ class MergedView:
     peer_frontends: tuple[ReplicaFrontends, ...] = ()
     frontends_missing: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
+    # Requests peers count in their totals but list under no queue (`PeerSummary.cut`).
+    unlisted: int = 0
 
     def header(self) -> dict[str, Any]:
         """The replica figures the inspector and the REST API show.
@@ -244,13 +275,21 @@ class MergedView:
         count = len(self.replicas)
         age = round(self.peers_max_age, 1)
         note = f"{count} replicas, peers' data ≤{max(age, 1.0):g} s old" if count > 1 else ""
-        return {
+        header: dict[str, Any] = {
             "count": count,
             "ids": list(self.replicas),
             "missing": list(self.missing),
             "peers_max_age": age,
             "note": note,
         }
+        if self.unlisted:
+            header["unlisted_requests"] = self.unlisted
+            header["note"] += (
+                f"; {self.unlisted} of peers' queued requests in no queue listed (a peer lists"
+                f" its {PUBLISHED_LEAVES} longest queues, under org IDs of at most"
+                f" {PUBLISHED_ORG_ID_CHARS} characters)"
+            )
+        return header
 
 
 def _rebased(offset: float, age: float | None, now: float) -> float | None:
@@ -354,6 +393,7 @@ def merge(
         local_id,
         tuple(f for _, f in sorted(published.items()) if f is not None),
         tuple(sorted(r for r, f in published.items() if f is None)),
+        unlisted=sum(p.cut[1] for p in peers),
     )
 
 

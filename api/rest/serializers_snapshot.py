@@ -64,6 +64,12 @@ class ReplicasSerializer(serializers.Serializer):  # type: ignore[type-arg]
         help_text="empty when no peer answers; says so while this replica has not heard of "
         "its peers"
     )
+    unlisted_requests = serializers.IntegerField(
+        required=False,
+        help_text="present when peers queue requests in queues their summaries do not list "
+        "(beyond their 1000 longest, or under org IDs over 1024 characters): in `total`, in "
+        "no queue row",
+    )
 
 
 class QueueSnapshotSerializer(serializers.Serializer):  # type: ignore[type-arg]
