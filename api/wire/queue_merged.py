@@ -203,7 +203,11 @@ class merged:  # noqa: N801 - a namespace of the merged operations
 
     @staticmethod
     async def cancel_one(
-        peers: QueuePeers, request_id: str, reason: str, replica: str | None
+        peers: QueuePeers,
+        request_id: str,
+        reason: str,
+        replica: str | None,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any] | None, list[str]]:
         """The request's row as it was when cancelled, or None; and who did not answer.
 
@@ -220,7 +224,7 @@ class merged:  # noqa: N801 - a namespace of the merged operations
             if not holders:
                 return None, missing
             replica = holders[0]
-        args = {"id": request_id, "reason": reason}
+        args = {"id": request_id, "reason": reason, **(audit or {})}
         if replica == peers.own:
             return await peers.answer("cancel_one", args), missing
         replies, absent = await peers.ask("cancel_one", args, [], target=replica)
@@ -246,10 +250,18 @@ class merged:  # noqa: N801 - a namespace of the merged operations
 
     @staticmethod
     async def cancel_matching(
-        peers: QueuePeers, flt: RequestFilter, reason: str, dry_run: bool
+        peers: QueuePeers,
+        flt: RequestFilter,
+        reason: str,
+        dry_run: bool,
+        audit: dict[str, Any] | None = None,
     ) -> tuple[int, int, list[str], list[str]]:
-        """(matched, cancelled, replicas that took part, replicas that did not answer)."""
-        args = {"filter": flt.as_args(), "reason": reason, "dry_run": dry_run}
+        """(matched, cancelled, replicas that took part, replicas that did not answer).
+
+        `audit` (`late_cancels.audit_args`) lets a peer that finishes after
+        this replica stopped waiting record its own part.
+        """
+        args = {"filter": flt.as_args(), "reason": reason, "dry_run": dry_run, **(audit or {})}
         local = await peers.answer("cancel_matching", args)
         replies, missing = await peers.ask("cancel_matching", args)
         matched, cancelled = local

@@ -37,7 +37,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from api.cluster.replica_board import get_board
-from api.wire import queue_requests
+from api.wire import late_cancels, queue_requests
 from api.wire.layer_receive import receive_retrying
 from api.wire.outage_log import OutageLog
 from api.wire.queue_rows import QUERY_TEXT_LIMIT, RequestFilter
@@ -206,6 +206,14 @@ class QueuePeers:
         reply = {"type": "queue.reply", "rid": message["rid"], "replica": self.own, "body": body}
         with contextlib.suppress(Exception):
             await layer.send(message["reply"], reply)
+        op = message.get("op")
+        if op in _CHANGES and isinstance(message.get("expires"), float) and self._late(message):
+            # Heard in time, done too late: the asker recorded us as missing.
+            try:
+                args = message.get("args") or {}
+                await late_cancels.record_late_part(self.own, str(asker), op, args, body)
+            except Exception:
+                log.exception("queue peers: recording a late %s failed", op)
 
     async def answer(self, op: str, args: dict[str, Any], asker: str | None = None) -> Any:
         """One question about this replica's own queue, answered here (JSON-ready).

@@ -21,11 +21,13 @@ class PeersMissing(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "replicas_missing"
 
-    def __init__(self, request_id: str, missing: list[str]) -> None:
+    def __init__(self, request_id: str, missing: list[str], *, cancel: bool = False) -> None:
+        # A cancel heard in time but done late is done: the peer records it.
+        after = " (one that heard the cancel and did it later records that on History)"
         super().__init__(
             {
                 "detail": f"request {request_id} is on no replica that answered; "
-                f"{', '.join(missing)} did not answer, so nothing was done there",
+                f"{', '.join(missing)} did not answer in time{after if cancel else ''}",
                 "replicas_missing": missing,
             }
         )

@@ -46,6 +46,7 @@ from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
 from api.wire import queue_requests, queue_rows, runtime_host
+from api.wire.late_cancels import audit_args
 from api.wire.queue_merged import AmbiguousRequest, UnknownReplica, merged
 from api.wire.queue_peers import UNHEARD_NOTE, down_peers, live_peers, peers_unheard
 from api.wire.queue_rows import FilterError, RequestFilter, serving_now
@@ -217,14 +218,14 @@ async def _find_on_loop(
 
 
 async def _cancel_one_on_loop(
-    request_id: str, reason: str, replica: str | None
+    request_id: str, reason: str, replica: str | None, audit: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, list[str]]:
     if not runtime_host.started():
         return None, []
     host = runtime_host.get_host()
     peers = _peers(host)
     if peers is not None:
-        return await merged.cancel_one(peers, request_id, reason, replica)
+        return await merged.cancel_one(peers, request_id, reason, replica, audit)
     if not _alone_on(replica):
         return None, []
     names = queue_requests.grpc_names(host)
@@ -250,13 +251,15 @@ def _settled(call: Any, *args: Any) -> tuple[dict[str, Any] | None, list[str]]:
         raise NoSuchReplica(exc) from None
 
 
-def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> dict[str, Any]:
+def _found(
+    request_id: str, found: tuple[dict[str, Any] | None, list[str]], *, cancel: bool = False
+) -> dict[str, Any]:
     """The row; else 503 when a replica did not answer (it may hold it), else 404."""
     row, missing = found
     if row is not None:
         return row
     if missing:
-        raise PeersMissing(request_id, missing)
+        raise PeersMissing(request_id, missing, cancel=cancel)
     if peers_unheard():
         raise PeersUnheard(request_id)
     # Quoted: an id of blanks read as a message cut short.
@@ -264,7 +267,7 @@ def _found(request_id: str, found: tuple[dict[str, Any] | None, list[str]]) -> d
 
 
 async def _cancel_matching_on_loop(
-    flt: RequestFilter, reason: str, dry_run: bool
+    flt: RequestFilter, reason: str, dry_run: bool, audit: dict[str, Any]
 ) -> tuple[int, int, list[str], list[str], float | None]:
     """(matched, cancelled, replicas that took part, that did not answer, a dry run's as_of)."""
     if not runtime_host.started():
@@ -279,7 +282,7 @@ async def _cancel_matching_on_loop(
         matched, as_of = await queue_requests.count_as_of(host.runtime, flt, names)
         return matched, 0, [_replica()], [], as_of
     if peers is not None:
-        return (*await merged.cancel_matching(peers, flt, reason, False), None)
+        return (*await merged.cancel_matching(peers, flt, reason, False, audit), None)
     matched, cancelled = await queue_requests.cancel_matching(
         host.runtime, flt, reason, dry_run=False, names=names
     )
@@ -371,7 +374,9 @@ class QueueRequestCancelView(ApiView):
             raise serializers.ValidationError(problems)
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
-        row = _found(request_id, _settled(_cancel_one_on_loop, request_id, reason, replica or None))
+        audit = audit_args(_who(request), _source(request), note)
+        found = _settled(_cancel_one_on_loop, request_id, reason, replica or None, audit)
+        row = _found(request_id, found, cancel=True)
         services.operator_cancel_record(
             author=request.user,
             source=_source(request),
@@ -410,8 +415,9 @@ class QueueCancelView(ApiView):
             raise _invalid("non_field_errors", "give at least tenant, or search or regex")
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
+        audit = audit_args(_who(request), _source(request), note)
         matched, cancelled, took_part, missing, as_of = async_to_sync(_cancel_matching_on_loop)(
-            flt, reason, dry_run
+            flt, reason, dry_run, audit
         )
         # A cancel that found nothing did nothing: no record of it on History.
         if not dry_run and matched:
