@@ -269,8 +269,19 @@ def _close_sockets_of_the_session(sender: Any, request: Any = None, **kw: Any) -
     if key is None:
         return
     try:
-        async_to_sync(get_channel_layer().group_send)(session_group(key), {"type": "session.ended"})
-    except (OSError, RedisError) as exc:
+        async_to_sync(_announce_logout)(session_group(key))
+    except (OSError, RedisError, TimeoutError) as exc:
         # Logging out must work through a Redis outage; the sockets then
-        # stay until they close, as before.
-        log.warning("logout could not reach the inspector sockets: %s", exc)
+        # end at their login recheck.
+        log.warning("logout could not reach the inspector sockets: %s", str(exc) or "timed out")
+
+
+# How long a logout waits for Redis to take its message: a paused (not dead)
+# Redis held the logout request for the client's socket timeout, 15 s.
+LOGOUT_SEND_SECONDS = 2.0
+
+
+async def _announce_logout(group: str) -> None:
+    await asyncio.wait_for(
+        get_channel_layer().group_send(group, {"type": "session.ended"}), LOGOUT_SEND_SECONDS
+    )

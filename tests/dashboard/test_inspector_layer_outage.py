@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -215,3 +216,29 @@ async def test_an_inspector_opened_during_an_outage_joins_its_sessions_group_onc
     assert await other.receive_nothing(timeout=0.2)
     await other.disconnect()
     assert not broadcaster.viewers
+
+
+class HangingLayer(InMemoryChannelLayer):
+    """A paused Redis: a group send that takes far longer than anyone waits."""
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        await asyncio.sleep(5)
+
+
+def test_a_logout_with_redis_paused_waits_the_bound_not_the_redis_clients_timeout(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from dashboard import consumers
+
+    monkeypatch.setattr(consumers, "LOGOUT_SEND_SECONDS", 0.1)
+    channel_layers.backends["default"] = HangingLayer()
+    try:
+        client = logged_in("paused-redis")
+        started = time.monotonic()
+        response = client.post("/logout/")
+        took = time.monotonic() - started
+    finally:
+        channel_layers.backends.pop("default", None)
+    assert response.status_code == 302
+    assert "logout could not reach the inspector sockets: timed out" in caplog.text
+    assert took < 4  # the layer's send alone takes 5 s
