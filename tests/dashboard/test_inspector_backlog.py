@@ -74,11 +74,26 @@ async def test_a_normal_close_after_which_the_task_is_cancelled_unregisters_once
     assert len(unregistered) == 1 and not broadcaster.viewers
 
 
-async def frames_waiting(communicator: WebsocketCommunicator) -> list[dict[str, Any]]:
-    received = []
-    while not await communicator.receive_nothing(timeout=0.05):
-        received.append(await communicator.receive_json_from())
-    return received
+async def frames(communicator: WebsocketCommunicator, count: int) -> list[dict[str, Any]]:
+    """The next `count` frames, however long the consumer takes to build them."""
+    return [await communicator.receive_json_from(timeout=5) for _ in range(count)]
+
+
+async def handled(communicator: WebsocketCommunicator) -> list[dict[str, Any]]:
+    """Wait until the consumer has handled every message sent so far; the frames before.
+
+    A consumer handles its messages in order, so the error answering a
+    message of no known type, sent last, says all before it were handled:
+    no fixed wait, however long the backlog takes on a loaded machine.
+    A frame is sent by a task of its own, so one built just before may
+    follow the error: count what was built on the viewer (`seq`).
+    """
+    await communicator.send_json_to({"type": "handled?"})
+    before = []
+    while (frame := await communicator.receive_json_from(timeout=5))["type"] != "error":
+        before.append(frame)
+    assert frame["message"] == "unknown message type 'handled?'"
+    return before
 
 
 async def test_many_forced_requests_from_a_viewer_behind_on_acks_become_one_frame_on_its_ack(
@@ -86,17 +101,23 @@ async def test_many_forced_requests_from_a_viewer_behind_on_acks_become_one_fram
 ) -> None:
     source.enqueue("r1", "acme")
     communicator = await subscribed(viewer)
+    (state,) = broadcaster.viewers
     for _ in range(ACK_WINDOW - 1):
         await communicator.send_json_to({"type": "resync"})
-    assert len(await frames_waiting(communicator)) == ACK_WINDOW - 1
+    assert [f["seq"] for f in await frames(communicator, ACK_WINDOW - 1)] == list(
+        range(2, ACK_WINDOW + 1)
+    )
     # Behind by ACK_WINDOW frames: nothing more is built, however much is asked.
     for i in range(200):
         await communicator.send_json_to({"type": ("resync", "subscribe", "drill")[i % 3]})
-    assert await frames_waiting(communicator) == []
+    assert await handled(communicator) == []
+    assert state.seq == ACK_WINDOW and state.owed
     await communicator.send_json_to({"type": "ack", "seq": ACK_WINDOW})
-    (owed,) = await frames_waiting(communicator)
+    (owed,) = await frames(communicator, 1)
     assert owed["type"] == "snapshot" and owed["seq"] == ACK_WINDOW + 1
     assert "drill" in owed  # the last drill asked for is answered in it
+    # One frame for all of them (the ack is handled at once: it built no other).
+    assert state.seq == ACK_WINDOW + 1 and not state.owed
     await communicator.disconnect()
 
 
