@@ -37,7 +37,6 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from channels.exceptions import StopConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
@@ -126,10 +125,7 @@ class InspectorConsumer(GuardedConsumer):
         self.channel_layer = None
         self.base_send = send
         try:
-            while True:
-                await self.dispatch(await receive())
-        except StopConsumer:
-            pass
+            await self.dispatch_until_stopped(receive)
         finally:
             # Daphne kills an instance still working through a backlog
             # (`application_close_timeout` after its client left) by

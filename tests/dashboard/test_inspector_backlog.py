@@ -15,6 +15,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
+from api.wire.consumers.guard import OPEN_SOCKETS
 from dashboard.live import ACK_WINDOW, Broadcaster
 from tests.dashboard.installed import installed
 from tests.dashboard.test_consumers import QueueSource, WallClock, connect
@@ -51,8 +52,10 @@ async def test_a_consumer_cancelled_mid_backlog_unregisters_its_viewer_once(
     viewer: User, broadcaster: Broadcaster
 ) -> None:
     before = session_group_members()
+    open_before = set(OPEN_SOCKETS)
     communicator = await subscribed(viewer)
     assert len(broadcaster.viewers) == 1 and session_group_members() - before
+    assert OPEN_SOCKETS - open_before  # this socket, counted open
     # A backlog the consumer has not worked through, then Daphne's kill.
     for _ in range(50):
         await communicator.send_json_to({"type": "resync"})
@@ -61,6 +64,8 @@ async def test_a_consumer_cancelled_mid_backlog_unregisters_its_viewer_once(
         await communicator.future
     assert not broadcaster.viewers
     assert not session_group_members() - before
+    # Left open, close_all at shutdown waited its whole timeout for it.
+    assert not OPEN_SOCKETS - open_before
 
 
 async def test_a_normal_close_after_which_the_task_is_cancelled_unregisters_once(

@@ -19,7 +19,6 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import aclose_old_connections, database_sync_to_async
-from channels.exceptions import StopConsumer
 
 from api.store.exceptions import DATABASE_UNREACHABLE
 from api.store.models import ApiToken
@@ -94,11 +93,7 @@ class MachineConsumer(GuardedConsumer):
         self.scope = scope
         self.channel_layer = None
         self.base_send = send
-        try:
-            while True:
-                await self.dispatch(await receive())
-        except StopConsumer:
-            pass
+        await self.dispatch_until_stopped(receive)
 
     async def dispatch_guarded(self, message: dict[str, Any]) -> None:
         if message["type"] == "websocket.receive":

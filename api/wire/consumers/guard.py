@@ -86,6 +86,22 @@ class GuardedConsumer(AsyncWebsocketConsumer):
         """Dispatch one message (subclasses may take a faster route)."""
         await super().dispatch(message)
 
+    async def dispatch_until_stopped(self, receive: Any) -> None:
+        """Each message from the socket, dispatched in turn, until `StopConsumer`.
+
+        However it ends, the socket leaves `OPEN_SOCKETS`: a consumer Daphne
+        cancelled while it worked through a backlog (its client gone) stayed
+        there for good, and `close_all` waited out its timeout at every
+        shutdown for a socket that would never close.
+        """
+        try:
+            while True:
+                await self.dispatch(await receive())
+        except StopConsumer:
+            pass
+        finally:
+            OPEN_SOCKETS.discard(self)
+
     async def accept(self, subprotocol: str | None = None, headers: Any = None) -> None:
         await super().accept(subprotocol, headers)
         OPEN_SOCKETS.add(self)
