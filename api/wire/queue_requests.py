@@ -272,12 +272,14 @@ async def list_page(
         if cursor is None and predicate is not None:
             # A first page counts its matches by walking on from where it
             # stopped: one pass over the node, not a second scan from the top.
-            after = 0 if done else await _count_on(queue, flt, position, predicate, timer)
+            after = 0 if done else (await _scan_after(queue, flt, position, predicate, timer))[0]
             queued_seen = len(rows) + after
             done = after == 0
         elif not done:
             # A full page: the last one only if nothing matches after it.
-            done = not await _match_after(queue, flt, position, predicate, timer)
+            # (Cut short by a layout change: not the last; the next page says so.)
+            found, cut_short = await _scan_after(queue, flt, position, predicate, timer, most=1)
+            done = not (found or cut_short)
         if done:
             if flt.state is None:
                 phase, position = "f", 0
@@ -305,41 +307,27 @@ async def list_page(
     return Page(rows, following, total, timer.stop())
 
 
-async def _match_after(
-    queue: Any, flt: RequestFilter, position: Any, predicate: Predicate | None, timer: _LoopTimer
-) -> bool:
-    """Whether any queued request after `position` in the node's dequeue order
-    matches: read from the position on, in bounded steps, up to the first match."""
-    cost = flt.text_cost()
-    while True:
-        try:
-            listing = queue.listing().queued(after=position, **_node(flt))
-        except StaleCursor:  # pragma: no cover - the layout changed: the next page says so
-            return True
-        got, done = take_page(listing, 1, predicate, PAGE_BUDGET, cost)
-        if got:
-            return True
-        if done:
-            return False
-        position = listing.position()
-        await timer.yield_loop()
-
-
-async def _count_on(
-    queue: Any, flt: RequestFilter, position: Any, predicate: Predicate, timer: _LoopTimer
-) -> int:
-    """Matches after `position` in the node's dequeue order, in bounded steps."""
+async def _scan_after(
+    queue: Any,
+    flt: RequestFilter,
+    position: Any,
+    predicate: Predicate | None,
+    timer: _LoopTimer,
+    most: int = _EVERY,
+) -> tuple[int, bool]:
+    """Matches after `position` in the node's dequeue order, counted up to `most`
+    in bounded steps; and whether a layout change between steps cut the walk short."""
     count = 0
     cost = flt.text_cost()
     while True:
         try:
             listing = queue.listing().queued(after=position, **_node(flt))
         except StaleCursor:  # pragma: no cover - the layout changed between steps
-            return count
-        got, done = take_page(listing, _EVERY, predicate, PAGE_BUDGET, cost)
+            return count, True
+        got, done = take_page(listing, most - count, predicate, PAGE_BUDGET, cost)
         count += len(got)
-        if done:
-            return count
+        if done or count >= most:
+            return count, False
         position = listing.position()
         await timer.yield_loop()
 
