@@ -169,8 +169,7 @@ class QueuePeers:
             return
         if message.get("target") not in (None, self.own):
             return
-        expires = message.get("expires")
-        if message.get("op") in _CHANGES and isinstance(expires, float) and self._late(message):
+        if self._change_too_late(message):
             log.warning(
                 "queue peers: dropped a %s from %s heard after its asker gave up",
                 message.get("op"),
@@ -180,6 +179,12 @@ class QueuePeers:
         task = asyncio.get_running_loop().create_task(self._reply(layer, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    @classmethod
+    def _change_too_late(cls, message: dict[str, Any]) -> bool:
+        """Whether `message` asks for a change (a cancel) and its asker has given up."""
+        changes = message.get("op") in _CHANGES
+        return changes and isinstance(message.get("expires"), float) and cls._late(message)
 
     @staticmethod
     def _late(message: dict[str, Any]) -> bool:
@@ -206,11 +211,10 @@ class QueuePeers:
         reply = {"type": "queue.reply", "rid": message["rid"], "replica": self.own, "body": body}
         with contextlib.suppress(Exception):
             await layer.send(message["reply"], reply)
-        op = message.get("op")
-        if op in _CHANGES and isinstance(message.get("expires"), float) and self._late(message):
+        if self._change_too_late(message):
             # Heard in time, done too late: the asker recorded us as missing.
+            op, args = message["op"], message.get("args") or {}
             try:
-                args = message.get("args") or {}
                 await late_cancels.record_late_part(self.own, str(asker), op, args, body)
             except Exception:
                 log.exception("queue peers: recording a late %s failed", op)
