@@ -1,4 +1,4 @@
-"""The queue views' answers about other replicas: 503 (try again) and 409 (name one).
+"""Answers about other replicas: 503 (try again), 409 (name one), 404 (no replica of that name).
 
 Raised by `api.rest.views.queue_requests` when a lookup or cancel by id
 cannot be settled by this replica alone.
@@ -9,10 +9,10 @@ from __future__ import annotations
 from rest_framework import status
 from rest_framework.exceptions import APIException
 
-from api.wire.queue_merged import AmbiguousRequest
+from api.wire.queue_merged import AmbiguousRequest, UnknownReplica
 from api.wire.queue_peers import UNHEARD_NOTE
 
-__all__ = ["Ambiguous", "PeersMissing", "PeersUnheard"]
+__all__ = ["Ambiguous", "NoSuchReplica", "PeersMissing", "PeersUnheard"]
 
 
 class PeersMissing(APIException):
@@ -61,3 +61,14 @@ class Ambiguous(APIException):
 
     def __init__(self, exc: AmbiguousRequest) -> None:
         super().__init__({"detail": str(exc), "replicas": exc.replicas})
+
+
+class NoSuchReplica(APIException):
+    """`replica` names no replica this one knows (404): asked, it cost the peer
+    timeout and a 503 saying it "did not answer"."""
+
+    status_code = status.HTTP_404_NOT_FOUND
+    default_code = "no_such_replica"
+
+    def __init__(self, exc: UnknownReplica) -> None:
+        super().__init__({"detail": str(exc), "replica": exc.replica, "replicas": exc.known})

@@ -25,8 +25,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
-from rest_framework.exceptions import APIException
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -41,7 +40,7 @@ from api.rest.serializers_queue import (
     QueueRequestPageSerializer,
 )
 from api.rest.views.base import ApiView, errors
-from api.rest.views.queue_errors import Ambiguous, PeersMissing, PeersUnheard
+from api.rest.views.queue_errors import Ambiguous, NoSuchReplica, PeersMissing, PeersUnheard
 from api.store import services
 from api.store.exceptions import NotFound
 from api.store.models import ConfigRevision
@@ -135,17 +134,6 @@ def _unknown_fields(body: dict[str, Any], known: set[str]) -> dict[str, list[str
 
 def _replica() -> str:
     return get_board().own_id
-
-
-class NoSuchReplica(APIException):
-    """`replica` names no replica this one knows (404): asked, it cost the peer
-    timeout and a 503 saying it "did not answer"."""
-
-    status_code = status.HTTP_404_NOT_FOUND
-    default_code = "no_such_replica"
-
-    def __init__(self, exc: UnknownReplica) -> None:
-        super().__init__({"detail": str(exc), "replica": exc.replica, "replicas": exc.known})
 
 
 def _alone_on(replica: str | None) -> bool:
