@@ -8,12 +8,15 @@ command exits, which says how many phases finished and exits 130.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,23 @@ from tests.processes import ctrl_c_as_from_a_terminal, process_alive
 DEADLINE = 60.0
 # Into the first phase: its clients connected, its 1 s warm-up over, sending.
 SENDING = 2.5
+
+
+@contextlib.contextmanager
+def loadtest_running(*args: str, **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py loadtest ARGS` in a process group of its own (as a terminal
+    gives a command), its output piped; the group killed if a check failed."""
+    loadtest = subprocess.Popen(
+        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest", *args],
+        cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, **popen,
+    )  # fmt: skip
+    try:
+        yield loadtest
+    finally:
+        if loadtest.poll() is None:
+            os.killpg(loadtest.pid, signal.SIGKILL)
+            loadtest.wait()
 
 
 def daphne_folder(pid: int) -> Path:
@@ -38,13 +58,9 @@ def test_an_interrupted_loadtest_stops_its_server_and_says_how_many_phases_ran(
 ) -> None:
     # Phases as short as the command takes (each still warms up for 1 s): the
     # test needs one to finish, not a measurement.
-    loadtest = subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest",
-         "--queriers", "1", "--frontends", "1", "--window", "2", "--seconds", "0.1"],
-        cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True,  # a group of its own, as a terminal gives a command
-    )  # fmt: skip
-    try:
+    with loadtest_running(
+        "--queriers", "1", "--frontends", "1", "--window", "2", "--seconds", "0.1"
+    ) as loadtest:
         assert loadtest.stdout is not None
         deadline = time.monotonic() + DEADLINE
         daphne = 0
@@ -59,10 +75,6 @@ def test_an_interrupted_loadtest_stops_its_server_and_says_how_many_phases_ran(
         else:
             loadtest.send_signal(signal.SIGTERM)
         _, stderr = loadtest.communicate(timeout=DEADLINE)
-    finally:
-        if loadtest.poll() is None:
-            os.killpg(loadtest.pid, signal.SIGKILL)
-            loadtest.wait()
     assert loadtest.returncode == 130
     assert stderr.splitlines()[-1] == (
         "CommandError: loadtest: interrupted after 1 of 7 phases; "
@@ -76,13 +88,17 @@ def test_an_interrupted_loadtest_stops_its_server_and_says_how_many_phases_ran(
 def test_a_loadtest_interrupted_while_it_sends_says_so_in_one_line_and_no_task_traceback() -> None:
     # `kill -INT PID` mid-phase, while its clients send flat out: the signal
     # lands inside one of their tasks, not between the loop's steps.
-    loadtest = subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest",
-         "--queriers", "10", "--frontends", "10", "--window", "20", "--seconds", "5"],
-        cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, preexec_fn=ctrl_c_as_from_a_terminal,
-    )  # fmt: skip
-    try:
+    with loadtest_running(
+        "--queriers",
+        "10",
+        "--frontends",
+        "10",
+        "--window",
+        "20",
+        "--seconds",
+        "5",
+        preexec_fn=ctrl_c_as_from_a_terminal,
+    ) as loadtest:
         assert loadtest.stdout is not None
         deadline = time.monotonic() + DEADLINE
         while not (line := loadtest.stdout.readline()).startswith("phase relay:"):
@@ -90,10 +106,6 @@ def test_a_loadtest_interrupted_while_it_sends_says_so_in_one_line_and_no_task_t
         time.sleep(SENDING)
         loadtest.send_signal(signal.SIGINT)
         _, stderr = loadtest.communicate(timeout=DEADLINE)
-    finally:
-        if loadtest.poll() is None:
-            os.killpg(loadtest.pid, signal.SIGKILL)
-            loadtest.wait()
     assert loadtest.returncode == 130
     # Before: "ERROR asyncio: Task exception was never retrieved" and a
     # KeyboardInterrupt traceback followed the one line.
