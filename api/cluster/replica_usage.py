@@ -13,7 +13,14 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["PUBLISHED_ROWS", "ROW_FIELDS", "finish_block", "is_figure", "merge_usage"]
+__all__ = [
+    "PUBLISHED_ROWS",
+    "ROW_FIELDS",
+    "finish_block",
+    "is_figure",
+    "merge_usage",
+    "rows_within",
+]
 
 # The busiest tenants each replica publishes with its summary, and the most a
 # merged answer can list from a peer.
@@ -87,6 +94,16 @@ def merge_usage(blocks: Iterable[Mapping[str, Any]], limit: int) -> dict[str, An
             "tenants": ordered[:limit],
         }
     )
+
+
+def rows_within(block: Mapping[str, Any], max_id_chars: int) -> dict[str, Any]:
+    """The block without its rows under org IDs longer than `max_id_chars`.
+
+    Its totals and `tenant_count` still count them, as they count the
+    tenants past the busiest `PUBLISHED_ROWS`.
+    """
+    rows = block["tenants"]
+    return {**block, "tenants": [r for r in rows if len(r["tenant"]) <= max_id_chars]}
 
 
 def is_figure(value: Any) -> bool:

@@ -23,7 +23,10 @@ rest in `cut` ([queues, requests]); its `total` stays whole. Every queue went
 before: one frontend sending 100 requests under 900 KB federated org IDs
 made an 89 MB summary, rewritten every half second, and its peers, reading
 it, took its replica for down and back by turns. The merge counts what peers
-cut as `MergedView.unlisted`, and the header says so.
+cut as `MergedView.unlisted`, and the header says so. Where an org ID is
+shown, not counted (a running request's, a reservation's), a longer one is
+cut to that length and ends in `SHORTENED_MARK`; the busiest tenants' usage
+rows list none longer (their totals still count it).
 
 A summary also carries the replica's frontends, capped, with true totals
 (`api.cluster.replica_frontends`). A summary without them (an older replica) is
@@ -51,6 +54,7 @@ from api.cluster.replica_frontends import (
     frontends_block,
     parse_frontends_block,
 )
+from api.cluster.replica_usage import rows_within
 from scheduler_core.snapshot import (
     LeafSnapshot,
     QuerierSnapshot,
@@ -75,6 +79,9 @@ FORMAT_VERSION = 1
 # one under (a federated ID of seven tenants at Cortex's 150 characters fits).
 PUBLISHED_LEAVES = 1000
 PUBLISHED_ORG_ID_CHARS = 1024
+# Ends an org ID a summary shortened. Not a character Cortex allows in one,
+# so a shortened ID can never name another tenant.
+SHORTENED_MARK = "\u2026"
 
 
 class MalformedSummary(ValueError):
@@ -93,11 +100,19 @@ def _age(now: float, at: float | None) -> float | None:
     return None if at is None else round(max(0.0, now - at), 3)
 
 
+def _shown_id(tenant_id: str | None) -> str | None:
+    """An org ID as a summary shows a running request's or a reservation's:
+    whole up to `PUBLISHED_ORG_ID_CHARS`, else cut there and marked."""
+    if tenant_id is None or len(tenant_id) <= PUBLISHED_ORG_ID_CHARS:
+        return tenant_id
+    return tenant_id[:PUBLISHED_ORG_ID_CHARS] + SHORTENED_MARK
+
+
 def _worker_row(worker: WorkerSnapshot, now: float) -> list[Any]:
     return [
         worker.worker_id,
         worker.request_id,
-        worker.tenant_id,
+        _shown_id(worker.tenant_id),
         worker.component,
         worker.priority,
         _age(now, worker.since),
@@ -112,7 +127,7 @@ def _querier_row(querier: QuerierSnapshot, now: float) -> list[Any]:
         querier.shutting_down,
         querier.reserved_idle,
         _age(now, querier.disconnected_at),
-        [[r.tenant_id, r.priority] for r in querier.reservations],
+        [[_shown_id(r.tenant_id), r.priority] for r in querier.reservations],
         [_worker_row(w, now) for w in querier.workers],
     ]
 
@@ -154,7 +169,7 @@ def summarize(
         "total": snapshot.total,
         "leaves": leaves,
         "queriers": [_querier_row(q, now) for q in snapshot.queriers],
-        "stats": dict(stats or {}),
+        "stats": _published_stats(stats),
     }
     if len(listed) < len(queued):
         cut_requests = sum(leaf.length for leaf in queued) - sum(leaf.length for leaf in listed)
@@ -162,6 +177,16 @@ def summarize(
     if frontends is not None:
         summary["frontends"] = frontends_block(frontends)
     return summary
+
+
+def _published_stats(stats: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The stats block as published: its usage rows under org IDs of at most
+    `PUBLISHED_ORG_ID_CHARS` (50 rows of 900 KB IDs made a 45 MB summary)."""
+    published = dict(stats or {})
+    usage = published.get("usage")
+    if isinstance(usage, Mapping):
+        published["usage"] = rows_within(usage, PUBLISHED_ORG_ID_CHARS)
+    return published
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import json
 
-from api.cluster.replicas import PUBLISHED_LEAVES, PUBLISHED_ORG_ID_CHARS, merge, summarize
-from scheduler_core.snapshot import LeafSnapshot
+from api.cluster.replica_usage import merge_usage
+from api.cluster.replicas import (
+    PUBLISHED_LEAVES,
+    PUBLISHED_ORG_ID_CHARS,
+    SHORTENED_MARK,
+    PeerSummary,
+    merge,
+    summarize,
+)
+from scheduler_core.snapshot import LeafSnapshot, QuerierSnapshot, Reservation, WorkerSnapshot
 from tests.api.cluster.replica_summaries import WALL, peer, snapshot
+from tests.api.cluster.test_replica_usage import block, row
 
 
 def leaf(tenant: str, length: int, oldest: float = 40.0) -> LeafSnapshot:
@@ -67,3 +76,31 @@ def test_a_merge_with_nothing_cut_adds_nothing_to_its_header() -> None:
     b = peer("b", snapshot(50.0, [leaf("acme", 2)]), published=WALL)
     header = merge(local, "a", [b], wall_now=WALL).header()
     assert "unlisted_requests" not in header and "unlisted" not in header["note"]
+
+
+def test_a_running_request_under_a_huge_org_id_is_shown_shortened_and_marked() -> None:
+    huge = "|".join(f"{n:0>149}" for n in range(6000))
+    busy = WorkerSnapshot("q1", 0, "r1", huge, "ingester", 0, 40.0, False)
+    idle = WorkerSnapshot("q1", 1, None, None, None, None, 40.0, True)
+    querier = QuerierSnapshot(
+        "q1", (busy, idle), False, True, None, (Reservation(huge, 1, "q1"),), False
+    )
+    raw = summarize(snapshot(50.0, [], [querier]), replica="b", wall_time=WALL, stats=None)
+    assert len(json.dumps(raw)) < 4_000
+    shown = huge[:PUBLISHED_ORG_ID_CHARS] + SHORTENED_MARK
+    parsed = PeerSummary.parse(json.loads(json.dumps(raw)))
+    (row,) = parsed.queriers
+    assert [w[2] for w in row[6]] == [shown, None]
+    assert row[5] == [[shown, 1]]
+
+
+def test_the_busiest_tenants_list_no_huge_org_id_and_their_totals_still_count_it() -> None:
+    huge = "z" * (PUBLISHED_ORG_ID_CHARS + 1)
+    usage = block(row(huge, 9.0, 3, 0.1), row("acme", 1.0, 2, 0.2))
+    raw = summarize(snapshot(50.0, []), replica="b", wall_time=WALL, stats={"usage": usage})
+    published = raw["stats"]["usage"]
+    assert [r["tenant"] for r in published["tenants"]] == ["acme"]
+    assert (published["querier_seconds"], published["tenant_count"]) == (10.0, 2)
+    assert [r["tenant"] for r in usage["tenants"]] == [huge, "acme"]  # this replica's own, whole
+    merged = merge_usage([published], 50)
+    assert merged is not None and merged["tenants"][0]["share"] == 0.1
