@@ -44,8 +44,13 @@ JOIN_WAIT_SECONDS = 1.0
 LEAVE_WAIT_SECONDS = 1.0
 
 _receive_outage = OutageLog(log, "inspector logout listeners: the channel layer's receive")
-# Whether the last join (of any socket) failed: one warning per outage, not per socket.
-_joins_failing = False
+# Joins of every socket: one warning per outage, not per socket.
+_join_outage = OutageLog(
+    log,
+    "inspector sockets joining their session groups (a logout reaches them by the"
+    " login recheck only meanwhile)",
+    retrying="every GROUP_REJOIN_SECONDS",
+)
 # Discards still running after `leave` stopped waiting (kept from the collector).
 _leaving: set[asyncio.Task[None]] = set()
 
@@ -122,10 +127,10 @@ class LogoutListener:
                 await self._layer.group_add(self._group, self._channel)
             except Exception as exc:
                 raise_if_cancelled()
-                _join_failed(exc)
+                _join_outage.failed(exc)
             else:
                 raise_if_cancelled()
-                _join_worked()
+                _join_outage.worked()
             if not first.done():
                 first.set_result(None)
             await asyncio.sleep(settings.GROUP_REJOIN_SECONDS)
@@ -139,21 +144,3 @@ class LogoutListener:
                 await self._deliver(message)
             except Exception:
                 log.exception("inspector logout listener: delivering %r failed", message)
-
-
-def _join_failed(exc: Exception) -> None:
-    global _joins_failing
-    if not _joins_failing:
-        log.warning(
-            "inspector sockets could not join their session groups (%s); a logout reaches "
-            "them by the login recheck only; retrying every GROUP_REJOIN_SECONDS",
-            exc,
-        )
-    _joins_failing = True
-
-
-def _join_worked() -> None:
-    global _joins_failing
-    if _joins_failing:
-        log.info("inspector sockets join their session groups again")
-    _joins_failing = False

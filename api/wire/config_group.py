@@ -102,7 +102,9 @@ async def keep_membership(
     answered no peer, so listings and cancels across replicas named it
     missing for good, while every health signal said it was up.
     """
-    failing = False
+    outage = OutageLog(
+        log, "joining the channel layer groups again", retrying=f"every {interval:g} s"
+    )
     while True:
         raise_if_cancelled()
         await asyncio.sleep(interval)
@@ -111,13 +113,9 @@ async def keep_membership(
                 await rejoin()
         except Exception as exc:
             raise_if_cancelled()
-            if not failing:
-                log.warning("joining the channel layer groups again failed: %s; retrying", exc)
-            failing = True
+            outage.failed(exc)
             continue
-        if failing:
-            log.info("joined the channel layer groups again")
-        failing = False
+        outage.worked()
 
 
 async def _announce(message: dict[str, Any]) -> None:

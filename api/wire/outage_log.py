@@ -4,7 +4,8 @@ The loops that read the channel layer retry every second while Redis is
 down; a traceback per retry buried a 30 s outage under some sixty of them
 per replica. `OutageLog` logs the first failure with its traceback, then a
 one-line reminder at most every `every` seconds, and one line when the
-call works again.
+call works again. `retrying` says when the loop tries again (the group
+rejoin loops wait `GROUP_REJOIN_SECONDS`, not a second).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ class OutageLog:
         what: str,
         every: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        retrying: str = "every second",
     ) -> None:
         self._log = logger
         self._what = what
+        self._retrying = retrying
         self._every = every
         self._clock = clock
         self._since: float | None = None
@@ -40,7 +43,7 @@ class OutageLog:
         self._failures += 1
         if self._since is None:
             self._since = self._said = now
-            self._log.warning("%s failed; retrying every second", self._what, exc_info=exc)
+            self._log.warning("%s failed; retrying %s", self._what, self._retrying, exc_info=exc)
         elif now - self._said >= self._every:
             self._said = now
             self._log.warning(

@@ -53,3 +53,13 @@ async def test_a_config_applied_here_whose_announce_fails_is_a_warning_not_a_dea
         await host._broadcast(await database_sync_to_async(selectors.config_version_get)())
     assert any("they apply it at their next reconcile" in r.getMessage() for r in caplog.records)
     assert not any(r.levelno >= logging.ERROR for r in caplog.records)
+
+
+def test_a_loop_that_waits_longer_than_a_second_says_when_it_tries_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    outage = OutageLog(logging.getLogger("t"), "the join", retrying="every 5 s")
+    with caplog.at_level(logging.WARNING, logger="t"):
+        outage.failed(ConnectionError("gone"))
+        outage.failed(ConnectionError("gone"))
+    assert [r.getMessage() for r in caplog.records] == ["the join failed; retrying every 5 s"]
