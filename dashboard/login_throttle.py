@@ -11,15 +11,21 @@ again, and a successful one clears its user name's count.
 
 How: a backend placed first in `AUTHENTICATION_BACKENDS` refuses a locked
 user or address before any password is checked (`PermissionDenied` stops
-Django's `authenticate`), `user_login_failed` counts, `user_logged_in`
-clears. The address is the peer's, or the client's as forwarded by a proxy
-listed in `LOGIN_TRUSTED_PROXIES` (`client_address`). Counts live in
-Django's cache: Redis when `REDIS_URL` is set, so every replica sees the
-same counts, else this process's memory. Windows are
-fixed buckets of the window's length, and a count is this bucket's plus the
-previous one's, so no burst gets more than the limit through by straddling
-a bucket edge. Time comes from `clock` (tests replace it). Logins without a
-request (management commands) are not throttled.
+Django's `authenticate`), and counts the attempt then, before its password
+is checked: an attempt past the limit is refused as a lockout. Counted only
+once it had failed, 25 wrong passwords sent at once were all checked (each
+passed the lockout check before any was counted), and a burst holding the
+right one logged in. `user_login_failed` locks a subject its failure
+brought to the limit; `user_logged_in` clears the user name's count and
+gives back the attempt its address was counted. The address is the
+peer's, or the client's as forwarded by a proxy listed in
+`LOGIN_TRUSTED_PROXIES` (`client_address`). Counts live in Django's cache:
+Redis when `REDIS_URL` is set, so every replica sees the same counts, else
+this process's memory. Windows are fixed buckets of the window's length,
+and a count is this bucket's plus the previous one's, so no burst gets
+more than the limit through by straddling a bucket edge. A lockout starts
+its subject's count again. Time comes from `clock` (tests replace it).
+Logins without a request (management commands) are not throttled.
 
 While the cache cannot be reached (Redis down), the throttle fails open:
 logins are checked as if nobody were locked out and failures go uncounted,
@@ -30,6 +36,7 @@ able to log in. Wrong passwords are still refused, by the next backend.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -152,12 +159,38 @@ def locked_for(username: str | None, address: str | None) -> float:
     return max(waits)
 
 
-def record_failure(username: str | None, address: str | None) -> None:
-    """Count one wrong password; lock whichever subject reached its limit."""
+def _lock(key: str, now: float, bucket: int) -> None:
+    """Lock a subject out, then start its count again for after the lockout.
+
+    In that order: an attempt counted after the reset finds the lock when it
+    looks again (`reserve_attempt`), and one counted before it is over the
+    limit; so no attempt slips between the two.
+    """
+    lockout = _limits()[3]
+    cache.set(f"{key}:locked", now + lockout, timeout=int(lockout + 60))
+    cache.delete_many([f"{key}:{bucket}", f"{key}:{bucket - 1}"])
+
+
+def _count(key: str, bucket: int) -> int:
+    """A subject's attempts in this bucket and the one before."""
+    counts = cache.get_many([f"{key}:{bucket}", f"{key}:{bucket - 1}"])
+    return sum(int(n) for n in counts.values())
+
+
+def reserve_attempt(username: str | None, address: str | None) -> tuple[str | None, bool]:
+    """Count one attempt before its password is checked.
+
+    Returns the address's bucket key (for `release_attempt`), and whether
+    the attempt is refused unchecked: a subject is now past its limit (and
+    is locked), or was locked since `locked_for` looked. Counted atomically
+    (`incr`), so of any number of attempts at once at most the limit get
+    their password checked.
+    """
     now = clock()
-    _, _, window, lockout = _limits()
+    _, _, window, _ = _limits()
     bucket = int(now // window)
     keep = int(2 * window + 60)
+    counted, over = None, False
     for key, limit in _subjects(username, address):
         current = f"{key}:{bucket}"
         cache.add(current, 0, timeout=keep)
@@ -166,9 +199,28 @@ def record_failure(username: str | None, address: str | None) -> None:
         except ValueError:  # evicted between add and incr
             cache.set(current, 1, timeout=keep)
             count = 1
-        count += int(cache.get(f"{key}:{bucket - 1}") or 0)
-        if count >= limit:
-            cache.set(f"{key}:locked", now + lockout, timeout=int(lockout + 60))
+        if key.startswith(f"{_PREFIX}:address:"):
+            counted = current
+        if count + int(cache.get(f"{key}:{bucket - 1}") or 0) > limit:
+            over = True
+            _lock(key, now, bucket)
+    return counted, over or locked_for(username, address) > 0
+
+
+def lock_if_at_limit(username: str | None, address: str | None) -> None:
+    """After a wrong password (already counted): lock whichever subject it brought to its limit."""
+    now = clock()
+    bucket = int(now // _limits()[2])
+    for key, limit in _subjects(username, address):
+        if _count(key, bucket) >= limit:
+            _lock(key, now, bucket)
+
+
+def release_attempt(counted: str | None) -> None:
+    """A login that worked gives its address back the attempt it was counted."""
+    if counted is not None:
+        with contextlib.suppress(ValueError):  # the bucket expired meanwhile
+            cache.decr(counted)
 
 
 def clear_user(username: str | None) -> None:
@@ -206,9 +258,15 @@ class LoginThrottleBackend:
     ) -> None:
         if request is None:
             return None
+        address = client_address(request)
         wait = 0.0
         with _failing_open("checking for a lockout"):
-            wait = locked_for(username, client_address(request))
+            wait = locked_for(username, address)
+            if wait <= 0:
+                counted, over = reserve_attempt(username, address)
+                request.login_counted = counted  # type: ignore[attr-defined]
+                if over:
+                    wait = locked_for(username, address)
         if wait > 0:
             request.login_locked_for = wait  # type: ignore[attr-defined]
             raise PermissionDenied(lockout_message(wait))
@@ -220,8 +278,8 @@ def _on_failure(sender: Any, credentials: dict[str, Any], request: Any = None, *
     # Refusals during a lockout are not counted: they must not extend it.
     if request is None or getattr(request, "login_locked_for", 0):
         return
-    with _failing_open("counting a failed login"):
-        record_failure(credentials.get("username"), client_address(request))
+    with _failing_open("locking after a failed login"):
+        lock_if_at_limit(credentials.get("username"), client_address(request))
 
 
 @receiver(user_logged_in, dispatch_uid="dashboard.login_throttle.logged_in")
@@ -229,6 +287,7 @@ def _on_login(sender: Any, request: Any, user: Any, **kw: Any) -> None:
     if request is not None:
         with _failing_open("clearing a user name's failures"):
             clear_user(user.get_username())
+            release_attempt(getattr(request, "login_counted", None))
 
 
 class _LockoutMessage:
