@@ -205,6 +205,8 @@ INSPECTOR_SOCKETS_PER_SESSION = env_int("INSPECTOR_SOCKETS_PER_SESSION", 32, lea
 # What-if simulations (api.rest.simulation): niced worker processes, the wall
 # time one run may take, and off: run in the request thread (tests).
 SIMULATION_WORKERS = env_int("SIMULATION_WORKERS", 2, least=1)
+# Runs one user (or one API token) may have at once: the workers are shared.
+SIMULATION_RUNS_PER_STARTER = env_int("SIMULATION_RUNS_PER_STARTER", 1, least=1)
 SIMULATION_TIME_LIMIT_SECONDS = env_seconds("SIMULATION_TIME_LIMIT_SECONDS", 60.0)
 SIMULATION_IN_WORKER_PROCESS = env_flag("SIMULATION_IN_WORKER_PROCESS", True)
 # Addresses or networks of the proxies in front (e.g. "10.0.0.0/8,127.0.0.1"):

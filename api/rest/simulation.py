@@ -13,8 +13,10 @@
 - `submit` runs it in one of `SIMULATION_WORKERS` (default 2) spawned,
   niced worker processes (`api.rest.simulation_worker`), started lazily
   from one long-lived thread (the parent-death signal is tied to the
-  thread that starts a process) and reused. All busy: 503 at once. The
-  calling view thread only waits on a pipe, so the scheduler keeps the GIL.
+  thread that starts a process) and reused. All busy: 503 at once. One
+  starter (a user or a token) runs at most `SIMULATION_RUNS_PER_STARTER`
+  (default 1) at a time: 429 past it. The calling view thread only waits
+  on a pipe, so the scheduler keeps the GIL.
 - Every run has a `RunState` in this process, by its starter and run id
   (one user's run id neither blocks nor reveals another's): its progress
   for `GET simulate/<run_id>/`, and a cancel flag that `DELETE` and a
@@ -52,6 +54,7 @@ __all__ = [
     "NoTraffic",
     "RunState",
     "SimulationBusy",
+    "StarterBusy",
     "build_job",
     "checked_spec",
     "runs",
@@ -70,6 +73,14 @@ _KEEP_FINISHED_SECONDS = 300.0
 
 class SimulationBusy(Exception):
     """Every simulation worker is running a simulation (503: try again)."""
+
+
+class StarterBusy(Exception):
+    """The starter already runs `SIMULATION_RUNS_PER_STARTER` simulations (429: try again).
+
+    The pool is shared: without it one viewer's two long runs held both
+    workers, and every other user's run, an editor's too, was refused.
+    """
 
 
 class NoTraffic(Exception):
@@ -121,6 +132,7 @@ class _Runs:
     ) -> RunState | None:
         """A new running state, or None when `owner` already runs one as `run_id`.
 
+        Raises `StarterBusy` when `owner` already runs its share of runs.
         `cancel` is the flag to stop it by (the request's abandon flag, so a
         client disconnect cancels the run too); a fresh one when None.
         """
@@ -133,6 +145,16 @@ class _Runs:
             current = self._runs.get((owner, run_id))
             if current is not None and current.state == "running":
                 return None
+            share = int(settings.SIMULATION_RUNS_PER_STARTER)
+            running = sum(
+                1 for (o, _), r in self._runs.items() if o == owner and r.state == "running"
+            )
+            if running >= share:
+                raise StarterBusy(
+                    f"you already run {running} simulation{'s' if running > 1 else ''}"
+                    f" (SIMULATION_RUNS_PER_STARTER is {share}); try again when"
+                    f" {'one ends' if running > 1 else 'it ends'}"
+                )
             state = RunState(run_id, owner)
             if cancel is not None:
                 state.cancel = cancel

@@ -41,6 +41,7 @@ from api.rest.serializers_simulate import (
 from api.rest.simulation import (
     NoTraffic,
     SimulationBusy,
+    StarterBusy,
     build_job,
     checked_spec,
     runs,
@@ -102,6 +103,7 @@ class SimulateView(ApiView):
         responses={
             200: SimulateResponseSerializer,
             409: OpenApiResponse(description="cancelled, run id in use, or no traffic here"),
+            429: OpenApiResponse(description="this user or token already runs its simulations"),
             503: OpenApiResponse(description="time limit passed, or every worker busy"),
             **errors(400, 413, 415),
         },
@@ -119,7 +121,12 @@ class SimulateView(ApiView):
         except NoTraffic as exc:
             return Response({"detail": str(exc), "code": "no_traffic"}, status=409)
         scope = getattr(request._request, "scope", None) or {}
-        run = runs.start(spec.run_id, _owner(request), scope.get(ABANDONED))
+        try:
+            run = runs.start(spec.run_id, _owner(request), scope.get(ABANDONED))
+        except StarterBusy as exc:
+            busy = Response({"detail": str(exc), "code": "starter_busy"}, status=429)
+            busy["Retry-After"] = "5"
+            return busy
         if run is None:
             detail = f"a simulation with run_id {spec.run_id!r} is still running"
             return Response({"detail": detail, "code": "run_id_in_use"}, status=409)

@@ -82,3 +82,24 @@ def test_each_starters_run_has_its_own_cancel_flag() -> None:
     assert table.start("same", ("user", 1)) is None  # A's is still running
     table.finish(a_run, "done")
     assert table.start("same", ("user", 1)) is not None  # finished: the id is A's again
+
+
+def test_a_second_run_of_one_starter_is_a_429_while_another_starter_still_runs(
+    db: None, settings: Any
+) -> None:
+    a_client, a = _client("user-a")
+    b_client, _ = _client("user-b")
+    a_run = runs.start("long", a)  # A's run, still going
+    assert a_run is not None
+    try:
+        refused = a_client.post(URL, SEED, format="json")
+        assert refused.status_code == 429 and refused["Retry-After"] == "5"
+        assert refused.json()["code"] == "starter_busy"
+        assert "SIMULATION_RUNS_PER_STARTER is 1" in refused.json()["detail"]
+        assert b_client.post(URL, SEED, format="json").status_code == 200
+        settings.SIMULATION_RUNS_PER_STARTER = 2
+        assert a_client.post(URL, SEED, format="json").status_code == 200
+        settings.SIMULATION_RUNS_PER_STARTER = 1
+    finally:
+        runs.finish(a_run, "cancelled")
+    assert a_client.post(URL, SEED, format="json").status_code == 200  # A's run ended
