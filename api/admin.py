@@ -26,6 +26,7 @@ from api.store import selectors, services
 from api.store.exceptions import ConfigStoreError, ConfigValidationError
 from api.store.import_plan import validate_tenant
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
+from api.store.roles import EDITOR, role_of
 from api.store.tokens import TokenExpiryError, api_token_expiry_check, token_name_error
 from scheduler_core.model import QueueConfig
 from scheduler_core.queue_settings import queue_config_to_dict
@@ -34,6 +35,36 @@ from scheduler_core.validation import validate_queue_settings
 __all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]
 
 ADMIN = ConfigRevision.Source.ADMIN
+
+
+class _RoleBoundAdmin(admin.ModelAdmin):
+    """An admin that answers to the viewer/editor roles as the pages and REST do.
+
+    Django's model permissions come on top: an account needs both. Alone,
+    they let a staff account without a role, given `add_apitoken` by a
+    superuser, mint an editor token; and one given only the view permission
+    roll the config back and revoke tokens, through actions that asked for
+    no permission. Superusers are editors (`role_of`).
+    """
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return role_of(request.user) is not None and super().has_view_permission(request, obj)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return role_of(request.user) is not None and super().has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return role_of(request.user) == EDITOR and super().has_add_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return role_of(request.user) == EDITOR and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return role_of(request.user) == EDITOR and super().has_delete_permission(request, obj)
+
+    def has_editor_permission(self, request: HttpRequest) -> bool:
+        """For actions that write through the services (`permissions=["editor"]`)."""
+        return role_of(request.user) == EDITOR
 
 
 def _errors_to_form(form: forms.ModelForm[Any], exc: ConfigValidationError) -> None:
@@ -87,7 +118,7 @@ class TenantForm(_VersionedForm):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(_RoleBoundAdmin):
     form = TenantForm
     actions = ["delete_tenants"]
     list_display = ["tenant_id", "version", "updated_at"]
@@ -205,7 +236,7 @@ class SchedulerSettingsForm(_VersionedForm):
 
 
 @admin.register(SchedulerSettings)
-class SchedulerSettingsAdmin(admin.ModelAdmin):
+class SchedulerSettingsAdmin(_RoleBoundAdmin):
     form = SchedulerSettingsForm
     list_display = ["__str__", "version", "updated_at"]
     readonly_fields = ["version", "config_version", "updated_at"]
@@ -233,7 +264,7 @@ class SchedulerSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(ConfigRevision)
-class ConfigRevisionAdmin(admin.ModelAdmin):
+class ConfigRevisionAdmin(_RoleBoundAdmin):
     list_display = ["version", "created_at", "kind", "key", "source", "author_name", "message"]
     list_filter = ["kind", "source"]
     search_fields = ["key", "author_name", "message"]
@@ -267,7 +298,9 @@ class ConfigRevisionAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.action(description="Roll back the selected revisions (newest first)")
+    @admin.action(
+        description="Roll back the selected revisions (newest first)", permissions=["editor"]
+    )
     def roll_back(self, request: HttpRequest, queryset: QuerySet[ConfigRevision]) -> None:
         for revision in queryset.order_by("-version"):
             try:
@@ -324,7 +357,7 @@ class TokenStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(_RoleBoundAdmin):
     form = ApiTokenForm
     list_display = [
         "name",
@@ -390,7 +423,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         # The admin's views are never cached (`no-store`), this answer with them.
         return TemplateResponse(request, "admin/api/apitoken/issued.html", context)
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset:
             services.api_token_revoke(token_id=token.pk)
