@@ -53,6 +53,27 @@ _CREDENTIAL_HEADERS = frozenset(
         "x-amz-security-token",
     }
 )
+# Words that name a credential inside a header name: proxies add their own
+# (oauth2-proxy's `X-Forwarded-Access-Token`, `X-Auth-Request-Access-Token`),
+# so a list of names alone let them through. `X-Auth-Request-User` is not
+# refused: a user name is what an actor path is for.
+_CREDENTIAL_WORDS = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "cookie",
+    "session",
+    "credential",
+    "apikey",
+    "api-key",
+    "signature",
+)
+
+
+def _carries_credentials(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _CREDENTIAL_HEADERS or any(w in lowered for w in _CREDENTIAL_WORDS)
 
 
 def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
@@ -71,7 +92,7 @@ def _header_name(value: object, path: str, errs: f.Collector) -> str | None:
             f"at most 100), got {name!r}",
         )
         return None
-    if name.lower() in _CREDENTIAL_HEADERS:
+    if _carries_credentials(name):
         errs.add(
             path,
             f"must not be a header that carries credentials, got {name!r}: its values are "

@@ -122,7 +122,18 @@ def test_max_federated_tenants_is_a_non_negative_integer(value: object) -> None:
 
 @pytest.mark.parametrize(
     "header",
-    ["Authorization", "authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"],
+    [
+        "Authorization",
+        "authorization",
+        "Proxy-Authorization",
+        "Cookie",
+        "Set-Cookie",
+        "X-Api-Key",
+        "X-Forwarded-Access-Token",
+        "X-Auth-Request-Access-Token",
+        "X-Session-Id",
+        "X-Client-Secret",
+    ],
 )
 def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
     header: str,
@@ -133,6 +144,11 @@ def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
     assert "carries credentials" in errors[0].message and repr(header) in errors[0].message
     with pytest.raises(ConfigInvalid):
         queue_config_from_dict({"actor_path_header": header}, QueueConfig())
+
+
+@pytest.mark.parametrize("header", ["X-Auth-Request-User", "X-Grafana-User", "X-Loki-Actor-Path"])
+def test_a_header_naming_a_user_is_allowed_as_the_actor_path_header(header: str) -> None:
+    assert validate_queue_settings({"actor_path_header": header}) == []
 
 
 def test_the_tenant_header_is_allowed_as_the_actor_path_header_as_its_value_is_shown_anyway() -> (
