@@ -2,7 +2,8 @@
 # What `make test` needs from Debian, installed only where missing: Chromium
 # for the browser tests, redis-server and postgresql for the throwaway servers
 # the test session starts (tests/servers.py), prometheus (promtool and the
-# server) for the alert-rule tests (tests/deploy/), npm (with Node.js) for
+# server) for the alert-rule tests (tests/deploy/), nginx for the test of
+# deploy/nginx/ in front of a real Daphne over TLS, npm (with Node.js) for
 # `make assets`, and python3-venv and build-essential for the virtualenv.
 # Says what it found and what it installs; runs apt-get (update first) only
 # when something is missing, through sudo when not root. `make demo` needs
@@ -30,13 +31,14 @@ check() {
     build-essential) command -v cc >/dev/null && command -v make >/dev/null && echo present ;;
     prometheus) command -v promtool >/dev/null && command -v prometheus >/dev/null && echo present ;;
     npm) command -v npm >/dev/null && command -v node >/dev/null && echo present ;;
+    nginx-light) { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && echo present ;;
   esac
   return 0
 }
 
 missing=()
 report=()
-for package in chromium redis-server postgresql prometheus npm python3-venv build-essential; do
+for package in chromium redis-server postgresql prometheus nginx-light npm python3-venv build-essential; do
   state="$(check "$package")"
   if [ -z "$state" ]; then
     missing+=("$package")
