@@ -1,3 +1,4 @@
 """The Django project: settings, URL routing, the ASGI entry point, and how
-Daphne is started (`serve`: the event loop, the schema check, and the
-websocket slow-reader guard, `slow_readers`). May import every other package."""
+Daphne is started (`serve`: the event loop, the schema check, the
+websocket slow-reader guard, `slow_readers`, and the access log without
+query-string secrets, `access_log`). May import every other package."""

@@ -108,8 +108,9 @@ def main() -> None:
     from django.conf import settings
     from twisted.internet import reactor
 
-    from config import slow_readers
+    from config import access_log, slow_readers
 
+    access_log.install()
     slow_readers.install(
         reactor,
         limit=settings.WEBSOCKET_UNSENT_LIMIT_BYTES,
