@@ -43,6 +43,7 @@ from scheduler_core.rejection import REJECTION_STATUS, judge, rejection_error
 
 __all__ = [
     "Admission",
+    "FEDERATION_REFUSED_STATUS",
     "GrpcReplyHandle",
     "InvalidEnqueue",
     "LimitsHost",
@@ -57,8 +58,17 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+# The HTTP status of a federated org ID naming more tenants than
+# `max_federated_tenants` allows: a client's error, as Mimir answers it.
+FEDERATION_REFUSED_STATUS = 400
+
+
 class InvalidEnqueue(Exception):
-    """The ENQUEUE message cannot be queued; the text goes back as ERROR."""
+    """The ENQUEUE message cannot be queued; the text goes back as ERROR.
+
+    Only for what a Cortex frontend never sends (its own checks refuse it
+    first): an ERROR reply crashes Cortex frontends before v1.20.
+    """
 
 
 class QueryRejected(Exception):
@@ -67,7 +77,7 @@ class QueryRejected(Exception):
     The frontend's ENQUEUE still gets OK; the 422 goes through `QueryResult`
     (which a real Cortex frontend hands to the user), as any result does.
     `status` is another HTTP status for a refusal answered the same way (413:
-    too large to forward, `frontend_loop.py`).
+    too large to forward, `frontend_loop.py`; 400: too many federated tenants).
     """
 
     def __init__(
@@ -239,29 +249,27 @@ class Admission:
         # another org ID, but any gRPC client may.
         # Its length first, read before anything walks its tenants: a Cortex
         # frontend cannot forward a longer one, and 1M tenants held the loop 8 s.
-        problem = org_id_length_error(user, "userID")
-        if problem is None:
-            problem = federated_tenants_error(user, self._host.config.max_federated_tenants)
-        if problem is None:
-            problem = org_id_error(user)
+        problem = org_id_length_error(user, "userID") or org_id_error(user)
         if problem is not None:
             raise InvalidEnqueue(problem)
-        user = normalized_org_id(user)
-        now = self._wall_clock()
         http = msg.httpRequest
+        # Unlike the checks above, one a Cortex frontend's own checks pass:
+        # answered through QueryResult, as Mimir answers it (400), since an
+        # ERROR reply crashes Cortex frontends before v1.20 (`frontend_loop`).
+        # Counted on the ID as sent (each tenant once), before sorting a
+        # refused one's tenants: a Cortex frontend sends it sorted already.
+        too_many = federated_tenants_error(user, self._host.config.max_federated_tenants)
+        if too_many is not None:
+            refused = self._handle(msg, user, frontend_address)
+            raise QueryRejected(refused, too_many, FEDERATION_REFUSED_STATUS)
+        user = normalized_org_id(user)
+        handle = self._handle(msg, user, frontend_address)
+        now = self._wall_clock()
         found, actor = _read_headers(http, self._host.config.actor_path_header.lower())
         forwarded = parse_forwarded(http.method, http.url, found, http.body, now=now)
         component, info = self._classification(forwarded, now)
         component = component_hint(list(msg.additionalQueueDimensions)) or component
         limits = org_limits(self._host, user)
-        handle = GrpcReplyHandle(
-            frontend_address=frontend_address,
-            query_id=query_id,
-            user_id=user,
-            stats_enabled=msg.statsEnabled,
-            http_request=http,
-            reporter=self.results,
-        )
         rid = request_id(frontend_address, query_id)
         verdict = judge(limits, info, now)
         if self.admission_log is not None:
@@ -284,6 +292,18 @@ class Admission:
             headers=forwarded.headers,
             payload=handle,
             actor_path=actor,
+        )
+
+    def _handle(
+        self, msg: schedulerpb_pb2.FrontendToScheduler, user: str, frontend_address: str
+    ) -> GrpcReplyHandle:
+        return GrpcReplyHandle(
+            frontend_address=frontend_address,
+            query_id=msg.queryID,
+            user_id=user,
+            stats_enabled=msg.statsEnabled,
+            http_request=msg.httpRequest,
+            reporter=self.results,
         )
 
     def _classification(self, forwarded: ForwardedQuery, now: float) -> tuple[str, QueryInfo]:

@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from api.wire.grpc.admission import Admission, InvalidEnqueue
+from api.wire.grpc.admission import (
+    FEDERATION_REFUSED_STATUS,
+    Admission,
+    InvalidEnqueue,
+    QueryRejected,
+)
 from api.wire.grpc.clients import get_request
 from scheduler_core.federation import MAX_ORG_ID_LENGTH, combined_limits
 from scheduler_core.model import (
@@ -134,13 +139,18 @@ def test_unusable_tenant_ids_are_refused(user_id: str, reason: str) -> None:
         Admission(Host({}), wall_clock=lambda: NOW).build(enqueue(user_id), "fe:1")
 
 
-def test_a_federated_id_over_max_federated_tenants_is_refused_naming_both_counts() -> None:
+def test_a_federated_id_over_max_federated_tenants_is_a_400_naming_both_counts() -> None:
+    # Answered through QueryResult, not an ERROR reply: a Cortex frontend's
+    # own checks pass such an ID, and ERROR crashed frontends before v1.20.
     host = Host({})
     host.config = QueueConfig(max_federated_tenants=2)
     admission = Admission(host, wall_clock=lambda: NOW)
     assert admission.build(enqueue("a|b"), "fe:1").tenant_id == "a|b"
-    with pytest.raises(InvalidEnqueue, match="names 3 tenants; at most 2 may be federated"):
-        admission.build(enqueue("a|b|c"), "fe:1")
+    assert admission.build(enqueue("b|a|b"), "fe:1").tenant_id == "a|b"  # counted once each
+    with pytest.raises(QueryRejected, match="names 3 tenants; at most 2 may be federated") as no:
+        admission.build(enqueue("c|a|b"), "fe:1")
+    assert no.value.status == FEDERATION_REFUSED_STATUS == 400
+    assert (no.value.handle.user_id, no.value.handle.frontend_address) == ("c|a|b", "fe:1")
 
 
 def test_a_user_id_longer_than_a_cortex_frontend_can_send_is_refused_before_its_tenants() -> None:

@@ -98,3 +98,21 @@ async def test_series_calls_are_rejected_on_one_of_several_match_selectors(
     assert await loop.enqueue(3, "team", get_request(SERIES, params)) == pb.OK
     assert (await frontend.result(3)).code == 422
     await frontend.close()
+
+
+async def test_a_federated_id_over_the_limit_gets_400_through_query_result_not_an_error_reply(
+    logged: tuple[Scheduler, AdmissionLog],
+) -> None:
+    # A Cortex v1.15.3 frontend panicked on the ERROR reply this used to be,
+    # and every other user's query on it was lost.
+    scheduler, _ = logged
+    scheduler.runtime.set_config(QueueConfig(max_federated_tenants=2))
+    frontend = await CortexFrontend(scheduler.address).start()
+    loop = await frontend.open_loop()
+    query = get_request(RANGE, recent_range("up"))
+    assert await loop.enqueue(1, "a|b|c", query) == pb.OK  # sorted, as Cortex sends it
+    result = await frontend.result(1)
+    assert result.code == 400 and result.org_id == "a|b|c"
+    assert "names 3 tenants; at most 2 may be federated" in result.body.decode()
+    assert len(scheduler.runtime.queue) == 0
+    await frontend.close()
