@@ -1,7 +1,9 @@
 """How config/settings.py reads its environment variables.
 
-A helper returns its default when the variable is unset or blank (env_list:
-an empty list when set blank), and stops start-up with an ImproperlyConfigured
+A helper returns its default when the variable is unset or blank (set blank,
+`GRPC_HOST=` bound the gRPC door to every interface, and
+`SECURE_REDIRECT_EXEMPT=` exempted nothing, where the docs promise the
+default), and stops start-up with an ImproperlyConfigured
 naming the variable when the value is bad: read later, a bad value was a
 traceback from collectstatic, the security middleware, the database or the
 scheduler runtime, or left a server whose /healthz answered while its
@@ -33,6 +35,7 @@ __all__ = [
     "env_networks",
     "env_path",
     "env_seconds",
+    "env_text",
     "proxy_ssl_header",
     "redis_url_from_env",
     "refusals_as_one_line",
@@ -58,9 +61,14 @@ def env_flag(name: str, default: bool = False) -> bool:
     return value in _ON
 
 
+def env_text(name: str, default: str) -> str:
+    """The variable's value, stripped; the default when unset or blank."""
+    return os.environ.get(name, "").strip() or default
+
+
 def env_list(name: str, default: str) -> list[str]:
-    """A comma-separated variable as a list, blanks dropped (set blank: an empty list)."""
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+    """A comma-separated variable as a list, blanks dropped; the default's when unset or blank."""
+    return [item.strip() for item in env_text(name, default).split(",") if item.strip()]
 
 
 def env_int(name: str, default: int, *, least: int = 0, most: int | None = None) -> int:

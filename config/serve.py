@@ -49,7 +49,7 @@ def event_loop_name(env: os._Environ[str] | dict[str, str]) -> str:
     """The loop EVENT_LOOP names (uvloop when unset); an unknown value stops start-up by name."""
     name = env.get("EVENT_LOOP", "").strip().lower() or "uvloop"
     if name not in EVENT_LOOPS:
-        raise SystemExit(f"EVENT_LOOP: unknown value {name!r}; use asyncio or uvloop")
+        raise SystemExit(f"error: EVENT_LOOP: unknown value {name!r}; use asyncio or uvloop")
     return name
 
 

@@ -26,6 +26,7 @@ from config.env_checks import (
     env_networks,
     env_path,
     env_seconds,
+    env_text,
     proxy_ssl_header,
     redis_url_from_env,
     var_dir,
@@ -135,7 +136,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = redis_url_from_env("REDIS_URL")
 # Namespaces the channel layer's and the replica summaries' Redis keys, so
 # several deployments (or test runs) can share one Redis.
-CHANNEL_PREFIX = os.environ.get("CHANNEL_PREFIX", "asgi")
+CHANNEL_PREFIX = env_text("CHANNEL_PREFIX", "asgi")
 CHANNEL_LAYERS: dict[str, Any]
 if REDIS_URL:
     CHANNEL_LAYERS = {
@@ -256,6 +257,8 @@ CSRF_COOKIE_SECURE = env_flag("CSRF_COOKIE_SECURE", _SERVED_OVER_HTTPS)
 # A runtime-config import is seconds of CPU; in a worker process it leaves
 # this process's GIL to the scheduler's event loop (see api/rest/offload.py).
 CONFIG_IMPORT_IN_WORKER_PROCESS = env_flag("CONFIG_IMPORT_IN_WORKER_PROCESS", True)
+# `manage.py loadtest`'s yardstick: a bare relay of the same messages (api/wire/routing.py).
+LOADTEST_RELAY = env_flag("LOADTEST_RELAY")
 
 # The scheduler runtime's own knobs (api/wire/runtime_host.py, queue_peers.py),
 # read here so a bad value stops start-up naming it: read later, it left a
@@ -305,7 +308,7 @@ if GRPC_PORT > 65535:
     raise ImproperlyConfigured(f"GRPC_PORT must be a port number up to 65535, not {GRPC_PORT}")
 # Without mutual TLS anyone who reaches the gRPC door may schedule or take
 # work, so it listens on loopback unless the operator opens it.
-GRPC_HOST = os.environ.get("GRPC_HOST", "127.0.0.1")
+GRPC_HOST = env_text("GRPC_HOST", "127.0.0.1")
 # host:port queriers on other hosts use to reach this replica's gRPC door.
 GRPC_ADVERTISE_ADDRESS = os.environ.get("GRPC_ADVERTISE_ADDRESS", "")
 # GRPC_TLS_* (the door, as Cortex's -server.grpc-tls-*) and GRPC_CLIENT_TLS_*

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from django.conf import settings
 from django.urls import path
 
@@ -18,15 +16,7 @@ websocket_urlpatterns = [
 ]
 
 
-def _relay_enabled() -> bool:
-    """`settings.LOADTEST_RELAY`, else the LOADTEST_RELAY environment flag."""
-    value = getattr(settings, "LOADTEST_RELAY", None)
-    if value is None:
-        value = os.environ.get("LOADTEST_RELAY", "").lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
-if _relay_enabled():
+if settings.LOADTEST_RELAY:
     from api.wire.consumers.relay import RelayFrontendConsumer, RelayQuerierConsumer
 
     websocket_urlpatterns += [

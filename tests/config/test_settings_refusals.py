@@ -74,6 +74,8 @@ def assert_refused_in_one_line(result: subprocess.CompletedProcess[str], starts:
         ("INSPECTOR_LOGIN_RECHECK_SECONDS", "0.01"),
         ("QUEUE_PEER_TIMEOUT", "0"),
         ("QUEUE_PEER_TIMEOUT", "0.0999"),
+        # Read as off without a word: the relay the loadtest measures against missing.
+        ("LOADTEST_RELAY", "ture"),
     ],
 )
 def test_a_value_the_server_could_not_start_with_stops_check_in_one_line_naming_it(
@@ -133,11 +135,23 @@ def test_an_improperly_configured_from_elsewhere_keeps_its_traceback_but_ours_do
         assert_refused_in_one_line(ours, "LOG_LEVEL must be one of")
 
 
-def test_an_empty_var_dir_static_root_or_allowed_hosts_is_the_default() -> None:
-    empty = {"VAR_DIR": "", "STATIC_ROOT": " ", "ALLOWED_HOSTS": " , "}
+def test_an_empty_value_is_the_default() -> None:
+    empty = {
+        "VAR_DIR": "",
+        "STATIC_ROOT": " ",
+        "ALLOWED_HOSTS": " , ",
+        # Set blank, these bound the gRPC door to every interface, put every
+        # Redis key outside its namespace, and redirected health probes.
+        "GRPC_HOST": "",
+        "CHANNEL_PREFIX": " ",
+        "SECURE_REDIRECT_EXEMPT": "",
+    }
     assert settings_value(empty, "VAR_DIR") == repr(BASE_DIR / "var")
     assert settings_value(empty, "STATIC_ROOT") == repr(BASE_DIR / "staticfiles")
     assert settings_value(empty, "ALLOWED_HOSTS") == "['127.0.0.1', 'localhost']"
+    assert settings_value(empty, "GRPC_HOST") == "'127.0.0.1'"
+    assert settings_value(empty, "CHANNEL_PREFIX") == "'asgi'"
+    assert settings_value(empty, "SECURE_REDIRECT_EXEMPT") == "['^healthz$']"
 
 
 def test_periods_are_at_least_a_tenth_of_a_second_and_the_tests_own_are_taken(

@@ -126,8 +126,15 @@ class GrpcFrontDoor:
         except (RuntimeError, OSError) as exc:
             raise PortInUse(f"cannot listen for gRPC on {host}:{port}: {exc}") from exc
         if not self.foreign.own_address:
-            own_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-            self.foreign.own_address = f"{own_host}:{self.port}"
+            wildcard = host in ("0.0.0.0", "::", "")
+            self.foreign.own_address = f"{'127.0.0.1' if wildcard else host}:{self.port}"
+            if wildcard:
+                log.warning(
+                    "gRPC door on every interface without GRPC_ADVERTISE_ADDRESS: "
+                    "advertising %s, which queriers on other hosts cannot reach; set "
+                    "GRPC_ADVERTISE_ADDRESS to this replica's host:port",
+                    self.foreign.own_address,
+                )
         install_observer(self.runtime, self.frontends)
         install_observer(self.runtime, self.reporter)
         install_observer(self.runtime, self.foreign)

@@ -11,11 +11,13 @@ from scheduler_core.model import QueueConfig
 from scheduler_core.runtime import SchedulerRuntime
 
 
-async def started_warnings(host: str, caplog: pytest.LogCaptureFixture) -> list[str]:
+async def started_warnings(
+    host: str, caplog: pytest.LogCaptureFixture, advertise: str | None = None
+) -> list[str]:
     runtime = SchedulerRuntime(QueueConfig())
     await runtime.start()
     with caplog.at_level(logging.WARNING, logger="api.wire.grpc.server"):
-        door = await start_grpc_server(runtime, host=host, port=0)
+        door = await start_grpc_server(runtime, host=host, port=0, advertise_address=advertise)
     await door.stop(0)
     await runtime.stop(drain_timeout=0)
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -24,9 +26,17 @@ async def started_warnings(host: str, caplog: pytest.LogCaptureFixture) -> list[
 async def test_a_plaintext_door_on_every_address_warns_that_anyone_reaching_it_can_use_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    (warning,) = await started_warnings("0.0.0.0", caplog)
+    (warning,) = await started_warnings("0.0.0.0", caplog, advertise="scheduler-1:9095")
     assert warning.startswith("gRPC door on 0.0.0.0 in plaintext: anyone who reaches it")
     assert "GRPC_TLS_CA_PATH" in warning
+
+
+async def test_a_door_on_every_address_without_an_advertised_one_says_what_it_advertises(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    advertised, _plaintext = await started_warnings("0.0.0.0", caplog)
+    assert advertised.startswith("gRPC door on every interface without GRPC_ADVERTISE_ADDRESS")
+    assert "advertising 127.0.0.1:" in advertised
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
