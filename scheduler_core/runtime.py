@@ -241,6 +241,10 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
                 # Handed over but never sent: the querier did not run it.
                 request.attempts -= 1
             if request.attempts < MAX_ATTEMPTS and not self._stopping:
+                if request is not handed:
+                    # Its run ended here: told before the queue forgets when
+                    # it began, or the querier time it held went uncounted.
+                    self._notify("on_interrupted", request)
                 self.queue.requeue_front(request)
             else:
                 self._notify("on_failed", request, _disconnect_reason(querier_id, request))

@@ -17,8 +17,11 @@ window, never more (without the cut it showed up to a bucket more, 60-65 s
 under a "60 s" heading). Runs still going are added by the reader
 (`report(running=...)`), since a tenant holding every worker with queries
 that have not ended is the case an operator most needs to see. A run cut
-short by its querier's disconnect and retried is not counted (the queue
-clears its start); a run that ends failed or cancelled is.
+short by its querier's disconnect ends there (`on_interrupted`, told before
+the queue clears its start), and its retry is a run of its own: left
+uncounted, a tenant whose queries kept losing their queriers showed more
+runs dispatched than ended and none of the time they held. A run that
+ends failed or cancelled counts too.
 
 Beside the buckets, one running total per tenant is kept (a bucket's
 tallies are taken off it when the bucket expires), so a report reads each
@@ -154,6 +157,10 @@ class TenantUsage:
     def on_failed(self, request: Request, reason: str) -> None:
         if request.dispatched_at is not None:
             self._run_ended(request)
+
+    def on_interrupted(self, request: Request) -> None:
+        # A querier that vanished mid-run: that run ended, another may follow.
+        self._run_ended(request)
 
     def on_rejected(self, request: Request, reason: str) -> None:
         tenant_id = request.tenant_id

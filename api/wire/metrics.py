@@ -203,13 +203,18 @@ def _note_priority(tenant: str, priority: str) -> None:
     seen.add(priority)
 
 
-def _ended(request: Request) -> None:
-    """What every end (completed, failed or cancelled) counts beside its own counter."""
+def _run_ended(request: Request) -> None:
+    """The querier time of a run that ended (the request's end, or its querier's loss)."""
     # `dispatched_at` is on the runtime's clock, the host's time.monotonic;
     # None for a request that ended while queued (no querier time).
     started = request.dispatched_at
     if started is not None:
         QUERIER_SECONDS.add(time.monotonic() - started, request.tenant_id)
+
+
+def _ended(request: Request) -> None:
+    """What every end (completed, failed or cancelled) counts beside its own counter."""
+    _run_ended(request)
     JANITOR.ended(request.tenant_id)
 
 
@@ -256,6 +261,9 @@ class MetricsObserver:
 
     def on_dispatched(self, request: Request, querier_id: str, worker_id: int, wait: float) -> None:
         QUEUE_DURATION.observe(wait, request.component, str(request.priority))
+
+    def on_interrupted(self, request: Request) -> None:
+        _run_ended(request)
 
 
 register_loop_bound(REGISTRY, SnapshotCollector())

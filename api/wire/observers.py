@@ -28,6 +28,7 @@ HOOKS = (
     "on_cancelled",
     "on_failed",
     "on_refused",
+    "on_interrupted",
 )
 
 
@@ -79,6 +80,9 @@ class FanOutObserver:
 
     def on_cancelled(self, request: Request) -> None:
         self._emit("on_cancelled", request)
+
+    def on_interrupted(self, request: Request) -> None:
+        self._emit("on_interrupted", request)
 
     def on_refused(self, tenant_id: str) -> None:
         """A request of `tenant_id` refused by a rejection rule at admission.

@@ -116,16 +116,20 @@ def test_a_run_dispatched_at_the_clock_s_zero_is_counted() -> None:
     assert _seconds(scene.usage) == {"a": 2.0}
 
 
-def test_a_run_cut_short_by_a_disconnect_and_cancelled_while_requeued_adds_no_time() -> None:
+def test_a_run_cut_short_by_a_disconnect_counts_and_a_cancel_while_requeued_adds_no_time() -> None:
     scene = Scene()
     request = scene.start("a")
     scene.clock.now += 3.0
+    scene.usage.on_interrupted(request)  # as the runtime tells it, before the requeue
     scene.queue.requeue_front(request)
     assert request.dispatched_at is None
+    scene.clock.now += 2.0
     assert scene.queue.cancel(request.id) is request
     scene.held.remove(request)
     scene.usage.on_cancelled(request)
-    assert _seconds(scene.usage) == {"a": 0.0}
+    assert _seconds(scene.usage) == {"a": 3.0}
+    (row,) = scene.usage.report().rows
+    assert (row.dispatched, row.ended) == (1, 1)
 
 
 @pytest.mark.parametrize("ending", ["cancelled", "failed"])
@@ -277,3 +281,27 @@ def test_in_its_first_minute_a_report_spans_the_time_since_counting_began() -> N
     assert report.querier_seconds / report.span_seconds == pytest.approx(15.0)
     scene.clock.now += 120.0
     assert scene.usage.report(running=running).span_seconds == 60.0
+
+
+async def test_a_run_its_querier_dropped_counts_once_ended_beside_its_retry() -> None:
+    from scheduler_core.runtime import SchedulerRuntime
+
+    clock = FakeClock(100.0)
+    usage = TenantUsage(clock=clock, window_seconds=60.0, bucket_seconds=5.0)
+    runtime = SchedulerRuntime(clock=clock, observer=usage)
+    await runtime.start()
+    try:
+        first = runtime.connect_querier("q")
+        runtime.enqueue(Request(id="r", tenant_id="a"))
+        taken = await runtime.next_request("q", first)
+        clock.now += 2.5
+        runtime.disconnect_querier_worker("q", first)  # mid-run: back to the front
+        second = runtime.connect_querier("q")
+        retried = await runtime.next_request("q", second)
+        assert retried is taken and retried.attempts == 2
+        clock.now += 1.5
+        runtime.complete("r")
+    finally:
+        await runtime.stop(drain_timeout=0)
+    (row,) = usage.report().rows
+    assert (row.dispatched, row.ended, round(row.querier_seconds, 6)) == (2, 2, 4.0)
