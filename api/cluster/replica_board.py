@@ -159,6 +159,11 @@ class ReplicaBoard:
             if withdrew or age > MISSING_MEMORY_SECONDS:
                 del seen[replica]
                 self._lost.discard(replica)
+        # A peer forgotten here takes its clock readings along: each restart
+        # of a peer is a new ID (host and PID), and they piled up for good.
+        for replica in [r for r in self._skew_samples if r not in seen and r not in members]:
+            del self._skew_samples[replica]
+            self._skew_warned.discard(replica)
         self.registry_at = wall_now
 
     def lost_redis(self) -> None:

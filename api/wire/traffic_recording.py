@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from api.wire import runtime_host
 from scheduler_core.actor_path import DEFAULT_ACTOR_PATH_HEADER
 from scheduler_core.traffic_record import Capture, TrafficRecorder
@@ -28,7 +30,11 @@ def _actor_path_header() -> str:
     return DEFAULT_ACTOR_PATH_HEADER
 
 
-_recorder = TrafficRecorder(actor_path_header=_actor_path_header)
+# Its requests' text held to the dry-run sample's own cap: fixed at 64 MiB,
+# it kept 64 MiB whatever TRAFFIC_SAMPLE_MAX_BYTES said.
+_recorder = TrafficRecorder(
+    actor_path_header=_actor_path_header, max_sample_bytes=settings.TRAFFIC_SAMPLE_MAX_BYTES
+)
 runtime_host.add_observer(_recorder)
 
 

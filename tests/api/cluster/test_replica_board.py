@@ -162,3 +162,18 @@ def test_a_peer_redis_forgot_when_it_lost_its_data_is_still_reported_down() -> N
     board.accept([])  # b and c withdrew
     board.note_registry({"a": later + 2}, later + 2)
     assert board.replica_states(later + 2) == [("a", True)]
+
+
+def test_a_peer_forgotten_by_the_registry_takes_its_clock_readings_along() -> None:
+    # Each restart of a peer is a new ID: its readings piled up for good.
+    board = ReplicaBoard("a")
+    for n in range(5):
+        board._note_skew(f"b-{n}", 0.5)
+        board.accept([encoded(f"b-{n}", WALL + n)])
+        board.note_registry({"a": WALL + n, f"b-{n}": WALL + n}, WALL + n)
+        board.accept([])
+        board.note_registry({"a": WALL + n + 2}, WALL + n + 2)  # b-n withdrew
+    assert board.skew("b-4") == 0.0 and board._skew_samples == {}
+    board._note_skew("c", 0.5)
+    board.note_registry({"a": WALL + 9, "c": WALL + 9}, WALL + 9)
+    assert board.skew("c") == 0.5  # a live peer keeps its own

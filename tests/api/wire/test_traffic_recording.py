@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -45,3 +48,18 @@ async def test_a_request_is_recorded_with_its_path_under_the_header_the_config_n
         k for k in recording_of(capture.capture)["keys"] if k["tenant"] == "recorded-actor-tenant"
     ]
     assert [s["headers"] for s in key["samples"]] == [{"X-Team-Actor": "users|joe"}]
+
+
+def test_the_recordings_sampled_text_is_held_to_the_traffic_sample_byte_cap() -> None:
+    # A process of its own: the recorder is made as the module is imported.
+    code = (
+        "import django; django.setup()\n"
+        "from api.wire.traffic_recording import recorder\n"
+        "print(recorder()._samples.max_bytes)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    env["TRAFFIC_SAMPLE_MAX_BYTES"] = "1048576"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["1048576"]
