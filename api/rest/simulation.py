@@ -146,8 +146,12 @@ class _Runs:
             if current is not None and current.state == "running":
                 return None
             share = int(settings.SIMULATION_RUNS_PER_STARTER)
+            # A cancelled run is the starter's no more, though its worker may
+            # take a moment to stop: the page's next run after Cancel was a 429.
             running = sum(
-                1 for (o, _), r in self._runs.items() if o == owner and r.state == "running"
+                1
+                for (o, _), r in self._runs.items()
+                if o == owner and r.state == "running" and not r.cancel.is_set()
             )
             if running >= share:
                 raise StarterBusy(

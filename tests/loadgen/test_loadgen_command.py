@@ -121,10 +121,7 @@ def test_sigterm_stops_the_load_generator_as_ctrl_c_does_with_its_totals_and_no_
         loadgen = start_loadgen(server, report_every="0.3")
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
         with killed_after(loadgen):
-            deadline = time.monotonic() + DEADLINE
-            while not out.reports():
-                assert time.monotonic() < deadline and loadgen.poll() is None, err.lines
-                time.sleep(0.05)
+            until(loadgen, err, out.reports, "its first report")
             loadgen.terminate()
             assert loadgen.wait(20) == 0
         revoked = own_tokens_revoked(server)
