@@ -14,6 +14,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -32,7 +34,14 @@ from scheduler_core.model import QueueConfig
 from scheduler_core.queue_settings import queue_config_to_dict
 from scheduler_core.validation import validate_queue_settings
 
-__all__ = ["ApiTokenAdmin", "ConfigRevisionAdmin", "SchedulerSettingsAdmin", "TenantAdmin"]
+__all__ = [
+    "ApiTokenAdmin",
+    "ConfigRevisionAdmin",
+    "RoleBoundGroupAdmin",
+    "RoleBoundUserAdmin",
+    "SchedulerSettingsAdmin",
+    "TenantAdmin",
+]
 
 ADMIN = ConfigRevision.Source.ADMIN
 
@@ -65,6 +74,23 @@ class _RoleBoundAdmin(admin.ModelAdmin):
     def has_editor_permission(self, request: HttpRequest) -> bool:
         """For actions that write through the services (`permissions=["editor"]`)."""
         return role_of(request.user) == EDITOR
+
+
+# Roles are the groups "viewer" and "editor": an account that may edit users
+# or groups may make anyone an editor, itself included, so Django's own
+# pages for them answer to the roles too.
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class RoleBoundUserAdmin(_RoleBoundAdmin, UserAdmin):
+    """Django's user pages; changing a user (its groups: its role) needs the editor role."""
+
+
+@admin.register(Group)
+class RoleBoundGroupAdmin(_RoleBoundAdmin, GroupAdmin):
+    """Django's group pages, under the same rule."""
 
 
 def _errors_to_form(form: forms.ModelForm[Any], exc: ConfigValidationError) -> None:

@@ -85,3 +85,17 @@ def test_an_editor_without_model_permissions_is_still_refused(client: Client) ->
     assert (
         admin.post("/admin/api/apitoken/add/", {"name": "x", "role": "editor"}).status_code == 403
     )
+
+
+def test_an_account_without_the_editor_role_cannot_make_itself_an_editor(client: Client) -> None:
+    admin = staff(client, "viewer", ["view_user", "change_user", "change_group", "add_group"])
+    me = User.objects.get(username="staff-viewer")
+    editors = Group.objects.get_or_create(name="editor")[0]
+    page = admin.get(f"/admin/auth/user/{me.pk}/change/")
+    assert page.status_code == 200 and b'name="groups"' not in page.content  # shown read-only
+    admin.post(
+        f"/admin/auth/user/{me.pk}/change/",
+        {"username": me.username, "groups": [editors.pk], "is_active": "on", "is_staff": "on"},
+    )
+    assert not me.groups.filter(name="editor").exists()
+    assert admin.post("/admin/auth/group/add/", {"name": "x"}).status_code == 403
