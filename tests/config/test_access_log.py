@@ -24,6 +24,11 @@ from loadgen.daphne_process import DaphneProcess
         ("/login/?password=hunter2#top", "/login/?password=[redacted]#top"),
         ("/x?client_secret=&token=", "/x?client_secret=[redacted]&token=[redacted]"),
         ("/tenants/token/?q=token", "/tenants/token/?q=token"),
+        (
+            "/x?t%6Fken=a&api_key=b&X-Amz-Signature=c&code=d",
+            "/x?t%6Fken=[redacted]&api_key=[redacted]&X-Amz-Signature=[redacted]&code=[redacted]",
+        ),
+        ("/api/v1/queue/requests/?tenant=a&limit=5", "/api/v1/queue/requests/?tenant=a&limit=5"),
         ("/healthz", "/healthz"),
     ],
 )

@@ -44,9 +44,10 @@ class Site:
     base: str
     context: ssl.SSLContext
     server: DaphneProcess
+    log: Path
 
 
-def _site_config(text: str, *, upstream: int, listen: int, cert: Path, key: str) -> str:
+def _site_config(text: str, *, upstream: int, listen: int, cert: Path, key: str, log: Path) -> str:
     """The deploy file with its marked lines changed, each found exactly once."""
     changes = [
         (r"server 127\.0\.0\.1:8000;", f"server 127.0.0.1:{upstream};"),
@@ -54,6 +55,7 @@ def _site_config(text: str, *, upstream: int, listen: int, cert: Path, key: str)
         (r"server_name inspector\.example\.com;", "server_name 127.0.0.1;"),
         (r"ssl_certificate     \S+;", f"ssl_certificate     {cert};"),
         (r"ssl_certificate_key \S+;", f"ssl_certificate_key {key};"),
+        (r"access_log \S+ queue_inspector;", f"access_log {log} queue_inspector;"),
     ]
     for pattern, replacement in changes:
         text, found = re.subn(pattern, replacement, text)
@@ -101,6 +103,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                 listen=listen,
                 cert=pki.server.cert_path,
                 key=str(pki.server.key_path),
+                log=prefix / "site.log",
             )
         )
         main = prefix / "nginx.conf"
@@ -113,7 +116,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             context = ssl.create_default_context(cafile=str(pki.ca.cert_path))
             _wait_for(base, context, nginx)
             server.create_user("tessa", PASSWORD, "editor")
-            yield Site(base, context, server)
+            yield Site(base, context, server, prefix / "site.log")
         finally:
             nginx.terminate()
             try:
@@ -237,3 +240,16 @@ def test_a_form_past_nginxs_default_body_limit_reaches_django(site: Site) -> Non
     status, answer, _ = browser.open("/tenants/new/", form)
     assert status != 413, answer[:300]
     assert status in (200, 400) and "big-post" in answer
+
+
+def test_a_token_in_a_query_string_reaches_neither_log(site: Site) -> None:
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(
+            f"{site.base}/api/v1/tenants/?token=qi_in_the_query", context=site.context, timeout=10
+        )
+    deadline = time.monotonic() + 10
+    while "/api/v1/tenants/" not in site.log.read_text():
+        assert time.monotonic() < deadline, "nginx logged nothing"
+        time.sleep(0.05)
+    assert "qi_in_the_query" not in site.log.read_text()
+    assert "qi_in_the_query" not in site.server.log_path.read_text()
