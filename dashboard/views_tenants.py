@@ -98,6 +98,10 @@ def _federated_depths(
     return found
 
 
+# Past this many attributes a tenant's editor opens in the YAML view: the
+# form has about 11 boxes an attribute, and the largest tenant's 55,000 took
+# Chromium 45-60 s to make usable (docs/performance.md, session 42).
+FORM_ATTRIBUTES_MAX = 500
 NO_LONGER_VALIDATES = (
     "The stored block no longer validates (it was saved before validation got stricter; "
     "the errors are marked below), so the scheduler runs this tenant under the default "
@@ -156,6 +160,9 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     invalid = validate_tenant_config(tenant.config)
     if invalid:
         messages.warning(request, NO_LONGER_VALIDATES)
+    attributes = attribute_count(tenant.config)
+    if attributes > FORM_ATTRIBUTES_MAX:
+        messages.info(request, opens_as_yaml(attributes))
     return render_editor(
         request,
         tenant_id=tenant_id,
@@ -163,6 +170,25 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
         version=tenant.version,
         errors=invalid,
         show_hits=True,
+        view=YAML if attributes > FORM_ATTRIBUTES_MAX else FORM,
+    )
+
+
+def attribute_count(config: Mapping[str, Any]) -> int:
+    """The query attributes of a tenant block, priority rules' and rejection's."""
+    blocks = [config.get("query_priority"), config.get("query_rejection")]
+    rules = (blocks[0] or {}).get("priorities") if isinstance(blocks[0], Mapping) else None
+    lists = [r.get("query_attributes") for r in rules or () if isinstance(r, Mapping)]
+    if isinstance(blocks[1], Mapping):
+        lists.append(blocks[1].get("query_attributes"))
+    return sum(len(attrs) for attrs in lists if isinstance(attrs, list))
+
+
+def opens_as_yaml(attributes: int) -> str:
+    return (
+        f"This tenant has {attributes} query attributes, about {attributes * 11:,} boxes in the "
+        "form view, which a browser takes up to a minute to open for the largest tenants; "
+        "so it opens in the YAML view. The Form button shows the form."
     )
 
 

@@ -81,3 +81,18 @@ def test_a_tenant_of_a_hundred_rules_saves_from_the_form(editor_client: Client) 
     assert saved.config["query_priority"]["priorities"][0]["query_attributes"] == [
         {"regex": "changed"}
     ]
+
+
+def test_a_tenant_past_the_forms_size_opens_in_the_yaml_view_and_the_form_is_a_button_away(
+    editor_client: Client,
+) -> None:
+    _store(MAX_PRIORITIES, 6)  # 600 attributes: some 6,600 boxes
+    page = editor_client.get(URL).content.decode()
+    assert "This tenant has 600 query attributes" in page
+    assert 'aria-pressed="true" id="view-yaml"' in page
+    assert "query_priority.priorities[0].query_attributes[0].regex" not in page
+    _store(MAX_PRIORITIES, 5)  # 500: still the form
+    page = editor_client.get(URL).content.decode()
+    assert 'aria-pressed="true" id="view-form"' in page
+    assert "query_priority.priorities[0].query_attributes[0].regex" in page
+    assert "query attributes, about" not in page
