@@ -160,9 +160,9 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     invalid = validate_tenant_config(tenant.config)
     if invalid:
         messages.warning(request, NO_LONGER_VALIDATES)
-    attributes = attribute_count(tenant.config)
+    attributes = _attribute_count(tenant.config)
     if attributes > FORM_ATTRIBUTES_MAX:
-        messages.info(request, opens_as_yaml(attributes))
+        messages.info(request, _opens_as_yaml(attributes))
     return render_editor(
         request,
         tenant_id=tenant_id,
@@ -174,17 +174,27 @@ def tenant_edit(request: HttpRequest, tenant_id: str) -> HttpResponse:
     )
 
 
-def attribute_count(config: Mapping[str, Any]) -> int:
-    """The query attributes of a tenant block, priority rules' and rejection's."""
-    blocks = [config.get("query_priority"), config.get("query_rejection")]
-    rules = (blocks[0] or {}).get("priorities") if isinstance(blocks[0], Mapping) else None
-    lists = [r.get("query_attributes") for r in rules or () if isinstance(r, Mapping)]
-    if isinstance(blocks[1], Mapping):
-        lists.append(blocks[1].get("query_attributes"))
-    return sum(len(attrs) for attrs in lists if isinstance(attrs, list))
+def _attribute_count(config: Mapping[str, Any]) -> int:
+    """The query attributes of a tenant block, priority rules' and rejection's.
+
+    Read as stored: a block that no longer validates may have any shape.
+    """
+
+    def mapping(value: Any) -> Mapping[str, Any]:
+        return value if isinstance(value, Mapping) else {}
+
+    def attributes(block: Mapping[str, Any]) -> int:
+        found = block.get("query_attributes")
+        return len(found) if isinstance(found, list) else 0
+
+    rules = mapping(config.get("query_priority")).get("priorities")
+    rules = rules if isinstance(rules, list) else []
+    return sum(attributes(mapping(rule)) for rule in rules) + attributes(
+        mapping(config.get("query_rejection"))
+    )
 
 
-def opens_as_yaml(attributes: int) -> str:
+def _opens_as_yaml(attributes: int) -> str:
     return (
         f"This tenant has {attributes} query attributes, about {attributes * 11:,} boxes in the "
         "form view, which a browser takes up to a minute to open for the largest tenants; "

@@ -16,6 +16,7 @@ from django.test import Client
 
 from api.store import services
 from api.store.models import Tenant
+from dashboard.views_tenants import _attribute_count
 from scheduler_core.validation import MAX_ATTRIBUTES_PER_PRIORITY, MAX_PRIORITIES
 from tests.dashboard.saving import confirm
 from tests.dashboard.test_yaml_editor import inputs
@@ -96,3 +97,22 @@ def test_a_tenant_past_the_forms_size_opens_in_the_yaml_view_and_the_form_is_a_b
     assert 'aria-pressed="true" id="view-form"' in page
     assert "query_priority.priorities[0].query_attributes[0].regex" in page
     assert "query attributes, about" not in page
+
+
+@pytest.mark.parametrize(
+    ("config", "count"),
+    [
+        ({}, 0),
+        ({"query_priority": {"priorities": 5}}, 0),  # stored before validation tightened
+        ({"query_priority": {"priorities": [7, {"query_attributes": "x"}]}}, 0),
+        (
+            {
+                "query_priority": {"priorities": [{"query_attributes": [{}, {}]}]},
+                "query_rejection": {"query_attributes": [{}]},
+            },
+            3,
+        ),
+    ],
+)
+def test_attributes_are_counted_in_any_stored_shape(config: dict[str, Any], count: int) -> None:
+    assert _attribute_count(config) == count
