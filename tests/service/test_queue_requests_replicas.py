@@ -10,13 +10,14 @@ own rule hits; either one's rule-stats sums both, with a `replicas` breakdown.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -74,12 +75,31 @@ class Frontend:
             msg = json.loads(raw)
             await (self.outcomes if msg["type"] in ("failed", "result") else self.replies).put(msg)
 
+    async def close(self) -> None:
+        await self.ws.close()
+        self.reader.cancel()
+
     async def enqueue(self, rid: str, tenant: str, query: str) -> dict[str, Any]:
         msg = {"type": "enqueue", "id": rid, "tenant": tenant, "query": query}
         await self.ws.send(json.dumps(msg | {"start": NOW - 600, "end": NOW, "step": 15}))
         reply = await asyncio.wait_for(self.replies.get(), 10)
         assert reply["type"] == "enqueued", reply
         return reply
+
+
+@contextlib.asynccontextmanager
+async def frontends_on(
+    servers: Iterable[DaphneProcess], token: str
+) -> AsyncIterator[list[Frontend]]:
+    """A websocket frontend on each server, closed on the way out (a failed check too)."""
+    frontends: list[Frontend] = []
+    try:
+        for server in servers:
+            frontends.append(await Frontend.open(server, token))
+        yield frontends
+    finally:
+        for frontend in frontends:
+            await frontend.close()
 
 
 async def until_both_seen(server: DaphneProcess, token: str) -> None:
@@ -97,76 +117,72 @@ async def test_either_replica_lists_pages_and_cancels_across_both(
 ) -> None:
     a, b = pair
     editor = tokens["editor"]
-    on_a = await Frontend.open(a, tokens["frontend"])
-    on_b = await Frontend.open(b, tokens["frontend"])
-    for i in range(3):
-        await on_a.enqueue(f"a{i}", "shared", f"rate(a_side_{i}[1m])")
-        await on_b.enqueue(f"b{i}", "shared", f"rate(b_side_{i}[1m])")
-    await until_both_seen(a, editor)
+    async with frontends_on((a, b), tokens["frontend"]) as (on_a, on_b):
+        for i in range(3):
+            await on_a.enqueue(f"a{i}", "shared", f"rate(a_side_{i}[1m])")
+            await on_b.enqueue(f"b{i}", "shared", f"rate(b_side_{i}[1m])")
+        await until_both_seen(a, editor)
 
-    for server in (a, b):
-        status, page = await acall(server, editor, "queue/requests/?tenant=shared")
-        assert status == 200 and page["total"] == 6 and page["replicas_missing"] == [], page
-        # Replica by replica, each in its own dequeue order.
-        assert [(r["replica"], r["client_id"]) for r in page["results"]] == [
-            ("replica-a", "a0"), ("replica-a", "a1"), ("replica-a", "a2"),
-            ("replica-b", "b0"), ("replica-b", "b1"), ("replica-b", "b2"),
-        ]  # fmt: skip
-        # Who may serve it comes with the merged page too (no querier connected here).
-        assert page["serving"] == {"shard": None, "queriers": 0, "reserved": []}
-    seen, cursor = [], ""
-    while True:
-        status, page = await acall(
-            a,
-            editor,
-            "queue/requests/?tenant=shared&limit=4" + (f"&cursor={cursor}" if cursor else ""),
+        for server in (a, b):
+            status, page = await acall(server, editor, "queue/requests/?tenant=shared")
+            assert status == 200 and page["total"] == 6 and page["replicas_missing"] == [], page
+            # Replica by replica, each in its own dequeue order.
+            assert [(r["replica"], r["client_id"]) for r in page["results"]] == [
+                ("replica-a", "a0"), ("replica-a", "a1"), ("replica-a", "a2"),
+                ("replica-b", "b0"), ("replica-b", "b1"), ("replica-b", "b2"),
+            ]  # fmt: skip
+            # Who may serve it comes with the merged page too (no querier connected here).
+            assert page["serving"] == {"shard": None, "queriers": 0, "reserved": []}
+        seen, cursor = [], ""
+        while True:
+            status, page = await acall(
+                a,
+                editor,
+                "queue/requests/?tenant=shared&limit=4" + (f"&cursor={cursor}" if cursor else ""),
+            )
+            seen += [r["client_id"] for r in page["results"]]
+            cursor = page["next"] or ""
+            if not cursor:
+                break
+        assert seen == ["a0", "a1", "a2", "b0", "b1", "b2"]
+
+        # A cancel through replica A of a request replica B holds reaches B's frontend.
+        status, page = await acall(a, editor, "queue/requests/?tenant=shared&search=b_side_1")
+        (row,) = page["results"]
+        status, cancelled = await acall(
+            a, editor, f"queue/requests/{row['id']}/cancel/", {"note": "x", "replica": "replica-b"}
         )
-        seen += [r["client_id"] for r in page["results"]]
-        cursor = page["next"] or ""
-        if not cursor:
-            break
-    assert seen == ["a0", "a1", "a2", "b0", "b1", "b2"]
+        assert status == 200 and cancelled["replica"] == "replica-b"
+        failed = await asyncio.wait_for(on_b.outcomes.get(), 10)
+        assert failed == {
+            "type": "failed",
+            "id": "b1",
+            "error": "cancelled by operator token:rp-editor: x",
+        }
 
-    # A cancel through replica A of a request replica B holds reaches B's frontend.
-    status, page = await acall(a, editor, "queue/requests/?tenant=shared&search=b_side_1")
-    (row,) = page["results"]
-    status, cancelled = await acall(
-        a, editor, f"queue/requests/{row['id']}/cancel/", {"note": "x", "replica": "replica-b"}
-    )
-    assert status == 200 and cancelled["replica"] == "replica-b"
-    failed = await asyncio.wait_for(on_b.outcomes.get(), 10)
-    assert failed == {
-        "type": "failed",
-        "id": "b1",
-        "error": "cancelled by operator token:rp-editor: x",
-    }
+        status, counts = await acall(
+            a, editor, "queue/cancel/", {"tenant": "shared", "regex": "side_[02]"}
+        )
+        assert counts == {
+            "matched": 4,
+            "cancelled": 4,
+            "replicas": ["replica-a", "replica-b"],
+            "replicas_missing": [],
+        }
+        told = [await asyncio.wait_for(q.outcomes.get(), 10) for q in (on_a, on_a, on_b, on_b)]
+        assert sorted(m["id"] for m in told) == ["a0", "a2", "b0", "b2"]
+        status, page = await acall(b, editor, "queue/requests/?tenant=shared")
+        assert [r["client_id"] for r in page["results"]] == ["a1"] and page["total"] == 1
 
-    status, counts = await acall(
-        a, editor, "queue/cancel/", {"tenant": "shared", "regex": "side_[02]"}
-    )
-    assert counts == {
-        "matched": 4,
-        "cancelled": 4,
-        "replicas": ["replica-a", "replica-b"],
-        "replicas_missing": [],
-    }
-    told = [await asyncio.wait_for(q.outcomes.get(), 10) for q in (on_a, on_a, on_b, on_b)]
-    assert sorted(m["id"] for m in told) == ["a0", "a2", "b0", "b2"]
-    status, page = await acall(b, editor, "queue/requests/?tenant=shared")
-    assert [r["client_id"] for r in page["results"]] == ["a1"] and page["total"] == 1
-
-    # A replica that stops answering is named, never silently left out.
-    assert b.proc is not None
-    os.kill(b.proc.pid, signal.SIGSTOP)
-    try:
-        status, page = await acall(a, editor, "queue/requests/?tenant=shared")
-    finally:
-        os.kill(b.proc.pid, signal.SIGCONT)
-    assert status == 200 and [r["client_id"] for r in page["results"]] == ["a1"]
-    assert page["replicas_missing"] == ["replica-b"]
-    for frontend in (on_a, on_b):
-        await frontend.ws.close()
-        frontend.reader.cancel()
+        # A replica that stops answering is named, never silently left out.
+        assert b.proc is not None
+        os.kill(b.proc.pid, signal.SIGSTOP)
+        try:
+            status, page = await acall(a, editor, "queue/requests/?tenant=shared")
+        finally:
+            os.kill(b.proc.pid, signal.SIGCONT)
+        assert status == 200 and [r["client_id"] for r in page["results"]] == ["a1"]
+        assert page["replicas_missing"] == ["replica-b"]
 
 
 async def test_a_cancel_a_hung_replica_missed_is_a_503_and_does_not_happen_when_it_wakes(
@@ -201,8 +217,7 @@ async def test_a_cancel_a_hung_replica_missed_is_a_503_and_does_not_happen_when_
         a, editor, f"queue/requests/{row['id']}/cancel/", {"replica": "replica-b"}
     )
     assert status == 200 and (await asyncio.wait_for(on_b.outcomes.get(), 10))["id"] == "hung-0"
-    await on_b.ws.close()
-    on_b.reader.cancel()
+    await on_b.close()
 
 
 RANKED: dict[str, Any] = {
@@ -240,35 +255,31 @@ async def test_either_replica_sums_both_replicas_rule_hits_with_a_breakdown(
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         assert response.status in (200, 201)
-    on_a = await Frontend.open(a, tokens["frontend"])
-    on_b = await Frontend.open(b, tokens["frontend"])
-    await until_ranked(on_a, "a")
-    await until_ranked(on_b, "b")
-    for i in range(3):
-        await on_a.enqueue(f"ra{i}", "ranked", f"sum(hot_{i})")
-    await on_a.enqueue("ra-cold", "ranked", "up")
-    await on_b.enqueue("rb-cold-0", "ranked", "up")
-    await on_b.enqueue("rb-cold-1", "ranked", "down")
+    async with frontends_on((a, b), tokens["frontend"]) as (on_a, on_b):
+        await until_ranked(on_a, "a")
+        await until_ranked(on_b, "b")
+        for i in range(3):
+            await on_a.enqueue(f"ra{i}", "ranked", f"sum(hot_{i})")
+        await on_a.enqueue("ra-cold", "ranked", "up")
+        await on_b.enqueue("rb-cold-0", "ranked", "up")
+        await on_b.enqueue("rb-cold-1", "ranked", "down")
 
-    # Counts cross replicas every few seconds: wait until each sees the other's.
-    expected_totals = {"replica-a": 5, "replica-b": 3}
-    for server, own in ((a, "replica-a"), (b, "replica-b")):
-        deadline = time.monotonic() + 30
-        while True:
-            status, stats = await acall(server, tokens["editor"], "tenants/ranked/rule-stats/")
-            assert status == 200, stats
-            breakdown = {r["replica"]: r["total"]["5m"] for r in stats["replicas"]}
-            if breakdown == expected_totals:
-                break
-            assert time.monotonic() < deadline, stats
-            await asyncio.sleep(0.5)
-        assert stats["replicas"][0]["replica"] == own  # its own counts come first
-        assert all(r["current"] for r in stats["replicas"])
-        (rule,) = stats["priorities"]
-        assert rule["matched"]["5m"] == rule["attributes"][0]["matched"]["5m"] == 5
-        assert stats["default"]["matched"]["5m"] == 3
-        assert stats["total"]["5m"] == stats["total"]["1h"] == stats["total"]["version"] == 8
-        assert 0 < stats["counting_seconds"] < 120  # the longer-counting replica's, over Redis
-    for frontend in (on_a, on_b):
-        await frontend.ws.close()
-        frontend.reader.cancel()
+        # Counts cross replicas every few seconds: wait until each sees the other's.
+        expected_totals = {"replica-a": 5, "replica-b": 3}
+        for server, own in ((a, "replica-a"), (b, "replica-b")):
+            deadline = time.monotonic() + 30
+            while True:
+                status, stats = await acall(server, tokens["editor"], "tenants/ranked/rule-stats/")
+                assert status == 200, stats
+                breakdown = {r["replica"]: r["total"]["5m"] for r in stats["replicas"]}
+                if breakdown == expected_totals:
+                    break
+                assert time.monotonic() < deadline, stats
+                await asyncio.sleep(0.5)
+            assert stats["replicas"][0]["replica"] == own  # its own counts come first
+            assert all(r["current"] for r in stats["replicas"])
+            (rule,) = stats["priorities"]
+            assert rule["matched"]["5m"] == rule["attributes"][0]["matched"]["5m"] == 5
+            assert stats["default"]["matched"]["5m"] == 3
+            assert stats["total"]["5m"] == stats["total"]["1h"] == stats["total"]["version"] == 8
+            assert 0 < stats["counting_seconds"] < 120  # the longer-counting replica's, over Redis

@@ -13,7 +13,7 @@ import pytest
 
 from loadgen.daphne_process import DaphneProcess
 from tests.service.replica_pair import replica_pair
-from tests.service.test_queue_requests_replicas import Frontend, acall, until_both_seen
+from tests.service.test_queue_requests_replicas import acall, frontends_on, until_both_seen
 
 
 @pytest.fixture(scope="module")
@@ -34,28 +34,24 @@ async def test_a_listing_paged_while_its_first_rows_leave_goes_on_to_the_last_qu
     """Page 2 said it was the last (`next` null) while b2 and b3 still waited."""
     a, b = pair
     editor = tokens["editor"]
-    on_a = await Frontend.open(a, tokens["frontend"])
-    on_b = await Frontend.open(b, tokens["frontend"])
-    for i in range(4):
-        await on_a.enqueue(f"a{i}", "paged", f"rate(a_paged_{i}[1m])")
-        await on_b.enqueue(f"b{i}", "paged", f"rate(b_paged_{i}[1m])")
-    await until_both_seen(a, editor)
-    listing = "queue/requests/?tenant=paged&state=queued"
-    status, first = await acall(a, editor, f"{listing}&limit=4")
-    assert [r["client_id"] for r in first["results"]] == ["a0", "a1", "a2", "a3"], first
-    for row in first["results"]:
-        status, _ = await acall(
-            a, editor, f"queue/requests/{row['id']}/cancel/", {"replica": "replica-a"}
-        )
-        assert status == 200
-    status, second = await acall(a, editor, f"{listing}&limit=2&cursor={first['next']}")
-    assert [r["client_id"] for r in second["results"]] == ["b0", "b1"], second
-    assert second["total"] == 4 and second["next"] is not None, second
-    status, third = await acall(a, editor, f"{listing}&limit=2&cursor={second['next']}")
-    assert [r["client_id"] for r in third["results"]] == ["b2", "b3"] and third["next"] is None
-    for frontend in (on_a, on_b):
-        await frontend.ws.close()
-        frontend.reader.cancel()
+    async with frontends_on((a, b), tokens["frontend"]) as (on_a, on_b):
+        for i in range(4):
+            await on_a.enqueue(f"a{i}", "paged", f"rate(a_paged_{i}[1m])")
+            await on_b.enqueue(f"b{i}", "paged", f"rate(b_paged_{i}[1m])")
+        await until_both_seen(a, editor)
+        listing = "queue/requests/?tenant=paged&state=queued"
+        status, first = await acall(a, editor, f"{listing}&limit=4")
+        assert [r["client_id"] for r in first["results"]] == ["a0", "a1", "a2", "a3"], first
+        for row in first["results"]:
+            status, _ = await acall(
+                a, editor, f"queue/requests/{row['id']}/cancel/", {"replica": "replica-a"}
+            )
+            assert status == 200
+        status, second = await acall(a, editor, f"{listing}&limit=2&cursor={first['next']}")
+        assert [r["client_id"] for r in second["results"]] == ["b0", "b1"], second
+        assert second["total"] == 4 and second["next"] is not None, second
+        status, third = await acall(a, editor, f"{listing}&limit=2&cursor={second['next']}")
+        assert [r["client_id"] for r in third["results"]] == ["b2", "b3"] and third["next"] is None
 
 
 async def test_a_lookup_of_an_id_both_replicas_hold_is_a_409_on_either_naming_both(
@@ -64,27 +60,23 @@ async def test_a_lookup_of_an_id_both_replicas_hold_is_a_409_on_either_naming_bo
     """Each replica answered with its own request, another tenant's than the other's."""
     a, b = pair
     editor = tokens["editor"]
-    on_a = await Frontend.open(a, tokens["frontend"])
-    on_b = await Frontend.open(b, tokens["frontend"])
-    await on_a.enqueue("mine", "twin-a", "rate(twin_a[1m])")
-    await on_b.enqueue("theirs", "twin-b", "rate(twin_b[1m])")
-    await until_both_seen(a, editor)
-    ids = {}
-    for tenant in ("twin-a", "twin-b"):
-        status, page = await acall(a, editor, f"queue/requests/?tenant={tenant}")
-        (row,) = page["results"]
-        ids[row["replica"]] = row["id"]
-    # Each process numbers its frontends and their requests alike.
-    assert ids["replica-a"] == ids["replica-b"], ids
-    rid = ids["replica-a"]
-    for server in (a, b):
-        status, refused = await acall(server, editor, f"queue/requests/{rid}/")
-        assert status == 409 and refused["replicas"] == ["replica-a", "replica-b"], refused
-    status, row = await acall(a, editor, f"queue/requests/{rid}/?replica=replica-b")
-    assert status == 200 and row["tenant"] == "twin-b"
-    for frontend in (on_a, on_b):
-        await frontend.ws.close()
-        frontend.reader.cancel()
+    async with frontends_on((a, b), tokens["frontend"]) as (on_a, on_b):
+        await on_a.enqueue("mine", "twin-a", "rate(twin_a[1m])")
+        await on_b.enqueue("theirs", "twin-b", "rate(twin_b[1m])")
+        await until_both_seen(a, editor)
+        ids = {}
+        for tenant in ("twin-a", "twin-b"):
+            status, page = await acall(a, editor, f"queue/requests/?tenant={tenant}")
+            (row,) = page["results"]
+            ids[row["replica"]] = row["id"]
+        # Each process numbers its frontends and their requests alike.
+        assert ids["replica-a"] == ids["replica-b"], ids
+        rid = ids["replica-a"]
+        for server in (a, b):
+            status, refused = await acall(server, editor, f"queue/requests/{rid}/")
+            assert status == 409 and refused["replicas"] == ["replica-a", "replica-b"], refused
+        status, row = await acall(a, editor, f"queue/requests/{rid}/?replica=replica-b")
+        assert status == 200 and row["tenant"] == "twin-b"
 
 
 async def test_a_replica_named_that_no_replica_is_is_a_404_at_once(
