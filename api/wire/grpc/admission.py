@@ -260,10 +260,10 @@ class Admission:
         # refused one's tenants: a Cortex frontend sends it sorted already.
         too_many = federated_tenants_error(user, self._host.config.max_federated_tenants)
         if too_many is not None:
-            refused = self._handle(msg, user, frontend_address)
+            refused = self._handle(msg, user, query_id, http, frontend_address)
             raise QueryRejected(refused, too_many, FEDERATION_REFUSED_STATUS)
         user = normalized_org_id(user)
-        handle = self._handle(msg, user, frontend_address)
+        handle = self._handle(msg, user, query_id, http, frontend_address)
         now = self._wall_clock()
         found, actor = _read_headers(http, self._host.config.actor_path_header.lower())
         forwarded = parse_forwarded(http.method, http.url, found, http.body, now=now)
@@ -295,14 +295,20 @@ class Admission:
         )
 
     def _handle(
-        self, msg: schedulerpb_pb2.FrontendToScheduler, user: str, frontend_address: str
+        self,
+        msg: schedulerpb_pb2.FrontendToScheduler,
+        user: str,
+        query_id: int,
+        http: httpgrpc_pb2.HTTPRequest,
+        frontend_address: str,
     ) -> GrpcReplyHandle:
+        """The reply handle; `query_id` and `http` as `build` read them (each field once)."""
         return GrpcReplyHandle(
             frontend_address=frontend_address,
-            query_id=msg.queryID,
+            query_id=query_id,
             user_id=user,
             stats_enabled=msg.statsEnabled,
-            http_request=msg.httpRequest,
+            http_request=http,
             reporter=self.results,
         )
 
