@@ -177,20 +177,20 @@ def _count(key: str, bucket: int) -> int:
     return sum(int(n) for n in counts.values())
 
 
-def reserve_attempt(username: str | None, address: str | None) -> tuple[str | None, bool]:
+def reserve_attempt(username: str | None, address: str | None) -> tuple[str | None, float]:
     """Count one attempt before its password is checked.
 
-    Returns the address's bucket key (for `release_attempt`), and whether
-    the attempt is refused unchecked: a subject is now past its limit (and
-    is locked), or was locked since `locked_for` looked. Counted atomically
-    (`incr`), so of any number of attempts at once at most the limit get
-    their password checked.
+    Returns the address's bucket key (for `release_attempt`), and the
+    seconds the attempt is refused for unchecked (0: check it): a subject
+    now past its limit is locked here, and one locked since `locked_for`
+    last looked is too. Counted atomically (`incr`), so of any number of
+    attempts at once at most the limit get their password checked.
     """
     now = clock()
     _, _, window, _ = _limits()
     bucket = int(now // window)
     keep = int(2 * window + 60)
-    counted, over = None, False
+    counted = None
     for key, limit in _subjects(username, address):
         current = f"{key}:{bucket}"
         cache.add(current, 0, timeout=keep)
@@ -202,9 +202,8 @@ def reserve_attempt(username: str | None, address: str | None) -> tuple[str | No
         if key.startswith(f"{_PREFIX}:address:"):
             counted = current
         if count + int(cache.get(f"{key}:{bucket - 1}") or 0) > limit:
-            over = True
             _lock(key, now, bucket)
-    return counted, over or locked_for(username, address) > 0
+    return counted, locked_for(username, address)
 
 
 def lock_if_at_limit(username: str | None, address: str | None) -> None:
@@ -263,10 +262,8 @@ class LoginThrottleBackend:
         with _failing_open("checking for a lockout"):
             wait = locked_for(username, address)
             if wait <= 0:
-                counted, over = reserve_attempt(username, address)
+                counted, wait = reserve_attempt(username, address)
                 request.login_counted = counted  # type: ignore[attr-defined]
-                if over:
-                    wait = locked_for(username, address)
         if wait > 0:
             request.login_locked_for = wait  # type: ignore[attr-defined]
             raise PermissionDenied(lockout_message(wait))
