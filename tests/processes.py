@@ -8,21 +8,27 @@ orphan stays a zombie for good.
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 __all__ = ["ctrl_c_as_from_a_terminal", "descendants", "process_alive"]
 
 
-def ctrl_c_as_from_a_terminal() -> None:
-    """A preexec_fn: the child takes Ctrl-C (SIGINT) as a terminal's command does.
+def ctrl_c_as_from_a_terminal(command: list[str]) -> list[str]:
+    """`command`, run so that it takes Ctrl-C (SIGINT) as a terminal's command does.
 
     A shell starts a background job with SIGINT ignored and its children
     inherit that (`make test &`): Python then installs no handler, so a test
     that stops a command with SIGINT waited for nothing (exit 0 instead of
-    130; loadgen never stopped).
+    130; loadgen never stopped). `env --default-signal` resets it and execs
+    the command, which keeps env's pid.
+
+    Not a preexec_fn: one makes subprocess fork() instead of vfork(), and a
+    fork() while gRPC's threads run (in any test process that has used a gRPC
+    client) runs gRPC's fork handlers, which crashed the child before its exec
+    with SIGABRT ("Epoll1Poller ... epoll_wait error: Bad file descriptor") or
+    SIGSEGV: about one start in six in a loop, a rare loadgen failure in CI.
     """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return ["env", "--default-signal=INT", *command]
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

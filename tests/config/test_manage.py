@@ -19,13 +19,12 @@ SELF_INTERRUPT = "import os, signal; os.kill(os.getpid(), signal.SIGINT)"
 
 def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "manage.py", *args],
+        ctrl_c_as_from_a_terminal([sys.executable, "manage.py", *args]),
         cwd=BASE_DIR,
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=ctrl_c_as_from_a_terminal,
     )
 
 

@@ -32,16 +32,21 @@ DEADLINE = 30.0
 TOKEN = "qi_loadgen-two-replicas-test-token"
 
 
+def run_loadgen(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """`manage.py loadgen ARGS` in `env`, its output piped."""
+    return subprocess.Popen(
+        ctrl_c_as_from_a_terminal([sys.executable, str(BASE_DIR / "manage.py"), "loadgen", *args]),
+        # A fatal signal (SIGABRT, SIGSEGV) writes every thread's stack to stderr.
+        env={**env, "PYTHONFAULTHANDLER": "1"}, cwd=BASE_DIR, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
 def start_loadgen(server: DaphneProcess, report_every: str, *args: str) -> subprocess.Popen[str]:
     """`manage.py loadgen ARGS` at 50 requests/s against `server`, its output piped."""
-    return subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
-         "--rate", "50", "--report-every", report_every, *args],
-        # A fatal signal (SIGABRT, SIGSEGV) writes every thread's stack to stderr.
-        env={**server.env, "PYTHONFAULTHANDLER": "1"}, cwd=BASE_DIR, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=ctrl_c_as_from_a_terminal,
-    )  # fmt: skip
+    return run_loadgen(
+        server.env, "--url", server.base_url, "--rate", "50", "--report-every", report_every, *args
+    )
 
 
 @contextlib.contextmanager
@@ -221,12 +226,7 @@ def test_one_of_two_replicas_killed_leaves_the_traffic_to_the_other_and_the_load
         args = ["--token", TOKEN, "--rate", "50", "--report-every", "0.3"]
         for server in servers:
             args += ["--url", server.base_url, "--grpc", f"127.0.0.1:{server.grpc_port}"]
-        loadgen = subprocess.Popen(
-            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", *args],
-            env=survivor.env, cwd=BASE_DIR, text=True,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=ctrl_c_as_from_a_terminal,
-        )  # fmt: skip
+        loadgen = run_loadgen(survivor.env, *args)
         out, err = Output(loadgen.stdout), Output(loadgen.stderr)
 
         def waiting(check: Callable[[], object], what: str) -> None:

@@ -58,10 +58,9 @@ def interrupted_while_writing(
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
         holder.execute("BEGIN IMMEDIATE")
         command = subprocess.Popen(
-            [sys.executable, str(BASE_DIR / "manage.py"), *args],
+            ctrl_c_as_from_a_terminal([sys.executable, str(BASE_DIR / "manage.py"), *args]),
             env=env, cwd=BASE_DIR, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
         try:
             deadline = time.monotonic() + DEADLINE

@@ -54,12 +54,13 @@ def test_ctrl_c_while_the_grpc_clients_connect_stops_with_the_totals_as_when_run
     with socket.create_server(("127.0.0.1", 0)) as silent, DaphneProcess(grpc=False) as server:
         silent.settimeout(DEADLINE)
         loadgen = subprocess.Popen(
-            [sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
-             "--grpc", f"127.0.0.1:{silent.getsockname()[1]}", "--queriers", "1",
-             "--frontends", "1", "--report-every", "60"],
+            ctrl_c_as_from_a_terminal([
+                sys.executable, str(BASE_DIR / "manage.py"), "loadgen", "--url", server.base_url,
+                "--grpc", f"127.0.0.1:{silent.getsockname()[1]}", "--queriers", "1",
+                "--frontends", "1", "--report-every", "60",
+            ]),
             env=server.env, cwd=BASE_DIR, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            preexec_fn=ctrl_c_as_from_a_terminal,
         )  # fmt: skip
         try:
             connection, _ = silent.accept()  # the websocket clients are connected by now

@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,13 +28,14 @@ SENDING = 2.5
 
 
 @contextlib.contextmanager
-def loadtest_running(*args: str, **popen: Any) -> Iterator[subprocess.Popen[str]]:
-    """`manage.py loadtest ARGS` in a process group of its own (as a terminal
-    gives a command), its output piped; the group killed if a check failed."""
+def loadtest_running(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """`manage.py loadtest ARGS` in a process group of its own and taking
+    Ctrl-C (as a terminal gives a command), its output piped; the group killed
+    if a check failed."""
     loadtest = subprocess.Popen(
-        [sys.executable, str(BASE_DIR / "manage.py"), "loadtest", *args],
+        ctrl_c_as_from_a_terminal([sys.executable, str(BASE_DIR / "manage.py"), "loadtest", *args]),
         cwd=BASE_DIR, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, **popen,
+        start_new_session=True,
     )  # fmt: skip
     try:
         yield loadtest
@@ -97,7 +97,6 @@ def test_a_loadtest_interrupted_while_it_sends_says_so_in_one_line_and_no_task_t
         "20",
         "--seconds",
         "5",
-        preexec_fn=ctrl_c_as_from_a_terminal,
     ) as loadtest:
         assert loadtest.stdout is not None
         deadline = time.monotonic() + DEADLINE
