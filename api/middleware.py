@@ -52,6 +52,7 @@ __all__ = [
     "ContentSecurityPolicyMiddleware",
     "PrivateCacheMiddleware",
     "RefuseNulMiddleware",
+    "RequestMiddleware",
     "UNKNOWN_API_PATH",
 ]
 
@@ -62,7 +63,7 @@ _NUL = "\x00"
 _MESSAGE = "the URL contains a NUL character (%00), which no tenant ID or filter may hold"
 
 
-class _Middleware:
+class RequestMiddleware:
     """Sync and async capable, so under ASGI it costs no thread hop per request.
 
     Subclasses answer a request early (`refuse`) and/or amend the response (`amend`).
@@ -98,7 +99,7 @@ class _Middleware:
         return response
 
 
-class RefuseNulMiddleware(_Middleware):
+class RefuseNulMiddleware(RequestMiddleware):
     """400 for a NUL in the path or the query string, before any view runs."""
 
     def refuse(self, request: HttpRequest) -> HttpResponse | None:
@@ -117,7 +118,7 @@ def _has_nul(request: HttpRequest) -> bool:
     )
 
 
-class ApiSlashMiddleware(_Middleware):
+class ApiSlashMiddleware(RequestMiddleware):
     """JSON 404 for an /api/ URL that names an endpoint but for its final slash."""
 
     def refuse(self, request: HttpRequest) -> HttpResponse | None:
@@ -141,7 +142,7 @@ def _names_endpoint(path: str, urlconf: Any) -> bool:
     return match.url_name != UNKNOWN_API_PATH
 
 
-class ContentSecurityPolicyMiddleware(_Middleware):
+class ContentSecurityPolicyMiddleware(RequestMiddleware):
     """Sets `settings.CONTENT_SECURITY_POLICY` on every response that has no policy of its own."""
 
     def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
@@ -153,7 +154,7 @@ class ContentSecurityPolicyMiddleware(_Middleware):
         return response
 
 
-class PrivateCacheMiddleware(_Middleware):
+class PrivateCacheMiddleware(RequestMiddleware):
     """Marks every response `private, no-cache` unless it has a `Cache-Control` of its own."""
 
     def amend(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:

@@ -7,7 +7,9 @@ or `LOGIN_FAILURE_LIMIT_PER_ADDRESS` from one address (default 20), within
 address, out for `LOGIN_LOCKOUT_SECONDS` (default 900). During a lockout
 even the right password is refused, with a message saying so and for how
 long (the login page answers 429 with Retry-After); afterwards logins work
-again, and a successful one clears its user name's count.
+again, and a successful one clears its user name's count. A browser that
+has logged in as a user before is counted apart from strangers, so that
+nobody can lock anybody else out by naming them (dashboard/login_devices.py).
 
 How: a backend placed first in `AUTHENTICATION_BACKENDS` refuses a locked
 user or address before any password is checked (`PermissionDenied` stops
@@ -58,6 +60,8 @@ from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from redis.exceptions import RedisError
 
+from dashboard.login_devices import device_for, remember_device
+
 __all__ = [
     "LoginThrottleBackend",
     "ThrottledAdminAuthenticationForm",
@@ -101,11 +105,16 @@ def _key(kind: str, value: str) -> str:
     return f"{_PREFIX}:{kind}:{digest}"
 
 
-def _subjects(username: str | None, address: str | None) -> list[tuple[str, int]]:
-    """(key, limit) for each thing counted: the user name and the address."""
+def _subjects(
+    username: str | None, address: str | None, device: str | None = None
+) -> list[tuple[str, int]]:
+    """(key, limit) for each thing counted: the user name, or instead the
+    device of a browser that has logged in as it (`device_for`); and the address."""
     user_limit, address_limit, _, _ = _limits()
     subjects = []
-    if username:
+    if device:
+        subjects.append((_key("device", device), user_limit))
+    elif username:
         subjects.append((_key("user", username.casefold()), user_limit))
     if address:
         subjects.append((_key("address", address), address_limit))
@@ -148,11 +157,11 @@ def _held_by(address: str, networks: tuple[IPv4Network | IPv6Network, ...]) -> b
     return any(ip in network for network in networks)
 
 
-def locked_for(username: str | None, address: str | None) -> float:
-    """Seconds until both the user name and the address may log in again (0: now)."""
+def locked_for(username: str | None, address: str | None, device: str | None = None) -> float:
+    """Seconds until both the user name (or device) and the address may log in again (0: now)."""
     now = clock()
     waits = [0.0]
-    for key, _ in _subjects(username, address):
+    for key, _ in _subjects(username, address, device):
         until = cache.get(f"{key}:locked")
         if until is not None and float(until) > now:
             waits.append(float(until) - now)
@@ -177,7 +186,9 @@ def _count(key: str, bucket: int) -> int:
     return sum(int(n) for n in counts.values())
 
 
-def reserve_attempt(username: str | None, address: str | None) -> tuple[str | None, float]:
+def reserve_attempt(
+    username: str | None, address: str | None, device: str | None = None
+) -> tuple[str | None, float]:
     """Count one attempt before its password is checked.
 
     Returns the address's bucket key (for `release_attempt`), and the
@@ -191,7 +202,7 @@ def reserve_attempt(username: str | None, address: str | None) -> tuple[str | No
     bucket = int(now // window)
     keep = int(2 * window + 60)
     counted = None
-    for key, limit in _subjects(username, address):
+    for key, limit in _subjects(username, address, device):
         current = f"{key}:{bucket}"
         cache.add(current, 0, timeout=keep)
         try:
@@ -203,14 +214,14 @@ def reserve_attempt(username: str | None, address: str | None) -> tuple[str | No
             counted = current
         if count + int(cache.get(f"{key}:{bucket - 1}") or 0) > limit:
             _lock(key, now, bucket)
-    return counted, locked_for(username, address)
+    return counted, locked_for(username, address, device)
 
 
-def lock_if_at_limit(username: str | None, address: str | None) -> None:
+def lock_if_at_limit(username: str | None, address: str | None, device: str | None = None) -> None:
     """After a wrong password (already counted): lock whichever subject it brought to its limit."""
     now = clock()
     bucket = int(now // _limits()[2])
-    for key, limit in _subjects(username, address):
+    for key, limit in _subjects(username, address, device):
         if _count(key, bucket) >= limit:
             _lock(key, now, bucket)
 
@@ -222,14 +233,14 @@ def release_attempt(counted: str | None) -> None:
             cache.decr(counted)
 
 
-def clear_user(username: str | None) -> None:
-    """A successful login forgets its user name's failures (not its address's)."""
-    if not username:
-        return
+def clear_user(username: str | None, device: str | None = None) -> None:
+    """A successful login forgets the failures counted where it was: its device's
+    when it had one, else its user name's (not its address's). A known browser
+    leaves the user name's lockout in place: that one holds strangers."""
     _, _, window, _ = _limits()
     bucket = int(clock() // window)
-    key = _key("user", username.casefold())
-    cache.delete_many([f"{key}:{bucket}", f"{key}:{bucket - 1}", f"{key}:locked"])
+    keys = [key for key, _ in _subjects(username, None, device)]
+    cache.delete_many([f"{key}:{end}" for key in keys for end in (bucket, bucket - 1, "locked")])
 
 
 def lockout_message(seconds: float) -> str:
@@ -257,12 +268,12 @@ class LoginThrottleBackend:
     ) -> None:
         if request is None:
             return None
-        address = client_address(request)
+        address, device = client_address(request), device_for(request, username)
         wait = 0.0
         with _failing_open("checking for a lockout"):
-            wait = locked_for(username, address)
+            wait = locked_for(username, address, device)
             if wait <= 0:
-                counted, wait = reserve_attempt(username, address)
+                counted, wait = reserve_attempt(username, address, device)
                 request.login_counted = counted  # type: ignore[attr-defined]
         if wait > 0:
             request.login_locked_for = wait  # type: ignore[attr-defined]
@@ -275,16 +286,19 @@ def _on_failure(sender: Any, credentials: dict[str, Any], request: Any = None, *
     # Refusals during a lockout are not counted: they must not extend it.
     if request is None or getattr(request, "login_locked_for", 0):
         return
+    username = credentials.get("username")
     with _failing_open("locking after a failed login"):
-        lock_if_at_limit(credentials.get("username"), client_address(request))
+        lock_if_at_limit(username, client_address(request), device_for(request, username))
 
 
 @receiver(user_logged_in, dispatch_uid="dashboard.login_throttle.logged_in")
 def _on_login(sender: Any, request: Any, user: Any, **kw: Any) -> None:
     if request is not None:
+        username = user.get_username()
         with _failing_open("clearing a user name's failures"):
-            clear_user(user.get_username())
+            clear_user(username, device_for(request, username))
             release_attempt(getattr(request, "login_counted", None))
+        remember_device(request, username)
 
 
 class _LockoutMessage:
