@@ -44,7 +44,7 @@ from api.wire.invalid_config_metrics import InvalidConfigCollector, host_invalid
 from api.wire.loop_load import LoopLoad, LoopLoadCollector
 from api.wire.loop_metrics import TallyCounter, TallyHistogram, register_loop_bound, render
 from api.wire.metrics_access import scrape_refusal, scraper_identity
-from api.wire.queue_metrics import PEAKS, QueuePeaks, SnapshotCollector, scraping_as
+from api.wire.queue_metrics import LENGTHS, PEAKS, QueuePeaks, SnapshotCollector, scraping_as
 from api.wire.rule_metrics import RuleStatsCollector
 from api.wire.tenant_series import DEFAULT_IDLE_SECONDS, TenantSeriesJanitor
 from scheduler_core.model import Request
@@ -157,6 +157,7 @@ def _forget_tenant(tenant_id: str) -> None:
         counter.remove(tenant_id)
     FAILED.forget(tenant_id)
     PEAKS.forget(tenant_id)
+    LENGTHS.forget(tenant_id)
     if runtime_host.started():
         # Rule counters of a tenant nobody configured are as unbounded as ours.
         host = runtime_host.get_host()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -27,11 +27,13 @@ from api.cluster import replica_board
 from api.wire import runtime_host
 from api.wire.exposition import RowFamily
 from api.wire.loop_metrics import Build, LoopBoundCollector
-from scheduler_core.queue_counts import QueueCounts
+from scheduler_core.queue_counts import PriorityCount, QueueCounts
 
 __all__ = [
+    "LENGTHS",
     "MAX_SCRAPERS",
     "PEAKS",
+    "QueueLengthSeries",
     "SCRAPER_FORGET_SECONDS",
     "QueuePeaks",
     "SnapshotCollector",
@@ -172,6 +174,53 @@ def _raise(into: dict[str, int], peaks: Mapping[str, int]) -> None:
 
 
 PEAKS = QueuePeaks()
+
+
+LengthLabels = tuple[str, str, str]  # user, priority, type
+
+
+def _length_labels(row: PriorityCount) -> LengthLabels:
+    return row.tenant_id, str(row.priority), "priority" if row.priority_enabled else "fifo"
+
+
+class QueueLengthSeries:
+    """The queue-length series scrapes have shown, kept at 0 once drained.
+
+    Cortex and Mimir move `cortex_query_scheduler_queue_length` on every
+    enqueue and dequeue, so a drained tenant reads 0 until their
+    inactive-user cleanup (15 minutes) deletes its series. Emitting only
+    the non-zero rows made a series vanish the moment its tenant drained:
+    a dashboard's line stopped instead of falling to 0, and a sum over a
+    drained replica answered nothing. So a label set once shown is shown
+    at 0 until the tenant-series janitor forgets its tenant
+    (`METRICS_TENANT_IDLE_SECONDS`: `forget`, from api.wire.metrics).
+    """
+
+    def __init__(self) -> None:
+        self._shown: dict[str, set[tuple[str, str]]] = {}
+
+    def drained(self, rows: Iterable[PriorityCount]) -> list[LengthLabels]:
+        """Note the label sets of `rows` (non-zero); those shown before that are not among them."""
+        current = {_length_labels(row) for row in rows}
+        out = [
+            (tenant, priority, kind)
+            for tenant, labels in self._shown.items()
+            for priority, kind in labels
+            if (tenant, priority, kind) not in current
+        ]
+        for tenant, priority, kind in current:
+            self._shown.setdefault(tenant, set()).add((priority, kind))
+        return sorted(out)
+
+    def forget(self, tenant_id: str) -> None:
+        self._shown.pop(tenant_id, None)
+
+    def tracked(self) -> int:
+        """Tenants with a series kept."""
+        return len(self._shown)
+
+
+LENGTHS = QueueLengthSeries()
 # Who the scrape under way is for (`scraping_as`); read where the peaks are taken.
 _SCRAPER: ContextVar[str | None] = ContextVar("scraper", default=None)
 
@@ -242,8 +291,11 @@ def signal_families(
     return [max_wait, peak, reserved_idle, replica_up]
 
 
-def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[RowFamily]:
-    """The scrape-time gauges of the queue's counts (all zero before the runtime starts)."""
+def snapshot_families(
+    counts: QueueCounts | None, frontends: int, drained: Iterable[LengthLabels] = ()
+) -> list[RowFamily]:
+    """The scrape-time gauges of the queue's counts (all zero before the runtime
+    starts), with the queue-length series `drained` at 0."""
     length = _gauge(
         "cortex_query_scheduler_queue_length",
         "Requests queued, by tenant, priority and queue type (fifo or priority).",
@@ -274,11 +326,11 @@ def snapshot_families(counts: QueueCounts | None, frontends: int) -> list[RowFam
     if counts is None:
         queriers.add_metric([], 0)
         return families
-    per_priority: Tally[tuple[str, int, bool]] = Tally()
+    per_priority: Tally[LengthLabels] = Tally({labels: 0 for labels in drained})
     for row in counts.by_priority:
-        per_priority[(row.tenant_id, row.priority, row.priority_enabled)] += row.length
-    for (tenant, priority, enabled), count in sorted(per_priority.items()):
-        length.add_metric([tenant, str(priority), "priority" if enabled else "fifo"], count)
+        per_priority[_length_labels(row)] += row.length
+    for labels, count in sorted(per_priority.items()):
+        length.add_metric(list(labels), count)
     workers = [w for q in counts.queriers if q.connected for w in q.workers]
     queriers.add_metric([], len(workers))
     busy: Tally[str] = Tally(w.component for w in workers if w.request_id and w.component)
@@ -302,14 +354,15 @@ class SnapshotCollector(LoopBoundCollector):
     """
 
     def take(self) -> Build:
-        counts, frontends = None, 0
+        counts, frontends, drained = None, 0, []
         if runtime_host.started():
             host = runtime_host.get_host()
             counts = host.runtime.queue.counts()
             frontends = host.frontend_clients
+            drained = LENGTHS.drained(counts.by_priority)
         peaks = PEAKS.collect(counts.queued if counts is not None else {}, _SCRAPER.get())
         replicas = replica_board.get_board().replica_states()
         return lambda: [
-            *snapshot_families(counts, frontends),
+            *snapshot_families(counts, frontends, drained),
             *signal_families(counts, peaks, replicas),
         ]

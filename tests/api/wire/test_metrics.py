@@ -15,6 +15,7 @@ from api.wire import metrics, runtime_host  # importing metrics registers the ob
 from api.wire.grpc.tls_handshakes import REASONS
 from scheduler_core.errors import DuplicateRequest, TooManyRequests
 from scheduler_core.model import PriorityDef, QueryPriority, Request, TenantLimits
+from tests.fakes import FakeClock
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -276,3 +277,24 @@ async def test_refused_grpc_tls_handshakes_are_exported_by_each_fixed_reason_bef
     assert family.type == "counter"
     assert sorted(s.labels["reason"] for s in family.samples) == sorted(REASONS)
     assert {tuple(s.labels) for s in family.samples} == {("reason",)}
+
+
+async def test_a_drained_tenants_queue_length_reads_0_until_it_has_been_idle_for_the_delay(
+    host: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As Cortex's gauge does until its inactive-user cleanup: a dashboard's
+    # line falls to 0 instead of stopping.
+    clock = FakeClock(5000.0)
+    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
+    runtime = host.runtime
+    row = 'cortex_query_scheduler_queue_length{priority="0",type="fifo",user="m-drain"}'
+    runtime.enqueue(Request(id="m-drain-1", tenant_id="m-drain"))
+    assert f"{row} 1.0" in await scrape()
+    worker = runtime.connect_querier("m-drain-q")
+    runtime.complete((await runtime.next_request("m-drain-q", worker)).id)
+    assert f"{row} 0.0" in await scrape()
+    assert f"{row} 0.0" in await scrape()
+    clock.now += 899
+    assert f"{row} 0.0" in await scrape()
+    clock.now += 181  # the janitor looks at most every 3 minutes
+    assert row not in await scrape()

@@ -60,6 +60,7 @@ def sizes(host: Any) -> dict[str, int]:
         "janitor": metrics.JANITOR.tracked(),
         "metric priorities": len(metrics._PRIORITIES),
         "queue peaks": metrics.PEAKS.tracked(),
+        "queue length series": metrics.LENGTHS.tracked(),
         "querier time": len(host.usage.report(limit=0).rows) + host.usage.report().tenant_count,
     }
 
