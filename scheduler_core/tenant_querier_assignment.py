@@ -118,7 +118,8 @@ def querier_share(max_queriers: int, max_query_capacity: float, known: int) -> Q
 
 def _reserved_count(value: float, shard_size: int) -> int:
     if value >= 1:
-        return int(value)
+        # Rounded up, as Cortex's `DynamicShardSize`: 1.5 reserves 2 queriers.
+        return math.ceil(value)
     if value <= 0:
         return 0
     return _ceil_share(value, shard_size)

@@ -63,7 +63,8 @@ def test_reserved_counts_and_shares_follow_cortex() -> None:
     assert lists((1, 0.3), (2, 0.6)) == [1, 1, 1, 2, 2, 2, 2, 2, 2]
     assert lists((1, 0.4), (2, 0.6)) == []
     assert lists((1, 0.01)) == [1]
-    assert lists((1, 2.9)) == [1, 1]
+    assert lists((1, 2.9)) == [1, 1, 1]
+    assert lists((1, 1.5), (2, 1.01)) == [1, 1, 2, 2]
     assert lists((1, 0)) == []
 
 
