@@ -4,9 +4,14 @@
 component-first root: of the n components present, in `COMPONENTS` order,
 worker w starts at the (w % n)-th, so the workers split evenly over the
 components that hold work and a slow component cannot occupy every worker.
-Unlike Mimir it moves on to the next present component when the preferred
-one holds nothing this querier may take (for example only tenants outside
-its shard), so a worker never idles while it could serve.
+It moves on to the next present component when the preferred one holds
+nothing this querier may take (for example only tenants outside its
+shard), so a worker never idles while it could serve; Mimir's current code
+does so too (the Mimir it was first compared with did not). One difference
+stays: the order here is fixed, where Mimir's is the order the component
+nodes were created in, which shifts as they empty and come back. So with
+4 workers and 3 components, 2 workers here always start at ingester; in
+Mimir which component gets the second worker changes over time.
 
 `TenantComponentSelection` is the tenant-first middle level: plain
 round-robin, or, for a tenant with priority enabled, the component whose

@@ -253,9 +253,9 @@ def _describe(scenario: Scenario, seed: int) -> str:
         "ingester-and-store-gateway, reported together as store-gateway); "
         f"max_queriers_per_tenant {scenario.max_queriers}; tenants take requests in turn; "
         "virtual clock, queue time measured at dequeue. QWQP maps worker w to the "
-        "(w % n)-th of the n components present, as Mimir does (ours then moves on to the "
-        "next present component when that one has nothing for it); Mimir's figures come "
-        "from real sleeps, so compare shape."
+        "(w % n)-th of the n components present, as Mimir does, and moves on to the next "
+        "present component when that one has nothing for it (Mimir's current code does too); "
+        "Mimir's figures come from real sleeps, so compare shape."
     )
 
 
