@@ -1,8 +1,8 @@
 """Dry runs of a draft config over recent traffic, run off the scheduler's loop.
 
 The sample is read on the loop (a copy of plain rows, `api.wire.rule_reports`);
-the matching itself (`scheduler_core.dry_run`) runs in the niced import worker
-process (`api.rest.offload`) whenever imports do, so a dry run over 1,000
+the matching itself (`scheduler_core.dry_run`) runs in a niced worker process
+like the import's (`api.rest.offload`) whenever imports use one, so a dry run over 1,000
 tenants x 1,000 requests holds neither the loop nor this process's GIL for
 long. Reports carry the reservations before and after, of the tenant's
 queue and of each federated ID's (its own queue), computed with the queriers
@@ -106,10 +106,12 @@ def traffic_report(
 
 
 def offloaded(function: Callable[..., T], *args: Any) -> T:
-    """`function(*args)` in the import worker process when imports use it, else here.
+    """`function(*args)` in a worker process of its own when imports use one, else here.
 
-    The function and its arguments must be plain (picklable) values.
+    Not the import's worker: dry runs, which viewers may run, never queue
+    ahead of an editor's import. The function and its arguments must be
+    plain (picklable) values.
     """
     if getattr(settings, "CONFIG_IMPORT_IN_WORKER_PROCESS", True):
-        return offload.shared_worker().call(function, *args)
+        return offload.shared_worker("dry-run").call(function, *args)
     return function(*args)

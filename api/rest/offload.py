@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -60,6 +60,7 @@ __all__ = [
     "import_body",
     "import_run",
     "import_submit",
+    "WorkerRole",
     "shared_worker",
     "overrides_of",
     "worker_enabled",
@@ -307,20 +308,24 @@ class ImportWorker:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-_shared: ImportWorker | None = None
+# A worker per kind of job: a viewer may run dry runs (seconds each over
+# 1,000 tenants) one after another, and in a worker shared with imports
+# they queued ahead of an editor's import, which waited for all of them.
+WorkerRole = Literal["import", "dry-run"]
+_shared: dict[WorkerRole, ImportWorker] = {}
 _shared_lock = threading.Lock()
 
 
-def shared_worker() -> ImportWorker:
-    """This process's worker, for its current database."""
-    global _shared
+def shared_worker(role: WorkerRole = "import") -> ImportWorker:
+    """This process's worker for `role`, for its current database."""
     name = str(connection.settings_dict["NAME"])
     with _shared_lock:
-        if _shared is None or _shared.database_name != name:
-            if _shared is not None:
-                _shared.close()
-            _shared = ImportWorker(name)
-        return _shared
+        worker = _shared.get(role)
+        if worker is None or worker.database_name != name:
+            if worker is not None:
+                worker.close()
+            worker = _shared[role] = ImportWorker(name)
+        return worker
 
 
 def worker_enabled() -> bool:

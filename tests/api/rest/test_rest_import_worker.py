@@ -6,11 +6,13 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from django.db import connection
 
-from api.rest import offload
+from api.rest import dry_run, offload
 from api.rest.offload import ImportWorker, ImportWorkerDied
 from api.rest.offload_boot import WORKER_NICENESS
 
@@ -68,3 +70,33 @@ def test_the_worker_is_off_for_an_in_memory_database_even_when_enabled(settings,
 def test_the_setting_turns_the_worker_off(settings):
     settings.CONFIG_IMPORT_IN_WORKER_PROCESS = False
     assert offload.worker_enabled() is False
+
+
+def _held_until(started: str, release: str) -> int:
+    """In a worker: says it started, then holds the worker until `release` exists."""
+    Path(started).touch()
+    while not os.path.exists(release):
+        time.sleep(0.01)
+    return os.getpid()
+
+
+def test_an_editors_import_does_not_wait_behind_a_viewers_dry_run(settings, tmp_path):
+    settings.CONFIG_IMPORT_IN_WORKER_PROCESS = True
+    started, release = tmp_path / "started", tmp_path / "release"
+    try:
+        with ThreadPoolExecutor(2) as threads:
+            dry = threads.submit(dry_run.offloaded, _held_until, str(started), str(release))
+            deadline = time.monotonic() + 60
+            while not started.exists():
+                assert time.monotonic() < deadline and not dry.done(), "the dry run never started"
+                time.sleep(0.02)
+            try:
+                imported = threads.submit(offload.shared_worker().call, os.getpid)
+                assert imported.result(timeout=60) != os.getpid()
+                assert not dry.done()
+            finally:
+                release.touch()
+            assert dry.result(timeout=60) not in (imported.result(), os.getpid())
+    finally:
+        for role in ("import", "dry-run"):
+            offload.shared_worker(role).close()
