@@ -23,6 +23,7 @@ from typing import Any
 
 from scheduler_core.errors import FieldError
 from scheduler_core.model import API_TYPES
+from scheduler_core.validation import MAX_ATTRIBUTES_PER_PRIORITY, MAX_PRIORITIES
 
 __all__ = [
     "ATTRIBUTE_FIELDS",
@@ -231,8 +232,11 @@ def apply_action(config: dict[str, Any], action: EditorAction) -> None:
         "priorities", []
     )
     verb, args = action.verb, action.args
+    # No "+" past the limits Save enforces: the draft would only gain an
+    # error to remove it again by hand (the page hides those buttons too).
     if verb == "add-rule":
-        rules.append({"priority": "", "query_attributes": [{}]})
+        if len(rules) < MAX_PRIORITIES:
+            rules.append({"priority": "", "query_attributes": [{}]})
         return
     if not args or args[0] >= len(rules):
         return
@@ -240,7 +244,7 @@ def apply_action(config: dict[str, Any], action: EditorAction) -> None:
     attrs = rules[i].setdefault("query_attributes", [])
     if verb == "remove-rule":
         del rules[i]
-    elif verb == "add-attr":
+    elif verb == "add-attr" and len(attrs) < MAX_ATTRIBUTES_PER_PRIORITY:
         attrs.append({})
     elif verb == "remove-attr" and len(args) > 1 and args[1] < len(attrs):
         del attrs[args[1]]
@@ -254,7 +258,8 @@ def _apply_rejection_action(config: dict[str, Any], action: EditorAction) -> Non
     block = config.setdefault(REJECTION, {"enabled": False, "query_attributes": []})
     attrs: list[dict[str, Any]] = block.setdefault("query_attributes", [])
     if action.verb == "add-reject-attr":
-        attrs.append({})
+        if len(attrs) < MAX_ATTRIBUTES_PER_PRIORITY:
+            attrs.append({})
     elif action.args and action.args[0] < len(attrs):
         del attrs[action.args[0]]
 
@@ -326,6 +331,7 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
                 "index": i,
                 "path": path,
                 "errors": by_path.get(path, []) + by_path.get(attrs_path, []),
+                "full": isinstance(attrs, list) and len(attrs) >= MAX_ATTRIBUTES_PER_PRIORITY,
                 "priority": _field(f"{path}.priority", rule.get("priority"), by_path, placed),
                 "reserved": _field(
                     f"{path}.reserved_queriers", rule.get("reserved_queriers"), by_path, placed
@@ -363,6 +369,9 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
         "fields": fields,
         "enabled": bool(qp.get("enabled")),
         "rules": rules,
+        "rules_full": isinstance(raw_rules, list) and len(raw_rules) >= MAX_PRIORITIES,
+        "max_rules": MAX_PRIORITIES,
+        "max_attributes": MAX_ATTRIBUTES_PER_PRIORITY,
         "rules_errors": by_path.get(PRIORITIES, []),
         "api_types": API_TYPES,
         "unplaced": [e for e in errors if e.path not in placed],
@@ -381,6 +390,7 @@ def _rejection_model(
     return {
         "present": isinstance(raw, Mapping),
         "enabled": bool(block.get("enabled")),
+        "full": isinstance(attrs, list) and len(attrs) >= MAX_ATTRIBUTES_PER_PRIORITY,
         "errors": by_path.get(REJECTION, [])
         + by_path.get(REJECTION_ATTRIBUTES, [])
         + by_path.get(f"{REJECTION}.enabled", []),

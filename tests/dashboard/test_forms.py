@@ -1,4 +1,5 @@
-"""What the tenant form posts is saved as typed: spaces in a regex, numbers in exponent form."""
+"""What the tenant form posts is saved as typed (spaces in a regex, numbers in exponent
+form), and its "+" buttons stop where a save would refuse."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from django.test import Client
 
 from api.store import services
 from api.store.models import Tenant
-from dashboard.forms import tenant_config_from_post
+from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
+from scheduler_core.validation import MAX_ATTRIBUTES_PER_PRIORITY, MAX_PRIORITIES
 from tests.dashboard.saving import confirm
 from tests.dashboard.test_yaml_editor import inputs
 
@@ -101,3 +103,30 @@ def test_a_small_share_saved_through_the_api_saves_again_from_the_form(
     assert saved.version > tenant.version
     assert saved.config["max_query_capacity"] == 0.00001
     assert saved.config["max_queriers_per_tenant"] == 4
+
+
+def test_the_plus_buttons_stop_at_the_limits_a_save_enforces(editor_client: Client) -> None:
+    full = [{"regex": f"r{n}"} for n in range(MAX_ATTRIBUTES_PER_PRIORITY)]
+    config = _rule(regex="r")
+    config["query_priority"]["priorities"][0]["query_attributes"] = full
+    config["query_rejection"] = {"enabled": True, "query_attributes": full}
+    _store(config)
+    page = editor_client.get(URL).content.decode()
+    assert 'value="add-attr:0"' not in page and 'value="add-reject-attr"' not in page
+    assert "A rule holds at most 50 attributes." in page
+    assert "Rejection holds at most 50 attributes." in page
+    assert 'value="add-rule"' in page
+    # A stale page's "+" (or a hand-made post) adds nothing either.
+    for action in ("add-attr:0", "add-reject-attr"):
+        answer = editor_client.post(URL, {**inputs(page), "action": action}).content.decode()
+        assert "priorities[0].query_attributes[49]" in answer
+        assert "rejection.query_attributes[49]" in answer
+        assert ".query_attributes[50]" not in answer
+
+
+def test_rules_stop_at_the_limit_too() -> None:
+    draft: dict[str, Any] = {"query_priority": {"priorities": [{}] * (MAX_PRIORITIES - 1)}}
+    apply_action(draft, EditorAction("add-rule"))
+    apply_action(draft, EditorAction("add-rule"))
+    assert len(draft["query_priority"]["priorities"]) == MAX_PRIORITIES
+    assert editor_model(draft, [])["rules_full"]
