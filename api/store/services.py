@@ -40,7 +40,14 @@ from api.store.exceptions import ConfigValidationError, NotFound, VersionConflic
 from api.store.import_plan import Author, ImportResult, overrides_restored, validate_tenant
 from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from api.store.services_import import _overrides_apply, runtime_config_import
-from api.store.services_record import Kind, Source, author_fields, lock_settings, record_revision
+from api.store.services_record import (
+    Kind,
+    Source,
+    author_fields,
+    lock_settings,
+    record_revision,
+    revision_tenants_fill,
+)
 from api.store.tokens import api_token_authenticate, api_token_issue, api_token_revoke
 from scheduler_core.errors import ConfigInvalid, FieldError
 from scheduler_core.model import QueueConfig
@@ -61,6 +68,7 @@ __all__ = [
     "merge_patch",
     "operator_cancel_record",
     "revision_rollback",
+    "revision_tenants_fill",
     "rollback_note_problem",
     "runtime_config_import",
     "settings_update",

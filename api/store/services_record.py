@@ -25,7 +25,14 @@ from api.store.import_plan import Author
 from api.store.models import SETTINGS_PK, ConfigRevision, RevisionTenant, SchedulerSettings
 from api.store.revision_tenants import changed_tenants
 
-__all__ = ["Kind", "Source", "author_fields", "lock_settings", "record_revision"]
+__all__ = [
+    "Kind",
+    "Source",
+    "author_fields",
+    "lock_settings",
+    "record_revision",
+    "revision_tenants_fill",
+]
 
 Source = ConfigRevision.Source
 Kind = ConfigRevision.Kind
@@ -78,3 +85,34 @@ def record_revision(
     )
     transaction.on_commit(lambda: config_events.publish(version))
     return revision
+
+
+def revision_tenants_fill(after_version: int, up_to_version: int) -> int:
+    """Record the tenants changed by the revisions after `after_version` up to
+    `up_to_version` that lack that record; how many were filled.
+
+    This code records them as it writes (`record_revision`), and migration
+    0005 filled the history before it, once. A replica still on an older
+    version during a rolling upgrade (migrate first, then roll) wrote
+    revisions without them, and the history's tenant filters missed those
+    for good ("which import deleted this tenant?" found nothing). Each
+    replica runs this over the versions it applies; rows another replica
+    added meanwhile are skipped (the unique constraint).
+    """
+    missing = ConfigRevision.objects.filter(
+        version__gt=after_version,
+        version__lte=up_to_version,
+        kind__in=(Kind.TENANT, Kind.RUNTIME_CONFIG),
+        tenants_changed__isnull=True,
+    ).order_by("version")
+    filled = 0
+    for revision in missing.iterator(chunk_size=200):
+        tenants = changed_tenants(revision.kind, revision.key, revision.before, revision.after)
+        if tenants:
+            RevisionTenant.objects.bulk_create(
+                [RevisionTenant(revision=revision, tenant_id=tenant) for tenant in tenants],
+                batch_size=500,
+                ignore_conflicts=True,
+            )
+            filled += 1
+    return filled

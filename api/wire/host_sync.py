@@ -34,7 +34,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from api.store import config_events, selectors
+from api.store import config_events, selectors, services
 from api.store.tokens import api_token_ids_by_state
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
@@ -87,9 +87,10 @@ class DatabaseSync:
         async with self._reconcile_lock:
             if version is not None and version <= self.applied_version:
                 return
-            loaded = await database_sync_to_async(load_update)(self.applied_version)
+            previous = self.applied_version
+            loaded = await database_sync_to_async(load_update)(previous)
             current, delta, full, invalid = loaded
-            if current == self.applied_version:
+            if current == previous:
                 return
             if full is not None:
                 self._config.apply_full(full[1], full[2], invalid)
@@ -99,6 +100,20 @@ class DatabaseSync:
                 self._config.apply_delta(delta, invalid)
                 log.info("applied scheduler config version %d", current)
             self.applied_version = current
+        await self._fill_revision_tenants(previous, current)
+
+    async def _fill_revision_tenants(self, previous: int, current: int) -> None:
+        """Record the tenants of revisions an older replica wrote without them."""
+        try:
+            filled = await database_sync_to_async(services.revision_tenants_fill)(previous, current)
+        except Exception as exc:
+            # The history's tenant filters only: never a reason to fail a reconcile.
+            log.warning(
+                "could not check revisions %d-%d for their tenants (%s)", previous + 1, current, exc
+            )
+            return
+        if filled:
+            log.info("recorded the tenants of %d revision(s) written without them", filled)
 
     def invalid_stored(self) -> tuple[bool, int]:
         """Whether the stored settings, and how many tenant blocks, no longer validate."""

@@ -84,3 +84,23 @@ def test_imports_and_their_rollbacks_are_found_by_the_tenants_they_changed() -> 
     assert versions(changed_part="ON") == [4, 3, 2]  # gone, any case
     assert versions(key="gone") == [2]  # `key` is unchanged: the tenant's own writes
     assert _rows() == {1: ["keep"], 2: ["gone"], 3: ["gone", "new"], 4: ["gone", "new"]}
+
+
+def test_revisions_written_without_their_tenants_get_them_filled_once() -> None:
+    # As a replica of an older version writes them during a rolling upgrade.
+    _put("acme", {"max_queriers_per_tenant": 1})
+    _import({"acme": {"max_queriers_per_tenant": 2}, "beta": {}})
+    _put("gamma", {})
+    RevisionTenant.objects.filter(revision__version__lte=2).delete()
+    assert services.revision_tenants_fill(0, 3) == 2
+    assert _rows() == {1: ["acme"], 2: ["acme", "beta"], 3: ["gamma"]}
+    assert services.revision_tenants_fill(0, 3) == 0
+    assert [r.version for r in revision_list(changed="beta")] == [2]
+
+
+def test_only_the_versions_asked_are_filled() -> None:
+    for tenant in ("a", "b", "c"):
+        _put(tenant, {})
+    RevisionTenant.objects.all().delete()
+    assert services.revision_tenants_fill(1, 2) == 1
+    assert _rows() == {2: ["b"]}

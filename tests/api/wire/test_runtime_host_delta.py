@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.db import transaction
 
 from api.store import selectors, services
-from api.store.models import ConfigRevision, Tenant
+from api.store.models import ConfigRevision, RevisionTenant, Tenant
 from scheduler_core.model import TenantLimits
 from tests.polling import until
 
@@ -110,3 +112,26 @@ async def test_an_import_or_a_gap_falls_back_to_a_full_reload_that_is_still_exac
     assert full_reloads == [1, 1]
     assert host.runtime.tenant_limits("a") == TenantLimits()
     assert host.runtime.tenant_limits("c").max_queriers == 5
+
+
+def put_as_an_older_replica(tenant_id: str, config: dict[str, Any]) -> None:
+    """A write as a replica of a version before RevisionTenant makes it: no tenant record."""
+    with transaction.atomic():
+        put(tenant_id, config)
+        RevisionTenant.objects.filter(revision__key=tenant_id).delete()
+
+
+async def test_a_revision_an_older_replica_wrote_gets_its_tenants_recorded_as_it_is_applied(
+    host: Any,
+) -> None:
+    await database_sync_to_async(put_as_an_older_replica)("old-writer", {})
+    await until(lambda: host.applied_version == 1)
+
+    def found() -> list[int]:
+        return [r.version for r in selectors.revision_list(changed="old-writer")]
+
+    for _ in range(500):
+        if await database_sync_to_async(found)():
+            break
+        await asyncio.sleep(0.01)
+    assert await database_sync_to_async(found)() == [1]
