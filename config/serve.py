@@ -36,8 +36,8 @@ __all__ = [
     "event_loop_name",
     "install_event_loop",
     "main",
+    "migrations_state",
     "refuse_unmigrated_database",
-    "unapplied_migrations",
 ]
 
 log = logging.getLogger(__name__)
@@ -63,32 +63,36 @@ def install_event_loop(env: os._Environ[str] | dict[str, str]) -> str:
     return name
 
 
-def unapplied_migrations() -> list[str]:
-    """The migrations the database lacks, as `app.name`, in the order they would run."""
+def migrations_state() -> tuple[list[str], list[str]]:
+    """The migrations the database lacks (in the order they would run), and
+    those it has that this code has not; each as `app.name`."""
     from django.db import connection
 
-    from api.store.schema_state import unapplied_migrations as lacking
+    from api.store.schema_state import unapplied_migrations, unknown_migrations
 
     try:
-        return lacking()
+        return unapplied_migrations(), unknown_migrations()
     finally:
         # This thread runs the event loop next: it must not keep a connection.
         connection.close()
 
 
 def refuse_unmigrated_database() -> None:
-    """Stop start-up when the database's schema is behind the code (see the module doc)."""
+    """Stop start-up when the database's schema is behind the code (see the module
+    doc); warn when it is ahead (a newer version migrated it)."""
     from django.db import DatabaseError
 
     try:
-        missing = unapplied_migrations()
+        missing, unknown = migrations_state()
     except DatabaseError as exc:
         log.warning("could not check the database's migrations (%s); starting anyway", exc)
         return
-    if missing:
-        from api.store.schema_state import behind_message
+    from api.store.schema_state import ahead_message, behind_message
 
+    if missing:
         raise SystemExit(behind_message(missing, "start again"))
+    if unknown:
+        log.warning("%s", ahead_message(unknown))
 
 
 def main() -> None:

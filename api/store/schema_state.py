@@ -1,16 +1,20 @@
-"""Whether the database's schema is behind this code's migrations.
+"""Whether the database's schema is behind this code's migrations, or ahead of them.
 
-Two places refuse to run against such a database, each saying which
-migrations to apply: the server at start-up (`config.serve`) and the
-management commands that touch the database (`@database_command`).
+Two places refuse to run against a database behind the code, each saying
+which migrations to apply: the server at start-up (`config.serve`) and the
+management commands that touch the database (`@database_command`). One
+ahead (a newer version migrated it: a downgrade) is only warned of at
+start-up (`ahead_message`), as a newer version's migration may well suit
+this one.
 """
 
 from __future__ import annotations
 
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
 
-__all__ = ["behind_message", "unapplied_migrations"]
+__all__ = ["ahead_message", "behind_message", "unapplied_migrations", "unknown_migrations"]
 
 # Named in the message; the rest are counted.
 _SHOWN = 5
@@ -23,11 +27,40 @@ def unapplied_migrations() -> list[str]:
     return [f"{migration.app_label}.{migration.name}" for migration, _ in plan]
 
 
+def unknown_migrations() -> list[str]:
+    """The migrations the database has applied that this code has not, as `app.name`."""
+    loader = MigrationLoader(connection)
+    return sorted(
+        f"{app}.{name}"
+        for app, name in loader.applied_migrations
+        if app in loader.migrated_apps and (app, name) not in loader.disk_migrations
+    )
+
+
+def ahead_message(unknown: list[str]) -> str:
+    """The one line saying a newer version migrated the database, and how to go back."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    apps = sorted({name.split(".", 1)[0] for name in unknown})
+    back = "; ".join(
+        f"`python manage.py migrate {app} {name}`"
+        for app in apps
+        for _, name in loader.graph.leaf_nodes(app)
+    )
+    return (
+        f"the database is ahead of this code: {len(unknown)} migration(s) applied that it "
+        f"does not have ({_shown(unknown)}), so a newer version migrated it. Run that "
+        f"version, or, to stay on this one, migrate back with the newer one first: {back}"
+    )
+
+
+def _shown(names: list[str]) -> str:
+    more = len(names) - _SHOWN
+    return ", ".join(names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
 def behind_message(missing: list[str], then: str) -> str:
     """The one line saying the schema is behind: which migrations, and what to do `then`."""
-    more = len(missing) - _SHOWN
-    shown = ", ".join(missing[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
     return (
         f"the database is behind this code: {len(missing)} migration(s) not applied "
-        f"({shown}); run `python manage.py migrate` against it, then {then}"
+        f"({_shown(missing)}); run `python manage.py migrate` against it, then {then}"
     )

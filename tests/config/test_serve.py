@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import pytest
@@ -50,13 +53,33 @@ def test_a_database_behind_the_code_stops_start_up_naming_the_migrations_to_run(
         server.cleanup()
 
 
+def test_a_database_a_newer_version_migrated_is_warned_of_and_served(tmp_path: Path) -> None:
+    server = DaphneProcess(grpc=False, log_path=tmp_path / "daphne.log")
+    try:
+        server.manage("migrate", "--noinput", "-v0")
+        with contextlib.closing(sqlite3.connect(server.tmp / "db.sqlite3")) as db, db:
+            db.execute(
+                "INSERT INTO django_migrations (app, name, applied) "
+                "VALUES ('api', '0099_from_a_newer_version', '2026-12-07 00:00:00')"
+            )
+        server.start()
+        log = (tmp_path / "daphne.log").read_text()
+        assert (
+            "the database is ahead of this code: 1 migration(s) applied that it does not "
+            "have (api.0099_from_a_newer_version)" in log
+        )
+        assert "`python manage.py migrate api 0005_revision_tenants`" in log
+    finally:
+        server.cleanup()
+
+
 def test_a_database_that_cannot_be_reached_at_start_up_does_not_stop_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def unreachable() -> list[str]:
+    def unreachable() -> tuple[list[str], list[str]]:
         raise OperationalError("could not connect to server")
 
-    monkeypatch.setattr(serve, "unapplied_migrations", unreachable)
+    monkeypatch.setattr(serve, "migrations_state", unreachable)
     serve.refuse_unmigrated_database()
 
 
