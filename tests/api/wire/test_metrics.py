@@ -280,12 +280,10 @@ async def test_refused_grpc_tls_handshakes_are_exported_by_each_fixed_reason_bef
 
 
 async def test_a_drained_tenants_queue_length_reads_0_until_it_has_been_idle_for_the_delay(
-    host: Any, monkeypatch: pytest.MonkeyPatch
+    host: Any, janitor_clock: FakeClock
 ) -> None:
     # As Cortex's gauge does until its inactive-user cleanup: a dashboard's
     # line falls to 0 instead of stopping.
-    clock = FakeClock(5000.0)
-    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
     runtime = host.runtime
     row = 'cortex_query_scheduler_queue_length{priority="0",type="fifo",user="m-drain"}'
     runtime.enqueue(Request(id="m-drain-1", tenant_id="m-drain"))
@@ -294,7 +292,7 @@ async def test_a_drained_tenants_queue_length_reads_0_until_it_has_been_idle_for
     runtime.complete((await runtime.next_request("m-drain-q", worker)).id)
     assert f"{row} 0.0" in await scrape()
     assert f"{row} 0.0" in await scrape()
-    clock.now += 899
+    janitor_clock.now += 899
     assert f"{row} 0.0" in await scrape()
-    clock.now += 181  # the janitor looks at most every 3 minutes
+    janitor_clock.now += 181  # the janitor looks at most every 3 minutes
     assert row not in await scrape()

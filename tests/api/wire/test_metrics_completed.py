@@ -20,7 +20,7 @@ from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.store.services import api_token_issue
-from api.wire import metrics, runtime_host
+from api.wire import runtime_host
 from api.wire.grpc.clients import CortexFrontend, FrontendLoop, QuerierWorker, get_request
 from api.wire.observers import install_observer
 from loadgen.daphne_process import free_port
@@ -233,10 +233,9 @@ async def test_running_requests_are_exported_per_tenant_with_their_ids_escaped(h
 
 
 async def test_an_idle_tenants_completed_series_goes_with_its_other_series(
-    host: Any, monkeypatch: pytest.MonkeyPatch
+    host: Any, janitor_clock: FakeClock
 ) -> None:
-    clock = FakeClock(1000.0)
-    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
+    clock = janitor_clock
     runtime = host.runtime
     worker = runtime.connect_querier("oc-idle-q")
     for tenant in ("oc-idle", "oc-busy"):

@@ -123,7 +123,7 @@ async def scrape() -> str:
 
 @pytestmark_db
 async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
-    host: Any, monkeypatch: pytest.MonkeyPatch
+    host: Any, monkeypatch: pytest.MonkeyPatch, janitor_clock: FakeClock
 ) -> None:
     # Earlier tests in this process leave series behind (stamped on the real
     # clock, or with requests their runtime never ended): start from none.
@@ -133,8 +133,7 @@ async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
             forget(tenant)
     monkeypatch.setattr(janitor_state, "_outstanding", {})
     monkeypatch.setattr(janitor_state, "_idle_since", {})
-    clock = FakeClock(1000.0)
-    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
+    clock = janitor_clock
     runtime = host.runtime
     for n in range(50):
         runtime.enqueue(Request(id=f"gone-{n}", tenant_id=f"made-up-{n}"))
@@ -174,13 +173,12 @@ async def test_idle_unknown_tenants_leave_metrics_and_busy_ones_stay(
 
 @pytestmark_db
 async def test_a_federated_id_refused_by_an_inherited_rule_leaves_its_rule_series_after_the_delay(
-    host: Any, monkeypatch: pytest.MonkeyPatch
+    host: Any, monkeypatch: pytest.MonkeyPatch, janitor_clock: FakeClock
 ) -> None:
     """Refused at admission, it never reaches the runtime; the admission log says it was active."""
     monkeypatch.setattr(metrics.JANITOR, "_outstanding", {})
     monkeypatch.setattr(metrics.JANITOR, "_idle_since", {})
-    clock = FakeClock(1000.0)
-    monkeypatch.setattr(metrics.JANITOR, "_clock", clock)
+    clock = janitor_clock
     rules = QueryRejection(True, [QueryAttribute(regex="up")])
     host.runtime.set_tenant_limits("a", TenantLimits(query_rejection=rules))
     limits = org_limits(host.runtime, "a|x")
