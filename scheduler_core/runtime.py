@@ -115,12 +115,24 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
             # Only the limit is a rejection (a 429): told of a duplicate ID,
             # observers counted a 429 and dropped the original's tracking.
             self._notify("on_rejected", request, str(exc))
+            self._pass_after_refusal(request)
+            raise
+        except ValueError:  # an unknown component
+            self._pass_after_refusal(request)
             raise
         self._notify("on_enqueued", request)
         # Handing the request to a waiting worker now, rather than on the
         # dispatcher's next turn, saves a loop step per request when idle
         # workers are the common case.
         if self._waiters:
+            self._dispatch_pass()
+
+    def _pass_after_refusal(self, request: Request) -> None:
+        """A refused `a|b` request still gave its ID's queue the limits its
+        tenants have now (`keep_org_limits`): a shard or reservations that a
+        waiting worker's querier is now in. Without a pass that worker waited
+        for some unrelated event while the queue held work it could take."""
+        if self._waiters and "|" in request.tenant_id:
             self._dispatch_pass()
 
     def cancel(self, request_id: str) -> Request | None:
