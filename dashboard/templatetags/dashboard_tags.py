@@ -164,13 +164,20 @@ def wait(seconds: float | str | None) -> str:
 
 @register.simple_tag
 def node_label(node: dict[str, Any]) -> str:
+    """As format.js's `nodeLabel`: the row's name, count and priority mix."""
+    pairs = node.get("by_priority") or []
+    queued = f"{node['length']} queued" + (f" ({_priority_text(pairs)})" if pairs else "")
     if node["kind"] == "others":
-        return f"others ({node['count']} tenants): {node['length']} queued"
+        return f"others ({node['count']} tenants): {queued}"
     if node["kind"] == "actor-others":
-        return f"others ({node['count']} actors): {node['length']} queued"
+        return f"others ({node['count']} actors): {queued}"
     if node["kind"] == "actor":
-        return f"actor {iso(node['name'])}: {node['length']} queued"
-    return f"{iso(node['name'])}: {node['length']} queued"
+        return f"actor {iso(node['name'])}: {queued}"
+    return f"{iso(node['name'])}: {queued}"
+
+
+def _priority_text(pairs: list[tuple[int, int]]) -> str:
+    return " · ".join(f"p{p} {c}" for p, c in pairs)
 
 
 @register.simple_tag
@@ -182,7 +189,7 @@ def priority_bar(node: dict[str, Any]) -> str:
         '<i class="{}" style="width:{}%"></i>',
         ((priority_class(p), f"{100 * c / total:.1f}") for p, c in pairs),
     )
-    text = " · ".join(f"p{p} {c}" for p, c in pairs)
+    text = _priority_text(pairs)
     return format_html(
         '<span class="bar" aria-hidden="true">{}</span><span class="prios">{}</span>', bar, text
     )

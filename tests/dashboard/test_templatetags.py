@@ -105,3 +105,9 @@ def test_a_wait_is_spelled_in_the_explain_box_s_units(seconds: float, spelled: s
     if spelled != "–" and float(seconds) >= 60:
         # From a minute up, a duration the explain box and the rules read back.
         assert parse_duration(spelled) == pytest.approx(float(seconds), abs=30)
+
+
+def test_a_rows_label_names_its_priority_mix_as_its_row_shows_it() -> None:
+    node = {"kind": "tenant", "name": "team-a", "length": 98, "by_priority": [(0, 90), (3, 8)]}
+    assert node_label(node) == "team-a: 98 queued (p0 90 · p3 8)"
+    assert node_label(node | {"length": 0, "by_priority": []}) == "team-a: 0 queued"

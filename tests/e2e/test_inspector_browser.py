@@ -65,7 +65,7 @@ def test_enqueued_requests_appear_within_a_second_in_both_projections(
     expect(treeitem(page, "alpha: 4 queued")).to_be_visible(timeout=LIVE_WITHIN)
     page.get_by_text("tenant → component").click()
     expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
-        "alpha: 4 queued"
+        "alpha: 4 queued (p0 4)"
     )
 
 
@@ -318,7 +318,7 @@ def test_a_focused_row_that_empties_stays_until_the_focus_leaves_the_tree(
     expect(treeitem(page, "focus-b")).to_have_count(0)
     traffic.enqueue("focus-a", count=30)  # deepest now: the row moves to the top
     expect(page.get_by_role("tree").get_by_role("treeitem").first).to_have_accessible_name(
-        "focus-a: 31 queued"
+        "focus-a: 31 queued (p0 31)"
     )
 
 

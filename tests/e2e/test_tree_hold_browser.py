@@ -171,9 +171,9 @@ def test_once_the_pointer_leaves_the_tree_shows_the_live_order_at_once(
     traffic.enqueue("late-b", count=40)
     # New rows join below the pointer, with their live counts; the hovered row stays put.
     late_b = page.locator('#tree > li[data-key="t:late-b"]')
-    expect(late_b).to_have_attribute("aria-label", "late-b: 40 queued")
+    expect(late_b).to_have_attribute("aria-label", "late-b: 40 queued (p0 40)")
     expect(page.locator('#tree > li[data-key="t:late-a"]')).to_have_attribute(
-        "aria-label", "late-a: 3 queued"
+        "aria-label", "late-a: 3 queued (p0 3)"
     )
     expect(hovered).to_have_attribute("data-key", key or "")
     assert hovered.bounding_box() == top
@@ -181,7 +181,7 @@ def test_once_the_pointer_leaves_the_tree_shows_the_live_order_at_once(
     page.evaluate("window.inspectorClient.pause()")
     move_away(page)
     expect(page.locator(ROWS).first).to_have_attribute(
-        "aria-label", "late-b: 40 queued", timeout=1_000
+        "aria-label", "late-b: 40 queued (p0 40)", timeout=1_000
     )
     assert in_live_order(page)
     page.evaluate("window.inspectorClient.resume()")
@@ -218,7 +218,7 @@ def test_a_held_row_whose_queue_emptied_still_opens_its_requests(
     traffic.enqueue("held-staying", count=5)
     staying = page.get_by_role("treeitem", name="held-staying: 5 queued")
     drained = page.locator('#tree > li[data-key="t:held-drained"]')
-    expect(drained).to_have_attribute("aria-label", "held-drained: 2 queued")
+    expect(drained).to_have_attribute("aria-label", "held-drained: 2 queued (p0 2)")
     staying.hover()
     traffic.close(leaving)  # its requests are cancelled: the queue empties
     expect(drained).to_have_attribute("aria-label", "held-drained: 0 queued")
@@ -262,7 +262,7 @@ def test_a_row_with_the_keyboard_focus_stays_in_place_until_the_focus_leaves_the
     expect(gone).to_be_attached()
     page.keyboard.press("Tab")  # out of the tree
     expect(gone).to_have_count(0)
-    expect(page.locator(ROWS).first).to_have_attribute("aria-label", "keys-last: 34 queued")
+    expect(page.locator(ROWS).first).to_have_attribute("aria-label", "keys-last: 34 queued (p0 34)")
 
 
 def test_a_search_typed_with_the_pointer_resting_on_the_tree_shows_only_its_rows(

@@ -44,7 +44,11 @@ export class RequestDialog {
     this.$("request-gone").hidden = detail !== null;
     this.$("request-query").hidden = detail === null;
     const cancel = this.$("request-cancel");
-    if (cancel) cancel.hidden = detail === null;
+    if (cancel) {
+      // Hidden while it has the focus, it dropped the focus to the page's body.
+      if (detail === null && document.activeElement === cancel) this.$("request-close").focus();
+      cancel.hidden = detail === null;
+    }
     if (detail) this.lastFacts = requestFacts(detail);
     for (const [k, v] of this.lastFacts) {
       const dt = document.createElement("dt"); dt.textContent = k;

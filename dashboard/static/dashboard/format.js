@@ -175,11 +175,16 @@ export function loadText(load) {
   return { busy: `${Math.round(load.busy * 100)}%`, cost, title: notes.join("; ") };
 }
 
+// A row's name for a screen reader, which reads it instead of the row: its
+// priority mix too ("team-a: 98 queued (p0 90 · p3 8)"), not its oldest
+// wait, which changes every tick and would be read out again each time.
 export function nodeLabel(node) {
-  if (node.kind === "others") return `others (${node.count} tenants): ${node.length} queued`;
-  if (node.kind === "actor-others") return `others (${node.count} actors): ${node.length} queued`;
-  if (node.kind === "actor") return `actor ${iso(node.name)}: ${node.length} queued`;
-  return `${iso(node.name)}: ${node.length} queued`;
+  const pairs = node.by_priority || [];
+  const queued = `${node.length} queued${pairs.length ? ` (${priorityText(pairs)})` : ""}`;
+  if (node.kind === "others") return `others (${node.count} tenants): ${queued}`;
+  if (node.kind === "actor-others") return `others (${node.count} actors): ${queued}`;
+  if (node.kind === "actor") return `actor ${iso(node.name)}: ${queued}`;
+  return `${iso(node.name)}: ${queued}`;
 }
 
 // As it is written in its row (showText and `visible` show what it hides).

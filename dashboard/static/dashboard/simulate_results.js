@@ -34,13 +34,18 @@ function table(caption, head, rows) {
       r.append(td);
     });
   }
-  if (!rows.length) tbody.insertRow().insertCell().textContent = "none";
+  if (!rows.length) {
+    const none = tbody.insertRow().insertCell();
+    none.colSpan = head.length;
+    none.textContent = "none";
+  }
   return t;
 }
 
 // Waits span microseconds to minutes: each with its unit, as on the inspector.
 const waitRow = (label, s) => [label, ...[s.mean, s.p50, s.p99, s.max].map(formatTiming), s.count];
-const WAIT_HEAD = ["", "mean", "p50", "p99", "max", "count"];
+// The first column is named too: a header cell without text tells a screen reader nothing.
+const waitHead = (rowsAre) => [rowsAre, "mean", "p50", "p99", "max", "count"];
 
 // The requests' line, each count at its own instant. For recent traffic the
 // still-queued count is the window's end's, while the completed count runs
@@ -74,11 +79,11 @@ function column(element, result, end) {
     `${requestsLine(result, end)} Reserved queriers idle ${formatTiming(result.reserved_idle_seconds)}` +
     (result.reserved_queriers.length ? ` (${result.reserved_queriers.join(", ")}).` : " (none reserved).");
   body.replaceChildren(
-    table("Queue wait by priority", WAIT_HEAD, priorities.map((p) => waitRow(`priority ${p}`, result.by_priority[p]))),
-    table("Queue wait by component", WAIT_HEAD, Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
-    table("Five worst tenants by p99", WAIT_HEAD, result.worst_tenants.map((s) => waitRow(s.tenant, s))),
-    table("Worker utilisation by component", ["", "busy"], util.map(([c, u]) => [c, `${(u * 100).toFixed(1)}%`])),
-    table("Rejected (429, rules, federation) by tenant", ["", "count"], rejected),
+    table("Queue wait by priority", waitHead("priority"), priorities.map((p) => waitRow(`priority ${p}`, result.by_priority[p]))),
+    table("Queue wait by component", waitHead("component"), Object.entries(result.by_component).map(([c, s]) => waitRow(c, s))),
+    table("Five worst tenants by p99", waitHead("tenant"), result.worst_tenants.map((s) => waitRow(s.tenant, s))),
+    table("Worker utilisation by component", ["component", "busy"], util.map(([c, u]) => [c, `${(u * 100).toFixed(1)}%`])),
+    table("Rejected (429, rules, federation) by tenant", ["tenant", "count"], rejected),
     facts,
   );
 }
