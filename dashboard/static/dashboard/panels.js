@@ -55,26 +55,23 @@ function updateQuerier(article, q) {
   q.workers.forEach((w, i) => {
     let li = items[i];
     if (!li) { li = document.createElement("li"); list.append(li); }
-    const wcls = `w w-${w.state}`;
-    if (li.className !== wcls) li.className = wcls;
-    // A busy worker opens its request (click or Enter).
+    // A busy worker's line is a button in its list item (a click or Enter
+    // opens its request), named by the line itself; an idle one's is text.
     const request = w.state === "busy" && w.request ? w.request : "";
-    if ((li.dataset.request || "") !== request) {
-      if (request) {
-        li.dataset.request = request;
-        li.tabIndex = 0;
-        li.setAttribute("role", "button");
-        li.setAttribute("aria-label", `worker ${w.id} runs ${iso(request)}: open it`);
-      } else {
-        delete li.dataset.request;
-        li.removeAttribute("tabindex");
-        li.removeAttribute("role");
-        li.removeAttribute("aria-label");
-      }
+    let line = li.firstElementChild;
+    if (Boolean(request) !== Boolean(line)) {
+      line = request ? Object.assign(document.createElement("button"), { type: "button" }) : null;
+      li.replaceChildren(...(line ? [line] : []));
+      li._text = null;
+      li.className = "";
     }
+    const shown = line || li;
+    const wcls = `w w-${w.state}`;
+    if (shown.className !== wcls) shown.className = wcls;
+    if (line && line.dataset.request !== request) line.dataset.request = request;
     const text = workerText(w);
     // The line ends in an ellipsis in a narrow card: its title has it whole.
-    if (li._text !== text) { li._text = text; li.textContent = text; li.title = text; }
+    if (shown._text !== text) { shown._text = text; shown.textContent = text; shown.title = text; }
   });
 }
 
