@@ -16,6 +16,7 @@ queriers' idle time and which replicas this one sees up.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
@@ -194,26 +195,33 @@ class QueueLengthSeries:
     drained replica answered nothing. So a label set once shown is shown
     at 0 until the tenant-series janitor forgets its tenant
     (`METRICS_TENANT_IDLE_SECONDS`: `forget`, from api.wire.metrics).
+
+    `drained` runs where a scrape is formatted, off the loop (one pass over
+    every queued row: milliseconds at 10,000 tenants), and `forget` on the
+    loop: a lock keeps the two apart.
     """
 
     def __init__(self) -> None:
         self._shown: dict[str, set[tuple[str, str]]] = {}
+        self._lock = threading.Lock()
 
     def drained(self, rows: Iterable[PriorityCount]) -> list[LengthLabels]:
         """Note the label sets of `rows` (non-zero); those shown before that are not among them."""
         current = {_length_labels(row) for row in rows}
-        out = [
-            (tenant, priority, kind)
-            for tenant, labels in self._shown.items()
-            for priority, kind in labels
-            if (tenant, priority, kind) not in current
-        ]
-        for tenant, priority, kind in current:
-            self._shown.setdefault(tenant, set()).add((priority, kind))
-        return sorted(out)
+        with self._lock:
+            out = [
+                (tenant, priority, kind)
+                for tenant, labels in self._shown.items()
+                for priority, kind in labels
+                if (tenant, priority, kind) not in current
+            ]
+            for tenant, priority, kind in current:
+                self._shown.setdefault(tenant, set()).add((priority, kind))
+        return out
 
     def forget(self, tenant_id: str) -> None:
-        self._shown.pop(tenant_id, None)
+        with self._lock:
+            self._shown.pop(tenant_id, None)
 
     def tracked(self) -> int:
         """Tenants with a series kept."""
@@ -292,10 +300,10 @@ def signal_families(
 
 
 def snapshot_families(
-    counts: QueueCounts | None, frontends: int, drained: Iterable[LengthLabels] = ()
+    counts: QueueCounts | None, frontends: int, lengths: QueueLengthSeries | None = None
 ) -> list[RowFamily]:
     """The scrape-time gauges of the queue's counts (all zero before the runtime
-    starts), with the queue-length series `drained` at 0."""
+    starts), with the queue-length series `lengths` has shown before at 0."""
     length = _gauge(
         "cortex_query_scheduler_queue_length",
         "Requests queued, by tenant, priority and queue type (fifo or priority).",
@@ -326,6 +334,7 @@ def snapshot_families(
     if counts is None:
         queriers.add_metric([], 0)
         return families
+    drained = lengths.drained(counts.by_priority) if lengths is not None else ()
     per_priority: Tally[LengthLabels] = Tally({labels: 0 for labels in drained})
     for row in counts.by_priority:
         per_priority[_length_labels(row)] += row.length
@@ -354,15 +363,14 @@ class SnapshotCollector(LoopBoundCollector):
     """
 
     def take(self) -> Build:
-        counts, frontends, drained = None, 0, []
+        counts, frontends = None, 0
         if runtime_host.started():
             host = runtime_host.get_host()
             counts = host.runtime.queue.counts()
             frontends = host.frontend_clients
-            drained = LENGTHS.drained(counts.by_priority)
         peaks = PEAKS.collect(counts.queued if counts is not None else {}, _SCRAPER.get())
         replicas = replica_board.get_board().replica_states()
         return lambda: [
-            *snapshot_families(counts, frontends, drained),
+            *snapshot_families(counts, frontends, LENGTHS),
             *signal_families(counts, peaks, replicas),
         ]
