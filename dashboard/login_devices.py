@@ -33,7 +33,7 @@ _SALT = "dashboard.login_devices"
 
 
 def _cookie(request: HttpRequest) -> tuple[str, str] | None:
-    """(user name casefolded, device ID) from the request's cookie, if it is genuine."""
+    """(user name, device ID) from the request's cookie, if it is genuine."""
     value = request.COOKIES.get(COOKIE)
     if not value:
         return None
@@ -54,7 +54,9 @@ def device_for(request: HttpRequest | None, username: str | None) -> str | None:
     if request is None or not username:
         return None
     known = _cookie(request)
-    if known is None or known[0] != username.casefold():
+    # Exactly: "Alice" is another account than "alice", and her cookies
+    # let her spread guesses at alice's password over devices.
+    if known is None or known[0] != username:
         return None
     return known[1]
 
@@ -67,7 +69,7 @@ def remember_device(request: HttpRequest, username: str) -> None:
     admin's login view, not ours, answers admin logins.
     """
     device = device_for(request, username) or secrets.token_urlsafe(16)
-    payload = {"u": username.casefold(), "d": device}
+    payload = {"u": username, "d": device}
     request.login_device_cookie = signing.dumps(payload, salt=_SALT)  # type: ignore[attr-defined]
 
 

@@ -115,7 +115,10 @@ def _subjects(
     if device:
         subjects.append((_key("device", device), user_limit))
     elif username:
-        subjects.append((_key("user", username.casefold()), user_limit))
+        # As written, not case-folded: Django's user names are case-sensitive,
+        # so "Alice" is another account, and her login cleared the count of
+        # "alice" that both shared (endless guesses at alice's password).
+        subjects.append((_key("user", username), user_limit))
     if address:
         subjects.append((_key("address", address), address_limit))
     return subjects

@@ -137,3 +137,15 @@ def test_an_admin_login_leaves_the_cookie_too() -> None:
         "/admin/login/?next=/admin/", {"username": "ada", "password": "pw-ada-123"}
     )
     assert response.status_code == 302 and browser.cookies[COOKIE].value
+
+
+def test_a_browser_that_logged_in_as_the_same_name_in_another_case_is_a_stranger(
+    viewer: User,
+) -> None:
+    # "Victor" is another account: his browsers must not spread guesses at
+    # victor's password over devices of their own.
+    User.objects.create_user("Victor", password="pw-other-victor")
+    his = Client(REMOTE_ADDR="203.0.113.20")
+    assert attempt(his, "pw-other-victor", username="Victor").logged_in
+    lock_out_victor_from("203.0.113.9")
+    assert attempt(his, RIGHT).status_code == 429
