@@ -20,6 +20,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from api.cluster import replica_rules
+from api.rest.offload import ImportWorkerDied
 from api.rest.views.rules import dry_run_report
 from api.store import selectors
 from api.store.exceptions import ConfigValidationError
@@ -43,6 +44,8 @@ def dry_run_box(tenant_id: str, draft: dict[str, Any]) -> dict[str, Any]:
         report = dry_run_report(tenant_id, draft)
     except ConfigValidationError as exc:
         return {"problem": rules_problem(exc.errors)}
+    except ImportWorkerDied as exc:  # a 500 page in the box, before
+        return {"problem": str(exc.detail)}
     before, after = report["reservations"]["before"], report["reservations"]["after"]
     levels = sorted(set(before) | set(after), key=lambda p: -int(p))
     federated = report.get("federated", [])

@@ -81,6 +81,24 @@ class ImportWorkerDied(APIException):
     default_code = "import_worker_died"
 
 
+# A worker per kind of job: a viewer may run dry runs (seconds each over
+# 1,000 tenants) one after another, and in a worker shared with imports
+# they queued ahead of an editor's import, which waited for all of them.
+WorkerRole = Literal["import", "dry-run"]
+# What a worker's death mid-job tells the caller (`ImportWorkerDied`, 503).
+_DIED: dict[WorkerRole, str] = {
+    "import": (
+        "the config import worker process exited before it answered; "
+        "a new one is started for the next import. Whether this import "
+        "was committed is unknown: GET runtime-config shows the current state"
+    ),
+    "dry-run": (
+        "the dry-run worker process exited before it answered; a new one is "
+        "started for the next dry run. A dry run saves nothing: try it again"
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ImportAuthor:
     """Who imports, as plain data a worker can rebuild: a user's pk, or a name."""
@@ -253,8 +271,9 @@ class ImportWorker:
     (`offload_boot.exit_with_parent`), so no orphan is left running.
     """
 
-    def __init__(self, database_name: str) -> None:
+    def __init__(self, database_name: str, role: WorkerRole = "import") -> None:
         self.database_name = database_name
+        self.role = role
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
 
@@ -286,7 +305,7 @@ class ImportWorker:
             future = self._submit(executor, function, *args)
         except BrokenProcessPool:
             # Died while idle: the job never reached it, so a new one may run it.
-            log.warning("the import worker process had died; starting a new one")
+            log.warning("the %s worker process had died; starting a new one", self.role)
             self._discard(executor)
             executor = self._pool()
             future = self._submit(executor, function, *args)
@@ -294,11 +313,7 @@ class ImportWorker:
             return future.result()
         except BrokenProcessPool as exc:
             self._discard(executor)
-            raise ImportWorkerDied(
-                "the config import worker process exited before it answered; "
-                "a new one is started for the next import. Whether this import "
-                "was committed is unknown: GET runtime-config shows the current state"
-            ) from exc
+            raise ImportWorkerDied(_DIED[self.role]) from exc
 
     def close(self) -> None:
         """Stop the worker (tests, shutdown); the next call starts a new one."""
@@ -308,10 +323,6 @@ class ImportWorker:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-# A worker per kind of job: a viewer may run dry runs (seconds each over
-# 1,000 tenants) one after another, and in a worker shared with imports
-# they queued ahead of an editor's import, which waited for all of them.
-WorkerRole = Literal["import", "dry-run"]
 _shared: dict[WorkerRole, ImportWorker] = {}
 _shared_lock = threading.Lock()
 
@@ -324,7 +335,7 @@ def shared_worker(role: WorkerRole = "import") -> ImportWorker:
         if worker is None or worker.database_name != name:
             if worker is not None:
                 worker.close()
-            worker = _shared[role] = ImportWorker(name)
+            worker = _shared[role] = ImportWorker(name, role)
         return worker
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from api.rest.offload import ImportWorkerDied
 from api.store.models import Tenant
 from api.wire import rule_reports
 from dashboard import views_rules
@@ -204,3 +205,15 @@ def test_the_dry_run_box_lists_federated_requests_under_their_own_org_id(
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
     assert cells[:4] == ["other|team", "2", "1", "0"]
     assert "expensive_total" in cells[4] and "errors_total" not in cells[4]
+
+
+def test_the_dry_run_box_says_its_worker_died_instead_of_a_server_error(
+    viewer_client: Client, team: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def died(tenant_id: str, draft: Any) -> None:
+        raise ImportWorkerDied("the dry-run worker process exited before it answered")
+
+    monkeypatch.setattr(views_rules, "dry_run_report", died)
+    answer = viewer_client.post("/tenants/team/dry-run/", _post_fields(REJECTING))
+    assert answer.status_code == 200
+    assert "the dry-run worker process exited before it answered" in answer.content.decode()

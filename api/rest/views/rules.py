@@ -12,7 +12,7 @@ would change on this replica's recent sample of the tenant's traffic (and of
 the federated IDs naming it, under their combined limits), and how the
 reserved queriers would change, naming this `replica` and the
 `other_replicas` whose traffic is not in the sample. It writes nothing; the
-matching runs in the import worker process (`api.rest.dry_run`).
+matching runs in a worker process of its own (`api.rest.dry_run`).
 """
 
 from __future__ import annotations

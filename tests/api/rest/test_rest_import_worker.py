@@ -100,3 +100,17 @@ def test_an_editors_import_does_not_wait_behind_a_viewers_dry_run(settings, tmp_
     finally:
         for role in ("import", "dry-run"):
             offload.shared_worker(role).close()
+
+
+def test_a_dry_run_worker_dying_says_that_a_dry_run_saved_nothing() -> None:
+    worker = ImportWorker(str(connection.settings_dict["NAME"]), "dry-run")
+    try:
+        with pytest.raises(ImportWorkerDied) as died:
+            worker.call(os._exit, 3)
+    finally:
+        worker.close()
+    assert died.value.status_code == 503
+    assert str(died.value.detail) == (
+        "the dry-run worker process exited before it answered; a new one is "
+        "started for the next dry run. A dry run saves nothing: try it again"
+    )
