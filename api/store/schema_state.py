@@ -10,6 +10,8 @@ this one.
 
 from __future__ import annotations
 
+import re
+
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
@@ -28,13 +30,28 @@ def unapplied_migrations() -> list[str]:
 
 
 def unknown_migrations() -> list[str]:
-    """The migrations the database has applied that this code has not, as `app.name`."""
+    """The migrations the database has applied that come after all of this code's, as `app.name`.
+
+    Only those numbered past every migration this code has for the app: a
+    squash, once its old migrations are deleted, leaves their names applied
+    in the database, and those are behind the code, not ahead of it.
+    """
     loader = MigrationLoader(connection)
+    newest: dict[str, int] = {}
+    for app, name in loader.disk_migrations:
+        newest[app] = max(newest.get(app, 0), *_numbers(name))
     return sorted(
         f"{app}.{name}"
         for app, name in loader.applied_migrations
-        if app in loader.migrated_apps and (app, name) not in loader.disk_migrations
+        if app in newest
+        and (app, name) not in loader.disk_migrations
+        and max(_numbers(name)) > newest[app]
     )
+
+
+def _numbers(name: str) -> list[int]:
+    """The migration numbers a name holds: "0007_x" 7, "0001_squashed_0005_x" 1 and 5."""
+    return [int(n) for n in re.findall(r"(?:^|_)(\d{4})(?=_|$)", name)] or [0]
 
 
 def ahead_message(unknown: list[str]) -> str:
