@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter as Tally
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -205,9 +205,8 @@ class QueueLengthSeries:
         self._shown: dict[str, set[tuple[str, str]]] = {}
         self._lock = threading.Lock()
 
-    def drained(self, rows: Iterable[PriorityCount]) -> list[LengthLabels]:
-        """Note the label sets of `rows` (non-zero); those shown before that are not among them."""
-        current = {_length_labels(row) for row in rows}
+    def drained(self, current: Collection[LengthLabels]) -> list[LengthLabels]:
+        """Note the label sets shown now; those shown before that are not among them."""
         with self._lock:
             out = [
                 (tenant, priority, kind)
@@ -334,10 +333,11 @@ def snapshot_families(
     if counts is None:
         queriers.add_metric([], 0)
         return families
-    drained = lengths.drained(counts.by_priority) if lengths is not None else ()
-    per_priority: Tally[LengthLabels] = Tally({labels: 0 for labels in drained})
+    per_priority: Tally[LengthLabels] = Tally()
     for row in counts.by_priority:
         per_priority[_length_labels(row)] += row.length
+    if lengths is not None:
+        per_priority.update(dict.fromkeys(lengths.drained(per_priority.keys()), 0))
     for labels, count in sorted(per_priority.items()):
         length.add_metric(list(labels), count)
     workers = [w for q in counts.queriers if q.connected for w in q.workers]
