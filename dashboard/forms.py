@@ -235,7 +235,7 @@ def apply_action(config: dict[str, Any], action: EditorAction) -> None:
     # No "+" past the limits Save enforces: the draft would only gain an
     # error to remove it again by hand (the page hides those buttons too).
     if verb == "add-rule":
-        if len(rules) < MAX_PRIORITIES:
+        if _has_room(rules, MAX_PRIORITIES):
             rules.append({"priority": "", "query_attributes": [{}]})
         return
     if not args or args[0] >= len(rules):
@@ -244,7 +244,7 @@ def apply_action(config: dict[str, Any], action: EditorAction) -> None:
     attrs = rules[i].setdefault("query_attributes", [])
     if verb == "remove-rule":
         del rules[i]
-    elif verb == "add-attr" and len(attrs) < MAX_ATTRIBUTES_PER_PRIORITY:
+    elif verb == "add-attr" and _has_room(attrs, MAX_ATTRIBUTES_PER_PRIORITY):
         attrs.append({})
     elif verb == "remove-attr" and len(args) > 1 and args[1] < len(attrs):
         del attrs[args[1]]
@@ -258,10 +258,16 @@ def _apply_rejection_action(config: dict[str, Any], action: EditorAction) -> Non
     block = config.setdefault(REJECTION, {"enabled": False, "query_attributes": []})
     attrs: list[dict[str, Any]] = block.setdefault("query_attributes", [])
     if action.verb == "add-reject-attr":
-        if len(attrs) < MAX_ATTRIBUTES_PER_PRIORITY:
+        if _has_room(attrs, MAX_ATTRIBUTES_PER_PRIORITY):
             attrs.append({})
     elif action.args and action.args[0] < len(attrs):
         del attrs[action.args[0]]
+
+
+def _has_room(items: Any, limit: int) -> bool:
+    """Whether a "+" may add to `items` (a draft's list, or whatever a stored
+    block holds there): the page shows the button, the action adds, alike."""
+    return not isinstance(items, list) or len(items) < limit
 
 
 def errors_by_path(errors: Sequence[FieldError]) -> dict[str, list[str]]:
@@ -331,7 +337,7 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
                 "index": i,
                 "path": path,
                 "errors": by_path.get(path, []) + by_path.get(attrs_path, []),
-                "full": isinstance(attrs, list) and len(attrs) >= MAX_ATTRIBUTES_PER_PRIORITY,
+                "full": not _has_room(attrs, MAX_ATTRIBUTES_PER_PRIORITY),
                 "priority": _field(f"{path}.priority", rule.get("priority"), by_path, placed),
                 "reserved": _field(
                     f"{path}.reserved_queriers", rule.get("reserved_queriers"), by_path, placed
@@ -369,7 +375,7 @@ def editor_model(config: Mapping[str, Any], errors: Sequence[FieldError]) -> dic
         "fields": fields,
         "enabled": bool(qp.get("enabled")),
         "rules": rules,
-        "rules_full": isinstance(raw_rules, list) and len(raw_rules) >= MAX_PRIORITIES,
+        "rules_full": not _has_room(raw_rules, MAX_PRIORITIES),
         "max_rules": MAX_PRIORITIES,
         "max_attributes": MAX_ATTRIBUTES_PER_PRIORITY,
         "rules_errors": by_path.get(PRIORITIES, []),
@@ -390,7 +396,7 @@ def _rejection_model(
     return {
         "present": isinstance(raw, Mapping),
         "enabled": bool(block.get("enabled")),
-        "full": isinstance(attrs, list) and len(attrs) >= MAX_ATTRIBUTES_PER_PRIORITY,
+        "full": not _has_room(attrs, MAX_ATTRIBUTES_PER_PRIORITY),
         "errors": by_path.get(REJECTION, [])
         + by_path.get(REJECTION_ATTRIBUTES, [])
         + by_path.get(f"{REJECTION}.enabled", []),
