@@ -83,8 +83,11 @@ def sample_scope(wall_now: float | None = None) -> dict[str, Any]:
     answer on a scaled-out service says it covers part of the traffic.
     """
     board = get_board()
+    # Read before the peers are named: after, a registry read landing
+    # between the two left neither a peer nor the note.
+    unheard = peers_unheard()
     body: dict[str, Any] = {"replica": board.own_id, "other_replicas": board.known_peers(wall_now)}
-    if peers_unheard():
+    if unheard:
         # No peer to name yet, but peers may hold traffic: not a lone replica's.
         body["replicas_note"] = SAMPLE_UNHEARD_NOTE
     return body

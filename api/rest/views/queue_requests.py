@@ -156,20 +156,24 @@ def _peers(host: Any) -> Any:
     return peers if peers is not None and (live_peers() or down_peers()) else None
 
 
-def _unheard() -> dict[str, Any]:
+def _unheard(unheard: bool) -> dict[str, Any]:
     """A listing's replica fields before this replica has heard of its peers.
 
-    Empty for a lone replica; a scale-out one that knows no peer yet
-    (`peers_unheard`) says so, or its listing passed for a lone one's.
+    Empty for a lone replica; a scale-out one that knows no peer yet says
+    so, or its listing passed for a lone one's. `unheard` is
+    `peers_unheard()` read before the listing's rows: read after, the
+    first registry read could land while the rows were gathered and the
+    listing carried neither the peers' rows nor the note.
     """
-    if not peers_unheard():
+    if not unheard:
         return {}
     return {"replicas": [_replica()], "replicas_missing": [], "replicas_note": UNHEARD_NOTE}
 
 
 async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> dict[str, Any]:
+    unheard = peers_unheard()
     if not runtime_host.started():
-        return {"running": False, "results": [], "next": None, "total": 0, **_unheard()}
+        return {"running": False, "results": [], "next": None, "total": 0, **_unheard(unheard)}
     host = runtime_host.get_host()
     # This replica's view serves for all: queriers connect to every replica,
     # so the shards and reservations agree.
@@ -186,7 +190,7 @@ async def _page_on_loop(flt: RequestFilter, cursor: str | None, limit: int) -> d
         names=queue_requests.grpc_names(host),
     )
     body = {"running": True, "results": page.rows, "next": page.next, "total": page.total}
-    return {**body, **serving, **_unheard(), "_loop_seconds": page.loop_seconds}
+    return {**body, **serving, **_unheard(unheard), "_loop_seconds": page.loop_seconds}
 
 
 async def _find_on_loop(
@@ -404,6 +408,7 @@ class QueueCancelView(ApiView):
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
         audit = audit_args(_who(request), _source(request), note)
+        unheard = peers_unheard()
         matched, cancelled, took_part, missing, as_of = async_to_sync(_cancel_matching_on_loop)(
             flt, reason, dry_run, audit
         )
@@ -423,6 +428,7 @@ class QueueCancelView(ApiView):
             answer["as_of"] = as_of
         if len(took_part) > 1 or missing:
             answer.update(replicas=took_part, replicas_missing=missing)
-        # Only this replica's requests, though peers may hold more: said so.
-        answer.update(_unheard())
+        else:
+            # Only this replica's requests, though peers may hold more: said so.
+            answer.update(_unheard(unheard))
         return Response(answer)

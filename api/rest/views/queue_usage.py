@@ -23,6 +23,7 @@ from api.rest.serializers_usage import QueueUsageSerializer
 from api.rest.views.base import ApiView, errors
 from api.rest.views.runtime_state import take_view, with_replicas
 from api.wire import runtime_host
+from api.wire.queue_peers import peers_unheard
 
 __all__ = ["QueueUsageView"]
 
@@ -63,9 +64,10 @@ class QueueUsageView(ApiView):
     )
     def get(self, request: Request) -> Response:
         limit = int_param(request, "limit", default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
+        unheard = peers_unheard()
         local = async_to_sync(_usage_on_loop)(limit)
         if local is None:
-            return Response(with_replicas(_stopped(), None))
+            return Response(with_replicas(_stopped(), None, unheard))
         taken = take_view()
         merged = taken[1] if taken is not None else None
         if merged is not None:
@@ -74,4 +76,4 @@ class QueueUsageView(ApiView):
                 merge_usage([local, *(p.stats.get("usage") for p in peers if p.stats)], limit)
                 or local
             )
-        return Response(with_replicas({"running": True, **local}, merged))
+        return Response(with_replicas({"running": True, **local}, merged, unheard))

@@ -117,17 +117,20 @@ def take_view() -> tuple[QueueSnapshot, MergedView | None] | None:
     return snap, async_to_sync(_with_own_limits)(merged, snap)
 
 
-def replicas_header(merged: MergedView | None) -> dict[str, Any] | None:
+def replicas_header(merged: MergedView | None, unheard: bool) -> dict[str, Any] | None:
     """The answer's `replicas` block: the merge's, or, before this replica has
-    heard of its peers (`peers_unheard`), one saying so; None for a lone replica.
+    heard of its peers, one saying so; None for a lone replica.
 
     Without it a replica's first answers after it starts (the runtime not
     started yet, or its first registry read not done) passed for a lone
-    replica's: a script could not tell one from the other.
+    replica's: a script could not tell one from the other. `unheard` is
+    `peers_unheard()` read *before* the answer's snapshot: read after, the
+    first registry read could land between the two and the answer carried
+    neither a merge nor the note.
     """
     if merged is not None:
         return merged.header()
-    if not peers_unheard():
+    if not unheard:
         return None
     return {
         "count": 1,
@@ -138,9 +141,9 @@ def replicas_header(merged: MergedView | None) -> dict[str, Any] | None:
     }
 
 
-def with_replicas(data: dict[str, Any], merged: MergedView | None) -> dict[str, Any]:
+def with_replicas(data: dict[str, Any], merged: MergedView | None, unheard: bool) -> dict[str, Any]:
     """`data` with the `replicas` block `replicas_header` gives, if any."""
-    header = replicas_header(merged)
+    header = replicas_header(merged, unheard)
     return data if header is None else {**data, "replicas": header}
 
 
@@ -338,14 +341,15 @@ class QueueView(ApiView):
     )
     def get(self, request: Request) -> Response:
         component, limit = _component(request), _limit(request)
+        unheard = peers_unheard()
         taken = take_view()
         if taken is None:
-            return Response(with_replicas(_stopped_queue(), None))
+            return Response(with_replicas(_stopped_queue(), None, unheard))
         local, merged = taken
         search = request.query_params.get("search", "")
         snap = merged.snapshot if merged else local
         data = queue_view(snap, search=search, component=component, limit=limit)
-        return Response(with_replicas(data, merged))
+        return Response(with_replicas(data, merged, unheard))
 
 
 class QueriersView(ApiView):
@@ -363,16 +367,18 @@ class QueriersView(ApiView):
     )
     def get(self, request: Request) -> Response:
         limit, only = _limit(request), flag(request, "reserved_idle")
+        unheard = peers_unheard()
         taken = take_view()
         if taken is None:
             empty = {"running": False, "taken_at": None, "count": 0, "reserved_idle": []}
-            return Response(with_replicas({**empty, "queriers": [], "frontends": []}, None))
+            rows = {**empty, "queriers": [], "frontends": []}
+            return Response(with_replicas(rows, None, unheard))
         local, merged = taken
         search = request.query_params.get("search", "")
         frontends = take_frontends()
         if merged is None:
             data = queriers_view(local, search=search, reserved_idle_only=only, limit=limit)
-            return Response(with_replicas({**data, "frontends": frontends}, None))
+            return Response(with_replicas({**data, "frontends": frontends}, None, unheard))
         data = queriers_view(
             merged.snapshot,
             search=search,

@@ -81,6 +81,23 @@ def test_an_answer_before_the_runtime_started_says_the_peers_are_unheard_too(
 
 
 @pytest.mark.parametrize("path", [*BLOCK_PATHS, "/api/v1/queue/requests/"])
+def test_an_answer_the_first_registry_read_lands_in_the_middle_of_still_says_unheard(
+    viewer_api, scale_out, board: ReplicaBoard, monkeypatch: pytest.MonkeyPatch, path
+):
+    # The read lands after the view asked whether the runtime runs and before
+    # it wrote the answer (a CI run caught a first answer with no block).
+    def read_lands() -> bool:
+        board.note_registry({"replica-b": time.time()}, time.time())
+        return False
+
+    monkeypatch.setattr(runtime_host, "started", read_lands)
+    body = viewer_api.get(path).json()
+    assert body["running"] is False
+    note = body["replicas"]["note"] if "note" in body["replicas"] else body["replicas_note"]
+    assert note == UNHEARD_NOTE
+
+
+@pytest.mark.parametrize("path", [*BLOCK_PATHS, "/api/v1/queue/requests/"])
 def test_a_replica_that_read_the_registry_and_found_no_peer_answers_as_a_lone_one(
     viewer_api, scale_out, running, board, path
 ):
