@@ -25,15 +25,14 @@ from scheduler_core.federation import keep_org_limits
 from scheduler_core.model import (
     COMPONENTS,
     Layout,
-    QueryPriority,
     QueueConfig,
     Request,
-    TenantLimits,
 )
 from scheduler_core.queue_counts import QueueCounts, build_counts
+from scheduler_core.queue_limits import QueueLimits
 from scheduler_core.queue_listing import Predicate, QueueListing
 from scheduler_core.queue_snapshot import build_snapshot, tenant_serving
-from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, QueueState, check_config
+from scheduler_core.queue_state import FAST_QWQP, FAST_TENANT_FIRST, check_config
 from scheduler_core.snapshot import QueueSnapshot, TenantServing
 from scheduler_core.tenant_querier_assignment import WorkerState
 from scheduler_core.tenant_rotation import END
@@ -44,7 +43,7 @@ __all__ = ["RequestQueue"]
 _COMPONENT_SET = frozenset(COMPONENTS)
 
 
-class RequestQueue(QueueState):
+class RequestQueue(QueueLimits):
     """The tree queue with shuffle sharding, reservations and limits."""
 
     # -- requests ---------------------------------------------------------
@@ -312,31 +311,6 @@ class RequestQueue(QueueState):
         return self._assignment.forget_expired(self._clock(), self._config.querier_forget_delay)
 
     # -- configuration ----------------------------------------------------
-    def set_tenant_limits(self, tenant_id: str, limits: TenantLimits) -> None:
-        """Apply at once; queued work is kept even above a lowered limit."""
-        self._limits[tenant_id] = limits
-        state = self._tenants.get(tenant_id)
-        if state is None:
-            state = self._new_state(tenant_id)
-        state.cap = self._config.outstanding_limit(limits)
-        state.priority_enabled = limits.query_priority.enabled
-        self._assignment.set_tenant(
-            tenant_id, limits.max_queriers, limits.query_priority, limits.max_query_capacity
-        )
-
-    def tenant_limits(self, tenant_id: str) -> TenantLimits:
-        """The tenant's limits, or the defaults when none were set."""
-        return self._limits.get(tenant_id) or _DEFAULT_LIMITS
-
-    def remove_tenant_limits(self, tenant_id: str) -> None:
-        self._limits.pop(tenant_id, None)
-        state = self._tenants.get(tenant_id)
-        if state is not None:
-            state.cap = self._config.max_outstanding_requests_per_tenant
-            state.priority_enabled = False
-            self._forget_idle(state)
-        self._assignment.set_tenant(tenant_id, 0, QueryPriority())
-
     def set_config(self, config: QueueConfig) -> None:
         """Apply new settings; a layout or selection change rebuilds the inner nodes."""
         check_config(config)
@@ -410,6 +384,3 @@ class RequestQueue(QueueState):
         for request in matched:
             self.cancel(request.id)
         return matched
-
-
-_DEFAULT_LIMITS = TenantLimits()

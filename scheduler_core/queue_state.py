@@ -49,6 +49,11 @@ class QueueState:
         self._order = TenantOrder()
         self._assignment = TenantQuerierAssignment(self._on_reshard)
         self._limits: dict[str, TenantLimits] = {}
+        # Each federated ID with a live queue -> its tenants, so an edit of
+        # one tenant's limits reaches it at once (`queue_limits`).
+        self._federated: dict[str, frozenset[str]] = {}
+        # The federated IDs to re-derive at the end of a `limits_batch`.
+        self._deferred: set[str] | None = None
         self._tenants: dict[str, TenantState] = {}
         self._tenant_selection = TenantComponentSelection()
         # request id -> the queued Request, or the WorkerState holding it in
@@ -94,6 +99,8 @@ class QueueState:
     def _new_state(self, tenant_id: str) -> TenantState:
         state = self._tenants[tenant_id] = TenantState(tenant_id, self._tenant_selection)
         state.cap = self._config.max_outstanding_requests_per_tenant
+        if "|" in tenant_id:
+            self._federated[tenant_id] = frozenset(tenant_id.split("|"))
         return state
 
     def _place(self, request: Request) -> None:
@@ -161,8 +168,10 @@ class QueueState:
         key = state.key
         if key not in self._limits:
             del self._tenants[key]
+            if self._federated:  # the common case, none: no lookup
+                self._federated.pop(key, None)
         elif "|" in key:
-            del self._limits[key], self._tenants[key]
+            del self._limits[key], self._tenants[key], self._federated[key]
             self._assignment.set_tenant(key, 0, QueryPriority())
 
     def _release(self, worker: WorkerState, now: float) -> Request:

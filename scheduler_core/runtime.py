@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from scheduler_core.errors import (
@@ -115,24 +116,12 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
             # Only the limit is a rejection (a 429): told of a duplicate ID,
             # observers counted a 429 and dropped the original's tracking.
             self._notify("on_rejected", request, str(exc))
-            self._pass_after_refusal(request)
-            raise
-        except ValueError:  # an unknown component
-            self._pass_after_refusal(request)
             raise
         self._notify("on_enqueued", request)
         # Handing the request to a waiting worker now, rather than on the
         # dispatcher's next turn, saves a loop step per request when idle
         # workers are the common case.
         if self._waiters:
-            self._dispatch_pass()
-
-    def _pass_after_refusal(self, request: Request) -> None:
-        """A refused `a|b` request still gave its ID's queue the limits its
-        tenants have now (`keep_org_limits`): a shard or reservations that a
-        waiting worker's querier is now in. Without a pass that worker waited
-        for some unrelated event while the queue held work it could take."""
-        if self._waiters and "|" in request.tenant_id:
             self._dispatch_pass()
 
     def cancel(self, request_id: str) -> Request | None:
@@ -282,6 +271,10 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
     def remove_tenant_limits(self, tenant_id: str) -> None:
         self.queue.remove_tenant_limits(tenant_id)
         self._wake.set()
+
+    def limits_batch(self) -> AbstractContextManager[None]:
+        """`RequestQueue.limits_batch`: many tenants set, federated queues re-derived once."""
+        return self.queue.limits_batch()
 
     def tenant_limits(self, tenant_id: str) -> TenantLimits:
         return self.queue.tenant_limits(tenant_id)

@@ -6,9 +6,9 @@ start. A save reaches the live scheduler through `RequestQueue.set_config`,
 `set_tenant_limits` and `remove_tenant_limits` (the runtime's setters pass
 straight to them; `api.wire.config_apply.ConfigApplier` decides which to
 call): the settings when they differ, then each tenant whose block went,
-then each tenant whose block changed. `apply_change` calls the same three
-in the same order, so the replay's queue changes exactly as the live one
-would. None of them touches a queued request: each keeps the priority
+then each tenant whose block changed, in one `limits_batch`.
+`apply_change` calls the same three in the same order, so the replay's
+queue changes exactly as the live one would. None of them touches a queued request: each keeps the priority
 (and the leaf and actor sub-queue) admission gave it under the old config,
 and only arrivals from then on are classified by the new one (the caller's
 job: `scheduler_core.whatif` classifies each arrival by the config in force
@@ -43,9 +43,10 @@ def apply_change(
     """
     if queue.config != change.config:
         queue.set_config(change.config)
-    # Sorted: a seeded replay must not depend on the order a set iterates in.
-    for tenant_id in sorted(applied.keys() - change.limits.keys()):
-        queue.remove_tenant_limits(tenant_id)
-    for tenant_id, limits in change.limits.items():
-        if applied.get(tenant_id) != limits:
-            queue.set_tenant_limits(tenant_id, limits)
+    with queue.limits_batch():
+        # Sorted: a seeded replay must not depend on the order a set iterates in.
+        for tenant_id in sorted(applied.keys() - change.limits.keys()):
+            queue.remove_tenant_limits(tenant_id)
+        for tenant_id, limits in change.limits.items():
+            if applied.get(tenant_id) != limits:
+                queue.set_tenant_limits(tenant_id, limits)

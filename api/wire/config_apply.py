@@ -119,11 +119,12 @@ class ConfigApplier:
             self.runtime.set_config(config)
         # Replaced first, so a removal's subscribers see the tenant unconfigured.
         applied, self._limits = self._limits, dict(limits)
-        for tenant_id in set(applied) - set(limits):
-            self._remove(tenant_id)
-        for tenant_id, tenant_limits in limits.items():
-            if applied.get(tenant_id) != tenant_limits:
-                self._set(tenant_id, tenant_limits)
+        with self.runtime.limits_batch():
+            for tenant_id in set(applied) - set(limits):
+                self._remove(tenant_id)
+            for tenant_id, tenant_limits in limits.items():
+                if applied.get(tenant_id) != tenant_limits:
+                    self._set(tenant_id, tenant_limits)
 
     def apply_delta(self, delta: ConfigDelta, invalid: Invalid = Invalid()) -> None:
         if invalid.settings is not None:
@@ -132,13 +133,14 @@ class ConfigApplier:
         self.invalid_tenants.update(invalid.tenants)
         if delta.queue_config is not None and self.runtime.config != delta.queue_config:
             self.runtime.set_config(delta.queue_config)
-        for tenant_id, tenant_limits in delta.tenants.items():
-            if tenant_limits is None:
-                if self._limits.pop(tenant_id, None) is not None:
-                    self._remove(tenant_id)
-            elif self._limits.get(tenant_id) != tenant_limits:
-                self._set(tenant_id, tenant_limits)
-                self._limits[tenant_id] = tenant_limits
+        with self.runtime.limits_batch():
+            for tenant_id, tenant_limits in delta.tenants.items():
+                if tenant_limits is None:
+                    if self._limits.pop(tenant_id, None) is not None:
+                        self._remove(tenant_id)
+                elif self._limits.get(tenant_id) != tenant_limits:
+                    self._set(tenant_id, tenant_limits)
+                    self._limits[tenant_id] = tenant_limits
 
     def _set(self, tenant_id: str, limits: TenantLimits) -> None:
         self.runtime.set_tenant_limits(tenant_id, limits)

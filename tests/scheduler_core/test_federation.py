@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core import federation
+from scheduler_core import federation, queue_limits
 from scheduler_core.errors import TooManyRequests
 from scheduler_core.federation import (
     combined_limits,
@@ -99,8 +99,57 @@ def test_a_federated_queue_runs_under_its_combined_limits_as_they_change() -> No
     # Stored under the whole ID, where the queue's shuffle shard reads it.
     assert queue.tenant_limits("a|b").max_queriers == 2
     queue.set_tenant_limits("b", TenantLimits(max_queriers=0))
-    queue.enqueue(_federated("r2"))
     assert queue.tenant_limits("a|b").max_queriers == 4
+
+
+def test_a_tenant_s_new_limits_reach_its_live_federated_queues_at_once() -> None:
+    queue = RequestQueue()
+    for querier in ("q1", "q2", "q3"):
+        queue.connect_querier(querier)
+    queue.enqueue(_federated("r1"))
+    queue.enqueue(_federated("r2", "b|c"))
+    assert queue.serving("a|b").shard is None
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=1, max_outstanding=3))
+    # Its shard and cap now, before any other request of `a|b`; `b|c` untouched.
+    shard = queue.serving("a|b").shard
+    assert shard is not None and len(shard) == 1
+    assert queue.tenant_limits("a|b") == TenantLimits(max_queriers=1, max_outstanding=3)
+    assert queue.tenant_limits("b|c") == TenantLimits()
+    queue.remove_tenant_limits("a")
+    assert queue.serving("a|b").shard is None
+    assert queue.tenant_limits("a|b") == TenantLimits()
+
+
+def test_a_tenant_edit_does_not_bring_back_an_idle_federated_queue() -> None:
+    queue = RequestQueue()
+    queue.enqueue(_federated("r1"))
+    queue.cancel("r1")
+    queue.set_tenant_limits("a", TenantLimits(max_queriers=1))
+    assert queue.tenant_limits("a|b") == TenantLimits()
+    assert [t.tenant_id for t in queue.snapshot().tenants] == ["a"]
+
+
+def test_a_batch_of_edits_re_derives_each_federated_queue_once_at_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    queue = RequestQueue()
+    queue.enqueue(_federated("r1", "a|b|c"))
+    queue.enqueue(_federated("r2", "c|d"))
+    kept: list[str] = []
+    keep = queue_limits.keep_org_limits
+
+    def counted(table: RequestQueue, org_id: str) -> None:
+        kept.append(org_id)
+        keep(table, org_id)
+
+    monkeypatch.setattr(queue_limits, "keep_org_limits", counted)
+    with queue.limits_batch():
+        for tenant in ("a", "b", "c", "d"):
+            queue.set_tenant_limits(tenant, TenantLimits(max_outstanding=9))
+        assert queue.tenant_limits("a|b|c") == TenantLimits()  # not yet
+    assert sorted(kept) == ["a|b|c", "c|d"]
+    assert queue.tenant_limits("a|b|c") == TenantLimits(max_outstanding=9)
+    assert queue.tenant_limits("c|d") == TenantLimits(max_outstanding=9)
 
 
 def test_a_federated_queue_with_nothing_left_forgets_its_limits_shard_and_reservations() -> None:
@@ -264,7 +313,7 @@ def test_federated_limits_are_always_those_combined_afresh_from_each_tenants(
 ) -> None:
     """Edits, removals, two queues and several IDs interleaved: never a stale answer."""
     queues = [RequestQueue(), RequestQueue()]
-    queued: list[list[str]] = [[], []]
+    queued: list[list[tuple[str, str]]] = [[], []]
     for n, (op, which, tenant, org_id, pick) in enumerate(ops):
         queue = queues[which]
         fresh = combined_limits([queue.tenant_limits(t) for t in org_id.split("|")])
@@ -277,7 +326,11 @@ def test_federated_limits_are_always_those_combined_afresh_from_each_tenants(
             assert org_limits(queue, org_id) == fresh
         elif op == "enqueue" and fresh.max_outstanding != 0:
             queue.enqueue(_federated(f"r{n}", org_id))
-            queued[which].append(f"r{n}")
-            assert queue.tenant_limits(org_id) == fresh
+            queued[which].append((f"r{n}", org_id))
         elif op == "finish" and queued[which]:
-            queue.cancel(queued[which].pop(0))
+            queue.cancel(queued[which].pop(0)[0])
+        # Every live federated queue runs under its tenants' limits of now.
+        for q, held in zip(queues, queued, strict=True):
+            for live in {o for _, o in held if "|" in o}:
+                parts = [q.tenant_limits(t) for t in live.split("|")]
+                assert q.tenant_limits(live) == combined_limits(parts)
