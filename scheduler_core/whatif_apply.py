@@ -1,18 +1,18 @@
 """A config applied to a running queue mid-replay, as an operator's save reaches the live one.
 
-The what-if's "apply now" (`knobs.start_from: "live"`) replays the
-warm-up under the live config and applies the proposal at the window's
-start. A save reaches the live scheduler through `RequestQueue.set_config`,
+The what-if's "apply now" (`knobs.start_from: "live"`) replays the warm-up
+under the live config and applies the proposal at the window's start. A
+save reaches the live scheduler through `RequestQueue.set_config`,
 `set_tenant_limits` and `remove_tenant_limits` (the runtime's setters pass
 straight to them; `api.wire.config_apply.ConfigApplier` decides which to
 call): the settings when they differ, then each tenant whose block went,
 then each tenant whose block changed, in one `limits_batch`.
 `apply_change` calls the same three in the same order, so the replay's
-queue changes exactly as the live one would. None of them touches a queued request: each keeps the priority
-(and the leaf and actor sub-queue) admission gave it under the old config,
-and only arrivals from then on are classified by the new one (the caller's
-job: `scheduler_core.whatif` classifies each arrival by the config in force
-when it arrives).
+queue changes exactly as the live one would. None of them touches a queued
+request: each keeps the priority (and the leaf and actor sub-queue)
+admission gave it under the old config, and only arrivals from then on are
+classified by the new one (the caller's job: `scheduler_core.whatif`
+classifies each arrival by the config in force when it arrives).
 """
 
 from __future__ import annotations
