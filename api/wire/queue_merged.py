@@ -117,13 +117,14 @@ class merged:  # noqa: N801 - a namespace of the merged operations
         peers: QueuePeers, flt: RequestFilter, cursor: str | None, limit: int
     ) -> dict[str, Any]:
         others = queue_peers.live_peers()
-        replicas = sorted({peers.own, *others})
         # Split by phase ([queued, running]); a peer of an older version
         # answers one number.
         args = {"filter": flt.as_args(), "phases": True}
         counts, absent = await peers.ask("count", args)
         missing = set(absent)
         counts[peers.own] = await peers.answer("count", args)
+        # A peer down when asked that answered all the same is listed too.
+        replicas = sorted({*others, *counts})
         total = sum(_sum(c) for c in counts.values())
         phases = [flt.state] if flt.state is not None else list(_PHASES)
         fingerprint = flt.fingerprint()

@@ -30,6 +30,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -283,19 +284,32 @@ class QueuePeers:
         among those that did not answer, unasked.
         """
         if peers is None:
-            replies, missing = await self._ask(op, args, live_peers(), target)
-            return replies, sorted({*missing, *down_peers()})
+            # Both read before the wait. A down peer whose summary turned fresh
+            # while the asker waited was in neither list (not asked, no longer
+            # down): the answer looked whole, and a cancel it heard from the
+            # group was done there but neither counted nor recorded.
+            down = down_peers()
+            return await self._ask(op, args, live_peers(), target, down)
         return await self._ask(op, args, peers, target)
 
     async def _ask(
-        self, op: str, args: dict[str, Any], peers: list[str], target: str | None
+        self,
+        op: str,
+        args: dict[str, Any],
+        peers: list[str],
+        target: str | None,
+        down: Sequence[str] = (),
     ) -> tuple[dict[str, Any], list[str]]:
+        """The answers of `peers` (or `target`), and the ones missing.
+
+        The `down` peers are not waited for, but one that answers after all
+        (it heard the group) is counted: it may have acted on the question.
+        """
         expected = {target} if target is not None else set(peers)
+        heard = expected.union(down)
         layer = get_channel_layer()
-        if not expected:
-            return {}, []
-        if layer is None or self.channel is None:
-            return {}, sorted(expected)
+        if not expected or layer is None or self.channel is None:
+            return {}, sorted(heard)  # nobody to wait for, or no way to ask
         rid = uuid.uuid4().hex
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         replies: dict[str, Any] = {}
@@ -317,8 +331,8 @@ class QueuePeers:
                 await asyncio.wait_for(self._send_and_wait(layer, message, done), _timeout())
         finally:
             del self._waiting[rid]
-        answered = {r: body for r, body in replies.items() if r in expected}
-        return answered, sorted(expected - answered.keys())
+        answered = {r: body for r, body in replies.items() if r in heard}
+        return answered, sorted(heard - answered.keys())
 
     @staticmethod
     async def _send_and_wait(
