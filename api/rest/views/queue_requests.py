@@ -244,15 +244,24 @@ def _settled(call: Any, *args: Any) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def _found(
-    request_id: str, found: tuple[dict[str, Any] | None, list[str]], *, cancel: bool = False
+    request_id: str,
+    found: tuple[dict[str, Any] | None, list[str]],
+    unheard: bool,
+    *,
+    cancel: bool = False,
 ) -> dict[str, Any]:
-    """The row; else 503 when a replica did not answer (it may hold it), else 404."""
+    """The row; else 503 when a replica did not answer (it may hold it), else 404.
+
+    `unheard` is `peers_unheard()` read before the lookup: read after, the
+    first registry read could land while it ran, and a request a peer
+    holds was a 404 ("already gone") rather than a 503 to retry.
+    """
     row, missing = found
     if row is not None:
         return row
     if missing:
         raise PeersMissing(request_id, missing, cancel=cancel)
-    if peers_unheard():
+    if unheard:
         raise PeersUnheard(request_id)
     # Quoted: an id of blanks read as a message cut short.
     raise NotFound(f"no queued or running request {quoted(request_id)}")
@@ -337,8 +346,9 @@ class QueueRequestDetailView(ApiView):
     )
     def get(self, request: Request, request_id: str) -> Response:
         replica = request.query_params.get("replica") or None
+        unheard = peers_unheard()
         found = _settled(_find_on_loop, request_id, replica)
-        return Response(_found(request_id, found))
+        return Response(_found(request_id, found, unheard))
 
 
 class QueueRequestCancelView(ApiView):
@@ -367,8 +377,9 @@ class QueueRequestCancelView(ApiView):
         note = _note(body)
         reason = queue_requests.operator_reason(_who(request), note)
         audit = audit_args(_who(request), _source(request), note)
+        unheard = peers_unheard()
         found = _settled(_cancel_one_on_loop, request_id, reason, replica or None, audit)
-        row = _found(request_id, found, cancel=True)
+        row = _found(request_id, found, unheard, cancel=True)
         services.operator_cancel_record(
             author=request.user,
             source=_source(request),

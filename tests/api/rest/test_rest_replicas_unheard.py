@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from api.cluster.replica_board import ReplicaBoard
-from api.wire import runtime_host
+from api.wire import queue_requests, runtime_host
 from api.wire.queue_peers import UNHEARD_NOTE
 from api.wire.usage_block import UsagePages
 from scheduler_core.model import QueueConfig, Request
@@ -149,3 +149,25 @@ def test_a_cancel_by_filter_while_the_peers_are_unheard_says_it_reached_this_rep
     board.note_registry({}, time.time())
     answer = editor_api.post("/api/v1/queue/cancel/", body, format="json").json()
     assert answer == {"matched": 1, "cancelled": 0, "as_of": answer["as_of"]}
+
+
+@pytest.mark.parametrize("step", ["find_row", "cancel_one"])
+def test_a_lookup_the_first_registry_read_lands_during_is_a_503_not_a_404(
+    editor_api, scale_out, running, board: ReplicaBoard, monkeypatch: pytest.MonkeyPatch, step
+):
+    # A 404 reads "already gone": a script would not retry a cancel of a
+    # request the peer it had not heard of yet holds and still runs.
+    original = getattr(queue_requests, step)
+
+    def looked_then_read_lands(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        board.note_registry({"replica-b": time.time()}, time.time())
+        return found
+
+    monkeypatch.setattr(queue_requests, step, looked_then_read_lands)
+    if step == "find_row":
+        response = editor_api.get("/api/v1/queue/requests/held-by-b/")
+    else:
+        response = editor_api.post("/api/v1/queue/requests/held-by-b/cancel/", {}, format="json")
+    assert response.status_code == 503, response.json()
+    assert UNHEARD_NOTE in response.json()["detail"]
