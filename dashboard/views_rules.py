@@ -20,6 +20,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from api.cluster import replica_rules
+from api.cluster.replica_rules import PeerCounts
 from api.rest.offload import ImportWorkerDied
 from api.rest.views.rules import dry_run_report
 from api.store import selectors
@@ -149,7 +150,9 @@ def dry_run(request: HttpRequest, tenant_id: str) -> HttpResponse:
     return render(request, "dashboard/_dry_run.html", {"dry_run": box})
 
 
-def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, dict[str, Any]]:
+def default_shares(
+    configs: Iterable[tuple[str, Mapping[str, Any]]], peers: PeerCounts
+) -> dict[str, dict[str, Any]]:
     """tenant -> {"default", "total", "federated"}: requests in the last hour, every replica.
 
     Counted as the tenant's rule-stats count them: under its current config
@@ -157,15 +160,16 @@ def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str
     column's title says so), with the requests of federated IDs naming it
     folded in (one that another tenant's priority rules judged counts in the
     total only). `federated` is their part, {"default", "total", "org_ids"},
-    or None when the hour had none.
+    or None when the hour had none. `peers`: the read `shares_not_counted`
+    is given too, so the list's note is about the shares shown.
     """
     wanted = {tenant_id: limits_of(config) for tenant_id, config in configs}
     local = rule_reports.local_counts_many(wanted)
-    federated = rule_reports.federated_counts_many(wanted)
+    federated = rule_reports.federated_counts_many(wanted, peers)
     parts = _member_limits(wanted, federated.values())
     shares: dict[str, dict[str, Any]] = {}
     for tenant_id, limits in wanted.items():
-        replicas = replica_rules.tenant_counts(tenant_id, local.get(tenant_id))
+        replicas = replica_rules.tenant_counts(tenant_id, local.get(tenant_id), peers=peers)
         body = rule_reports.rule_stats_body(
             tenant_id, None, limits, replicas, federated[tenant_id], parts
         )
@@ -184,7 +188,7 @@ def default_shares(configs: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str
     return shares
 
 
-def shares_not_counted() -> str | None:
+def shares_not_counted(peers: PeerCounts) -> str | None:
     """What the list's default shares leave out on a scaled-out service, or None.
 
     The shares are summed as rule-stats sums them, over the replicas whose
@@ -194,7 +198,7 @@ def shares_not_counted() -> str | None:
     "no traffic" too. Said once for the list, so no share reads as the
     service's; None for a lone replica, or with every peer counted.
     """
-    scope = rule_reports.counts_scope()
+    scope = rule_reports.counts_scope(peers=peers)
     said: list[str] = []
     if note := scope.get("replicas_note"):
         said.append(f"Partial shares: {note}.")

@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from api.cluster import replica_rules
 from api.store import selectors, services
 from api.store.exceptions import NotFound, VersionConflict
 from api.store.models import ConfigRevision, Tenant
@@ -50,7 +51,8 @@ def tenants(request: HttpRequest) -> HttpResponse:
     tick = current_tick()
     leaves = tick.index.tenant_leaves if tick else {}
     rows = []
-    shares = default_shares((t.tenant_id, t.config) for t in chunk)
+    peers = replica_rules.peer_counts()
+    shares = default_shares(((t.tenant_id, t.config) for t in chunk), peers)
     federated = _federated_depths(leaves, {t.tenant_id for t in chunk})
     for tenant in chunk:
         qp = tenant.config.get("query_priority") or {}
@@ -70,7 +72,7 @@ def tenants(request: HttpRequest) -> HttpResponse:
         "page_obj": chunk,
         "search": search,
         "live": tick is not None,
-        "shares_not_counted": shares_not_counted(),
+        "shares_not_counted": shares_not_counted(peers),
         "default_outstanding": selectors.queue_config_get().max_outstanding_requests_per_tenant,
     }
     return page(request, "dashboard/tenants.html", context)

@@ -17,14 +17,16 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "PUBLISH_EVERY",
     "STALE_SECONDS",
+    "PeerCounts",
     "ReplicaCounts",
     "encode_counts",
     "exchange",
+    "peer_counts",
     "tenant_counts",
 ]
 
@@ -58,6 +60,24 @@ class _Peers:
 
 
 PEERS = _Peers()
+
+
+class PeerCounts(NamedTuple):
+    """One read of `PEERS`, taken whole for one answer.
+
+    An answer's sums and its scope (who is counted, who is missing) must
+    come from the same read: read apart, an exchange landing between them
+    (it runs on the loop while a view works in its thread) gave sums of
+    this replica alone under a scope saying every peer was counted.
+    """
+
+    at: dict[str, float] | None
+    tenants: dict[str, dict[str, Any]] | None
+
+
+def peer_counts() -> PeerCounts:
+    """The peers' counts as last read (both None while unread or Redis failed)."""
+    return PeerCounts(PEERS.at, PEERS.tenants)
 
 
 def encode_counts(stats: Any) -> dict[str, list[Any]]:
@@ -145,9 +165,14 @@ def _age(raw: Any) -> float | None:
 
 
 def tenant_counts(
-    tenant_id: str, local: Any, own_id: str | None = None, wall_now: float | None = None
+    tenant_id: str,
+    local: Any,
+    own_id: str | None = None,
+    wall_now: float | None = None,
+    peers: PeerCounts | None = None,
 ) -> list[ReplicaCounts]:
-    """This replica's counts (`local`, a RuleCounts or None) and fresh peers'."""
+    """This replica's counts (`local`, a RuleCounts or None) and fresh peers'
+    (of `peers`, by default the last read)."""
     from api.cluster.replicas import replica_id
 
     own = own_id or PEERS.own_id or replica_id()
@@ -155,8 +180,9 @@ def tenant_counts(
     if local is not None:
         found.append(ReplicaCounts(own, local.fingerprint, local.windows, local.age))
     now = time.time() if wall_now is None else wall_now
-    for replica, tenants in sorted((PEERS.tenants or {}).items()):
-        if now - (PEERS.at or {}).get(replica, 0.0) > STALE_SECONDS:
+    at, read = peers if peers is not None else peer_counts()
+    for replica, tenants in sorted((read or {}).items()):
+        if now - (at or {}).get(replica, 0.0) > STALE_SECONDS:
             continue
         entry = tenants.get(tenant_id)
         # A replica of an earlier release sends no age: [fingerprint, windows].

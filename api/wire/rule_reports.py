@@ -32,7 +32,7 @@ from django.conf import settings
 
 from api.cluster import replica_rules
 from api.cluster.replica_board import get_board
-from api.cluster.replica_rules import PEERS, ReplicaCounts
+from api.cluster.replica_rules import PeerCounts, ReplicaCounts, peer_counts
 from api.wire import runtime_host
 from api.wire.queue_peers import peers_unheard
 from scheduler_core.federation import combined_limits
@@ -93,7 +93,7 @@ def sample_scope(wall_now: float | None = None) -> dict[str, Any]:
     return body
 
 
-def counts_scope(wall_now: float | None = None) -> dict[str, Any]:
+def counts_scope(wall_now: float | None = None, peers: PeerCounts | None = None) -> dict[str, Any]:
     """rule-stats' `replicas_missing`: known peers whose counts are not in the sums.
 
     A peer hung or killed (its counts stale past `replica_rules.STALE_SECONDS`),
@@ -101,16 +101,18 @@ def counts_scope(wall_now: float | None = None) -> dict[str, Any]:
     unreachable: their requests are missing from the totals, which must
     not read as the whole service's. With peers (Redis) but their counts
     unread, `replicas_note` says so, even when no peer is known to name.
+    `peers` is the read the answer's sums came from (`PeerCounts`).
     """
     now = time.time() if wall_now is None else wall_now
+    read_at = (peers if peers is not None else peer_counts()).at
     counted = {
         replica
-        for replica, at in (PEERS.at or {}).items()
+        for replica, at in (read_at or {}).items()
         if now - at <= replica_rules.STALE_SECONDS
     }
     known = get_board().known_peers(now)
     body: dict[str, Any] = {"replicas_missing": [r for r in known if r not in counted]}
-    if settings.REDIS_URL and PEERS.at is None:
+    if settings.REDIS_URL and read_at is None:
         body["replicas_note"] = COUNTS_UNREAD_NOTE
     return body
 
@@ -183,28 +185,31 @@ async def _on_loop_federated_counts(tenant_ids: list[str]) -> dict[str, RuleCoun
     return await _on_loop_counts(ids)
 
 
-def federated_counts(tenant_id: str) -> dict[str, list[ReplicaCounts]]:
+def federated_counts(
+    tenant_id: str, peers: PeerCounts | None = None
+) -> dict[str, list[ReplicaCounts]]:
     """org ID -> every replica's counts of it, for the federated IDs naming the tenant.
 
     Counted under the whole ID (admission's few increments per request stay
     as they are); a tenant's rule-stats fold them in when read.
     """
-    return federated_counts_many([tenant_id])[tenant_id]
+    return federated_counts_many([tenant_id], peers)[tenant_id]
 
 
 def federated_counts_many(
-    tenant_ids: Iterable[str],
+    tenant_ids: Iterable[str], peers: PeerCounts | None = None
 ) -> dict[str, dict[str, list[ReplicaCounts]]]:
     """`federated_counts` of each tenant, read from the loop once (the tenants list's page)."""
     wanted = list(tenant_ids)
+    read = peers if peers is not None else peer_counts()
     local = async_to_sync(_on_loop_federated_counts)(wanted) if runtime_host.started() else {}
-    peers = {org_id for tenants in (PEERS.tenants or {}).values() for org_id in tenants}
-    counted = set(local) | peers
+    theirs = {org_id for tenants in (read.tenants or {}).values() for org_id in tenants}
+    counted = set(local) | theirs
     found: dict[str, dict[str, list[ReplicaCounts]]] = {}
     for tenant_id in wanted:
         mine = found[tenant_id] = {}
         for org_id in naming(tenant_id, counted):
-            counts = replica_rules.tenant_counts(org_id, local.get(org_id))
+            counts = replica_rules.tenant_counts(org_id, local.get(org_id), peers=read)
             if counts:
                 mine[org_id] = counts
     return found

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from api.cluster.replica_rules import PeerCounts
 from api.store.models import Tenant
 from api.wire import rule_reports
 from dashboard import views_rules
@@ -22,6 +23,7 @@ from tests.dashboard.test_rule_tools import REJECTING, _post_fields, sampled
 pytestmark = pytest.mark.django_db
 
 URL = "/tenants/team/dry-run/"
+UNREAD = PeerCounts(None, None)
 
 
 def _scope(monkeypatch: pytest.MonkeyPatch, replica: str, others: list[str]) -> None:
@@ -89,19 +91,19 @@ def test_a_lone_replicas_empty_sample_says_nothing_of_replicas_or_this_scheduler
 
 
 def _counts_scope(monkeypatch: pytest.MonkeyPatch, scope: dict[str, Any]) -> None:
-    monkeypatch.setattr(views_rules.rule_reports, "counts_scope", lambda: scope)
+    monkeypatch.setattr(views_rules.rule_reports, "counts_scope", lambda peers: scope)
 
 
 def test_the_list_names_the_replicas_its_shares_leave_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _counts_scope(monkeypatch, {"replicas_missing": ["web-2", "web-3"]})
-    assert views_rules.shares_not_counted() == (
+    assert views_rules.shares_not_counted(UNREAD) == (
         "Not counted: web-2, web-3 (their counts are not in: not answering, or not read yet). "
         "The default shares leave their requests out."
     )
     _counts_scope(monkeypatch, {"replicas_missing": ["web-2"]})
-    assert views_rules.shares_not_counted() == (
+    assert views_rules.shares_not_counted(UNREAD) == (
         "Not counted: web-2 (its counts are not in: not answering, or not read yet). "
         "The default shares leave its requests out."
     )
@@ -112,9 +114,10 @@ def test_the_list_says_so_when_the_peers_counts_could_not_be_read(
 ) -> None:
     scope = {"replicas_missing": [], "replicas_note": rule_reports.COUNTS_UNREAD_NOTE}
     _counts_scope(monkeypatch, scope)
-    assert views_rules.shares_not_counted() == f"Partial shares: {rule_reports.COUNTS_UNREAD_NOTE}."
+    said = views_rules.shares_not_counted(UNREAD)
+    assert said == f"Partial shares: {rule_reports.COUNTS_UNREAD_NOTE}."
 
 
 def test_a_lone_replicas_list_says_nothing_of_replicas(monkeypatch: pytest.MonkeyPatch) -> None:
     _counts_scope(monkeypatch, {"replicas_missing": []})
-    assert views_rules.shares_not_counted() is None
+    assert views_rules.shares_not_counted(UNREAD) is None

@@ -67,11 +67,14 @@ def rule_stats_of(tenant_id: str) -> dict[str, Any]:
     check_tenant_id(tenant_id)
     version, config = _saved(tenant_id)
     limits = limits_of(config)
-    replicas = replica_rules.tenant_counts(tenant_id, rule_reports.local_counts(tenant_id))
-    federated = rule_reports.federated_counts(tenant_id)
+    # One read of the peers' counts for the sums and the scope alike.
+    peers = replica_rules.peer_counts()
+    local = rule_reports.local_counts(tenant_id)
+    replicas = replica_rules.tenant_counts(tenant_id, local, peers=peers)
+    federated = rule_reports.federated_counts(tenant_id, peers)
     parts = {t: limits_of(block) for t, block in _saved_blocks(federated).items()}
     body = rule_reports.rule_stats_body(tenant_id, version, limits, replicas, federated, parts)
-    return body | rule_reports.counts_scope()
+    return body | rule_reports.counts_scope(peers=peers)
 
 
 def dry_run_report(tenant_id: str, draft: Any) -> dict[str, Any]:
