@@ -188,7 +188,7 @@ class ReplicaBoard:
         if self._registry_read(wall_now):
             judging = wall_now >= self._judged_from
             fresh = {p.replica for p in self.fresh_peers(wall_now)}
-            for replica in self.last_seen:
+            for replica in self.last_seen.copy():  # a scrape's thread: see `unreachable_peers`
                 if judging or replica in fresh:
                     states[replica] = replica in fresh
             for replica in fresh:
@@ -209,9 +209,13 @@ class ReplicaBoard:
         """
         wall_now = time.time() if wall_now is None else wall_now
         fresh = {p.replica for p in self.fresh_peers(wall_now)}
+        # A copy (one step under the GIL): views call this from their worker
+        # threads while `note_registry`, on the loop's, adds and drops peers;
+        # iterating the dict itself raised "dictionary changed size" (a 500).
+        seen = self.last_seen.copy()
         return sorted(
             replica
-            for replica, at in self.last_seen.items()
+            for replica, at in seen.items()
             if wall_now - at <= MISSING_MEMORY_SECONDS and replica not in fresh
         )
 
