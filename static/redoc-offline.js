@@ -8,8 +8,6 @@
 // the browser fetches nothing and fires the image's error event, on which
 // ReDoc drops the logo (its own fallback for a logo that fails to load).
 "use strict";
-// drf-spectacular's page has a bare <html>: a screen reader must be told its language.
-document.documentElement.lang ||= "en";
 (() => {
   const elsewhere = (value) => {
     let url;

@@ -88,6 +88,8 @@ def test_a_docs_page_renders_its_summaries_fetching_only_from_this_server(
             page.remove_listener(event, listener)
         page.unroute("**/*")
     assert problems == [], path
+    # Told its language, as every page of the site is (for screen readers).
+    assert page.evaluate("document.documentElement.lang") == "en"
     own_origin = f"{own.scheme}://{own.netloc}"
     foreign_images = page.eval_on_selector_all(
         "img",
