@@ -261,9 +261,16 @@ def _close_sockets_of_the_session(sender: Any, request: Any = None, **kw: Any) -
     # Sent before the session is flushed, so its key still names the group.
     # Without this, an inspector left open in another tab kept streaming the
     # queue (query text and all) after "Log out".
-    key = getattr(getattr(request, "session", None), "session_key", None)
+    session = getattr(request, "session", None)
+    key = getattr(session, "session_key", None)
     if key is None:
         return
+    # Flushed here, before the sockets hear of it (Django's own flush, after
+    # this signal, then finds nothing left). A socket closed first sent its
+    # page to the login page while the session still held; the login page
+    # sends a signed-in user on, back to the inspector, whose new socket no
+    # logout would reach (a CI run caught it: 3 in 20 under load).
+    session.flush()
     try:
         async_to_sync(_announce_logout)(session_group(key))
     except (OSError, RedisError, TimeoutError) as exc:

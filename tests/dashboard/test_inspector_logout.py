@@ -10,8 +10,10 @@ from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from django.contrib.sessions.models import Session
 from django.test import Client
 
+from dashboard import consumers
 from dashboard.consumers import CLOSE_UNAUTHORISED
 from dashboard.live import Broadcaster
 from dashboard.routing import websocket_urlpatterns
@@ -66,3 +68,20 @@ async def test_logging_out_closes_that_sessions_inspector_in_every_tab(
     await other.send_json_to({"type": "subscribe"})
     assert (await other.receive_json_from())["type"] == "snapshot"
     await other.disconnect()
+
+
+def test_the_sockets_hear_of_a_logout_only_once_its_session_is_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Heard before, a socket's page went to the login page while the session
+    # still held, and was sent on, back to the inspector.
+    client = logged_in("carol")
+    key = client.cookies["sessionid"].value
+    heard: list[bool] = []
+
+    async def announce(group: str) -> None:
+        heard.append(await database_sync_to_async(Session.objects.filter(pk=key).exists)())
+
+    monkeypatch.setattr(consumers, "_announce_logout", announce)
+    client.post("/logout/")
+    assert heard == [False]
