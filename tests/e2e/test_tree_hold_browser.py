@@ -131,7 +131,10 @@ def test_a_click_lands_on_the_row_aimed_at_however_long_the_aim_takes(
             # The drill-down opened by the last aim scrolled the page to itself.
             page.evaluate("window.scrollTo(0, 0)")
             page.locator(ROWS).first.hover()  # the pointer comes onto the tree, then aims
-            aimed = page.locator(ROWS).nth(row)
+            # Named once, by its key: a held tree takes new tenants in at its end,
+            # so `nth(-1)` looked up again for the box could be one that just came.
+            key = page.locator(ROWS).nth(row).get_attribute("data-key")
+            aimed = page.locator(f'{ROWS}[data-key="{key}"]')
             tenant = aimed.get_attribute("aria-label").split(":")[0]  # type: ignore[union-attr]
             box = aimed.locator(":scope > .row button.drill").bounding_box()
             assert box is not None
