@@ -7,7 +7,7 @@ from typing import Any
 
 from api.store.config_delta import ConfigDelta
 from api.wire.config_apply import ConfigApplier
-from scheduler_core.model import QueueConfig, TenantLimits
+from scheduler_core.model import QueueConfig, Request, TenantLimits
 from scheduler_core.runtime import SchedulerRuntime
 
 
@@ -85,3 +85,13 @@ def test_each_tenant_whose_limits_it_set_or_removed_is_told_with_the_limits_it_n
 
     assert told == [("a", ONE), ("b", ONE), ("b", SIX), ("a", runtime.tenant_limits("a"))]
     assert runtime.tenant_limits("a") == TenantLimits()
+
+
+def test_an_apply_gives_a_live_federated_queue_its_tenants_new_limits() -> None:
+    runtime = CountingRuntime()
+    applier = ConfigApplier(runtime)
+    runtime.enqueue(Request(id="r1", tenant_id="a|b"))
+    applier.apply_full(QueueConfig(), {"a": SIX, "b": ONE})
+    assert runtime.tenant_limits("a|b") == ONE
+    applier.apply_delta(ConfigDelta(version=3, queue_config=None, tenants={"b": None}))
+    assert runtime.tenant_limits("a|b") == SIX
