@@ -63,31 +63,34 @@ class QueueLimits(QueueState):
         """Set many tenants' limits; each federated queue naming them re-derives once, at the end.
 
         A config apply sets every changed tenant in turn. Re-deriving an ID
-        as each of its tenants changed read all of its tenants each time: an
-        apply of N tenants against a live ID naming them all was N x N reads.
+        as each of its tenants changed read all of its tenants each time (an
+        apply of N tenants against a live ID naming them all was N x N
+        reads), and looking for the IDs naming each tenant walked every live
+        ID once per tenant: at the end, each live ID is looked at once.
         """
         if self._deferred is not None:  # already in a batch: its end re-derives
             yield
             return
-        deferred: set[str] = set()
-        self._deferred = deferred
+        changed: set[str] = set()
+        self._deferred = changed
         try:
             yield
         finally:
             self._deferred = None
-            # Sorted: a seeded replay must not depend on a set's order. An ID
-            # whose queue went idle within the batch has nothing to re-derive.
-            for org_id in sorted(deferred):
-                if org_id in self._federated:
-                    keep_org_limits(self, org_id)
+            if changed:
+                self._rederive(changed)
 
     def _rederive_federated(self, tenant_id: str) -> None:
         """The live federated queues naming `tenant_id` take its limits now."""
         if "|" in tenant_id or not self._federated:
             return
-        named = [org_id for org_id, tenants in self._federated.items() if tenant_id in tenants]
         if self._deferred is not None:
-            self._deferred.update(named)
-            return
+            self._deferred.add(tenant_id)
+        else:
+            self._rederive({tenant_id})
+
+    def _rederive(self, tenants: set[str]) -> None:
+        # In the order the IDs' queues were made: the same replay, the same reshards.
+        named = [o for o, parts in self._federated.items() if not parts.isdisjoint(tenants)]
         for org_id in named:
             keep_org_limits(self, org_id)

@@ -52,7 +52,7 @@ class QueueState:
         # Each federated ID with a live queue -> its tenants, so an edit of
         # one tenant's limits reaches it at once (`queue_limits`).
         self._federated: dict[str, frozenset[str]] = {}
-        # The federated IDs to re-derive at the end of a `limits_batch`.
+        # The tenants whose limits a `limits_batch` under way has changed.
         self._deferred: set[str] | None = None
         self._tenants: dict[str, TenantState] = {}
         self._tenant_selection = TenantComponentSelection()
