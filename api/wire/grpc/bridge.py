@@ -76,6 +76,10 @@ class ForeignRequests:
     hooks), or when its result arrives, whichever is first. A request whose
     result arrived stays `answered` until it ends: its worker may still
     leave before saying "done", and the request must then end, not run again.
+    One put back in the queue because its querier's stream ended first
+    (`on_interrupted`) leaves too: its run is over, and a result of it that
+    lands later (it travels on another connection) is dropped. Taken, it
+    reached the frontend while the request stayed queued, to run again.
     """
 
     def __init__(self, own_address: str) -> None:
@@ -104,7 +108,10 @@ class ForeignRequests:
     def result(self, local: int, status: int, body: bytes) -> None:
         out = self._by_local.pop(local, None)
         if out is None:
-            return  # late result of a request that was cancelled or failed
+            # A late result of a request cancelled, failed, or put back for
+            # another run after its querier's stream ended.
+            log.debug("dropped the result of query %d: no longer out", local)
+            return
         request = out.request
         del self._local_of[request.id]
         self._answered.add(request.id)
@@ -146,6 +153,7 @@ class ForeignRequests:
     on_completed = forget
     on_cancelled = forget
     on_failed = forget
+    on_interrupted = forget
 
     def __len__(self) -> int:
         return len(self._by_local)

@@ -178,6 +178,34 @@ async def test_a_cortex_querier_leaving_before_its_result_still_gives_the_reques
     await second.close()
 
 
+async def test_a_result_landing_after_its_querier_s_stream_ended_is_dropped_for_the_rerun(
+    sched: Scheduler,
+) -> None:
+    """A Cortex querier's result travels on another connection than its stream.
+    Read after the stream's end, it reached the frontend while the request,
+    put back, stayed queued and ran again: the frontend gets one answer, the rerun's."""
+    handle = enqueue_websocket_request(sched, "ws:12")
+    first = await QuerierWorker(sched.channel(), "cortex-querier").open()
+    msg = await first.next()
+    first.stub_for(msg)  # its connection to the "frontend" (this scheduler), kept open
+    first.break_stream()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while len(sched.runtime.queue) == 0:  # put back for another run
+        assert loop.time() < deadline
+        await asyncio.sleep(0.01)
+    await first.send_result(msg, body=b'{"run":"first"}')  # then its result lands
+
+    second = await QuerierWorker(sched.channel(), "cortex-querier-2").open()
+    await second.answer(await second.next(), body=b'{"run":"second"}')
+    status, body, querier = await asyncio.wait_for(handle.results.get(), 5.0)
+    assert (status, body, querier) == (200, {"run": "second"}, "cortex-querier-2")
+    assert [r.id for r in await sched.recorder.wait_for("completed")] == ["ws:12"]
+    assert handle.results.empty() and len(sched.runtime.queue) == 0
+    await first.close()
+    await second.close()
+
+
 async def logged(caplog: Any, message: str, timeout: float = 5.0) -> None:
     """Return once a record saying `message` is captured (the loop runs meanwhile)."""
     loop = asyncio.get_running_loop()
