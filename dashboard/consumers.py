@@ -106,6 +106,14 @@ class InspectorConsumer(GuardedConsumer):
         # reaches the socket; never refused for a layer that fails or hangs.
         self.logout = LogoutListener(session_group(key), self.dispatch)
         await self.logout.join()
+        # Read again now the group is joined: a logout between the session's
+        # first read and the join was sent to nobody, and the socket streamed
+        # the queue until its login recheck. From the join on, one is heard.
+        user = self.scope.get("user")
+        if not await database_sync_to_async(session_still_allowed)(key, getattr(user, "pk", None)):
+            await self.disconnect(CLOSE_UNAUTHORISED)
+            await self.close(code=CLOSE_UNAUTHORISED)
+            return
         await self.accept()
         self.viewer = Viewer(self._send_text)
         get_broadcaster().register(self.viewer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from channels.auth import AuthMiddlewareStack
@@ -85,3 +86,27 @@ def test_the_sockets_hear_of_a_logout_only_once_its_session_is_gone(
     monkeypatch.setattr(consumers, "_announce_logout", announce)
     client.post("/logout/")
     assert heard == [False]
+
+
+async def test_a_logout_during_an_inspector_s_handshake_refuses_it(
+    monkeypatch: pytest.MonkeyPatch, broadcaster: Broadcaster
+) -> None:
+    # Tab B logs out while tab A's inspector connects, after its session was
+    # read: the logout went to a group the socket had not joined yet, and it
+    # streamed the queue until its login recheck.
+    alice = await database_sync_to_async(logged_in)("alice")
+    checked = consumers.role_of
+
+    def role_then_logout(user: Any) -> Any:
+        role = checked(user)
+        alice.post("/logout/")  # the same sync thread, between the two reads
+        return role
+
+    monkeypatch.setattr(consumers, "role_of", role_then_logout)
+    cookie = f"sessionid={alice.cookies['sessionid'].value}"
+    headers = [(b"host", SITE.encode()), (b"origin", f"http://{SITE}".encode())]
+    socket = WebsocketCommunicator(
+        application, "/ws/inspector/", headers=[*headers, (b"cookie", cookie.encode())]
+    )
+    assert await socket.connect() == (False, CLOSE_UNAUTHORISED)
+    assert not broadcaster.viewers
