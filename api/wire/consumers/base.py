@@ -24,6 +24,7 @@ from api.store.exceptions import DATABASE_UNREACHABLE
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
+from api.store.tokens import api_token_ids_by_state
 from api.wire import token_sockets
 from api.wire.consumers.guard import CLIENT_GONE, GuardedConsumer
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
@@ -130,6 +131,23 @@ class MachineConsumer(GuardedConsumer):
         self.accepted = True
         # Revoking the token closes this socket (api.wire.token_sockets).
         token_sockets.registry.add(token.pk, self)
+        await self._recheck_token(token.pk)
+
+    async def _recheck_token(self, token_id: int) -> None:
+        """Read the token again now the socket is registered.
+
+        A revocation (or expiry) between the first read and the registration
+        found no socket of it to close here: the token went on working until
+        the next reconcile. From the registration on, one closes it. A
+        database that fails now leaves it to that reconcile.
+        """
+        try:
+            states = await database_sync_to_async(api_token_ids_by_state)([token_id])
+        except DATABASE_UNREACHABLE:
+            return
+        if token_id not in states.live:
+            expired = token_id in states.expired
+            await self.token_revoked(token_sockets.EXPIRED if expired else token_sockets.REVOKED)
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         if self.token is not None:

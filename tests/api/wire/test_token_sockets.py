@@ -16,6 +16,7 @@ from channels.testing import WebsocketCommunicator
 from api.store.models import ApiToken
 from api.store.services import api_token_issue, api_token_revoke
 from api.wire import runtime_host, token_sockets
+from api.wire.consumers import base
 from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -191,3 +192,31 @@ async def test_the_re_check_tells_an_expired_tokens_socket_expired_and_a_revoked
     assert await host.close_revoked_sockets() == 2
     await closed_for_revocation(expiring, "token expired")
     await closed_for_revocation(revoking, "token revoked")
+
+
+@pytest.fixture
+def no_reconcile(settings: Any) -> None:
+    """No reconcile round during the test: what closes a socket is not its re-check."""
+    settings.CONFIG_RECONCILE_SECONDS = 300
+
+
+@pytest.mark.parametrize("kind", ["revoked", "expired"])
+async def test_a_token_revoked_while_its_socket_connects_closes_it_at_once(
+    no_reconcile: None, host: Any, tokens: Any, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    # Revoked after the handshake read the token and before the socket was
+    # registered: the close found no socket here, and the token enqueued
+    # until the next reconcile.
+    token_id, plaintext = tokens["frontend"]
+    read = base.api_token_authenticate
+
+    def read_then_revoke(text: str) -> Any:
+        found = read(text)
+        change = {"revoked": True} if kind == "revoked" else {"expires_at": datetime.now(UTC)}
+        ApiToken.objects.filter(pk=token_id).update(**change)
+        return found
+
+    monkeypatch.setattr(base, "api_token_authenticate", read_then_revoke)
+    comm = await connect("/ws/frontend/", plaintext)
+    await closed_for_revocation(comm, f"token {kind}")
+    assert token_sockets.registry.count(token_id) == 0
