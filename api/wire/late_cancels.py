@@ -9,11 +9,22 @@ longer than `QUEUE_PEER_TIMEOUT`, the asker answered and recorded its own
 happened, were on no record. Now such a peer records its own part: the
 operator's name, source and note come with the question (`audit`), and the
 note says whose part it is and why it has a row of its own.
+
+The peer judges "after" on the asker's clock when it is done. An asker
+whose loop was held past its deadline (another cancel of 20,000 requests)
+gave up on a reply that was already on its way, sent in time: the peer
+recorded nothing, the asker dropped the reply, and the cancel was on no
+record. So a reply says whether its peer recorded its part
+(`recorded`), and the asker keeps the change questions it gave up on for
+a while (`GaveUp`): a reply to one that its peer did not record, the
+asker records.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +32,7 @@ from channels.db import database_sync_to_async
 
 from api.store import services
 
-__all__ = ["audit_args", "record_late_part"]
+__all__ = ["GaveUp", "audit_args", "record_late_part"]
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +83,48 @@ async def record_late_part(own: str, asker: str, op: str, args: dict[str, Any], 
         replicas=[own],
         **part,
     )
+
+
+# How long an asker keeps a change question it gave up on: far past any
+# deadline, as a loop held up (the only way a reply sent in time comes
+# this late) is held seconds, not minutes.
+KEEP_SECONDS = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    op: str
+    args: dict[str, Any]
+    unanswered: set[str]
+    at: float
+
+
+class GaveUp:
+    """The change questions an asker stopped waiting for, with the peers that had not answered."""
+
+    def __init__(self) -> None:
+        self._questions: OrderedDict[str, _Question] = OrderedDict()
+
+    def note(self, rid: str, op: str, args: dict[str, Any], unanswered: set[str]) -> None:
+        now = time.monotonic()
+        questions = self._questions
+        while questions and now - next(iter(questions.values())).at > KEEP_SECONDS:
+            questions.popitem(last=False)
+        if unanswered:
+            questions[rid] = _Question(op, args, set(unanswered), now)
+
+    def late_reply(self, rid: str, replica: str, message: dict[str, Any]) -> _Question | None:
+        """The question a late reply answers, when the asker is to record the part.
+
+        Once per replica; never when the peer recorded it itself, nor for a
+        reply from a peer too old to say (its part is then on no record, as
+        before).
+        """
+        question = self._questions.get(rid)
+        if question is None or replica not in question.unanswered:
+            return None
+        question.unanswered.discard(replica)
+        return question if message.get("recorded") is False else None
+
+    def __len__(self) -> int:
+        return len(self._questions)

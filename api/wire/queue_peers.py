@@ -129,6 +129,7 @@ class QueuePeers:
         self.channel: str | None = None
         self._waiting: dict[str, tuple[asyncio.Future[None], dict[str, Any], set[str]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._gave_up = late_cancels.GaveUp()
 
     # -- answering ---------------------------------------------------------------
 
@@ -165,6 +166,8 @@ class QueuePeers:
                 replies[message["replica"]] = message.get("body")
                 if expected <= replies.keys() and not done.done():
                     done.set_result(None)
+            else:
+                self._reply_after_giving_up(message)
             return
         if kind != "queue.ask" or message.get("from") == self.own:
             return
@@ -180,6 +183,27 @@ class QueuePeers:
         task = asyncio.get_running_loop().create_task(self._reply(layer, message))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _reply_after_giving_up(self, message: dict[str, Any]) -> None:
+        """A peer's part of a change this replica stopped waiting for: recorded here,
+        unless the peer recorded it (`late_cancels`)."""
+        replica = message.get("replica")
+        if not isinstance(replica, str):
+            return
+        question = self._gave_up.late_reply(str(message.get("rid", "")), replica, message)
+        if question is None:
+            return
+        record = late_cancels.record_late_part(
+            replica, self.own, question.op, question.args, message.get("body")
+        )
+        task = asyncio.get_running_loop().create_task(record)
+        self._tasks.add(task)
+        task.add_done_callback(self._recorded)
+
+    def _recorded(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("queue peers: recording a late part failed", exc_info=task.exception())
 
     @classmethod
     def _change_too_late(cls, message: dict[str, Any]) -> bool:
@@ -209,10 +233,19 @@ class QueuePeers:
         except Exception:
             log.exception("queue peers: answering %s failed", message.get("op"))
             body = {"error": "failed"}
-        reply = {"type": "queue.reply", "rid": message["rid"], "replica": self.own, "body": body}
+        # Judged once: the reply says so, and the asker, if it gave up all the
+        # same (its loop held past the deadline), records what is not.
+        late = self._change_too_late(message)
+        reply = {
+            "type": "queue.reply",
+            "rid": message["rid"],
+            "replica": self.own,
+            "body": body,
+            "recorded": late,
+        }
         with contextlib.suppress(Exception):
             await layer.send(message["reply"], reply)
-        if self._change_too_late(message):
+        if late:
             # Heard in time, done too late: the asker recorded us as missing.
             op, args = message["op"], message.get("args") or {}
             try:
@@ -332,7 +365,10 @@ class QueuePeers:
         finally:
             del self._waiting[rid]
         answered = {r: body for r, body in replies.items() if r in heard}
-        return answered, sorted(heard - answered.keys())
+        missing = heard - answered.keys()
+        if op in _CHANGES:
+            self._gave_up.note(rid, op, args, missing)
+        return answered, sorted(missing)
 
     @staticmethod
     async def _send_and_wait(

@@ -81,3 +81,51 @@ async def test_a_peer_that_answers_in_time_records_nothing_of_its_own(
     )
     assert counts == (2, 2, ["r-a", "r-b"], [])
     assert await records() == []
+
+
+async def _recorded_rows(count: int) -> list[OperatorCancel]:
+    found: list[OperatorCancel] = []
+    deadline = asyncio.get_running_loop().time() + 5
+    while len(found := await records()) < count:
+        assert asyncio.get_running_loop().time() < deadline, f"{len(found)} of {count} recorded"
+        await asyncio.sleep(0.05)
+    return found
+
+
+async def test_a_reply_sent_in_time_that_reaches_an_asker_which_gave_up_is_recorded_by_the_asker(
+    pair: Any,  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The peer judged itself in time (by the deadline), but the reply came
+    # after the asker stopped waiting (its loop held up by another cancel):
+    # the peer recorded nothing and the asker dropped the reply.
+    hosts, peers = pair
+    fill(hosts["r-b"], "b", 3)
+    slow_on(hosts["r-b"], monkeypatch)
+    monkeypatch.setattr(type(peers["r-b"]), "_late", staticmethod(lambda message: False))
+    audit = audit_args("alice", "api", "")
+    counts = await merged.cancel_matching(
+        peers["r-a"], RequestFilter(tenant="t"), "by alice", False, audit
+    )
+    assert counts == (0, 0, ["r-a"], ["r-b"])
+    [row] = await _recorded_rows(1)
+    assert (row.matched, row.cancelled, row.replicas) == (3, 3, ["r-b"])
+    assert row.note == "r-b's part, done after r-a stopped waiting for it"
+
+
+async def test_a_late_part_the_peer_recorded_is_not_recorded_again_by_the_asker(
+    pair: Any,  # noqa: F811 - the fixture
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hosts, peers = pair
+    fill(hosts["r-b"], "b", 2)
+    slow_on(hosts["r-b"], monkeypatch)
+    audit = audit_args("alice", "api", "")
+    await merged.cancel_matching(peers["r-a"], RequestFilter(tenant="t"), "by alice", False, audit)
+    await _recorded_rows(1)
+    # Once the reply (saying its peer recorded it) has reached the asker, and
+    # anything it started has ended, the one row is still the only one.
+    questions = peers["r-a"]._gave_up._questions
+    await until(lambda: all(not q.unanswered for q in questions.values()))
+    await until(lambda: not peers["r-a"]._tasks)
+    assert len(await records()) == 1
