@@ -93,6 +93,34 @@ class RoleBoundGroupAdmin(_RoleBoundAdmin, GroupAdmin):
     """Django's group pages, under the same rule."""
 
 
+class _ServiceWritesAdmin(_RoleBoundAdmin):
+    """An admin whose saves go through the config store's services.
+
+    The form checks the version it was loaded at (and a new tenant's ID)
+    outside the store's lock; the service checks again under it. A writer
+    that got in between (another admin, REST, another replica) made the
+    service refuse, and the page was a 500. The view's transaction rolled
+    back: nothing was saved, and the page shown again says why.
+    """
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ConfigStoreError as exc:
+            return self.refused(request, "Not saved", exc)
+
+    def refused(self, request: HttpRequest, what: str, exc: ConfigStoreError) -> HttpResponse:
+        """The page again (as it is now), with what was not done and why."""
+        self.message_user(request, f"{what}: {exc}", messages.ERROR)
+        return HttpResponseRedirect(request.path)
+
+
 def _errors_to_form(form: forms.ModelForm[Any], exc: ConfigValidationError) -> None:
     for error in exc.errors:
         field = "tenant_id" if error.path == "tenant_id" else "config"
@@ -144,7 +172,7 @@ class TenantForm(_VersionedForm):
 
 
 @admin.register(Tenant)
-class TenantAdmin(_RoleBoundAdmin):
+class TenantAdmin(_ServiceWritesAdmin):
     form = TenantForm
     actions = ["delete_tenants"]
     list_display = ["tenant_id", "version", "updated_at"]
@@ -178,10 +206,8 @@ class TenantAdmin(_RoleBoundAdmin):
         try:
             return super().delete_view(request, object_id, extra_context)
         except ConfigStoreError as exc:
-            # The view's transaction rolled back: nothing was deleted. The
-            # page shown again carries the current version.
-            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
-            return HttpResponseRedirect(request.path)
+            # The page shown again carries the current version.
+            return self.refused(request, "Not deleted", exc)
 
     def delete_model(self, request: HttpRequest, obj: Tenant) -> None:
         # Without the version the confirmation was shown at, a change made
@@ -262,7 +288,7 @@ class SchedulerSettingsForm(_VersionedForm):
 
 
 @admin.register(SchedulerSettings)
-class SchedulerSettingsAdmin(_RoleBoundAdmin):
+class SchedulerSettingsAdmin(_ServiceWritesAdmin):
     form = SchedulerSettingsForm
     list_display = ["__str__", "version", "updated_at"]
     readonly_fields = ["version", "config_version", "updated_at"]

@@ -9,6 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from api.store import services
+from api.store.exceptions import VersionConflict
 from api.store.models import ApiToken, ConfigRevision, SchedulerSettings, Tenant
 
 pytestmark = pytest.mark.django_db
@@ -297,3 +298,45 @@ def test_a_token_name_the_listings_would_garble_is_refused_on_the_admin_form(
     assert response.status_code == 200  # the form again, not a server error
     assert "U+2028" in str(response.context["adminform"].form.errors["name"])
     assert not ApiToken.objects.exists()
+
+
+def _refused_under_the_lock(monkeypatch: pytest.MonkeyPatch, name: str, current: int) -> None:
+    """The store refuses the admin's write as it does when another writer got in
+    after the form's checks (one connection cannot commit beside the view's
+    transaction, so the other write is stood for by its outcome)."""
+
+    def refused(**kwargs: Any) -> Any:
+        raise VersionConflict(current)
+
+    monkeypatch.setattr(services, name, refused)
+
+
+@pytest.mark.parametrize("page", ["add", "change"])
+def test_a_tenant_save_another_writer_got_in_before_says_so_and_saves_nothing(
+    boss: Client, rules: dict[str, Any], monkeypatch: pytest.MonkeyPatch, page: str
+) -> None:
+    # The form checked the version (or that the ID was free) outside the
+    # store's lock; the store refused under it, and the page was a 500.
+    if page == "change":
+        tenant = put_t1(rules)
+        url = f"/admin/api/tenant/{tenant.pk}/change/"
+        form = {"config": json.dumps({}), "expected_version": tenant.version}
+    else:
+        url, form = "/admin/api/tenant/add/", {"tenant_id": "t1", "config": json.dumps(rules)}
+    _refused_under_the_lock(monkeypatch, "tenant_put", 7)
+    response = boss.post(url, form, follow=True)
+    assert response.redirect_chain == [(url, 302)]
+    assert b"Not saved: version conflict: the current version is 7" in response.content
+    assert [t.config for t in Tenant.objects.all()] == ([rules] if page == "change" else [])
+
+
+def test_a_settings_save_another_writer_got_in_before_says_so_and_saves_nothing(
+    boss: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "/admin/api/schedulersettings/1/change/"
+    _refused_under_the_lock(monkeypatch, "settings_update", 3)
+    form = {"config": json.dumps({"layout": "component-first"}), "expected_version": 0}
+    response = boss.post(url, form, follow=True)
+    assert response.redirect_chain == [(url, 302)]
+    assert b"Not saved: version conflict: the current version is 3" in response.content
+    assert SchedulerSettings.objects.get().config.get("layout") != "component-first"
