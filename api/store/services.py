@@ -359,7 +359,6 @@ def revision_rollback(
             author=author,
             source=source,
             message=message,
-            dry_run=False,
         )
     if row.config_version == version_before:
         return None

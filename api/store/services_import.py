@@ -27,17 +27,18 @@ __all__ = ["runtime_config_import"]
 
 
 def _overrides_apply(
-    row: SchedulerSettings,
+    row: SchedulerSettings | None,
     *,
     overrides: Mapping[str, Any],
     author: Author | None,
     source: str,
     message: str,
-    dry_run: bool,
 ) -> ImportResult:
-    existing = {t.tenant_id: t for t in Tenant.objects.select_for_update()}
+    """Plan the import and, given the locked settings `row`, write it (None: a dry run)."""
+    tenants = Tenant.objects.all() if row is None else Tenant.objects.select_for_update()
+    existing = {t.tenant_id: t for t in tenants}
     plan = plan_import(overrides, {tid: t.config for tid, t in existing.items()})
-    if dry_run or not plan.has_changes:
+    if row is None or not plan.has_changes:
         return plan
     before = {tid: t.config for tid, t in sorted(existing.items())}
     revision = record_revision(
@@ -98,14 +99,17 @@ def runtime_config_import(
     ETag); `require_empty` accepts the import only while no tenant exists.
     Either check fails with `VersionConflict`, checked under the settings
     lock, so two GitOps writers can never silently overwrite each other.
+
+    A dry run writes nothing and takes no lock: holding the writers' lock
+    and every tenant's row while it planned a whole file (half a second at
+    3,000 tenants) held up every save on every replica, for a CI job
+    planning each pull request. It reads the tenants as they are then.
     """
-    row = lock_settings()
+    row = None if dry_run else lock_settings()
     if expected_version is not None or require_empty:
         current = overrides_version_get()
         if expected_version is not None and expected_version != current:
             raise VersionConflict(current)
         if require_empty and Tenant.objects.exists():
             raise VersionConflict(current)
-    return _overrides_apply(
-        row, overrides=overrides, author=author, source=source, message=message, dry_run=dry_run
-    )
+    return _overrides_apply(row, overrides=overrides, author=author, source=source, message=message)
