@@ -40,6 +40,16 @@ async def records() -> list[OperatorCancel]:
     return await database_sync_to_async(lambda: list(OperatorCancel.objects.all()))()
 
 
+async def recorded_rows(count: int) -> list[OperatorCancel]:
+    """The History cancel records, once there are `count` of them (5 s at most)."""
+    found: list[OperatorCancel] = []
+    deadline = asyncio.get_running_loop().time() + 5
+    while len(found := await records()) < count:
+        assert asyncio.get_running_loop().time() < deadline, f"{len(found)} of {count} recorded"
+        await asyncio.sleep(0.05)
+    return found
+
+
 async def test_a_peer_that_cancels_after_its_asker_gave_up_records_its_own_part(
     pair: Any,  # noqa: F811 - the fixture
     monkeypatch: pytest.MonkeyPatch,
@@ -54,17 +64,7 @@ async def test_a_peer_that_cancels_after_its_asker_gave_up_records_its_own_part(
     )
     assert counts == (1, 1, ["r-a"], ["r-b"])  # r-b too slow: named missing
     await until(lambda: len(hosts["r-b"].runtime.queue) == 0)
-    found: list[OperatorCancel] = []
-
-    async def recorded() -> bool:
-        found[:] = await records()
-        return bool(found)
-
-    deadline = asyncio.get_running_loop().time() + 5
-    while not await recorded():
-        assert asyncio.get_running_loop().time() < deadline, "r-b recorded nothing"
-        await asyncio.sleep(0.05)
-    [row] = found
+    [row] = await recorded_rows(1)
     assert (row.matched, row.cancelled, row.replicas) == (3, 3, ["r-b"])
     assert row.filter["tenant"] == "t" and row.author_name == "alice" and row.source == "ui"
     assert row.note == "r-b's part, done after r-a stopped waiting for it: runaway dashboard"
@@ -83,15 +83,6 @@ async def test_a_peer_that_answers_in_time_records_nothing_of_its_own(
     assert await records() == []
 
 
-async def _recorded_rows(count: int) -> list[OperatorCancel]:
-    found: list[OperatorCancel] = []
-    deadline = asyncio.get_running_loop().time() + 5
-    while len(found := await records()) < count:
-        assert asyncio.get_running_loop().time() < deadline, f"{len(found)} of {count} recorded"
-        await asyncio.sleep(0.05)
-    return found
-
-
 async def test_a_reply_sent_in_time_that_reaches_an_asker_which_gave_up_is_recorded_by_the_asker(
     pair: Any,  # noqa: F811 - the fixture
     monkeypatch: pytest.MonkeyPatch,
@@ -108,7 +99,7 @@ async def test_a_reply_sent_in_time_that_reaches_an_asker_which_gave_up_is_recor
         peers["r-a"], RequestFilter(tenant="t"), "by alice", False, audit
     )
     assert counts == (0, 0, ["r-a"], ["r-b"])
-    [row] = await _recorded_rows(1)
+    [row] = await recorded_rows(1)
     assert (row.matched, row.cancelled, row.replicas) == (3, 3, ["r-b"])
     assert row.note == "r-b's part, done after r-a stopped waiting for it"
 
@@ -122,7 +113,7 @@ async def test_a_late_part_the_peer_recorded_is_not_recorded_again_by_the_asker(
     slow_on(hosts["r-b"], monkeypatch)
     audit = audit_args("alice", "api", "")
     await merged.cancel_matching(peers["r-a"], RequestFilter(tenant="t"), "by alice", False, audit)
-    await _recorded_rows(1)
+    await recorded_rows(1)
     # Once the reply (saying its peer recorded it) has reached the asker, and
     # anything it started has ended, the one row is still the only one.
     questions = peers["r-a"]._gave_up._questions
