@@ -91,6 +91,12 @@ class QueueLimits(QueueState):
 
     def _rederive(self, tenants: set[str]) -> None:
         # In the order the IDs' queues were made: the same replay, the same reshards.
-        named = [o for o, parts in self._federated.items() if not parts.isdisjoint(tenants)]
+        federated = self._federated
+        named = []
+        for org_id, parts in federated.items():
+            if parts is None:  # split once, at the first edit that looks
+                parts = federated[org_id] = frozenset(org_id.split("|"))
+            if not parts.isdisjoint(tenants):
+                named.append(org_id)
         for org_id in named:
             keep_org_limits(self, org_id)
