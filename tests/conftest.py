@@ -15,12 +15,15 @@ It is started once per test session and stopped with SIGTERM at the end.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import grpc
 import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import Group, User
@@ -123,3 +126,33 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_EXIT_STATUS[-1])
+
+
+@pytest.fixture
+def busy_grpc() -> Iterator[None]:
+    """A gRPC server and a client calling it flat out on a thread of this process."""
+    stop = threading.Event()
+    started = threading.Event()
+
+    async def echo_until_stopped() -> None:
+        server = grpc.aio.server()
+        echo = grpc.unary_unary_rpc_method_handler(lambda request, _context: request)
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t", {"E": echo})])
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary("/t/E")
+            await call(b"ping")
+            started.set()
+            while not stop.is_set():
+                await call(b"ping")
+        await server.stop(None)
+
+    caller = threading.Thread(target=asyncio.run, args=(echo_until_stopped(),))
+    caller.start()
+    try:
+        assert started.wait(30), "the gRPC calls did not start"
+        yield
+    finally:
+        stop.set()
+        caller.join(30)

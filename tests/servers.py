@@ -18,7 +18,6 @@ setup, saying why.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pwd
 import shutil
@@ -185,15 +184,21 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent(stop_signal: signal.Signals) -> Callable[[], None] | None:
-    """A preexec_fn: the server gets `stop_signal` if pytest itself is killed.
+def _dying_with_parent(args: list[str], stop_signal: signal.Signals) -> list[str]:
+    """`args`, run so that the server gets `stop_signal` if pytest itself is killed.
 
-    (subprocess switches user before calling it, and the setting survives exec.)
+    util-linux's `setpriv --pdeathsig` sets it and execs the server (it
+    survives the exec; subprocess switches user before). Not a preexec_fn:
+    one makes subprocess fork() instead of vfork(), and a fork() while
+    gRPC's threads run (in any test process that used a gRPC client) runs
+    gRPC's fork handlers, which crashed the child before its exec with
+    SIGABRT ("Epoll1Poller ... epoll_wait error: Bad file descriptor"): a
+    Redis a test started died at birth in CI (see tests/processes.py).
     """
-    if not sys.platform.startswith("linux"):
-        return None
-    prctl, pr_set_pdeathsig = ctypes.CDLL(None).prctl, 1
-    return lambda: prctl(pr_set_pdeathsig, int(stop_signal))
+    setpriv = shutil.which("setpriv")
+    if not sys.platform.startswith("linux") or setpriv is None:
+        return args
+    return [setpriv, f"--pdeathsig={stop_signal.name.removeprefix('SIG')}", *args]
 
 
 def _as_user(user: str | None) -> dict[str, object]:
@@ -217,13 +222,12 @@ def _launch(
         # Its own process group: a Ctrl-C reaches pytest, which then stops the
         # server in order, instead of reaching the server mid-test.
         process = subprocess.Popen(
-            args,
+            _dying_with_parent(args, stop_signal),
             cwd=directory,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             process_group=0,
-            preexec_fn=_die_with_parent(stop_signal),
             **_as_user(user),
         )
     running = _Running(description, process, stop_signal, directory)

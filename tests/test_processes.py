@@ -3,13 +3,9 @@ and starting it is safe in a test process whose gRPC threads are busy."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 
-import grpc
 import pytest
 
 from tests.processes import ctrl_c_as_from_a_terminal
@@ -28,36 +24,6 @@ def test_a_command_started_from_a_shell_that_ignores_ctrl_c_takes_it_again() -> 
         shell + ctrl_c_as_from_a_terminal(SHOW_SIGINT), capture_output=True, text=True, check=True
     )
     assert (ignoring.stdout, taking.stdout) == ("False\n", "True\n")
-
-
-@pytest.fixture
-def busy_grpc() -> Iterator[None]:
-    """A gRPC server and a client calling it flat out on a thread of this process."""
-    stop = threading.Event()
-    started = threading.Event()
-
-    async def echo_until_stopped() -> None:
-        server = grpc.aio.server()
-        echo = grpc.unary_unary_rpc_method_handler(lambda request, _context: request)
-        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t", {"E": echo})])
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            call = channel.unary_unary("/t/E")
-            await call(b"ping")
-            started.set()
-            while not stop.is_set():
-                await call(b"ping")
-        await server.stop(None)
-
-    caller = threading.Thread(target=asyncio.run, args=(echo_until_stopped(),))
-    caller.start()
-    try:
-        assert started.wait(30), "the gRPC calls did not start"
-        yield
-    finally:
-        stop.set()
-        caller.join(30)
 
 
 @pytest.mark.usefixtures("busy_grpc")
