@@ -125,6 +125,3 @@ class GaveUp:
             return None
         question.unanswered.discard(replica)
         return question if message.get("recorded") is False else None
-
-    def __len__(self) -> int:
-        return len(self._questions)

@@ -193,17 +193,22 @@ class QueuePeers:
         question = self._gave_up.late_reply(str(message.get("rid", "")), replica, message)
         if question is None:
             return
-        record = late_cancels.record_late_part(
+        record = self._record_late(
             replica, self.own, question.op, question.args, message.get("body")
         )
         task = asyncio.get_running_loop().create_task(record)
         self._tasks.add(task)
-        task.add_done_callback(self._recorded)
+        task.add_done_callback(self._tasks.discard)
 
-    def _recorded(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("queue peers: recording a late part failed", exc_info=task.exception())
+    @staticmethod
+    async def _record_late(
+        replica: str, asker: str, op: str, args: dict[str, Any], body: Any
+    ) -> None:
+        """`replica`'s part of `asker`'s change, done after `asker` stopped waiting, on History."""
+        try:
+            await late_cancels.record_late_part(replica, asker, op, args, body)
+        except Exception:
+            log.exception("queue peers: recording a late %s failed", op)
 
     @classmethod
     def _change_too_late(cls, message: dict[str, Any]) -> bool:
@@ -248,10 +253,7 @@ class QueuePeers:
         if late:
             # Heard in time, done too late: the asker recorded us as missing.
             op, args = message["op"], message.get("args") or {}
-            try:
-                await late_cancels.record_late_part(self.own, str(asker), op, args, body)
-            except Exception:
-                log.exception("queue peers: recording a late %s failed", op)
+            await self._record_late(self.own, str(asker), op, args, body)
 
     async def answer(self, op: str, args: dict[str, Any], asker: str | None = None) -> Any:
         """One question about this replica's own queue, answered here (JSON-ready).
