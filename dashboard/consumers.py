@@ -109,10 +109,8 @@ class InspectorConsumer(GuardedConsumer):
         # Read again now the group is joined: a logout between the session's
         # first read and the join was sent to nobody, and the socket streamed
         # the queue until its login recheck. From the join on, one is heard.
-        user = self.scope.get("user")
-        if not await database_sync_to_async(session_still_allowed)(key, getattr(user, "pk", None)):
-            await self.disconnect(CLOSE_UNAUTHORISED)
-            await self.close(code=CLOSE_UNAUTHORISED)
+        if not await self._login_holds():
+            await self.session_ended({})  # before the accept: the handshake is refused
             return
         await self.accept()
         self.viewer = Viewer(self._send_text)
@@ -179,19 +177,22 @@ class InspectorConsumer(GuardedConsumer):
         A logout ends it at once (`session_ended`); these have no signal, so
         the login is checked again every `INSPECTOR_LOGIN_RECHECK_SECONDS`.
         """
-        user = self.scope.get("user")
-        key = self.scope["session"].session_key
-        still = database_sync_to_async(session_still_allowed)
         while True:
             await asyncio.sleep(settings.INSPECTOR_LOGIN_RECHECK_SECONDS)
-            if not await still(key, getattr(user, "pk", None)):
+            if not await self._login_holds():
                 await self.session_ended({})
                 return
+
+    async def _login_holds(self) -> bool:
+        """Whether this socket's login still holds (`session_still_allowed`)."""
+        user = self.scope.get("user")
+        key = self.scope["session"].session_key
+        return await database_sync_to_async(session_still_allowed)(key, getattr(user, "pk", None))
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         """The session logged out (in any tab, on any replica): stop showing the queue.
 
-        Runs in the logout listener's task, or the login recheck's.
+        Runs in the logout listener's task, the login recheck's, or the handshake's.
         """
         await self.disconnect(CLOSE_UNAUTHORISED)
         await self.close(code=CLOSE_UNAUTHORISED)
