@@ -35,7 +35,6 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from api.store import config_events, selectors, services
-from api.store.tokens import api_token_ids_by_state
 from api.wire import token_sockets
 from api.wire.config_apply import ConfigApplier, load_update
 from api.wire.config_group import ConfigGroup
@@ -167,18 +166,7 @@ class DatabaseSync:
 
     async def close_revoked_sockets(self) -> int:
         """Close open sockets whose token is revoked, gone (the news may be lost) or expired."""
-        open_ids = token_sockets.registry.token_ids()
-        if not open_ids:
-            return 0
-        # One read for both: which tokens are dead, and which of those merely
-        # ran out (an operator told "revoked" about one would go looking for
-        # who revoked it).
-        states = await database_sync_to_async(api_token_ids_by_state)(open_ids)
-        dead = set(open_ids) - states.live
-        if not dead:
-            return 0
-        closed = await token_sockets.registry.close_tokens(states.expired, token_sockets.EXPIRED)
-        return closed + await token_sockets.registry.close_tokens(dead - states.expired)
+        return await token_sockets.registry.close_dead(token_sockets.registry.token_ids())
 
     def _on_local_revocation(self, token_id: int) -> None:
         # As `_on_local_change`: from the committing thread, in a fresh context.

@@ -21,6 +21,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from channels.db import database_sync_to_async
+
+from api.store.tokens import api_token_ids_by_state
+
 __all__ = ["EXPIRED", "REVOKED", "RevocableSocket", "TokenSockets", "registry"]
 
 # What a closed socket is told (its `error` frame and close reason).
@@ -79,6 +83,23 @@ class TokenSockets:
                     len(sockets),
                 )
         return closed
+
+    async def close_dead(self, token_ids: Iterable[int]) -> int:
+        """Close the connections of those `token_ids` the database no longer finds
+        live, in one read: an expired token's told so, the rest revoked.
+
+        Told "revoked", an operator went looking for who revoked a token
+        that had merely run out.
+        """
+        ids = set(token_ids)
+        if not ids:
+            return 0
+        states = await database_sync_to_async(api_token_ids_by_state)(ids)
+        dead = ids - states.live
+        if not dead:
+            return 0
+        closed = await self.close_tokens(states.expired, EXPIRED)
+        return closed + await self.close_tokens(dead - states.expired)
 
 
 registry = TokenSockets()

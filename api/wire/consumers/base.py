@@ -12,6 +12,7 @@ the benchmark inherits the same base, so the comparison stays fair.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,7 +25,6 @@ from api.store.exceptions import DATABASE_UNREACHABLE
 from api.store.models import ApiToken
 from api.store.roles import token_from_header
 from api.store.services import api_token_authenticate
-from api.store.tokens import api_token_ids_by_state
 from api.wire import token_sockets
 from api.wire.consumers.guard import CLIENT_GONE, GuardedConsumer
 from api.wire.protocol import Parser, ProtocolError, decode, dumps, error_message, parse
@@ -141,13 +141,8 @@ class MachineConsumer(GuardedConsumer):
         the next reconcile. From the registration on, one closes it. A
         database that fails now leaves it to that reconcile.
         """
-        try:
-            states = await database_sync_to_async(api_token_ids_by_state)([token_id])
-        except DATABASE_UNREACHABLE:
-            return
-        if token_id not in states.live:
-            expired = token_id in states.expired
-            await self.token_revoked(token_sockets.EXPIRED if expired else token_sockets.REVOKED)
+        with contextlib.suppress(*DATABASE_UNREACHABLE):
+            await token_sockets.registry.close_dead([token_id])
 
     async def websocket_disconnect(self, message: dict[str, Any]) -> None:
         if self.token is not None:
