@@ -6,6 +6,7 @@ database (tests/api/rest/test_rest_daphne_import_worker.py covers the worker).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,12 @@ from rest_framework.test import APIClient
 from api.cluster import replica_board
 from api.cluster.replica_board import ReplicaBoard
 from api.store.services import api_token_issue
+from api.wire import runtime_host
+from api.wire.usage_block import UsagePages
+from scheduler_core.model import QueueConfig, Request
+from scheduler_core.runtime import SchedulerRuntime
+from scheduler_core.tenant_usage import TenantUsage
+from tests.fakes import FakeClock
 
 
 @pytest.fixture(autouse=True)
@@ -49,3 +56,18 @@ def board(monkeypatch: pytest.MonkeyPatch) -> ReplicaBoard:
     board = ReplicaBoard("replica-a")
     monkeypatch.setattr(replica_board, "_board", board)
     return board
+
+
+@pytest.fixture
+def running(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
+    """A started runtime with one request queued for team-a; `runtime_host.get_host()`
+    answers a stand-in host for it (its runtime and usage pages)."""
+    clock = FakeClock(100.0)
+    runtime = SchedulerRuntime(QueueConfig(), clock=clock)
+    runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
+    usage = UsagePages(TenantUsage(clock=clock), runtime.queue, clock)
+    host = SimpleNamespace(runtime=runtime, frontends=list, usage_block=usage.block)
+    monkeypatch.setattr(runtime_host, "started", lambda: True)
+    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
+    monkeypatch.setattr(runtime_host, "get_host", lambda: host)
+    return runtime

@@ -11,7 +11,6 @@ answer passed for the whole service's.
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,33 +19,21 @@ from api.cluster.replica_board import ReplicaBoard
 from api.store.models import OperatorCancel
 from api.wire import queue_peers, runtime_host
 from api.wire.queue_peers import QueuePeers
-from api.wire.usage_block import UsagePages
-from scheduler_core.model import QueueConfig, Request
-from scheduler_core.runtime import SchedulerRuntime
-from scheduler_core.tenant_usage import TenantUsage
 from tests.api.cluster.replica_summaries import encoded
-from tests.fakes import FakeClock
 
 
 @pytest.fixture
-def host(monkeypatch: pytest.MonkeyPatch, settings: Any, board: ReplicaBoard) -> Any:
+def host(running: Any, settings: Any, board: ReplicaBoard, monkeypatch: pytest.MonkeyPatch) -> Any:
     """replica-a (this one; one request of team-a queued), replica-c live, replica-b hung."""
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
     now = time.time()
     board.accept([encoded("replica-c", now)], [0.0], now)
     board.note_registry({"replica-a": now, "replica-b": now - 10, "replica-c": now}, now)
     assert (queue_peers.live_peers(), queue_peers.down_peers()) == (["replica-c"], ["replica-b"])
-    clock = FakeClock(100.0)
-    runtime = SchedulerRuntime(QueueConfig(), clock=clock)
-    runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
-    usage = UsagePages(TenantUsage(clock=clock), runtime.queue, clock)
-    host = SimpleNamespace(runtime=runtime, frontends=list, usage_block=usage.block)
+    host = runtime_host.get_host()
     host.queue_peers = QueuePeers(host)
     host.queue_peers.channel = "replica-a-channel"
     monkeypatch.setattr(queue_peers, "get_channel_layer", lambda: object())
-    monkeypatch.setattr(runtime_host, "started", lambda: True)
-    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
-    monkeypatch.setattr(runtime_host, "get_host", lambda: host)
     return host
 
 

@@ -9,7 +9,6 @@ answers with two real replicas are in tests/service/test_queue_replicas_first_an
 from __future__ import annotations
 
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,11 +16,6 @@ import pytest
 from api.cluster.replica_board import ReplicaBoard
 from api.wire import queue_requests, runtime_host
 from api.wire.queue_peers import UNHEARD_NOTE
-from api.wire.usage_block import UsagePages
-from scheduler_core.model import QueueConfig, Request
-from scheduler_core.runtime import SchedulerRuntime
-from scheduler_core.tenant_usage import TenantUsage
-from tests.fakes import FakeClock
 
 UNHEARD_BLOCK = {
     "count": 1,
@@ -36,20 +30,6 @@ BLOCK_PATHS = ["/api/v1/queue/", "/api/v1/queriers/", "/api/v1/queue/usage/"]
 @pytest.fixture
 def scale_out(settings: Any) -> None:
     settings.REDIS_URL = "redis://127.0.0.1:1/0"
-
-
-@pytest.fixture
-def running(monkeypatch: pytest.MonkeyPatch) -> SchedulerRuntime:
-    """A started runtime with one request queued for team-a."""
-    clock = FakeClock(100.0)
-    runtime = SchedulerRuntime(QueueConfig(), clock=clock)
-    runtime.queue.enqueue(Request(id="r1", tenant_id="team-a", component="ingester"))
-    usage = UsagePages(TenantUsage(clock=clock), runtime.queue, clock)
-    host = SimpleNamespace(runtime=runtime, frontends=list, usage_block=usage.block)
-    monkeypatch.setattr(runtime_host, "started", lambda: True)
-    monkeypatch.setattr(runtime_host, "get_runtime", lambda: runtime)
-    monkeypatch.setattr(runtime_host, "get_host", lambda: host)
-    return runtime
 
 
 @pytest.mark.parametrize("path", BLOCK_PATHS)
