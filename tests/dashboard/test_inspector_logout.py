@@ -40,12 +40,17 @@ def logged_in(username: str) -> Client:
     return client
 
 
-async def inspector(client: Client) -> WebsocketCommunicator:
+def inspector_socket(client: Client) -> WebsocketCommunicator:
+    """An inspector socket of `client`'s session, not connected yet."""
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     headers = [(b"host", SITE.encode()), (b"origin", f"http://{SITE}".encode())]
-    socket = WebsocketCommunicator(
+    return WebsocketCommunicator(
         application, "/ws/inspector/", headers=[*headers, (b"cookie", cookie.encode())]
     )
+
+
+async def inspector(client: Client) -> WebsocketCommunicator:
+    socket = inspector_socket(client)
     connected, _ = await socket.connect()
     assert connected
     return socket
@@ -103,10 +108,5 @@ async def test_a_logout_during_an_inspector_s_handshake_refuses_it(
         return role
 
     monkeypatch.setattr(consumers, "role_of", role_then_logout)
-    cookie = f"sessionid={alice.cookies['sessionid'].value}"
-    headers = [(b"host", SITE.encode()), (b"origin", f"http://{SITE}".encode())]
-    socket = WebsocketCommunicator(
-        application, "/ws/inspector/", headers=[*headers, (b"cookie", cookie.encode())]
-    )
-    assert await socket.connect() == (False, CLOSE_UNAUTHORISED)
+    assert await inspector_socket(alice).connect() == (False, CLOSE_UNAUTHORISED)
     assert not broadcaster.viewers
