@@ -283,20 +283,43 @@ def _grpcio_server(methods: list[Method], *, max_connection_idle: float = 0.0) -
         service, name = m.path.strip("/").split("/")
         if m.streaming:
             handler = grpc.stream_stream_rpc_method_handler(
-                m.handler, request_deserializer=m.deserialize, response_serializer=m.serialize
+                _unless_expired(m.handler),
+                request_deserializer=m.deserialize,
+                response_serializer=m.serialize,
             )
         else:
             # The request comes as bytes and is decoded in the handler: grpcio
             # decoding it would answer a malformed one INTERNAL with an error
             # log, where it is the client's INVALID_ARGUMENT (streams.py).
             handler = grpc.unary_unary_rpc_method_handler(
-                _decoding(m), response_serializer=m.serialize
+                _unless_expired(_decoding(m)), response_serializer=m.serialize
             )
         services.setdefault(service, {})[name] = handler
     server.add_generic_rpc_handlers(
         tuple(grpc.method_handlers_generic_handler(s, h) for s, h in services.items())
     )
     return server
+
+
+def _unless_expired(
+    handler: Callable[[Any, Any], Awaitable[Any]],
+) -> Callable[[Any, Any], Awaitable[Any]]:
+    """`handler`, not run for a call whose deadline is already over.
+
+    grpc core may hand a call to the servicer before its deadline timer
+    fires, even when the deadline passed on arrival (`grpc-timeout: 0n`): a
+    frontend loop then read its INIT, registered the frontend and sent OK on
+    a call the client had already given up (a CI flake in session 44). The
+    lean door refuses such a call before the servicer as well (lean_server).
+    """
+
+    async def handle(request: Any, context: Any) -> Any:
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+        return await handler(request, context)
+
+    return handle
 
 
 def _decoding(method: Method) -> Callable[[bytes, Any], Awaitable[Any]]:

@@ -20,6 +20,8 @@ import pytest
 from api.wire.grpc.clients import CortexFrontend, get_request
 from api.wire.grpc.http2_frames import CANCEL, NO_ERROR, RST_STREAM, S_INITIAL_WINDOW_SIZE, frame
 from api.wire.grpc.lean_server import LeanGrpcServer, grpc_timeout
+from api.wire.grpc.server import _unless_expired
+from api.wire.grpc.streams import AbortError
 from scheduler_core.model import QueueConfig
 from scheduler_core.pb import httpgrpc_pb2
 from scheduler_core.pb import schedulerpb_pb2 as pb
@@ -300,3 +302,27 @@ async def test_the_deadline_ends_only_its_own_stream(scheduler: Scheduler) -> No
         assert peer.reply(3).reset is None
     finally:
         peer.close()
+
+
+class _ContextPastItsDeadline:
+    """What grpcio's servicer context reports when grpc core hands the
+    servicer a call before its deadline timer fires."""
+
+    def time_remaining(self) -> float:
+        return 0.0
+
+    async def abort(self, code: grpc.StatusCode, details: str) -> None:
+        raise AbortError(code, details)
+
+
+async def test_the_grpcio_door_runs_no_servicer_for_a_call_past_its_deadline() -> None:
+    ran = []
+
+    async def servicer(request: object, context: object) -> None:
+        ran.append(request)
+
+    with pytest.raises(AbortError) as refused:
+        await _unless_expired(servicer)(b"", _ContextPastItsDeadline())
+
+    assert refused.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert ran == []
