@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 from django.conf import settings
@@ -42,13 +42,25 @@ __all__ = ["GrpcDemo", "GrpcUnavailable", "component_of", "forwarded_request"]
 PROMETHEUS_PREFIX = "/prometheus/api/v1/"
 ANSWER = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
 _STREAM_ERRORS = (grpc.aio.AioRpcError, EOFError, TimeoutError, asyncio.InvalidStateError)
-# A query with no result this long after it was sent is counted lost.
+# A query with no result this long after it was sent is given up: counted
+# "timed out" and cancelled at its scheduler, as a Cortex query-frontend
+# cancels a query whose HTTP client went away.
 RESULT_TIMEOUT = 300.0
 # How long a query enqueued on a frontend loop that broke may still be
 # answered. The scheduler drops the loop's queued queries (as Cortex's does),
 # but a querier already running one answers the frontend directly, so it is
 # lost only once a querier's latency has passed with no result.
 ORPHAN_GRACE = 30.0
+# How often queries past their deadline are given up.
+GIVE_UP_PERIOD = 0.5
+
+
+class _Waiting(NamedTuple):
+    """A query sent and not answered yet."""
+
+    due: float  # when it is given up without a result
+    address: str  # the scheduler it went to
+    orphaned: bool  # its loop broke: lost at `due`, not timed out
 
 
 class GrpcUnavailable(Exception):
@@ -98,7 +110,10 @@ class GrpcDemo:
     query ID; a query ID is in `_pending` before its ENQUEUE is written,
     because a fast querier's result may arrive before the loop's reply.
     Every query sent is counted once: as a result, a failure, a rejection,
-    an error or lost. A result for a query already counted lost is ignored.
+    an error, timed out or lost. Timed out is a query still held on a live
+    loop when `result_timeout` passed, and cancelled there; lost is one
+    whose loop broke (the scheduler dropped it) with no result within the
+    grace. A result for a query already counted either way is ignored.
     A query whose ENQUEUE a scheduler answered SHUTTING_DOWN, or whose loop
     broke, goes to another loop, as a Cortex query-frontend fails over to
     another scheduler; the loop reopens after a pause.
@@ -115,6 +130,7 @@ class GrpcDemo:
         seed: int = 1,
         tls: PeerTls | None = None,
         orphan_grace: float = ORPHAN_GRACE,
+        result_timeout: float = RESULT_TIMEOUT,
     ) -> None:
         """`tls` None: PeerTls of the scheduler's settings, read at start."""
         if not addresses:
@@ -128,17 +144,20 @@ class GrpcDemo:
         self._workers, self._loops = workers, loops
         self._rng = random.Random(seed)
         self._frontend: CortexFrontend | None = None
-        self._channels: list[grpc.aio.Channel] = []
+        self._channels: dict[str, grpc.aio.Channel] = {}
         self._queue: asyncio.Queue[_Query] = asyncio.Queue()
         # Cortex's frontend tries a query its worker count plus one times, so
         # that at least two schedulers see it; its workers are our loops.
         self._retries = loops * len(addresses) + 1
         self._moving = 0  # queries in `_queue` again after a failed ENQUEUE
         self._orphan_grace = orphan_grace
-        # Query ID -> (when it counts as lost without a result, the address it went to).
-        self._pending: dict[int, tuple[float, str]] = {}
+        self._result_timeout = result_timeout
+        # Query ID -> when it is given up without a result, the address it
+        # went to, and whether its loop broke (lost) or not (timed out).
+        self._pending: dict[int, _Waiting] = {}
         self._last_id = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._cancels: set[asyncio.Task[None]] = set()  # CANCELs of queries given up
 
     @property
     def running(self) -> bool:
@@ -150,7 +169,7 @@ class GrpcDemo:
 
     @property
     def unanswered(self) -> int:
-        """Sent with no answer yet, and not (yet) counted lost by `status()`."""
+        """Sent with no answer yet, and not (yet) given up by `status()`."""
         return len(self._pending) + self._moving
 
     async def start(self, timeout: float = 10.0) -> GrpcDemo:
@@ -159,17 +178,18 @@ class GrpcDemo:
             if self.tls is None:
                 self.tls = _peer_tls()
             for address in self.addresses:
-                self._channels.append(await _ready_channel(address, timeout, self.tls.dial))
+                self._channels[address] = await _ready_channel(address, timeout, self.tls.dial)
             self._frontend = await CortexFrontend(
                 self.addresses[0], client_tls=self.tls.dial, server_tls=self.tls.serve
             ).start()
             self._frontend.on_result = self._on_result
-            for address, channel in zip(self.addresses, self._channels, strict=True):
+            for address, channel in self._channels.items():
                 for _ in range(self._loops):
                     loop = await _open_loop(channel, self._frontend.address)
                     self._spawn(self._send_on(address, channel, loop))
                 for _ in range(self._workers):
                     self._spawn(self._work_on(address, channel))
+            self._spawn(self._give_up_every(GIVE_UP_PERIOD))
         except BaseException:
             await self.close()
             raise
@@ -183,15 +203,12 @@ class GrpcDemo:
         return True
 
     def status(self) -> str:
-        """The periodic report line; counts queries past their deadline as lost."""
-        now = time.monotonic()
-        for query_id in [q for q, (due, _) in self._pending.items() if due < now]:
-            del self._pending[query_id]
-            self.counts["lost"] += 1
+        """The periodic report line."""
         c = self.counts
         line = (
             f"grpc: sent {c['sent']} results {c['results']} rejected {c['rejected']} "
-            f"failed {c['failed']} errors {c['errors']} lost {c['lost']}; "
+            f"failed {c['failed']} errors {c['errors']} timed out {c['timed_out']} "
+            f"lost {c['lost']}; "
             f"{self.querier_id} answered {c['answered']}"
         )
         if self.problem:
@@ -200,13 +217,14 @@ class GrpcDemo:
         return line
 
     async def close(self) -> None:
-        for task in self._tasks:
+        stopping = [*self._tasks, *self._cancels]
+        for task in stopping:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*stopping, return_exceptions=True)
         self._tasks.clear()
         if self._frontend is not None:
             await self._frontend.close()
-        for channel in self._channels:
+        for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
 
@@ -224,9 +242,9 @@ class GrpcDemo:
         notices a dead scheduler only when it next enqueues.
         """
         due = time.monotonic() + self._orphan_grace
-        for query_id, (deadline, where) in self._pending.items():
-            if where == address and deadline > due:
-                self._pending[query_id] = (due, where)
+        for query_id, waiting in self._pending.items():
+            if waiting.address == address:
+                self._pending[query_id] = _Waiting(min(due, waiting.due), address, True)
 
     async def _send_on(self, address: str, channel: grpc.aio.Channel, loop: FrontendLoop) -> None:
         while True:
@@ -237,7 +255,8 @@ class GrpcDemo:
                 self._last_id += 1
                 query.query_id = self._last_id
                 self.counts["sent"] += 1
-            self._pending[query.query_id] = (time.monotonic() + RESULT_TIMEOUT, address)
+            due = time.monotonic() + self._result_timeout
+            self._pending[query.query_id] = _Waiting(due, address, False)
             try:
                 status = await loop.enqueue(
                     query.query_id, query.msg["tenant"], forwarded_request(query.msg, self._rng)
@@ -276,6 +295,36 @@ class GrpcDemo:
             return
         self._moving += 1
         self._queue.put_nowait(query)
+
+    async def _give_up_every(self, period: float) -> None:
+        """Count the queries past their deadline, and CANCEL those timed out."""
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for query_id in [q for q, waiting in self._pending.items() if waiting.due < now]:
+                waiting = self._pending.pop(query_id)
+                if waiting.orphaned:
+                    self.counts["lost"] += 1
+                else:
+                    self.counts["timed_out"] += 1
+                    cancel = asyncio.create_task(self._cancel_on(waiting.address, query_id))
+                    self._cancels.add(cancel)
+                    cancel.add_done_callback(self._cancels.discard)
+
+    async def _cancel_on(self, address: str, query_id: int) -> None:
+        """CANCEL a query given up, on a loop of its own: the sending loops
+        keep one ENQUEUE in flight each, and a cancel must not wait behind
+        traffic that may have stopped. The frontend's other loops stay
+        open, so closing this one cancels nothing else."""
+        assert self._frontend is not None
+        try:
+            loop = await _open_loop(self._channels[address], self._frontend.address)
+            try:
+                await loop.cancel(query_id)
+            finally:
+                await loop.close()
+        except (*_STREAM_ERRORS, RuntimeError) as exc:
+            self._note(f"cancelling query {query_id} at {address}", exc)
 
     async def _reopen(self, address: str, channel: grpc.aio.Channel) -> FrontendLoop:
         assert self._frontend is not None

@@ -193,20 +193,61 @@ async def test_queries_on_a_replica_killed_under_them_are_counted_lost_within_th
             for n in range(40, 50):  # the next enqueue on its loop finds it gone
                 demo.submit(make_request(rng, n))
 
-            def settled() -> bool:
-                demo.status()
-                return demo.outstanding == 0
-
-            await until(settled, "every query answered or counted lost")
+            await until(lambda: demo.outstanding == 0, "every query answered or counted lost")
             c = demo.counts
             assert c["lost"] > 0, demo.status()
             # Each query sent counted once; the dead replica's streams, retried
             # all along, are problems said on the line, not errors counted.
-            ends = c["results"] + c["failed"] + c["rejected"] + c["errors"] + c["lost"]
+            ends = sum(c[k] for k in ("results", "failed", "rejected", "errors", "lost"))
+            assert c["timed_out"] == 0  # every loop to the live replica held
             assert ends == c["sent"], demo.status()
             assert f"lost {c['lost']};" in demo.status()
         finally:
             await demo.close()
+
+
+def queued_requests(server: DaphneProcess, token: str, tenant: str) -> int:
+    request = urllib.request.Request(
+        f"{server.base_url}/api/v1/queue/requests/?tenant={tenant}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(json.loads(response.read())["total"])
+
+
+async def test_queries_still_held_at_the_result_timeout_are_counted_timed_out_and_cancelled(
+    daphne_server: DaphneProcess, address: str
+) -> None:
+    viewer = daphne_server.issue_token("viewer", "loadgen-grpc-timeout")
+    # One worker, each answer slow: one query runs, the rest wait in the
+    # queue past the timeout, all on a loop that never breaks.
+    demo = await GrpcDemo(
+        [address],
+        lambda _: 60.0,
+        querier_id="cortex-querier-slow",
+        workers=1,
+        loops=1,
+        result_timeout=0.5,
+    ).start()
+    try:
+        rng = random.Random(9)
+        for n in range(5):
+            demo.submit({**make_request(rng, n), "tenant": "loadgen-timeout"})
+        await until(
+            lambda: queued_requests(daphne_server, viewer, "loadgen-timeout") == 5, "5 held"
+        )
+
+        await until(lambda: demo.outstanding == 0, "every query given up")
+        await until(
+            lambda: queued_requests(daphne_server, viewer, "loadgen-timeout") == 0,
+            "the scheduler to hold none of them",
+        )
+
+        c = demo.counts
+        assert (c["sent"], c["timed_out"], c["lost"], c["results"]) == (5, 5, 0, 0)
+        assert "errors 0 timed out 5 lost 0;" in demo.status()
+    finally:
+        await demo.close()
 
 
 async def test_queries_a_draining_replica_answers_shutting_down_go_to_another_and_complete(
