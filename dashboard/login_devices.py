@@ -3,7 +3,8 @@
 A lockout per user name lets anyone lock any named account out: five wrong
 passwords for "alice" from anywhere, and alice herself was refused for
 `LOGIN_LOCKOUT_SECONDS`. So a login that works leaves a signed cookie in
-its browser naming the user and a random device ID, and a later attempt for
+its browser naming the user (its name and its database ID) and a random
+device ID, and a later attempt for
 that user carrying it is counted against the device instead of the user
 name (dashboard/login_throttle.py): strangers' failures, which lock the
 user name, do not hold it up, and its own `LOGIN_FAILURE_LIMIT` wrong
@@ -12,7 +13,10 @@ everyone. This is OWASP's "device cookie" defence against online guessing.
 
 A cookie that fails its signature (forged, altered, signed with an older
 `SECRET_KEY`), that is older than a year or that names another user is
-ignored: the attempt is counted against the user name as a stranger's.
+ignored: the attempt is counted against the user name as a stranger's. A
+user deleted and created again under the same name is another user: the
+database ID in the cookie tells them apart, so the browsers of the first
+are strangers to the second.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import secrets
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core import signing
 from django.http import HttpRequest, HttpResponse
 
@@ -32,8 +37,8 @@ MAX_AGE = 365 * 24 * 3600
 _SALT = "dashboard.login_devices"
 
 
-def _cookie(request: HttpRequest) -> tuple[str, str] | None:
-    """(user name, device ID) from the request's cookie, if it is genuine."""
+def _cookie(request: HttpRequest) -> tuple[str, str, str] | None:
+    """(user name, user ID, device ID) from the request's cookie, if it is genuine."""
     value = request.COOKIES.get(COOKIE)
     if not value:
         return None
@@ -43,10 +48,18 @@ def _cookie(request: HttpRequest) -> tuple[str, str] | None:
         return None
     if not isinstance(payload, dict):
         return None
-    user, device = payload.get("u"), payload.get("d")
-    if not (isinstance(user, str) and isinstance(device, str) and device):
+    user, user_id, device = payload.get("u"), payload.get("i"), payload.get("d")
+    if not all(isinstance(v, str) for v in (user, user_id, device)) or not device:
         return None
-    return user, device
+    return user, user_id, device
+
+
+def _user_id(username: str) -> str | None:
+    """The database ID (as text) of the user named `username`; None: no such user."""
+    model = get_user_model()
+    found = model._default_manager.filter(**{model.USERNAME_FIELD: username})
+    pk = found.values_list("pk", flat=True).first()
+    return None if pk is None else str(pk)
 
 
 def device_for(request: HttpRequest | None, username: str | None) -> str | None:
@@ -56,12 +69,12 @@ def device_for(request: HttpRequest | None, username: str | None) -> str | None:
     known = _cookie(request)
     # Exactly: "Alice" is another account than "alice", and her cookies
     # let her spread guesses at alice's password over devices.
-    if known is None or known[0] != username:
+    if known is None or known[0] != username or known[1] != _user_id(username):
         return None
-    return known[1]
+    return known[2]
 
 
-def remember_device(request: HttpRequest, username: str) -> None:
+def remember_device(request: HttpRequest, username: str, user_id: str) -> None:
     """After a login that worked: the response gives the browser its cookie.
 
     A browser already known for this user keeps its device ID, so its count
@@ -69,7 +82,7 @@ def remember_device(request: HttpRequest, username: str) -> None:
     admin's login view, not ours, answers admin logins.
     """
     device = device_for(request, username) or secrets.token_urlsafe(16)
-    payload = {"u": username, "d": device}
+    payload = {"u": username, "i": user_id, "d": device}
     request.login_device_cookie = signing.dumps(payload, salt=_SALT)  # type: ignore[attr-defined]
 
 

@@ -301,7 +301,7 @@ def _on_login(sender: Any, request: Any, user: Any, **kw: Any) -> None:
         with _failing_open("clearing a user name's failures"):
             clear_user(username, device_for(request, username))
             release_attempt(getattr(request, "login_counted", None))
-        remember_device(request, username)
+        remember_device(request, username, str(user.pk))
 
 
 class _LockoutMessage:

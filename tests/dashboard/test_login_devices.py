@@ -97,18 +97,23 @@ def test_a_login_from_a_known_browser_clears_its_count_and_keeps_its_device(view
 @pytest.mark.parametrize(
     "cookie",
     [
-        pytest.param(lambda: signing.dumps({"u": "alice", "d": "x"}, salt=SALT),
+        pytest.param(lambda i: signing.dumps({"u": "alice", "i": i, "d": "x"}, salt=SALT),
                      id="another user's"),
-        pytest.param(lambda: signing.dumps({"u": "victor", "d": "x"}, salt="elsewhere"),
+        pytest.param(lambda i: signing.dumps({"u": "victor", "i": i, "d": "x"}, salt="elsewhere"),
                      id="signed for something else"),
-        pytest.param(lambda: signing.dumps({"u": "victor", "d": "x"}, key="not-our-key",
-                                           salt=SALT), id="another key's"),
-        pytest.param(lambda: signing.dumps(["victor", "x"], salt=SALT),
+        pytest.param(lambda i: signing.dumps({"u": "victor", "i": i, "d": "x"},
+                                             key="not-our-key", salt=SALT), id="another key's"),
+        pytest.param(lambda i: signing.dumps(["victor", i, "x"], salt=SALT),
                      id="of another shape"),
-        pytest.param(lambda: signing.dumps({"u": "victor", "d": ""}, salt=SALT),
+        pytest.param(lambda i: signing.dumps({"u": "victor", "i": i, "d": ""}, salt=SALT),
                      id="without a device"),
-        pytest.param(lambda: "victor:x", id="unsigned"),
-        pytest.param(lambda: signed_long_ago({"u": "victor", "d": "x"}), id="over a year old"),
+        pytest.param(lambda i: signing.dumps({"u": "victor", "d": "x"}, salt=SALT),
+                     id="without a user ID (from before cookies had one)"),
+        pytest.param(lambda i: signing.dumps({"u": "victor", "i": int(i), "d": "x"}, salt=SALT),
+                     id="with a user ID of another type"),
+        pytest.param(lambda i: f"victor:{i}:x", id="unsigned"),
+        pytest.param(lambda i: signed_long_ago({"u": "victor", "i": i, "d": "x"}),
+                     id="over a year old"),
     ],
 )  # fmt: skip
 def test_a_cookie_that_is_not_a_genuine_one_for_this_user_counts_for_nothing(
@@ -116,7 +121,7 @@ def test_a_cookie_that_is_not_a_genuine_one_for_this_user_counts_for_nothing(
 ) -> None:
     lock_out_victor_from("203.0.113.9")
     forger = Client(REMOTE_ADDR="203.0.113.11")
-    forger.cookies[COOKIE] = cookie()
+    forger.cookies[COOKIE] = cookie(str(viewer.pk))
     assert attempt(forger, RIGHT).status_code == 429
 
 
@@ -149,3 +154,25 @@ def test_a_browser_that_logged_in_as_the_same_name_in_another_case_is_a_stranger
     assert attempt(his, "pw-other-victor", username="Victor").logged_in
     lock_out_victor_from("203.0.113.9")
     assert attempt(his, RIGHT).status_code == 429
+
+
+def test_a_browser_that_logged_in_as_a_deleted_user_is_a_stranger_to_a_new_one_of_that_name(
+    viewer: User,
+) -> None:
+    browser = known_browser()
+    viewer.delete()
+    User.objects.create_user("victor", password=RIGHT)
+    lock_out_victor_from("203.0.113.9")
+
+    assert attempt(browser, RIGHT).status_code == 429
+
+
+def test_a_cookie_signed_as_ours_for_this_user_is_the_browser_it_names(viewer: User) -> None:
+    # What the forgeries above lack: made as a login makes it, it is honoured.
+    lock_out_victor_from("203.0.113.9")
+    browser = Client(REMOTE_ADDR="203.0.113.11")
+    browser.cookies[COOKIE] = signing.dumps(
+        {"u": "victor", "i": str(viewer.pk), "d": "x"}, salt=SALT
+    )
+
+    assert attempt(browser, RIGHT).logged_in
