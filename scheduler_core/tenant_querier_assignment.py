@@ -71,7 +71,8 @@ def shuffle_shard(tenant_id: str, queriers: Sequence[str], max_queriers: int) ->
 
 
 def _ceil_share(share: float, total: int) -> int:
-    # Rounded first so 0.3 * 10 = 3.0000000000000004 gives 3, not 4.
+    # Rounded first: 0.07 * 100 is 7.000000000000001 in floats, and a plain
+    # ceiling (Loki's) gives that tenant 8 queriers of 100, not 7.
     return math.ceil(round(share * total, 9))
 
 

@@ -27,7 +27,9 @@ from scheduler_core.validation import (
         (0, 0.25, 10, 3),  # capacity alone: ceil(2.5)
         (2, 0.25, 10, 2),  # both: the smaller
         (5, 0.25, 10, 3),
-        (0, 0.3, 10, 3),  # 0.3 * 10 is 3.0000000000000004: still 3
+        (0, 0.3, 10, 3),
+        (0, 0.07, 100, 7),  # 0.07 * 100 is 7.000000000000001: still 7 (Loki's 8)
+        (0, 0.29, 100, 29),  # 28.999999999999996: still 29
         (0, 0.01, 10, 1),  # a sliver is still one querier
         (0, 1.0, 10, 0),  # the whole fleet is no cap
         (4, 1.0, 10, 4),
