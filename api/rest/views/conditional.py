@@ -61,8 +61,18 @@ def _tags(header: str | None, *, weak: bool) -> tuple[tuple[int | None, ...] | N
         if weak and tag.startswith("W/"):
             tag = tag[2:]
         quoted = len(tag) >= 2 and tag[0] == tag[-1] == '"'
-        versions.append(parse_decimal(tag[1:-1]) if quoted else None)
+        versions.append(_version(tag[1:-1]) if quoted else None)
     return tuple(versions), False
+
+
+def _version(opaque: str) -> int | None:
+    """The version an entity tag's text names, or None.
+
+    Only as we write it: tags compare character by character (RFC 9110
+    8.8.3.2), so "0017" is not our "17" (it used to be read as 17).
+    """
+    version = parse_decimal(opaque)
+    return version if version is not None and str(version) == opaque else None
 
 
 def preconditions(request: Request) -> Preconditions:
@@ -103,14 +113,16 @@ def expected_for_existing(request: Request, current: int) -> int | None:
 def expected_if_given(request: Request, current: int) -> int | None:
     """The version an optional If-Match asks for: None without one (or `*`).
 
-    Raises `VersionConflict` (412) when no tag matches `current`.
+    Raises `VersionConflict` (412) when no tag matches `current`, or when
+    If-None-Match names it (a rollback went ahead with `If-None-Match: *`).
     """
     cond = preconditions(request)
+    if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
+        raise VersionConflict(current)
+    _refuse_none_match(cond, current)
     if cond.if_match is None or cond.if_match_any:
         return None
-    if current in cond.if_match:
-        return current
-    raise VersionConflict(current)
+    return current
 
 
 def expected_for_put(request: Request, current: int | None) -> int | AnyVersion | None:

@@ -2,7 +2,8 @@
 
 A write whose If-None-Match names the existing object (`*`, or its version)
 is not done (412), whatever its If-Match says; a read compares weakly, so
-`W/"7"` is version 7 (304). A rollback answers with the config version's ETag.
+`W/"7"` is version 7 (304). A rollback answers with the config version's ETag,
+and is a write too. A tag matches only as sent: "007" is not "7".
 """
 
 from __future__ import annotations
@@ -96,3 +97,37 @@ def test_a_rollback_answers_with_the_config_versions_etag(editor_api: Any, versi
     assert response["ETag"] == f'"{response.json()["revision"]["version"]}"'
     again = editor_api.post(f"/api/v1/revisions/{latest.pk}/rollback/")
     assert again.status_code == 200 and again["ETag"] == response["ETag"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_IF_NONE_MATCH": "*"},
+        {"HTTP_IF_NONE_MATCH": "CURRENT", "HTTP_IF_MATCH": "CURRENT"},
+    ],
+)
+def test_a_rollback_whose_if_none_match_names_the_config_is_412_and_writes_nothing(
+    editor_api: Any, version: str, headers: dict[str, str]
+) -> None:
+    editor_api.patch(URL, {"max_queriers_per_tenant": 3}, format="json", HTTP_IF_MATCH=version)
+    latest = ConfigRevision.objects.order_by("-version").first()
+    assert latest is not None
+    current = f'"{latest.version}"'
+    sent = {name: value.replace("CURRENT", current) for name, value in headers.items()}
+
+    response = editor_api.post(f"/api/v1/revisions/{latest.pk}/rollback/", **sent)
+
+    assert response.status_code == 412, response.content
+    assert ConfigRevision.objects.count() == 2
+
+
+@pytest.mark.parametrize("tag", ['"0{v}"', '"{v}.0"', '"+{v}"', '" {v}"'])
+def test_an_entity_tag_matches_only_as_it_was_sent(editor_api: Any, version: str, tag: str) -> None:
+    # Compared character by character (RFC 9110 8.8.3.2): "007" is not "7".
+    sent = tag.format(v=version.strip('"'))
+    assert editor_api.get(URL, HTTP_IF_NONE_MATCH=sent).status_code == 200
+    response = editor_api.patch(
+        URL, {"max_queriers_per_tenant": 2}, format="json", HTTP_IF_MATCH=sent
+    )
+    assert response.status_code == 412, response.content
+    _unchanged(ConfigRevision.objects.count())
