@@ -54,6 +54,7 @@ __all__ = [
     "tenant_limits_to_dict",
     "validate_queue_settings",
     "validate_tenant_config",
+    "validate_tenant_patch",
 ]
 
 # Bounds keep one tenant's rules cheap to match on every enqueue.
@@ -74,6 +75,9 @@ TENANT_KEYS = (
     "max_query_capacity",
     "query_rejection",
 )
+# The keys of the mappings inside a block (lists are replaced whole).
+_QUERY_PRIORITY_KEYS = ("enabled", "default_priority", "priorities")
+_QUERY_REJECTION_KEYS = ("enabled", "query_attributes")
 
 
 def _text_within(value: object, path: str, errs: f.Collector, limit: int) -> str | None:
@@ -229,7 +233,7 @@ def _query_priority(value: object, path: str, errs: f.Collector) -> QueryPriorit
     raw = f.mapping(value, path, errs)
     if raw is None:
         return QueryPriority()
-    f.unknown(raw, ("enabled", "default_priority", "priorities"), path, errs)
+    f.unknown(raw, _QUERY_PRIORITY_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         errs.add(f.join(path, "enabled"), f"must be true or false, got {enabled!r}")
@@ -281,7 +285,7 @@ def _query_rejection(value: object, path: str, errs: f.Collector) -> QueryReject
     raw = f.mapping(value, path, errs)
     if raw is None:
         return QueryRejection()
-    f.unknown(raw, ("enabled", "query_attributes"), path, errs)
+    f.unknown(raw, _QUERY_REJECTION_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         errs.add(f.join(path, "enabled"), f"must be true or false, got {enabled!r}")
@@ -299,6 +303,27 @@ def validate_tenant_config(raw: Mapping[str, Any]) -> list[FieldError]:
     """Every problem in one tenant's overrides block; empty when it is valid."""
     errs = f.Collector()
     _tenant(raw, errs)
+    return errs.errors
+
+
+def validate_tenant_patch(patch: Mapping[str, Any]) -> list[FieldError]:
+    """The unknown fields a JSON merge patch of a tenant block names; empty if none.
+
+    The merged block cannot show them when their value is null: merging
+    drops that key, and a misspelt one was never there, so
+    `{"max_querier_per_tenant": null}`, meant to remove a limit, changed
+    nothing and was answered 200 (and `{"query_rejection": {"zzz": null}}`
+    wrote an empty `query_rejection`).
+    """
+    errs = f.Collector()
+    f.unknown(patch, TENANT_KEYS, "", errs)
+    for key, keys in (
+        ("query_priority", _QUERY_PRIORITY_KEYS),
+        ("query_rejection", _QUERY_REJECTION_KEYS),
+    ):
+        inner = patch.get(key)
+        if isinstance(inner, Mapping):
+            f.unknown(inner, keys, key, errs)
     return errs.errors
 
 

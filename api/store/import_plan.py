@@ -18,7 +18,7 @@ from api.store.exceptions import ConfigValidationError
 from scheduler_core.bounds import MAX_TENANT_ID_LENGTH, TENANT_ID_ALPHABET, tenant_id_unsupported
 from scheduler_core.errors import FieldError
 from scheduler_core.fields import meant_field
-from scheduler_core.validation import TENANT_KEYS, validate_tenant_config
+from scheduler_core.validation import TENANT_KEYS, validate_tenant_config, validate_tenant_patch
 
 __all__ = [
     "TENANT_FIELDS",
@@ -26,8 +26,10 @@ __all__ = [
     "Author",
     "ImportResult",
     "block_in_field_order",
+    "merge_patch",
     "misspelt_field",
     "overrides_restored",
+    "patched_tenant",
     "plan_import",
     "stored_copy",
     "tenant_id_errors",
@@ -153,6 +155,36 @@ def validate_tenant(tenant_id: str, config: Any) -> dict[str, Any]:
     if errors:
         raise ConfigValidationError(errors)
     block: dict[str, Any] = stored_copy(config)
+    return block
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: mappings merge, null deletes, the rest replaces."""
+    if not isinstance(patch, Mapping):
+        return patch
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def patched_tenant(tenant_id: str, config: Mapping[str, Any], changes: Any) -> dict[str, Any]:
+    """`config` with the merge patch `changes` applied, validated (`validate_tenant`).
+
+    A field the patch names that no block has is refused even when merging
+    drops it (set to null): every error is said at once, each path once.
+    """
+    unknown = validate_tenant_patch(changes) if isinstance(changes, Mapping) else []
+    try:
+        block = validate_tenant(tenant_id, merge_patch(config, changes))
+    except ConfigValidationError as exc:
+        unknown += [e for e in exc.errors if e not in unknown]
+        raise ConfigValidationError(unknown) from None
+    if unknown:
+        raise ConfigValidationError(unknown)
     return block
 
 

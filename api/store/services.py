@@ -37,7 +37,14 @@ from django.db import transaction
 from api.store import selectors
 from api.store.config_yaml import settings_canonical
 from api.store.exceptions import ConfigValidationError, NotFound, VersionConflict
-from api.store.import_plan import Author, ImportResult, overrides_restored, validate_tenant
+from api.store.import_plan import (
+    Author,
+    ImportResult,
+    merge_patch,
+    overrides_restored,
+    patched_tenant,
+    validate_tenant,
+)
 from api.store.models import ConfigRevision, OperatorCancel, SchedulerSettings, Tenant
 from api.store.services_import import _overrides_apply, runtime_config_import
 from api.store.services_record import (
@@ -67,6 +74,7 @@ __all__ = [
     "api_token_revoke",
     "merge_patch",
     "operator_cancel_record",
+    "patched_tenant",
     "revision_rollback",
     "revision_tenants_fill",
     "rollback_note_problem",
@@ -176,19 +184,6 @@ def tenant_put(
     return saved
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: mappings merge, null deletes, the rest replaces."""
-    if not isinstance(patch, Mapping):
-        return patch
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
 @transaction.atomic
 def tenant_patch(
     *,
@@ -202,7 +197,7 @@ def tenant_patch(
     """Apply a JSON merge patch to an existing tenant's config."""
     row = lock_settings()
     tenant = _check_existing(_locked_tenant(tenant_id), expected_version)
-    clean = validate_tenant(tenant_id, merge_patch(tenant.config, changes))
+    clean = patched_tenant(tenant_id, tenant.config, changes)
     saved = _tenant_write(
         row,
         tenant_id=tenant_id,

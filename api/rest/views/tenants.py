@@ -145,7 +145,7 @@ class TenantDetailView(NamesConflicts, ApiView):
     def patch(self, request: Request, tenant_id: str) -> Response:
         tenant = selectors.tenant_get(tenant_id=tenant_id)
         changes: Any = body_of(request, "a JSON merge patch of the tenant's block")
-        validate_tenant(tenant_id, services.merge_patch(tenant.config, changes))
+        services.patched_tenant(tenant_id, tenant.config, changes)
         saved = services.tenant_patch(
             tenant_id=tenant_id,
             changes=changes,

@@ -108,6 +108,40 @@ def test_patch_merges_and_null_removes_a_field(editor_api, rules):
     assert body["query_priority"]["priorities"] == rules["query_priority"]["priorities"]
 
 
+@pytest.mark.parametrize(
+    ("patch", "path"),
+    [
+        ({"max_querier_per_tenant": None}, ["max_querier_per_tenant"]),
+        ({"query_rejection": {"zzz": None}}, ["query_rejection", "zzz"]),
+        ({"query_priority": {"enable": None}}, ["query_priority", "enable"]),
+    ],
+)
+def test_a_patch_removing_a_field_no_block_has_is_400_and_writes_nothing(
+    editor_api, rules, patch, path
+):
+    etag = _create(editor_api, rules)
+    response = editor_api.patch(URL, patch, format="json", HTTP_IF_MATCH=etag)
+    assert response.status_code == 400, response.content
+    said = response.json()
+    for key in path:
+        said = said[key]
+    assert said[0].startswith("unknown field")
+    assert editor_api.get(URL)["ETag"] == etag
+
+
+def test_a_patch_says_an_unknown_null_and_a_bad_value_together(editor_api, rules):
+    etag = _create(editor_api, rules)
+    patch = {"max_querier_per_tenant": None, "max_queriers_per_tenant": -1, "bogus": 1}
+    response = editor_api.patch(URL, patch, format="json", HTTP_IF_MATCH=etag)
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) == {"max_querier_per_tenant", "max_queriers_per_tenant", "bogus"}
+    assert errors["max_querier_per_tenant"] == [
+        "unknown field; did you mean max_queriers_per_tenant?"
+    ]
+    assert errors["bogus"] == ["unknown field"]
+
+
 def test_patch_takes_rfc_7386s_own_media_type_and_put_does_not(editor_api, rules):
     etag = _create(editor_api, rules)
     body = '{"max_queriers_per_tenant": 3}'
