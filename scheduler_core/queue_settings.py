@@ -51,13 +51,23 @@ _CREDENTIAL_HEADERS = frozenset(
         "x-csrf-token",
         "x-xsrf-token",
         "x-amz-security-token",
+        "x-auth",
+        "dpop",  # a proof-of-possession JWT (RFC 9449)
+        "x-amzn-oidc-data",  # the AWS load balancer's signed claims
     }
 )
 # Words that name a credential inside a header name: proxies add their own
 # (oauth2-proxy's `X-Forwarded-Access-Token`, `X-Auth-Request-Access-Token`),
 # so a list of names alone let them through. `X-Auth-Request-User` is not
-# refused: a user name is what an actor path is for.
+# refused: a user name is what an actor path is for. JWT assertions
+# (`Cf-Access-Jwt-Assertion`, `X-Goog-Iap-Jwt-Assertion`) and keys
+# (`Ocp-Apim-Subscription-Key`, `X-Access-Key`) are credentials too.
 _CREDENTIAL_WORDS = (
+    "authoriz",
+    "authentic",
+    "jwt",
+    "assertion",
+    "key",
     "token",
     "secret",
     "password",
@@ -65,8 +75,6 @@ _CREDENTIAL_WORDS = (
     "cookie",
     "session",
     "credential",
-    "apikey",
-    "api-key",
     "signature",
 )
 

@@ -133,6 +133,15 @@ def test_max_federated_tenants_is_a_non_negative_integer(value: object) -> None:
         "X-Auth-Request-Access-Token",
         "X-Session-Id",
         "X-Client-Secret",
+        "Cf-Access-Jwt-Assertion",
+        "X-Goog-Iap-Jwt-Assertion",
+        "X-Amzn-Oidc-Data",
+        "DPoP",
+        "X-Authorization",
+        "Authentication",
+        "X-Auth",
+        "Ocp-Apim-Subscription-Key",
+        "X-Access-Key",
     ],
 )
 def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
@@ -146,7 +155,16 @@ def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
         queue_config_from_dict({"actor_path_header": header}, QueueConfig())
 
 
-@pytest.mark.parametrize("header", ["X-Auth-Request-User", "X-Grafana-User", "X-Loki-Actor-Path"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "X-Auth-Request-User",
+        "X-Auth-Request-Email",
+        "X-Grafana-User",
+        "X-Loki-Actor-Path",
+        "X-Amzn-Oidc-Identity",
+    ],
+)
 def test_a_header_naming_a_user_is_allowed_as_the_actor_path_header(header: str) -> None:
     assert validate_queue_settings({"actor_path_header": header}) == []
 
