@@ -253,3 +253,19 @@ def test_a_token_in_a_query_string_reaches_neither_log(site: Site) -> None:
         time.sleep(0.05)
     assert "qi_in_the_query" not in site.log.read_text()
     assert "qi_in_the_query" not in site.server.log_path.read_text()
+
+
+def test_a_runtime_config_import_up_to_the_apis_own_limit_gets_past_nginx(site: Site) -> None:
+    # 20 MiB, under the API's 32 MiB for runtime-config/: the shipped 16m
+    # answered nginx's HTML 413 instead.
+    token = site.server.issue_token("editor", "big-import")
+    body = b"# " + b"x" * (20 * 1024 * 1024) + b"\noverrides: {}\n"
+    request = urllib.request.Request(
+        f"{site.base}/api/v1/runtime-config/?dry_run=1",
+        body,
+        method="PUT",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/yaml"},
+    )
+    with urllib.request.urlopen(request, context=site.context, timeout=60) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("application/json")
