@@ -12,6 +12,12 @@ the last holder of its pipe does). Two guards, either enough alone: on
 Linux the kernel's parent-death signal (`prctl(PR_SET_PDEATHSIG)`), and
 everywhere a watchdog thread that exits once the parent pid changes (the
 worker was re-parented to init or a subreaper).
+
+Nor may it end before the server: a terminal's Ctrl-C signals the whole
+foreground process group, workers included, and each printed a
+`KeyboardInterrupt` traceback of its own while the server shut down
+cleanly. A worker ignores SIGINT; the server's shutdown (or its death)
+ends it.
 """
 
 from __future__ import annotations
@@ -68,7 +74,9 @@ def _watch_parent(parent_pid: int, interval: float) -> None:
 
 
 def exit_with_parent(parent_pid: int, interval: float = PARENT_POLL_SECONDS) -> None:
-    """End this process when `parent_pid` stops being its parent (both guards)."""
+    """End this process when `parent_pid` stops being its parent (both guards),
+    and not on a Ctrl-C meant for the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent_death_signal()
     if os.getppid() != parent_pid:  # died before the signal was armed
         os._exit(1)

@@ -87,6 +87,29 @@ def test_both_guards_armed_together_end_the_child() -> None:
     assert _gone_within(_orphan_after_parent_killed("both"), 10.0)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_an_armed_worker_leaves_a_ctrl_c_to_its_parent() -> None:
+    # A terminal's Ctrl-C reaches the whole process group: each worker printed
+    # a KeyboardInterrupt traceback while `make demo` shut down cleanly.
+    code = CHILD.format(base=str(BASE_DIR), mode="both")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, code], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert parent.stdout.readline().strip() == "armed"
+        status = Path(f"/proc/{child}/status").read_text()
+        ignored = int(
+            next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16
+        )
+        assert ignored & (1 << (signal.SIGINT - 1))
+    finally:
+        parent.kill()
+        parent.wait(10)
+    assert _gone_within(child, 10.0)
+
+
 def test_a_child_whose_parent_is_already_gone_exits_at_once(monkeypatch) -> None:
     exits: list[int] = []
 
