@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from api.management.commands.issue_token import Command as IssueToken
 from api.management.commands.seed_demo_config import DEMO_TENANTS
 from api.store.models import ApiToken, ConfigRevision, Tenant
 from api.store.roles import role_of
@@ -73,6 +74,20 @@ def test_issue_token_without_an_expiry_issues_one_that_never_expires() -> None:
     token = api_token_authenticate(out.getvalue().strip())
     assert token is not None and token.expires_at is None
     assert err.getvalue() == f"Issued querier token #{token.pk} 'q'; it is shown once:\n"
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_issue_token_says_what_it_did_in_plain_text_on_a_terminal() -> None:
+    # Django paints stderr red on a terminal; these lines are no errors.
+    err = _Terminal()
+    command = IssueToken(stdout=StringIO(), stderr=err, force_color=True)
+    call_command(command, "q", "--role", "querier", "--expires-in", "1d", force_color=True)
+    assert "\x1b[" not in err.getvalue()
+    assert err.getvalue().splitlines()[1].startswith("Issued querier token #")
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,10 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"([0-9]{1,12})([smhd])", re.ASCII)
 
 
+def _plain(text: str) -> str:
+    return text
+
+
 def _expires_in(text: str) -> datetime:
     """Now plus a duration such as `30d`, `12h`, `90m` or `45s`."""
     match = _DURATION.fullmatch(text.strip())
@@ -93,11 +97,13 @@ class Command(BaseCommand):
                 raise CommandError(f"{option}: {exc}") from exc
             except ValueError as exc:
                 raise CommandError(f"name: {exc}") from exc
+            # On stderr so that stdout is the token alone (TOKEN=$(...)), in
+            # plain text: Django paints stderr as errors on a terminal.
             if token.expires_at is not None:
                 self.stderr.write(
-                    f"It expires at {token.expires_at.isoformat(timespec='seconds')}."
+                    f"It expires at {token.expires_at.isoformat(timespec='seconds')}.", _plain
                 )
             self.stderr.write(
-                f"Issued {token.role} token #{token.pk} {token.name!r}; it is shown once:"
+                f"Issued {token.role} token #{token.pk} {token.name!r}; it is shown once:", _plain
             )
             self.stdout.write(plaintext)
