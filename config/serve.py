@@ -112,9 +112,10 @@ def main() -> None:
     from django.conf import settings
     from twisted.internet import reactor
 
-    from config import access_log, slow_readers
+    from config import access_log, body_limit, slow_readers
 
     access_log.install()
+    body_limit.install()
     slow_readers.install(
         reactor,
         limit=settings.WEBSOCKET_UNSENT_LIMIT_BYTES,

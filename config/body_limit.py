@@ -1,0 +1,81 @@
+"""Request bodies larger than any endpoint takes are refused as they arrive.
+
+Twisted receives a request's whole body (past 100 KB into a temporary file)
+before Daphne hands the request to Django, and only then do authentication
+and the API's own limits apply: an anonymous client could send a directly
+reachable Daphne gigabytes, stored and read back before it answered 401,
+and a `Content-Length` of a terabyte held the connection open waiting.
+`install()` makes Daphne's HTTP connections answer 413 and close as soon as
+a body is declared (`Content-Length`) or has grown (chunked) past
+`MAX_BODY_BYTES`, storing none of it and never calling the application.
+
+The limit is the largest body any endpoint takes (a runtime-config import,
+32 MiB, `api.rest.content`) with room for its headers' worth of slack; the
+endpoints' own, smaller limits still answer their own JSON errors below it.
+The shipped nginx site allows the same (`client_max_body_size 33m`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["MAX_BODY_BYTES", "install", "refusal"]
+
+MAX_BODY_BYTES = 33 * 1024 * 1024
+
+
+def refusal(size: int | None, limit: int) -> bytes:
+    """The whole 413 response, closing the connection; `size` None: chunked, still growing."""
+    grown = "a chunked body grew past" if size is None else f"a body of {size} bytes is over"
+    body = json.dumps(
+        {"detail": f"request body too large: {grown} the {limit} bytes this server takes"}
+    ).encode()
+    head = (
+        "HTTP/1.1 413 Content Too Large\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def install(limit: int = MAX_BODY_BYTES) -> None:
+    """Make every HTTP connection Daphne accepts from now on refuse bodies over `limit`."""
+    from daphne import http_protocol  # type: ignore[import-untyped]
+    from twisted.web import http
+
+    class LimitedRequest(http_protocol.WebRequest):  # type: ignore[misc]
+        refused = False
+        received = 0
+
+        def handleContentChunk(self, data: bytes) -> None:  # noqa: N802 - Twisted's name
+            if self.refused:
+                return
+            self.received += len(data)
+            if self.received > limit:
+                refuse(self.channel, self, None)
+                return
+            super().handleContentChunk(data)
+
+        def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+            # Bytes already read past the refusal still end the body: the
+            # application never hears of a request it was not given.
+            if not self.refused:
+                super().requestReceived(command, path, version)
+
+    class LimitedChannel(http.HTTPChannel):  # type: ignore[misc]
+        def allHeadersReceived(self) -> None:  # noqa: N802 - Twisted's name
+            if self.length is not None and self.length > limit:
+                # Before Twisted's own: it would answer `Expect: 100-continue`.
+                refuse(self, self.requests[-1], self.length)
+                return
+            super().allHeadersReceived()
+
+    def refuse(channel: Any, request: Any, size: int | None) -> None:
+        request.refused = True
+        channel.transport.write(refusal(size, limit))
+        channel.loseConnection()
+
+    http_protocol.WebRequest = LimitedRequest
+    http_protocol.HTTPFactory.protocol = LimitedChannel
