@@ -258,10 +258,25 @@ def _query_priority(value: object, path: str, errs: f.Collector) -> QueryPriorit
     return QueryPriority(enabled is True, default or 0, defs)
 
 
+def _without_nulls(value: Any) -> Any:
+    """`value` with every mapping's null-valued keys left out, at any depth.
+
+    A null is the field unset, as Cortex's loader reads it (the default stays),
+    on every field: some read null as unset and others refused it ("must
+    be an integer, got null"), which no operator could predict.
+    """
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def _tenant(raw_value: object, errs: f.Collector) -> TenantLimits:
     raw = f.mapping(raw_value, "", errs)
     if raw is None:
         return TenantLimits()
+    raw = _without_nulls(raw)
     f.unknown(raw, TENANT_KEYS, "", errs)
     max_queriers = f.integer(
         raw.get("max_queriers_per_tenant", 0), "max_queriers_per_tenant", errs, 0

@@ -120,25 +120,31 @@ class PriorityDefSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class QueryPrioritySerializer(serializers.Serializer):  # type: ignore[type-arg]
-    enabled = serializers.BooleanField(required=False)
+    enabled = serializers.BooleanField(required=False, allow_null=True)
     default_priority = serializers.IntegerField(
-        required=False, min_value=INT64_MIN, max_value=INT64_MAX
+        required=False, allow_null=True, min_value=INT64_MIN, max_value=INT64_MAX
     )
     priorities = PriorityDefSerializer(many=True, required=False, allow_null=True)
 
 
 class QueryRejectionSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    enabled = serializers.BooleanField(required=False, help_text="false keeps the rules unapplied")
+    enabled = serializers.BooleanField(
+        required=False, allow_null=True, help_text="false keeps the rules unapplied"
+    )
     query_attributes = QueryAttributeSerializer(
-        many=True, required=False, help_text="a request matching any of them gets HTTP 422"
+        many=True,
+        required=False,
+        allow_null=True,
+        help_text="a request matching any of them gets HTTP 422",
     )
 
 
 class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    """One tenant's block of Cortex's runtime-config `overrides`."""
+    """One tenant's block of Cortex's runtime-config `overrides`; a null is the
+    field unset (its default), as Cortex's loader reads it, and is not stored."""
 
     max_queriers_per_tenant = serializers.IntegerField(
-        required=False, min_value=0, max_value=INT64_MAX
+        required=False, allow_null=True, min_value=0, max_value=INT64_MAX
     )
     max_outstanding_requests_per_tenant = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=INT64_MAX
@@ -147,6 +153,7 @@ class TenantConfigSerializer(serializers.Serializer):  # type: ignore[type-arg]
     query_rejection = QueryRejectionSerializer(required=False, allow_null=True)
     max_query_capacity = serializers.FloatField(
         required=False,
+        allow_null=True,
         min_value=0,
         max_value=1,
         help_text="Loki's limit: the share of queriers the tenant may use (0 = no cap); "

@@ -100,14 +100,16 @@ def stored_copy(value: Any) -> Any:
     are stored as written, so `max_query_capacity: -0.0` was exported and
     shown in the YAML view as "-0.0". Every tenant write copies its block
     here (`validate_tenant`, an import's `_clean_overrides`), so no write
-    path stores it. JSON's `-0` is the int 0 already. Mappings and lists
-    are copied, as `copy.deepcopy` did; every other value a JSON or YAML
-    body holds (text, numbers, booleans, null, dates) is immutable.
+    path stores it. JSON's `-0` is the int 0 already. A key whose value is
+    null is left out: validation reads it as unset, and the export wrote
+    `regex: null`. Mappings and lists are copied, as `copy.deepcopy` did;
+    every other value a JSON or YAML body holds (text, numbers, booleans,
+    dates) is immutable.
     """
     if isinstance(value, float):
         return 0.0 if value == 0 else value
     if isinstance(value, Mapping):
-        return {key: stored_copy(child) for key, child in value.items()}
+        return {key: stored_copy(child) for key, child in value.items() if child is not None}
     if isinstance(value, list):
         return [stored_copy(child) for child in value]
     return value

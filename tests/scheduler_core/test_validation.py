@@ -385,7 +385,6 @@ def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
     [
         ("abc", "got 'abc'"),
         ("9" * 60, f"got {'9' * 40!r}…"),
-        (None, "got null"),
         (True, "got true"),
         ([1], "got a list"),
         (1.5, "got float"),
@@ -394,3 +393,30 @@ def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
 def test_a_refused_value_is_named_as_the_person_typed_it(value: object, named: str) -> None:
     errors = validate_tenant_config({"max_queriers_per_tenant": value})
     assert [e.message for e in errors] == [f"must be an integer, {named}"]
+
+
+def test_a_null_is_the_field_unset_on_every_field_as_cortex_reads_it() -> None:
+    # Some fields read null as unset and others refused it.
+    block = {
+        "max_queriers_per_tenant": None,
+        "max_outstanding_requests_per_tenant": None,
+        "max_query_capacity": None,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": None,
+            "priorities": [
+                {
+                    "priority": 1,
+                    "reserved_queriers": None,
+                    "query_attributes": [{"regex": "a", "time_window": None, "api_type": None}],
+                }
+            ],
+        },
+        "query_rejection": {"enabled": None, "query_attributes": None},
+    }
+    assert validate_tenant_config(block) == []
+    unset = tenant_limits_from_dict(
+        {"query_priority": {"enabled": True, "priorities": [
+            {"priority": 1, "query_attributes": [{"regex": "a"}]}]}}
+    )  # fmt: skip
+    assert tenant_limits_from_dict(block) == unset

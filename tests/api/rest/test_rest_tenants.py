@@ -285,3 +285,29 @@ def test_the_list_is_paged_and_filtered_by_name(editor_api, rules):
     found = editor_api.get("/api/v1/tenants/", {"search": "ALPHA"}).json()
     assert [row["tenant_id"] for row in found["results"]] == ["alpha", "alphabet"]
     assert found["results"][0]["config"] == rules
+
+
+def test_a_null_anywhere_in_a_block_is_the_field_unset_and_is_not_stored(editor_api):
+    # As Cortex's loader reads it; some fields were refused, others stored
+    # as null and exported as `regex: null`.
+    block = {
+        "max_queriers_per_tenant": None,
+        "max_query_capacity": None,
+        "query_priority": {
+            "enabled": True,
+            "default_priority": None,
+            "priorities": [{"priority": 1, "query_attributes": [{"regex": "a", "api_type": None}]}],
+        },
+        "query_rejection": {"enabled": None, "query_attributes": None},
+    }
+    response = editor_api.put(URL, block, format="json")
+    assert response.status_code == 201, response.content
+    stored = {
+        "query_priority": {
+            "enabled": True,
+            "priorities": [{"priority": 1, "query_attributes": [{"regex": "a"}]}],
+        },
+        "query_rejection": {},
+    }
+    assert response.json() == stored == Tenant.objects.get(tenant_id="t1").config
+    assert "null" not in editor_api.get("/api/v1/runtime-config/").content.decode()
