@@ -77,6 +77,9 @@ def shown(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"  # as JSON and YAML spell it, not Python
+    if isinstance(value, float) and not math.isfinite(value):
+        # "got float" for NaN, or for 1e400 (read as infinity), named nothing typed.
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     named: dict[type, str] = {dict: "a mapping", list: "a list"}
     return named.get(type(value), type(value).__name__)
 

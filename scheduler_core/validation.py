@@ -236,7 +236,7 @@ def _query_priority(value: object, path: str, errs: f.Collector) -> QueryPriorit
     f.unknown(raw, _QUERY_PRIORITY_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
-        errs.add(f.join(path, "enabled"), f"must be true or false, got {enabled!r}")
+        errs.add(f.join(path, "enabled"), f"must be true or false, got {f.shown(enabled)}")
     default = f.integer(raw.get("default_priority", 0), f.join(path, "default_priority"), errs)
     list_path = f.join(path, "priorities")
     raw_list = f.sequence(raw.get("priorities"), list_path, errs) or ()
@@ -303,7 +303,7 @@ def _query_rejection(value: object, path: str, errs: f.Collector) -> QueryReject
     f.unknown(raw, _QUERY_REJECTION_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
-        errs.add(f.join(path, "enabled"), f"must be true or false, got {enabled!r}")
+        errs.add(f.join(path, "enabled"), f"must be true or false, got {f.shown(enabled)}")
     attrs_path = f.join(path, "query_attributes")
     raw_attrs = f.sequence(raw.get("query_attributes"), attrs_path, errs) or ()
     if len(raw_attrs) > MAX_ATTRIBUTES_PER_PRIORITY:

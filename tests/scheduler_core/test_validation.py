@@ -388,6 +388,9 @@ def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
         (True, "got true"),
         ([1], "got a list"),
         (1.5, "got float"),
+        (float("nan"), "got NaN"),
+        (float("inf"), "got Infinity"),
+        (float("-inf"), "got -Infinity"),
     ],
 )
 def test_a_refused_value_is_named_as_the_person_typed_it(value: object, named: str) -> None:
@@ -420,3 +423,10 @@ def test_a_null_is_the_field_unset_on_every_field_as_cortex_reads_it() -> None:
             {"priority": 1, "query_attributes": [{"regex": "a"}]}]}}
     )  # fmt: skip
     assert tenant_limits_from_dict(block) == unset
+
+
+def test_a_refused_switch_is_named_as_json_spells_it() -> None:
+    errors = validate_tenant_config({"query_rejection": {"enabled": "yes"}})
+    assert [e.message for e in errors] == ["must be true or false, got 'yes'"]
+    errors = validate_tenant_config({"query_priority": {"enabled": 1}})
+    assert [e.message for e in errors] == ["must be true or false, got int"]
