@@ -66,7 +66,8 @@ def sequence(value: object, path: str, errs: Collector) -> Sequence[Any] | None:
 
 
 def shown(value: object) -> str:
-    """A refused value as an error names it: text quoted (cut at 40 characters), else its type.
+    """A refused value as an error names it: text quoted (cut at 40 characters),
+    numbers as written (a huge integer by its type), others by their type.
 
     "got 'abc'" tells the person who typed abc in a number field what was
     wrong; "got str" only tells a programmer.
@@ -80,6 +81,8 @@ def shown(value: object) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         # "got float" for NaN, or for 1e400 (read as infinity), named nothing typed.
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, float) or (isinstance(value, int) and value.bit_length() <= 128):
+        return repr(value)  # a bigger int's digits may be thousands (str() refuses past 4,300)
     named: dict[type, str] = {dict: "a mapping", list: "a list"}
     return named.get(type(value), type(value).__name__)
 

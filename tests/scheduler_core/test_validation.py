@@ -387,7 +387,7 @@ def test_tenant_keys_name_every_top_level_field_even_unset_ones() -> None:
         ("9" * 60, f"got {'9' * 40!r}…"),
         (True, "got true"),
         ([1], "got a list"),
-        (1.5, "got float"),
+        (1.5, "got 1.5"),
         (float("nan"), "got NaN"),
         (float("inf"), "got Infinity"),
         (float("-inf"), "got -Infinity"),
@@ -429,4 +429,4 @@ def test_a_refused_switch_is_named_as_json_spells_it() -> None:
     errors = validate_tenant_config({"query_rejection": {"enabled": "yes"}})
     assert [e.message for e in errors] == ["must be true or false, got 'yes'"]
     errors = validate_tenant_config({"query_priority": {"enabled": 1}})
-    assert [e.message for e in errors] == ["must be true or false, got int"]
+    assert [e.message for e in errors] == ["must be true or false, got 1"]

@@ -245,5 +245,5 @@ def test_start_from_is_checked_and_named_at_its_knob() -> None:
     assert live.knobs.start_from == START_FROM_LIVE
     _, wrong_type = read_spec({"workload": recent, "knobs": {"start_from": 1}})
     assert [(e.path, e.message) for e in wrong_type] == [
-        ("knobs.start_from", "must be one of proposal, live, got int")
+        ("knobs.start_from", "must be one of proposal, live, got 1")
     ]
