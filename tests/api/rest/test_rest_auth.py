@@ -107,3 +107,14 @@ def test_an_authorization_header_of_whitespace_alone_is_a_401_not_a_server_error
         "/api/v1/tenants/", HTTP_AUTHORIZATION=value
     )
     assert response.status_code == 401
+
+
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "DELETE"])
+@pytest.mark.parametrize("path", ["/api/v1/tenants/", "/api/v1/queue/", "/api/v1/revisions/"])
+def test_a_method_an_endpoint_lacks_is_405_to_a_viewer_and_an_editor_alike(
+    viewer_api, editor_api, anon_api, method, path
+):
+    # A viewer was told "this needs the editor role", as if an editor could.
+    for client in (viewer_api, editor_api):
+        assert client.generic(method, path).status_code == 405
+    assert anon_api.generic(method, path).status_code == 401
