@@ -11,7 +11,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -162,6 +162,12 @@ class TenantDetailView(NamesConflicts, ApiView):
         responses={204: None, **errors(404, 412, 428)},
     )
     def delete(self, request: Request, tenant_id: str) -> Response:
+        # A body here is a mistake (a PUT's, sent to the wrong method): it
+        # used to go unread and the tenant was deleted anyway.
+        if request.stream is not None and request.data not in ({}, None):
+            raise exceptions.ValidationError(
+                {"non_field_errors": ["a delete takes no body (or {}); nothing was deleted"]}
+            )
         tenant = selectors.tenant_get(tenant_id=tenant_id)
         services.tenant_delete(
             tenant_id=tenant_id,

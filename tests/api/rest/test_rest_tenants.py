@@ -311,3 +311,29 @@ def test_a_null_anywhere_in_a_block_is_the_field_unset_and_is_not_stored(editor_
     }
     assert response.json() == stored == Tenant.objects.get(tenant_id="t1").config
     assert "null" not in editor_api.get("/api/v1/runtime-config/").content.decode()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("not json at all", "application/json"),
+        ('{"max_queriers_per_tenant": 3}', "application/json"),
+    ],
+)
+def test_a_delete_with_a_body_is_400_and_deletes_nothing(editor_api, rules, body, content_type):
+    etag = _create(editor_api, rules)
+    response = editor_api.generic(
+        "DELETE", URL, body, content_type=content_type, HTTP_IF_MATCH=etag
+    )
+    assert response.status_code == 400, response.content
+    assert Tenant.objects.filter(tenant_id="t1").exists()
+
+
+def test_a_delete_with_an_empty_object_or_no_body_deletes(editor_api, rules):
+    etag = _create(editor_api, rules)
+    response = editor_api.generic(
+        "DELETE", URL, "{}", content_type="application/json", HTTP_IF_MATCH=etag
+    )
+    assert response.status_code == 204
+    _create(editor_api, rules)
+    assert editor_api.delete(URL, HTTP_IF_MATCH="*").status_code == 204
