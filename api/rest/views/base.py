@@ -223,6 +223,31 @@ class StreamedBodyRequest(Request):
             self._stream = io.BytesIO(body) if body else None
 
 
+def refuse_unread_encodings(request: Request) -> None:
+    """415 for a body this API would misread: compressed, or of a wildcard type.
+
+    Bodies are never decompressed, so a `Content-Encoding: br` body that
+    happened to be plain JSON was applied, and a gzip one was a JSON parse
+    error about byte 0x8b; and `Content-Type: */*` matched the first
+    parser, JSON, as if the client had said so.
+    """
+    if request.stream is None:
+        return
+    encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise exceptions.UnsupportedMediaType(
+            request.content_type,
+            detail=f"Content-Encoding {encoding!r}: bodies are read as sent; send it "
+            "uncompressed, without Content-Encoding",
+        )
+    if "*" in request.content_type.split(";", 1)[0]:
+        raise exceptions.UnsupportedMediaType(
+            request.content_type,
+            detail=f"Content-Type {request.content_type!r} names no type: send the body's own "
+            "(application/json, or application/yaml where the endpoint takes YAML)",
+        )
+
+
 class ApiView(FormatChecked):
     """JSON in and out, bodies limited by `api.rest.content.LimitedJSONParser`."""
 
@@ -260,3 +285,4 @@ class ApiView(FormatChecked):
         refuse_repeated_params(request)
         self.refuse_bad_format(request)
         refuse_unknown_params(request, type(self))
+        refuse_unread_encodings(request)
