@@ -8,10 +8,11 @@ from drf_spectacular.views import (
     SpectacularRedocView,
     SpectacularSwaggerSplitView,
 )
+from rest_framework import exceptions
 
 from api.rest import views
 from api.rest.views.api_index import ApiIndexView
-from api.rest.views.base import FormatChecked, JsonErrors
+from api.rest.views.base import FormatChecked, JsonErrors, refuse_repeated_params
 from api.rest.views.queue_requests import (
     QueueCancelView,
     QueueRequestCancelView,
@@ -32,7 +33,17 @@ class SchemaView(JsonErrors, FormatChecked, SpectacularAPIView):
 
     def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
+        refuse_repeated_params(request)
         self.refuse_bad_format(request)
+        # drf-spectacular reads both: `?version=999` was written into the
+        # document's own version, `?lang=xx` ignored.
+        problems = {}
+        if "version" in request.query_params:
+            problems["version"] = ["the API has one version, v1: leave version out"]
+        if request.query_params.get("lang", "en") not in ("en", "en-us"):
+            problems["lang"] = ["the document is written in English only: en, or leave lang out"]
+        if problems:
+            raise exceptions.ValidationError(problems)
 
 
 app_name = "api-v1"

@@ -254,3 +254,19 @@ def test_every_operation_lists_406_and_every_write_413_and_415(viewer_api):
         for method, operation in operations.items()
     }
     assert {operation: codes for operation, codes in missing.items() if codes} == {}
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [("format=yaml&format=json", "format"), ("version=999", "version"), ("lang=xx", "lang")],
+)
+def test_the_schema_refuses_a_parameter_it_would_misread_naming_it(
+    viewer_api: Any, query: str, named: str
+) -> None:
+    response = viewer_api.get(f"/api/v1/schema/?{query}")
+    assert response.status_code == 400, response.content
+    assert named in response.json()
+
+
+def test_the_schema_takes_its_language_by_name(viewer_api: Any) -> None:
+    assert viewer_api.get("/api/v1/schema/?lang=en&format=json").status_code == 200
