@@ -340,3 +340,12 @@ def test_a_settings_save_another_writer_got_in_before_says_so_and_saves_nothing(
     assert response.redirect_chain == [(url, 302)]
     assert b"Not saved: version conflict: the current version is 3" in response.content
     assert SchedulerSettings.objects.get().config.get("layout") != "component-first"
+
+
+def test_admin_pages_carry_the_sites_empty_icon_and_keep_their_own_title(client) -> None:
+    # Without it the browser asked for /favicon.ico, a 404 in its console.
+    page = client.get("/admin/login/").content.decode()
+    assert '<link rel="icon" href="data:,">' in page
+    # The admin's own blocks are kept: its title and branding come through.
+    assert re.search(r"<title>Log in \| [^<]+</title>", page)
+    assert 'id="site-name"' in page
