@@ -343,6 +343,8 @@ REST_FRAMEWORK = {
     # Reads need the viewer or editor role, writes editor (see api.rest.auth).
     "DEFAULT_PERMISSION_CLASSES": ["api.rest.auth.RolePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Reads `q=0` in Accept (DRF reads no quality values).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.rest.negotiation.QualityNegotiation",
     # Config-store exceptions → 400 (nested field errors) / 404 / 412 / 428.
     "EXCEPTION_HANDLER": "api.rest.errors.api_exception_handler",
 }
