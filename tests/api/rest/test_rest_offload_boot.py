@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,11 @@ time.sleep(120)
 """
 
 
-def _orphan_after_parent_killed(mode: str) -> int:
-    """The child's pid, after its parent was SIGKILLed once the child was armed."""
+def _orphan_after_parent_killed(
+    mode: str, while_armed: Callable[[int], None] = lambda pid: None
+) -> int:
+    """The child's pid, after its parent was SIGKILLed once the child was armed
+    (and `while_armed` had looked at the child, given its pid)."""
     code = CHILD.format(base=str(BASE_DIR), mode=mode)
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, code], stdout=subprocess.PIPE, text=True
@@ -58,6 +62,7 @@ def _orphan_after_parent_killed(mode: str) -> int:
         child = int(parent.stdout.readline())
         assert parent.stdout.readline().strip() == "armed"
         assert process_alive(child)
+        while_armed(child)
     finally:
         parent.kill()
         parent.wait(10)
@@ -91,23 +96,12 @@ def test_both_guards_armed_together_end_the_child() -> None:
 def test_an_armed_worker_leaves_a_ctrl_c_to_its_parent() -> None:
     # A terminal's Ctrl-C reaches the whole process group: each worker printed
     # a KeyboardInterrupt traceback while `make demo` shut down cleanly.
-    code = CHILD.format(base=str(BASE_DIR), mode="both")
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT, code], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert parent.stdout.readline().strip() == "armed"
-        status = Path(f"/proc/{child}/status").read_text()
-        ignored = int(
-            next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16
-        )
-        assert ignored & (1 << (signal.SIGINT - 1))
-    finally:
-        parent.kill()
-        parent.wait(10)
-    assert _gone_within(child, 10.0)
+    def ignores_sigint(pid: int) -> None:
+        status = Path(f"/proc/{pid}/status").read_text()
+        mask = next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+        assert int(mask.split()[1], 16) & (1 << (signal.SIGINT - 1))
+
+    assert _gone_within(_orphan_after_parent_killed("both", ignores_sigint), 10.0)
 
 
 def test_a_child_whose_parent_is_already_gone_exits_at_once(monkeypatch) -> None:
