@@ -22,6 +22,7 @@ __all__ = [
     "duration",
     "integer",
     "join",
+    "known",
     "mapping",
     "meant_field",
     "number",
@@ -124,6 +125,18 @@ def unknown(raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Col
                 meant = meant_field(str(key), allowed)
             hint = "" if meant is None else f"; did you mean {meant}?"
             errs.add(join(path, str(key)), f"unknown field{hint}")
+
+
+def known(
+    raw: Mapping[str, Any], allowed: Sequence[str], path: str, errs: Collector
+) -> Mapping[str, Any]:
+    """`raw` without its null values, once every key was checked (`unknown`).
+
+    A null is the field unset, as Cortex's loader reads it; checked first,
+    so a misspelt key set to null is still an unknown field, not dropped.
+    """
+    unknown(raw, allowed, path, errs)
+    return {key: value for key, value in raw.items() if value is not None}
 
 
 def integer(value: object, path: str, errs: Collector, minimum: int | None = None) -> int | None:

@@ -105,7 +105,7 @@ def _pair(value: object, path: str, errs: f.Collector, keys: tuple[str, str]) ->
     raw = f.mapping(value, path, errs)
     if raw is None:
         return None
-    f.unknown(raw, keys, path, errs)
+    raw = f.known(raw, keys, path, errs)
     sides = [
         f.duration(raw[key], f.join(path, key), errs) if raw.get(key) is not None else None
         for key in keys
@@ -185,7 +185,7 @@ def _attribute(value: object, path: str, errs: f.Collector) -> QueryAttribute | 
     if raw is None:
         return None
     before = len(errs.errors)
-    f.unknown(raw, tuple(_ATTRIBUTE_FIELDS), path, errs)
+    raw = f.known(raw, tuple(_ATTRIBUTE_FIELDS), path, errs)
     fields = {
         key: parse(raw[key], f.join(path, key), errs)
         for key, parse in _ATTRIBUTE_FIELDS.items()
@@ -201,7 +201,7 @@ def _priority(value: object, path: str, errs: f.Collector) -> PriorityDef | None
     raw = f.mapping(value, path, errs)
     if raw is None:
         return None
-    f.unknown(raw, ("priority", "reserved_queriers", "query_attributes"), path, errs)
+    raw = f.known(raw, ("priority", "reserved_queriers", "query_attributes"), path, errs)
     if "priority" not in raw:
         errs.add(f.join(path, "priority"), "required")
     level = (
@@ -233,7 +233,7 @@ def _query_priority(value: object, path: str, errs: f.Collector) -> QueryPriorit
     raw = f.mapping(value, path, errs)
     if raw is None:
         return QueryPriority()
-    f.unknown(raw, _QUERY_PRIORITY_KEYS, path, errs)
+    raw = f.known(raw, _QUERY_PRIORITY_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         errs.add(f.join(path, "enabled"), f"must be true or false, got {f.shown(enabled)}")
@@ -258,26 +258,13 @@ def _query_priority(value: object, path: str, errs: f.Collector) -> QueryPriorit
     return QueryPriority(enabled is True, default or 0, defs)
 
 
-def _without_nulls(value: Any) -> Any:
-    """`value` with every mapping's null-valued keys left out, at any depth.
-
-    A null is the field unset, as Cortex's loader reads it (the default stays),
-    on every field: some read null as unset and others refused it ("must
-    be an integer, got null"), which no operator could predict.
-    """
-    if isinstance(value, Mapping):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
-
-
 def _tenant(raw_value: object, errs: f.Collector) -> TenantLimits:
     raw = f.mapping(raw_value, "", errs)
     if raw is None:
         return TenantLimits()
-    raw = _without_nulls(raw)
-    f.unknown(raw, TENANT_KEYS, "", errs)
+    # A null is the field unset, on every field and at every depth (`known`),
+    # as Cortex's loader reads it: some fields refused null, others took it.
+    raw = f.known(raw, TENANT_KEYS, "", errs)
     max_queriers = f.integer(
         raw.get("max_queriers_per_tenant", 0), "max_queriers_per_tenant", errs, 0
     )
@@ -300,7 +287,7 @@ def _query_rejection(value: object, path: str, errs: f.Collector) -> QueryReject
     raw = f.mapping(value, path, errs)
     if raw is None:
         return QueryRejection()
-    f.unknown(raw, _QUERY_REJECTION_KEYS, path, errs)
+    raw = f.known(raw, _QUERY_REJECTION_KEYS, path, errs)
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         errs.add(f.join(path, "enabled"), f"must be true or false, got {f.shown(enabled)}")

@@ -237,12 +237,14 @@ def _clean_overrides(
         dropped = sorted(str(key) for key in block if key not in used)
         if dropped:
             ignored[str(tenant_id)] = dropped
-        kept = {key: stored_copy(value) for key, value in block.items() if key in used}
+        kept = {key: value for key, value in block.items() if key in used}
+        # Judged as written (a misspelt key set to null is refused), stored
+        # without its nulls (`stored_copy`), as every other write stores it.
         errors += [
             FieldError(f"{prefix}.{e.path}" if e.path != "(root)" else prefix, e.message)
             for e in validate_tenant_config(kept)
         ]
-        clean[str(tenant_id)] = kept
+        clean[str(tenant_id)] = stored_copy(kept)
     if errors:
         raise ConfigValidationError(errors)
     return clean, ignored

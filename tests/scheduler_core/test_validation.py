@@ -430,3 +430,23 @@ def test_a_refused_switch_is_named_as_json_spells_it() -> None:
     assert [e.message for e in errors] == ["must be true or false, got 'yes'"]
     errors = validate_tenant_config({"query_priority": {"enabled": 1}})
     assert [e.message for e in errors] == ["must be true or false, got 1"]
+
+
+@pytest.mark.parametrize(
+    ("block", "path"),
+    [
+        ({"max_querier_per_tenant": None}, "max_querier_per_tenant"),
+        ({"query_priority": {"enabld": None}}, "query_priority.enabld"),
+        (
+            {"query_rejection": {"query_attributes": [{"regex": "x", "regx": None}]}},
+            "query_rejection.query_attributes[0].regx",
+        ),
+    ],
+)
+def test_a_misspelt_field_set_to_null_is_still_an_unknown_field(
+    block: dict[str, Any], path: str
+) -> None:
+    # Null is "unset" only for a field that exists: the key is checked first.
+    assert [(e.path, e.message.split(";")[0]) for e in validate_tenant_config(block)] == [
+        (path, "unknown field")
+    ]

@@ -337,3 +337,14 @@ def test_a_delete_with_an_empty_object_or_no_body_deletes(editor_api, rules):
     assert response.status_code == 204
     _create(editor_api, rules)
     assert editor_api.delete(URL, HTTP_IF_MATCH="*").status_code == 204
+
+
+def test_an_imported_block_is_stored_and_exported_without_its_nulls(editor_api):
+    text = "overrides:\n  t3:\n    max_queriers_per_tenant: null\n    query_rejection: ~\n"
+    text += "    max_query_capacity: 0.5\n"
+    response = editor_api.put(
+        "/api/v1/runtime-config/", text, content_type="application/yaml", HTTP_IF_MATCH="*"
+    )
+    assert response.status_code == 200, response.content
+    assert editor_api.get("/api/v1/tenants/t3/").json() == {"max_query_capacity": 0.5}
+    assert "null" not in editor_api.get("/api/v1/runtime-config/").content.decode()
