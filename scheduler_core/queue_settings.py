@@ -52,6 +52,9 @@ _CREDENTIAL_HEADERS = frozenset(
         "x-xsrf-token",
         "x-amz-security-token",
         "x-auth",
+        "x-authorization",
+        "authentication",
+        "x-authentication",
         "dpop",  # a proof-of-possession JWT (RFC 9449)
         "x-amzn-oidc-data",  # the AWS load balancer's signed claims
     }
@@ -59,15 +62,13 @@ _CREDENTIAL_HEADERS = frozenset(
 # Words that name a credential inside a header name: proxies add their own
 # (oauth2-proxy's `X-Forwarded-Access-Token`, `X-Auth-Request-Access-Token`),
 # so a list of names alone let them through. `X-Auth-Request-User` is not
-# refused: a user name is what an actor path is for. JWT assertions
-# (`Cf-Access-Jwt-Assertion`, `X-Goog-Iap-Jwt-Assertion`) and keys
-# (`Ocp-Apim-Subscription-Key`, `X-Access-Key`) are credentials too.
+# refused: a user name is what an actor path is for, and so are the
+# identity headers of Google's IAP (`X-Goog-Authenticated-User-Email`) and
+# Kong (`X-Authenticated-Userid`). JWTs (`Cf-Access-Jwt-Assertion`) are
+# credentials too.
 _CREDENTIAL_WORDS = (
-    "authoriz",
-    "authentic",
     "jwt",
-    "assertion",
-    "key",
+    "apikey",
     "token",
     "secret",
     "password",
@@ -79,9 +80,19 @@ _CREDENTIAL_WORDS = (
 )
 
 
+# Whole parts of a name (between `-` or `_`) that name a credential: as a
+# part, not a word, so `Ocp-Apim-Subscription-Key` and `X-Access-Key` are
+# refused while `X-Keycloak-User` and `X-Monkey-Team` are not.
+_CREDENTIAL_PARTS = frozenset({"key", "assertion"})
+
+
 def _carries_credentials(name: str) -> bool:
     lowered = name.lower()
-    return lowered in _CREDENTIAL_HEADERS or any(w in lowered for w in _CREDENTIAL_WORDS)
+    return (
+        lowered in _CREDENTIAL_HEADERS
+        or any(w in lowered for w in _CREDENTIAL_WORDS)
+        or not _CREDENTIAL_PARTS.isdisjoint(lowered.replace("_", "-").split("-"))
+    )
 
 
 def _header_name(value: object, path: str, errs: f.Collector) -> str | None:

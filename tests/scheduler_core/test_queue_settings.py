@@ -163,6 +163,11 @@ def test_a_header_that_carries_credentials_is_refused_as_the_actor_path_header(
         "X-Grafana-User",
         "X-Loki-Actor-Path",
         "X-Amzn-Oidc-Identity",
+        "X-Goog-Authenticated-User-Email",
+        "X-Authenticated-Userid",
+        "X-Authorized-Team",
+        "X-Keycloak-User",
+        "X-Monkey-Team",
     ],
 )
 def test_a_header_naming_a_user_is_allowed_as_the_actor_path_header(header: str) -> None:
