@@ -115,7 +115,7 @@ def main() -> None:
     from config import access_log, body_limit, slow_readers
 
     access_log.install()
-    body_limit.install()
+    body_limit.install(reactor)
     slow_readers.install(
         reactor,
         limit=settings.WEBSOCKET_UNSENT_LIMIT_BYTES,

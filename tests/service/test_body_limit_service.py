@@ -8,6 +8,7 @@ before any of it is stored or the application sees the request.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 
@@ -65,4 +66,28 @@ def test_a_chunked_body_is_refused_once_it_grows_past_the_limit(
 
     assert status == 413
     assert "chunked body grew past" in json.loads(body)["detail"]
-    assert "/api/v1/runtime-config/" not in daphne_server.log()
+    # Said once, by the refusal; the application never answered it (no access line).
+    log = daphne_server.log()
+    assert "PUT /api/v1/runtime-config/ from 127.0.0.1: a chunked body grew past it" in log
+    assert '"PUT /api/v1/runtime-config/' not in log
+
+
+def test_a_client_that_sends_its_whole_body_before_reading_still_reads_the_413(
+    daphne_server: DaphneProcess,
+) -> None:
+    # As Python's http.client, urllib and requests do: the socket was closed
+    # with their bytes unread, and they saw a broken pipe, not the answer.
+    connection = http.client.HTTPConnection("127.0.0.1", daphne_server.port, timeout=60)
+    try:
+        connection.request(
+            "PUT",
+            "/api/v1/runtime-config/",
+            body=b"#" * (MAX_BODY_BYTES + 1024 * 1024),
+            headers={"Content-Type": "application/yaml"},
+        )
+        response = connection.getresponse()
+        assert response.status == 413
+        assert "request body too large" in json.loads(response.read())["detail"]
+    finally:
+        connection.close()
+    assert "refused (413)" in daphne_server.log()
