@@ -51,8 +51,10 @@ RESULT_TIMEOUT = 300.0
 # but a querier already running one answers the frontend directly, so it is
 # lost only once a querier's latency has passed with no result.
 ORPHAN_GRACE = 30.0
-# How often queries past their deadline are given up.
+# How often queries past their deadline are given up, and how long the
+# CANCEL of one may take.
 GIVE_UP_PERIOD = 0.5
+CANCEL_TIMEOUT = 10.0
 
 
 class _Waiting(NamedTuple):
@@ -315,14 +317,16 @@ class GrpcDemo:
         """CANCEL a query given up, on a loop of its own: the sending loops
         keep one ENQUEUE in flight each, and a cancel must not wait behind
         traffic that may have stopped. The frontend's other loops stay
-        open, so closing this one cancels nothing else."""
+        open, so closing this one cancels nothing else. Bounded in time: a
+        scheduler that never answers holds no task for long."""
         assert self._frontend is not None
         try:
-            loop = await _open_loop(self._channels[address], self._frontend.address)
-            try:
-                await loop.cancel(query_id)
-            finally:
-                await loop.close()
+            async with asyncio.timeout(CANCEL_TIMEOUT):
+                loop = await _open_loop(self._channels[address], self._frontend.address)
+                try:
+                    await loop.cancel(query_id)
+                finally:
+                    await loop.close()
         except (*_STREAM_ERRORS, RuntimeError) as exc:
             self._note(f"cancelling query {query_id} at {address}", exc)
 

@@ -12,7 +12,12 @@ from rest_framework import exceptions
 
 from api.rest import views
 from api.rest.views.api_index import ApiIndexView
-from api.rest.views.base import FormatChecked, JsonErrors, refuse_repeated_params
+from api.rest.views.base import (
+    FormatChecked,
+    JsonErrors,
+    MethodsBeforeRoles,
+    refuse_repeated_params,
+)
 from api.rest.views.queue_requests import (
     QueueCancelView,
     QueueRequestCancelView,
@@ -25,7 +30,7 @@ from api.rest.views.simulate import RecordingView, SimulateRunView, SimulateView
 __all__ = ["urlpatterns"]
 
 
-class SchemaView(JsonErrors, FormatChecked, SpectacularAPIView):
+class SchemaView(MethodsBeforeRoles, JsonErrors, FormatChecked, SpectacularAPIView):
     """The OpenAPI document; a `?format=` it does not write is a 400, as on every endpoint.
 
     Its errors (401, 403, 400) are JSON, not the document's YAML (JsonErrors).
@@ -40,10 +45,18 @@ class SchemaView(JsonErrors, FormatChecked, SpectacularAPIView):
         problems = {}
         if "version" in request.query_params:
             problems["version"] = ["the API has one version, v1: leave version out"]
-        if request.query_params.get("lang", "en") not in ("en", "en-us"):
+        if request.query_params.get("lang", "en").lower() not in ("en", "en-us"):
             problems["lang"] = ["the document is written in English only: en, or leave lang out"]
         if problems:
             raise exceptions.ValidationError(problems)
+
+
+class SwaggerView(MethodsBeforeRoles, SpectacularSwaggerSplitView):
+    """Swagger UI's page (HTML for a browser)."""
+
+
+class RedocView(MethodsBeforeRoles, SpectacularRedocView):
+    """ReDoc's page (HTML for a browser)."""
 
 
 app_name = "api-v1"
@@ -112,8 +125,8 @@ urlpatterns = [
         "schema/swagger-ui/",
         # Its start script served as a file (`?script=`), as the pages'
         # Content-Security-Policy allows no inline script.
-        SpectacularSwaggerSplitView.as_view(url_name="api-v1:schema"),
+        SwaggerView.as_view(url_name="api-v1:schema"),
         name="swagger-ui",
     ),
-    path("schema/redoc/", SpectacularRedocView.as_view(url_name="api-v1:schema"), name="redoc"),
+    path("schema/redoc/", RedocView.as_view(url_name="api-v1:schema"), name="redoc"),
 ]

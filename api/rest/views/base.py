@@ -248,7 +248,23 @@ def refuse_unread_encodings(request: Request) -> None:
         )
 
 
-class ApiView(FormatChecked):
+class MethodsBeforeRoles(APIView):
+    """A method the view does not have is 405 to anyone with a REST role.
+
+    DRF judges the role first, so a viewer's TRACE read "this needs the
+    editor role", as if an editor could. An anonymous caller still gets its
+    401, a frontend or querier token its 403.
+    """
+
+    def check_permissions(self, request: Request) -> None:
+        method = request.method.lower() if request.method else ""
+        handled = method in self.http_method_names and hasattr(self, method)
+        if not handled and role_of(request.user) is not None:
+            raise exceptions.MethodNotAllowed(request.method)
+        super().check_permissions(request)
+
+
+class ApiView(MethodsBeforeRoles, FormatChecked):
     """JSON in and out, bodies limited by `api.rest.content.LimitedJSONParser`."""
 
     parser_classes = [LimitedJSONParser]
@@ -267,17 +283,6 @@ class ApiView(FormatChecked):
             # `max_body_bytes` first): a body cut short of it read as other text.
             body_limit=getattr(self, "max_body_bytes", max(p.max_bytes for p in parsers)),
         )
-
-    def check_permissions(self, request: Request) -> None:
-        # A method the endpoint does not have is 405 to anyone with a REST
-        # role: DRF judged the role first, so a viewer's TRACE read "this
-        # needs the editor role", as if an editor could. An anonymous
-        # caller still gets its 401, a frontend or querier token its 403.
-        method = request.method.lower() if request.method else ""
-        handled = method in self.http_method_names and hasattr(self, method)
-        if not handled and role_of(request.user) is not None:
-            raise exceptions.MethodNotAllowed(request.method)
-        super().check_permissions(request)
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # After authentication and permissions: an anonymous caller gets its 401.

@@ -110,7 +110,17 @@ def test_an_authorization_header_of_whitespace_alone_is_a_401_not_a_server_error
 
 
 @pytest.mark.parametrize("method", ["TRACE", "PROPFIND", "DELETE"])
-@pytest.mark.parametrize("path", ["/api/v1/tenants/", "/api/v1/queue/", "/api/v1/revisions/"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/tenants/",
+        "/api/v1/queue/",
+        "/api/v1/revisions/",
+        "/api/v1/schema/",
+        "/api/v1/schema/swagger-ui/",
+        "/api/v1/schema/redoc/",
+    ],
+)
 def test_a_method_an_endpoint_lacks_is_405_to_a_viewer_and_an_editor_alike(
     viewer_api, editor_api, anon_api, method, path
 ):

@@ -112,8 +112,9 @@ def test_a_child_whose_parent_is_already_gone_exits_at_once(monkeypatch) -> None
         raise SystemExit(code)
 
     monkeypatch.setattr(offload_boot.os, "_exit", fake_exit)
-    # Never arm the real signal in the test process itself.
+    # Never arm the real signal, nor ignore Ctrl-C, in the test process itself.
     monkeypatch.setattr(offload_boot, "parent_death_signal", lambda sig=0: True)
+    monkeypatch.setattr(offload_boot.signal, "signal", lambda *args: None)
     with pytest.raises(SystemExit):
         offload_boot.exit_with_parent(os.getppid() + 1_000_000)
     assert exits == [1]
