@@ -5,8 +5,8 @@ before Daphne hands the request to Django, and only then do authentication
 and the API's own limits apply: an anonymous client could send a directly
 reachable Daphne gigabytes, stored and read back before it answered 401,
 and a `Content-Length` of a terabyte held the connection open waiting.
-`install()` makes Daphne's HTTP connections answer 413 and close as soon as
-a body is declared (`Content-Length`) or has grown (chunked) past
+`install()` makes Daphne's HTTP connections answer 413 as soon as a body
+is declared (`Content-Length`) or has grown (chunked) past
 `MAX_BODY_BYTES`, storing none of it and never calling the application.
 
 The limit is the largest body any endpoint takes (a runtime-config import,
@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+
+from config.access_log import redacted
 
 __all__ = ["LINGER_SECONDS", "MAX_BODY_BYTES", "install", "refusal"]
 
@@ -101,7 +103,8 @@ def install(clock: Any, limit: int = MAX_BODY_BYTES, linger: float = LINGER_SECO
             # The request line as the channel read it: the request's own
             # fields are filled only once the whole body has come.
             channel._command.decode("latin-1", "replace")[:20],
-            channel._path.decode("latin-1", "replace")[:200],
+            # Without a token a query string may carry, as the access log.
+            redacted(channel._path.decode("latin-1", "replace"))[:200],
             getattr(peer, "host", peer),
             "a chunked body grew past it" if size is None else f"a body of {size} bytes",
             limit,
