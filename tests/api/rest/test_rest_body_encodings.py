@@ -18,7 +18,11 @@ BODY = b'{"max_queriers_per_tenant": 2}'
     [
         (BODY, {"HTTP_CONTENT_ENCODING": "br"}, "Content-Encoding 'br'"),
         # mtime fixed: xdist's workers must name the same test the same way.
-        (gzip.compress(BODY, mtime=0), {"HTTP_CONTENT_ENCODING": "gzip"}, "Content-Encoding 'gzip'"),
+        (
+            gzip.compress(BODY, mtime=0),
+            {"HTTP_CONTENT_ENCODING": "gzip"},
+            "Content-Encoding 'gzip'",
+        ),
         (BODY, {}, "Content-Type '*/*'"),
     ],
     ids=["br", "gzip", "wildcard"],
