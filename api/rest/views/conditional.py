@@ -92,6 +92,17 @@ def _refuse_none_match(cond: Preconditions, current: int) -> None:
         raise VersionConflict(current)
 
 
+def _checked(request: Request, current: int) -> Preconditions:
+    """The request's preconditions, once they let a write to an object at
+    `current` through: 412 when an If-Match names no `current` or an
+    If-None-Match names it (RFC 9110's order: If-Match first)."""
+    cond = preconditions(request)
+    if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
+        raise VersionConflict(current)
+    _refuse_none_match(cond, current)
+    return cond
+
+
 def expected_for_existing(request: Request, current: int) -> int | None:
     """The version to hand the service for a write to an existing object.
 
@@ -101,10 +112,7 @@ def expected_for_existing(request: Request, current: int) -> int | None:
     If-Match tag matches `current` or If-None-Match names it (RFC 9110's
     order: If-Match first), else `PreconditionRequired` (428) without If-Match.
     """
-    cond = preconditions(request)
-    if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
-        raise VersionConflict(current)
-    _refuse_none_match(cond, current)
+    cond = _checked(request, current)
     if cond.if_match is None:
         raise PreconditionRequired()
     return None if cond.if_match_any else current
@@ -116,13 +124,8 @@ def expected_if_given(request: Request, current: int) -> int | None:
     Raises `VersionConflict` (412) when no tag matches `current`, or when
     If-None-Match names it (a rollback went ahead with `If-None-Match: *`).
     """
-    cond = preconditions(request)
-    if cond.if_match is not None and not cond.if_match_any and current not in cond.if_match:
-        raise VersionConflict(current)
-    _refuse_none_match(cond, current)
-    if cond.if_match is None or cond.if_match_any:
-        return None
-    return current
+    cond = _checked(request, current)
+    return None if cond.if_match is None or cond.if_match_any else current
 
 
 def expected_for_put(request: Request, current: int | None) -> int | AnyVersion | None:
