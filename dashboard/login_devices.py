@@ -66,10 +66,16 @@ def device_for(request: HttpRequest | None, username: str | None) -> str | None:
     """The device ID of a browser that has logged in as `username`, else None."""
     if request is None or not username:
         return None
+    return _device(request, username, _user_id(username))
+
+
+def _device(request: HttpRequest, username: str, user_id: str | None) -> str | None:
+    """The device ID of the request's cookie if it names this user: this name
+    and this database ID."""
     known = _cookie(request)
     # Exactly: "Alice" is another account than "alice", and her cookies
     # let her spread guesses at alice's password over devices.
-    if known is None or known[0] != username or known[1] != _user_id(username):
+    if known is None or known[0] != username or known[1] != user_id:
         return None
     return known[2]
 
@@ -81,7 +87,8 @@ def remember_device(request: HttpRequest, username: str, user_id: str) -> None:
     (if any) stays its own. Set by `DeviceCookieMiddleware`, because the
     admin's login view, not ours, answers admin logins.
     """
-    device = device_for(request, username) or secrets.token_urlsafe(16)
+    # The user is known here: no need to look its ID up (`device_for`).
+    device = _device(request, username, user_id) or secrets.token_urlsafe(16)
     payload = {"u": username, "i": user_id, "d": device}
     request.login_device_cookie = signing.dumps(payload, salt=_SALT)  # type: ignore[attr-defined]
 
