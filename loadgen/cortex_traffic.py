@@ -171,7 +171,7 @@ class GrpcDemo:
 
     @property
     def unanswered(self) -> int:
-        """Sent with no answer yet, and not (yet) given up by `status()`."""
+        """Sent with no answer yet, and not (yet) given up (`_give_up_every`)."""
         return len(self._pending) + self._moving
 
     async def start(self, timeout: float = 10.0) -> GrpcDemo:
