@@ -239,14 +239,17 @@ class MetricsObserver:
         tenant, priority = request.tenant_id, str(request.priority)
         DISCARDED.inc(tenant, priority)
         _note_priority(tenant, priority)
-        JANITOR.seen(tenant)
         _seen_again(tenant)
+        JANITOR.seen(tenant)
 
     def on_refused(self, tenant_id: str) -> None:
         # Its rule counters' series go once it has been idle for the delay,
         # like any refused tenant's (a federated `a|b` inherits a's rules).
-        JANITOR.seen(tenant_id)
+        # Seen again before the janitor may sweep: with no idle delay it
+        # forgets the tenant within `seen`, and a later `_seen_again` would
+        # drop the keep note and so leave its rule series behind for good.
         _seen_again(tenant_id)
+        JANITOR.seen(tenant_id)
 
     def on_cancelled(self, request: Request) -> None:
         CANCELLED.inc(request.tenant_id)

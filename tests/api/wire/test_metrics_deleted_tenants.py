@@ -38,7 +38,10 @@ def clock(host: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
     monkeypatch.setattr(janitor, "_idle_since", {})
     monkeypatch.setattr(janitor, "_clock", clock)
     monkeypatch.setattr(janitor, "_idle_seconds", IDLE)
+    monkeypatch.setattr(janitor, "_last_sweep", None)  # no sweep due from an earlier test
     monkeypatch.setattr(metrics, "_RULES_KEPT", set())
+    # Counting this host's runtime already: a first scrape must not restart the counts.
+    monkeypatch.setattr(metrics, "_counted_runtime", [host.runtime])
     yield clock
 
 
@@ -121,3 +124,16 @@ async def test_deleting_a_tenant_never_seen_on_this_replica_leaves_others_rule_s
     assert "del-kept" in await rule_tenants()
     await delete(host, "del-unseen")
     assert "del-kept" in await rule_tenants()
+
+
+async def test_with_no_idle_delay_a_refused_tenants_rule_series_still_go_with_its_block(
+    host: Any, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With METRICS_TENANT_IDLE_SECONDS at 0 the janitor forgets the tenant
+    # within the refusal's own report, so being seen must be noted before that.
+    monkeypatch.setattr(metrics.JANITOR, "_idle_seconds", 0.0)
+    await configure(host, "del-now")
+    assert admit(host, "del-now", "up")
+    assert "del-now" in await rule_tenants()  # configured: kept though idle at once
+    await delete(host, "del-now")
+    assert "del-now" not in await rule_tenants()
