@@ -38,7 +38,9 @@ def clock(host: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
     monkeypatch.setattr(janitor, "_idle_since", {})
     monkeypatch.setattr(janitor, "_clock", clock)
     monkeypatch.setattr(janitor, "_idle_seconds", IDLE)
-    monkeypatch.setattr(janitor, "_last_sweep", None)  # no sweep due from an earlier test
+    # No sweep time of an earlier test's clock; both put back together after.
+    monkeypatch.setattr(janitor, "_last_sweep", None)
+    monkeypatch.setattr(janitor, "_due", 0.0)
     monkeypatch.setattr(metrics, "_RULES_KEPT", set())
     # Counting this host's runtime already: a first scrape must not restart the counts.
     monkeypatch.setattr(metrics, "_counted_runtime", [host.runtime])
