@@ -200,8 +200,12 @@ def database_from_env(name: str, default_url: str, conn_max_age: int) -> dj_data
         ) from None
 
 
-# Where the settings' own refusals are raised: this module and config/settings.py.
-_REFUSING_FILES = {Path(__file__).resolve(), Path(__file__).resolve().with_name("settings.py")}
+# Where the settings' own refusals are raised: this module, config/settings.py
+# and config/secret_key.py.
+_REFUSING_FILES = {
+    Path(__file__).resolve(),
+    *(Path(__file__).resolve().with_name(name) for name in ("settings.py", "secret_key.py")),
+}
 
 
 @contextmanager

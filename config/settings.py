@@ -3,13 +3,13 @@
 Every value has a default that is safe for a single local process; a
 deployment sets `SECRET_KEY`, `DATABASE_URL`, `REDIS_URL` and
 `ALLOWED_HOSTS`. Nothing here is random per process, because several Daphne
-replicas must agree on signed cookies and sessions.
+replicas must agree on signed cookies and sessions: an unset `SECRET_KEY`
+is one random key kept in `VAR_DIR` for every process sharing it.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,16 @@ from config.env_checks import (
     redis_url_from_env,
     var_dir,
 )
+from config.secret_key import kept_secret_key
 from config.slow_readers import SLOW_READER_SECONDS, UNSENT_LIMIT_BYTES
 from scheduler_core.traffic import DEFAULT_MAX_BYTES, DEFAULT_PER_TENANT
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = var_dir("VAR_DIR", BASE_DIR / "var")
 
-DEV_SECRET_KEY = "dev-insecure-queue-inspector-key-set-SECRET_KEY-in-production"
-SECRET_KEY = os.environ.get("SECRET_KEY", "") or DEV_SECRET_KEY
+# Unset, a random key made once and kept in VAR_DIR (config.secret_key).
+SECRET_KEY = os.environ.get("SECRET_KEY", "") or kept_secret_key(VAR_DIR)
 DEBUG = env_flag("DEBUG")
-if SECRET_KEY == DEV_SECRET_KEY and not DEBUG:
-    warnings.warn(
-        "SECRET_KEY is not set: using the built-in development key. "
-        "Set SECRET_KEY (the same value on every replica) for any real deployment.",
-        stacklevel=1,
-    )
 
 # An empty value is the default: no hosts at all answered every request 400.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "") or ["127.0.0.1", "localhost"]
