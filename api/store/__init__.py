@@ -11,7 +11,8 @@ block read back) and `yaml_keys` (the one YAML loader's reading rules,
 Cortex's Go decoder's: every YAML body is read through it; `yaml_scalars`
 is how that decoder resolves a plain scalar); `tokens` and
 `roles` say who may do what; `schema_state` says whether the database's
-schema is behind the code's migrations.
+schema is behind the code's migrations; `one_version` reads a body with
+the exact version its ETag names.
 
 May import: `scheduler_core`, Django. Never `api.rest`, `api.wire` or
 `api.cluster`.

@@ -30,6 +30,7 @@ from api.store import selectors, services
 from api.store.exceptions import ConfigValidationError, NotFound
 from api.store.import_plan import tenant_id_errors
 from api.store.models import ConfigRevision, Tenant
+from api.store.one_version import at_one_version
 from api.store.revision_states import revision_comparison, rollback_preview
 from scheduler_core.bounds import parse_decimal
 
@@ -200,8 +201,10 @@ class RevisionRollbackView(NamesConflicts, ApiView):
         target_id = _revision_id(revision_id)
         note = _note_of(request)
         if flag(request, "dry_run"):
-            version = selectors.config_version_get()
-            preview = rollback_preview(selectors.revision_get(revision_id=target_id))
+            target = selectors.revision_get(revision_id=target_id)
+            version, preview = at_one_version(
+                selectors.config_version_get, lambda: rollback_preview(target)
+            )
             body = {
                 "changed": preview.changed,
                 "revision": None,

@@ -57,6 +57,7 @@ from api.store import selectors
 from api.store.cortex_export import block_for_cortex
 from api.store.exceptions import ConfigValidationError, VersionConflict
 from api.store.models import ConfigRevision, Tenant
+from api.store.one_version import at_one_version
 from api.wire import rule_reports
 
 __all__ = ["RuntimeConfigView", "tenant_aware_splitter"]
@@ -229,7 +230,10 @@ class RuntimeConfigView(JsonErrors, NamesConflicts, ApiView):
         if not_modified(request, version):
             response = Response(status=status.HTTP_304_NOT_MODIFIED)
         else:
-            response = Response({OVERRIDES: _export_for(selectors.runtime_config_export(), cortex)})
+            version, export = at_one_version(
+                selectors.overrides_version_get, selectors.runtime_config_export
+            )
+            response = Response({OVERRIDES: _export_for(export, cortex)})
         response["ETag"] = etag_for(version)
         return response
 

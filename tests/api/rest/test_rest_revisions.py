@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from api.rest.views import revisions as revisions_view
 from api.store.models import ConfigRevision
 
 URL = "/api/v1/tenants/t1/"
@@ -160,3 +161,25 @@ def test_a_rollback_that_no_longer_validates_keeps_dotted_tenant_ids_whole(edito
         "overrides": {"team.payments": {"max_queriers_per_tenant": ["must be >= 0, got -1"]}}
     }
     assert ConfigRevision.objects.count() == count
+
+
+def test_a_rollback_dry_run_overtaken_by_a_write_answers_the_etag_of_what_it_shows(
+    editor_api, rules, monkeypatch
+):
+    _two_versions(editor_api, rules)
+    newest = editor_api.get("/api/v1/revisions/", {"limit": 1}).json()["results"][0]
+    url = f"/api/v1/revisions/{newest['id']}/rollback/"
+    real = revisions_view.rollback_preview
+    writes = [{"stuck_threshold": "45s"}]
+
+    def overtaken(revision):
+        preview = real(revision)
+        if writes:  # another editor's write commits after this read
+            editor_api.patch("/api/v1/settings/", writes.pop(), format="json", HTTP_IF_MATCH="*")
+        return preview
+
+    monkeypatch.setattr(revisions_view, "rollback_preview", overtaken)
+    preview = editor_api.post(f"{url}?dry_run=1")
+    assert not writes  # the write landed during the preview
+    assert preview["ETag"] == editor_api.post(f"{url}?dry_run=1")["ETag"]
+    assert editor_api.post(url, HTTP_IF_MATCH=preview["ETag"]).status_code == 201

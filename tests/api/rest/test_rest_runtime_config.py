@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from api.store import selectors
 from api.store.models import ConfigRevision, Tenant
 from scheduler_core.validation import TEXT_FIELDS
 
@@ -294,6 +295,26 @@ def test_a_stale_if_match_is_412_with_the_current_etag_and_changes_nothing(edito
     assert response["ETag"] == current
     assert Tenant.objects.get(tenant_id="a").config == {"max_queriers_per_tenant": 1}
     assert Tenant.objects.filter(tenant_id="b").exists()
+
+
+def test_an_export_overtaken_by_a_write_answers_the_etag_of_the_tenants_it_lists(
+    editor_api, monkeypatch
+):
+    _put(editor_api, ONE, if_match=None)
+    real = selectors.runtime_config_export
+    writes = [{"max_queriers_per_tenant": 5}]
+
+    def overtaken() -> Any:
+        export = real()
+        if writes:  # another client's edit commits after this read
+            editor_api.put("/api/v1/tenants/b/", writes.pop(), format="json")
+        return export
+
+    monkeypatch.setattr(selectors, "runtime_config_export", overtaken)
+    response = editor_api.get(URL)
+    assert not writes  # the edit landed during the export
+    assert "b" in yaml.safe_load(response.content)["overrides"]
+    assert response["ETag"] == editor_api.get(URL)["ETag"]
 
 
 def test_the_current_etag_and_a_star_are_accepted(editor_api):
