@@ -1,5 +1,6 @@
 """The Django project: settings, URL routing, the ASGI entry point, and how
 Daphne is started (`serve`: the event loop, the schema check, the
 websocket slow-reader guard, `slow_readers`, and the access log without
-query-string secrets, `access_log`), and the signing key kept in VAR_DIR
+query-string secrets, `access_log`), each HTTP request's objects freed as
+it ends (`http_cycles`), and the signing key kept in VAR_DIR
 when `SECRET_KEY` is unset (`secret_key`). May import every other package."""

@@ -76,6 +76,7 @@ from api.wire import (  # noqa: E402, F401 - metrics: observer from the start
     traffic_recording,  # noqa: E402, F401 - the what-if recorder, from the start
 )
 from api.wire.routing import websocket_urlpatterns as machine_urlpatterns  # noqa: E402
+from config.http_cycles import ReleaseDisconnectListener  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class LazyRuntimeStart:
 application = LazyRuntimeStart(
     ProtocolTypeRouter(
         {
-            "http": AbandonOnDisconnect(django_asgi_app),
+            "http": ReleaseDisconnectListener(AbandonOnDisconnect(django_asgi_app)),
             "websocket": WebsocketSplit(
                 URLRouter([*machine_urlpatterns, NO_SUCH_PATH]),
                 AllowedHostsOriginValidator(
