@@ -13,7 +13,7 @@ from api.store.models import Tenant
 from dashboard.forms import EditorAction, apply_action, editor_model, tenant_config_from_post
 from scheduler_core.validation import MAX_ATTRIBUTES_PER_PRIORITY, MAX_PRIORITIES
 from tests.dashboard.saving import confirm
-from tests.dashboard.test_yaml_editor import inputs
+from tests.tenant_form_inputs import inputs
 
 pytestmark = pytest.mark.django_db
 

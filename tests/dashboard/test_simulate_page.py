@@ -9,7 +9,7 @@ from django.test import Client
 
 from api.store import services
 from api.store.models import ConfigRevision
-from tests.dashboard.test_yaml_editor import inputs
+from tests.tenant_form_inputs import inputs
 
 
 def _script(response: Any, script_id: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from django.test import Client
 from api.store import services
 from api.store.models import Tenant
 from tests.dashboard.saving import confirm
-from tests.dashboard.test_yaml_editor import inputs
+from tests.tenant_form_inputs import inputs
 
 pytestmark = pytest.mark.django_db
 
