@@ -100,7 +100,8 @@ class _ServiceWritesAdmin(_RoleBoundAdmin):
     outside the store's lock; the service checks again under it. A writer
     that got in between (another admin, REST, another replica) made the
     service refuse, and the page was a 500. The view's transaction rolled
-    back: nothing was saved, and the page shown again says why.
+    back: nothing was saved, and the form is shown again as it was posted,
+    with why on it (a redirect to the page lost what the operator typed).
     """
 
     def changeform_view(
@@ -113,7 +114,27 @@ class _ServiceWritesAdmin(_RoleBoundAdmin):
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
         except ConfigStoreError as exc:
-            return self.refused(request, "Not saved", exc)
+            if request.method != "POST":
+                return self.refused(request, "Not saved", exc)
+            # Run again, the form fails on the refusal (`get_form`), so the
+            # admin shows the post back with it and writes nothing.
+            request.store_refusal = exc  # type: ignore[attr-defined]
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        refusal = getattr(request, "store_refusal", None)
+        if refusal is None:
+            return form
+
+        class Refused(form):  # type: ignore[misc, valid-type]
+            def clean(self) -> dict[str, Any]:
+                super().clean()
+                raise forms.ValidationError(f"Not saved: {refusal}")
+
+        return Refused
 
     def refused(self, request: HttpRequest, what: str, exc: ConfigStoreError) -> HttpResponse:
         """The page again (as it is now), with what was not done and why."""
