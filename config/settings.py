@@ -200,6 +200,8 @@ INSPECTOR_LOGIN_RECHECK_SECONDS = env_seconds("INSPECTOR_LOGIN_RECHECK_SECONDS",
 # each costs a frame built every tick, so a script replaying a stolen cookie
 # cannot make the broadcaster build thousands. A browser's tabs stay far below.
 INSPECTOR_SOCKETS_PER_SESSION = env_int("INSPECTOR_SOCKETS_PER_SESSION", 32, least=1)
+# And one user over all its sessions: each login is a new session, places and all.
+INSPECTOR_SOCKETS_PER_USER = env_int("INSPECTOR_SOCKETS_PER_USER", 128, least=1)
 
 # What-if simulations (api.rest.simulation): niced worker processes, the wall
 # time one run may take, and off: run in the request thread (tests).

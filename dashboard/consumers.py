@@ -16,7 +16,8 @@ and logging out closes every inspector socket of that session, in every
 tab and on every replica (a channel-layer group per session, joined and
 heard best-effort by `dashboard.logout_listener`: the socket opens and
 lives on through a Redis outage, and its login recheck still ends it). One session
-holds at most `INSPECTOR_SOCKETS_PER_SESSION` open on a replica
+holds at most `INSPECTOR_SOCKETS_PER_SESSION` open on a replica, and one
+user at most `INSPECTOR_SOCKETS_PER_USER` over all its sessions
 (`dashboard.session_sockets`); one more is accepted, told so in an `error`
 frame carrying `limit`, and closed with 4429.
 
@@ -73,8 +74,9 @@ class InspectorConsumer(GuardedConsumer):
     # Where a logout reaches this socket (its `session_group`), while it can.
     logout: LogoutListener | None = None
     recheck: asyncio.Task[None] | None = None
-    # The session key this socket holds a place for (`session_sockets`), until it gives it back.
-    place: str | None = None
+    # The session's and the user's places this socket holds (`session_sockets`),
+    # until it gives them back.
+    places: tuple[str, ...] = ()
 
     async def connect(self) -> None:
         if not socket_origin_allowed(self.scope):
@@ -88,20 +90,28 @@ class InspectorConsumer(GuardedConsumer):
             await self.close(code=CLOSE_UNAUTHORISED)
             return
         key = self.scope["session"].session_key or ""
-        limit = settings.INSPECTOR_SOCKETS_PER_SESSION
-        if not session_sockets.take(key, limit):
+        # Per user too: logging in again is a new session, with places of its own.
+        places = (
+            (key, "INSPECTOR_SOCKETS_PER_SESSION", "this login"),
+            (f"user:{self.scope['user'].pk}", "INSPECTOR_SOCKETS_PER_USER", "this user"),
+        )
+        for taken, (place, setting, who) in enumerate(places):
+            limit = getattr(settings, setting)
+            if session_sockets.take(place, limit):
+                continue
+            for earlier, _, _ in places[:taken]:
+                session_sockets.give_back(earlier)
             # Accepted to say why: a refused handshake reads as a network
             # failure in the browser, and the tab would not know to wait.
             await self.accept()
             await self._error(
-                "this login already has as many inspectors open on this server as it "
-                f"allows (INSPECTOR_SOCKETS_PER_SESSION = {limit}); close one and this one "
-                "connects",
+                f"{who} already has as many inspectors open on this server as it "
+                f"allows ({setting} = {limit}); close one and this one connects",
                 limit=limit,
             )
             await self.close(code=CLOSE_TOO_MANY)
             return
-        self.place = key
+        self.places = tuple(place for place, _, _ in places)
         # Joined before the accept, so a logout right after the page opened
         # reaches the socket; never refused for a layer that fails or hangs.
         self.logout = LogoutListener(session_group(key), self.dispatch)
@@ -163,9 +173,9 @@ class InspectorConsumer(GuardedConsumer):
         if self.logout is not None:
             self.logout.stop()
         # Given back even without a viewer: a connect that failed after taking
-        # its place would otherwise keep it for good.
-        place, self.place = self.place, None
-        if place is not None:
+        # its places would otherwise keep them for good.
+        places, self.places = self.places, ()
+        for place in places:
             session_sockets.give_back(place)
         viewer, self.viewer = self.viewer, None
         if viewer is not None:

@@ -3,7 +3,10 @@
 Every open inspector costs a frame built each tick (`dashboard.live`), so
 one session may hold at most `INSPECTOR_SOCKETS_PER_SESSION` at once on a
 replica: a script replaying a session cookie cannot make the broadcaster
-build thousands, and a person's tabs stay far below the cap.
+build thousands, and a person's tabs stay far below the cap. Logging in
+again makes a new session, so each user is held too, to
+`INSPECTOR_SOCKETS_PER_USER` over all its sessions (counted here under
+`user:<id>`, a name no session key takes).
 
 Invariant: a session's count is the number of sockets that took a place and
 have not given it back, and a session with none is not kept (a server up

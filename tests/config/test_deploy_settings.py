@@ -132,6 +132,7 @@ def test_the_simulation_variables_the_readme_lists_are_read() -> None:
         # One login's inspector sockets: at least one.
         ("INSPECTOR_SOCKETS_PER_SESSION", "0"),
         ("INSPECTOR_SOCKETS_PER_SESSION", "many"),
+        ("INSPECTOR_SOCKETS_PER_USER", "0"),
     ],
 )
 def test_a_bad_value_stops_start_up_naming_the_variable(name: str, value: str) -> None:

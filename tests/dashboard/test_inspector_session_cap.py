@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from channels.db import database_sync_to_async
-from django.test import override_settings
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
 
 from dashboard.consumers import CLOSE_TOO_MANY, CLOSE_UNAUTHORISED
 from dashboard.live import Broadcaster
@@ -80,3 +81,32 @@ def test_places_are_counted_per_session_and_a_session_with_none_is_forgotten() -
         places.give_back("a")
     places.give_back("b")
     assert places._open == {}
+
+
+def login_again(username: str) -> Client:
+    """A second login of the same user: a new session."""
+    client = Client()
+    client.force_login(User.objects.get(username=username))
+    return client
+
+
+@override_settings(INSPECTOR_SOCKETS_PER_SESSION=2, INSPECTOR_SOCKETS_PER_USER=3)
+async def test_logging_in_again_does_not_renew_a_users_places(broadcaster: Broadcaster) -> None:
+    first = await database_sync_to_async(logged_in)("alice")
+    again = await database_sync_to_async(login_again)("alice")
+    assert first.session.session_key != again.session.session_key
+    tabs = [await inspector(first), await inspector(first), await inspector(again)]
+
+    refused = await inspector(again)
+    error = await refused.receive_json_from()
+    assert error["limit"] == 3 and "INSPECTOR_SOCKETS_PER_USER = 3" in error["message"]
+    assert await refused.receive_output() == {"type": "websocket.close", "code": CLOSE_TOO_MANY}
+    # The refused socket gave back the session place it had taken first.
+    assert session_sockets.held(again.session.session_key) == 1
+    await tabs[0].disconnect()
+    connected = await inspector(again)
+    await connected.send_json_to({"type": "subscribe"})
+    assert (await connected.receive_json_from())["type"] == "snapshot"
+    for socket in (tabs[1], tabs[2], connected):
+        await socket.disconnect()
+    assert len(broadcaster.viewers) == 0
