@@ -112,10 +112,12 @@ def main() -> None:
     from django.conf import settings
     from twisted.internet import reactor
 
-    from config import access_log, body_limit, slow_readers
+    from config import access_log, body_limit, dead_connections, slow_readers
 
     access_log.install()
     body_limit.install(reactor)
+    # After body_limit: its request class is the one extended.
+    dead_connections.install(reactor)
     slow_readers.install(
         reactor,
         limit=settings.WEBSOCKET_UNSENT_LIMIT_BYTES,

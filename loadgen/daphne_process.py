@@ -63,12 +63,14 @@ class DaphneProcess:
         extra_env: dict[str, str] | None = None,
         grpc: bool = True,
         log_path: Path | None = None,
+        application: str = "config.asgi:application",
     ) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="qi-daphne-"))
         self.port, self.grpc_port = free_ports(2) if grpc else (free_port(), 0)
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
         self.log_path = log_path or self.tmp / "daphne.log"
+        self.application = application  # what Daphne serves, as `module:attribute`
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -173,7 +175,7 @@ class DaphneProcess:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
-                "config.asgi:application",
+                self.application,
             ],
             env=self.env,
             cwd=BASE_DIR,
