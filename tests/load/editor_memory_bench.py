@@ -52,7 +52,8 @@ services.tenant_put(
 """
 
 
-def _env(project: Path, folder: Path) -> dict[str, str]:
+def server_env(project: Path, folder: Path) -> dict[str, str]:
+    """The environment of a server of `project` keeping everything in `folder`."""
     return {
         **{k: v for k, v in os.environ.items() if k not in ("DEBUG", "DATABASE_URL")},
         "PYTHONPATH": str(project),
@@ -64,10 +65,19 @@ def _env(project: Path, folder: Path) -> dict[str, str]:
     }
 
 
-def _manage(project: Path, env: dict[str, str], *args: str) -> None:
+def python_of(project: Path) -> str:
+    """The project's own interpreter (its `.venv`), else this one."""
     python = project / ".venv" / "bin" / "python"
-    command = [str(python if python.exists() else Path(sys.executable)), "manage.py", *args]
-    subprocess.run(command, cwd=project, env=env, check=True, capture_output=True, timeout=300)
+    return str(python if python.exists() else Path(sys.executable))
+
+
+def manage(project: Path, env: dict[str, str], *args: str) -> str:
+    """`manage.py ARGS` of `project`; its standard output."""
+    command = [python_of(project), "manage.py", *args]
+    done = subprocess.run(
+        command, cwd=project, env=env, check=True, capture_output=True, text=True, timeout=300
+    )
+    return done.stdout
 
 
 def _post(opener: urllib.request.OpenerDirector, url: str, fields: dict[str, str]) -> bytes:
@@ -80,14 +90,13 @@ def _post(opener: urllib.request.OpenerDirector, url: str, fields: dict[str, str
 def soak(project: Path, renders: int) -> list[tuple[int, float]]:
     """(page bytes, server RSS in MiB after it) for each Form page served."""
     folder = Path(tempfile.mkdtemp(prefix="qi-editor-memory-"))
-    env = _env(project, folder)
-    _manage(project, env, "migrate", "--noinput", "-v0")
-    _manage(project, env, "shell", "--no-imports", "-c", SETUP)
+    env = server_env(project, folder)
+    manage(project, env, "migrate", "--noinput", "-v0")
+    manage(project, env, "shell", "--no-imports", "-c", SETUP)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     processes = Processes()
-    python = project / ".venv" / "bin" / "python"
-    argv = [str(python if python.exists() else Path(sys.executable)), "-m", "config.serve"]
+    argv = [python_of(project), "-m", "config.serve"]
     server = processes.start(
         [*argv, "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
         folder / "daphne.log",
