@@ -165,7 +165,6 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
         """
         key = (querier_id, worker_id)
         connection = self._connections.get(key)
-        handed_back = False
         while True:
             request = self._try_dequeue(key)
             if request is not None:
@@ -173,14 +172,7 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
                 self._notify("on_dispatched", request, querier_id, worker_id, wait)
                 return request
             fut: asyncio.Future[Handoff] = running_loop().create_future()
-            if handed_back:
-                # It was served in its turn and got nothing to run: waiting
-                # again from the back would pass it over behind every worker
-                # that started after it, turn after turn under a storm of
-                # cancels. Rare, so rebuilding the order here costs nothing.
-                self._waiters = {key: fut, **self._waiters}
-            else:
-                self._waiters[key] = fut
+            self._waiters[key] = fut
             try:
                 request, wait = await fut
             except asyncio.CancelledError:
@@ -197,7 +189,6 @@ class SchedulerRuntime(RuntimeDrain, RuntimeFailures):
             if self.queue.in_flight_on(request.id, querier_id, worker_id):
                 self._notify("on_dispatched", request, querier_id, worker_id, wait)
                 return request
-            handed_back = True
 
     def _abandon_wait(
         self, key: WorkerKey, fut: asyncio.Future[Handoff], connection: object

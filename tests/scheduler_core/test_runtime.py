@@ -306,23 +306,6 @@ async def test_a_request_cancelled_before_its_worker_resumed_is_not_returned_to_
     await rt.stop(drain_timeout=0)
 
 
-async def test_a_worker_whose_hand_off_was_cancelled_is_offered_the_next_request_first() -> None:
-    rt, recorder, _ = await clocked_runtime()
-    _, waiting = await waiting_worker(rt)
-    later = rt.connect_querier("q-2")
-    later_wait = asyncio.create_task(rt.next_request("q-2", later))
-    await asyncio.sleep(0)  # the second worker waits behind the first
-    rt.enqueue(Request(id="r1", tenant_id="t1"))  # handed to the first worker
-    assert rt.cancel("r1") is not None  # undone before the first worker resumed
-    for _ in range(3):
-        await asyncio.sleep(0)
-    rt.enqueue(Request(id="r2", tenant_id="t1"))
-    assert (await asyncio.wait_for(waiting, 1)).id == "r2"
-    assert not later_wait.done()
-    later_wait.cancel()
-    await rt.stop(drain_timeout=0)
-
-
 async def test_the_reported_wait_ends_at_the_hand_off_not_when_the_worker_resumes() -> None:
     rt, recorder, clock = await clocked_runtime()
     worker, waiting = await waiting_worker(rt)
