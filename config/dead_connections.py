@@ -30,6 +30,7 @@ Two faults of the stack under Daphne, each found by a memory soak:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -50,6 +51,14 @@ def install(reactor: Any) -> None:
             return  # told once already (each refused add schedules this)
         reactor.removeReader(selectable)
         reactor.removeWriter(selectable)
+        # The loop's closed watch goes too, also when Twisted had not
+        # registered it: left, it refused the next connection given this
+        # descriptor number.
+        loop = asyncio.get_running_loop()
+        descriptor = selectable.fileno()
+        if descriptor >= 0:
+            loop.remove_reader(descriptor)
+            loop.remove_writer(descriptor)
         reason = error.ConnectionLost("the event loop closed its watch of the connection")
         selectable.connectionLost(failure.Failure(reason))
 

@@ -1,4 +1,4 @@
-"""Freeing each HTTP request's objects when it ends, not at the next full collection.
+"""Freeing each HTTP response when its request ends, not at the next full collection.
 
 Daphne reports `http.disconnect` as soon as a response is finished, and
 Django's ASGI handler, which runs a task listening for it beside the view,
@@ -13,14 +13,19 @@ per page, until one ran.
 
 `ReleaseDisconnectListener` notes the task that listens (the one reading
 `receive` that is not the request's own) and, once the handler has
-returned, drops the traceback of the exception it ended with. Nothing
-else points at that frame, so the request and its response go at once.
+returned, drops the traceback of the `RequestAborted` it ended with.
+Nothing else points at that frame, so the response goes at once. (Parts
+of the request still wait for the collector in Django's own cycles: its
+session, messages and form, small beside a page.) Any other exception the
+listener ended with is being raised through here, its traceback the news.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+
+from django.core.exceptions import RequestAborted
 
 __all__ = ["ReleaseDisconnectListener"]
 
@@ -49,5 +54,5 @@ class ReleaseDisconnectListener:
                 # keeps none, so only an exception it ended with is held.
                 if task.done() and not task.cancelled():
                     ended = task.exception()
-                    if ended is not None:
+                    if isinstance(ended, RequestAborted):
                         ended.__traceback__ = None

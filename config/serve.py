@@ -38,6 +38,7 @@ __all__ = [
     "main",
     "migrations_state",
     "refuse_unmigrated_database",
+    "warn_of_a_key_per_machine",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def main() -> None:
     with refusals_as_one_line():
         django.setup()
     refuse_unmigrated_database()
+    warn_of_a_key_per_machine(os.environ)
     # Creates the loop when imported, so only after the policy is set.
     from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
     from django.conf import settings
@@ -131,6 +133,24 @@ def main() -> None:
     reactor.callLater(0, _start_scheduler)
     sys.argv[0] = "daphne"
     CommandLineInterface.entrypoint()
+
+
+def warn_of_a_key_per_machine(env: os._Environ[str] | dict[str, str]) -> None:
+    """Say so when replicas (a Redis is set) sign with a key kept in VAR_DIR.
+
+    Replicas on other machines keep keys of their own (config.secret_key):
+    a session made on one is refused by another, so users are logged out
+    as the load balancer moves them.
+    """
+    from django.conf import settings
+
+    if settings.REDIS_URL and not env.get("SECRET_KEY", ""):
+        log.warning(
+            "SECRET_KEY is not set: this replica signs sessions with the key kept in "
+            "VAR_DIR (%s); replicas on other machines keep their own, and refuse its "
+            "sessions. Set SECRET_KEY to the same value on every replica",
+            settings.VAR_DIR,
+        )
 
 
 def _start_scheduler() -> None:

@@ -63,7 +63,8 @@ log = logging.getLogger(__name__)
 # and a page of another origin (`dashboard.access.socket_origin_allowed`).
 CLOSE_UNAUTHORISED = 4401
 CLOSE_FOREIGN_ORIGIN = 4403
-# The session already holds INSPECTOR_SOCKETS_PER_SESSION inspectors here (HTTP's 429).
+# The session (INSPECTOR_SOCKETS_PER_SESSION) or the user (INSPECTOR_SOCKETS_PER_USER)
+# already holds as many inspectors here as allowed (HTTP's 429).
 CLOSE_TOO_MANY = 4429
 
 

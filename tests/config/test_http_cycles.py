@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,3 +81,26 @@ async def test_without_it_each_response_waits_for_the_cyclic_collector(
     for _ in range(3):
         assert await serve_as_daphne(ASGIHandler(), "/login/") == 200
     assert responses_alive() == before + 3
+
+
+async def test_a_listener_that_failed_otherwise_keeps_its_traceback() -> None:
+    # Django re-raises the listener's AssertionError for a message no ASGI
+    # server should send: where it came from is what the log must show.
+    messages = [{"type": "http.request", "body": b""}, {"type": "http.bogus"}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else await asyncio.Future()
+
+    async def send(message: dict[str, Any]) -> None:
+        await asyncio.sleep(0.05)  # slower than the listener's bogus message
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/login/",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1")],
+    }
+    with pytest.raises(AssertionError) as raised:
+        await ReleaseDisconnectListener(ASGIHandler())(scope, receive, send)
+    assert "listen_for_disconnect" in "".join(traceback.format_tb(raised.value.__traceback__))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -16,7 +18,7 @@ from django.db import OperationalError
 
 from api.wire.grpc.clients import CortexFrontend, QuerierWorker, get_request
 from config import serve
-from config.serve import event_loop_name, install_event_loop
+from config.serve import event_loop_name, install_event_loop, warn_of_a_key_per_machine
 from loadgen.daphne_process import BASE_DIR, DaphneProcess
 from scheduler_core.pb import schedulerpb_pb2 as pb
 
@@ -149,3 +151,17 @@ async def test_the_grpc_door_opens_without_any_http_request() -> None:
         assert "GET /" not in server.log()  # nothing but gRPC reached it
     finally:
         server.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("redis", "key", "warned"),
+    [("redis://r:6379/0", "", True), ("redis://r:6379/0", "k" * 50, False), ("", "", False)],
+    ids=["replicas-no-key", "replicas-key", "one-process"],
+)
+def test_replicas_signing_with_a_key_kept_in_var_dir_are_warned(
+    redis: str, key: str, warned: bool, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.REDIS_URL = redis
+    with caplog.at_level(logging.WARNING, logger="config.serve"):
+        warn_of_a_key_per_machine({"SECRET_KEY": key})
+    assert ("Set SECRET_KEY to the same value on every replica" in caplog.text) is warned
