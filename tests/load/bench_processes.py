@@ -1,4 +1,4 @@
-"""Child processes and the few HTTP and /proc reads `cortex_bench` needs.
+"""Child processes, `manage.py` runs and the few HTTP and /proc reads the benchmarks need.
 
 Children start in process groups of their own, so a stop takes whatever
 they started too (Cortex's and Daphne's workers); CPU is read from /proc as
@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +30,8 @@ __all__ = [
     "group_memory_bytes",
     "http_get",
     "http_ok",
+    "manage",
+    "project_python",
     "thread_cpu_seconds",
     "wait_until",
 ]
@@ -134,6 +137,28 @@ def thread_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
             name = stat[stat.find("(") + 1 : stat.rfind(")")]
             threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLOCK_TICK)
     return threads
+
+
+def project_python(project: Path) -> str:
+    """The checkout's own interpreter (its `.venv`), else this one."""
+    python = project / ".venv" / "bin" / "python"
+    return str(python if python.exists() else Path(sys.executable))
+
+
+def manage(python: str, code: Path, env: dict[str, str], *command: str) -> str:
+    """`manage.py COMMAND` of the checkout `code`, run by `python`; its standard
+    output. Its errors go to the bench's own, where a failed set-up is read."""
+    done = subprocess.run(
+        [python, "manage.py", *command],
+        cwd=code,
+        env=env,
+        check=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return done.stdout
 
 
 def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tests.load.bench_processes import free_port, http_ok
+from tests.load.bench_processes import free_port, http_ok, manage
 
 __all__ = [
     "ScaleOut",
@@ -145,23 +145,12 @@ def our_env(
     return env
 
 
-def _manage(python: str, code: Path, env: dict[str, str], *command: str) -> None:
-    subprocess.run(
-        [python, "manage.py", *command],
-        cwd=code,
-        env=env,
-        check=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def prepare_ours(project: Path, workdir: Path, cluster: ScaleOut | None) -> None:
     """`make serve`'s set-up steps, on a database of the bench's own."""
     python = str(project / ".venv" / "bin" / "python")
     env = our_env(workdir, 0, cluster=cluster, prefix="prepare")
     for command in (["migrate", "--noinput", "-v0"], ["collectstatic", "--noinput", "-v0"]):
-        _manage(python, project, env, *command)
+        manage(python, project, env, *command)
 
 
 Start = Callable[..., subprocess.Popen[bytes]]
@@ -221,7 +210,7 @@ def start_our_scheduler(
         # A variant's checkout may have migrations the bench's own project has
         # not (a newer one): it refused to start on the shared database.
         env = our_env(workdir, 0, cluster=cluster, prefix="prepare")
-        _manage(python, code, env, "migrate", "--noinput", "-v0")
+        manage(python, code, env, "migrate", "--noinput", "-v0")
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
     procs, urls = [], []
     for i, ip in enumerate(replica_hosts(replicas)):

@@ -23,14 +23,19 @@ import argparse
 import http.cookiejar
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.load.bench_processes import Processes, free_port, http_ok, wait_until
+from tests.load.bench_processes import (
+    Processes,
+    free_port,
+    http_ok,
+    manage,
+    project_python,
+    wait_until,
+)
 from tests.load.tenant_churn import rss_mib
 from tests.tenant_form_inputs import inputs
 
@@ -65,21 +70,6 @@ def server_env(project: Path, folder: Path) -> dict[str, str]:
     }
 
 
-def python_of(project: Path) -> str:
-    """The project's own interpreter (its `.venv`), else this one."""
-    python = project / ".venv" / "bin" / "python"
-    return str(python if python.exists() else Path(sys.executable))
-
-
-def manage(project: Path, env: dict[str, str], *args: str) -> str:
-    """`manage.py ARGS` of `project`; its standard output."""
-    command = [python_of(project), "manage.py", *args]
-    done = subprocess.run(
-        command, cwd=project, env=env, check=True, capture_output=True, text=True, timeout=300
-    )
-    return done.stdout
-
-
 def _post(opener: urllib.request.OpenerDirector, url: str, fields: dict[str, str]) -> bytes:
     data = urllib.parse.urlencode(fields).encode()
     request = urllib.request.Request(url, data=data, headers={"Referer": url})
@@ -91,12 +81,13 @@ def soak(project: Path, renders: int) -> list[tuple[int, float]]:
     """(page bytes, server RSS in MiB after it) for each Form page served."""
     folder = Path(tempfile.mkdtemp(prefix="qi-editor-memory-"))
     env = server_env(project, folder)
-    manage(project, env, "migrate", "--noinput", "-v0")
-    manage(project, env, "shell", "--no-imports", "-c", SETUP)
+    python = project_python(project)
+    manage(python, project, env, "migrate", "--noinput", "-v0")
+    manage(python, project, env, "shell", "--no-imports", "-c", SETUP)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     processes = Processes()
-    argv = [python_of(project), "-m", "config.serve"]
+    argv = [python, "-m", "config.serve"]
     server = processes.start(
         [*argv, "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
         folder / "daphne.log",

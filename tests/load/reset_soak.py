@@ -28,8 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.load.bench_processes import Processes, free_port, http_ok, wait_until
-from tests.load.editor_memory_bench import HERE, manage, python_of, server_env
+from tests.load.bench_processes import (
+    Processes,
+    free_port,
+    http_ok,
+    manage,
+    project_python,
+    wait_until,
+)
+from tests.load.editor_memory_bench import HERE, server_env
 from tests.load.tenant_churn import rss_mib
 
 
@@ -57,12 +64,13 @@ def soak(project: Path, resets: int, requests: int) -> float:
     """RSS growth in MiB per 1,000 requests served after the resets."""
     folder = Path(tempfile.mkdtemp(prefix="qi-reset-soak-"))
     env = server_env(project, folder)
-    manage(project, env, "migrate", "--noinput", "-v0")
-    issued = manage(project, env, "issue_token", "reset-soak", "--role", "editor")
+    python = project_python(project)
+    manage(python, project, env, "migrate", "--noinput", "-v0")
+    issued = manage(python, project, env, "issue_token", "reset-soak", "--role", "editor")
     token = issued.splitlines()[0]  # the token alone, then a line about it
     port = free_port()
     processes = Processes()
-    argv = [python_of(project), "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port)]
+    argv = [python, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port)]
     server = processes.start(
         [*argv, "config.asgi:application"], folder / "daphne.log", cwd=project, env=env
     )
